@@ -1,0 +1,110 @@
+"""The one module that reads catalogue CSVs: the packaged defaults or a user's own files."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from models.catalogue_schema import Architecture, GpuSpec, Offering
+from models.errors import VramplanError, unknown_name_error
+from models.hf_config import architecture_from_config_file
+
+Row = TypeVar("Row", bound=BaseModel)
+
+GPUS_CSV = "gpus.csv"
+OFFERINGS_CSV = "offerings.csv"
+ARCHITECTURES_CSV = "architectures.csv"
+
+
+def _read_text(path: Path | None, packaged_name: str, option: str) -> tuple[str, str]:
+    if path is None:
+        return resources.files("catalogues").joinpath(packaged_name).read_text(encoding="utf-8"), packaged_name
+    try:
+        return Path(path).read_text(encoding="utf-8-sig"), str(path)
+    except OSError as error:
+        raise VramplanError(option, str(path), f"cannot read: {error.strerror or error}") from None
+
+
+def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Row]:
+    """Validate every row of a catalogue CSV; the first bad cell is a one-line error."""
+    reader = csv.DictReader(io.StringIO(text))
+    expected = list(model.model_fields)
+    if reader.fieldnames != expected:
+        missing = [c for c in expected if c not in (reader.fieldnames or [])]
+        extra = [c for c in (reader.fieldnames or []) if c not in expected]
+        detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "column order"
+        raise VramplanError(option, origin, f"header does not match the schema ({detail}); see catalogues/README.md")
+    rows = []
+    for line_number, raw in enumerate(reader, start=2):
+        cells = {key: (value if value != "" else None) for key, value in raw.items()}
+        cells = {key: value for key, value in cells.items() if value is not None}
+        try:
+            rows.append(model.model_validate(cells))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "row"
+            value = raw.get(field, "")
+            raise VramplanError(option, origin, f"line {line_number}, {field}={value!r}: {first['msg']}") from None
+    return rows
+
+
+def _unique(rows: list[Row], key, origin: str, option: str) -> dict[str, Row]:
+    by_key: dict[str, Row] = {}
+    for row in rows:
+        name = key(row)
+        if name in by_key:
+            raise VramplanError(option, origin, f"duplicate name {name!r}")
+        by_key[name] = row
+    return by_key
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    gpus: dict[str, GpuSpec]
+    offerings: dict[str, Offering]
+    architectures: dict[str, Architecture]
+
+    def gpu(self, name: str) -> GpuSpec:
+        if name not in self.gpus:
+            raise unknown_name_error("gpu", name, self.gpus)
+        return self.gpus[name]
+
+    def offering(self, name: str) -> Offering:
+        if name not in self.offerings:
+            raise unknown_name_error("offering", name, self.offerings)
+        return self.offerings[name]
+
+    def offerings_for(self, gpu: str) -> list[Offering]:
+        return [o for o in self.offerings.values() if o.gpu == gpu]
+
+    def architecture(self, name_or_path: str) -> Architecture:
+        """A catalogue name, or a path to a Hugging Face config.json."""
+        if name_or_path in self.architectures:
+            return self.architectures[name_or_path]
+        if name_or_path.endswith(".json") or Path(name_or_path).is_file():
+            return architecture_from_config_file(Path(name_or_path))
+        raise unknown_name_error("model", name_or_path, self.architectures)
+
+
+def load_catalogue(
+    gpus_csv: Path | None = None, offerings_csv: Path | None = None, models_csv: Path | None = None
+) -> Catalogue:
+    """Load the packaged catalogues, or the user's files where given (same schema)."""
+    text, origin = _read_text(gpus_csv, GPUS_CSV, "gpus_csv")
+    gpus = _unique(parse_rows(text, GpuSpec, origin, "gpus_csv"), lambda g: g.name, origin, "gpus_csv")
+    text, origin = _read_text(offerings_csv, OFFERINGS_CSV, "offerings_csv")
+    offerings = _unique(parse_rows(text, Offering, origin, "offerings_csv"), lambda o: o.name, origin, "offerings_csv")
+    for offering in offerings.values():
+        if offering.gpu not in gpus:
+            raise VramplanError("offerings_csv", origin, f"offering {offering.name} names unknown gpu {offering.gpu!r}")
+    text, origin = _read_text(models_csv, ARCHITECTURES_CSV, "models_csv")
+    architectures = _unique(
+        parse_rows(text, Architecture, origin, "models_csv"), lambda a: a.name, origin, "models_csv"
+    )
+    return Catalogue(gpus=gpus, offerings=offerings, architectures=architectures)

@@ -1,0 +1,32 @@
+"""The one error type users see: a field, the offending value, and why, on one line."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class VramplanError(ValueError):
+    """Invalid input. ``str(error)`` is a one-line message naming the field and the value."""
+
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{field}={value!r}: {reason}")
+
+
+def closest_names(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
+    """Catalogue names most similar to ``name`` (for 'did you mean' messages)."""
+    known = list(known)
+    close = difflib.get_close_matches(name.lower(), known, n=limit, cutoff=0.4)
+    if not close:
+        close = [k for k in known if name.lower() in k or k in name.lower()][:limit]
+    return close
+
+
+def unknown_name_error(field: str, name: str, known: Iterable[str]) -> VramplanError:
+    known = sorted(known)
+    close = closest_names(name, known)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:12])}"
+    return VramplanError(field, name, f"not in the catalogue; {hint}")

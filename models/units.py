@@ -1,0 +1,30 @@
+"""Byte units. GB = 1e9 bytes (the ZeRO paper, datasheets); GiB/MiB = 2^30/2^20 (nvidia-smi, allocators)."""
+
+from __future__ import annotations
+
+BYTES_PER_GB = 10**9
+BYTES_PER_GIB = 2**30
+BYTES_PER_MIB = 2**20
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    """Integer ceiling of numerator / denominator for non-negative integers."""
+    return -(-numerator // denominator)
+
+
+def bytes_to_gib(num_bytes: int | float) -> float:
+    return num_bytes / BYTES_PER_GIB
+
+
+def bytes_to_gb(num_bytes: int | float) -> float:
+    return num_bytes / BYTES_PER_GB
+
+
+def bytes_to_mib_ceil(num_bytes: int) -> int:
+    """Round a demand up to whole MiB (the solver's unit), so rounding never hides bytes."""
+    return ceil_div(num_bytes, BYTES_PER_MIB)
+
+
+def bytes_to_mib_floor(num_bytes: int) -> int:
+    """Round a capacity down to whole MiB."""
+    return num_bytes // BYTES_PER_MIB
