@@ -1,0 +1,211 @@
+"""Which tensors a decoder layer saves for backward, term by term, for two implementations.
+
+Notation: T = b*s tokens of one micro-batch, e = bytes of a 16-bit (or fp32) activation,
+h hidden, a heads, k kv heads, d head dim, f MLP width, v vocab, E experts, K experts per token.
+Terms with a literal 4 are fp32, with 8 int64, with 1 bool (CUDA dropout masks).
+
+kernels="eager": the module code of Hugging Face transformers 5.24 on CUDA. Every term was measured
+with torch.autograd.graph.saved_tensors_hooks on CPU (tests/tools/saved_tensors_probe.py; the
+optional test tests/test_saved_tensors.py re-measures them); two CUDA facts come from the ATen
+source instead: dropout saves a 1-byte bool mask (fused native_dropout) and LayerNorm keeps fp32
+mean/rstd. Highlights: HF RMSNorm upcasts to fp32 and saves that copy (4Th) and the normalised
+value (eTh); SwiGLU saves gate, up, act(gate) and the product (4eTf); GPT-2's gelu_new is a
+Python formula that saves four f-wide intermediates; eager attention saves the fp32 softmax
+(4 b a s^2) and its 16-bit cast, with K/V repeated to a heads; SDPA/flash saves q, k and v at their
+own head counts, the output (which is o_proj's input) and an fp32 logsumexp. Under autocast (the
+"hf" accounting: fp32 weights, 16-bit compute), norms run in fp32 and every linear saves its own
+16-bit cast of its input.
+
+kernels="fused": Megatron-Core / Transformer Engine kernels, as Korthikanti et al. account them
+(arXiv:2205.05198 sec. 4.1): a norm saves its input and fp32 statistics, a linear its input, GELU
+its input, fused SwiGLU the gate/up GEMM output, dropout a 1-byte mask; eager ("core") attention
+saves Q, K, V (K/V repeated for GQA), softmax output, dropout mask and dropped probabilities. For
+the GPT layer this sums to exactly s*b*h*34 + 5*a*s^2*b plus the fp32 norm statistics
+(16 bytes per token, which the paper neglects).
+
+A Term flagged `attention_core` is what selective recompute (Korthikanti sec. 5) recomputes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.catalogue_schema import Architecture
+from models.setup import Attention, Kernels
+
+INT64 = 8
+FP32 = 4
+BOOL = 1
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    num_bytes: int
+    attention_core: bool = False
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The sizes one micro-batch's activations are built from."""
+
+    b: int
+    s: int
+    e: int  # bytes per activation element
+    autocast: bool = False  # fp32 weights with 16-bit autocast (HF Trainer AMP)
+
+    @property
+    def t(self) -> int:
+        return self.b * self.s
+
+
+def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str) -> list[Term]:
+    t, h, e = x.t, arch.hidden_size, x.e
+    if kernels == "fused" or arch.norm_kind == "layernorm":
+        stats = 2 * FP32 * t if arch.norm_kind == "layernorm" else FP32 * t  # mean+rstd or rstd
+        return [Term(f"{name}.input", e * t * h), Term(f"{name}.stats", stats)]
+    if arch.model_type == "gemma2":  # fp32 input, rsqrt, fp32 normalised value, (1 + w) in fp32
+        return [Term(f"{name}.input_fp32", FP32 * t * h), Term(f"{name}.rsqrt", FP32 * t),
+                Term(f"{name}.normed_fp32", FP32 * t * h), Term(f"{name}.one_plus_weight", FP32 * h)]
+    normed = FP32 if x.autocast else e  # under autocast the whole norm runs in fp32
+    return [Term(f"{name}.input_fp32", FP32 * t * h), Term(f"{name}.rsqrt", FP32 * t),
+            Term(f"{name}.normed", normed * t * h)]
+
+
+def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) -> list[Term]:
+    """Input saved by the linears that read one tensor: shared, or one cast each under autocast."""
+    copies = num_linears if x.autocast else 1
+    return [Term(f"{name}.linear_input", copies * x.e * x.t * arch.hidden_size)]
+
+
+def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Shape) -> list[Term]:
+    t, b, s, e = x.t, x.b, x.s, x.e
+    a, k, d = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
+    scores = b * a * s * s
+    dropout = arch.dropout_prob > 0
+    if arch.model_type == "gpt2" and kernels == "eager":
+        qkv = [Term("attn.qkv_copies" if attention == "eager" else "attn.c_attn_output", e * t * (a * d + 2 * k * d))]
+    elif attention == "flash":
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.kv", 2 * e * t * k * d)]
+    else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.kv_repeated", 2 * e * t * a * d)]
+    out = [Term("attn.output", e * t * a * d)]  # = o_proj input; flash saves this same storage
+    if attention == "flash":
+        core = [Term("attn.logsumexp", FP32 * t * a, attention_core=True)]
+    else:
+        softmax_bytes = e if (kernels == "fused" or arch.model_type == "gpt2") else FP32
+        core = [Term("attn.softmax", softmax_bytes * scores, attention_core=True)]
+        if kernels == "eager" and softmax_bytes != e:
+            core.append(Term("attn.softmax_cast", e * scores, attention_core=True))
+        if arch.model_type == "gemma2":
+            core.append(Term("attn.softcap_tanh", e * scores, attention_core=True))
+        if dropout:
+            core += [Term("attn.dropout_mask", BOOL * scores, attention_core=True),
+                     Term("attn.dropout_output", e * scores, attention_core=True)]
+    return qkv + core + out
+
+
+def _mlp(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    t, e, f = x.t, x.e, arch.intermediate_size
+    if arch.is_moe:
+        return _moe(arch, kernels, x)
+    if arch.mlp_kind == "gelu":
+        if kernels == "fused":  # GELU saves its input; fc2 its input
+            return [Term("mlp.gelu_input", e * t * f), Term("mlp.fc2_input", e * t * f)]
+        # gelu_new: x (pow input), tanh output, 1 + tanh, 0.5 * x; then c_proj's input
+        return [Term("mlp.gelu_new_intermediates", 4 * e * t * f), Term("mlp.c_proj_input", e * t * f)]
+    if kernels == "fused":  # one [T, 2f] gate/up GEMM output, the down input
+        return [Term("mlp.gate_up_output", 2 * e * t * f), Term("mlp.down_input", e * t * f)]
+    # act input (gate), up output, act output, product (= down input)
+    return [Term("mlp.gate_up_act_product", 4 * e * t * f)]
+
+
+def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    t, e, h, f = x.t, x.e, arch.hidden_size, arch.intermediate_size
+    n_experts, top_k = arch.num_experts, arch.experts_per_token
+    tk = t * top_k
+    router = [Term("moe.router_softmax_fp32", FP32 * t * n_experts),
+              Term("moe.routing", INT64 * tk + FP32 * t + FP32 * tk)]  # top-k indices, sum, weights
+    if kernels == "fused":  # permuted tokens, fc1 output, fc2 input, unpermute input
+        experts = [Term("moe.permuted_input", e * tk * h), Term("moe.fc1_output", 2 * e * tk * f),
+                   Term("moe.fc2_input", e * tk * f), Term("moe.expert_output", e * tk * h)]
+    else:  # transformers grouped_mm experts: gathered tokens, gate_up, act, product, down output, indices
+        experts = [Term("moe.gathered_input", e * tk * h), Term("moe.gate_up_act_product", 4 * e * tk * f),
+                   Term("moe.expert_output", e * tk * h), Term("moe.indices", 28 * tk + FP32 * n_experts)]
+    return router + experts
+
+
+def _dropout_mask(arch: Architecture, x: Shape, name: str) -> list[Term]:
+    if arch.dropout_prob <= 0:
+        return []
+    return [Term(f"{name}.dropout_mask", BOOL * x.t * arch.hidden_size)]
+
+
+def _lora(arch: Architecture, x: Shape, adapters: int, rank: int) -> list[Term]:
+    """lora_B saves lora_A's output (e*T*r) per adapter; lora_A shares the base linear's input."""
+    return [Term("lora.a_outputs", adapters * x.e * x.t * rank)] if adapters else []
+
+
+def layer_terms(
+    arch: Architecture, kernels: Kernels, attention: Attention, x: Shape, lora_adapters: int = 0, lora_rank: int = 0
+) -> list[Term]:
+    """Everything one decoder layer saves for backward with no recompute."""
+    post_norms = arch.norms_per_layer - 2  # gemma2's post-attention / post-feedforward norms
+    gpt2_eager = arch.model_type == "gpt2" and kernels == "eager"
+    terms = _norm(arch, kernels, x, "attn_norm")
+    terms += _linear_inputs(arch, x, "attn", 1 if arch.model_type == "gpt2" else 3)
+    terms += _attention(arch, kernels, attention, x)
+    if post_norms:
+        terms += _norm(arch, kernels, x, "post_attn_norm")
+    terms += _dropout_mask(arch, x, "attn_residual")
+    terms += _norm(arch, kernels, x, "mlp_norm")
+    terms += _linear_inputs(arch, x, "mlp", 1 if gpt2_eager or arch.mlp_kind == "gelu" else 2)
+    terms += _mlp(arch, kernels, x)
+    if post_norms:
+        terms += _norm(arch, kernels, x, "post_mlp_norm")
+    terms += _dropout_mask(arch, x, "mlp_residual")
+    terms += _lora(arch, x, lora_adapters, lora_rank)
+    return terms
+
+
+def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
+    terms = [Term("embedding.token_ids", INT64 * x.t)]
+    if arch.learned_position_embeddings:
+        terms.append(Term("embedding.position_ids", INT64 * x.s))
+    return terms + _dropout_mask(arch, x, "embedding")
+
+
+def shared_terms(arch: Architecture, x: Shape) -> list[Term]:
+    """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
+    if arch.learned_position_embeddings:
+        return []
+    rope_bytes = FP32 if x.autocast else x.e
+    return [Term("rope.cos_sin", 2 * rope_bytes * x.s * arch.head_dim)]
+
+
+def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """Final norm, lm_head input and the loss's saved fp32 log-probabilities and targets."""
+    t, v = x.t, arch.vocab_size
+    terms = _norm(arch, kernels, x, "final_norm") + [Term("lm_head.input", x.e * t * arch.hidden_size)]
+    # At b = 1 the shifted targets are a view of the (s + 1)-long padded labels (measured).
+    targets = INT64 * (t + 1 if x.b == 1 else t)
+    terms += [Term("loss.log_probs_fp32", FP32 * t * v), Term("loss.targets", targets),
+              Term("loss.total_weight", FP32)]
+    if arch.final_logit_softcapping and kernels == "eager":
+        terms.append(Term("loss.softcap_tanh", x.e * t * v))
+    if kernels == "eager":  # HF returns the logits in the model output; a training loop holds it
+        terms.append(Term("output.logits", x.e * t * v))
+    return terms
+
+
+def loss_backward_extra_bytes(arch: Architecture, kernels: Kernels, x: Shape) -> int:
+    """Temporaries at the start of backward, in the loss.
+
+    eager: cross_entropy's backward allocates the fp32 gradient of the log-probabilities and of the
+    fp32 logits (2 x 4Tv), measured with MemTracker (peak = post-forward + 8Tv - 8T).
+    fused: Megatron's cross entropy writes its gradient into the saved softmax in place and casts it
+    to 16-bit for the output layer's backward: e*T*v.
+    """
+    if kernels == "eager":
+        return 2 * FP32 * x.t * arch.vocab_size
+    return x.e * x.t * arch.vocab_size

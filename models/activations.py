@@ -1,0 +1,105 @@
+"""The activations pillar: what is kept between forward and backward, plus the backward's peak.
+
+kept = embedding + shared (RoPE cos/sin) + L x per-layer + output layer, where per-layer is
+- recompute "none": every term of models/activation_terms.layer_terms;
+- "selective": all but the attention core (Korthikanti sec. 5: sbh*34 for the GPT layer);
+- "full": only the layer input, e*T*h (Korthikanti: 2sbh; HF gradient checkpointing measured the
+  same); HF additionally keeps the 4-D eager attention mask (e*b*s^2) alive once for all layers.
+
+The peak comes at the start of backward: on top of everything kept, the largest of
+- the loss's gradient temporaries (activation_terms.loss_backward_extra_bytes), and
+- one layer's backward: under recompute, the recomputed part of that layer is rebuilt (Chen et al.
+  arXiv:1604.06174: the peak holds one segment being rebuilt) and its gradients are produced,
+  which layer_backward_temporaries bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.activation_terms import (
+    FP32,
+    Shape,
+    Term,
+    embedding_terms,
+    layer_terms,
+    loss_backward_extra_bytes,
+    output_terms,
+    shared_terms,
+)
+from models.catalogue_schema import Architecture
+from models.lora import adapted_modules
+from models.precision import activation_bytes
+from models.setup import Job, Plan
+
+
+@dataclass(frozen=True)
+class Activations:
+    per_layer_bytes: int
+    layers_bytes: int
+    embedding_bytes: int
+    output_layer_bytes: int
+    backward_peak_extra_bytes: int
+    terms: tuple[Term, ...]  # one layer's no-recompute saved set, for explanations
+
+    @property
+    def total_bytes(self) -> int:
+        return self.embedding_bytes + self.layers_bytes + self.output_layer_bytes + self.backward_peak_extra_bytes
+
+
+def _sum(terms: list[Term]) -> int:
+    return sum(term.num_bytes for term in terms)
+
+
+def activation_shape(job: Job, plan: Plan) -> Shape:
+    e = activation_bytes(plan.precision)
+    autocast = job.kernels == "eager" and job.accounting == "hf" and plan.precision in ("bf16", "fp16")
+    return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
+
+
+def layer_saved_terms(arch: Architecture, job: Job, plan: Plan) -> list[Term]:
+    """One layer's saved tensors with no recompute (LoRA adapters included)."""
+    x = activation_shape(job, plan)
+    adapters = rank = 0
+    if job.method != "full":
+        used = arch.experts_per_token
+        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets))
+        rank = job.lora_rank
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank)
+
+
+def layer_backward_temporaries(arch: Architecture, x: Shape) -> int:
+    """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
+    the gradients of two f-wide tensors per routed token while producing them, and the norms'
+    backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
+    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py)."""
+    return 2 * x.e * x.t * arch.experts_per_token * arch.intermediate_size + 2 * FP32 * x.t * arch.hidden_size
+
+
+def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
+    x = activation_shape(job, plan)
+    terms = layer_saved_terms(arch, job, plan)
+    full_layer = _sum(terms)
+    layer_input = x.e * x.t * arch.hidden_size
+    if plan.recompute == "full":
+        per_layer = layer_input
+        rebuilt = full_layer
+    elif plan.recompute == "selective":
+        per_layer = _sum([t for t in terms if not t.attention_core])
+        rebuilt = full_layer - per_layer
+    else:
+        per_layer = full_layer
+        rebuilt = 0
+    shared = _sum(shared_terms(arch, x))
+    if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
+        shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
+    layer_peak = rebuilt + layer_backward_temporaries(arch, x)
+    extra = max(loss_backward_extra_bytes(arch, job.kernels, x), layer_peak)
+    return Activations(
+        per_layer_bytes=per_layer,
+        layers_bytes=arch.num_layers * per_layer + shared,
+        embedding_bytes=_sum(embedding_terms(arch, x)),
+        output_layer_bytes=_sum(output_terms(arch, job.kernels, x)),
+        backward_peak_extra_bytes=extra,
+        terms=tuple(terms),
+    )

@@ -1,0 +1,63 @@
+"""Efficiency assumptions of the performance model: data with their sources, never magic numbers.
+
+COMPUTE_EFFICIENCY is the fraction of the dense datasheet peak that training matmuls achieve
+(hardware FLOPs, recompute included), per GPU generation. Calibrated against published runs:
+
+| run (source)                                              | GPUs       | published MFU | HFU   |
+|-----------------------------------------------------------|------------|---------------|-------|
+| GPT 175B, TP8 PP8, SP + selective (Korthikanti, Table 5)  | 64 A100    | 51.4%         | 52.8% |
+| GPT 530B, TP8 PP35, SP + selective (Korthikanti, Table 5) | 280 A100   | 56.0%         | 57.0% |
+| MPT-7B, seq 2048, FSDP full shard, no ckpt (llm-foundry)  | 8 H100     | 46.44%        | 46.44%|
+| MPT-70B, seq 2048, FSDP full shard, ckpt (llm-foundry)    | 512 H100   | 41.25%        | 55.0% |
+
+llm-foundry: mosaicml/llm-foundry `scripts/train/benchmarking/README.md`. The HFU of the MPT-70B
+row is MFU x 4/3 (activation checkpointing re-runs the forward). Ampere takes the mean HFU of the
+two Korthikanti runs; Hopper the mean of the two MPT runs. Generations with no published
+calibration point reuse the nearest calibrated one and say so (`calibrated=False`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    value: float
+    calibrated: bool
+    source: str
+
+
+_KORTHIKANTI = "Korthikanti et al. arXiv:2205.05198 Table 5: HFU 52.8% (175B), 57.0% (530B) on A100"
+_LLM_FOUNDRY = "llm-foundry benchmarking README: MPT-7B HFU 46.44%, MPT-70B HFU 55.0% on H100"
+
+COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
+    "ampere": Efficiency(0.549, True, _KORTHIKANTI),
+    "hopper": Efficiency(0.507, True, _LLM_FOUNDRY),
+    "volta": Efficiency(0.549, False, "no published point; Ampere's value"),
+    "ada": Efficiency(0.507, False, "no published point; Hopper's value (same fp8 tensor-core generation)"),
+    "blackwell": Efficiency(0.507, False, "no published point; Hopper's value"),
+    "cdna3": Efficiency(0.507, False, "no published point; Hopper's value"),
+}
+
+# Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):
+# nccl-tests all_reduce_perf on NVLink and InfiniBand systems typically reaches about 80% of the
+# one-direction link rate for large messages (NVIDIA nccl-tests PERFORMANCE.md defines busbw so it
+# is comparable with link bandwidth).
+COMMUNICATION_EFFICIENCY = Efficiency(0.8, False, "nccl-tests busbw vs link rate, typical large-message figure")
+
+# GPU optimizer step: memory bound. AdamW reads param, grad, master, m, v and writes param,
+# master, m, v: bytes moved per trainable parameter of the rank's partition.
+OPTIMIZER_STEP_BYTES_PER_PARAM = 2 + 2 + 12 + 2 + 12
+
+# ZeRO-Offload CPU optimizer: DeepSpeed CPU-Adam (ZeRO-Offload, arXiv:2101.06840, sec. 5) is
+# memory-bandwidth bound on the host; we assume 10 GB/s of host memory bandwidth per GPU process
+# and PCIe Gen4 x16 (25 GB/s achievable) for the gradient and parameter transfers.
+HOST_OPTIMIZER_BANDWIDTH_GB_PER_S = 10.0
+PCIE_BANDWIDTH_GB_PER_S = 25.0
+
+
+def compute_efficiency(architecture: str) -> Efficiency:
+    return COMPUTE_EFFICIENCY.get(
+        architecture, Efficiency(0.5, False, f"no data for architecture {architecture!r}; 0.5 assumed")
+    )

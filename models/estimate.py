@@ -1,0 +1,156 @@
+"""Evaluate one fixed plan end to end: memory per GPU, performance and cost, as an EstimateResult.
+
+This is the reference the solver is checked against: every plan `solve` returns is re-evaluated
+here, in exact bytes.
+"""
+
+from __future__ import annotations
+
+from models.catalogue import Catalogue
+from models.catalogue_schema import Architecture, GpuSpec, Offering
+from models.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
+from models.errors import VramplanError
+from models.lora import trainable_params
+from models.memory import MemoryBreakdown, memory_per_gpu
+from models.params import count_params
+from models.performance import Performance, performance
+from models.results import (
+    ActivationDetail,
+    CostReport,
+    EstimateResult,
+    MemoryReport,
+    ModelInfo,
+    OverheadDetail,
+    PerformanceReport,
+)
+from models.setup import Job, Plan
+
+HOURS_PER_DAY = 24
+
+
+def model_info(arch: Architecture, job: Job) -> ModelInfo:
+    counts = count_params(arch)
+    return ModelInfo(
+        name=arch.name,
+        model_type=arch.model_type,
+        num_params=counts.total,
+        num_trainable_params=trainable_params(arch, job),
+        num_active_params=counts.active,
+        num_layers=arch.num_layers,
+        hidden_size=arch.hidden_size,
+        vocab_size=arch.vocab_size,
+    )
+
+
+def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryReport:
+    acts, over = memory.activations, memory.overhead
+    return MemoryReport(
+        weights_bytes=memory.states.weights_bytes,
+        gradients_bytes=memory.states.gradients_bytes,
+        optimizer_states_bytes=memory.states.optimizer_states_bytes,
+        activations_bytes=acts.total_bytes,
+        overhead_bytes=over.total_bytes,
+        total_bytes=memory.total_bytes,
+        capacity_bytes=memory.capacity_bytes,
+        capacity_fraction=capacity_fraction,
+        limit_bytes=memory.limit_bytes,
+        fits=memory.fits,
+        gpu_fits=memory.gpu_fits,
+        headroom_bytes=memory.limit_bytes - memory.total_bytes,
+        dominant_pillar=memory.dominant_pillar,
+        host_bytes=memory.host_bytes,
+        host_capacity_bytes=memory.host_capacity_bytes,
+        host_limit_bytes=memory.host_limit_bytes,
+        host_fits=memory.host_fits,
+        activations=ActivationDetail(
+            per_layer_bytes=acts.per_layer_bytes,
+            layers_bytes=acts.layers_bytes,
+            embedding_bytes=acts.embedding_bytes,
+            output_layer_bytes=acts.output_layer_bytes,
+            backward_peak_extra_bytes=acts.backward_peak_extra_bytes,
+        ),
+        overhead=OverheadDetail(
+            cuda_context_bytes=over.cuda_context_bytes,
+            cublas_workspace_bytes=over.cublas_workspace_bytes,
+            nccl_bytes=over.nccl_bytes,
+            comm_buckets_bytes=over.comm_buckets_bytes,
+            zero3_live_params_bytes=over.zero3_live_params_bytes,
+        ),
+    )
+
+
+def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
+    return PerformanceReport(
+        tokens_per_s=perf.tokens_per_s,
+        mfu=perf.mfu,
+        hfu=perf.hfu,
+        step_time_s=perf.step_time_s,
+        compute_time_s=perf.compute_time_s,
+        communication_time_s=perf.communication_time_s,
+        exposed_communication_s=perf.exposed_communication_s,
+        optimizer_time_s=perf.optimizer_time_s,
+        tokens_per_step=perf.tokens_per_step,
+        global_batch=plan.global_batch,
+        model_flops_per_token=perf.model_flops_per_token,
+        hardware_flops_per_token=perf.hardware_flops_per_token,
+        peak_tflops=perf.peak_tflops,
+        compute_efficiency=perf.compute_efficiency,
+    )
+
+
+def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing) -> Offering:
+    """The offering of this GPU that rents num_gpus for the fewest dollars per hour."""
+    priced = [o for o in catalogue.offerings_for(gpu) if pricing == "on-demand" or o.spot_price_usd_per_hour]
+    if not priced:
+        raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
+    return min(
+        priced,
+        key=lambda o: (num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), o.name),
+    )
+
+
+def estimate_plan(
+    arch: Architecture,
+    job: Job,
+    plan: Plan,
+    gpu: GpuSpec,
+    offering: Offering,
+    tokens: float,
+    pricing: Pricing = "on-demand",
+) -> EstimateResult:
+    if offering.gpu != gpu.name:
+        raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
+    memory = memory_per_gpu(arch, job, plan, gpu, offering)
+    perf = performance(arch, job, plan, gpu)
+    hours = training_hours(tokens, perf.tokens_per_s)
+    price = cost(offering, plan.num_gpus, hours, pricing)
+    return EstimateResult(
+        model=model_info(arch, job),
+        job=job,
+        plan=plan.model_copy(update={"offering": offering.name}),
+        memory=memory_report(memory, job.capacity_fraction),
+        performance=performance_report(perf, plan),
+        cost=CostReport(
+            offering=offering.name,
+            pricing=pricing,
+            num_instances=price.num_instances,
+            usd_per_hour=price.usd_per_hour,
+            tokens=tokens,
+            hours=hours,
+            days=hours / HOURS_PER_DAY,
+            usd_total=price.usd_total,
+        ),
+    )
+
+
+def estimate(
+    catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand"
+) -> EstimateResult:
+    """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API)."""
+    arch = catalogue.architecture(model)
+    gpu = catalogue.gpu(plan.gpu)
+    if plan.offering is None:
+        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing)
+    else:
+        offering = catalogue.offering(plan.offering)
+    return estimate_plan(arch, job, plan, gpu, offering, tokens, pricing)

@@ -1,0 +1,68 @@
+"""Training FLOPs per token, the convention of Korthikanti et al. (arXiv:2205.05198, App. A) and
+Megatron-LM `num_floating_point_operations`.
+
+Forward FLOPs per token: 2 x (matmul weights a token passes through: the decoder layers'
+active linear weights and the lm_head) + 4 * s * (heads * head_dim) per layer for the
+attention scores (QK^T) and values (softmax x V), counted over the full s x s square as the
+paper and llm-foundry do. Backward costs twice the forward (input gradients and weight gradients); with LoRA/QLoRA the
+frozen weights need no weight gradients, so backward costs one forward (adapters are
+negligible: r << h). For the GPT layer with h = a*d,
+f = 4h this is exactly 72 B s L h^2 (1 + s/(6h) + v/(12hL)) per iteration of B sequences.
+
+Hardware FLOPs add what recompute re-runs: full recompute one more forward of every layer
+(96 B s L h^2 (...) in the paper), selective recompute the attention scores/values forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.catalogue_schema import Architecture
+from models.params import layer_linear_modules
+from models.setup import Method, Recompute
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    model: int  # forward + backward, the MFU numerator
+    hardware: int  # plus the recomputed forward work, what the GPU really executes
+
+
+def _active_layer_matmul_weights(arch: Architecture) -> int:
+    total = 0
+    for module in layer_linear_modules(arch):
+        copies = module.copies_per_layer
+        used = arch.experts_per_token if copies > 1 else 1
+        total += used * module.in_features * module.out_features
+    return total
+
+
+def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
+    """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model."""
+    layers = arch.num_layers * 2 * _active_layer_matmul_weights(arch)
+    attention = arch.num_layers * 4 * seq_len * arch.num_attention_heads * arch.head_dim
+    logits = 2 * arch.vocab_size * arch.hidden_size
+    return layers, attention, logits
+
+
+def training_flops_per_token(
+    arch: Architecture, seq_len: int, recompute: Recompute, method: Method = "full"
+) -> FlopsPerToken:
+    layers, attention, logits = forward_flops_per_token(arch, seq_len)
+    # Attention scores/values have no weights: their backward is always twice their forward.
+    passes = 3 if method == "full" else 2
+    model = passes * (layers + logits) + 3 * attention
+    if recompute == "full":
+        extra = layers + attention
+    elif recompute == "selective":
+        extra = attention
+    else:
+        extra = 0
+    return FlopsPerToken(model=model, hardware=model + extra)
+
+
+def korthikanti_model_flops_per_iteration(arch: Architecture, global_batch: int, seq_len: int) -> int:
+    """72 B s L h^2 (1 + s/(6h) + v/(12hL)), in exact integers (GPT layer only)."""
+    b, s, layers, h, v = global_batch, seq_len, arch.num_layers, arch.hidden_size, arch.vocab_size
+    return 72 * b * s * layers * h * h + 12 * b * s * s * layers * h + 6 * b * s * v * h
+

@@ -1,0 +1,45 @@
+"""LoRA adapters: which modules are adapted and how many parameters train.
+
+A LoRA adapter on a linear d_in -> d_out adds A (r x d_in) and B (d_out x r), no bias
+(Hu et al., arXiv:2106.09685; PEFT `LoraLayer`): r * (d_in + d_out) trainable parameters.
+Targets are PEFT `target_modules` names matched as PEFT matches them (exact name or a
+`.name` suffix of the module path); the default adapts every linear module of the decoder
+layers, as PEFT's "all-linear" does, except the MoE router (`gate`), which stays frozen.
+"""
+
+from __future__ import annotations
+
+from models.catalogue_schema import Architecture
+from models.errors import VramplanError
+from models.params import LinearModule, count_params, layer_linear_modules
+from models.setup import Job
+
+_NOT_ADAPTED_BY_DEFAULT = frozenset({"gate"})  # MoE router: PEFT recipes leave it frozen
+
+
+def _matches(module_name: str, target: str) -> bool:
+    return module_name == target or module_name.endswith("." + target)
+
+
+def adapted_modules(arch: Architecture, targets: tuple[str, ...] | None) -> tuple[LinearModule, ...]:
+    """The linear modules of one layer that carry an adapter. Unknown targets are an error."""
+    modules = layer_linear_modules(arch)
+    if targets is None:
+        return tuple(m for m in modules if m.name not in _NOT_ADAPTED_BY_DEFAULT)
+    for target in targets:
+        if not any(_matches(m.name, target) for m in modules):
+            known = ", ".join(m.name for m in modules)
+            raise VramplanError("lora_targets", target, f"no such linear module in {arch.model_type}; known: {known}")
+    return tuple(m for m in modules if any(_matches(m.name, t) for t in targets))
+
+
+def lora_params_per_layer(arch: Architecture, job: Job) -> int:
+    r = job.lora_rank
+    return sum(m.copies_per_layer * r * (m.in_features + m.out_features) for m in adapted_modules(arch, job.lora_targets))
+
+
+def trainable_params(arch: Architecture, job: Job) -> int:
+    """Parameters that receive gradients and optimizer states."""
+    if job.method == "full":
+        return count_params(arch).total
+    return arch.num_layers * lora_params_per_layer(arch, job)

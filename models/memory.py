@@ -1,0 +1,106 @@
+"""The five pillars per GPU, and the bound: a plan fits when their sum is at most
+capacity x capacity_fraction, evaluated in exact integer bytes (per-mille arithmetic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.activations import Activations, activations
+from models.catalogue_schema import Architecture, GpuSpec, Offering
+from models.errors import VramplanError
+from models.model_states import ModelStates, model_states
+from models.overhead import Overhead, overhead
+from models.results import Pillar
+from models.setup import Job, Plan
+from models.units import BYTES_PER_GIB
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    states: ModelStates
+    activations: Activations
+    overhead: Overhead
+    capacity_bytes: int
+    capacity_per_mille: int
+    host_bytes: int  # per instance (node)
+    host_capacity_bytes: int | None
+
+    @property
+    def pillars(self) -> dict[Pillar, int]:
+        return {
+            "weights": self.states.weights_bytes,
+            "gradients": self.states.gradients_bytes,
+            "optimizer_states": self.states.optimizer_states_bytes,
+            "activations": self.activations.total_bytes,
+            "overhead": self.overhead.total_bytes,
+        }
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.pillars.values())
+
+    @property
+    def limit_bytes(self) -> int:
+        return self.capacity_bytes * self.capacity_per_mille // 1000
+
+    @property
+    def gpu_fits(self) -> bool:
+        return self.total_bytes * 1000 <= self.capacity_bytes * self.capacity_per_mille
+
+    @property
+    def host_limit_bytes(self) -> int | None:
+        if self.host_capacity_bytes is None:
+            return None
+        return self.host_capacity_bytes * self.capacity_per_mille // 1000
+
+    @property
+    def host_fits(self) -> bool:
+        if self.host_bytes == 0 or self.host_capacity_bytes is None:
+            return True
+        return self.host_bytes * 1000 <= self.host_capacity_bytes * self.capacity_per_mille
+
+    @property
+    def fits(self) -> bool:
+        return self.gpu_fits and self.host_fits
+
+    @property
+    def dominant_pillar(self) -> Pillar:
+        pillars = self.pillars
+        return max(pillars, key=lambda name: pillars[name])
+
+
+def gpus_per_node_used(plan: Plan, gpu: GpuSpec, offering: Offering | None) -> int:
+    per_node = offering.num_gpus if offering is not None else gpu.gpus_per_node
+    return min(plan.num_gpus, per_node)
+
+
+def check_compatible(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> None:
+    """Combinations no training stack runs; each is a one-line error naming the field."""
+    if plan.precision == "fp8" and not gpu.fp8_supported:
+        raise VramplanError("precision", "fp8", f"GPU {gpu.name} has no fp8 support (fp8_supported=false)")
+    if plan.precision == "bf16" and gpu.bf16_dense_tflops <= 0:
+        raise VramplanError("precision", "bf16", f"GPU {gpu.name} has no bf16 support; use fp16")
+    if plan.precision == "fp8" and job.method != "full":
+        raise VramplanError("precision", "fp8", f"fp8 training (Transformer Engine) is modelled for method=full, not {job.method}")
+    if arch.learned_position_embeddings and job.seq_len > arch.max_position_embeddings:
+        raise VramplanError(
+            "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
+        )
+
+
+def memory_per_gpu(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+) -> MemoryBreakdown:
+    check_compatible(arch, job, plan, gpu)
+    states = model_states(arch, job, plan)
+    host_bytes = states.host_bytes_per_gpu * gpus_per_node_used(plan, gpu, offering)
+    host_capacity = round(offering.host_memory_gib * BYTES_PER_GIB) if offering is not None else None
+    return MemoryBreakdown(
+        states=states,
+        activations=activations(arch, job, plan),
+        overhead=overhead(arch, job, plan),
+        capacity_bytes=gpu.memory_usable_bytes,
+        capacity_per_mille=job.capacity_per_mille,
+        host_bytes=host_bytes,
+        host_capacity_bytes=host_capacity,
+    )

@@ -1,0 +1,123 @@
+"""Weights, gradients and optimizer states per GPU, in exact bytes, with ZeRO and offload.
+
+ZeRO partitions across the N_d data-parallel ranks exactly as the ZeRO paper's Figure 1
+(arXiv:1910.02054): stage 1 partitions optimizer states, stage 2 also gradients, stage 3 also
+the parameters. A partition holds ceil(P / N_d) elements (DeepSpeed pads the flat buffer so
+every rank holds the same count), so per-GPU bytes never fall below the exact share.
+
+Offload (ZeRO-Offload arXiv:2101.06840, ZeRO-Infinity arXiv:2104.07857): `optimizer` keeps the
+optimizer states (with the fp32 master) and, under ZeRO-2/3, the fp32 gradient partition in
+host RAM; `optimizer+params` (ZeRO-3 only) keeps the 16-bit parameter partition there too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from models.catalogue_schema import Architecture
+from models.lora import trainable_params
+from models.params import count_params, layer_linear_modules
+from models.precision import (
+    FP32_BYTES,
+    FP8_BYTES,
+    gradient_bytes_per_param,
+    nf4_bytes_per_param,
+    optimizer_bytes_per_param,
+    weight_bytes_per_param,
+)
+from models.setup import Job, Plan
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Per-GPU bytes of the three model-state pillars, and host bytes per GPU when offloading."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_states_bytes: int
+    host_bytes_per_gpu: int
+    num_trainable_params: int
+
+
+def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
+    return math.ceil(num_params * bytes_per_param)
+
+
+def _shard(num_params: int, num_ranks: int) -> int:
+    return -(-num_params // num_ranks)
+
+
+def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
+    """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train).
+
+    QLoRA quantises the matmul weights of the decoder blocks (bitsandbytes replaces their
+    nn.Linear); embeddings, norms, biases and lm_head stay 16-bit.
+    """
+    if job.method == "full":
+        return 0
+    counts = count_params(arch)
+    half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
+    if job.method == "lora":
+        return _bytes(counts.total, half)
+    block_weights = _block_weight_matrices(arch)
+    if job.qlora_bits == 4:
+        quantised = _bytes(block_weights, nf4_bytes_per_param())
+    else:  # LLM.int8: one byte per weight + one fp32 scale per output row
+        quantised = block_weights + FP32_BYTES * _block_output_rows(arch)
+    return quantised + _bytes(counts.total - block_weights, half)
+
+
+def _block_weight_matrices(arch: Architecture) -> int:
+    """Matmul weight elements of all decoder layers (no biases)."""
+    per_layer = sum(m.copies_per_layer * m.in_features * m.out_features for m in layer_linear_modules(arch))
+    return arch.num_layers * per_layer
+
+
+def _block_output_rows(arch: Architecture) -> int:
+    """Output rows of all decoder-layer matmul weights (LLM.int8 keeps one fp32 scale per row)."""
+    return arch.num_layers * sum(m.copies_per_layer * m.out_features for m in layer_linear_modules(arch))
+
+
+def fp8_weight_copy_bytes(arch: Architecture) -> int:
+    """FP8 training (Transformer Engine) casts each linear weight to fp8 in row- and column-wise
+    layouts (Hopper GEMMs need both for forward and dgrad) and saves them for backward: 2 bytes
+    per block matmul weight, held for the whole step and not partitioned by ZeRO."""
+    return 2 * FP8_BYTES * _block_weight_matrices(arch)
+
+
+def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
+    counts = count_params(arch)
+    trainable = trainable_params(arch, job)
+    dp = plan.dp
+    w = weight_bytes_per_param(plan.precision)
+    g = gradient_bytes_per_param(plan.precision, job.accounting)
+    k = optimizer_bytes_per_param(job.optimizer, plan.precision)
+
+    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA).
+    if job.method == "full":
+        weights_full = _bytes(counts.total, w)
+    else:
+        weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
+    weights = _shard(weights_full, dp) if plan.zero == 3 else weights_full
+    if plan.offload == "optimizer+params":
+        weights = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
+    if plan.precision == "fp8":
+        weights += fp8_weight_copy_bytes(arch)
+
+    grad_params = _shard(trainable, dp) if plan.zero >= 2 else trainable
+    opt_params = _shard(trainable, dp) if plan.zero >= 1 else trainable
+    gradients = _bytes(grad_params, g)
+    optimizer = _bytes(opt_params, k)
+
+    host = 0
+    if plan.offload != "none":
+        host += optimizer
+        optimizer = 0
+        if plan.zero >= 2:
+            host += _bytes(grad_params, Fraction(FP32_BYTES))  # fp32 gradient partition on the host
+            gradients = 0
+    if plan.offload == "optimizer+params":
+        host += _bytes(_shard(weights_full, dp), Fraction(1))
+    return ModelStates(weights, gradients, optimizer, host, trainable)

@@ -1,0 +1,97 @@
+"""What the user trains (Job) and how one configuration trains it (Plan): the inputs of every formula.
+
+A Job is fixed by the user's question; a Plan holds the decision variables the solver chooses.
+Both are validated pydantic models, so an impossible value never reaches a formula.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Method = Literal["full", "lora", "qlora"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+Accounting = Literal["zero", "hf"]
+Attention = Literal["flash", "eager"]
+Kernels = Literal["eager", "fused"]
+Recompute = Literal["none", "selective", "full"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+ZeroStage = Literal[0, 1, 2, 3]
+
+METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
+PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp32", "fp8")
+OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd")
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
+OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
+ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RuntimeReserve(_Frozen):
+    """Per-GPU memory a training process holds besides tensors it allocates itself (MiB).
+
+    Defaults and their sources are documented in models/overhead.py and the README.
+    """
+
+    cuda_context_mib: int = Field(default=600, ge=0, le=65536)
+    cublas_workspace_mib: int = Field(default=64, ge=0, le=65536)
+    nccl_mib: int = Field(default=512, ge=0, le=65536, description="only when more than one GPU")
+
+
+class Job(_Frozen):
+    """The training job: what is trained and with which recipe choices the user fixed."""
+
+    method: Method = "full"
+    lora_rank: int = Field(default=16, ge=1, le=65536)
+    lora_targets: tuple[str, ...] | None = Field(
+        default=None, description="PEFT target_modules names; None = every linear module of the blocks"
+    )
+    qlora_bits: Literal[4, 8] = 4
+    optimizer: Optimizer = "adamw"
+    accounting: Accounting = "zero"
+    attention: Attention = "flash"
+    kernels: Kernels = "eager"
+    seq_len: int = Field(default=2048, ge=1, le=16_777_216)
+    capacity_fraction: float = Field(default=0.9, gt=0, le=1)
+    reserve: RuntimeReserve = RuntimeReserve()
+
+    @property
+    def capacity_per_mille(self) -> int:
+        """The capacity fraction as an integer per-mille, the form the integer bound uses."""
+        return round(self.capacity_fraction * 1000)
+
+
+class Plan(_Frozen):
+    """One training configuration on one kind of GPU: the solver's decision variables."""
+
+    gpu: str
+    offering: str | None = Field(default=None, description="provider/instance_type, None = no price")
+    num_gpus: int = Field(default=1, ge=1, le=1_000_000)
+    zero: ZeroStage = 0
+    recompute: Recompute = "none"
+    precision: Precision = "bf16"
+    micro_batch: int = Field(default=1, ge=1, le=1_000_000)
+    grad_accum: int = Field(default=1, ge=1, le=1_000_000)
+    offload: Offload = "none"
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree (no tensor or pipeline parallelism yet: every GPU is a DP rank)."""
+        return self.num_gpus
+
+    @property
+    def global_batch(self) -> int:
+        return self.micro_batch * self.grad_accum * self.dp
+
+    @model_validator(mode="after")
+    def _offload_needs_zero(self) -> Plan:
+        if self.offload == "optimizer" and self.zero == 0:
+            raise ValueError("offload=optimizer needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
+        if self.offload == "optimizer+params" and self.zero != 3:
+            raise ValueError("offload=optimizer+params needs ZeRO stage 3 (DeepSpeed offload_param)")
+        return self
