@@ -1,19 +1,21 @@
 """Efficiency assumptions of the performance model: data with their sources, never magic numbers.
 
 COMPUTE_EFFICIENCY is the fraction of the dense datasheet peak that training matmuls achieve
-(hardware FLOPs, recompute included), per GPU generation. Calibrated against published runs:
+(hardware FLOPs, recompute included), per GPU generation, calibrated against published runs:
 
-| run (source)                                              | GPUs       | published MFU | HFU   |
-|-----------------------------------------------------------|------------|---------------|-------|
-| GPT 175B, TP8 PP8, SP + selective (Korthikanti, Table 5)  | 64 A100    | 51.4%         | 52.8% |
-| GPT 530B, TP8 PP35, SP + selective (Korthikanti, Table 5) | 280 A100   | 56.0%         | 57.0% |
-| MPT-7B, seq 2048, FSDP full shard, no ckpt (llm-foundry)  | 8 H100     | 46.44%        | 46.44%|
-| MPT-70B, seq 2048, FSDP full shard, ckpt (llm-foundry)    | 512 H100   | 41.25%        | 55.0% |
+| run (source)                                               | GPUs     | MFU    | HFU    |
+|------------------------------------------------------------|----------|--------|--------|
+| GPT 175B, TP8 PP8, SP + selective (Korthikanti, Table 5)   | 64 A100  | 51.4%  | 52.8%  |
+| GPT 530B, TP8 PP35, SP + selective (Korthikanti, Table 5)  | 280 A100 | 56.0%  | 57.0%  |
+| MPT-7B, seq 2048, FSDP, mb 6, no ckpt (llm-foundry)        | 8 H100   | 46.44% | 46.44% |
+| MPT-13B, seq 2048, FSDP, mb 2, no ckpt (llm-foundry)       | 8 H100   | 39.79% | 39.79% |
+| MPT-30B, seq 2048, FSDP, mb 3 x 21, ckpt (llm-foundry)     | 8 H100   | 38.11% | 50.82% |
+| MPT-70B, seq 2048, FSDP, mb 8 x 4, ckpt (llm-foundry)      | 64 H100  | 42.57% | 56.76% |
 
-llm-foundry: mosaicml/llm-foundry `scripts/train/benchmarking/README.md`. The HFU of the MPT-70B
-row is MFU x 4/3 (activation checkpointing re-runs the forward). Ampere takes the mean HFU of the
-two Korthikanti runs; Hopper the mean of the two MPT runs. Generations with no published
-calibration point reuse the nearest calibrated one and say so (`calibrated=False`).
+llm-foundry: mosaicml/llm-foundry `scripts/train/benchmarking/README.md` at commit 061f2c7,
+"H100 80GB BF16" table. Ampere takes the mean HFU of the two Korthikanti runs; Hopper the mean
+HFU of the four MPT runs. Generations with no published calibration point reuse the nearest
+calibrated one and say so (`calibrated=False`). tests/test_performance.py reproduces every row.
 """
 
 from __future__ import annotations
@@ -29,15 +31,15 @@ class Efficiency:
 
 
 _KORTHIKANTI = "Korthikanti et al. arXiv:2205.05198 Table 5: HFU 52.8% (175B), 57.0% (530B) on A100"
-_LLM_FOUNDRY = "llm-foundry benchmarking README: MPT-7B HFU 46.44%, MPT-70B HFU 55.0% on H100"
+_LLM_FOUNDRY = "llm-foundry benchmarking README (061f2c7): MPT-7B/13B/30B/70B HFU 46.44/39.79/50.82/56.76% on H100"
 
 COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
     "ampere": Efficiency(0.549, True, _KORTHIKANTI),
-    "hopper": Efficiency(0.507, True, _LLM_FOUNDRY),
+    "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
     "volta": Efficiency(0.549, False, "no published point; Ampere's value"),
-    "ada": Efficiency(0.507, False, "no published point; Hopper's value (same fp8 tensor-core generation)"),
-    "blackwell": Efficiency(0.507, False, "no published point; Hopper's value"),
-    "cdna3": Efficiency(0.507, False, "no published point; Hopper's value"),
+    "ada": Efficiency(0.4845, False, "no published point; Hopper's value (same fp8 tensor-core generation)"),
+    "blackwell": Efficiency(0.4845, False, "no published point; Hopper's value"),
+    "cdna3": Efficiency(0.4845, False, "no published point; Hopper's value"),
 }
 
 # Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):

@@ -87,6 +87,17 @@ def fp8_weight_copy_bytes(arch: Architecture) -> int:
     return 2 * FP8_BYTES * _block_weight_matrices(arch)
 
 
+def zero_partition(
+    weights_full_bytes: int, num_trainable: int, grad_bytes: Fraction, optimizer_bytes: Fraction, zero: int, dp: int
+) -> tuple[int, int, int]:
+    """Per-GPU (weights, gradients, optimizer states) bytes under ZeRO stage `zero` on dp ranks
+    (ZeRO paper Fig. 1): stage >= 1 partitions optimizer states, >= 2 gradients, 3 parameters."""
+    weights = _shard(weights_full_bytes, dp) if zero == 3 else weights_full_bytes
+    gradients = _bytes(_shard(num_trainable, dp) if zero >= 2 else num_trainable, grad_bytes)
+    optimizer = _bytes(_shard(num_trainable, dp) if zero >= 1 else num_trainable, optimizer_bytes)
+    return weights, gradients, optimizer
+
+
 def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
     counts = count_params(arch)
     trainable = trainable_params(arch, job)
@@ -100,24 +111,19 @@ def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
         weights_full = _bytes(counts.total, w)
     else:
         weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
-    weights = _shard(weights_full, dp) if plan.zero == 3 else weights_full
+    weights, gradients, optimizer = zero_partition(weights_full, trainable, g, k, plan.zero, dp)
     if plan.offload == "optimizer+params":
         weights = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
     if plan.precision == "fp8":
         weights += fp8_weight_copy_bytes(arch)
-
-    grad_params = _shard(trainable, dp) if plan.zero >= 2 else trainable
-    opt_params = _shard(trainable, dp) if plan.zero >= 1 else trainable
-    gradients = _bytes(grad_params, g)
-    optimizer = _bytes(opt_params, k)
 
     host = 0
     if plan.offload != "none":
         host += optimizer
         optimizer = 0
         if plan.zero >= 2:
-            host += _bytes(grad_params, Fraction(FP32_BYTES))  # fp32 gradient partition on the host
+            host += _bytes(_shard(trainable, dp), Fraction(FP32_BYTES))  # fp32 gradient partition
             gradients = 0
     if plan.offload == "optimizer+params":
-        host += _bytes(_shard(weights_full, dp), Fraction(1))
+        host += _shard(weights_full, dp)
     return ModelStates(weights, gradients, optimizer, host, trainable)
