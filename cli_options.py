@@ -11,7 +11,7 @@ import click
 from pydantic import ValidationError
 
 from models.catalogue import Catalogue, load_catalogue
-from models.errors import VramplanError
+from models.errors import VramplanError, from_validation_error
 from models.setup import (
     METHODS,
     OFFLOADS,
@@ -96,9 +96,7 @@ ZERO_CHOICE = click.Choice(["0", "1", "2", "3"])
 
 def validation_error(error: ValidationError) -> VramplanError:
     """The first pydantic error as a one-line VramplanError naming the field and value."""
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "input"
-    return VramplanError(field, first.get("input"), first["msg"])
+    return from_validation_error(error)
 
 
 def build_job(options: dict[str, Any]) -> Job:

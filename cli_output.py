@@ -34,8 +34,12 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return row
 
 
+def _cell(value: Any) -> Any:
+    return str(value).lower() if isinstance(value, bool) else value
+
+
 def csv_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    rows = list(rows)
+    rows = [{key: _cell(value) for key, value in row.items()} for row in rows]
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
@@ -51,8 +55,8 @@ def json_text(value: BaseModel | list[BaseModel] | list[dict[str, Any]]) -> str:
     return json.dumps(items, indent=2) + "\n"
 
 
-def render_table(table: Table | list[Any]) -> str:
-    console = Console(file=io.StringIO(), width=110, color_system=None, highlight=False)
+def render_table(table: Table | list[Any], width: int = 110) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     for item in table if isinstance(table, list) else [table]:
         console.print(item)
     return console.file.getvalue()  # type: ignore[attr-defined]
@@ -122,7 +126,7 @@ def estimate_csv(result: EstimateResult) -> str:
 def listing_table(rows: list[dict[str, Any]], columns: list[str], title: str) -> str:
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, no_wrap=True)
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
-    return render_table(table)
+    return render_table(table, width=400)

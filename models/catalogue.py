@@ -12,7 +12,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.errors import VramplanError, unknown_name_error
+from models.errors import VramplanError, from_validation_error, unknown_name_error
 from models.hf_config import architecture_from_config_file
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -41,16 +41,18 @@ def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Ro
         detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "column order"
         raise VramplanError(option, origin, f"header does not match the schema ({detail}); see catalogues/README.md")
     rows = []
-    for line_number, raw in enumerate(reader, start=2):
-        cells = {key: (value if value != "" else None) for key, value in raw.items()}
-        cells = {key: value for key, value in cells.items() if value is not None}
+    for raw in reader:
+        line_number = reader.line_num
+        if None in raw:
+            raise VramplanError(
+                option, origin, f"line {line_number} has more cells than the header's {len(expected)} columns"
+            )
+        cells = {key: value for key, value in raw.items() if value not in ("", None)}
         try:
             rows.append(model.model_validate(cells))
         except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "row"
-            value = raw.get(field, "")
-            raise VramplanError(option, origin, f"line {line_number}, {field}={value!r}: {first['msg']}") from None
+            bad = from_validation_error(error, raw)
+            raise VramplanError(option, origin, f"line {line_number}, {bad}") from None
     return rows
 
 
@@ -87,8 +89,11 @@ class Catalogue:
         """A catalogue name, or a path to a Hugging Face config.json."""
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
-        if name_or_path.endswith(".json") or Path(name_or_path).is_file():
-            return architecture_from_config_file(Path(name_or_path))
+        path = Path(name_or_path)
+        if path.is_dir() and (path / "config.json").is_file():
+            return architecture_from_config_file(path / "config.json")
+        if name_or_path.endswith(".json") or path.is_file():
+            return architecture_from_config_file(path)
         raise unknown_name_error("model", name_or_path, self.architectures)
 
 

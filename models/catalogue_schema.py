@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from models.errors import VramplanError
+
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
 
@@ -62,7 +64,9 @@ class GpuSpec(_Row):
     @model_validator(mode="after")
     def _fp8_is_consistent(self) -> GpuSpec:
         if self.fp8_supported != (self.fp8_dense_tflops > 0):
-            raise ValueError("fp8_supported must be true exactly when fp8_dense_tflops > 0")
+            raise VramplanError(
+                "fp8_supported", self.fp8_supported, f"must be true exactly when fp8_dense_tflops > 0 (is {self.fp8_dense_tflops})"
+            )
         return self
 
     @property
@@ -142,9 +146,13 @@ class Architecture(_Row):
     @model_validator(mode="after")
     def _shapes_are_consistent(self) -> Architecture:
         if self.num_attention_heads % self.num_kv_heads:
-            raise ValueError("num_attention_heads must be a multiple of num_kv_heads")
+            raise VramplanError(
+                "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
+            )
         if self.experts_per_token > self.num_experts:
-            raise ValueError("experts_per_token must not exceed num_experts")
+            raise VramplanError(
+                "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
+            )
         return self
 
     @property

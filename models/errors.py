@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
 
 
 class VramplanError(ValueError):
@@ -30,3 +33,19 @@ def unknown_name_error(field: str, name: str, known: Iterable[str]) -> VramplanE
     close = closest_names(name, known)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:12])}"
     return VramplanError(field, name, f"not in the catalogue; {hint}")
+
+
+def from_validation_error(error: ValidationError, raw: Mapping[str, Any] | None = None) -> VramplanError:
+    """The first pydantic error as a VramplanError naming the field and the value.
+
+    Whole-model checks raise VramplanError themselves (pydantic keeps it in ctx["error"]); field
+    checks are named by their location; `raw` gives the user's own text for the value.
+    """
+    first = error.errors()[0]
+    original = first.get("ctx", {}).get("error")
+    if isinstance(original, VramplanError):
+        return original
+    field = ".".join(str(part) for part in first["loc"]) or "input"
+    value = raw.get(field, first.get("input")) if raw is not None else first.get("input")
+    reason = first["msg"].removeprefix("Value error, ")
+    return VramplanError(field, value, reason)

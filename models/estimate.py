@@ -105,7 +105,8 @@ def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pr
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
     return min(
         priced,
-        key=lambda o: (num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), o.name),
+        # On a tie a real provider beats the generic list-price row.
+        key=lambda o: (num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), o.provider == "list", o.name),
     )
 
 

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from models.errors import VramplanError
+
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
@@ -91,7 +93,7 @@ class Plan(_Frozen):
     @model_validator(mode="after")
     def _offload_needs_zero(self) -> Plan:
         if self.offload == "optimizer" and self.zero == 0:
-            raise ValueError("offload=optimizer needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
+            raise VramplanError("offload", self.offload, "needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
         if self.offload == "optimizer+params" and self.zero != 3:
-            raise ValueError("offload=optimizer+params needs ZeRO stage 3 (DeepSpeed offload_param)")
+            raise VramplanError("offload", self.offload, "needs ZeRO stage 3 (DeepSpeed offload_param)")
         return self

@@ -1,0 +1,287 @@
+"""The architecture test (DESIGN section 1): imports flow cli -> solver -> models -> catalogues.
+
+Every .py file is parsed with `ast` (nothing is imported or executed) and checked:
+
+- models/ never imports ortools or click, nor solver/ or the CLI;
+- solver/ never imports click or the CLI, never calls print(), never opens files;
+- cli*.py (and a commands/ package, if one appears) never import ortools;
+- only models/catalogue.py refers to the `catalogues` package or its CSV files;
+- no test reads the workspace's shared folder (tests must run from the repository alone).
+
+Each violation names the file and the line. The checkers are also run on synthetic sources to
+show that they catch what they claim to catch.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE_LOADER = "models/catalogue.py"
+
+# Built by concatenation so that this file does not itself contain the strings it forbids.
+UP_SHARED = ".." + "/shared"
+ABS_SHARED = "/" + "shared" + "/"
+CATALOGUE_FILE = re.compile(r"^(catalogues/)?(gpus|offerings|architectures)\.csv$")
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+# --- reading sources --------------------------------------------------------------------------------
+
+
+def module_name(path: str) -> str:
+    """'models/params.py' -> 'models.params'; 'solver/__init__.py' -> 'solver'."""
+    parts = list(Path(path).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def parse(source: str, path: str) -> tuple[ast.Module | None, list[Violation]]:
+    try:
+        return ast.parse(source, filename=path), []
+    except SyntaxError as error:
+        return None, [Violation(path, error.lineno or 0, f"cannot parse: {error.msg}")]
+
+
+def imported_modules(tree: ast.Module, path: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) for every import, relative ones resolved, dynamic ones included."""
+    name = module_name(path)
+    package = name.split(".") if path.endswith("__init__.py") else name.split(".")[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base:
+                found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{alias.name}" if base else alias.name) for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            target = node.args[0].value
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if called in ("import_module", "__import__") and isinstance(target, str):
+                found.append((node.lineno, target))
+    return found
+
+
+def top_level(module: str) -> str:
+    return module.split(".")[0]
+
+
+def is_cli_module(module: str) -> bool:
+    top = top_level(module)
+    return top == "cli" or top.startswith("cli_") or top == "commands"
+
+
+def docstring_nodes(tree: ast.Module) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def string_constants(tree: ast.Module, skip_docstrings: bool = True) -> list[tuple[int, str]]:
+    skip = docstring_nodes(tree) if skip_docstrings else set()
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+    ]
+
+
+def called_names(tree: ast.Module) -> list[tuple[int, str]]:
+    return [
+        (node.lineno, node.func.id)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    ]
+
+
+# --- the rules --------------------------------------------------------------------------------------
+
+
+def layer_of(path: str) -> str | None:
+    if path.startswith("models/"):
+        return "models"
+    if path.startswith("solver/"):
+        return "solver"
+    if (path.startswith("cli") and "/" not in path) or path.startswith("commands/"):
+        return "cli"
+    if path.startswith("tests/"):
+        return "tests"
+    return None
+
+
+def forbidden_import(layer: str, module: str) -> str | None:
+    top = top_level(module)
+    if layer == "models":
+        if top in ("ortools", "click"):
+            return f"models/ imports {module} (models/ is plain Python: no ortools, no click)"
+        if top == "solver" or is_cli_module(module):
+            return f"models/ imports {module} (imports flow cli -> solver -> models, never back)"
+    if layer == "solver":
+        if top == "click" or is_cli_module(module):
+            return f"solver/ imports {module} (the solver knows nothing of the CLI)"
+    if layer == "cli" and top == "ortools":
+        return f"the CLI imports {module} (cli never imports ortools; call solver/)"
+    return None
+
+
+def check_source(source: str, path: str) -> list[Violation]:
+    """Every rule violation in one file; `path` is relative to the repository root, with '/'."""
+    layer = layer_of(path)
+    tree, violations = parse(source, path)
+    if tree is None or layer is None:
+        return violations
+    if layer in ("models", "solver", "cli"):
+        for line, module in imported_modules(tree, path):
+            reason = forbidden_import(layer, module)
+            if reason:
+                violations.append(Violation(path, line, reason))
+        if path != CATALOGUE_LOADER:
+            for line, module in imported_modules(tree, path):
+                if top_level(module) == "catalogues":
+                    violations.append(Violation(path, line, f"imports {module}; only {CATALOGUE_LOADER} reads catalogues/"))
+            for line, text in string_constants(tree):
+                if text == "catalogues" or CATALOGUE_FILE.match(text):
+                    violations.append(
+                        Violation(path, line, f"refers to {text!r}; only {CATALOGUE_LOADER} reads catalogues/")
+                    )
+    if layer == "solver":
+        for line, name in called_names(tree):
+            if name == "print":
+                violations.append(Violation(path, line, "solver/ calls print() (use logging; the CLI prints)"))
+            if name == "open":
+                violations.append(Violation(path, line, "solver/ calls open() (the solver never opens files)"))
+    if layer == "tests":
+        for line, text in string_constants(tree, skip_docstrings=False):
+            if UP_SHARED in text or ABS_SHARED in text:
+                violations.append(
+                    Violation(path, line, f"test refers to the shared workspace folder ({text!r}); use repo files")
+                )
+    return violations
+
+
+def checked_files() -> list[str]:
+    paths = [p for folder in ("models", "solver", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
+    paths += ROOT.glob("cli*.py")
+    return sorted(p.relative_to(ROOT).as_posix() for p in paths if "__pycache__" not in p.parts)
+
+
+def violations_in(layer: str) -> list[Violation]:
+    found = []
+    for path in checked_files():
+        if layer_of(path) == layer:
+            found += check_source((ROOT / path).read_text(encoding="utf-8"), path)
+    return found
+
+
+# --- the repository obeys the rules -----------------------------------------------------------------
+
+
+def test_the_files_are_found():
+    files = checked_files()
+    assert "cli.py" in files
+    assert CATALOGUE_LOADER in files
+    assert sum(layer_of(f) == "models" for f in files) >= 10
+    assert "tests/test_import_rules.py" in files
+
+
+@pytest.mark.parametrize("layer", ["models", "solver", "cli", "tests"])
+def test_layer_obeys_the_rules(layer):
+    violations = violations_in(layer)
+    assert not violations, "\n".join(map(str, violations))
+
+
+def test_the_catalogue_loader_is_the_one_that_reads_catalogues():
+    source = (ROOT / CATALOGUE_LOADER).read_text(encoding="utf-8")
+    tree, _ = parse(source, CATALOGUE_LOADER)
+    assert tree is not None
+    texts = {text for _, text in string_constants(tree)}
+    assert "catalogues" in texts  # resources.files("catalogues"): the rule above is not vacuous
+
+
+# --- the checker catches what it claims to ------------------------------------------------------------
+
+SYNTHETIC_VIOLATIONS = {
+    "models-import-ortools": ("models/x.py", "import math\nimport ortools\n", 2, "ortools"),
+    "models-from-ortools": ("models/x.py", "from ortools.sat.python import cp_model\n", 1, "ortools"),
+    "models-import-click-in-function": ("models/x.py", "def f():\n    import click\n", 2, "click"),
+    "models-import-solver": ("models/x.py", "from solver.search import solve\n", 1, "solver"),
+    "models-relative-solver": ("models/x.py", "from ..solver import search\n", 1, "solver"),
+    "models-import-cli": ("models/x.py", "import cli_output\n", 1, "cli_output"),
+    "models-dynamic-ortools": ("models/x.py", "import importlib\nimportlib.import_module('ortools')\n", 2, "ortools"),
+    "models-reads-catalogues": (
+        "models/memory.py", "from importlib import resources\nresources.files('catalogues')\n", 2, "catalogues"),
+    "models-names-gpus-csv": ("models/memory.py", "NAME = 'gpus.csv'\n", 1, "gpus.csv"),
+    "models-imports-catalogues": ("models/memory.py", "import catalogues\n", 1, "catalogues"),
+    "solver-import-click": ("solver/x.py", "import click\n", 1, "click"),
+    "solver-import-cli": ("solver/x.py", "from cli import main\n", 1, "cli"),
+    "solver-print": ("solver/x.py", "def f(x):\n    print(x)\n", 2, "print"),
+    "solver-open": ("solver/batch.py", "with open('out.csv', 'w') as f:\n    pass\n", 1, "open"),
+    "cli-import-ortools": ("cli.py", "import click\nfrom ortools.sat.python import cp_model\n", 2, "ortools"),
+    "cli-helper-import-ortools": ("cli_output.py", "import ortools.sat\n", 1, "ortools"),
+    "cli-reads-catalogues": ("cli.py", "from pathlib import Path\nP = Path('catalogues')\n", 2, "catalogues"),
+    "tests-read-shared-relative": ("tests/test_x.py", f"open('{UP_SHARED}/DESIGN.md')\n", 1, "shared"),
+    "tests-read-shared-absolute": ("tests/test_x.py", f"P = '/work{ABS_SHARED}DESIGN.md'\n", 1, "shared"),
+    "unparsable": ("models/x.py", "def f(:\n", 1, "cannot parse"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SYNTHETIC_VIOLATIONS))
+def test_checker_catches_synthetic_violation(case):
+    path, source, line, fragment = SYNTHETIC_VIOLATIONS[case]
+    violations = check_source(source, path)
+    assert violations, f"{case}: not caught"
+    assert any(v.line == line and fragment in v.message for v in violations), [str(v) for v in violations]
+    assert all(str(v).startswith(f"{path}:") for v in violations)  # names the file and the line
+
+
+SYNTHETIC_CLEAN = {
+    "models-plain": ("models/x.py", '"""Reads catalogues/gpus.csv? No: only documents it."""\nimport math\n'),
+    "models-own-imports": ("models/x.py", "from models.setup import Job\nfrom . import units\n"),
+    "loader-reads-catalogues": (CATALOGUE_LOADER, "from importlib import resources\nresources.files('catalogues')\n"),
+    "solver-uses-models-and-ortools": (
+        "solver/x.py", "import logging\nfrom ortools.sat.python import cp_model\nfrom models.setup import Plan\n"),
+    "solver-logs": ("solver/x.py", "import logging\nlogging.getLogger(__name__).info('x')\n"),
+    "cli-uses-click-and-solver": ("cli.py", "import click\nfrom solver import search\nprint('ok')\n"),
+    "tests-use-fixtures": ("tests/test_x.py", "from pathlib import Path\nP = Path(__file__).parent / 'fixtures'\n"),
+    "other-folder": ("bench/x.py", "import ortools\nprint(1)\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SYNTHETIC_CLEAN))
+def test_checker_passes_synthetic_clean_source(case):
+    path, source = SYNTHETIC_CLEAN[case]
+    assert check_source(source, path) == []
+
+
+def test_relative_import_resolution():
+    tree = ast.parse("from . import units\nfrom .. import solver\nfrom .sub import a\n")
+    found = {name for _, name in imported_modules(tree, "models/x.py")}
+    assert {"models.units", "solver", "models.sub", "models.sub.a"} <= found
+    init_tree = ast.parse("from . import search\n")
+    assert (1, "solver.search") in imported_modules(init_tree, "solver/__init__.py")
