@@ -122,7 +122,7 @@ def estimate_plan(
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
-    perf = performance(arch, job, plan, gpu)
+    perf = performance(arch, job, plan, gpu, offering.num_gpus)
     hours = training_hours(tokens, perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
     return EstimateResult(

@@ -9,6 +9,8 @@ layers, as PEFT's "all-linear" does, except the MoE router (`gate`), which stays
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from models.catalogue_schema import Architecture
 from models.errors import VramplanError
 from models.params import LinearModule, count_params, layer_linear_modules
@@ -38,6 +40,7 @@ def lora_params_per_layer(arch: Architecture, job: Job) -> int:
     return sum(m.copies_per_layer * r * (m.in_features + m.out_features) for m in adapted_modules(arch, job.lora_targets))
 
 
+@lru_cache(maxsize=1024)
 def trainable_params(arch: Architecture, job: Job) -> int:
     """Parameters that receive gradients and optimizer states."""
     if job.method == "full":

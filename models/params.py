@@ -16,6 +16,7 @@ Tests compare every catalogue row against counts from transformers itself (tests
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from models.catalogue_schema import Architecture
 
@@ -35,6 +36,7 @@ class LinearModule:
         return self.copies_per_layer * (self.in_features * self.out_features + self.has_bias * self.out_features)
 
 
+@lru_cache(maxsize=256)
 def layer_linear_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     """The linear (matmul) modules of one decoder layer, in forward order."""
     h, f = arch.hidden_size, arch.intermediate_size
@@ -102,6 +104,7 @@ class ParamCounts:
         return self.num_layers * self.per_layer_linear
 
 
+@lru_cache(maxsize=256)
 def count_params(arch: Architecture) -> ParamCounts:
     h = arch.hidden_size
     modules = layer_linear_modules(arch)

@@ -7,8 +7,9 @@ DeepSpeed semantics for when each collective runs):
 - ZeRO-2: a gradient reduce-scatter every micro-batch, one parameter all-gather per step.
 - ZeRO-3: per micro-batch, parameter all-gathers in forward and in backward and a gradient
   reduce-scatter: 3 (N-1)/N, i.e. 1.5x the all-reduce volume of plain DP (ZeRO paper sec. 7.2.2).
-Bandwidth is the GPU's intra-node bandwidth while the job fits one node, the per-GPU network
-bandwidth beyond, times COMMUNICATION_EFFICIENCY. Gradient traffic overlaps with backward compute
+Bandwidth is the GPU's intra-node bandwidth while the job fits one instance (a node), the
+per-GPU network bandwidth beyond (eight 1-GPU instances talk over the network, not NVLink),
+times COMMUNICATION_EFFICIENCY. Gradient traffic overlaps with backward compute
 (bucketed), ZeRO-3 gathers with forward and backward (prefetch); what exceeds the window is
 exposed, and at least one layer's share always is (the last bucket cannot overlap).
 """
@@ -82,46 +83,97 @@ def communication_bytes_per_step(arch: Architecture, job: Job, plan: Plan) -> fl
     return ring * plan.grad_accum * (2 * params + grads)
 
 
-def communication_bandwidth_gb_per_s(gpu: GpuSpec, num_gpus: int) -> float:
-    link = gpu.intra_node_bandwidth_gb_per_s if num_gpus <= gpu.gpus_per_node else gpu.network_bandwidth_gb_per_s
+def crosses_nodes(num_gpus: int, gpus_per_node: int) -> bool:
+    """Whether data-parallel traffic leaves the node (an instance is a node)."""
+    return num_gpus > gpus_per_node
+
+
+def communication_bandwidth_gb_per_s(gpu: GpuSpec, crossing: bool) -> float:
+    link = gpu.network_bandwidth_gb_per_s if crossing else gpu.intra_node_bandwidth_gb_per_s
     return link * COMMUNICATION_EFFICIENCY.value
 
 
-def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+@dataclass(frozen=True)
+class OptimizerTraffic:
+    """Bytes the optimizer step moves per GPU: through HBM (on-GPU step), through host memory
+    (ZeRO-Offload CPU-Adam) and over PCIe (offload transfers)."""
+
+    hbm_bytes: float
+    host_bytes: float
+    pcie_bytes: float
+
+
+def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
     trainable = trainable_params(arch, job)
     partition = -(-trainable // plan.dp) if plan.zero >= 1 else trainable
     if plan.offload == "none":
-        return partition * OPTIMIZER_STEP_BYTES_PER_PARAM / (gpu.hbm_bandwidth_gb_per_s * _GIGA)
-    host_step = partition * OPTIMIZER_STEP_BYTES_PER_PARAM / (HOST_OPTIMIZER_BANDWIDTH_GB_PER_S * _GIGA)
-    transfers = partition * (2 + 2) / (PCIE_BANDWIDTH_GB_PER_S * _GIGA)  # grads down, params up
-    if plan.offload == "optimizer+params":
-        transfers += plan.grad_accum * 2 * count_params(arch).total / plan.dp * 2 / (PCIE_BANDWIDTH_GB_PER_S * _GIGA)
-    return host_step + transfers
+        return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
+    pcie = partition * (2 + 2)  # 16-bit gradients down, updated 16-bit parameters up
+    if plan.offload == "optimizer+params":  # parameters stream in for forward and backward per micro-batch
+        pcie += plan.grad_accum * 2 * count_params(arch).total / plan.dp * 2
+    return OptimizerTraffic(0.0, partition * OPTIMIZER_STEP_BYTES_PER_PARAM, pcie)
 
 
-def performance(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> Performance:
+def optimizer_time_from_traffic(traffic: OptimizerTraffic, gpu: GpuSpec) -> float:
+    return (
+        traffic.hbm_bytes / (gpu.hbm_bandwidth_gb_per_s * _GIGA)
+        + traffic.host_bytes / (HOST_OPTIMIZER_BANDWIDTH_GB_PER_S * _GIGA)
+        + traffic.pcie_bytes / (PCIE_BANDWIDTH_GB_PER_S * _GIGA)
+    )
+
+
+def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+    return optimizer_time_from_traffic(optimizer_traffic(arch, job, plan), gpu)
+
+
+def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+    """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included)."""
+    flops = training_flops_per_token(arch, job.seq_len, plan.recompute, job.method)
+    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len
+    efficiency = compute_efficiency(gpu.architecture).value
+    return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
+
+
+def communication_time_from_bytes(num_bytes: float, gpu: GpuSpec, crossing: bool) -> float:
+    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing) * _GIGA)
+
+
+def communication_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int) -> float:
+    crossing = crosses_nodes(plan.num_gpus, gpus_per_node)
+    return communication_time_from_bytes(communication_bytes_per_step(arch, job, plan), gpu, crossing)
+
+
+def overlap_window_s(compute_s: float, zero: int) -> float:
+    """Compute that data-parallel traffic can hide behind: ZeRO-3 prefetches through forward and
+    backward; gradient reduction overlaps the backward only (2/3 of the work)."""
+    return compute_s if zero == 3 else compute_s * 2 / 3
+
+
+def exposed_communication_s(comm_s: float, compute_s: float, zero: int, num_layers: int) -> float:
+    """Traffic that does not hide behind compute; at least one layer's share (the last bucket)."""
+    if comm_s <= 0:
+        return 0.0
+    return max(comm_s - overlap_window_s(compute_s, zero), comm_s / num_layers)
+
+
+def performance(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int | None = None) -> Performance:
+    """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size)."""
     flops = training_flops_per_token(arch, job.seq_len, plan.recompute, job.method)
     peak = peak_tflops(gpu, plan.precision)
-    efficiency = compute_efficiency(gpu.architecture).value
-    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len
-    compute_s = tokens_per_gpu * flops.hardware / (peak * _TERA * efficiency)
-
-    comm_s = communication_bytes_per_step(arch, job, plan) / (
-        communication_bandwidth_gb_per_s(gpu, plan.num_gpus) * _GIGA
-    )
-    window_s = compute_s if plan.zero == 3 else compute_s * 2 / 3  # backward is 2/3 of the work
-    exposed_s = max(comm_s - window_s, comm_s / arch.num_layers) if comm_s > 0 else 0.0
+    compute_s = compute_time_s(arch, job, plan, gpu)
+    comm_s = communication_time_s(arch, job, plan, gpu, gpus_per_node or gpu.gpus_per_node)
+    exposed_s = exposed_communication_s(comm_s, compute_s, plan.zero, arch.num_layers)
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
     step_s = compute_s + exposed_s + optimizer_s
 
-    tokens_per_step = tokens_per_gpu * plan.num_gpus
+    tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.num_gpus
     tokens_per_s = tokens_per_step / step_s
     denominator = plan.num_gpus * peak * _TERA
     return Performance(
         model_flops_per_token=flops.model,
         hardware_flops_per_token=flops.hardware,
         peak_tflops=peak,
-        compute_efficiency=efficiency,
+        compute_efficiency=compute_efficiency(gpu.architecture).value,
         compute_time_s=compute_s,
         communication_time_s=comm_s,
         exposed_communication_s=exposed_s,

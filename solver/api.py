@@ -1,0 +1,57 @@
+"""solve(): the Python API of `vramplan solve`. Takes a validated SolveQuery, returns a SolveResult."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from models.catalogue import Catalogue
+from models.estimate import model_info
+from models.solve_types import ObjectiveReport, SolveQuery, SolveResult
+from solver.brute import solve_brute
+from solver.cpsat_engine import solve_cpsat
+from solver.engine import MAX_PARETO_POINTS, EngineResult
+from solver.explain import explain_infeasible
+from solver.space import SearchSpace, build_space
+from solver.verify import integer_to_user, objective_unit, verified_plan
+
+log = logging.getLogger(__name__)
+
+
+def run_engine(space: SearchSpace) -> EngineResult:
+    query = space.query
+    engine = solve_cpsat if query.engine == "cpsat" else solve_brute
+    return engine(space, query.top_k, query.pareto, MAX_PARETO_POINTS)
+
+
+def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | None) -> ObjectiveReport:
+    objective = space.query.objective
+    report = ObjectiveReport(name=objective, value=value, unit=objective_unit(objective))
+    if outcome.status == "feasible" and outcome.best_bound is not None and outcome.primary_value:
+        # Out of time: the bound and the gap are those of the primary integer objective.
+        report.gap = (outcome.primary_value - outcome.best_bound) / outcome.primary_value
+        report.best_bound = integer_to_user(space, max(1, outcome.best_bound))
+    return report
+
+
+def solve(catalogue: Catalogue, query: SolveQuery) -> SolveResult:
+    started = time.perf_counter()
+    space = build_space(catalogue, query)
+    outcome = run_engine(space)
+    plans = [verified_plan(space, choice) for choice in outcome.choices]
+    pareto = [verified_plan(space, choice) for choice in outcome.pareto]
+    explanation = explain_infeasible(catalogue, query, space) if outcome.status == "infeasible" else None
+    value = plans[0].objective_value if plans else None
+    return SolveResult(
+        status=outcome.status,  # type: ignore[arg-type]
+        objective=_objective_report(space, outcome, value),
+        model=model_info(space.arch, space.job),
+        global_batch=space.global_batch,
+        tokens=query.tokens,
+        engine=query.engine,
+        space_size=space.size,
+        solve_time_s=time.perf_counter() - started,
+        plans=plans,
+        pareto=pareto,
+        explanation=explanation,
+    )

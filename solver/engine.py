@@ -1,0 +1,22 @@
+"""What an engine returns: a status and the chosen points, best first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.candidates import Choice
+
+MAX_PARETO_POINTS = 25
+
+
+class SolverInternalError(RuntimeError):
+    """An engine's answer disagrees with the integer tables or with models/: a bug, never an answer."""
+
+
+@dataclass
+class EngineResult:
+    status: str  # optimal | feasible | infeasible | unknown
+    choices: list[Choice] = field(default_factory=list)
+    pareto: list[Choice] = field(default_factory=list)
+    best_bound: int | None = None  # CP-SAT bound of the primary objective when the time limit hit
+    primary_value: int | None = None

@@ -1,0 +1,288 @@
+"""The search space of one query, as domains and integer tables computed by models/.
+
+Both engines (CP-SAT and brute force) read only this object, so they search exactly the same
+space with exactly the same numbers, and no formula lives in solver/: every table entry is a
+models/ function evaluated at one discrete choice, then scaled to an integer once, here.
+
+Units: memory in MiB (demands rounded up, capacities down, so an accepted plan always passes the
+exact byte check), time in microseconds, prices in 1e-4 USD per hour.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+from models.catalogue import Catalogue
+from models.catalogue_schema import Architecture, GpuSpec, Offering
+from models.cost import instance_price_usd_per_hour, num_instances
+from models.errors import VramplanError
+from models.memory import check_compatible
+from models.activations import activations
+from models.model_states import model_states
+from models.overhead import overhead
+from models.performance import (
+    communication_bytes_per_step,
+    communication_time_from_bytes,
+    compute_time_s,
+    crosses_nodes,
+    optimizer_time_from_traffic,
+    optimizer_traffic,
+)
+from models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
+from models.solve_types import SolveQuery
+from models.units import bytes_to_mib_ceil
+
+log = logging.getLogger(__name__)
+
+US_PER_S = 1_000_000
+PRICE_UNITS_PER_USD = 10_000
+HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """num_gpus GPUs of one offering (whole instances beyond one instance)."""
+
+    offering: Offering
+    gpu_index: int
+    count_index: int
+    num_gpus: int
+    num_instances: int
+    price_units: int  # 1e-4 USD per hour for the whole cluster
+
+    @property
+    def crossing(self) -> int:
+        """1 when data-parallel traffic leaves the instance (network), 0 inside it (NVLink/PCIe)."""
+        return int(crosses_nodes(self.num_gpus, self.offering.num_gpus))
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """What memory and step time depend on: (GPU, count, crossing). Price does not."""
+        return (self.gpu_index, self.count_index, self.crossing)
+
+
+@dataclass
+class SearchSpace:
+    arch: Architecture
+    job: Job
+    query: SolveQuery
+    global_batch: int
+    gpus: list[GpuSpec]
+    counts: list[int]
+    clusters: list[Cluster]
+    zero_offloads: list[tuple[int, str]]
+    recomputes: list[str]
+    precisions: list[str]
+    micro_batches: list[int]
+    # Integer tables, keyed by domain indices; a missing key is an invalid combination.
+    static_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
+    host_mib_per_gpu: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
+    activation_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (r, b, p)
+    limit_mib: list[int] = field(default_factory=list)  # per GPU
+    host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
+    compute_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (g, n, r, p)
+    comm_us: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # (z, n, b, p, g, crossing)
+    optimizer_us: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, b, p, g)
+    valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
+    valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
+    offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
+
+    @property
+    def steps(self) -> float:
+        """Optimizer steps to train on the query's tokens."""
+        return self.query.tokens / (self.global_batch * self.job.seq_len)
+
+    @property
+    def size(self) -> int:
+        """Combinations of the decision variables before any constraint."""
+        return len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions) * len(
+            self.micro_batches
+        )
+
+    def plan(self, cluster: int, zf: int, r: int, p: int, b: int) -> Plan:
+        c = self.clusters[cluster]
+        zero, offload = self.zero_offloads[zf]
+        micro = self.micro_batches[b]
+        return Plan(
+            gpu=self.gpus[c.gpu_index].name,
+            offering=c.offering.name,
+            num_gpus=c.num_gpus,
+            zero=zero,
+            recompute=self.recomputes[r],
+            precision=self.precisions[p],
+            micro_batch=micro,
+            grad_accum=self.global_batch // (micro * c.num_gpus),
+            offload=offload,
+        )
+
+    def hours(self, step_us: int) -> float:
+        return step_us / US_PER_S * self.steps / 3600
+
+    def usd(self, cost_units: int) -> float:
+        """Convert price_units x step_us into US dollars for the whole job."""
+        return cost_units / PRICE_UNITS_PER_USD / US_PER_S / 3600 * self.steps
+
+
+def _us(seconds: float) -> int:
+    return math.ceil(seconds * US_PER_S)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _allowed_counts(offering: Offering, query: SolveQuery, divisors: list[int]) -> list[int]:
+    """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
+    per = offering.num_gpus
+    counts = [n for n in divisors if n <= query.max_gpus and (n <= per or n % per == 0)]
+    if query.max_nodes is not None:
+        counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
+    if query.pins.num_gpus is not None:
+        counts = [n for n in counts if n == query.pins.num_gpus]
+    return counts
+
+
+def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
+    for name in query.gpus:
+        catalogue.gpu(name)  # unknown names are errors with suggestions
+    known_providers = {o.provider for o in catalogue.offerings.values()}
+    for provider in query.providers:
+        if provider not in known_providers:
+            raise VramplanError("provider", provider, f"no offering; known: {', '.join(sorted(known_providers))}")
+    chosen = [
+        o
+        for o in catalogue.offerings.values()
+        if (not query.gpus or o.gpu in query.gpus)
+        and (not query.providers or o.provider in query.providers)
+        and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
+    ]
+    return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
+
+
+def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[str]]:
+    pins = query.pins
+    zero_offloads = [
+        (z, f)
+        for z, f in product(ZERO_STAGES, OFFLOADS)
+        if (f == "none" or (f == "optimizer" and z >= 1) or (f == "optimizer+params" and z == 3))
+        and (pins.zero is None or z == pins.zero)
+        and (pins.offload is None or f == pins.offload)
+    ]
+    recomputes = [r for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
+    precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
+    return zero_offloads, recomputes, precisions
+
+
+def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
+    arch = catalogue.architecture(query.model)
+    job = query.job
+    global_batch = query.effective_global_batch
+    divisors = _divisors(global_batch)
+    offerings = _offerings(catalogue, query)
+    gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
+    gpu_index = {g.name: i for i, g in enumerate(gpus)}
+    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, divisors)})
+    count_index = {n: i for i, n in enumerate(counts)}
+    micro_batches = [b for b in divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
+    zero_offloads, recomputes, precisions = _domains(query)
+
+    clusters = []
+    for offering in offerings:
+        for n in _allowed_counts(offering, query, divisors):
+            instances = num_instances(n, offering)
+            price = instances * instance_price_usd_per_hour(offering, query.pricing)
+            clusters.append(
+                Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD))
+            )
+    space = SearchSpace(
+        arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions, micro_batches
+    )
+    names = sorted({c.offering.name for c in clusters})
+    space.offering_rank = [names.index(c.offering.name) for c in clusters]
+    _fill_memory_tables(space)
+    _fill_time_tables(space)
+    log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
+    return space
+
+
+def _plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
+    """A Plan without validation: every value comes from a validated domain (speed: ~10^4 calls)."""
+    return Plan.model_construct(
+        gpu=gpu, offering=None, num_gpus=n, zero=zero, recompute=recompute, precision=precision,
+        micro_batch=micro, grad_accum=max(1, space.global_batch // (micro * n)), offload=offload,
+    )
+
+
+def _fill_memory_tables(space: SearchSpace) -> None:
+    arch, job = space.arch, space.job
+    for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
+        enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
+    ):
+        plan = _plan(space, "", n, zero, offload, "none", precision, 1)
+        states = model_states(arch, job, plan)
+        over = overhead(arch, job, plan)
+        space.static_mib[zf, n_i, p] = sum(
+            bytes_to_mib_ceil(x)
+            for x in (states.weights_bytes, states.gradients_bytes, states.optimizer_states_bytes, over.total_bytes)
+        )
+        space.host_mib_per_gpu[zf, n_i, p] = bytes_to_mib_ceil(states.host_bytes_per_gpu)
+    for (r, recompute), (b, micro), (p, precision) in product(
+        enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
+    ):
+        plan = _plan(space, "", 1, 0, "none", recompute, precision, micro)
+        space.activation_mib[r, b, p] = bytes_to_mib_ceil(activations(arch, job, plan).total_bytes)
+    permille = job.capacity_per_mille
+    space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
+    for cluster in space.clusters:
+        host_mib = int(cluster.offering.host_memory_gib * 1024)
+        on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
+        space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
+    pinned = space.query.pins.precision is not None
+    for (g, gpu), (p, precision) in product(enumerate(space.gpus), enumerate(space.precisions)):
+        try:
+            check_compatible(arch, job, _plan(space, gpu.name, 1, 0, "none", "none", precision, 1), gpu)
+        except VramplanError:
+            continue
+        if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:
+            continue  # unpinned half precision means bf16 where the GPU has it, fp16 where not (V100)
+        space.valid_gpu_precision.add((g, p))
+    for (n_i, n), (b, micro) in product(enumerate(space.counts), enumerate(space.micro_batches)):
+        if space.global_batch % (n * micro) == 0:
+            space.valid_count_batch.add((n_i, b))
+
+
+def _fill_time_tables(space: SearchSpace) -> None:
+    """Step-time components. Traffic (bytes) depends on the plan, its time on the GPU and on
+    whether it leaves the instance: each is computed once per distinct argument, then combined by
+    the models/ conversion functions."""
+    arch, job = space.arch, space.job
+    shapes_by_count: dict[int, set[tuple[int, int]]] = {}
+    for c in space.clusters:
+        shapes_by_count.setdefault(c.count_index, set()).add((c.gpu_index, c.crossing))
+    zeros = sorted({z for z, _ in space.zero_offloads})
+    for n_i, fabrics in sorted(shapes_by_count.items()):
+        n = space.counts[n_i]
+        for p, precision in enumerate(space.precisions):
+            valid = sorted((g, x) for g, x in fabrics if (g, p) in space.valid_gpu_precision)
+            if not valid:
+                continue
+            gpu_indices = sorted({g for g, _ in valid})
+            for r, recompute in enumerate(space.recomputes):
+                plan = _plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
+                for g in gpu_indices:
+                    space.compute_us[g, n_i, r, p] = _us(compute_time_s(arch, job, plan, space.gpus[g]))
+            for b, micro in enumerate(space.micro_batches):
+                if (n_i, b) not in space.valid_count_batch:
+                    continue
+                for zero in zeros:
+                    traffic = communication_bytes_per_step(arch, job, _plan(space, "", n, zero, "none", "none", precision, micro))
+                    for g, crossing in valid:
+                        comm = _us(communication_time_from_bytes(traffic, space.gpus[g], bool(crossing)))
+                        space.comm_us[zero, n_i, b, p, g, crossing] = comm
+                for zf, (zero, offload) in enumerate(space.zero_offloads):
+                    work = optimizer_traffic(arch, job, _plan(space, "", n, zero, offload, "none", precision, micro))
+                    for g in gpu_indices:
+                        space.optimizer_us[zf, n_i, b, p, g] = _us(optimizer_time_from_traffic(work, space.gpus[g]))
