@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -35,16 +34,6 @@ from models.params import count_params
 from models.setup import Plan
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
-
-
-def emit(text: str, output: Path | None) -> None:
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise click.ClickException(f"output={str(output)!r}: cannot write: {error.strerror or error}") from None
 
 
 def _exit_code(invoke) -> int:
@@ -131,7 +120,7 @@ def estimate_command(**options: Any) -> None:
         raise validation_error(error) from None
     result = estimate(catalogue, options["model"], job, plan, options["tokens"], options["pricing"])
     render = {"table": cli_output.estimate_table, "json": cli_output.json_text, "csv": cli_output.estimate_csv}
-    emit(render[options["output_format"]](result), options["output"])
+    cli_output.emit(render[options["output_format"]](result), options["output"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)
 
@@ -147,7 +136,7 @@ def _listing(rows: list[dict[str, Any]], columns: list[str], title: str, options
         text = cli_output.csv_text(rows)
     else:
         text = cli_output.listing_table(rows, columns, title)
-    emit(text, options["output"])
+    cli_output.emit(text, options["output"])
 
 
 @main.command()
@@ -191,3 +180,8 @@ def offerings(**options: Any) -> None:
     _listing(rows, columns, "Offerings (USD per instance-hour; dated, prices go stale)", options)
 
 
+
+
+from cli_solve import solve_command  # noqa: E402
+
+main.add_command(solve_command)

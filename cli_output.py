@@ -8,12 +8,27 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import click
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from pathlib import Path
+
 from models.results import PILLARS, EstimateResult, MemoryReport
+from models.solve_types import SolvedPlan, SolveResult
 from models.units import BYTES_PER_GIB
+
+
+def emit(text: str, output: Path | None) -> None:
+    """Write the result to stdout, or to the -o file."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise click.ClickException(f"output={str(output)!r}: cannot write: {error.strerror or error}") from None
 
 
 def gib(num_bytes: int | float | None) -> str:
@@ -55,7 +70,7 @@ def json_text(value: BaseModel | list[BaseModel] | list[dict[str, Any]]) -> str:
     return json.dumps(items, indent=2) + "\n"
 
 
-def render_table(table: Table | list[Any], width: int = 110) -> str:
+def render_table(table: Table | list[Any], width: int = 160) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     for item in table if isinstance(table, list) else [table]:
         console.print(item)
@@ -130,3 +145,85 @@ def listing_table(rows: list[dict[str, Any]], columns: list[str], title: str) ->
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
     return render_table(table, width=400)
+
+
+def _plan_summary(plan: SolvedPlan) -> str:
+    p = plan.plan
+    return (f"{p.num_gpus} x {p.gpu} via {p.offering} ({plan.cost.num_instances} instance(s)), ZeRO-{p.zero}, "
+            f"recompute {p.recompute}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
+            f"offload {p.offload}")
+
+
+def _value(result: SolveResult, value: float | None) -> str:
+    if value is None:
+        return "-"
+    unit = result.objective.unit
+    return f"{value:,.2f} {unit}" if unit in ("USD", "USD/hour", "hours") else f"{value:,.0f} {unit}"
+
+
+def _alternatives_table(result: SolveResult, plans: list[SolvedPlan], title: str) -> Table:
+    best = result.plans[0].objective_value if result.plans else None
+    table = Table(title=title, title_justify="left")
+    for column in ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "tokens/s", "MFU", "days",
+                   "USD/h", "USD total", "vs best"):
+        table.add_column(column, justify="left" if column in ("offering", "recompute", "offload") else "right", no_wrap=True)
+    for index, plan in enumerate(plans, start=1):
+        p = plan.plan
+        worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
+        table.add_row(str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
+                      f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
+                      f"{plan.performance.mfu:.1%}", f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}",
+                      f"{plan.cost.usd_total:,.0f}", worse)
+    return table
+
+
+def solve_table(result: SolveResult) -> str:
+    head = (f"{result.model.name} ({result.model.num_params / 1e9:,.2f}B params): global batch {result.global_batch}, "
+            f"{result.tokens:,.3g} tokens, objective {result.objective.name}\n"
+            f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
+            f"{result.solve_time_s:.2f} s)")
+    parts: list[Any] = [head]
+    if result.objective.gap is not None:
+        parts.append(f"time limit reached: best bound {_value(result, result.objective.best_bound)}, gap {result.objective.gap:.1%}")
+    if result.plans:
+        best = result.plans[0]
+        parts += ["", f"Best plan: {_plan_summary(best)}", f"objective: {_value(result, best.objective_value)}", "",
+                  memory_table(best.memory)]
+        parts += fit_lines(best.memory)
+        parts += [
+            f"throughput {best.performance.tokens_per_s:,.0f} tokens/s, MFU {best.performance.mfu:.1%}, "
+            f"step {best.performance.step_time_s:,.2f} s",
+            f"cost {best.cost.usd_per_hour:,.2f} USD/hour; {best.cost.hours:,.1f} hours ({best.cost.days:,.2f} days) "
+            f"= {best.cost.usd_total:,.0f} USD",
+        ]
+        if len(result.plans) > 1:
+            parts += ["", _alternatives_table(result, result.plans, "Best plans (runner-ups vs the best)")]
+    if result.pareto:
+        parts += ["", _alternatives_table(result, result.pareto, "Cost-vs-time Pareto front (cheapest first)")]
+    if result.explanation is not None:
+        parts += ["", f"Why: {result.explanation.summary}"]
+        miss = result.explanation.closest_miss
+        if miss is not None:
+            parts += ["", f"Closest miss: {_plan_summary(miss)}", memory_table(miss.memory, "Closest miss, memory per GPU")]
+        if result.explanation.mitigations:
+            table = Table(title="Changes tried, in the seed's mitigation order", title_justify="left")
+            table.add_column("change")
+            table.add_column("fits")
+            table.add_column("plan")
+            for m in result.explanation.mitigations:
+                plan = "-" if m.plan is None else f"{m.plan.num_gpus} x {m.plan.gpu}, ZeRO-{m.plan.zero}, {m.plan.method}"
+                table.add_row(m.change, "yes" if m.fits else "no", plan)
+            parts += ["", table]
+    return render_table(parts)
+
+
+def solve_csv(result: SolveResult) -> str:
+    rows = []
+    for kind, plans in (("plan", result.plans), ("pareto", result.pareto)):
+        for rank, plan in enumerate(plans, start=1):
+            rows.append({"status": result.status, "objective": result.objective.name, "kind": kind, "rank": rank,
+                         **flatten(plan.model_dump(mode="json"))})
+    if not rows:
+        summary = result.explanation.summary if result.explanation else ""
+        rows.append({"status": result.status, "objective": result.objective.name, "explanation": summary})
+    return csv_text(rows)

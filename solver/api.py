@@ -11,7 +11,7 @@ from models.solve_types import ObjectiveReport, SolveQuery, SolveResult
 from solver.brute import solve_brute
 from solver.cpsat_engine import solve_cpsat
 from solver.engine import MAX_PARETO_POINTS, EngineResult
-from solver.explain import explain_infeasible
+from solver.explain import closest_miss, explain
 from solver.space import SearchSpace, build_space
 from solver.verify import integer_to_user, objective_unit, verified_plan
 
@@ -34,13 +34,27 @@ def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | 
     return report
 
 
-def solve(catalogue: Catalogue, query: SolveQuery) -> SolveResult:
+def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
+    miss = closest_miss(space)
+    miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
+
+    def solve_one(changed: SolveQuery):
+        result = solve(catalogue, changed.model_copy(update={"top_k": 1, "pareto": False}), explain_infeasible=False)
+        return result.plans[0] if result.plans else None
+
+    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)
+
+
+def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True) -> SolveResult:
+    """Search the query's space; plans are re-verified by models/; infeasible answers explained."""
     started = time.perf_counter()
     space = build_space(catalogue, query)
     outcome = run_engine(space)
     plans = [verified_plan(space, choice) for choice in outcome.choices]
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]
-    explanation = explain_infeasible(catalogue, query, space) if outcome.status == "infeasible" else None
+    explanation = None
+    if outcome.status == "infeasible" and explain_infeasible:
+        explanation = _explanation(catalogue, query, space)
     value = plans[0].objective_value if plans else None
     return SolveResult(
         status=outcome.status,  # type: ignore[arg-type]

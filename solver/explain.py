@@ -1,3 +1,152 @@
-"""Stub for the first test; replaced by the real explanation module."""
-def explain_infeasible(catalogue, query, space):
-    return None
+"""When nothing fits: which restrictions conflict, how close the closest miss came and which pillar
+dominates it, and the smallest change that fits, tried in the seed's mitigation order:
+activation checkpointing, ZeRO-2/3, smaller micro-batch with more accumulation, 8-bit optimizer
+states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from models.catalogue import Catalogue
+from models.model_states import model_states
+from models.setup import Plan
+from models.solve_types import Explanation, Mitigation, SolveQuery, SolvedPlan
+from models.units import BYTES_PER_GB, BYTES_PER_MIB
+from solver.candidates import Choice, cluster_accepts, inner_metrics
+from solver.cpsat_model import inner_decisions
+from solver.restrictions import conflicting_restrictions
+from solver.space import SearchSpace
+
+Solver = Callable[[SolveQuery], SolvedPlan | None]
+
+
+def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
+    """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
+    fastest), ignoring memory bounds but keeping budget and deadline."""
+    best: tuple[tuple[int, int], Choice] | None = None
+    inners = inner_decisions(space)
+    for shape in sorted({c.shape for c in space.clusters}):
+        members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
+        for inner in inners:
+            metrics = inner_metrics(space, shape, inner, memory=False)
+            if metrics is None:
+                continue
+            over = metrics.static_mib + metrics.activation_mib - space.limit_mib[shape[0]]
+            key = (over, metrics.step_us)
+            if best is not None and key >= best[0]:
+                continue
+            cluster = next((c for c in members if cluster_accepts(space, c, metrics, memory=False)), None)
+            if cluster is not None:
+                best = (key, Choice(cluster, inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch))
+    return None if best is None else (best[1], best[0][0])
+
+
+def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
+    """The fewest model-state bytes per GPU any plan of the space holds (weights + gradients +
+    optimizer states), and how (ZeRO stage, offload, GPUs)."""
+    best = None
+    for (zero, offload), n, precision in ((zf, n, p) for zf in space.zero_offloads for n in space.counts
+                                           for p in space.precisions):
+        plan = Plan.model_construct(gpu="", offering=None, num_gpus=n, zero=zero, recompute="none", precision=precision,
+                                    micro_batch=1, grad_accum=1, offload=offload)
+        states = model_states(space.arch, space.job, plan)
+        total = states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
+        how = f"ZeRO-{zero}, offload {offload}, {n} GPU{'s' if n > 1 else ''}"
+        if best is None or total < best[0]:
+            best = (total, how)
+    return best if best is not None else (0, "")
+
+
+def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) -> Iterator[tuple[str, SolveQuery]]:
+    pins, job = query.pins, query.job
+    if pins.recompute in ("none", "selective"):
+        yield "allow activation checkpointing (--recompute full)", query.model_copy(update={"pins": pins.model_copy(update={"recompute": None})})
+    if pins.zero is not None and pins.zero < 3:
+        yield "allow ZeRO-2/3 (unpin --zero)", query.model_copy(update={"pins": pins.model_copy(update={"zero": None})})
+    if pins.micro_batch is not None and pins.micro_batch > 1:
+        yield "smaller micro-batch with more gradient accumulation", query.model_copy(
+            update={"pins": pins.model_copy(update={"micro_batch": None})})
+    if job.optimizer == "adamw":
+        yield "8-bit optimizer states (--optimizer adamw-8bit)", query.model_copy(
+            update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})})
+    if pins.offload == "none":
+        yield "allow ZeRO-Offload (unpin --offload)", query.model_copy(update={"pins": pins.model_copy(update={"offload": None})})
+    larger = [n for n in _divisors(space.global_batch) if n > max(space.counts, default=0)]
+    for n in larger:
+        yield f"more GPUs ({n})", query.model_copy(update={
+            "pins": pins.model_copy(update={"num_gpus": n}), "max_gpus": max(query.max_gpus, n), "max_nodes": None})
+    if query.gpus:
+        biggest = max(catalogue.gpu(g).memory_usable_mib for g in query.gpus)
+        bigger = tuple(sorted(g.name for g in catalogue.gpus.values() if g.memory_usable_mib > biggest))
+        if bigger:
+            yield f"bigger GPUs ({', '.join(bigger)})", query.model_copy(update={"gpus": bigger})
+    if job.method == "full":
+        for method in ("lora", "qlora"):
+            yield f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method})", query.model_copy(
+                update={"job": job.model_copy(update={"method": method}), "pins": pins.model_copy(update={"num_gpus": None})})
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, solve_one: Solver) -> list[Mitigation]:
+    """Each fix applied alone to the user's query, in the seed's order; more GPUs stops at the
+    first count that fits."""
+    found: list[Mitigation] = []
+    more_gpus_fitted = False
+    for change, changed in _mitigations(query, space, catalogue):
+        if change.startswith("more GPUs") and more_gpus_fitted:
+            continue
+        plan = solve_one(changed)
+        if plan is None and change.startswith("more GPUs"):
+            continue  # only the smallest count that fits is worth reporting
+        more_gpus_fitted |= change.startswith("more GPUs") and plan is not None
+        found.append(Mitigation(change=change, fits=plan is not None, plan=plan.plan if plan else None,
+                                objective_value=plan.objective_value if plan else None))
+    return found
+
+
+def _gb(num_bytes: int) -> str:
+    return f"{num_bytes / BYTES_PER_GB:,.1f} GB"
+
+
+def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
+            solve_one: Solver) -> Explanation:
+    conflicts = conflicting_restrictions(catalogue, query, space) if space.clusters else None
+    states_bytes, how = leanest_model_states(space)
+    largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
+    parts = ["no plan fits"]
+    if space.clusters and states_bytes > largest_limit:
+        parts.append(f"model states alone need at least {_gb(states_bytes)} per GPU ({how}), above the "
+                     f"{_gb(largest_limit)} limit of the largest allowed GPU")
+    elif miss is not None and over_mib is not None:
+        parts.append(f"the closest plan is {over_mib * BYTES_PER_MIB / BYTES_PER_GB:,.1f} GB over the limit, "
+                     f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
+    if conflicts:
+        parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
+    elif conflicts == []:
+        parts.append("no restriction is to blame: nothing in the catalogue fits this job")
+    fixes = mitigations(query, space, catalogue, solve_one)
+    fitting = [m for m in fixes if m.fits]
+    if fitting:
+        parts.append("smallest change: " + _describe(fitting[0]))
+        if len(fitting) > 1:
+            parts.append("also fits: " + "; ".join(_describe(m) for m in fitting[1:4]))
+    return Explanation(
+        summary="; ".join(parts),
+        conflicting_restrictions=conflicts or [],
+        static_bytes_per_gpu=states_bytes if space.clusters else None,
+        closest_miss=miss,
+        over_limit_bytes=over_mib * BYTES_PER_MIB if over_mib is not None else None,
+        dominant_pillar=miss.memory.dominant_pillar if miss is not None else None,
+        mitigations=fixes,
+        smallest_change=fitting[0].change if fitting else None,
+    )
+
+
+def _describe(m: Mitigation) -> str:
+    if m.plan is None:
+        return m.change
+    p = m.plan
+    return f"{m.change}: {p.num_gpus} x {p.gpu}, ZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}"

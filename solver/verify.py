@@ -79,9 +79,11 @@ def verified_plan(space: SearchSpace, choice: Choice, must_fit: bool = True) -> 
         raise SolverInternalError(f"plan {plan} was accepted by the solver but does not fit in exact bytes")
     reference = objective_value(space, result)
     engine = solver_objective_value(space, metrics)
-    tolerance = STEP_ROUNDING_US / metrics.step_us + 1e-9
-    if space.query.objective == "hourly":
-        tolerance = 1 / PRICE_UNITS_PER_USD / max(reference, 1e-9) + 1e-9
+    # Relative resolution of the integers: step times to the microsecond, prices to 1e-4 USD/hour.
+    step_resolution = STEP_ROUNDING_US / metrics.step_us
+    price_resolution = 0.5 / max(1, metrics.price_units)
+    tolerance = {"cost": step_resolution + price_resolution, "hourly": price_resolution}.get(
+        space.query.objective, step_resolution) + 1e-9
     if abs(engine - reference) > tolerance * abs(reference):
         raise SolverInternalError(f"objective mismatch for {plan}: engine {engine!r}, reference {reference!r}")
     return SolvedPlan(plan=plan_choice(space, result), objective_value=reference, memory=result.memory,

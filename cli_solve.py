@@ -1,0 +1,93 @@
+"""`vramplan solve`: parse the question, call solver.api.solve, format the answer."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+import cli_output
+from cli_options import (
+    OFFLOAD_CHOICE,
+    POSITIVE,
+    PRECISION_CHOICE,
+    RECOMPUTE_CHOICE,
+    ZERO_CHOICE,
+    build_job,
+    catalogue_options,
+    job_options,
+    open_catalogue,
+    output_options,
+    validation_error,
+)
+from models.solve_types import OBJECTIVES, Pins, SolveQuery
+from solver.api import solve
+
+EXIT_INFEASIBLE = 3
+
+
+def _comma_list(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Repeatable options also accept comma-separated lists: --gpu a,b --gpu c."""
+    return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
+
+
+def build_query(options: dict[str, Any]) -> SolveQuery:
+    job = build_job(options)
+    try:
+        pins = Pins(
+            zero=None if options["zero"] is None else int(options["zero"]),
+            recompute=options["recompute"],
+            precision=options["precision"],
+            micro_batch=options["micro_batch"],
+            offload=options["offload"],
+            num_gpus=options["num_gpus"],
+        )
+        return SolveQuery(
+            model=options["model"], job=job, global_batch=options["global_batch"], tokens=options["tokens"],
+            objective=options["objective"], gpus=_comma_list(options["gpu"]), providers=_comma_list(options["provider"]),
+            max_gpus=options["max_gpus"], max_nodes=options["max_nodes"], budget_usd=options["budget_usd"],
+            deadline_hours=options["deadline_hours"], pricing=options["pricing"], pins=pins, top_k=options["top"],
+            pareto=options["pareto"], engine=options["engine"], time_limit_s=options["time_limit"],
+        )
+    except ValidationError as error:
+        raise validation_error(error) from None
+
+
+@click.command("solve")
+@job_options
+@click.option("--global-batch", type=int, default=None,
+              help="Sequences per optimizer step = micro-batch x accumulation x GPUs [default: ~1M tokens].")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="cost", show_default=True,
+              help="cost = total USD for --tokens; time = wall hours; throughput = tokens/s; hourly = USD/hour.")
+@click.option("--gpu", multiple=True, help="Allowed GPU (repeatable, or comma-separated) [default: all].")
+@click.option("--provider", multiple=True, help="Allowed provider (repeatable, or comma-separated) [default: all].")
+@click.option("--max-gpus", type=int, default=512, show_default=True)
+@click.option("--max-nodes", type=int, default=None, help="Most instances to rent.")
+@click.option("--budget-usd", type=POSITIVE, default=None, help="Most USD for the whole job.")
+@click.option("--deadline-hours", type=POSITIVE, default=None, help="Most wall-clock hours for the whole job.")
+@click.option("--zero", type=ZERO_CHOICE, default=None, help="Pin the ZeRO stage.")
+@click.option("--recompute", type=RECOMPUTE_CHOICE, default=None, help="Pin activation recomputation.")
+@click.option("--precision", type=PRECISION_CHOICE, default=None,
+              help="Pin the precision [default: bf16, fp16 on GPUs without bf16].")
+@click.option("--micro-batch", type=int, default=None, help="Pin the micro-batch.")
+@click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
+@click.option("--num-gpus", type=int, default=None, help="Pin the GPU count.")
+@click.option("--top", type=click.IntRange(1, 100), default=3, show_default=True, help="Best K distinct plans.")
+@click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
+@click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
+@click.option("--time-limit", type=POSITIVE, default=10.0, show_default=True, help="Seconds for the solver.")
+@catalogue_options
+@output_options
+def solve_command(**options: Any) -> None:
+    """Find, prove and explain the best cluster and training configuration.
+
+    Exit code 3 when nothing fits (the answer then explains why and what would).
+    """
+    catalogue = open_catalogue(options)
+    result = solve(catalogue, build_query(options))
+    render = {"table": cli_output.solve_table, "json": cli_output.json_text, "csv": cli_output.solve_csv}
+    cli_output.emit(render[options["output_format"]](result), options["output"])
+    if result.status in ("infeasible", "unknown"):
+        sys.exit(EXIT_INFEASIBLE)

@@ -1,0 +1,133 @@
+"""Which of the user's restrictions make a query infeasible: CP-SAT assumption literals.
+
+The relaxed space drops every restriction the user can change (allowed GPUs and providers,
+GPU and node limits, budget, deadline, pinned decisions); each restriction becomes a constraint
+enforced by one assumption literal. Solving with all assumptions is the user's query; when it is
+infeasible, CP-SAT's sufficient_assumptions_for_infeasibility names a set of restrictions that
+cannot hold together.
+
+Model: one literal per cluster, one per (shape, inner decisions) that fits the GPU, the inner
+literals of a shape summing to its clusters' literals; pins, deadline and host RAM are clauses on
+inner literals, cluster restrictions clauses on cluster literals, the budget clauses on pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from models.catalogue import Catalogue
+from models.solve_types import Pins, SolveQuery
+from solver.candidates import Inner, InnerMetrics, budget_bound_cost_units, deadline_bound_us
+from solver.cpsat_model import shape_table
+from solver.space import SearchSpace, build_space
+
+
+@dataclass(frozen=True)
+class Restriction:
+    label: str  # as the user would write it, e.g. "--num-gpus 2"
+
+
+def restrictions_of(query: SolveQuery) -> list[Restriction]:
+    labels = []
+    if query.gpus:
+        labels.append(f"--gpu {','.join(query.gpus)}")
+    if query.providers:
+        labels.append(f"--provider {','.join(query.providers)}")
+    if query.max_gpus < query.effective_global_batch:
+        labels.append(f"--max-gpus {query.max_gpus}")
+    if query.max_nodes is not None:
+        labels.append(f"--max-nodes {query.max_nodes}")
+    if query.budget_usd is not None:
+        labels.append(f"--budget-usd {query.budget_usd:g}")
+    if query.deadline_hours is not None:
+        labels.append(f"--deadline-hours {query.deadline_hours:g}")
+    for name, value in query.pins.model_dump().items():
+        if value is not None and name != "precision":  # a pinned precision is part of the job
+            labels.append(f"--{name.replace('_', '-')} {value}")
+    return [Restriction(label) for label in labels]
+
+
+def relaxed_query(query: SolveQuery) -> SolveQuery:
+    """The query without the restrictions (a pinned precision stays: it is part of the job)."""
+    return query.model_copy(
+        update={
+            "gpus": (), "providers": (), "max_gpus": max(query.max_gpus, query.effective_global_batch),
+            "max_nodes": None, "budget_usd": None, "deadline_hours": None,
+            "pins": Pins(precision=query.pins.precision), "global_batch": query.effective_global_batch,
+        }
+    )
+
+
+def _inner_allowed(space: SearchSpace, relaxed: SearchSpace, inner: Inner, label: str, query: SolveQuery) -> bool:
+    zero, offload = relaxed.zero_offloads[inner.zero_offload]
+    pins = query.pins
+    checks = {
+        f"--zero {pins.zero}": zero == pins.zero,
+        f"--offload {pins.offload}": offload == pins.offload,
+        f"--recompute {pins.recompute}": relaxed.recomputes[inner.recompute] == pins.recompute,
+        f"--micro-batch {pins.micro_batch}": relaxed.micro_batches[inner.micro_batch] == pins.micro_batch,
+    }
+    return checks.get(label, True)
+
+
+def _cluster_allowed(relaxed: SearchSpace, c: int, label: str, query: SolveQuery) -> bool:
+    cluster = relaxed.clusters[c]
+    checks = {
+        f"--gpu {','.join(query.gpus)}": cluster.offering.gpu in query.gpus,
+        f"--provider {','.join(query.providers)}": cluster.offering.provider in query.providers,
+        f"--max-gpus {query.max_gpus}": cluster.num_gpus <= query.max_gpus,
+        f"--max-nodes {query.max_nodes}": query.max_nodes is None or cluster.num_instances <= query.max_nodes,
+        f"--num-gpus {query.pins.num_gpus}": cluster.num_gpus == query.pins.num_gpus,
+    }
+    return checks.get(label, True)
+
+
+def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace) -> list[str] | None:
+    """Labels of a set of restrictions that cannot hold together; [] if nothing in the relaxed
+    space fits at all (no restriction is to blame); None if the relaxed model is feasible with
+    every restriction too (then the user's space was empty for another reason)."""
+    relaxed = build_space(catalogue, relaxed_query(query))
+    restrictions = restrictions_of(query)
+    model = cp_model.CpModel()
+    cluster_lits = [model.new_bool_var(f"cluster[{c}]") for c in range(len(relaxed.clusters))]
+    model.add_exactly_one(cluster_lits)
+    assumption = {r.label: model.new_bool_var(r.label) for r in restrictions}
+    for c, lit in enumerate(cluster_lits):
+        for label, a in assumption.items():
+            if not _cluster_allowed(relaxed, c, label, query):
+                model.add_bool_or([a.Not(), lit.Not()])
+    deadline, budget = deadline_bound_us(space), budget_bound_cost_units(space)
+    for shape, fitting in shape_table(relaxed).items():
+        members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
+        inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
+        model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
+        for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
+            _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner, metrics, lit,
+                               deadline, budget)
+    model.add_assumptions(list(assumption.values()))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = query.time_limit_s
+    status = solver.solve(model)
+    if status != cp_model.INFEASIBLE:
+        return None
+    core = solver.sufficient_assumptions_for_infeasibility()
+    index_to_label = {a.index: label for label, a in assumption.items()}
+    return sorted(index_to_label[i] for i in core if i in index_to_label)
+
+
+def _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner: Inner,
+                       metrics: InnerMetrics, lit, deadline, budget) -> None:
+    for label, a in assumption.items():
+        if not _inner_allowed(space, relaxed, inner, label, query):
+            model.add_bool_or([a.Not(), lit.Not()])
+    if deadline is not None and metrics.step_us > deadline:
+        model.add_bool_or([assumption[f"--deadline-hours {query.deadline_hours:g}"].Not(), lit.Not()])
+    for c in members:
+        cluster = relaxed.clusters[c]
+        if metrics.host_mib_per_gpu > relaxed.host_budget_mib_per_gpu[c]:
+            model.add_bool_or([cluster_lits[c].Not(), lit.Not()])
+        if budget is not None and metrics.step_us > budget // max(1, cluster.price_units):
+            model.add_bool_or([assumption[f"--budget-usd {query.budget_usd:g}"].Not(), cluster_lits[c].Not(), lit.Not()])

@@ -1,0 +1,104 @@
+"""`vramplan solve` through click's CliRunner: formats, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from models.solve_types import SolveResult
+
+HEADLINE = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
+            "--tokens", "2e9", "--objective", "cost"]
+INFEASIBLE = HEADLINE + ["--gpu", "a100-sxm-80gb", "--num-gpus", "2", "--offload", "none"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_solve_help() -> None:
+    result = run("solve", "--help")
+    assert result.exit_code == 0 and "--objective" in result.output and "--pareto" in result.output
+
+
+def test_headline_table_reads_like_an_answer() -> None:
+    result = run(*HEADLINE)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert "status OPTIMAL" in text and "Best plan:" in text and "FITS" in text
+    assert "USD/hour" in text and "days" in text and "MFU" in text and "vs best" in text
+
+
+def test_json_round_trips_and_has_the_fields() -> None:
+    result = run(*HEADLINE, "--format", "json", "--top", "2")
+    assert result.exit_code == 0
+    parsed = SolveResult.model_validate_json(result.stdout)
+    data = json.loads(result.stdout)
+    assert parsed.model_dump(mode="json") == data
+    assert data["status"] == "optimal" and data["objective"]["name"] == "cost" and data["objective"]["value"] > 0
+    plan = data["plans"][0]
+    for field in ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
+                  "optimizer", "attention", "offload", "method", "seq_len"):
+        assert field in plan["plan"]
+    assert {"usd_per_hour", "hours", "usd_total"} <= set(plan["cost"])
+    assert {"weights_bytes", "total_bytes", "fits"} <= set(plan["memory"])
+    assert {"tokens_per_s", "mfu", "step_time_s"} <= set(plan["performance"])
+    assert len(data["plans"]) == 2
+
+
+def test_estimate_with_the_plan_reproduces_its_memory() -> None:
+    data = json.loads(run(*HEADLINE, "--format", "json", "--top", "1").stdout)
+    p = data["plans"][0]["plan"]
+    again = run("estimate", "--model", "llama-3.1-70b", "--method", p["method"], "--seq-len", str(p["seq_len"]),
+                "--gpu", p["gpu"], "--offering", p["offering"], "--num-gpus", str(p["num_gpus"]), "--zero", str(p["zero"]),
+                "--recompute", p["recompute"], "--precision", p["precision"], "--micro-batch", str(p["micro_batch"]),
+                "--grad-accum", str(p["grad_accum"]), "--optimizer", p["optimizer"], "--attention", p["attention"],
+                "--offload", p["offload"], "--tokens", "2e9", "--format", "json")
+    assert again.exit_code == 0
+    assert json.loads(again.stdout)["memory"] == data["plans"][0]["memory"]
+
+
+def test_infeasible_exits_3_with_an_explanation() -> None:
+    result = run(*INFEASIBLE)
+    assert result.exit_code == 3
+    assert "INFEASIBLE" in result.stdout and "564.4 GB per GPU" in result.stdout and "QLoRA" in result.stdout
+    data = json.loads(run(*INFEASIBLE, "--format", "json").stdout)
+    assert data["status"] == "infeasible" and data["explanation"]["summary"] and data["plans"] == []
+
+
+def test_csv_has_one_row_per_plan() -> None:
+    result = run(*HEADLINE, "--format", "csv", "--top", "3", "--pareto")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["kind"] for r in rows].count("plan") == 3 and "pareto" in {r["kind"] for r in rows}
+    assert rows[0]["plan.gpu"] and float(rows[0]["cost.usd_total"]) > 0
+
+
+def test_brute_engine_gives_the_same_answer() -> None:
+    small = ["solve", "--model", "llama-3.1-8b", "--seq-len", "4096", "--global-batch", "16", "--gpu", "h100-sxm-80gb",
+             "--gpu", "l40s-48gb", "--max-gpus", "16", "--format", "json", "--top", "1"]
+    a, b = json.loads(run(*small).stdout), json.loads(run(*small, "--engine", "brute").stdout)
+    assert a["plans"][0]["plan"] == b["plans"][0]["plan"]
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--objective", "fastest"], "--objective"),
+    (["--gpu", "h100"], "h100-sxm-80gb"),
+    (["--provider", "azure"], "provider='azure'"),
+    (["--global-batch", "0"], "global_batch=0"),
+    (["--tokens", "1e400"], "--tokens"),
+    (["--budget-usd", "-5"], "--budget-usd"),
+    (["--zero", "4"], "--zero"),
+    (["--num-gpus", "1024", "--max-gpus", "8"], "num_gpus=1024"),
+    (["--time-limit", "0"], "--time-limit"),
+])
+def test_bad_input_is_one_line_exit_2(args: list[str], fragment: str) -> None:
+    result = run(*HEADLINE, *args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+    assert "Traceback" not in result.stderr and result.stdout == ""

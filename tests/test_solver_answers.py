@@ -1,0 +1,121 @@
+"""What `solve` answers: the headline query, explanations, top-k, Pareto, verification, status."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.catalogue import load_catalogue
+from models.estimate import estimate
+from models.setup import Job, Plan
+from models.solve_types import Pins, SolveQuery
+from solver import verify
+from solver.api import _objective_report, solve
+from solver.candidates import Choice, evaluate
+from solver.engine import EngineResult, SolverInternalError
+from solver.space import build_space
+
+CATALOGUE = load_catalogue()
+HEADLINE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost")
+
+
+def test_headline_query_is_optimal_fits_and_matches_estimate() -> None:
+    result = solve(CATALOGUE, HEADLINE)
+    assert result.status == "optimal"
+    best = result.plans[0]
+    assert best.memory.fits and best.memory.total_bytes <= best.memory.limit_bytes
+    p = best.plan
+    assert p.micro_batch * p.grad_accum * p.dp == 64
+    # Feeding the plan's values to estimate reproduces its memory and cost exactly.
+    again = estimate(CATALOGUE, "llama-3.1-70b", Job(seq_len=8192),
+                     Plan(gpu=p.gpu, offering=p.offering, num_gpus=p.num_gpus, zero=p.zero, recompute=p.recompute,
+                          precision=p.precision, micro_batch=p.micro_batch, grad_accum=p.grad_accum, offload=p.offload),
+                     tokens=2e9)
+    assert again.memory == best.memory
+    assert again.cost.usd_total == pytest.approx(result.objective.value)
+
+
+def test_top_k_plans_are_distinct_and_ordered() -> None:
+    result = solve(CATALOGUE, HEADLINE.model_copy(update={"top_k": 5}))
+    plans = [p.plan for p in result.plans]
+    assert len(plans) == 5 and len({p.model_dump_json() for p in plans}) == 5
+    values = [p.objective_value for p in result.plans]
+    assert values == sorted(values)
+
+
+def test_pareto_front_trades_cost_for_time() -> None:
+    result = solve(CATALOGUE, HEADLINE.model_copy(update={"pareto": True, "gpus": ("h100-sxm-80gb", "a100-sxm-80gb")}))
+    front = result.pareto
+    assert len(front) >= 2
+    costs = [p.cost.usd_total for p in front]
+    hours = [p.cost.hours for p in front]
+    assert costs == sorted(costs) and hours == sorted(hours, reverse=True)
+    assert len(set(hours)) == len(hours)  # each point strictly faster than the previous
+    assert front[0].cost.usd_total == pytest.approx(solve(CATALOGUE, HEADLINE.model_copy(
+        update={"gpus": ("h100-sxm-80gb", "a100-sxm-80gb")})).objective.value)
+
+
+def test_seventy_b_on_two_a100s_is_explained() -> None:
+    query = HEADLINE.model_copy(update={"gpus": ("a100-sxm-80gb",), "pins": Pins(num_gpus=2, offload="none")})
+    result = solve(CATALOGUE, query)
+    assert result.status == "infeasible" and not result.plans
+    why = result.explanation
+    assert why is not None
+    # 16 bytes/param x 70.55B / 2 GPUs under ZeRO-3 = 564.4 GB per GPU.
+    assert why.static_bytes_per_gpu == 16 * 70_553_706_496 // 2
+    assert "564.4 GB per GPU" in why.summary
+    assert set(why.conflicting_restrictions) <= {"--gpu a100-sxm-80gb", "--num-gpus 2", "--offload none"}
+    assert "--num-gpus 2" in why.conflicting_restrictions
+    fixes = {m.change.split(" (")[0]: m for m in why.mitigations}
+    more = next(m for m in why.mitigations if m.change.startswith("more GPUs") and m.fits)
+    assert more.plan.zero == 3 and more.plan.num_gpus >= 16
+    qlora = fixes["QLoRA instead of full fine-tuning"]
+    assert qlora.fits and qlora.plan.num_gpus == 1
+    assert why.closest_miss is not None and not why.closest_miss.memory.fits
+    assert why.dominant_pillar == why.closest_miss.memory.dominant_pillar
+    assert why.over_limit_bytes > 0
+
+
+def test_nothing_in_catalogue_fits_blames_no_restriction() -> None:
+    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), global_batch=1, max_gpus=1)
+    result = solve(CATALOGUE, query)
+    assert result.status == "infeasible"
+    assert result.explanation.conflicting_restrictions == []
+    assert "no restriction is to blame" in result.explanation.summary
+
+
+def test_budget_and_deadline_are_restrictions() -> None:
+    query = HEADLINE.model_copy(update={"budget_usd": 10.0})
+    result = solve(CATALOGUE, query)
+    assert result.status == "infeasible"
+    assert "--budget-usd 10" in result.explanation.conflicting_restrictions
+    cheap = solve(CATALOGUE, HEADLINE)
+    assert solve(CATALOGUE, HEADLINE.model_copy(update={"budget_usd": cheap.objective.value * 1.01})).status == "optimal"
+    fast = solve(CATALOGUE, HEADLINE.model_copy(update={"objective": "time"}))
+    deadline = solve(CATALOGUE, HEADLINE.model_copy(update={"deadline_hours": fast.objective.value * 1.01}))
+    assert deadline.status == "optimal" and deadline.plans[0].cost.hours <= fast.objective.value * 1.01
+
+
+def test_a_wrong_table_entry_is_caught_as_an_internal_error(monkeypatch) -> None:
+    space = build_space(CATALOGUE, HEADLINE)
+    key = next(iter(space.compute_us))
+    for k in space.compute_us:
+        space.compute_us[k] //= 2  # the engine now believes every plan computes twice as fast
+    result = evaluate(space, Choice(0, 0, 0, 0, 0), memory=False, limits=False)
+    assert key in space.compute_us and result is not None
+    with pytest.raises(SolverInternalError, match="objective mismatch"):
+        verify.verified_plan(space, Choice(0, 0, 0, 0, 0), must_fit=False)
+
+
+def test_time_limited_answer_reports_gap() -> None:
+    space = build_space(CATALOGUE, HEADLINE)
+    report = _objective_report(space, EngineResult(status="feasible", best_bound=900, primary_value=1000), 12.0)
+    assert report.gap == pytest.approx(0.1) and report.best_bound is not None
+
+
+def test_objectives_rank_as_their_names_say() -> None:
+    by = {o: solve(CATALOGUE, HEADLINE.model_copy(update={"objective": o})).plans[0] for o in
+          ("cost", "time", "throughput", "hourly")}
+    assert by["cost"].cost.usd_total <= min(p.cost.usd_total for p in by.values()) * (1 + 1e-9)
+    assert by["time"].cost.hours <= min(p.cost.hours for p in by.values()) * (1 + 1e-9)
+    assert by["throughput"].plan == by["time"].plan
+    assert by["hourly"].cost.usd_per_hour <= min(p.cost.usd_per_hour for p in by.values())
