@@ -72,14 +72,15 @@ def budget_bound_cost_units(space: SearchSpace) -> int | None:
 
 
 def tie_key(space: SearchSpace, choice: Choice) -> int:
-    """Deterministic order among equal objectives: fewer GPUs, lower ZeRO stage, no offload,
-    less recompute, larger micro-batch, bf16 before fp16, then the offering's name."""
+    """Deterministic order among equal objectives: fewer GPUs, fewer instances, lower ZeRO stage,
+    no offload, less recompute, larger micro-batch, bf16 before fp16, then the offering (real
+    providers before generic list prices, then by name)."""
     cluster = space.clusters[choice.cluster]
     nb = len(space.micro_batches)
-    digits = [cluster.count_index, choice.zero_offload, choice.recompute, nb - 1 - choice.micro_batch,
-              choice.precision, space.offering_rank[choice.cluster]]
-    radix = [len(space.counts), len(space.zero_offloads), len(space.recomputes), nb, len(space.precisions),
-             max(space.offering_rank) + 1]
+    digits = [cluster.count_index, cluster.num_instances, choice.zero_offload, choice.recompute,
+              nb - 1 - choice.micro_batch, choice.precision, space.offering_rank[choice.cluster]]
+    radix = [len(space.counts), max(c.num_instances for c in space.clusters) + 1, len(space.zero_offloads),
+             len(space.recomputes), nb, len(space.precisions), max(space.offering_rank) + 1]
     key = 0
     for digit, r in zip(digits, radix, strict=True):
         key = key * r + digit

@@ -200,7 +200,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     space = SearchSpace(
         arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions, micro_batches
     )
-    names = sorted({c.offering.name for c in clusters})
+    # Tie-break on the offering: real providers before the generic list-price rows, then by name.
+    names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     _fill_memory_tables(space)
     _fill_time_tables(space)
