@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.space import SearchSpace
+from models.performance import exposed_communication_s
+from solver.space import SearchSpace, to_us
 
 
 @dataclass(frozen=True, order=True)
@@ -91,9 +92,8 @@ def inner_metrics(space: SearchSpace, shape: tuple[int, int, int], inner: Inner,
     """Memory and integer step time of inner decisions on a shape; None if invalid or (with
     memory=True) over the GPU's limit.
 
-    step = compute + exposed + optimizer step, exposed = max(comm - window, ceil(comm / layers)),
-    window = compute under ZeRO-3 (prefetch overlaps forward and backward) else floor(2 compute / 3):
-    the integer form of models.performance.exposed_communication_s.
+    step = compute + exposed communication + optimizer step, each in whole microseconds rounded
+    up; the exposed part is models.performance.exposed_communication_s of the tables' seconds.
     """
     g, n, crossing = shape
     zf, r, p, b = inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch
@@ -104,11 +104,9 @@ def inner_metrics(space: SearchSpace, shape: tuple[int, int, int], inner: Inner,
     if memory and static + acts > space.limit_mib[g]:
         return None
     zero = space.zero_offloads[zf][0]
-    compute = space.compute_us[g, n, r, p]
-    window = compute if zero == 3 else (2 * compute) // 3
-    comm = space.comm_us[zero, n, b, p, g, crossing]
-    exposed = max(comm - window, -(-comm // space.arch.num_layers))
-    step = compute + exposed + space.optimizer_us[zf, n, b, p, g]
+    compute = space.compute_s[g, n, r, p]
+    exposed = exposed_communication_s(space.comm_s[zero, n, b, p, g, crossing], compute, zero, space.arch.num_layers)
+    step = to_us(compute) + to_us(exposed) + space.optimizer_us[zf, n, b, p, g]
     return InnerMetrics(static, acts, space.host_mib_per_gpu[zf, n, p], step)
 
 

@@ -5,7 +5,8 @@ space with exactly the same numbers, and no formula lives in solver/: every tabl
 models/ function evaluated at one discrete choice, then scaled to an integer once, here.
 
 Units: memory in MiB (demands rounded up, capacities down, so an accepted plan always passes the
-exact byte check), time in microseconds, prices in 1e-4 USD per hour.
+exact byte check), time in microseconds (compute and traffic are kept in seconds and combined by
+models.performance.exposed_communication_s before rounding), prices in 1e-4 USD per hour.
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ class SearchSpace:
     activation_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (r, b, p)
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
-    compute_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (g, n, r, p)
-    comm_us: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # (z, n, b, p, g, crossing)
+    compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
+    comm_s: dict[tuple[int, int, int, int, int, int], float] = field(default_factory=dict)  # (z, n, b, p, g, crossing)
     optimizer_us: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, b, p, g)
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
@@ -126,7 +127,8 @@ class SearchSpace:
         return cost_units / PRICE_UNITS_PER_USD / US_PER_S / 3600 * self.steps
 
 
-def _us(seconds: float) -> int:
+def to_us(seconds: float) -> int:
+    """Seconds as whole microseconds, rounded up."""
     return math.ceil(seconds * US_PER_S)
 
 
@@ -274,16 +276,16 @@ def _fill_time_tables(space: SearchSpace) -> None:
             for r, recompute in enumerate(space.recomputes):
                 plan = _plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
                 for g in gpu_indices:
-                    space.compute_us[g, n_i, r, p] = _us(compute_time_s(arch, job, plan, space.gpus[g]))
+                    space.compute_s[g, n_i, r, p] = compute_time_s(arch, job, plan, space.gpus[g])
             for b, micro in enumerate(space.micro_batches):
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
                     traffic = communication_bytes_per_step(arch, job, _plan(space, "", n, zero, "none", "none", precision, micro))
                     for g, crossing in valid:
-                        comm = _us(communication_time_from_bytes(traffic, space.gpus[g], bool(crossing)))
-                        space.comm_us[zero, n_i, b, p, g, crossing] = comm
+                        space.comm_s[zero, n_i, b, p, g, crossing] = communication_time_from_bytes(
+                            traffic, space.gpus[g], bool(crossing))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
                     work = optimizer_traffic(arch, job, _plan(space, "", n, zero, offload, "none", precision, micro))
                     for g in gpu_indices:
-                        space.optimizer_us[zf, n_i, b, p, g] = _us(optimizer_time_from_traffic(work, space.gpus[g]))
+                        space.optimizer_us[zf, n_i, b, p, g] = to_us(optimizer_time_from_traffic(work, space.gpus[g]))

@@ -10,9 +10,9 @@ from solver.candidates import Choice, Metrics, evaluate
 from solver.engine import SolverInternalError
 from solver.space import US_PER_S, PRICE_UNITS_PER_USD, SearchSpace
 
-# Integer step times round each component up to the microsecond and the overlap window down:
-# they sit within this many microseconds of the reference's floating-point step time.
-STEP_ROUNDING_US = 4
+# Integer step times round their three components up to the microsecond: they sit within this
+# many microseconds above the reference's floating-point step time.
+STEP_ROUNDING_US = 3
 
 
 def objective_value(space: SearchSpace, result: EstimateResult) -> float:
