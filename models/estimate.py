@@ -62,20 +62,8 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
         host_capacity_bytes=memory.host_capacity_bytes,
         host_limit_bytes=memory.host_limit_bytes,
         host_fits=memory.host_fits,
-        activations=ActivationDetail(
-            per_layer_bytes=acts.per_layer_bytes,
-            layers_bytes=acts.layers_bytes,
-            embedding_bytes=acts.embedding_bytes,
-            output_layer_bytes=acts.output_layer_bytes,
-            backward_peak_extra_bytes=acts.backward_peak_extra_bytes,
-        ),
-        overhead=OverheadDetail(
-            cuda_context_bytes=over.cuda_context_bytes,
-            cublas_workspace_bytes=over.cublas_workspace_bytes,
-            nccl_bytes=over.nccl_bytes,
-            comm_buckets_bytes=over.comm_buckets_bytes,
-            zero3_live_params_bytes=over.zero3_live_params_bytes,
-        ),
+        activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
+        overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
     )
 
 
