@@ -8,15 +8,14 @@ evaluate() adds what depends on the cluster (host RAM per instance, price, budge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from models.performance import exposed_communication_s
 from solver.space import SearchSpace, to_us
 
 
-@dataclass(frozen=True, order=True)
-class Inner:
-    """The decisions inside one cluster."""
+class Inner(NamedTuple):
+    """The decisions inside one cluster (tuples: hashable, ordered, cheap to create)."""
 
     zero_offload: int
     recompute: int
@@ -24,8 +23,7 @@ class Inner:
     micro_batch: int
 
 
-@dataclass(frozen=True, order=True)
-class Choice:
+class Choice(NamedTuple):
     cluster: int
     zero_offload: int
     recompute: int
@@ -37,16 +35,14 @@ class Choice:
         return Inner(self.zero_offload, self.recompute, self.precision, self.micro_batch)
 
 
-@dataclass(frozen=True)
-class InnerMetrics:
+class InnerMetrics(NamedTuple):
     static_mib: int  # weights + gradients + optimizer states + overhead, each rounded up
     activation_mib: int
     host_mib_per_gpu: int
     step_us: int
 
 
-@dataclass(frozen=True)
-class Metrics:
+class Metrics(NamedTuple):
     static_mib: int
     activation_mib: int
     limit_mib: int
@@ -80,10 +76,8 @@ def tie_key(space: SearchSpace, choice: Choice) -> int:
     nb = len(space.micro_batches)
     digits = [cluster.count_index, cluster.num_instances, choice.zero_offload, choice.recompute,
               nb - 1 - choice.micro_batch, choice.precision, space.offering_rank[choice.cluster]]
-    radix = [len(space.counts), max(c.num_instances for c in space.clusters) + 1, len(space.zero_offloads),
-             len(space.recomputes), nb, len(space.precisions), max(space.offering_rank) + 1]
     key = 0
-    for digit, r in zip(digits, radix, strict=True):
+    for digit, r in zip(digits, space.tie_radix, strict=True):
         key = key * r + digit
     return key
 

@@ -64,14 +64,26 @@ def inner_decisions(space: SearchSpace) -> list[Inner]:
 def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (ties in tie-key
     order: ZeRO x offload, recompute, larger micro-batch, precision)."""
-    inners = inner_decisions(space)
     nb = len(space.micro_batches)
     table = {}
+    fitting_by_gpu_count: dict[tuple[int, int], list[Inner]] = {}
     for shape in sorted({c.shape for c in space.clusters}):
-        fitting = [(i, m) for i in inners if (m := inner_metrics(space, shape, i)) is not None]
+        g, n, _ = shape
+        if (g, n) not in fitting_by_gpu_count:  # memory does not depend on crossing: test it once
+            limit = space.limit_mib[g]
+            batches = [b for b in range(nb) if (n, b) in space.valid_count_batch]
+            precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+            fitting_by_gpu_count[g, n] = [
+                Inner(zf, r, p, b)
+                for zf in range(len(space.zero_offloads)) for p in precisions
+                if (static := space.static_mib[zf, n, p]) <= limit
+                for r in range(len(space.recomputes)) for b in batches
+                if static + space.activation_mib[r, b, p] <= limit
+            ]
+        fitting = [(i, inner_metrics(space, shape, i, memory=False)) for i in fitting_by_gpu_count[g, n]]
         fitting.sort(key=lambda item: (item[1].step_us, item[0].zero_offload, item[0].recompute,
                                        nb - 1 - item[0].micro_batch, item[0].precision))
-        table[shape] = fitting
+        table[shape] = fitting  # type: ignore[assignment]
     return table
 
 
@@ -94,12 +106,12 @@ def candidates(space: SearchSpace, keep: int) -> list[Candidate]:
 def add_choice(model: cp_model.CpModel, v: Variables) -> None:
     v.literals = [model.new_bool_var(f"plan[{i}]") for i in range(len(v.candidates))]
     model.add_exactly_one(v.literals)
+    by_cluster: dict[int, list[cp_model.IntVar]] = {}
     for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        cluster = candidate.choice.cluster
-        if cluster not in v.cluster:
-            v.cluster[cluster] = model.new_bool_var(f"cluster[{cluster}]")
-    for cluster, literal in v.cluster.items():
-        model.add(literal == sum(lit for cand, lit in zip(v.candidates, v.literals, strict=True) if cand.choice.cluster == cluster))
+        by_cluster.setdefault(candidate.choice.cluster, []).append(literal)
+    for cluster, literals in by_cluster.items():
+        v.cluster[cluster] = model.new_bool_var(f"cluster[{cluster}]")
+        model.add(v.cluster[cluster] == sum(literals))
 
 
 def add_memory_fits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:

@@ -90,6 +90,7 @@ class SearchSpace:
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
+    tie_radix: list[int] = field(default_factory=list)  # mixed radix of candidates.tie_key
 
     @property
     def steps(self) -> float:
@@ -205,6 +206,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
+    space.tie_radix = [len(counts), max((c.num_instances for c in clusters), default=0) + 1, len(zero_offloads),
+                       len(recomputes), len(micro_batches), len(precisions), len(names)]
     _fill_memory_tables(space)
     _fill_time_tables(space)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
