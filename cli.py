@@ -185,3 +185,7 @@ def offerings(**options: Any) -> None:
 from cli_solve import solve_command  # noqa: E402
 
 main.add_command(solve_command)
+
+from cli_batch import batch  # noqa: E402
+
+main.add_command(batch)

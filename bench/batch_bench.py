@@ -1,0 +1,119 @@
+"""Benchmark `vramplan batch`: N varied jobs over the catalogue, solved end to end through the CLI.
+
+    python bench/batch_bench.py --rows 10000 [--workers 2] [--backend local|ray|dask] [--json]
+
+The jobs vary model, sequence length, method, objective, allowed GPUs, GPU limit, token budget and
+some pins (seeded, so a run is repeatable); some are infeasible, as in a real sheet, and get an
+explanation. The timing covers everything the command does: reading the CSV, starting the
+workers or the cluster, solving, the journal and writing the output. The last line of --json
+output is one JSON object with rows, seconds, workers and backend (and more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from cli import main
+from models.batch_rows import parse_row
+from models.catalogue import load_catalogue
+from solver.batch_backends import default_workers
+
+COLUMNS = ["id", "model", "method", "seq_len", "objective", "gpus", "max_gpus", "tokens", "zero", "recompute"]
+
+
+def generate_jobs(num_rows: int, seed: int = 0, small: bool = False) -> list[dict[str, str]]:
+    """Varied jobs; `small` restricts every row to one GPU type and at most 8 GPUs (a tiny search
+    space, ~5-10 ms a solve), to measure what the batch machinery costs per row."""
+    catalogue = load_catalogue()
+    rng = random.Random(seed)
+    models, gpus = sorted(catalogue.architectures), sorted(catalogue.gpus)
+    rows = []
+    for i in range(num_rows):
+        restricted = small or rng.random() < 0.5
+        row = {
+            "id": f"job-{i}",
+            "model": rng.choice(models),
+            "method": rng.choices(["full", "lora", "qlora"], weights=[6, 3, 1])[0],
+            "seq_len": str(rng.choice([512, 1024, 2048, 4096, 8192])),
+            "objective": rng.choice(["cost", "time", "throughput", "hourly"]),
+            "gpus": ";".join(rng.sample(gpus, rng.choice([1, 2]))) if restricted else "",
+            "max_gpus": str(rng.choice([8, 16, 64, 256, 512])),
+            "tokens": rng.choice(["1e8", "1e9", "1e10"]),
+            "zero": str(rng.choice([0, 1, 2, 3])) if rng.random() < 0.1 else "",
+            "recompute": rng.choice(["none", "selective", "full"]) if rng.random() < 0.1 else "",
+        }
+        if small:
+            row.update(gpus=rng.choice(["h100-sxm-80gb", "b200-180gb", "mi300x-192gb"]), max_gpus="8",
+                       model=rng.choice(["llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "gpt2-124m"]),
+                       seq_len=rng.choice(["512", "1024"]), tokens=f"{rng.randint(1, 10**6)}e4")
+        rows.append(row)
+    return rows
+
+
+def unique_jobs(rows: list[dict[str, str]]) -> int:
+    keys = set()
+    for row in rows:
+        try:
+            keys.add(parse_row(row).model_dump_json())
+        except ValueError:
+            keys.add(json.dumps(row, sort_keys=True))
+    return len(keys)
+
+
+def run(rows: list[dict[str, str]], workers: int, backend: str, chunk: int | None) -> tuple[float, int, Counter]:
+    with tempfile.TemporaryDirectory() as folder:
+        jobs, output = Path(folder) / "jobs.csv", Path(folder) / "plans.csv"
+        with jobs.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        args = ["batch", str(jobs), "-o", str(output), "--workers", str(workers), "--backend", backend, "-q"]
+        if chunk:
+            args += ["--chunk-size", str(chunk)]
+        started = time.perf_counter()
+        code = main(args, standalone_mode=False)
+        seconds = time.perf_counter() - started
+        with output.open(encoding="utf-8-sig", newline="") as handle:
+            statuses = Counter(row["status"] for row in csv.DictReader(handle))
+    return seconds, code, statuses
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--backend", choices=["local", "ray", "dask"], default="local")
+    parser.add_argument("--chunk-size", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--small", action="store_true", help="Tiny search spaces: measures the batch overhead.")
+    parser.add_argument("--json", action="store_true", help="End with one JSON line.")
+    return parser.parse_args(argv)
+
+
+def bench(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    rows = generate_jobs(args.rows, args.seed, args.small)
+    seconds, code, statuses = run(rows, args.workers, args.backend, args.chunk_size)
+    result = {
+        "rows": args.rows, "seconds": round(seconds, 3), "workers": args.workers, "backend": args.backend,
+        "small": args.small,
+        "unique_jobs": unique_jobs(rows), "rows_per_s": round(args.rows / seconds, 2),
+        "statuses": dict(sorted(statuses.items())), "exit_code": code,
+    }
+    print(f"{args.rows} rows ({result['unique_jobs']} unique jobs) in {seconds:,.1f} s on {args.workers} "
+          f"{args.backend} worker(s): {result['rows_per_s']:,.1f} rows/s; {result['statuses']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    bench()

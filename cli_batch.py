@@ -1,0 +1,202 @@
+"""`vramplan batch`: solve every row of a capacity-planning spreadsheet, losing nothing.
+
+Flow: read the jobs and check the header (an unknown column stops everything, exit 2); on
+--resume take the rows already answered from the journal and the existing output; solve the
+rest (solver.batch), appending each completed row to the journal `<output>.partial.jsonl` as it
+arrives; at the end write the output in input order atomically and delete the journal.
+Ctrl-C (or SIGTERM) stops the workers, writes the output with every finished row (unfinished rows
+have an empty status and say so in `error`), keeps the journal for --resume, and exits 130.
+
+Exit codes: 0 every row solved; 3 some rows infeasible or errors (all rows still written);
+1 the batch itself could not run; 2 bad input (unknown column, unreadable jobs file); 130 stopped.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli_batch_io import FORMATS, format_of, read_table, require_extra, write_table
+from cli_batch_journal import Journal, journal_path, read_journal, row_key, typed_answer
+from cli_options import catalogue_options, open_catalogue
+from models.batch_rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
+from models.errors import VramplanError
+from solver.batch import BatchError, BatchOptions, run_batch
+
+EXIT_OK, EXIT_ERROR, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 1, 3, 130
+SOLVED = ("optimal", "feasible")
+BACKEND_MODULES = {"ray": "ray", "dask": "distributed"}
+NOT_SOLVED_MESSAGE = "not solved yet: the batch was interrupted; run the same command with --resume"
+
+
+def require_backend(backend: str) -> None:
+    """A missing engine is one clear line before anything runs."""
+    module = BACKEND_MODULES.get(backend)
+    if module is not None:
+        try:
+            __import__(module)
+        except ImportError:
+            raise click.ClickException(f"the {backend} backend needs {backend}: "
+                                       f"pip install 'vramplan[{backend}]'") from None
+
+
+def answer_header(input_columns: list[str]) -> list[str]:
+    """Answer columns; one that an input column already names (a pin such as zero) gets a plan_ prefix."""
+    taken = set(input_columns)
+    return [f"plan_{name}" if name in taken else name for name in ANSWER_COLUMNS]
+
+
+def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
+    """Rows of an earlier output whose input cells equal an input row's (the answer is a pure function)."""
+    try:
+        header, rows = read_table(output, fmt)
+    except (VramplanError, OSError, ValueError) as error:
+        click.echo(f"warning: cannot read {output} ({error}); not reusing its rows", err=True)
+        return {}
+    if header != columns + answer_header(columns):
+        click.echo(f"warning: {output} has other columns than this batch's output; not reusing its rows", err=True)
+        return {}
+    by_key: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
+        if answer is not None and answer["status"] in ANSWERED_STATUSES:
+            by_key[row_key(row[: len(columns)])] = answer
+    return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
+
+
+def _resumed_answers(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
+    header, entries = read_journal(journal_path(output))
+    answers: dict[int, dict[str, Any]] = {}
+    if output.exists() and (header is None or header.get("trust_output")):
+        answers.update(_answers_from_output(output, fmt, columns, keys))
+    for entry in entries:
+        row, answer = entry["row"], entry["answer"]
+        if isinstance(row, int) and 0 <= row < len(keys) and entry["key"] == keys[row] and isinstance(answer, dict):
+            answers[row] = {column: answer.get(column) for column in ANSWER_COLUMNS}
+    return answers
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event):
+    """First Ctrl-C/SIGTERM: set `stop` (the batch winds down); a second one acts as usual."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+        signal.signal(signum, previous[signum])
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextmanager
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        yield lambda done, total_rows: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class RowsPerSecond(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{task.speed or 0:,.1f} rows/s")
+
+    columns = (TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), RowsPerSecond(),
+               TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+        task = progress.add_task("batch", total=total)
+        yield lambda done, total_rows: progress.update(task, completed=done)
+
+
+@click.command("batch")
+@click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the plans (one row per job, input columns first).")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
+              help="Output format [default: from the output's extension, else csv].")
+@click.option("--workers", type=click.IntRange(1, 4096), default=None,
+              help="Worker processes (local backend, or a local Ray/Dask cluster) [default: CPU cores].")
+@click.option("--backend", type=click.Choice(["local", "ray", "dask"]), default="local", show_default=True,
+              help="local = process pool; ray/dask = a cluster (pip install 'vramplan[ray]' / '[dask]').")
+@click.option("--address", default=None,
+              help="Ray address (or RAY_ADDRESS), Dask scheduler address or scheduler file [default: local cluster].")
+@click.option("--chunk-size", type=click.IntRange(1, 10_000), default=None,
+              help="Rows per task [default: from the number of rows and workers].")
+@click.option("--resume", is_flag=True,
+              help="Keep the rows the output (and its journal) already answer; solve the rest.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+@catalogue_options
+def batch(**options: Any) -> None:
+    """Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans.
+
+    Columns are named like `solve`'s options in snake_case (model and seq_len are required); see
+    the README for the schema. Exit code 3 when some rows are infeasible or errors.
+    """
+    started = time.perf_counter()
+    output: Path = options["output"]
+    fmt = format_of(output, options["output_format"])
+    require_extra(fmt, "writing")
+    require_backend(options["backend"])
+    if output.exists() and output.resolve() == options["jobs"].resolve():
+        raise VramplanError("output", str(output), "is the jobs file itself; write the plans to another file")
+    columns, table = read_table(options["jobs"], format_of(options["jobs"]))
+    check_columns(columns)
+    catalogue = open_catalogue(options)
+    keys = [row_key(cells) for cells in table]
+    answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
+    journal = Journal(journal_path(output), fresh=not options["resume"], trust_output=bool(options["resume"]))
+    reused = len(answers)
+    todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
+    batch_options = BatchOptions(backend=options["backend"], workers=options["workers"], address=options["address"],
+                                 chunk_size=options["chunk_size"])
+    stop = threading.Event()
+    show = not options["quiet"] and sys.stderr.isatty()
+    try:
+        with _stop_on_signals(stop), _progress_bar(len(table), show) as progress:
+            progress(reused, len(table))
+            for i, answer in run_batch(catalogue, todo, batch_options,
+                                       lambda done, total: progress(reused + done, len(table)), stop):
+                answers[i] = answer
+                journal.append(i, keys[i], answer)
+    except BatchError as error:
+        finished = len(answers) - reused
+        kept = f"; the {finished} rows finished are kept in {journal.path}: run again with --resume" if finished else ""
+        raise click.ClickException(f"{error}{kept}") from None
+    finally:
+        journal.close()
+    complete = len(answers) == len(table)
+    placeholder = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
+    rows = [cells + [answers.get(i, placeholder)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
+    write_table(output, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
+    if complete:
+        journal.remove()
+    statuses = Counter(answer["status"] for answer in answers.values())
+    if not options["quiet"]:
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+        click.echo(f"{len(answers)} of {len(table)} rows answered ({counts or 'none'}); {reused} reused from an "
+                   f"earlier run; {time.perf_counter() - started:,.1f} s -> {output}", err=True)
+    if stop.is_set():
+        click.echo(f"interrupted: {len(answers)} of {len(table)} rows written to {output}; "
+                   f"finish with --resume", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if not complete:  # cannot happen: every row is answered unless stopped
+        raise click.ClickException("internal error: some rows have no answer")
+    if any(status not in SOLVED for status in statuses.elements()):
+        sys.exit(EXIT_INFEASIBLE)

@@ -1,0 +1,241 @@
+"""Spreadsheet files for `vramplan batch`: reading jobs and writing plans safely.
+
+- Input: CSV (UTF-8, with or without a BOM; every cell is kept as the text it is), XLSX (first
+  sheet, openpyxl) and Parquet (pyarrow), via pandas for the last two; JSON lines too.
+- Output: CSV (UTF-8 with a BOM, for Excel), XLSX, Parquet or JSON lines, written to a temporary
+  file and renamed over the target, so a reader never sees half a file.
+- Spreadsheet safety (OWASP CSV injection): in CSV and XLSX output a text cell starting with
+  = + - @ tab or carriage return gets a leading apostrophe. This applies to every *text* cell,
+  including a CSV input cell such as "-5" (CSV cells are text; no valid job field is negative, so
+  only rows that are errors anyway are affected). Real numbers (the answer columns, numeric cells of
+  XLSX/Parquet input) are never changed.
+
+The resume journal lives in cli_batch_journal.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Iterable
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from models.batch_rows import ANSWER_TYPES, is_empty
+from models.errors import VramplanError
+
+FORMATS = ("csv", "xlsx", "parquet", "jsonl")
+SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx",
+                  ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+EXTRAS = {"xlsx": ("openpyxl", "xlsx"), "parquet": ("pyarrow", "parquet")}
+INJECTION_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+# --- cells ----------------------------------------------------------------------------------------
+
+
+def neutralise(text: str) -> str:
+    """OWASP CSV-injection rule: text a spreadsheet would run as a formula gets a leading apostrophe."""
+    return "'" + text if text.startswith(INJECTION_TRIGGERS) else text
+
+
+def unneutralise(text: str) -> str:
+    return text[1:] if text.startswith("'") and text[1:].startswith(INJECTION_TRIGGERS) else text
+
+
+def plain(value: Any) -> Any:
+    """A pandas/numpy cell as a plain Python value; missing values (None, NaN, NA, NaT) as None."""
+    if value is None or isinstance(value, (str, int, float)):
+        return None if isinstance(value, float) and math.isnan(value) else value
+    if hasattr(value, "item"):  # numpy scalars
+        try:
+            return plain(value.item())
+        except (ValueError, AttributeError):
+            pass
+    import pandas
+
+    try:
+        if pandas.isna(value) is True:
+            return None
+    except (TypeError, ValueError):
+        pass
+    return value
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def format_of(path: Path, requested: str | None = None) -> str:
+    return requested or SUFFIX_FORMATS.get(path.suffix.lower(), "csv")
+
+
+def require_extra(fmt: str, action: str) -> None:
+    if fmt in EXTRAS:
+        module, extra = EXTRAS[fmt]
+        try:
+            __import__(module)
+        except ImportError:
+            raise click.ClickException(f"{action} {fmt} needs {module}: pip install 'vramplan[{extra}]'") from None
+
+
+def _read_csv(path: Path) -> list[list[Any]]:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            return [row for row in csv.reader(handle) if row]
+    except UnicodeDecodeError:
+        raise VramplanError("jobs", str(path), "is not UTF-8 text; save it as 'CSV UTF-8'") from None
+    except csv.Error as error:
+        raise VramplanError("jobs", str(path), f"is not valid CSV: {error}") from None
+
+
+def _read_frame(path: Path, fmt: str) -> list[list[Any]]:
+    require_extra(fmt, "reading")
+    import pandas
+
+    try:
+        if fmt == "xlsx":
+            frame = pandas.read_excel(path, header=None, dtype=object, engine="openpyxl")
+            return [[plain(cell) for cell in row] for row in frame.itertuples(index=False)]
+        frame = pandas.read_parquet(path)
+    except (OSError, ValueError, KeyError) as error:
+        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: {error}") from None
+    header = [str(name) for name in frame.columns]
+    return [header] + [[plain(cell) for cell in row] for row in frame.astype(object).itertuples(index=False)]
+
+
+def _read_jsonl(path: Path) -> list[list[Any]]:
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise VramplanError("jobs", str(path), f"line {number} is not JSON: {error.msg}") from None
+    header = list(records[0]) if records else []
+    return [header] + [[record.get(name) for name in header] for record in records]
+
+
+def read_table(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
+    """(header, rows): each row has exactly one cell per header column; blank rows are dropped."""
+    readers = {"csv": _read_csv, "jsonl": _read_jsonl}
+    table = readers[fmt](path) if fmt in readers else _read_frame(path, fmt)
+    if not table:
+        raise VramplanError("jobs", str(path), "is empty (no header row)")
+    header = ["" if is_empty(name) else str(name).strip() for name in table[0]]
+    rows = []
+    for number, row in enumerate(table[1:], 2):
+        cells = list(row) + [None] * (len(header) - len(row))
+        if any(not is_empty(cell) for cell in cells[len(header):]):
+            raise VramplanError("jobs", str(path), f"row {number} has more cells than the header's {len(header)}")
+        cells = cells[: len(header)]
+        if any(not is_empty(cell) for cell in cells):
+            rows.append(cells)
+    # Columns with neither a name nor a value (Excel exports trailing ones) are not columns.
+    keep = [i for i, name in enumerate(header) if name or any(not is_empty(row[i]) for row in rows)]
+    for i in keep:
+        if not header[i]:
+            raise VramplanError("column", i + 1, "has values but no name in the header row")
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+# --- writing --------------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return value
+
+
+def _csv_cell(value: Any) -> str:
+    value = _text(plain(value))
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return neutralise(str(value))
+
+
+def _write_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+    with path.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([_csv_cell(name) for name in header])
+        writer.writerows([_csv_cell(cell) for cell in row] for row in rows)
+
+
+def _xlsx_cell(value: Any) -> Any:
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    value = plain(value)
+    if isinstance(value, str):
+        return neutralise(ILLEGAL_CHARACTERS_RE.sub("", value))
+    return value
+
+
+def _write_xlsx(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("plans")
+    sheet.append([_xlsx_cell(name) for name in header])
+    for row in rows:
+        sheet.append([_xlsx_cell(cell) for cell in row])
+    book.save(path)
+
+
+def _column_values(values: list[Any], kind: type | None) -> tuple[list[Any], str | None]:
+    """Parquet needs one type per column: answers by their type; input columns as found, else text."""
+    if kind is int:
+        return values, "Int64"
+    if kind is float:
+        return [None if v is None else float(v) for v in values], "float64"
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return [None if v is None else float(v) for v in values], "float64"
+    return [None if v is None else str(_text(v)) for v in values], None
+
+
+def _write_parquet(path: Path, header: list[str], rows: Iterable[list[Any]], answer_start: int) -> None:
+    import pandas
+
+    columns = list(zip(*[[plain(cell) for cell in row] for row in rows])) or [[] for _ in header]
+    data = {}
+    for i, name in enumerate(header):
+        kind = list(ANSWER_TYPES.values())[i - answer_start] if i >= answer_start else None
+        values, dtype = _column_values(list(columns[i]), kind)
+        data[name] = pandas.Series(values, dtype=dtype if dtype else object)
+    pandas.DataFrame(data).to_parquet(path, index=False)
+
+
+def _write_jsonl(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            record = dict(zip(header, (plain(cell) for cell in row)))
+            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+
+def write_table(path: Path, fmt: str, header: list[str], rows: list[list[Any]], answer_start: int) -> None:
+    """Write the whole output atomically: to a temporary file beside it, then rename."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if fmt == "csv":
+            _write_csv(temporary, header, rows)
+        elif fmt == "xlsx":
+            _write_xlsx(temporary, header, rows)
+        elif fmt == "parquet":
+            _write_parquet(temporary, header, rows, answer_start)
+        else:
+            _write_jsonl(temporary, header, rows)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise click.ClickException(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
+    finally:
+        temporary.unlink(missing_ok=True)

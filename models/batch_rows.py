@@ -1,0 +1,237 @@
+"""One row of a `vramplan batch` spreadsheet: its columns, its job, and its answer as flat cells.
+
+A row's raw cells (strings from a CSV, numbers or strings from XLSX/Parquet; empty = default) are
+validated by pydantic into a SolveQuery exactly like `vramplan solve`'s options; a bad cell is a
+one-line VramplanError naming the column and the value. The answer of a solve is flattened into
+the answer columns (ANSWER_COLUMNS), the same for every row, whatever its status.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from models.errors import VramplanError, closest_names, from_validation_error
+from models.results import PILLARS
+from models.setup import Job, RuntimeReserve
+from models.solve_types import Pins, SolveQuery, SolveResult
+from models.units import BYTES_PER_GIB
+
+# Input columns: name -> (default as the README states it, what it is). Order = README order.
+INPUT_COLUMNS: dict[str, tuple[str, str]] = {
+    "id": ("", "your label for the row; copied to the output, not part of the job"),
+    "model": ("required", "catalogue name (vramplan models) or path to a Hugging Face config.json"),
+    "method": ("full", "full | lora | qlora"),
+    "seq_len": ("required", "tokens per sequence"),
+    "global_batch": ("about 1M tokens / seq_len", "sequences per optimizer step"),
+    "tokens": ("1e9", "tokens to train on"),
+    "objective": ("cost", "cost | time | throughput | hourly"),
+    "max_gpus": ("512", "most GPUs"),
+    "max_nodes": ("no limit", "most instances to rent"),
+    "gpus": ("all", "allowed GPU names, separated by ;"),
+    "providers": ("all", "allowed providers, separated by ;"),
+    "budget_usd": ("no limit", "most USD for the whole job"),
+    "deadline_hours": ("no limit", "most wall-clock hours for the whole job"),
+    "lora_rank": ("16", "LoRA rank r"),
+    "lora_targets": ("all linear", "PEFT target_modules, separated by ;"),
+    "qlora_bits": ("4", "4 (NF4) | 8 (LLM.int8)"),
+    "optimizer": ("adamw", "adamw | adamw-8bit | sgd"),
+    "accounting": ("zero", "zero (16-bit gradients) | hf (fp32 gradients)"),
+    "attention": ("flash", "flash | eager"),
+    "kernels": ("eager", "eager | fused"),
+    "capacity_fraction": ("0.9", "plan to at most this fraction of GPU memory"),
+    "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
+    "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
+    "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
+    "pricing": ("on-demand", "on-demand | spot"),
+    "zero": ("solver chooses", "pin the ZeRO stage: 0 | 1 | 2 | 3"),
+    "recompute": ("solver chooses", "pin recomputation: none | selective | full"),
+    "precision": ("solver chooses", "pin the precision: bf16 | fp16 | fp32 | fp8"),
+    "micro_batch": ("solver chooses", "pin the micro-batch"),
+    "offload": ("solver chooses", "pin ZeRO-Offload: none | optimizer | optimizer+params"),
+    "num_gpus": ("solver chooses", "pin the GPU count"),
+}
+REQUIRED_COLUMNS = ("model", "seq_len")
+LIST_SEPARATORS = (";", ",")
+
+JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
+              "capacity_fraction")
+RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
+PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
+QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
+                "pricing")
+
+# Answer columns and their types (int, float or str; every cell may be empty).
+PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
+                "offload")
+MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "limit_gib")
+ANSWER_TYPES: dict[str, type] = {
+    "status": str, "error": str, "explanation": str,
+    "gpu": str, "offering": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "precision": str,
+    "micro_batch": int, "grad_accum": int, "offload": str,
+    **{column: float for column in MEMORY_COLUMNS},
+    "tokens_per_s": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
+}
+ANSWER_COLUMNS = tuple(ANSWER_TYPES)
+ANSWERED_STATUSES = ("optimal", "feasible", "infeasible", "error")
+
+
+class _Cells(BaseModel):
+    """The row's cells with their types; ranges and choices are checked by Job, Pins and SolveQuery."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    id: Any = None  # free text, a number, a date: never part of the job
+    model: str
+    method: str | None = None
+    seq_len: int
+    global_batch: int | None = None
+    tokens: float | None = None
+    objective: str | None = None
+    max_gpus: int | None = None
+    max_nodes: int | None = None
+    gpus: str | None = None
+    providers: str | None = None
+    budget_usd: float | None = None
+    deadline_hours: float | None = None
+    lora_rank: int | None = None
+    lora_targets: str | None = None
+    qlora_bits: int | None = None
+    optimizer: str | None = None
+    accounting: str | None = None
+    attention: str | None = None
+    kernels: str | None = None
+    capacity_fraction: float | None = None
+    cuda_context_mib: int | None = None
+    cublas_workspace_mib: int | None = None
+    nccl_mib: int | None = None
+    pricing: str | None = None
+    zero: int | None = None
+    recompute: str | None = None
+    precision: str | None = None
+    micro_batch: int | None = None
+    offload: str | None = None
+    num_gpus: int | None = None
+
+
+def is_empty(value: Any) -> bool:
+    """An empty cell: None, NaN (pandas' missing value), or blank text."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def unknown_column_error(name: str) -> VramplanError:
+    if name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES:
+        return VramplanError("column", name, "is an answer column of `vramplan batch` output, not a job column; "
+                                             "delete the answer columns to solve this sheet again")
+    close = closest_names(name, INPUT_COLUMNS, limit=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known columns: {', '.join(INPUT_COLUMNS)}"
+    return VramplanError("column", name, f"unknown column; {hint}")
+
+
+def check_columns(columns: list[str]) -> None:
+    """The header: known names, each once, the required ones present. Raises before anything runs."""
+    seen: set[str] = set()
+    for name in columns:
+        if name not in INPUT_COLUMNS:
+            raise unknown_column_error(name)
+        if name in seen:
+            raise VramplanError("column", name, "appears twice in the header")
+        seen.add(name)
+    for name in REQUIRED_COLUMNS:
+        if name not in seen:
+            raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)})")
+
+
+def _split(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    for separator in LIST_SEPARATORS[1:]:
+        text = text.replace(separator, LIST_SEPARATORS[0])
+    return tuple(item.strip() for item in text.split(LIST_SEPARATORS[0]) if item.strip())
+
+
+def _set(fields: tuple[str, ...], cells: _Cells) -> dict[str, Any]:
+    return {name: getattr(cells, name) for name in fields if getattr(cells, name) is not None}
+
+
+def parse_row(row: Mapping[str, Any]) -> SolveQuery:
+    """A row's raw cells as the SolveQuery a batch solves (top_k=1, no Pareto front, CP-SAT).
+
+    Raises VramplanError naming the column and the user's own text for the first bad cell.
+    """
+    raw = {name: value for name, value in row.items() if not is_empty(value)}
+    for name in row:
+        if name not in INPUT_COLUMNS:
+            raise unknown_column_error(name)
+    for name in REQUIRED_COLUMNS:
+        if name not in raw:
+            raise VramplanError(name, "", "is required; the cell is empty")
+    try:
+        cells = _Cells.model_validate(raw)
+        job_fields = _set(JOB_FIELDS, cells)
+        if cells.lora_targets is not None:
+            job_fields["lora_targets"] = _split(cells.lora_targets)
+        job = Job(**job_fields, reserve=RuntimeReserve(**_set(RESERVE_FIELDS, cells)))
+        return SolveQuery(
+            model=cells.model,
+            job=job,
+            gpus=_split(cells.gpus) or (),
+            providers=_split(cells.providers) or (),
+            pins=Pins(**_set(PIN_FIELDS, cells)),
+            **_set(QUERY_FIELDS, cells),
+            top_k=1,
+            pareto=False,
+            engine="cpsat",
+        )
+    except ValidationError as error:
+        raise from_validation_error(error, raw) from None
+
+
+def error_row(message: str) -> dict[str, Any]:
+    """The answer of a row that could not be solved: status=error and the one-line reason."""
+    answer: dict[str, Any] = dict.fromkeys(ANSWER_COLUMNS)
+    answer.update(status="error", error=" ".join(message.split()))
+    return answer
+
+
+def _explanation_text(result: SolveResult) -> str:
+    explanation = result.explanation
+    if explanation is None:
+        return "no plan in the search space fits"
+    text = explanation.summary.strip()
+    if explanation.smallest_change:
+        text = f"{text.rstrip('.')}. Smallest change: {explanation.smallest_change}"
+    return " ".join(text.split())
+
+
+def output_row(result: SolveResult) -> dict[str, Any]:
+    """The answer columns of one solved row (GiB as floats, the best plan only)."""
+    if result.status == "unknown":
+        return error_row("no plan found within the solver's time limit (status unknown: not proven infeasible)")
+    answer: dict[str, Any] = dict.fromkeys(ANSWER_COLUMNS)
+    answer["status"] = result.status
+    if result.status == "infeasible" or not result.plans:
+        answer["status"] = "infeasible"
+        answer["explanation"] = _explanation_text(result)
+        return answer
+    best = result.plans[0]
+    for column in PLAN_COLUMNS:
+        answer[column] = getattr(best.plan, column)
+    memory = best.memory
+    for pillar in PILLARS:
+        answer[f"{pillar}_gib"] = round(getattr(memory, f"{pillar}_bytes") / BYTES_PER_GIB, 4)
+    answer["total_gib"] = round(memory.total_bytes / BYTES_PER_GIB, 4)
+    answer["limit_gib"] = round(memory.limit_bytes / BYTES_PER_GIB, 4)
+    answer["tokens_per_s"] = round(best.performance.tokens_per_s, 2)
+    answer["mfu"] = round(best.performance.mfu, 5)
+    answer["hours"] = round(best.cost.hours, 4)
+    answer["usd_per_hour"] = round(best.cost.usd_per_hour, 4)
+    answer["usd_total"] = round(best.cost.usd_total, 2)
+    return answer

@@ -1,0 +1,225 @@
+"""Batch execution: solve many spreadsheet rows on a backend, yield each answer as it completes.
+
+    for row_index, answer in run_batch(catalogue, rows, BatchOptions(backend="local")):
+        ...  # answer: the answer columns of models.batch_rows (status, error, plan, memory, cost)
+
+- Rows are validated here, in the client: a bad row is answered at once with status=error and
+  never travels. Identical jobs (the same SolveQuery, whatever the `id` or the spelling of a
+  number) are solved once and the answer fanned out: it is a pure function of the job and the
+  catalogue.
+- Jobs go to the backend in chunks of several rows per task (a task costs about as much as a
+  solve on Ray or Dask). A chunk whose worker died is retried up to `max_retries` times (first in
+  line), then split into single rows with as many retries each; a row whose worker dies every
+  time is answered with status=error. Workers that die before any chunk ever finishes, or keep
+  dying with nothing finished in between, stop the batch with a BatchError.
+- Every chunk reports the vramplan version of its worker; one that differs from this client's
+  stops the batch with a BatchError (so do Ray/Dask probes before the first task).
+- `progress(done_rows, total_rows)` is called as rows complete; setting `stop` (a
+  threading.Event, e.g. from a SIGINT handler) cancels what is still running and ends the
+  iteration; the rows already yielded are the ones to keep.
+
+No printing and no file I/O here: the CLI (cli_batch.py) reads and writes the spreadsheets.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from models.batch_rows import error_row, parse_row
+from models.catalogue import Catalogue
+from models.errors import VramplanError
+from solver import batch_worker
+from solver.batch_backends import (
+    Backend,
+    BatchError,
+    ChunkDone,
+    LocalBackend,
+    SerialBackend,
+    default_workers,
+)
+
+log = logging.getLogger(__name__)
+
+BackendName = Literal["local", "ray", "dask", "serial"]
+BACKENDS: tuple[BackendName, ...] = ("local", "ray", "dask", "serial")
+CHUNKS_PER_WORKER = 8  # enough chunks for every worker to stay busy to the end
+POLL_S = 0.2  # how often `stop` is checked while waiting
+MAX_FAILURES_IN_A_ROW = 12  # pool breaks (or lost tasks) with no chunk finished in between
+START_HINT = {"local": "; a script that runs a batch must start it under `if __name__ == '__main__':`"}
+
+__all__ = ["BACKENDS", "BatchError", "BatchOptions", "JobPlan", "chunk_size", "plan_jobs", "run_batch"]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    backend: BackendName = "local"
+    workers: int | None = None  # default: the CPUs this process may use (local cluster size too)
+    address: str | None = None  # Ray address / Dask scheduler address or scheduler file
+    chunk_size: int | None = None  # rows per task; default from the number of jobs and workers
+    max_retries: int = 2
+
+
+@dataclass
+class JobPlan:
+    """Rows answered without solving (bad rows), and the unique jobs with the rows that share each."""
+
+    answered: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    rows_of_job: list[list[int]] = field(default_factory=list)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.answered) + sum(len(rows) for rows in self.rows_of_job)
+
+
+def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]]) -> JobPlan:
+    plan = JobPlan()
+    index_of: dict[str, int] = {}
+    for row_index, row in rows:
+        try:
+            query = parse_row(row)
+        except VramplanError as error:
+            plan.answered.append((row_index, error_row(str(error))))
+            continue
+        key = query.model_dump_json()
+        if key not in index_of:
+            index_of[key] = len(plan.jobs)
+            plan.jobs.append(query.model_dump(mode="json"))
+            plan.rows_of_job.append([])
+        plan.rows_of_job[index_of[key]].append(row_index)
+    return plan
+
+
+def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int = 64) -> int:
+    """Rows per task: about CHUNKS_PER_WORKER tasks per worker, within [minimum, maximum]."""
+    wanted = math.ceil(num_jobs / (max(1, parallelism) * CHUNKS_PER_WORKER))
+    return max(1, min(maximum, max(minimum, wanted)))
+
+
+def open_backend(options: BatchOptions, catalogue: Catalogue) -> Backend:
+    workers = options.workers or default_workers()
+    if options.backend == "local":
+        return LocalBackend(catalogue, workers)
+    if options.backend == "serial":
+        return SerialBackend(catalogue)
+    from solver import batch_cluster  # imports Ray or Dask only now
+
+    if options.backend == "ray":
+        return batch_cluster.RayBackend(catalogue, workers, options.address)
+    if options.backend == "dask":
+        return batch_cluster.DaskBackend(catalogue, workers, options.address)
+    raise VramplanError("backend", options.backend, f"unknown; choose one of {', '.join(BACKENDS)}")
+
+
+def _mismatch(worker_version: str, client_version: str) -> BatchError:
+    return BatchError(
+        f"vramplan version mismatch: the workers run {worker_version}, this client runs {client_version}; "
+        f"install vramplan=={client_version} on every worker"
+    )
+
+
+def check_versions(worker_versions: Iterable[str], client_version: str) -> None:
+    for version in sorted(set(worker_versions)):
+        if version != client_version:
+            raise _mismatch(version, client_version)
+
+
+class _Chunks:
+    """Chunks in flight: their jobs and attempts; lost ones are resubmitted, split, or given up."""
+
+    def __init__(self, backend: Backend, plan: JobPlan, max_retries: int, backend_name: str) -> None:
+        self.backend, self.plan, self.max_retries, self.backend_name = backend, plan, max_retries, backend_name
+        self.any_done = False
+        self.members: dict[int, list[int]] = {}
+        self.attempts: dict[int, int] = {}
+        self._next_id = 0
+
+    def submit(self, members: list[int], attempts: int = 0) -> None:
+        chunk = self._next_id
+        self._next_id += 1
+        self.members[chunk], self.attempts[chunk] = members, attempts
+        self.backend.submit(chunk, [self.plan.jobs[job] for job in members], retry=attempts > 0)
+
+    def lost(self, chunk: int, reason: str) -> list[tuple[int, dict[str, Any]]]:
+        """Retry a lost chunk; the rows given up on, answered with status=error."""
+        members, tries = self.members.pop(chunk), self.attempts.pop(chunk) + 1
+        log.debug("batch chunk %d (%d jobs) lost, attempt %d: %s", chunk, len(members), tries, reason)
+        if tries <= self.max_retries:
+            self.submit(members, tries)
+            return []
+        if len(members) > 1:  # find the row that kills its worker: each alone, with its own retries
+            for job in reversed(members):
+                self.submit([job], 1)
+            return []
+        if not self.any_done:  # nothing ever finished: the workers are broken, not this row
+            raise BatchError(f"batch workers keep dying without finishing any work ({reason})"
+                             f"{START_HINT.get(self.backend_name, '')}")
+        log.warning("giving up on a row whose worker died %d times: %s", tries, reason)
+        answer = error_row(f"the worker solving this row died {tries} times ({reason})")
+        return [(row, dict(answer)) for row in self.plan.rows_of_job[members[0]]]
+
+
+def run_batch(
+    catalogue: Catalogue,
+    rows: Iterable[tuple[int, Mapping[str, Any]]],
+    options: BatchOptions = BatchOptions(),
+    progress: Callable[[int, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
+    plan = plan_jobs(rows)
+    total, done = plan.num_rows, 0
+    report = progress or (lambda done_rows, total_rows: None)
+    for row_index, answer in plan.answered:
+        done += 1
+        yield row_index, answer
+    report(done, total)
+    if not plan.jobs or (stop is not None and stop.is_set()):
+        return
+    backend = open_backend(options, catalogue)
+    finished = False
+    try:
+        client_version = batch_worker.package_version()
+        check_versions(backend.worker_versions(), client_version)
+        size = options.chunk_size or chunk_size(len(plan.jobs), backend.parallelism, backend.min_chunk_size,
+                                                  backend.max_chunk_size)
+        log.info("batch: %d rows, %d unique jobs, %d per task, backend %s (parallelism %d)",
+                 total, len(plan.jobs), size, options.backend, backend.parallelism)
+        chunks = _Chunks(backend, plan, options.max_retries, options.backend)
+        for start in range(0, len(plan.jobs), size):
+            chunks.submit(list(range(start, min(start + size, len(plan.jobs)))))
+        failures_in_a_row = 0  # waits that brought lost chunks and nothing done
+        while chunks.members:
+            if stop is not None and stop.is_set():
+                log.info("batch stopped with %d of %d rows done", done, total)
+                return
+            outcomes = backend.wait(POLL_S)
+            if any(isinstance(outcome, ChunkDone) for outcome in outcomes):
+                failures_in_a_row, chunks.any_done = 0, True
+            elif outcomes:
+                failures_in_a_row += 1
+                if failures_in_a_row > MAX_FAILURES_IN_A_ROW:
+                    raise BatchError(f"batch workers keep dying ({outcomes[0].reason})")
+            for outcome in outcomes:
+                if isinstance(outcome, ChunkDone):
+                    if outcome.version != client_version:
+                        raise _mismatch(outcome.version, client_version)
+                    chunks.attempts.pop(outcome.chunk)
+                    members = chunks.members.pop(outcome.chunk)
+                    finished_rows = [(row, dict(answer)) for job, answer in zip(members, outcome.answers)
+                                     for row in plan.rows_of_job[job]]
+                else:
+                    finished_rows = chunks.lost(outcome.chunk, outcome.reason)
+                for row_index, answer in finished_rows:
+                    done += 1
+                    yield row_index, answer
+                if finished_rows:
+                    report(done, total)
+        finished = True
+    finally:
+        backend.close(cancel=not finished)

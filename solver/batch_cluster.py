@@ -1,0 +1,203 @@
+"""Ray and Dask backends for `vramplan batch`; each engine is imported only when it is chosen.
+
+With an address they connect to the user's cluster; without one they start a local cluster on
+this machine (loopback only) and stop it at the end. The catalogue is shipped to the cluster
+once (ray.put / scatter), so workers need vramplan installed but not the catalogue files.
+A chunk whose worker died is reported lost (the caller retries it); any other failure of the
+cluster is a BatchError with the engine's own message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from models.catalogue import Catalogue
+from solver.batch_backends import BatchError, ChunkDone, ChunkLost, Outcome
+from solver.batch_worker import package_version, solve_chunk
+
+log = logging.getLogger(__name__)
+
+CLUSTER_MIN_CHUNK_SIZE = 8  # a task on a cluster costs about as much as solving one row
+CLUSTER_MAX_CHUNK_SIZE = 64
+CONNECT_TIMEOUT_S = 60
+LOCAL_OBJECT_STORE_BYTES = 200 * 2**20
+
+
+def _missing(engine: str, extra: str) -> BatchError:
+    return BatchError(f"the {engine} backend needs {engine}: pip install 'vramplan[{extra}]'")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+class RayBackend:
+    min_chunk_size = CLUSTER_MIN_CHUNK_SIZE
+    max_chunk_size = CLUSTER_MAX_CHUNK_SIZE
+
+    def __init__(self, catalogue: Catalogue, workers: int, address: str | None) -> None:
+        try:
+            import ray
+            import ray.exceptions
+        except ImportError:
+            raise _missing("ray", "ray") from None
+        self._ray = ray
+        self._lost_errors = tuple(
+            getattr(ray.exceptions, name)
+            for name in ("WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
+                         "LocalRayletDiedError", "ActorDiedError")
+            if hasattr(ray.exceptions, name)
+        )
+        target = address or os.environ.get("RAY_ADDRESS")
+        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            if target:
+                ray.init(address=target, **options)
+            else:
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                ray.init(address="local", num_cpus=workers, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                         _node_ip_address="127.0.0.1", **options)
+        except Exception as error:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ...
+            raise BatchError(f"cannot start or reach the Ray cluster {target or '(local)'}: "
+                             f"{_first_line(error)}") from None
+        self.parallelism = max(1, int(ray.cluster_resources().get("CPU", workers)))
+        self._catalogue_ref = ray.put(catalogue)
+        self._solve = ray.remote(num_cpus=1, max_retries=0)(solve_chunk)
+        self._version = ray.remote(num_cpus=0, max_retries=0)(package_version)
+        self._refs: dict[Any, int] = {}
+
+    def worker_versions(self) -> set[str]:
+        """The version on every alive node (one probe task pinned to each)."""
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
+        probes = [self._version.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+                  for node in nodes]
+        try:
+            return set(ray.get(probes, timeout=CONNECT_TIMEOUT_S))
+        except Exception as error:  # noqa: BLE001
+            raise BatchError(f"cannot run vramplan on the Ray workers (is it installed there?): "
+                             f"{_first_line(error)}") from None
+
+    def submit(self, chunk: int, jobs: list[dict[str, Any]], retry: bool = False) -> None:
+        self._refs[self._solve.remote(self._catalogue_ref, jobs)] = chunk
+
+    def wait(self, timeout_s: float) -> list[Outcome]:
+        if not self._refs:
+            return []
+        ray = self._ray
+        refs = list(self._refs)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        outcomes: list[Outcome] = []
+        for ref in ready:
+            chunk = self._refs.pop(ref)
+            try:
+                version, answers = ray.get(ref)
+            except self._lost_errors as error:
+                outcomes.append(ChunkLost(chunk, _first_line(error)))
+            except Exception as error:  # noqa: BLE001
+                raise BatchError(f"a Ray task failed: {_first_line(error)}") from None
+            else:
+                outcomes.append(ChunkDone(chunk, version, answers))
+        return outcomes
+
+    def close(self, cancel: bool) -> None:
+        if cancel:
+            for ref in self._refs:
+                try:
+                    self._ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - finished or already gone
+                    pass
+        self._refs.clear()
+        self._ray.shutdown()
+
+
+class DaskBackend:
+    min_chunk_size = CLUSTER_MIN_CHUNK_SIZE
+    max_chunk_size = CLUSTER_MAX_CHUNK_SIZE
+
+    def __init__(self, catalogue: Catalogue, workers: int, address: str | None) -> None:
+        try:
+            import dask
+            import distributed
+        except ImportError:
+            raise _missing("dask", "dask") from None
+        self._distributed = distributed
+        self._cluster = None
+        try:
+            if address and (address.endswith(".json") or os.path.isfile(address)):
+                self._client = distributed.Client(scheduler_file=address, timeout=CONNECT_TIMEOUT_S)
+            elif address or dask.config.get("scheduler-address", None):
+                self._client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S)
+            else:
+                self._cluster = distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=logging.WARNING,
+                )
+                self._client = distributed.Client(self._cluster)
+            self._client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+        except Exception as error:  # noqa: BLE001 - OSError, TimeoutError, ValueError ...
+            self._close_cluster()
+            raise BatchError(f"cannot start or reach the Dask cluster {address or '(local)'}: "
+                             f"{_first_line(error)}") from None
+        workers_info = self._client.scheduler_info().get("workers", {})
+        self.parallelism = max(1, sum(info.get("nthreads", 1) for info in workers_info.values()))
+        self._catalogue = self._client.scatter(catalogue, broadcast=True)
+        self._futures: dict[Any, int] = {}
+
+    def worker_versions(self) -> set[str]:
+        try:
+            return set(self._client.run(package_version).values())
+        except Exception as error:  # noqa: BLE001
+            raise BatchError(f"cannot run vramplan on the Dask workers (is it installed there?): "
+                             f"{_first_line(error)}") from None
+
+    def submit(self, chunk: int, jobs: list[dict[str, Any]], retry: bool = False) -> None:
+        future = self._client.submit(solve_chunk, self._catalogue, jobs, pure=False, retries=0)
+        self._futures[future] = chunk
+
+    def _is_lost(self, error: BaseException) -> bool:
+        distributed = self._distributed
+        lost = (distributed.KilledWorker, distributed.comm.core.CommClosedError)
+        return isinstance(error, lost) or type(error).__name__ in ("FutureCancelledError", "CancelledError")
+
+    def wait(self, timeout_s: float) -> list[Outcome]:
+        if not self._futures:
+            return []
+        pending = list(self._futures)
+        try:
+            self._distributed.wait(pending, timeout=timeout_s, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        outcomes: list[Outcome] = []
+        for future in pending:
+            if not future.done():
+                continue
+            chunk = self._futures.pop(future)
+            try:
+                version, answers = future.result()
+            except Exception as error:  # noqa: BLE001
+                if not self._is_lost(error):
+                    raise BatchError(f"a Dask task failed: {_first_line(error)}") from None
+                outcomes.append(ChunkLost(chunk, _first_line(error)))
+            else:
+                outcomes.append(ChunkDone(chunk, version, answers))
+        return outcomes
+
+    def _close_cluster(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def close(self, cancel: bool) -> None:
+        if cancel and self._futures:
+            self._client.cancel(list(self._futures), force=True)
+        self._futures.clear()
+        self._client.close()
+        self._close_cluster()

@@ -1,0 +1,66 @@
+"""What runs on a batch worker: solve a chunk of jobs, return their answer rows.
+
+Jobs travel as plain dicts (SolveQuery.model_dump()) and answers come back as flat dicts of
+cells: CP-SAT objects never cross a process boundary (they do not pickle). Every failure of one
+job becomes its own status=error row; a chunk only fails when the worker itself dies.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from importlib import metadata
+from typing import Any
+
+from pydantic import ValidationError
+
+from models.batch_rows import error_row, output_row
+from models.catalogue import Catalogue
+from models.errors import VramplanError, from_validation_error
+from models.solve_types import SolveQuery
+from solver.api import solve
+
+log = logging.getLogger(__name__)
+
+PACKAGE = "vramplan"
+
+# The catalogue of this worker process, set once by the process pool's initializer.
+_worker_catalogue: Catalogue | None = None
+
+
+def package_version() -> str:
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def solve_job(catalogue: Catalogue, job: dict[str, Any]) -> dict[str, Any]:
+    """One job's answer row; never raises for a bad job."""
+    try:
+        return output_row(solve(catalogue, SolveQuery.model_validate(job)))
+    except VramplanError as error:
+        return error_row(str(error))
+    except ValidationError as error:
+        return error_row(str(from_validation_error(error, job)))
+    except Exception as error:  # noqa: BLE001 - a bug in one job must not lose the others
+        log.exception("internal error solving %s", job.get("model"))
+        return error_row(f"internal error: {type(error).__name__}: {error}")
+
+
+def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """(this worker's vramplan version, one answer row per job, in order)."""
+    return package_version(), [solve_job(catalogue, job) for job in jobs]
+
+
+def init_pool_worker(catalogue: Catalogue) -> None:
+    """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool)."""
+    global _worker_catalogue
+    _worker_catalogue = catalogue
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def solve_chunk_in_pool(jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    if _worker_catalogue is None:
+        raise RuntimeError("the batch worker was started without a catalogue")
+    return solve_chunk(_worker_catalogue, jobs)
