@@ -74,18 +74,27 @@ def gpus_per_node_used(plan: Plan, gpu: GpuSpec, offering: Offering | None) -> i
     return min(plan.num_gpus, per_node)
 
 
-def check_compatible(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> None:
-    """Combinations no training stack runs; each is a one-line error naming the field."""
-    if plan.precision == "fp8" and not gpu.fp8_supported:
-        raise VramplanError("precision", "fp8", f"GPU {gpu.name} has no fp8 support (fp8_supported=false)")
-    if plan.precision == "bf16" and gpu.bf16_dense_tflops <= 0:
-        raise VramplanError("precision", "bf16", f"GPU {gpu.name} has no bf16 support; use fp16")
-    if plan.precision == "fp8" and job.method != "full":
+def check_job(arch: Architecture, job: Job, precision: str) -> None:
+    """Jobs no training stack runs, whatever the GPU; each is a one-line error naming the field."""
+    if precision == "fp8" and job.method != "full":
         raise VramplanError("precision", "fp8", f"fp8 training (Transformer Engine) is modelled for method=full, not {job.method}")
     if arch.learned_position_embeddings and job.seq_len > arch.max_position_embeddings:
         raise VramplanError(
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
         )
+
+
+def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:
+    if precision == "fp8" and not gpu.fp8_supported:
+        raise VramplanError("precision", "fp8", f"GPU {gpu.name} has no fp8 support (fp8_supported=false)")
+    if precision == "bf16" and gpu.bf16_dense_tflops <= 0:
+        raise VramplanError("precision", "bf16", f"GPU {gpu.name} has no bf16 support; use fp16")
+
+
+def check_compatible(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> None:
+    """Combinations no training stack runs; each is a one-line error naming the field."""
+    check_gpu_precision(gpu, plan.precision)
+    check_job(arch, job, plan.precision)
 
 
 def memory_per_gpu(

@@ -6,6 +6,7 @@ import logging
 import time
 
 from models.catalogue import Catalogue
+from models.errors import VramplanError
 from models.estimate import model_info
 from models.solve_types import ObjectiveReport, SolveQuery, SolveResult
 from solver.brute import solve_brute
@@ -39,7 +40,10 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
     def solve_one(changed: SolveQuery):
-        result = solve(catalogue, changed.model_copy(update={"top_k": 1, "pareto": False}), explain_infeasible=False)
+        try:
+            result = solve(catalogue, changed.model_copy(update={"top_k": 1, "pareto": False}), explain_infeasible=False)
+        except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)
+            return None
         return result.plans[0] if result.plans else None
 
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)

@@ -99,8 +99,9 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
             if not _cluster_allowed(relaxed, c, label, query):
                 model.add_bool_or([a.Not(), lit.Not()])
     deadline, budget = deadline_bound_us(space), budget_bound_cost_units(space)
-    for shape, fitting in shape_table(relaxed).items():
+    for shape, all_fitting in shape_table(relaxed).items():
         members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
+        fitting = _representatives(relaxed, query, all_fitting)
         inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
         for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
@@ -116,6 +117,33 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
     core = solver.sufficient_assumptions_for_infeasibility()
     index_to_label = {a.index: label for label, a in assumption.items()}
     return sorted(index_to_label[i] for i in core if i in index_to_label)
+
+
+PINNED_INNER_FIELDS = ("zero", "offload", "recompute", "micro_batch")
+
+
+def _representatives(relaxed: SearchSpace, query: SolveQuery,
+                     fitting: list[tuple[Inner, InnerMetrics]]) -> list[tuple[Inner, InnerMetrics]]:
+    """Inner decisions that differ in what a restriction can see: grouped by the values of the
+    pinned fields, and within a group only those not dominated in (step time, host RAM), which
+    are all the deadline, budget and host bounds look at. Exact for feasibility, and it keeps the
+    assumption model small enough to prove infeasible in milliseconds."""
+    pinned = [name for name in PINNED_INNER_FIELDS if getattr(query.pins, name) is not None]
+
+    def signature(inner: Inner) -> tuple:
+        zero, offload = relaxed.zero_offloads[inner.zero_offload]
+        values = {"zero": zero, "offload": offload, "recompute": relaxed.recomputes[inner.recompute],
+                  "micro_batch": relaxed.micro_batches[inner.micro_batch]}
+        return tuple(values[name] for name in pinned)
+
+    kept: list[tuple[Inner, InnerMetrics]] = []
+    lowest_host: dict[tuple, int] = {}
+    for inner, metrics in sorted(fitting, key=lambda item: (item[1].step_us, item[1].host_mib_per_gpu)):
+        key = signature(inner)
+        if key not in lowest_host or metrics.host_mib_per_gpu < lowest_host[key]:
+            lowest_host[key] = metrics.host_mib_per_gpu
+            kept.append((inner, metrics))
+    return kept
 
 
 def _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner: Inner,

@@ -20,7 +20,7 @@ from models.catalogue import Catalogue
 from models.catalogue_schema import Architecture, GpuSpec, Offering
 from models.cost import instance_price_usd_per_hour, num_instances
 from models.errors import VramplanError
-from models.memory import check_compatible
+from models.memory import check_gpu_precision, check_job
 from models.activations import activations
 from models.model_states import model_states
 from models.overhead import overhead
@@ -165,6 +165,14 @@ def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
 
 
+def _runs(gpu: GpuSpec, precision: str) -> bool:
+    try:
+        check_gpu_precision(gpu, precision)
+    except VramplanError:
+        return False
+    return True
+
+
 def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[str]]:
     pins = query.pins
     zero_offloads = [
@@ -191,6 +199,11 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     zero_offloads, recomputes, precisions = _domains(query)
+    for precision in precisions:
+        check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
+    if query.pins.precision is not None and gpus and not any(_runs(g, query.pins.precision) for g in gpus):
+        raise VramplanError("precision", query.pins.precision,
+                            f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
 
     clusters = []
     for offering in offerings:
@@ -249,7 +262,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
     pinned = space.query.pins.precision is not None
     for (g, gpu), (p, precision) in product(enumerate(space.gpus), enumerate(space.precisions)):
         try:
-            check_compatible(arch, job, _plan(space, gpu.name, 1, 0, "none", "none", precision, 1), gpu)
+            check_gpu_precision(gpu, precision)
         except VramplanError:
             continue
         if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:

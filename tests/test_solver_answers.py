@@ -117,3 +117,39 @@ def test_objectives_rank_as_their_names_say() -> None:
     assert by["time"].cost.hours <= min(p.cost.hours for p in by.values()) * (1 + 1e-9)
     assert by["throughput"].plan == by["time"].plan
     assert by["hourly"].cost.usd_per_hour <= min(p.cost.usd_per_hour for p in by.values())
+
+
+def _keep_only(query: SolveQuery, labels: list[str]) -> SolveQuery:
+    """The query with every restriction dropped except those named (as restrictions_of labels)."""
+    kept = {label.split()[0] for label in labels}
+    pins = query.pins.model_dump()
+    for name in ("zero", "offload", "recompute", "micro_batch", "num_gpus"):
+        if f"--{name.replace('_', '-')}" not in kept:
+            pins[name] = None
+    return query.model_copy(update={
+        "gpus": query.gpus if "--gpu" in kept else (),
+        "providers": query.providers if "--provider" in kept else (),
+        "max_gpus": query.max_gpus if "--max-gpus" in kept else max(query.max_gpus, query.effective_global_batch),
+        "max_nodes": query.max_nodes if "--max-nodes" in kept else None,
+        "budget_usd": query.budget_usd if "--budget-usd" in kept else None,
+        "deadline_hours": query.deadline_hours if "--deadline-hours" in kept else None,
+        "pins": Pins(**pins),
+    })
+
+
+def test_reported_conflicts_alone_are_infeasible() -> None:
+    """sufficient_assumptions_for_infeasibility: the named restrictions by themselves admit no plan."""
+    import random
+
+    from test_solver_engines import random_query
+
+    checked = 0
+    for seed in range(60):
+        query = random_query(random.Random(seed))
+        result = solve(CATALOGUE, query)
+        if result.status != "infeasible" or not result.explanation.conflicting_restrictions:
+            continue
+        alone = solve(CATALOGUE, _keep_only(query, result.explanation.conflicting_restrictions), explain_infeasible=False)
+        assert alone.status == "infeasible", (query, result.explanation.conflicting_restrictions)
+        checked += 1
+    assert checked >= 8
