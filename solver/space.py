@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 
 from models.catalogue import Catalogue
@@ -228,11 +229,14 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
 
 
 def _plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
-    """A Plan without validation: every value comes from a validated domain (speed: ~10^4 calls)."""
-    return Plan.model_construct(
-        gpu=gpu, offering=None, num_gpus=n, zero=zero, recompute=recompute, precision=precision,
-        micro_batch=micro, grad_accum=max(1, space.global_batch // (micro * n)), offload=offload,
-    )
+    """A Plan without validation: every value comes from a validated domain (speed: ~10^3 calls)."""
+    return _plan_of(gpu, n, zero, offload, recompute, precision, micro, max(1, space.global_batch // (micro * n)))
+
+
+@lru_cache(maxsize=65536)
+def _plan_of(gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int, accum: int) -> Plan:
+    return Plan.model_construct(gpu=gpu, offering=None, num_gpus=n, zero=zero, recompute=recompute,
+                                precision=precision, micro_batch=micro, grad_accum=accum, offload=offload)
 
 
 def _fill_memory_tables(space: SearchSpace) -> None:
