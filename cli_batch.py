@@ -182,8 +182,8 @@ def batch(**options: Any) -> None:
     finally:
         journal.close()
     complete = len(answers) == len(table)
-    placeholder = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
-    rows = [cells + [answers.get(i, placeholder)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
+    unsolved = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
+    rows = [cells + [answers.get(i, unsolved)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
     write_table(output, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
     if complete:
         journal.remove()
