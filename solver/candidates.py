@@ -56,18 +56,6 @@ class Metrics(NamedTuple):
         return self.static_mib + self.activation_mib
 
 
-def deadline_bound_us(space: SearchSpace) -> int | None:
-    if space.query.deadline_hours is None:
-        return None
-    return int(space.query.deadline_hours * 3600 * 1_000_000 / space.steps)
-
-
-def budget_bound_cost_units(space: SearchSpace) -> int | None:
-    if space.query.budget_usd is None:
-        return None
-    return int(space.query.budget_usd * 10_000 * 1_000_000 * 3600 / space.steps)
-
-
 def tie_key(space: SearchSpace, choice: Choice) -> int:
     """Deterministic order among equal objectives: fewer GPUs, fewer instances, lower ZeRO stage,
     no offload, less recompute, larger micro-batch, bf16 before fp16, then the offering (real
@@ -110,10 +98,10 @@ def cluster_accepts(space: SearchSpace, cluster_index: int, inner: InnerMetrics,
     if memory and inner.host_mib_per_gpu > space.host_budget_mib_per_gpu[cluster_index]:
         return False
     if limits:
-        deadline = deadline_bound_us(space)
+        deadline = space.deadline_bound_us
         if deadline is not None and inner.step_us > deadline:
             return False
-        budget = budget_bound_cost_units(space)
+        budget = space.budget_bound_cost_units
         if budget is not None and inner.step_us > budget // max(1, cluster.price_units):
             return False
     return True

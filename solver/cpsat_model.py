@@ -24,9 +24,7 @@ from solver.candidates import (
     Inner,
     InnerMetrics,
     Metrics,
-    budget_bound_cost_units,
     cluster_accepts,
-    deadline_bound_us,
     inner_metrics,
     metrics_of,
 )
@@ -133,7 +131,7 @@ def add_step_time_and_cost(v: Variables) -> None:
 
 def add_limits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:
     """The user's deadline and budget."""
-    deadline, budget = deadline_bound_us(space), budget_bound_cost_units(space)
+    deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for candidate, literal in zip(v.candidates, v.literals, strict=True):
         m = candidate.metrics
         if (deadline is not None and m.step_us > deadline) or (budget is not None and m.step_us > budget // max(1, m.price_units)):

@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterator
 
 from models.catalogue import Catalogue
 from models.model_states import model_states
-from models.setup import Plan
 from models.solve_types import Explanation, Mitigation, SolveQuery, SolvedPlan
 from models.units import BYTES_PER_GB, BYTES_PER_MIB
 from solver.candidates import Choice, cluster_accepts, inner_metrics
 from solver.cpsat_model import inner_decisions
 from solver.restrictions import conflicting_restrictions
-from solver.space import SearchSpace
+from solver.space import SearchSpace, divisors, unvalidated_plan
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 
@@ -47,8 +46,7 @@ def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     best = None
     for (zero, offload), n, precision in ((zf, n, p) for zf in space.zero_offloads for n in space.counts
                                            for p in space.precisions):
-        plan = Plan.model_construct(gpu="", offering=None, num_gpus=n, zero=zero, recompute="none", precision=precision,
-                                    micro_batch=1, grad_accum=1, offload=offload)
+        plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
         states = model_states(space.arch, space.job, plan)
         total = states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
         how = f"ZeRO-{zero}, offload {offload}, {n} GPU{'s' if n > 1 else ''}"
@@ -71,7 +69,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) ->
             update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})})
     if pins.offload == "none":
         yield "allow ZeRO-Offload (unpin --offload)", query.model_copy(update={"pins": pins.model_copy(update={"offload": None})})
-    larger = [n for n in _divisors(space.global_batch) if n > max(space.counts, default=0)]
+    larger = [n for n in divisors(space.global_batch) if n > max(space.counts, default=0)]
     for n in larger:
         yield f"more GPUs ({n})", query.model_copy(update={
             "pins": pins.model_copy(update={"num_gpus": n}), "max_gpus": max(query.max_gpus, n), "max_nodes": None})
@@ -84,10 +82,6 @@ def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) ->
         for method in ("lora", "qlora"):
             yield f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method})", query.model_copy(
                 update={"job": job.model_copy(update={"method": method}), "pins": pins.model_copy(update={"num_gpus": None})})
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, solve_one: Solver) -> list[Mitigation]:

@@ -19,7 +19,7 @@ from ortools.sat.python import cp_model
 
 from models.catalogue import Catalogue
 from models.solve_types import Pins, SolveQuery
-from solver.candidates import Inner, InnerMetrics, budget_bound_cost_units, deadline_bound_us
+from solver.candidates import Inner, InnerMetrics
 from solver.cpsat_model import shape_table
 from solver.space import SearchSpace, build_space
 
@@ -98,7 +98,7 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
         for label, a in assumption.items():
             if not _cluster_allowed(relaxed, c, label, query):
                 model.add_bool_or([a.Not(), lit.Not()])
-    deadline, budget = deadline_bound_us(space), budget_bound_cost_units(space)
+    deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for shape, all_fitting in shape_table(relaxed).items():
         members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
         fitting = _representatives(relaxed, query, all_fitting)

@@ -19,7 +19,7 @@ from itertools import product
 
 from models.catalogue import Catalogue
 from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.cost import instance_price_usd_per_hour, num_instances
+from models.cost import SECONDS_PER_HOUR, instance_price_usd_per_hour, num_instances
 from models.errors import VramplanError
 from models.memory import check_gpu_precision, check_job
 from models.activations import activations
@@ -122,11 +122,26 @@ class SearchSpace:
         )
 
     def hours(self, step_us: int) -> float:
-        return step_us / US_PER_S * self.steps / 3600
+        """Wall hours of the whole job at this step time."""
+        return step_us / US_PER_S * self.steps / SECONDS_PER_HOUR
 
     def usd(self, cost_units: int) -> float:
         """Convert price_units x step_us into US dollars for the whole job."""
-        return cost_units / PRICE_UNITS_PER_USD / US_PER_S / 3600 * self.steps
+        return cost_units / PRICE_UNITS_PER_USD / US_PER_S / SECONDS_PER_HOUR * self.steps
+
+    @property
+    def deadline_bound_us(self) -> int | None:
+        """The longest step time that meets --deadline-hours (the inverse of hours())."""
+        if self.query.deadline_hours is None:
+            return None
+        return int(self.query.deadline_hours * SECONDS_PER_HOUR * US_PER_S / self.steps)
+
+    @property
+    def budget_bound_cost_units(self) -> int | None:
+        """The largest price_units x step_us that meets --budget-usd (the inverse of usd())."""
+        if self.query.budget_usd is None:
+            return None
+        return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
 
 
 def to_us(seconds: float) -> int:
@@ -134,7 +149,7 @@ def to_us(seconds: float) -> int:
     return math.ceil(seconds * US_PER_S)
 
 
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
@@ -192,13 +207,13 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     arch = catalogue.architecture(query.model)
     job = query.job
     global_batch = query.effective_global_batch
-    divisors = _divisors(global_batch)
+    batch_divisors = divisors(global_batch)
     offerings = _offerings(catalogue, query)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, divisors)})
+    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, batch_divisors)})
     count_index = {n: i for i, n in enumerate(counts)}
-    micro_batches = [b for b in divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
+    micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     zero_offloads, recomputes, precisions = _domains(query)
     for precision in precisions:
         check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
@@ -208,7 +223,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
 
     clusters = []
     for offering in offerings:
-        for n in _allowed_counts(offering, query, divisors):
+        for n in _allowed_counts(offering, query, batch_divisors):
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(
@@ -228,7 +243,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     return space
 
 
-def _plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
+def unvalidated_plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
     """A Plan without validation: every value comes from a validated domain (speed: ~10^3 calls)."""
     return _plan_of(gpu, n, zero, offload, recompute, precision, micro, max(1, space.global_batch // (micro * n)))
 
@@ -244,7 +259,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
     for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
         enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
     ):
-        plan = _plan(space, "", n, zero, offload, "none", precision, 1)
+        plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
         states = model_states(arch, job, plan)
         over = overhead(arch, job, plan)
         space.static_mib[zf, n_i, p] = sum(
@@ -255,7 +270,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
     for (r, recompute), (b, micro), (p, precision) in product(
         enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
     ):
-        plan = _plan(space, "", 1, 0, "none", recompute, precision, micro)
+        plan = unvalidated_plan(space, "", 1, 0, "none", recompute, precision, micro)
         space.activation_mib[r, b, p] = bytes_to_mib_ceil(activations(arch, job, plan).total_bytes)
     permille = job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
@@ -294,18 +309,18 @@ def _fill_time_tables(space: SearchSpace) -> None:
                 continue
             gpu_indices = sorted({g for g, _ in valid})
             for r, recompute in enumerate(space.recomputes):
-                plan = _plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
+                plan = unvalidated_plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
                 for g in gpu_indices:
                     space.compute_s[g, n_i, r, p] = compute_time_s(arch, job, plan, space.gpus[g])
             for b, micro in enumerate(space.micro_batches):
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
-                    traffic = communication_bytes_per_step(arch, job, _plan(space, "", n, zero, "none", "none", precision, micro))
+                    traffic = communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none", precision, micro))
                     for g, crossing in valid:
                         space.comm_s[zero, n_i, b, p, g, crossing] = communication_time_from_bytes(
                             traffic, space.gpus[g], bool(crossing))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    work = optimizer_traffic(arch, job, _plan(space, "", n, zero, offload, "none", precision, micro))
+                    work = optimizer_traffic(arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro))
                     for g in gpu_indices:
                         space.optimizer_us[zf, n_i, b, p, g] = to_us(optimizer_time_from_traffic(work, space.gpus[g]))

@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
