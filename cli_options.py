@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from models.catalogue import Catalogue, load_catalogue
 from models.errors import VramplanError, from_validation_error
+from models.query_fields import job_from_fields
 from models.setup import (
     METHODS,
     OFFLOADS,
@@ -99,26 +100,21 @@ def validation_error(error: ValidationError) -> VramplanError:
     return from_validation_error(error)
 
 
+def option_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """Click's parsed options as the flat fields of models.query_fields (choices given as text
+    become numbers; repeatable --gpu/--provider become the gpus/providers lists)."""
+    fields = dict(options)
+    for name in ("qlora_bits", "zero"):
+        if fields.get(name) is not None:
+            fields[name] = int(fields[name])
+    fields["gpus"] = options.get("gpu") if isinstance(options.get("gpu"), tuple) else None
+    fields["providers"] = options.get("provider")
+    return fields
+
+
 def build_job(options: dict[str, Any]) -> Job:
-    targets = options.get("lora_targets")
     try:
-        return Job(
-            method=options["method"],
-            lora_rank=options["lora_rank"],
-            lora_targets=tuple(t.strip() for t in targets.split(",") if t.strip()) if targets else None,
-            qlora_bits=int(options["qlora_bits"]),
-            optimizer=options["optimizer"],
-            accounting=options["accounting"],
-            attention=options["attention"],
-            kernels=options["kernels"],
-            seq_len=options["seq_len"],
-            capacity_fraction=options["capacity_fraction"],
-            reserve=RuntimeReserve(
-                cuda_context_mib=options["cuda_context_mib"],
-                cublas_workspace_mib=options["cublas_workspace_mib"],
-                nccl_mib=options["nccl_mib"],
-            ),
-        )
+        return job_from_fields(option_fields(options))
     except ValidationError as error:
         raise validation_error(error) from None
 

@@ -15,42 +15,25 @@ from cli_options import (
     PRECISION_CHOICE,
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
-    build_job,
     catalogue_options,
     job_options,
     open_catalogue,
+    option_fields,
     output_options,
     validation_error,
 )
-from models.solve_types import OBJECTIVES, Pins, SolveQuery
+from models.query_fields import query_from_fields
+from models.solve_types import OBJECTIVES, SolveQuery
 from solver.api import solve
 
 EXIT_INFEASIBLE = 3
 
 
-def _comma_list(values: tuple[str, ...]) -> tuple[str, ...]:
-    """Repeatable options also accept comma-separated lists: --gpu a,b --gpu c."""
-    return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
-
-
 def build_query(options: dict[str, Any]) -> SolveQuery:
-    job = build_job(options)
+    """Repeatable --gpu/--provider also accept ';'- or ','-separated lists."""
     try:
-        pins = Pins(
-            zero=None if options["zero"] is None else int(options["zero"]),
-            recompute=options["recompute"],
-            precision=options["precision"],
-            micro_batch=options["micro_batch"],
-            offload=options["offload"],
-            num_gpus=options["num_gpus"],
-        )
-        return SolveQuery(
-            model=options["model"], job=job, global_batch=options["global_batch"], tokens=options["tokens"],
-            objective=options["objective"], gpus=_comma_list(options["gpu"]), providers=_comma_list(options["provider"]),
-            max_gpus=options["max_gpus"], max_nodes=options["max_nodes"], budget_usd=options["budget_usd"],
-            deadline_hours=options["deadline_hours"], pricing=options["pricing"], pins=pins, top_k=options["top"],
-            pareto=options["pareto"], engine=options["engine"], time_limit_s=options["time_limit"],
-        )
+        return query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"],
+                                 engine=options["engine"], time_limit_s=options["time_limit"])
     except ValidationError as error:
         raise validation_error(error) from None
 

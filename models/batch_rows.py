@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from models.errors import VramplanError, closest_names, from_validation_error
 from models.results import PILLARS
-from models.setup import Job, RuntimeReserve
-from models.solve_types import Pins, SolveQuery, SolveResult
+from models.query_fields import query_from_fields
+from models.setup import RuntimeReserve
+from models.solve_types import SolveQuery, SolveResult
 from models.units import BYTES_PER_GIB
 
 # Input columns: name -> (default as the README states it, what it is). Order = README order.
@@ -55,14 +56,6 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "num_gpus": ("solver chooses", "pin the GPU count"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
-LIST_SEPARATORS = (";", ",")
-
-JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
-              "capacity_fraction")
-RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
-PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
-QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
-                "pricing")
 
 # Answer columns and their types (int, float or str; every cell may be empty).
 PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
@@ -149,18 +142,6 @@ def check_columns(columns: list[str]) -> None:
             raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)})")
 
 
-def _split(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    for separator in LIST_SEPARATORS[1:]:
-        text = text.replace(separator, LIST_SEPARATORS[0])
-    return tuple(item.strip() for item in text.split(LIST_SEPARATORS[0]) if item.strip())
-
-
-def _set(fields: tuple[str, ...], cells: _Cells) -> dict[str, Any]:
-    return {name: getattr(cells, name) for name in fields if getattr(cells, name) is not None}
-
-
 def parse_row(row: Mapping[str, Any]) -> SolveQuery:
     """A row's raw cells as the SolveQuery a batch solves (top_k=1, no Pareto front, CP-SAT).
 
@@ -175,21 +156,7 @@ def parse_row(row: Mapping[str, Any]) -> SolveQuery:
             raise VramplanError(name, "", "is required; the cell is empty")
     try:
         cells = _Cells.model_validate(raw)
-        job_fields = _set(JOB_FIELDS, cells)
-        if cells.lora_targets is not None:
-            job_fields["lora_targets"] = _split(cells.lora_targets)
-        job = Job(**job_fields, reserve=RuntimeReserve(**_set(RESERVE_FIELDS, cells)))
-        return SolveQuery(
-            model=cells.model,
-            job=job,
-            gpus=_split(cells.gpus) or (),
-            providers=_split(cells.providers) or (),
-            pins=Pins(**_set(PIN_FIELDS, cells)),
-            **_set(QUERY_FIELDS, cells),
-            top_k=1,
-            pareto=False,
-            engine="cpsat",
-        )
+        return query_from_fields(cells.model_dump(), top_k=1, pareto=False, engine="cpsat")
     except ValidationError as error:
         raise from_validation_error(error, raw) from None
 

@@ -1,0 +1,58 @@
+"""Flat option names (the CLI's `--snake-case` options and the batch sheet's columns) to the
+pydantic Job and SolveQuery: the one mapping both front ends use, so they cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from models.setup import Job, RuntimeReserve
+from models.solve_types import Pins, SolveQuery
+
+JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
+              "capacity_fraction")
+RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
+PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
+QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
+                "pricing")
+LIST_SEPARATORS = (";", ",")
+
+
+def split_list(values: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    """Names separated by ';' or ',' (or several such strings, from a repeatable option)."""
+    if values is None:
+        return None
+    texts = [values] if isinstance(values, str) else list(values)
+    items = []
+    for text in texts:
+        for separator in LIST_SEPARATORS[1:]:
+            text = text.replace(separator, LIST_SEPARATORS[0])
+        items += [item.strip() for item in text.split(LIST_SEPARATORS[0]) if item.strip()]
+    return tuple(items)
+
+
+def _present(fields: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The given fields that are set; None means the model's default."""
+    return {name: fields[name] for name in names if fields.get(name) is not None}
+
+
+def job_from_fields(fields: Mapping[str, Any]) -> Job:
+    """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError)."""
+    job = _present(fields, JOB_FIELDS)
+    targets = split_list(fields.get("lora_targets"))
+    if targets:
+        job["lora_targets"] = targets
+    return Job(**job, reserve=RuntimeReserve(**_present(fields, RESERVE_FIELDS)))
+
+
+def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
+    """The SolveQuery of flat fields; `search` sets what only one front end chooses (top_k, engine...)."""
+    return SolveQuery(
+        model=fields["model"],
+        job=job_from_fields(fields),
+        gpus=split_list(fields.get("gpus")) or (),
+        providers=split_list(fields.get("providers")) or (),
+        pins=Pins(**_present(fields, PIN_FIELDS)),
+        **_present(fields, QUERY_FIELDS),
+        **search,
+    )
