@@ -21,10 +21,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cli import main
-from models.batch_rows import parse_row
-from models.catalogue import load_catalogue
-from solver.batch_backends import default_workers
+from vramplan.batch.backends import default_workers
+from vramplan.batch.rows import parse_row
+from vramplan.cli import main
+from vramplan.models.catalogue import load_catalogue
 
 COLUMNS = ["id", "model", "method", "seq_len", "objective", "gpus", "max_gpus", "tokens", "zero", "recompute"]
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.catalogue import load_catalogue  # noqa: E402
-from models.setup import Job  # noqa: E402
-from models.solve_types import SolveQuery  # noqa: E402
-from solver.api import solve  # noqa: E402
+from vramplan.models.catalogue import load_catalogue  # noqa: E402
+from vramplan.models.setup import Job  # noqa: E402
+from vramplan.solver.api import solve  # noqa: E402
+from vramplan.solver.query import SolveQuery  # noqa: E402
 
 HEADLINE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost")
 

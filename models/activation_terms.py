@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.catalogue_schema import Architecture
-from models.setup import Attention, Kernels
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.setup import Attention, Kernels
 
 INT64 = 8
 FP32 = 4

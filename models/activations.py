@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.activation_terms import (
+from vramplan.models.activation_terms import (
     FP32,
     Shape,
     Term,
@@ -27,10 +27,10 @@ from models.activation_terms import (
     output_terms,
     shared_terms,
 )
-from models.catalogue_schema import Architecture
-from models.lora import adapted_modules
-from models.precision import activation_bytes
-from models.setup import Job, Plan
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.lora import adapted_modules
+from vramplan.models.precision import activation_bytes
+from vramplan.models.setup import Job, Plan
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.errors import VramplanError, from_validation_error, unknown_name_error
-from models.hf_config import architecture_from_config_file
+from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
+from vramplan.models.hf_config import architecture_from_config_file
 
 Row = TypeVar("Row", bound=BaseModel)
 
@@ -24,7 +24,7 @@ ARCHITECTURES_CSV = "architectures.csv"
 
 def _read_text(path: Path | None, packaged_name: str, option: str) -> tuple[str, str]:
     if path is None:
-        return resources.files("catalogues").joinpath(packaged_name).read_text(encoding="utf-8"), packaged_name
+        return resources.files("vramplan.catalogues").joinpath(packaged_name).read_text(encoding="utf-8"), packaged_name
     try:
         return Path(path).read_text(encoding="utf-8-sig"), str(path)
     except OSError as error:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from models.errors import VramplanError
+from vramplan.models.errors import VramplanError
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 

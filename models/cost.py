@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from models.catalogue_schema import Offering
-from models.errors import VramplanError
-from models.units import ceil_div
+from vramplan.models.catalogue_schema import Offering
+from vramplan.models.errors import VramplanError
+from vramplan.models.units import ceil_div
 
 Pricing = Literal["on-demand", "spot"]
 PRICINGS: tuple[Pricing, ...] = ("on-demand", "spot")

@@ -49,3 +49,8 @@ def from_validation_error(error: ValidationError, raw: Mapping[str, Any] | None 
     value = raw.get(field, first.get("input")) if raw is not None else first.get("input")
     reason = first["msg"].removeprefix("Value error, ")
     return VramplanError(field, value, reason)
+
+
+class CommandFailure(Exception):
+    """The command could not run (exit code 1): a file it cannot read or write, a missing optional
+    extra. ``str(error)`` is one line naming the file or the extra."""

@@ -6,15 +6,15 @@ here, in exact bytes.
 
 from __future__ import annotations
 
-from models.catalogue import Catalogue
-from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
-from models.errors import VramplanError
-from models.lora import trainable_params
-from models.memory import MemoryBreakdown, memory_per_gpu
-from models.params import count_params
-from models.performance import Performance, performance
-from models.results import (
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
+from vramplan.models.errors import VramplanError
+from vramplan.models.lora import trainable_params
+from vramplan.models.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.params import count_params
+from vramplan.models.performance import Performance, performance
+from vramplan.models.results import (
     ActivationDetail,
     CostReport,
     EstimateResult,
@@ -23,7 +23,7 @@ from models.results import (
     OverheadDetail,
     PerformanceReport,
 )
-from models.setup import Job, Plan
+from vramplan.models.setup import Job, Plan
 
 HOURS_PER_DAY = 24
 

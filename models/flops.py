@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.catalogue_schema import Architecture
-from models.params import layer_linear_modules
-from models.setup import Method, Recompute
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.params import layer_linear_modules
+from vramplan.models.setup import Method, Recompute
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.catalogue_schema import Architecture
-from models.errors import VramplanError
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.errors import VramplanError
 
 SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2")
 _TIED_BY_DEFAULT = {"gpt2": True, "gemma2": True}

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from models.catalogue_schema import Architecture
-from models.errors import VramplanError
-from models.params import LinearModule, count_params, layer_linear_modules
-from models.setup import Job
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.errors import VramplanError
+from vramplan.models.params import LinearModule, count_params, layer_linear_modules
+from vramplan.models.setup import Job
 
 _NOT_ADAPTED_BY_DEFAULT = frozenset({"gate"})  # MoE router: PEFT recipes leave it frozen
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.activations import Activations, activations
-from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.errors import VramplanError
-from models.model_states import ModelStates, model_states
-from models.overhead import Overhead, overhead
-from models.results import Pillar
-from models.setup import Job, Plan
-from models.units import BYTES_PER_GIB
+from vramplan.models.activations import Activations, activations
+from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.errors import VramplanError
+from vramplan.models.model_states import ModelStates, model_states
+from vramplan.models.overhead import Overhead, overhead
+from vramplan.models.results import Pillar
+from vramplan.models.setup import Job, Plan
+from vramplan.models.units import BYTES_PER_GIB
 
 
 @dataclass(frozen=True)

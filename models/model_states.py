@@ -16,18 +16,18 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from models.catalogue_schema import Architecture
-from models.lora import trainable_params
-from models.params import count_params, layer_linear_modules
-from models.precision import (
-    FP32_BYTES,
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.lora import trainable_params
+from vramplan.models.params import count_params, layer_linear_modules
+from vramplan.models.precision import (
     FP8_BYTES,
+    FP32_BYTES,
     gradient_bytes_per_param,
     nf4_bytes_per_param,
     optimizer_bytes_per_param,
     weight_bytes_per_param,
 )
-from models.setup import Job, Plan
+from vramplan.models.setup import Job, Plan
 
 
 @dataclass(frozen=True)

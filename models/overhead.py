@@ -29,12 +29,12 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from models.catalogue_schema import Architecture
-from models.lora import trainable_params
-from models.params import count_params
-from models.precision import gradient_bytes_per_param, weight_bytes_per_param
-from models.setup import Job, Plan
-from models.units import BYTES_PER_MIB
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.lora import trainable_params
+from vramplan.models.params import count_params
+from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.setup import Job, Plan
+from vramplan.models.units import BYTES_PER_MIB
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h

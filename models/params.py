@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from models.catalogue_schema import Architecture
+from vramplan.models.catalogue_schema import Architecture
 
 
 @dataclass(frozen=True)

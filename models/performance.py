@@ -18,20 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.calibration import (
+from vramplan.models.calibration import (
     COMMUNICATION_EFFICIENCY,
     HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
     OPTIMIZER_STEP_BYTES_PER_PARAM,
     PCIE_BANDWIDTH_GB_PER_S,
     compute_efficiency,
 )
-from models.catalogue_schema import Architecture, GpuSpec
-from models.errors import VramplanError
-from models.flops import training_flops_per_token
-from models.lora import trainable_params
-from models.params import count_params
-from models.precision import gradient_bytes_per_param, weight_bytes_per_param
-from models.setup import Job, Plan, Precision
+from vramplan.models.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.errors import VramplanError
+from vramplan.models.flops import training_flops_per_token
+from vramplan.models.lora import trainable_params
+from vramplan.models.params import count_params
+from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.setup import Job, Plan, Precision
 
 _TERA = 10**12
 _GIGA = 10**9

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from models.setup import Accounting, Optimizer, Precision
+from vramplan.models.setup import Accounting, Optimizer, Precision
 
 FP32_BYTES = 4
 HALF_BYTES = 2  # bf16 / fp16

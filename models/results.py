@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from models.setup import Job, Plan
+from vramplan.models.setup import Job, Plan
 
 Pillar = Literal["weights", "gradients", "optimizer_states", "activations", "overhead"]
 PILLARS: tuple[Pillar, ...] = ("weights", "gradients", "optimizer_states", "activations", "overhead")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import time
 
-from models.catalogue import Catalogue
-from models.errors import VramplanError
-from models.estimate import model_info
-from models.solve_types import ObjectiveReport, SolveQuery, SolveResult
-from solver.brute import solve_brute
-from solver.cpsat_engine import solve_cpsat
-from solver.engine import MAX_PARETO_POINTS, EngineResult
-from solver.explain import closest_miss, explain
-from solver.space import SearchSpace, build_space
-from solver.verify import integer_to_user, objective_unit, verified_plan
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.errors import VramplanError
+from vramplan.models.estimate import model_info
+from vramplan.solver.brute import solve_brute
+from vramplan.solver.cpsat_engine import solve_cpsat
+from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
+from vramplan.solver.explain import closest_miss, explain
+from vramplan.solver.query import ObjectiveReport, SolveQuery, SolveResult
+from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import heapq
 from itertools import product
 
-from solver.candidates import Choice, Metrics, evaluate, objective_key
-from solver.engine import EngineResult
-from solver.space import SearchSpace
+from vramplan.solver.candidates import Choice, Metrics, evaluate, objective_key
+from vramplan.solver.engine import EngineResult
+from vramplan.solver.space import SearchSpace
 
 
 def feasible_points(space: SearchSpace, memory: bool = True, limits: bool = True) -> list[tuple[Choice, Metrics]]:

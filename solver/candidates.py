@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from models.performance import exposed_communication_s
-from solver.space import SearchSpace, to_us
+from vramplan.models.performance import exposed_communication_s
+from vramplan.solver.space import SearchSpace, to_us
 
 
 class Inner(NamedTuple):

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver import cpsat_model
-from solver.candidates import Choice, evaluate
-from solver.engine import EngineResult, SolverInternalError
-from solver.space import SearchSpace
+from vramplan.solver import cpsat_model
+from vramplan.solver.candidates import Choice, evaluate
+from vramplan.solver.engine import EngineResult, SolverInternalError
+from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solver.candidates import (
+from vramplan.solver.candidates import (
     Choice,
     Inner,
     InnerMetrics,
@@ -28,7 +28,7 @@ from solver.candidates import (
     inner_metrics,
     metrics_of,
 )
-from solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace
 
 
 @dataclass(frozen=True)

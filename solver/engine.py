@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.candidates import Choice
+from vramplan.solver.candidates import Choice
 
 MAX_PARETO_POINTS = 25
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from models.catalogue import Catalogue
-from models.model_states import model_states
-from models.solve_types import Explanation, Mitigation, SolveQuery, SolvedPlan
-from models.units import BYTES_PER_GB, BYTES_PER_MIB
-from solver.candidates import Choice, cluster_accepts, inner_metrics
-from solver.cpsat_model import inner_decisions
-from solver.restrictions import conflicting_restrictions
-from solver.space import SearchSpace, divisors, unvalidated_plan
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.model_states import model_states
+from vramplan.models.units import BYTES_PER_GB, BYTES_PER_MIB
+from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
+from vramplan.solver.cpsat_model import inner_decisions
+from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
+from vramplan.solver.restrictions import conflicting_restrictions
+from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 

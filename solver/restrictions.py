@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from models.catalogue import Catalogue
-from models.solve_types import Pins, SolveQuery
-from solver.candidates import Inner, InnerMetrics
-from solver.cpsat_model import shape_table
-from solver.space import SearchSpace, build_space
+from vramplan.models.catalogue import Catalogue
+from vramplan.solver.candidates import Inner, InnerMetrics
+from vramplan.solver.cpsat_model import shape_table
+from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.space import SearchSpace, build_space
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
 
-from models.catalogue import Catalogue
-from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.cost import SECONDS_PER_HOUR, instance_price_usd_per_hour, num_instances
-from models.errors import VramplanError
-from models.memory import check_gpu_precision, check_job
-from models.activations import activations
-from models.model_states import model_states
-from models.overhead import overhead
-from models.performance import (
+from vramplan.models.activations import activations
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.cost import SECONDS_PER_HOUR, instance_price_usd_per_hour, num_instances
+from vramplan.models.errors import VramplanError
+from vramplan.models.memory import check_gpu_precision, check_job
+from vramplan.models.model_states import model_states
+from vramplan.models.overhead import overhead
+from vramplan.models.performance import (
     communication_bytes_per_step,
     communication_time_from_bytes,
     compute_time_s,
@@ -33,9 +33,9 @@ from models.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
-from models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
-from models.solve_types import SolveQuery
-from models.units import bytes_to_mib_ceil
+from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
+from vramplan.models.units import bytes_to_mib_ceil
+from vramplan.solver.query import SolveQuery
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,12 @@ floating-point time, and its objective recomputed; a disagreement is an internal
 
 from __future__ import annotations
 
-from models.estimate import estimate_plan
-from models.results import EstimateResult
-from models.solve_types import PlanChoice, SolvedPlan
-from solver.candidates import Choice, Metrics, evaluate
-from solver.engine import SolverInternalError
-from solver.space import US_PER_S, PRICE_UNITS_PER_USD, SearchSpace
+from vramplan.models.estimate import estimate_plan
+from vramplan.models.results import EstimateResult
+from vramplan.solver.candidates import Choice, Metrics, evaluate
+from vramplan.solver.engine import SolverInternalError
+from vramplan.solver.query import PlanChoice, SolvedPlan
+from vramplan.solver.space import PRICE_UNITS_PER_USD, US_PER_S, SearchSpace
 
 # Integer step times round their three components up to the microsecond: they sit within this
 # many microseconds above the reference's floating-point step time.

@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cli_batch_io
-import cli_batch_journal
-from cli import main
-from models.batch_rows import (
+from vramplan.batch import journal as batch_journal
+from vramplan.batch import run as solver_batch
+from vramplan.batch import sheet as batch_sheet
+from vramplan.batch import worker as batch_worker
+from vramplan.batch.backends import ChunkDone, ChunkLost
+from vramplan.batch.rows import (
     ANSWER_COLUMNS,
     INPUT_COLUMNS,
     _Cells,
@@ -32,12 +34,10 @@ from models.batch_rows import (
     output_row,
     parse_row,
 )
-from models.catalogue import load_catalogue
-from models.errors import VramplanError
-from solver import batch_worker
-from solver import batch as solver_batch
-from solver.batch import BatchError, BatchOptions, chunk_size, check_versions, plan_jobs, run_batch
-from solver.batch_backends import ChunkDone, ChunkLost
+from vramplan.batch.run import BatchError, BatchOptions, check_versions, chunk_size, plan_jobs, run_batch
+from vramplan.cli import main
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.errors import VramplanError
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}
@@ -154,7 +154,7 @@ def test_bad_rows_name_the_field_and_the_value(catalogue, id_, changes, fragment
 
 
 def test_output_row_of_an_infeasible_answer_explains(catalogue):
-    from solver.api import solve
+    from vramplan.solver.api import solve
 
     result = solve(catalogue, parse_row(job("x", model="llama-3.1-405b", seq_len="8192", gpus="a10g-24gb")))
     answer = output_row(result)
@@ -290,7 +290,7 @@ def test_mixed_batch_answers_every_row_in_order(mixed_run):
     assert len(rows) == len(MIXED)
     for row, given in zip(rows, MIXED):
         for name in HEADER:
-            assert cli_batch_io.unneutralise(row[name]) == given.get(name, "")
+            assert batch_sheet.unneutralise(row[name]) == given.get(name, "")
     by_id = {row["id"]: row for row in rows}
     assert by_id["ok"]["status"] == "optimal" and by_id["ok"]["gpu"] == "h100-sxm-80gb"
     assert by_id["ok-gpt2"]["status"] == "optimal"
@@ -300,7 +300,7 @@ def test_mixed_batch_answers_every_row_in_order(mixed_run):
         assert by_id[id_]["status"] == "error" and fragment in by_id[id_]["error"], by_id[id_]
     assert rows[-1]["status"] == "optimal" and {k: v for k, v in rows[-1].items() if k != "id"} == {
         k: v for k, v in rows[0].items() if k != "id"}
-    assert not cli_batch_journal.journal_path(output).exists()
+    assert not batch_journal.journal_path(output).exists()
 
 
 def test_csv_output_is_spreadsheet_safe(mixed_run):
@@ -312,7 +312,7 @@ def test_csv_output_is_spreadsheet_safe(mixed_run):
     ids = [row["id"] for row in rows]
     for text in INJECTIONS:
         assert "'" + text in ids
-    assert all(not cell.startswith(cli_batch_io.INJECTION_TRIGGERS) for row in rows for cell in row.values())
+    assert all(not cell.startswith(batch_sheet.INJECTION_TRIGGERS) for row in rows for cell in row.values())
     import pandas
 
     frame = pandas.read_csv(output, encoding="utf-8-sig")
@@ -465,13 +465,13 @@ def wait_for_rows(journal: Path, process: subprocess.Popen, count: int, timeout_
 
 
 def journal_rows(journal: Path) -> dict[int, dict]:
-    _, entries = cli_batch_journal.read_journal(journal)
+    _, entries = batch_journal.read_journal(journal)
     return {entry["row"]: entry["answer"] for entry in entries}
 
 
 def test_a_killed_batch_keeps_every_completed_row_and_resume_finishes_it(tmp_path):
     process, output = start_batch(tmp_path)
-    journal = cli_batch_journal.journal_path(output)
+    journal = batch_journal.journal_path(output)
     wait_for_rows(journal, process, 4)
     process.kill()  # SIGKILL: no chance to clean up
     process.wait()
@@ -491,7 +491,7 @@ def test_a_killed_batch_keeps_every_completed_row_and_resume_finishes_it(tmp_pat
 
 def test_ctrl_c_writes_finished_rows_and_exits_130(tmp_path):
     process, output = start_batch(tmp_path)
-    journal = cli_batch_journal.journal_path(output)
+    journal = batch_journal.journal_path(output)
     wait_for_rows(journal, process, 3)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
@@ -515,13 +515,13 @@ def test_ctrl_c_writes_finished_rows_and_exits_130(tmp_path):
 
 def test_a_torn_journal_line_is_ignored_and_overwritten(tmp_path):
     path = tmp_path / "plans.csv.partial.jsonl"
-    journal = cli_batch_journal.Journal(path, fresh=True, trust_output=False)
+    journal = batch_journal.Journal(path, fresh=True, trust_output=False)
     journal.append(0, "k0", {"status": "optimal"})
     journal.close()
     with path.open("a", encoding="utf-8") as handle:
         handle.write('{"row": 1, "key": "k1", "ans')  # killed mid-write
     assert list(journal_rows(path)) == [0]
-    journal = cli_batch_journal.Journal(path, fresh=False, trust_output=False)
+    journal = batch_journal.Journal(path, fresh=False, trust_output=False)
     journal.append(2, "k2", {"status": "error"})
     journal.close()
     assert list(journal_rows(path)) == [0, 2]
@@ -532,11 +532,11 @@ def test_a_torn_journal_line_is_ignored_and_overwritten(tmp_path):
     ("\rx", "'\rx"), ("-5", "'-5"), ("llama", "llama"), ("", ""), ("'=x", "'=x"),
 ])
 def test_neutralise(text, safe):
-    assert cli_batch_io.neutralise(text) == safe
-    assert cli_batch_journal.canonical(cli_batch_io.neutralise(text)) == cli_batch_journal.canonical(text)
+    assert batch_sheet.neutralise(text) == safe
+    assert batch_journal.canonical(batch_sheet.neutralise(text)) == batch_journal.canonical(text)
 
 
 def test_csv_cells_keep_numbers_numeric():
     buffer = io.StringIO()
-    csv.writer(buffer).writerow([cli_batch_io._csv_cell(v) for v in (-5, -2.5, None, True, "-5")])
+    csv.writer(buffer).writerow([batch_sheet._csv_cell(v) for v in (-5, -2.5, None, True, "-5")])
     assert buffer.getvalue().strip() == "-5,-2.5,,true,'-5"

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.catalogue import load_catalogue
-from solver import batch_worker
-from solver.batch import BatchError, BatchOptions, run_batch
+from vramplan.batch import worker as batch_worker
+from vramplan.batch.run import BatchError, BatchOptions, run_batch
+from vramplan.cli import main
+from vramplan.models.catalogue import load_catalogue
 
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}
 ROWS = (

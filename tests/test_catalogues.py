@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from models.catalogue import ARCHITECTURES_CSV, GPUS_CSV, OFFERINGS_CSV, load_catalogue
-from models.catalogue_schema import Architecture, GpuSpec, Offering
-from models.errors import VramplanError
-from models.params import count_params
+from vramplan.models.catalogue import ARCHITECTURES_CSV, GPUS_CSV, OFFERINGS_CSV, load_catalogue
+from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.errors import VramplanError
+from vramplan.models.params import count_params
 
 TESTS_DIR = Path(__file__).resolve().parent
 CATALOGUE_DIR = TESTS_DIR.parent / "catalogues"

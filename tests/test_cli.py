@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.catalogue import load_catalogue
-from models.estimate import estimate
-from models.results import PILLARS, EstimateResult
-from models.setup import Job, Plan
+from vramplan.cli import main
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.estimate import estimate
+from vramplan.models.results import PILLARS, EstimateResult
+from vramplan.models.setup import Job, Plan
 
 TESTS_DIR = Path(__file__).resolve().parent
 HF_CONFIGS = TESTS_DIR / "fixtures" / "hf_configs"

@@ -9,8 +9,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.solve_types import SolveResult
+from vramplan.cli import main
+from vramplan.solver.query import SolveResult
 
 HEADLINE = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
             "--tokens", "2e9", "--objective", "cost"]

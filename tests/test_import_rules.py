@@ -1,10 +1,14 @@
-"""The architecture test (DESIGN section 1): imports flow cli -> solver -> models -> catalogues.
+"""The architecture test (DESIGN section 1): imports flow
+cli.py -> commands/ -> batch/ -> solver/ -> models/ -> catalogues/ (data).
 
-Every .py file is parsed with `ast` (nothing is imported or executed) and checked:
+Every .py file is parsed with `ast` (nothing is imported or executed) and checked. Module names
+are those of the installed package (`vramplan.models.params`); the rules compare the subpackage.
 
-- models/ never imports ortools or click, nor solver/ or the CLI;
-- solver/ never imports click or the CLI, never calls print(), never opens files;
-- cli*.py (and a commands/ package, if one appears) never import ortools;
+- models/ never imports ortools or click, nor solver/, batch/ or the CLI;
+- solver/ never imports click, batch/ or the CLI, never calls print(), never opens files;
+- batch/ never imports click or the CLI (it is a library: the CLI turns its errors into exit codes);
+- the CLI (cli.py, __main__.py, commands/) never imports ortools, and imports pandas only inside
+  the functions that need it (`--help` must not pay for either);
 - only models/catalogue.py refers to the `catalogues` package or its CSV files;
 - no test reads the workspace's shared folder (tests must run from the repository alone).
 
@@ -43,9 +47,13 @@ class Violation:
 # --- reading sources --------------------------------------------------------------------------------
 
 
+PACKAGE = "vramplan"
+
+
 def module_name(path: str) -> str:
-    """'models/params.py' -> 'models.params'; 'solver/__init__.py' -> 'solver'."""
-    parts = list(Path(path).with_suffix("").parts)
+    """'models/params.py' -> 'vramplan.models.params'; 'solver/__init__.py' -> 'vramplan.solver';
+    the repository root is the package itself ('cli.py' -> 'vramplan.cli')."""
+    parts = [PACKAGE] + list(Path(path).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -85,12 +93,16 @@ def imported_modules(tree: ast.Module, path: str) -> list[tuple[int, str]]:
 
 
 def top_level(module: str) -> str:
-    return module.split(".")[0]
+    """The part a rule is about: the subpackage for vramplan's own modules, else the top name."""
+    parts = module.split(".")
+    if parts[0] == PACKAGE and len(parts) > 1:
+        return parts[1]
+    return parts[0]
 
 
 def is_cli_module(module: str) -> bool:
     top = top_level(module)
-    return top == "cli" or top.startswith("cli_") or top == "commands"
+    return top in ("cli", "__main__", "commands") or top.startswith("cli_")
 
 
 def docstring_nodes(tree: ast.Module) -> set[int]:
@@ -128,26 +140,47 @@ def layer_of(path: str) -> str | None:
         return "models"
     if path.startswith("solver/"):
         return "solver"
-    if (path.startswith("cli") and "/" not in path) or path.startswith("commands/"):
+    if path.startswith("batch/"):
+        return "batch"
+    if path.startswith("commands/") or ("/" not in path and path.endswith(".py")):
         return "cli"
     if path.startswith("tests/"):
         return "tests"
     return None
 
 
-def forbidden_import(layer: str, module: str) -> str | None:
+def forbidden_import(layer: str, module: str, at_module_level: bool = True) -> str | None:
     top = top_level(module)
     if layer == "models":
         if top in ("ortools", "click"):
             return f"models/ imports {module} (models/ is plain Python: no ortools, no click)"
-        if top == "solver" or is_cli_module(module):
-            return f"models/ imports {module} (imports flow cli -> solver -> models, never back)"
+        if top in ("solver", "batch") or is_cli_module(module):
+            return f"models/ imports {module} (imports flow cli -> batch -> solver -> models, never back)"
     if layer == "solver":
+        if top == "click" or top == "batch" or is_cli_module(module):
+            return f"solver/ imports {module} (the solver knows nothing of batch sheets or the CLI)"
+    if layer == "batch":
         if top == "click" or is_cli_module(module):
-            return f"solver/ imports {module} (the solver knows nothing of the CLI)"
-    if layer == "cli" and top == "ortools":
-        return f"the CLI imports {module} (cli never imports ortools; call solver/)"
+            return f"batch/ imports {module} (batch is a library; the CLI turns its errors into exit codes)"
+    if layer == "cli":
+        if top == "ortools":
+            return f"the CLI imports {module} (cli never imports ortools; call solver/)"
+        if top == "pandas" and at_module_level:
+            return f"the CLI imports {module} at module level (import it inside the function that needs it)"
     return None
+
+
+def module_level_lines(tree: ast.Module) -> set[int]:
+    """Lines of the imports that run when the module is imported (not inside a function)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.add(node.lineno)
+    inner = {n.lineno for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return lines - inner
 
 
 def check_source(source: str, path: str) -> list[Violation]:
@@ -156,9 +189,10 @@ def check_source(source: str, path: str) -> list[Violation]:
     tree, violations = parse(source, path)
     if tree is None or layer is None:
         return violations
-    if layer in ("models", "solver", "cli"):
+    if layer in ("models", "solver", "batch", "cli"):
+        top_lines = module_level_lines(tree)
         for line, module in imported_modules(tree, path):
-            reason = forbidden_import(layer, module)
+            reason = forbidden_import(layer, module, at_module_level=line in top_lines)
             if reason:
                 violations.append(Violation(path, line, reason))
         if path != CATALOGUE_LOADER:
@@ -186,8 +220,8 @@ def check_source(source: str, path: str) -> list[Violation]:
 
 
 def checked_files() -> list[str]:
-    paths = [p for folder in ("models", "solver", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
-    paths += ROOT.glob("cli*.py")
+    paths = [p for folder in ("models", "solver", "batch", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
+    paths += ROOT.glob("*.py")
     return sorted(p.relative_to(ROOT).as_posix() for p in paths if "__pycache__" not in p.parts)
 
 
@@ -205,12 +239,15 @@ def violations_in(layer: str) -> list[Violation]:
 def test_the_files_are_found():
     files = checked_files()
     assert "cli.py" in files
+    assert "__main__.py" in files
+    assert "batch/run.py" in files
+    assert "commands/solve.py" in files
     assert CATALOGUE_LOADER in files
     assert sum(layer_of(f) == "models" for f in files) >= 10
     assert "tests/test_import_rules.py" in files
 
 
-@pytest.mark.parametrize("layer", ["models", "solver", "cli", "tests"])
+@pytest.mark.parametrize("layer", ["models", "solver", "batch", "cli", "tests"])
 def test_layer_obeys_the_rules(layer):
     violations = violations_in(layer)
     assert not violations, "\n".join(map(str, violations))
@@ -221,7 +258,7 @@ def test_the_catalogue_loader_is_the_one_that_reads_catalogues():
     tree, _ = parse(source, CATALOGUE_LOADER)
     assert tree is not None
     texts = {text for _, text in string_constants(tree)}
-    assert "catalogues" in texts  # resources.files("catalogues"): the rule above is not vacuous
+    assert "vramplan.catalogues" in texts  # resources.files(...): the rule above is not vacuous
 
 
 # --- the checker catches what it claims to ------------------------------------------------------------
@@ -233,6 +270,15 @@ SYNTHETIC_VIOLATIONS = {
     "models-import-solver": ("models/x.py", "from solver.search import solve\n", 1, "solver"),
     "models-relative-solver": ("models/x.py", "from ..solver import search\n", 1, "solver"),
     "models-import-cli": ("models/x.py", "import cli_output\n", 1, "cli_output"),
+    "models-import-batch": ("models/x.py", "from vramplan.batch.rows import parse_row\n", 1, "batch"),
+    "models-import-vramplan-solver": ("models/x.py", "from vramplan.solver import api\n", 1, "solver"),
+    "solver-import-batch": ("solver/x.py", "from vramplan.batch import run\n", 1, "batch"),
+    "solver-relative-commands": ("solver/x.py", "from ..commands import output\n", 1, "commands"),
+    "batch-import-click": ("batch/x.py", "import click\n", 1, "click"),
+    "batch-import-commands": ("batch/x.py", "from vramplan.commands.options import FORMATS\n", 1, "commands"),
+    "commands-import-ortools": ("commands/x.py", "def f():\n    from ortools.sat.python import cp_model\n", 2, "ortools"),
+    "commands-pandas-at-top": ("commands/x.py", "import pandas\n", 1, "pandas"),
+    "main-import-ortools": ("__main__.py", "import ortools\n", 1, "ortools"),
     "models-dynamic-ortools": ("models/x.py", "import importlib\nimportlib.import_module('ortools')\n", 2, "ortools"),
     "models-reads-catalogues": (
         "models/memory.py", "from importlib import resources\nresources.files('catalogues')\n", 2, "catalogues"),
@@ -268,6 +314,8 @@ SYNTHETIC_CLEAN = {
         "solver/x.py", "import logging\nfrom ortools.sat.python import cp_model\nfrom models.setup import Plan\n"),
     "solver-logs": ("solver/x.py", "import logging\nlogging.getLogger(__name__).info('x')\n"),
     "cli-uses-click-and-solver": ("cli.py", "import click\nfrom solver import search\nprint('ok')\n"),
+    "commands-pandas-in-function": ("commands/x.py", "def read():\n    import pandas\n    return pandas\n"),
+    "batch-uses-solver-and-files": ("batch/x.py", "from vramplan.solver.api import solve\nopen('x')\n"),
     "tests-use-fixtures": ("tests/test_x.py", "from pathlib import Path\nP = Path(__file__).parent / 'fixtures'\n"),
     "other-folder": ("bench/x.py", "import ortools\nprint(1)\n"),
 }
@@ -282,6 +330,6 @@ def test_checker_passes_synthetic_clean_source(case):
 def test_relative_import_resolution():
     tree = ast.parse("from . import units\nfrom .. import solver\nfrom .sub import a\n")
     found = {name for _, name in imported_modules(tree, "models/x.py")}
-    assert {"models.units", "solver", "models.sub", "models.sub.a"} <= found
+    assert {"vramplan.models.units", "vramplan.solver", "vramplan.models.sub", "vramplan.models.sub.a"} <= found
     init_tree = ast.parse("from . import search\n")
-    assert (1, "solver.search") in imported_modules(init_tree, "solver/__init__.py")
+    assert (1, "vramplan.solver.search") in imported_modules(init_tree, "solver/__init__.py")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from golden_params import HF_PARAM_COUNTS
-from models.catalogue import load_catalogue
-from models.params import count_params
+
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.params import count_params
 
 CATALOGUE = load_catalogue()
 

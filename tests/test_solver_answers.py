@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from models.catalogue import load_catalogue
-from models.estimate import estimate
-from models.setup import Job, Plan
-from models.solve_types import Pins, SolveQuery
-from solver import verify
-from solver.api import _objective_report, solve
-from solver.candidates import Choice, evaluate
-from solver.engine import EngineResult, SolverInternalError
-from solver.space import build_space
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.estimate import estimate
+from vramplan.models.setup import Job, Plan
+from vramplan.solver import verify
+from vramplan.solver.api import _objective_report, solve
+from vramplan.solver.candidates import Choice, evaluate
+from vramplan.solver.engine import EngineResult, SolverInternalError
+from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.space import build_space
 
 CATALOGUE = load_catalogue()
 HEADLINE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost")

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from models.catalogue import Catalogue, load_catalogue
-from models.setup import Job
-from models.solve_types import Pins, SolveQuery
-from solver.api import solve
+from vramplan.models.catalogue import Catalogue, load_catalogue
+from vramplan.models.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import Pins, SolveQuery
 
 CATALOGUE = load_catalogue()
 MODELS = ["gpt2-124m", "gpt2-1.5b", "llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "llama-2-13b",

@@ -13,9 +13,9 @@ import logging
 import os
 from typing import Any
 
-from models.catalogue import Catalogue
-from solver.batch_backends import BatchError, ChunkDone, ChunkLost, Outcome
-from solver.batch_worker import package_version, solve_chunk
+from vramplan.batch.backends import BatchError, ChunkDone, ChunkLost, Outcome
+from vramplan.batch.worker import package_version, solve_chunk
+from vramplan.models.catalogue import Catalogue
 
 log = logging.getLogger(__name__)
 

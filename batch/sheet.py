@@ -10,7 +10,7 @@
   only rows that are errors anyway are affected). Real numbers (the answer columns, numeric cells of
   XLSX/Parquet input) are never changed.
 
-The resume journal lives in cli_batch_journal.py.
+The resume journal lives in batch/journal.py.
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-import click
-
-from models.batch_rows import ANSWER_TYPES, is_empty
-from models.errors import VramplanError
+from vramplan.batch.rows import ANSWER_TYPES, is_empty
+from vramplan.models.errors import CommandFailure, VramplanError
 
 FORMATS = ("csv", "xlsx", "parquet", "jsonl")
 SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx",
@@ -80,7 +78,7 @@ def require_extra(fmt: str, action: str) -> None:
         try:
             __import__(module)
         except ImportError:
-            raise click.ClickException(f"{action} {fmt} needs {module}: pip install 'vramplan[{extra}]'") from None
+            raise CommandFailure(f"{action} {fmt} needs {module}: pip install 'vramplan[{extra}]'") from None
 
 
 def _read_csv(path: Path) -> list[list[Any]]:
@@ -236,6 +234,6 @@ def write_table(path: Path, fmt: str, header: list[str], rows: list[list[Any]], 
             _write_jsonl(temporary, header, rows)
         os.replace(temporary, path)
     except OSError as error:
-        raise click.ClickException(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
+        raise CommandFailure(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
     finally:
         temporary.unlink(missing_ok=True)

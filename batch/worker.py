@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.batch_rows import error_row, output_row
-from models.catalogue import Catalogue
-from models.errors import VramplanError, from_validation_error
-from models.solve_types import SolveQuery
-from solver.api import solve
+from vramplan.batch.rows import error_row, output_row
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.errors import VramplanError, from_validation_error
+from vramplan.solver.api import solve
+from vramplan.solver.query import SolveQuery
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from models.setup import Job, RuntimeReserve
-from models.solve_types import Pins, SolveQuery
+from vramplan.models.setup import Job, RuntimeReserve
+from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
               "capacity_fraction")

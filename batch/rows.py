@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from models.errors import VramplanError, closest_names, from_validation_error
-from models.results import PILLARS
-from models.query_fields import query_from_fields
-from models.setup import RuntimeReserve
-from models.solve_types import SolveQuery, SolveResult
-from models.units import BYTES_PER_GIB
+from vramplan.models.errors import VramplanError, closest_names, from_validation_error
+from vramplan.models.results import PILLARS
+from vramplan.models.setup import RuntimeReserve
+from vramplan.models.units import BYTES_PER_GIB
+from vramplan.solver.query import SolveQuery, SolveResult
+from vramplan.solver.query_fields import query_from_fields
 
 # Input columns: name -> (default as the README states it, what it is). Order = README order.
 INPUT_COLUMNS: dict[str, tuple[str, str]] = {

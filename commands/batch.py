@@ -2,7 +2,7 @@
 
 Flow: read the jobs and check the header (an unknown column stops everything, exit 2); on
 --resume take the rows already answered from the journal and the existing output; solve the
-rest (solver.batch), appending each completed row to the journal `<output>.partial.jsonl` as it
+rest (batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
 arrives; at the end write the output in input order atomically and delete the journal.
 Ctrl-C (or SIGTERM) stops the workers, writes the output with every finished row (unfinished rows
 have an empty status and say so in `error`), keeps the journal for --resume, and exits 130.
@@ -24,14 +24,14 @@ from typing import Any
 
 import click
 
-from cli_batch_io import FORMATS, format_of, read_table, require_extra, write_table
-from cli_batch_journal import Journal, journal_path, read_journal, row_key, typed_answer
-from cli_options import catalogue_options, open_catalogue
-from models.batch_rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
-from models.errors import VramplanError
-from solver.batch import BatchError, BatchOptions, run_batch
+from vramplan.batch.journal import Journal, journal_path, read_journal, row_key, typed_answer
+from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
+from vramplan.batch.run import BatchError, BatchOptions, run_batch
+from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
+from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
+from vramplan.commands.options import catalogue_options, open_catalogue
+from vramplan.models.errors import VramplanError
 
-EXIT_OK, EXIT_ERROR, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 1, 3, 130
 SOLVED = ("optimal", "feasible")
 BACKEND_MODULES = {"ray": "ray", "dask": "distributed"}
 NOT_SOLVED_MESSAGE = "not solved yet: the batch was interrupted; run the same command with --resume"

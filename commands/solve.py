@@ -8,8 +8,9 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-import cli_output
-from cli_options import (
+from vramplan.commands import output
+from vramplan.commands.exits import EXIT_INFEASIBLE
+from vramplan.commands.options import (
     OFFLOAD_CHOICE,
     POSITIVE,
     PRECISION_CHOICE,
@@ -22,11 +23,9 @@ from cli_options import (
     output_options,
     validation_error,
 )
-from models.query_fields import query_from_fields
-from models.solve_types import OBJECTIVES, SolveQuery
-from solver.api import solve
-
-EXIT_INFEASIBLE = 3
+from vramplan.solver.api import solve
+from vramplan.solver.query import OBJECTIVES, SolveQuery
+from vramplan.solver.query_fields import query_from_fields
 
 
 def build_query(options: dict[str, Any]) -> SolveQuery:
@@ -70,7 +69,7 @@ def solve_command(**options: Any) -> None:
     """
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
-    render = {"table": cli_output.solve_table, "json": cli_output.json_text, "csv": cli_output.solve_csv}
-    cli_output.emit(render[options["output_format"]](result), options["output"])
+    render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
+    output.emit(render[options["output_format"]](result), options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

@@ -10,10 +10,9 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from models.catalogue import Catalogue, load_catalogue
-from models.errors import VramplanError, from_validation_error
-from models.query_fields import job_from_fields
-from models.setup import (
+from vramplan.models.catalogue import Catalogue, load_catalogue
+from vramplan.models.errors import VramplanError, from_validation_error
+from vramplan.models.setup import (
     METHODS,
     OFFLOADS,
     OPTIMIZERS,
@@ -22,6 +21,7 @@ from models.setup import (
     Job,
     RuntimeReserve,
 )
+from vramplan.solver.query_fields import job_from_fields
 
 FORMATS = ("table", "json", "csv")
 
@@ -101,7 +101,7 @@ def validation_error(error: ValidationError) -> VramplanError:
 
 
 def option_fields(options: dict[str, Any]) -> dict[str, Any]:
-    """Click's parsed options as the flat fields of models.query_fields (choices given as text
+    """Click's parsed options as the flat fields of solver.query_fields (choices given as text
     become numbers; repeatable --gpu/--provider become the gpus/providers lists)."""
     fields = dict(options)
     for name in ("qlora_bits", "zero"):

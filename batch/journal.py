@@ -23,10 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import click
-
-from cli_batch_io import plain, unneutralise
-from models.batch_rows import ANSWER_TYPES, is_empty
+from vramplan.batch.rows import ANSWER_TYPES, is_empty
+from vramplan.batch.sheet import plain, unneutralise
+from vramplan.models.errors import CommandFailure
 
 JOURNAL_SUFFIX = ".partial.jsonl"
 JOURNAL_KIND = "vramplan-batch-journal"
@@ -108,7 +107,7 @@ class Journal:
                 self._drop_torn_tail()
                 self._handle = path.open("a", encoding="utf-8")
         except OSError as error:
-            raise click.ClickException(f"journal={str(path)!r}: cannot write: {error.strerror or error}") from None
+            raise CommandFailure(f"journal={str(path)!r}: cannot write: {error.strerror or error}") from None
         self._synced = time.monotonic()
 
     def _drop_torn_tail(self) -> None:

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,11 +14,9 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from pathlib import Path
-
-from models.results import PILLARS, EstimateResult, MemoryReport
-from models.solve_types import SolvedPlan, SolveResult
-from models.units import BYTES_PER_GIB
+from vramplan.models.results import PILLARS, EstimateResult, MemoryReport
+from vramplan.models.units import BYTES_PER_GIB
+from vramplan.solver.query import SolvedPlan, SolveResult
 
 
 def emit(text: str, output: Path | None) -> None:

@@ -1,7 +1,7 @@
 """Batch execution: solve many spreadsheet rows on a backend, yield each answer as it completes.
 
     for row_index, answer in run_batch(catalogue, rows, BatchOptions(backend="local")):
-        ...  # answer: the answer columns of models.batch_rows (status, error, plan, memory, cost)
+        ...  # answer: the answer columns of batch/rows.py (status, error, plan, memory, cost)
 
 - Rows are validated here, in the client: a bad row is answered at once with status=error and
   never travels. Identical jobs (the same SolveQuery, whatever the `id` or the spelling of a
@@ -18,7 +18,7 @@
   threading.Event, e.g. from a SIGINT handler) cancels what is still running and ends the
   iteration; the rows already yielded are the ones to keep.
 
-No printing and no file I/O here: the CLI (cli_batch.py) reads and writes the spreadsheets.
+No printing and no file I/O here: the CLI (commands/batch.py) reads and writes the spreadsheets.
 """
 
 from __future__ import annotations
@@ -30,11 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from models.batch_rows import error_row, parse_row
-from models.catalogue import Catalogue
-from models.errors import VramplanError
-from solver import batch_worker
-from solver.batch_backends import (
+from vramplan.batch import worker as batch_worker
+from vramplan.batch.backends import (
     Backend,
     BatchError,
     ChunkDone,
@@ -42,6 +39,9 @@ from solver.batch_backends import (
     SerialBackend,
     default_workers,
 )
+from vramplan.batch.rows import error_row, parse_row
+from vramplan.models.catalogue import Catalogue
+from vramplan.models.errors import VramplanError
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def open_backend(options: BatchOptions, catalogue: Catalogue) -> Backend:
         return LocalBackend(catalogue, workers)
     if options.backend == "serial":
         return SerialBackend(catalogue)
-    from solver import batch_cluster  # imports Ray or Dask only now
+    from vramplan.batch import cluster as batch_cluster  # imports Ray or Dask only now
 
     if options.backend == "ray":
         return batch_cluster.RayBackend(catalogue, workers, options.address)

@@ -2,7 +2,7 @@
 
 A backend takes chunks (a list of job dicts, tagged with an integer id), and reports each chunk
 as done (the worker's vramplan version and one answer row per job) or lost (its worker died).
-Ray and Dask backends live in solver/batch_cluster.py and are imported only when chosen.
+Ray and Dask backends live in batch/cluster.py and are imported only when chosen.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from models.catalogue import Catalogue
-from solver import batch_worker
+from vramplan.batch import worker as batch_worker
+from vramplan.models.catalogue import Catalogue
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def pool_context() -> multiprocessing.context.BaseContext:
     the solver), else spawn; never plain fork from a process that may hold threads."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["solver.batch_worker"])
+        context.set_forkserver_preload(["vramplan.batch.worker"])
         return context
     return multiprocessing.get_context("spawn")
 

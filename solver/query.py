@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from models.cost import Pricing
-from models.errors import VramplanError
-from models.results import CostReport, MemoryReport, ModelInfo, PerformanceReport
-from models.setup import Job, Offload, Precision, Recompute, ZeroStage
+from vramplan.models.cost import Pricing
+from vramplan.models.errors import VramplanError
+from vramplan.models.results import CostReport, MemoryReport, ModelInfo, PerformanceReport
+from vramplan.models.setup import Job, Offload, Precision, Recompute, ZeroStage
 
 Objective = Literal["cost", "time", "throughput", "hourly"]
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "throughput", "hourly")
