@@ -1,0 +1,211 @@
+"""The fleet as one CP-SAT model: which slot each job takes, and when.
+
+Per job: one literal per usable slot (plan x pool) and an `unserved` literal, exactly one true;
+a start and an end variable shared by the job's slots, each slot an optional interval over them.
+Per bounded pool: `add_cumulative` of the slots' GPUs against the pool's largest capacity, with
+fixed intervals taking away what a window does not have (before available_from, after
+available_to, fewer GPUs in some window). Unbounded pools (the market without a quota) need none.
+
+Objectives, solved lexicographically (each stage keeps the previous optimum as a constraint and
+starts from the previous solution as a hint):
+1. `served`: the summed penalties of unserved jobs (required jobs outweigh all optional ones);
+2. the user's objective: `cost` (cents, deadlines hard), `makespan` (the last end, deadlines
+   hard) or `tardiness` (weighted minutes late, deadlines soft);
+3. for makespan and tardiness, cost among the schedules that keep stage 2's optimum.
+A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
+keeps its best solution, value and bound; later stages then do not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from vramplan.solver.engine import SolverInternalError
+from vramplan.solver.fleet_types import IntFleet, IntPool, IntSchedule, Stage, StageReport
+
+log = logging.getLogger(__name__)
+
+_STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
+           cp_model.UNKNOWN: "unknown"}
+STAGE_SHARE = {"served": 0.5, "primary": 0.8}  # the most of the remaining time a stage may take
+INTERRUPT_SLACK = 0.9  # a stage that stopped before this fraction of its limit was interrupted
+
+
+@dataclass
+class _Vars:
+    literals: list[dict[int, cp_model.IntVar]]  # per job: slot index -> literal
+    unserved: list[cp_model.IntVar]
+    start: list[cp_model.IntVar]
+    end: list[cp_model.IntVar]
+
+
+def _blocks(pool: IntPool, horizon_min: int) -> list[tuple[int, int, int]]:
+    """(start, end, GPUs taken away) where a pool has fewer GPUs than its largest window."""
+    capacity = pool.capacity_gpus or 0
+    points = sorted({0, horizon_min, *(w.from_min for w in pool.windows or ()), *(w.to_min for w in pool.windows or ())})
+    blocks = []
+    for start, end in zip(points, points[1:]):
+        if start >= horizon_min:
+            break
+        missing = capacity - (pool.gpus_at(start) or 0)
+        if missing > 0 and end > start:
+            blocks.append((start, min(end, horizon_min), missing))
+    return blocks
+
+
+def build(fleet: IntFleet) -> tuple[cp_model.CpModel, _Vars, dict[str, cp_model.LinearExprT]]:
+    model = cp_model.CpModel()
+    horizon = fleet.horizon_min
+    literals, unserved, starts, ends = [], [], [], []
+    per_pool: dict[int, list[tuple[cp_model.IntervalVar, int]]] = {}
+    for j, job in enumerate(fleet.jobs):
+        latest = max(job.release_min, fleet.latest_end(job))
+        start = model.new_int_var(job.release_min, latest, f"start{j}")
+        end = model.new_int_var(job.release_min, latest, f"end{j}")
+        chosen: dict[int, cp_model.IntVar] = {}
+        for c, slot in enumerate(job.slots):
+            if not fleet.usable(job, slot):
+                continue
+            literal = model.new_bool_var(f"x{j}_{c}")
+            interval = model.new_optional_interval_var(start, slot.duration_min, end, literal, f"i{j}_{c}")
+            if fleet.pools[slot.pool].windows is not None:
+                per_pool.setdefault(slot.pool, []).append((interval, slot.gpus))
+            chosen[c] = literal
+        none = model.new_bool_var(f"unserved{j}")
+        model.add_exactly_one([*chosen.values(), none])
+        model.add(start == job.release_min).only_enforce_if(none)  # unserved jobs sit still
+        literals.append(chosen)
+        unserved.append(none)
+        starts.append(start)
+        ends.append(end)
+    for p, items in per_pool.items():
+        pool = fleet.pools[p]
+        for s, e, gpus in _blocks(pool, horizon):
+            items.append((model.new_fixed_size_interval_var(s, e - s, f"block{p}_{s}"), gpus))
+        model.add_cumulative([i for i, _ in items], [g for _, g in items], pool.capacity_gpus)
+    v = _Vars(literals, unserved, starts, ends)
+    return model, v, _objectives(model, fleet, v)
+
+
+def _objectives(model: cp_model.CpModel, fleet: IntFleet, v: _Vars) -> dict[str, cp_model.LinearExprT]:
+    penalties = fleet.unserved_penalties()
+    objectives: dict[str, cp_model.LinearExprT] = {
+        "served": sum(p * u for p, u in zip(penalties, v.unserved)),
+        "cost": sum(job.slots[c].cost_cents * lit for job, lits in zip(fleet.jobs, v.literals) for c, lit in lits.items()),
+    }
+    if fleet.objective == "makespan":
+        last = model.new_int_var(0, fleet.horizon_min, "makespan")
+        for end, none in zip(v.end, v.unserved):
+            model.add(last >= end).only_enforce_if(none.Not())
+        objectives["makespan"] = last
+    if fleet.objective == "tardiness":
+        terms = []
+        for j, job in enumerate(fleet.jobs):
+            if job.deadline_min is None or job.weight == 0:
+                continue
+            late = model.new_int_var(0, fleet.horizon_min, f"late{j}")
+            model.add(late >= v.end[j] - job.deadline_min).only_enforce_if(v.unserved[j].Not())
+            terms.append(job.weight * late)
+        objectives["tardiness"] = sum(terms)
+    return objectives
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Keeps the newest solution (CP-SAT reports improving ones) for Ctrl-C and the time limit."""
+
+    def __init__(self, session: FleetSession) -> None:
+        super().__init__()
+        self.session = session
+        self.first_s: float | None = None
+
+    def on_solution_callback(self) -> None:
+        if self.first_s is None:
+            self.first_s = time.perf_counter() - self.session.started
+        self.session.best = self.session.read(self)
+
+
+class FleetSession:
+    """Builds the model once and runs the stages; `best` is always the newest full schedule."""
+
+    def __init__(self, fleet: IntFleet, time_limit_s: float, num_workers: int = 1, random_seed: int = 0) -> None:
+        self.fleet = fleet
+        self.model, self.v, self.objectives = build(fleet)
+        self.time_limit_s = time_limit_s
+        self.num_workers = num_workers
+        self.random_seed = random_seed
+        self.started = time.perf_counter()
+        self.best: IntSchedule | None = None
+
+    def read(self, values: cp_model.CpSolverSolutionCallback | cp_model.CpSolver) -> IntSchedule:
+        slots: list[int | None] = []
+        starts: list[int | None] = []
+        for j, lits in enumerate(self.v.literals):
+            chosen = [c for c, lit in lits.items() if values.boolean_value(lit)]
+            if len(chosen) > 1:
+                raise SolverInternalError(f"CP-SAT chose {len(chosen)} slots for job {j}")
+            slots.append(chosen[0] if chosen else None)
+            starts.append(values.value(self.v.start[j]) if chosen else None)
+        stages = list(self.best.stages) if self.best is not None else []
+        return IntSchedule(slot=slots, start_min=starts, stages=stages)
+
+    def _hint(self, schedule: IntSchedule) -> None:
+        self.model.clear_hints()
+        for j, lits in enumerate(self.v.literals):
+            for c, lit in lits.items():
+                self.model.add_hint(lit, schedule.slot[j] == c)
+            self.model.add_hint(self.v.unserved[j], schedule.slot[j] is None)
+            if schedule.start_min[j] is not None:
+                self.model.add_hint(self.v.start[j], schedule.start_min[j])
+
+    def _stage(self, name: Stage, limit_s: float) -> StageReport:
+        objective = self.objectives[name]
+        self.model.minimize(objective)
+        if self.best is not None:
+            self._hint(self.best)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = self.num_workers
+        solver.parameters.random_seed = self.random_seed
+        solver.parameters.max_time_in_seconds = max(0.01, limit_s)
+        recorder = _Recorder(self)
+        began = time.perf_counter()
+        code = solver.solve(self.model, recorder)
+        if code == cp_model.MODEL_INVALID:
+            raise SolverInternalError(f"CP-SAT MODEL_INVALID: {self.model.validate()}")
+        report = StageReport(name=name, status=_STATUS[code], wall_s=time.perf_counter() - began,
+                             first_solution_s=recorder.first_s)
+        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            report.value = int(round(solver.objective_value))
+            report.bound = int(round(solver.best_objective_bound))
+            stages = self.best.stages if self.best is not None else []
+            self.best = self.read(solver)
+            self.best.stages = stages
+        if report.status in ("feasible", "unknown") and report.wall_s < INTERRUPT_SLACK * limit_s:
+            self.interrupted = True
+        log.info("fleet stage %s: %s value=%s bound=%s in %.2f s", name, report.status, report.value, report.bound,
+                 report.wall_s)
+        return report
+
+    def run(self) -> IntSchedule:
+        self.interrupted = False
+        names: list[Stage] = ["served", self.fleet.objective]
+        if self.fleet.objective != "cost":
+            names.append("cost")
+        reports: list[StageReport] = []
+        for k, name in enumerate(names):
+            remaining = self.time_limit_s - (time.perf_counter() - self.started)
+            runs = k == 0 or reports[-1].value is not None
+            share = STAGE_SHARE["served"] if k == 0 else STAGE_SHARE["primary"] if k < len(names) - 1 else 1.0
+            report = self._stage(name, remaining * share) if runs and remaining > 0.01 and not self.interrupted else None
+            reports.append(report or StageReport(name=name, status="skipped"))
+            if report is not None and report.value is not None:
+                # Keep this stage's level (its optimum, or the best found at the time limit).
+                self.model.add(self.objectives[name] <= report.value)
+        if self.best is None:
+            self.best = IntSchedule(slot=[None] * len(self.fleet.jobs), start_min=[None] * len(self.fleet.jobs))
+        self.best.stages = reports
+        self.best.interrupted = self.interrupted
+        return self.best

@@ -1,0 +1,82 @@
+"""CP-SAT's fleet model against the brute-force oracle, on random tiny fleets in integer units.
+
+Each seeded fleet has at most 5 jobs, 2 pools (one bounded with two availability windows, one
+bounded or unbounded) and 1-3 slots per job; both sides read the same IntFleet, so they share
+the candidate sets and nothing else.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vramplan.solver.fleet_brute import brute_optimum
+from vramplan.solver.fleet_model import FleetSession
+from vramplan.solver.fleet_types import FLEET_OBJECTIVES, IntFleet, IntJob, IntPool, Slot, Window
+
+SEEDS = range(120)
+
+
+def random_fleet(seed: int, objective: str) -> IntFleet:
+    rng = random.Random(seed)
+    horizon = rng.randint(30, 60)
+    split = rng.randint(5, horizon - 5)
+    pools = [IntPool("a", (Window(0, split, rng.choice([4, 8])), Window(split, horizon, rng.choice([0, 4, 8]))))]
+    pools.append(IntPool("b", None if rng.random() < 0.3 else (Window(rng.randint(0, 10), horizon, rng.choice([2, 4])),)))
+    jobs = []
+    for _ in range(rng.randint(1, 5)):
+        slots = tuple(Slot(pool=rng.randint(0, 1), gpus=rng.choice([1, 2, 4, 8]), duration_min=rng.randint(3, 25),
+                           cost_cents=rng.randint(0, 50)) for _ in range(rng.randint(1, 3)))
+        release = rng.randint(0, 15)
+        deadline = release + rng.randint(5, 45) if rng.random() < 0.7 else None
+        jobs.append(IntJob(release_min=release, deadline_min=deadline, weight=rng.randint(0, 3),
+                           required=rng.random() < 0.2, slots=slots))
+    return IntFleet(jobs=tuple(jobs), pools=tuple(pools), horizon_min=horizon, objective=objective)  # type: ignore[arg-type]
+
+
+def solved_key(fleet: IntFleet) -> tuple[int, ...]:
+    schedule = FleetSession(fleet, time_limit_s=20.0).run()
+    assert schedule.status == "optimal", schedule.stages
+    return tuple(stage.value for stage in schedule.stages)  # type: ignore[misc]
+
+
+def check_schedule(fleet: IntFleet, schedule) -> None:
+    """The schedule itself is valid: windows, deadlines and every pool's GPUs at every minute."""
+    for job, c, start in zip(fleet.jobs, schedule.slot, schedule.start_min):
+        if c is None:
+            continue
+        slot = job.slots[c]
+        assert start >= job.release_min and start + slot.duration_min <= fleet.latest_end(job)
+    for p, pool in enumerate(fleet.pools):
+        if pool.windows is None:
+            continue
+        for minute in range(fleet.horizon_min):
+            used = sum(job.slots[c].gpus for job, c, s in zip(fleet.jobs, schedule.slot, schedule.start_min)
+                       if c is not None and job.slots[c].pool == p and s <= minute < s + job.slots[c].duration_min)
+            assert used <= (pool.gpus_at(minute) or 0), (p, minute)
+
+
+@pytest.mark.parametrize("objective", FLEET_OBJECTIVES)
+def test_cpsat_equals_brute_force_on_random_tiny_fleets(objective: str) -> None:
+    seeds = SEEDS if objective == "cost" else range(40)
+    served_some = 0
+    for seed in seeds:
+        fleet = random_fleet(seed, objective)
+        schedule = FleetSession(fleet, time_limit_s=20.0).run()
+        assert schedule.status == "optimal", (seed, schedule.stages)
+        check_schedule(fleet, schedule)
+        assert tuple(s.value for s in schedule.stages) == brute_optimum(fleet), seed
+        served_some += any(c is not None for c in schedule.slot)
+    assert served_some > len(seeds) // 2  # the fleets are not trivially empty
+
+
+def test_the_oracle_sees_capacity() -> None:
+    """Two 8-GPU jobs on an 8-GPU pool with deadlines that force overlap: only one can be served."""
+    pool = IntPool("a", (Window(0, 100, 8),))
+    job = IntJob(release_min=0, deadline_min=10, weight=1, required=False, slots=(Slot(0, 8, 10, 5),))
+    fleet = IntFleet(jobs=(job, job), pools=(pool,), horizon_min=100, objective="cost")
+    assert brute_optimum(fleet) == (1, 5) == solved_key(fleet)
+    relaxed = IntJob(release_min=0, deadline_min=20, weight=1, required=False, slots=(Slot(0, 8, 10, 5),))
+    fleet = IntFleet(jobs=(job, relaxed), pools=(pool,), horizon_min=100, objective="cost")
+    assert brute_optimum(fleet) == (0, 10) == solved_key(fleet)
