@@ -14,27 +14,8 @@ from __future__ import annotations
 from functools import lru_cache
 from itertools import permutations, product
 
+from vramplan.solver.fleet_sgs import earliest_start
 from vramplan.solver.fleet_types import IntFleet
-
-INFEASIBLE = None
-
-
-def _earliest_start(fleet: IntFleet, pool_index: int, placed: list[tuple[int, int, int]], release: int,
-                    duration: int, gpus: int) -> int | None:
-    """Earliest start >= release where `gpus` more GPUs fit for `duration` beside `placed` (start, end, gpus)."""
-    pool = fleet.pools[pool_index]
-    if pool.windows is None:
-        return release
-    bounds = {w.from_min for w in pool.windows} | {w.to_min for w in pool.windows}
-    times = sorted({release, *(e for _, e, _ in placed), *(b for b in bounds if b >= release)})
-    for t in times:
-        if t < release or t + duration > fleet.horizon_min:
-            continue
-        checks = {t, *(s for s, _, _ in placed if t < s < t + duration), *(b for b in bounds if t < b < t + duration)}
-        if all(sum(g for s, e, g in placed if s <= c < e) + gpus <= (pool.gpus_at(c) or 0) for c in checks):
-            return t
-    return None
-
 
 def _pool_best(fleet: IntFleet, pool_index: int, items: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
     """(makespan, weighted tardiness) minimised over orders for the (job, slot) pairs on one pool,
@@ -46,7 +27,7 @@ def _pool_best(fleet: IntFleet, pool_index: int, items: tuple[tuple[int, int], .
         for j, c in order:
             job = fleet.jobs[j]
             slot = job.slots[c]
-            start = _earliest_start(fleet, pool_index, placed, job.release_min, slot.duration_min, slot.gpus)
+            start = earliest_start(fleet, pool_index, placed, job.release_min, slot.duration_min, slot.gpus)
             if start is None or start + slot.duration_min > fleet.latest_end(job):
                 break
             placed.append((start, start + slot.duration_min, slot.gpus))

@@ -13,6 +13,7 @@ import pytest
 
 from vramplan.solver.fleet_brute import brute_optimum
 from vramplan.solver.fleet_model import FleetSession
+from vramplan.solver.fleet_sgs import left_shift
 from vramplan.solver.fleet_types import FLEET_OBJECTIVES, IntFleet, IntJob, IntPool, Slot, Window
 
 SEEDS = range(120)
@@ -66,6 +67,10 @@ def test_cpsat_equals_brute_force_on_random_tiny_fleets(objective: str) -> None:
         schedule = FleetSession(fleet, time_limit_s=20.0).run()
         assert schedule.status == "optimal", (seed, schedule.stages)
         check_schedule(fleet, schedule)
+        shifted = left_shift(fleet, schedule)
+        check_schedule(fleet, shifted)
+        for job, c, before, after in zip(fleet.jobs, schedule.slot, schedule.start_min, shifted.start_min):
+            assert c is None or after <= before
         assert tuple(s.value for s in schedule.stages) == brute_optimum(fleet), seed
         served_some += any(c is not None for c in schedule.slot)
     assert served_some > len(seeds) // 2  # the fleets are not trivially empty
