@@ -60,8 +60,9 @@ def _int_pool(pool, horizon_min: int) -> IntPool:
 def _no_plan_reason(catalogue: Catalogue, query: FleetQuery, j: int) -> str:
     """The planner's own explanation on the pools' offerings (or the whole market)."""
     job_query = query.jobs[j].query
-    names = {p.offering for p in query.pools if p.offering is not None}
-    providers = {p.market_provider for p in query.pools if p.market_provider is not None}
+    pools = [p for p in query.pools if not query.jobs[j].pools or p.name in query.jobs[j].pools]
+    names = {p.offering for p in pools if p.offering is not None}
+    providers = {p.market_provider for p in pools if p.market_provider is not None}
     offerings = {name: o for name, o in catalogue.offerings.items() if name in names or o.provider in providers}
     narrowed = Catalogue(gpus=catalogue.gpus, offerings=offerings, architectures=catalogue.architectures)
     result = solve(narrowed, job_query.model_copy(update={"objective": "cost", "top_k": 1, "pareto": False}))
@@ -80,7 +81,8 @@ def prepare(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | Non
     candidates: list[list[Candidate]] = []
     no_plan: list[str | None] = []
     for j, job in enumerate(query.jobs):
-        found = [c for p, pool in enumerate(query.pools) for c in pool_candidates(catalogue, job.query, p, pool, cache)]
+        found = [c for p, pool in enumerate(query.pools) if not job.pools or pool.name in job.pools
+                 for c in pool_candidates(catalogue, job.query, p, pool, cache)]
         candidates.append(found)
         no_plan.append(None if found else _no_plan_reason(catalogue, query, j))
     jobs = []
@@ -127,6 +129,7 @@ def _assignment(prepared: Prepared, schedule: IntSchedule, j: int, explain: bool
     late = max(0, end - deadline) if deadline is not None else 0
     return Assignment(status="late" if late else "scheduled", pool=prepared.query.pools[candidate.pool].name,
                       start_hours=start / MINUTES_PER_HOUR, end_hours=end / MINUTES_PER_HOUR, plan=candidate.plan,
+                      pool_gpus=candidate.gpus,
                       usd_marginal=round(candidate.usd_marginal, 2), late_hours=late / MINUTES_PER_HOUR)
 
 

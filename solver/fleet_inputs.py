@@ -54,6 +54,7 @@ class FleetJob(BaseModel):
     deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # from the plan's start
     priority: float = Field(default=1.0, ge=0, le=10_000, allow_inf_nan=False)
     required: bool = False
+    pools: tuple[str, ...] = ()  # pools the job may run on; empty = any
 
     @model_validator(mode="after")
     def _deadline_after_start(self) -> FleetJob:
@@ -81,6 +82,10 @@ class FleetQuery(BaseModel):
         for name in names:
             if names.count(name) > 1:
                 raise VramplanError("pool", name, "appears twice")
+        for job in self.jobs:
+            for name in job.pools:
+                if name not in names:
+                    raise VramplanError("pools", name, f"is not a pool of the inventory ({', '.join(names)})")
         return self
 
 
@@ -95,6 +100,7 @@ class Assignment(BaseModel):
     start_hours: float | None = None
     end_hours: float | None = None
     plan: SolvedPlan | None = None
+    pool_gpus: int | None = None  # GPUs the plan blocks in its pool (whole instances)
     usd_marginal: float | None = None
     late_hours: float | None = None
     explanation: str | None = None

@@ -1,0 +1,160 @@
+"""`vramplan fleet`: plan a quarter's training jobs jointly on a finite GPU inventory.
+
+Flow: read jobs.csv (a batch sheet plus deadline, earliest_start, priority, required, pools) and
+inventory.csv (exit 2 on a bad inventory row or an unknown column; a bad job row becomes an error
+row); ask the planner for every job's plans per pool and size; schedule with CP-SAT; write one row
+per job row in input order, the per-pool use to stderr (and --pools-out), and --plot a Gantt chart.
+
+Ctrl-C: CP-SAT stops its search and keeps the best schedule so far, which is written (status
+feasible, interrupted) before exiting 130; an interrupt before any schedule writes every row as
+an error row saying so.
+
+Exit codes: 0 every row scheduled (on time, or late under --objective tardiness); 3 some rows
+unserved or errors (all rows still written); 2 bad input; 1 the run itself failed; 130 stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vramplan.batch.fleet_sheet import (
+    fleet_start,
+    inventory_pools,
+    market_pools,
+    read_inventory,
+    read_jobs,
+    resolve_jobs,
+)
+from vramplan.batch.sheet import FORMATS, format_of, require_extra, write_table
+from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
+from vramplan.commands.fleet_output import POOL_COLUMNS, answer_cells, output_header, pool_rows, summary_lines
+from vramplan.commands.options import POSITIVE, catalogue_options, open_catalogue
+from vramplan.models.errors import VramplanError
+from vramplan.solver.fleet_types import FLEET_OBJECTIVES
+
+INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
+
+
+def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
+    quotas: dict[str, int] = {}
+    for value in values:
+        provider, _, number = value.partition("=")
+        try:
+            gpus = int(number)
+        except ValueError:
+            raise VramplanError("quota", value, "must be PROVIDER=GPUS, e.g. aws=64") from None
+        if not provider.strip() or gpus < 0:
+            raise VramplanError("quota", value, "must be PROVIDER=GPUS with GPUS >= 0, e.g. aws=64")
+        quotas[provider.strip()] = gpus
+    return quotas
+
+
+def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> None:
+    write_table(path, fmt, header, rows, answer_start=len(header))  # types inferred per column
+
+
+@click.command("fleet")
+@click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--inventory", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Pools: pool, offering (or gpu + provider), num_gpus (or instances), available_from/_to, "
+                   "committed, price_usd_per_gpu_hour.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The schedule: one row per job row, input columns first.")
+@click.option("--objective", type=click.Choice(FLEET_OBJECTIVES), default="cost", show_default=True,
+              help="cost = marginal USD (deadlines hard); makespan = the last end (deadlines hard); "
+                   "tardiness = priority-weighted hours late (deadlines soft).")
+@click.option("--horizon-days", type=POSITIVE, default=91.0, show_default=True,
+              help="Nothing runs past this many days from the start.")
+@click.option("--time-limit", type=POSITIVE, default=60.0, show_default=True, help="Seconds for CP-SAT.")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="CP-SAT workers.")
+@click.option("--seed", type=int, default=0, show_default=True, help="CP-SAT random seed.")
+@click.option("--market", type=click.Choice(["on", "off"]), default="off", show_default=True,
+              help="Also rent on demand from the offerings catalogue (one pool per provider).")
+@click.option("--quota", multiple=True, metavar="PROVIDER=GPUS",
+              help="Most GPUs rented at once from one market provider (repeatable).")
+@click.option("--start", type=click.DateTime(), default=None,
+              help="The plan's start (hour 0) [default: the earliest date of earliest_start / available_from].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: by suffix].")
+@click.option("--input-format", type=click.Choice(FORMATS), default=None, help="Jobs/inventory format [default: by suffix].")
+@click.option("--pools-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the per-pool use (GPU-hours used and idle, utilisation, USD) to this file.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw a Gantt chart per pool (PNG/SVG by suffix; needs the plot extra).")
+@catalogue_options
+def fleet(**options: Any) -> None:
+    """Plan many training jobs jointly on a finite GPU inventory (CP-SAT).
+
+    Every job gets one plan that fits (checked in exact bytes), a pool, a start and an end; no pool
+    ever exceeds its GPUs; unserved jobs say what extra capacity or later deadline would serve them.
+    """
+    from vramplan.solver.fleet import finish, prepare, session
+    from vramplan.solver.fleet_inputs import FleetQuery
+
+    output: Path = options["output"]
+    fmt = format_of(output, options["fmt"])
+    require_extra(fmt, "writing")
+    catalogue = open_catalogue(options)
+    jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
+    inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))
+    start: datetime | None = fleet_start(jobs, inventory, options["start"])
+    pools = inventory_pools(catalogue, inventory, start, str(options["inventory"]))
+    quotas = parse_quotas(options["quota"])
+    if quotas and options["market"] == "off":
+        raise VramplanError("quota", options["quota"][0], "applies to the market: add --market on")
+    if options["market"] == "on":
+        pools += market_pools(catalogue, quotas)
+    if not pools:
+        raise VramplanError("inventory", str(options["inventory"]), "has no pools (and --market is off)")
+    resolve_jobs(jobs, start, [p.name for p in pools])
+    valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
+    query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
+                       horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],
+                       num_workers=options["workers"], random_seed=options["seed"])
+    header = output_header(jobs.header, start is not None)
+    click.echo(f"fleet: {len(valid)} jobs ({len(jobs.rows) - len(valid)} error rows), {len(pools)} pools; "
+               f"asking the planner for each job's plans per pool and size", err=True)
+    result, interrupted = None, False
+    try:
+        prepared = prepare(catalogue, query)
+        running = session(prepared)
+        began = time.perf_counter()
+        try:
+            schedule = running.run()
+        except KeyboardInterrupt:
+            schedule = running.best
+            if schedule is None:
+                raise
+            schedule.interrupted = True
+        result = finish(prepared, schedule, time.perf_counter() - began)
+        interrupted = result.interrupted
+    except KeyboardInterrupt:
+        interrupted = True
+    by_row = dict(zip(valid, result.assignments)) if result is not None else {}
+    rows = []
+    for i, row in enumerate(jobs.rows):
+        error = jobs.errors[i] if jobs.jobs[i] is None else INTERRUPTED_BEFORE
+        rows.append(list(row) + answer_cells(by_row.get(i), error, start))
+    _write(output, fmt, header, rows)
+    if result is not None:
+        for line in summary_lines(result):
+            click.echo(line, err=True)
+        if options["pools_out"] is not None:
+            _write(options["pools_out"], format_of(options["pools_out"], None), list(POOL_COLUMNS), pool_rows(result.pools))
+        if options["plot"] is not None:
+            id_index = jobs.header.index("id") if "id" in jobs.header else None
+            labels = [str(jobs.rows[i][id_index]) if id_index is not None else f"row {i + 2}" for i in valid]
+            from vramplan.commands.fleet_plot import plot_gantt
+
+            plot_gantt(options["plot"], query, result, labels)
+    if interrupted:
+        click.echo(f"interrupted: wrote the best schedule so far to {output}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    statuses = [cells[len(jobs.header)] for cells in rows]
+    if any(status in ("unserved", "error") for status in statuses):
+        sys.exit(EXIT_INFEASIBLE)
