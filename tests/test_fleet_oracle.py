@@ -85,3 +85,29 @@ def test_the_oracle_sees_capacity() -> None:
     relaxed = IntJob(release_min=0, deadline_min=20, weight=1, required=False, slots=(Slot(0, 8, 10, 5),))
     fleet = IntFleet(jobs=(job, relaxed), pools=(pool,), horizon_min=100, objective="cost")
     assert brute_optimum(fleet) == (0, 10) == solved_key(fleet)
+
+
+def _grown(fleet: IntFleet, extra_gpus: int) -> IntFleet:
+    pools = tuple(pool if pool.windows is None else IntPool(pool.name, tuple(
+        Window(w.from_min, w.to_min, w.gpus + extra_gpus) for w in pool.windows)) for pool in fleet.pools)
+    return IntFleet(jobs=fleet.jobs, pools=pools, horizon_min=fleet.horizon_min, objective=fleet.objective)
+
+
+def _later(fleet: IntFleet, extra_min: int) -> IntFleet:
+    jobs = tuple(IntJob(j.release_min, None if j.deadline_min is None else j.deadline_min + extra_min, j.weight,
+                        j.required, j.slots) for j in fleet.jobs)
+    return IntFleet(jobs=jobs, pools=fleet.pools, horizon_min=fleet.horizon_min, objective=fleet.objective)
+
+
+def test_more_gpus_and_later_deadlines_never_make_the_optimum_worse() -> None:
+    """Lexicographically (unserved penalty, cost): more capacity may serve more jobs (costing more)
+    but never serves fewer, and never costs more for the same service."""
+    improved = 0
+    for seed in range(60):
+        fleet = random_fleet(seed, "cost")
+        base = solved_key(fleet)
+        for changed in (_grown(fleet, 4), _later(fleet, 10)):
+            key = solved_key(changed)
+            assert key <= base, seed
+            improved += key < base
+    assert improved > 0  # some fleets really were bound by capacity or deadlines
