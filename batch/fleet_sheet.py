@@ -242,12 +242,13 @@ def fleet_start(jobs: JobRows, inventory: InventoryRows, start: datetime | None)
     return min(dates) if dates else None
 
 
-def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str]) -> None:
-    """Hours from the start for each job row; a bad time or pool turns the row into an error row."""
+def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], catalogue: Catalogue) -> None:
+    """Hours from the start for each job row; a bad time, pool or model turns the row into an error row."""
     for i, job in enumerate(jobs.jobs):
         if job is None:
             continue
         try:
+            catalogue.architecture(job.query.model)
             for name in job.pools:
                 if name not in pool_names:
                     close = closest_names(name, pool_names, limit=1)

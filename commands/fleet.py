@@ -111,7 +111,7 @@ def fleet(**options: Any) -> None:
         pools += market_pools(catalogue, quotas)
     if not pools:
         raise VramplanError("inventory", str(options["inventory"]), "has no pools (and --market is off)")
-    resolve_jobs(jobs, start, [p.name for p in pools])
+    resolve_jobs(jobs, start, [p.name for p in pools], catalogue)
     valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
     query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],

@@ -66,7 +66,7 @@ def summary_lines(result: FleetResult) -> list[str]:
         if stage.status not in ("optimal", "skipped"):
             lines.append(f"fleet: stage {stage.name} {stage.status}: value {stage.value}, bound {stage.bound}")
     for pool in result.pools:
-        if pool.gpu_hours_available is None and not pool.num_jobs:
+        if not pool.num_jobs and not pool.gpu_hours_available:  # an unused market provider, or a zero quota
             continue
         used = f"{pool.gpu_hours_used:,.0f} GPU-h used"
         if pool.gpu_hours_available is not None:

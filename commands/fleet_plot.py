@@ -1,9 +1,8 @@
 """`--plot`: a Gantt chart per pool (matplotlib, the optional `plot` extra, imported lazily).
 
 Each pool is one panel; x = hours from the start, y = GPUs. A job is a bar of its GPUs' height
-from its start to its end, stacked first-fit over the jobs it overlaps; the pool's GPUs over time
-are the step line (a cumulative limit does not pin jobs to GPU indices, so a stack may be drawn
-above a job's neighbours while the total at every moment stays under the line).
+from its start to its end; the pool's GPUs over time are the dashed line. Jobs get GPU rows first-fit in start order (gpu_rows), so a job whose GPUs
+are not contiguous is drawn as several bars of one colour.
 """
 
 from __future__ import annotations
@@ -14,17 +13,28 @@ from vramplan.models.errors import CommandFailure
 from vramplan.solver.fleet_inputs import FleetQuery, FleetResult
 
 
-def _stacked(bars: list[tuple[float, float, int, str]]) -> list[tuple[float, float, int, int, str]]:
-    placed: list[tuple[float, float, int, int, str]] = []
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Sorted GPU indices as (first, count) runs of consecutive indices."""
+    runs: list[tuple[int, int]] = []
+    for i in indices:
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
+
+
+def gpu_rows(bars: list[tuple[float, float, int, str]]) -> list[tuple[float, float, list[tuple[int, int]], str]]:
+    """Give each job, in start order, the lowest GPU indices no running job holds: the pool never has
+    more jobs' GPUs than GPUs, so these exist; a job's GPUs may then be several runs of rows."""
+    placed: list[tuple[float, float, set[int]]] = []
+    drawn = []
     for start, end, gpus, label in sorted(bars):
-        overlapping = sorted((y, y + h) for s, e, y, h, _ in placed if s < end and start < e)
-        offset = 0
-        for low, high in overlapping:
-            if offset + gpus <= low:
-                break
-            offset = max(offset, high)
-        placed.append((start, end, offset, gpus, label))
-    return placed
+        taken = set().union(*(held for s, e, held in placed if s < end and start < e))
+        free = [i for i in range(gpus + len(taken)) if i not in taken][:gpus]
+        placed.append((start, end, set(free)))
+        drawn.append((start, end, _runs(free), label))
+    return drawn
 
 
 def plot_gantt(path: Path, query: FleetQuery, result: FleetResult, labels: list[str]) -> None:
@@ -45,10 +55,14 @@ def plot_gantt(path: Path, query: FleetQuery, result: FleetResult, labels: list[
     for axis, pool in zip(axes[:, 0], pools):
         bars = [(a.start_hours or 0.0, a.end_hours or 0.0, a.pool_gpus or 0, labels[i])
                 for i, a in enumerate(result.assignments) if a.pool == pool.name]
-        for k, (start, end, offset, gpus, label) in enumerate(_stacked(bars)):
-            axis.broken_barh([(start, end - start)], (offset, gpus), facecolors=colours(k % 20), edgecolor="black",
-                             linewidth=0.5)
-            axis.text(start + (end - start) / 2, offset + gpus / 2, label, ha="center", va="center", fontsize=7)
+        for k, (start, end, runs, label) in enumerate(gpu_rows(bars)):
+            for first, count in runs:
+                axis.broken_barh([(start, end - start)], (first, count), facecolors=colours(k % 20),
+                                 edgecolor="black", linewidth=0.5)
+            first, count = max(runs, key=lambda run: run[1])
+            axis.text(start + (end - start) / 2, first + count / 2, label, ha="center", va="center", fontsize=7)
+        top = max([w.num_gpus for w in pool.windows or ()] + [sum(b[2] for b in bars) if pool.windows is None else 0, 1])
+        axis.set_ylim(0, top * 1.08)
         if pool.windows is not None:
             for window in pool.windows:
                 stop = window.to_hours if window.to_hours is not None else query.horizon_hours

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from vramplan.models.catalogue import Catalogue
+from vramplan.models.errors import VramplanError
 from vramplan.solver.api import solve
 from vramplan.solver.fleet_candidates import Candidate, CandidateCache, duration_min, pool_candidates
 from vramplan.solver.fleet_explain import explain_unserved
@@ -84,7 +85,10 @@ def prepare(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | Non
         found = [c for p, pool in enumerate(query.pools) if not job.pools or pool.name in job.pools
                  for c in pool_candidates(catalogue, job.query, p, pool, cache)]
         candidates.append(found)
-        no_plan.append(None if found else _no_plan_reason(catalogue, query, j))
+        try:
+            no_plan.append(None if found else _no_plan_reason(catalogue, query, j))
+        except VramplanError as error:  # e.g. a model that is neither a catalogue name nor a config
+            no_plan.append(f"no plan: {error}")
     jobs = []
     for job, found in zip(query.jobs, candidates):
         slots = tuple(Slot(pool=c.pool, gpus=c.gpus, duration_min=duration_min(c.hours),

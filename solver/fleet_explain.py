@@ -64,7 +64,7 @@ def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int) -
 
 
 def _window_text(fleet: IntFleet, job: IntJob) -> str:
-    return f"{_hours(job.release_min)}-{_hours(fleet.latest_end(job))}"
+    return f"{job.release_min / MINUTES_PER_HOUR:g}-{_hours(fleet.latest_end(job))}"
 
 
 def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps: list[int],
