@@ -45,3 +45,25 @@ def left_shift(fleet: IntFleet, schedule: IntSchedule) -> IntSchedule:
         starts[j] = start
     return IntSchedule(slot=list(schedule.slot), start_min=starts, stages=schedule.stages,
                        interrupted=schedule.interrupted)
+
+
+def greedy(fleet: IntFleet) -> IntSchedule:
+    """A first schedule for CP-SAT's hint: required jobs first, then by deadline and priority; each
+    takes its cheapest (then shortest) slot that the serial scheme can place in its window."""
+    order = sorted(range(len(fleet.jobs)), key=lambda j: (
+        not fleet.jobs[j].required, fleet.latest_end(fleet.jobs[j]), -fleet.jobs[j].weight, j))
+    placed: dict[int, list[tuple[int, int, int]]] = {}
+    slots: list[int | None] = [None] * len(fleet.jobs)
+    starts: list[int | None] = [None] * len(fleet.jobs)
+    for j in order:
+        job = fleet.jobs[j]
+        choices = sorted((s.cost_cents, s.duration_min, s.gpus, c) for c, s in enumerate(job.slots) if fleet.usable(job, s))
+        for *_, c in choices:
+            slot = job.slots[c]
+            pool = placed.setdefault(slot.pool, [])
+            start = earliest_start(fleet, slot.pool, pool, job.release_min, slot.duration_min, slot.gpus)
+            if start is not None and start + slot.duration_min <= fleet.latest_end(job):
+                pool.append((start, start + slot.duration_min, slot.gpus))
+                slots[j], starts[j] = c, start
+                break
+    return IntSchedule(slot=slots, start_min=starts)
