@@ -78,23 +78,34 @@ def scale_pools(query: FleetQuery, demand_gpu_hours: float) -> FleetQuery:
     return query.model_copy(update={"pools": tuple(by_name[p.name] for p in query.pools)})
 
 
-def run(num_jobs: int, num_pools: int, time_limit_s: float, workers: int, cache: CandidateCache) -> dict:
+def with_market(query: FleetQuery, catalogue) -> FleetQuery:
+    providers = sorted({o.provider for o in catalogue.offerings.values()} - {"list"})
+    market = tuple(Pool(name=f"market:{p}", market_provider=p) for p in providers)
+    return query.model_copy(update={"pools": query.pools + market})
+
+
+def run(num_jobs: int, num_pools: int, time_limit_s: float, workers: int, cache: CandidateCache,
+        market: bool) -> dict:
     catalogue = load_catalogue()
     query = fleet_query(num_jobs, num_pools, seed=num_jobs * 100 + num_pools, time_limit_s=time_limit_s,
                         workers=workers)
     calls, hits, began = cache.calls, cache.hits, time.perf_counter()
-    prepared = prepare(catalogue, query, cache)
+    prepared = prepare(catalogue, query, cache)  # the jobs' shapes at the unscaled pools' sizes
     planner_s = time.perf_counter() - began
     gpu_hours = sum(min((c.gpus * c.hours for c in found), default=0) for found in prepared.candidates)
     query = scale_pools(query, gpu_hours)
-    prepared = prepare(catalogue, query, cache)  # same shapes: all cache hits
+    if market:
+        query = with_market(query, catalogue)
+    began = time.perf_counter()
+    prepared = prepare(catalogue, query, cache)  # the pools' sizes changed: new cluster sizes, new calls
+    planner_s += time.perf_counter() - began
     began = time.perf_counter()
     schedule = session(prepared).run()
     solve_s = time.perf_counter() - began
     result = finish(prepared, schedule, solve_s, explain=False)
     first = next((s.first_solution_s for s in schedule.stages if s.first_solution_s is not None), None)
     cost = next(s for s in result.stages if s.name == "cost")
-    return {"jobs": num_jobs, "pools": num_pools, "candidates": result.num_candidates,
+    return {"jobs": num_jobs, "pools": num_pools, "market": market, "candidates": result.num_candidates,
             "planner_s": round(planner_s, 2), "planner_calls": cache.calls - calls, "cache_hits": cache.hits - hits,
             "first_schedule_s": None if first is None else round(first, 2),
             "proof_s": round(solve_s, 2) if result.status == "optimal" else None,
@@ -108,16 +119,19 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sizes", default="20x3,50x5,200x10")
+    parser.add_argument("--market", choices=["off", "on", "both"], default="both",
+                        help="also offer the on-demand market (every provider but list prices, no quota)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     args = parser.parse_args()
     cache = CandidateCache()
     rows = []
-    for size in args.sizes.split(","):
+    markets = {"off": [False], "on": [True], "both": [False, True]}[args.market]
+    for size, market in [(size, market) for market in markets for size in args.sizes.split(",")]:
         num_jobs, num_pools = (int(x) for x in size.split("x"))
-        row = run(num_jobs, num_pools, args.time_limit, args.workers, cache)
+        row = run(num_jobs, num_pools, args.time_limit, args.workers, cache, market)
         rows.append(row)
         gap = "-" if row["cost_gap"] is None else f"{100 * row['cost_gap']:.2f}%"
-        print(f"{num_jobs:4d} jobs x {num_pools:2d} pools: {row['candidates']:5d} candidates, planner "
+        print(f"{num_jobs:4d} jobs x {num_pools:2d} pools{' + market' if market else ''}: {row['candidates']:5d} candidates, planner "
               f"{row['planner_s']:6.1f} s ({row['planner_calls']} calls, {row['cache_hits']} hits), first schedule "
               f"{row['first_schedule_s']} s, proof {row['proof_s']} s, {row['status']}, cost gap {gap}, "
               f"served {row['served']}/{num_jobs}", flush=True)

@@ -73,20 +73,23 @@ def _sample(values: set[int], most: int) -> list[int]:
 def _add_energy_cuts(model: cp_model.CpModel, fleet: IntFleet, p: int,
                      items: list[tuple[int, int, cp_model.IntVar]]) -> None:
     """Redundant linear cuts that give the LP what the cumulative implies: the GPU-minutes of the
-    jobs that must run inside [0, d) (their latest end <= d) or [r, horizon) (release >= r) fit in
-    what the pool has there. Demands are rounded down and capacities up to a unit that keeps each
+    jobs that must run inside [r, d) (released at r or later, ending by d) fit in what the pool has
+    there, for sampled releases r and latest ends d. Demands are rounded down and capacities up to a unit that keeps each
     cut's coefficients below 2^30 (google/or-tools#5293), so the cuts stay valid relaxations."""
     pool = fleet.pools[p]
     demands = [fleet.jobs[j].slots[c].gpus * fleet.jobs[j].slots[c].duration_min for j, c, _ in items]
     unit = max(1, -(-sum(demands) // 2**30))
     ends = {fleet.latest_end(fleet.jobs[j]) for j, _, _ in items}
     releases = {fleet.jobs[j].release_min for j, _, _ in items}
-    for d in _sample(ends, ENERGY_CUTS_PER_SIDE):
-        terms = [(demand // unit) * lit for (j, _, lit), demand in zip(items, demands) if fleet.latest_end(fleet.jobs[j]) <= d]
-        model.add(sum(terms) <= -(-_energy(pool, 0, d) // unit))
-    for r in _sample(releases - {0}, ENERGY_CUTS_PER_SIDE):
-        terms = [(demand // unit) * lit for (j, _, lit), demand in zip(items, demands) if fleet.jobs[j].release_min >= r]
-        model.add(sum(terms) <= -(-_energy(pool, r, fleet.horizon_min) // unit))
+    seen: set[tuple[int, ...]] = set()
+    for r in _sample(releases | {0}, ENERGY_CUTS_PER_SIDE):
+        for d in _sample({e for e in ends if e > r} | {fleet.horizon_min}, ENERGY_CUTS_PER_SIDE):
+            inside = tuple(k for k, (j, _, _) in enumerate(items)
+                           if fleet.jobs[j].release_min >= r and fleet.latest_end(fleet.jobs[j]) <= d)
+            if not inside or inside in seen:
+                continue
+            seen.add(inside)
+            model.add(sum((demands[k] // unit) * items[k][2] for k in inside) <= -(-_energy(pool, r, d) // unit))
 
 
 def build(fleet: IntFleet) -> tuple[cp_model.CpModel, _Vars, dict[str, cp_model.LinearExprT]]:
