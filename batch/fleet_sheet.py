@@ -56,6 +56,16 @@ def parse_bool(field_name: str, value: Any) -> bool:
     raise VramplanError(field_name, value, "must be true or false")
 
 
+def parse_priority(value: Any) -> float:
+    try:
+        priority = float(value)
+    except (TypeError, ValueError):
+        raise VramplanError("priority", value, "must be a number >= 0") from None
+    if not 0 <= priority <= 10_000:
+        raise VramplanError("priority", value, "must be between 0 and 10000")
+    return priority
+
+
 def parse_time(field_name: str, value: Any) -> float | datetime:
     """Hours from the start (a number >= 0) or a timestamp."""
     if isinstance(value, datetime):
@@ -118,7 +128,7 @@ def read_jobs(path: Path, fmt: str) -> JobRows:
         try:
             query = parse_row(batch)
             row_times = {name: parse_time(name, fleet[name]) for name in ("deadline", "earliest_start") if name in fleet}
-            extra = {"priority": fleet.get("priority", 1.0),
+            extra = {"priority": parse_priority(fleet.get("priority", 1.0)),
                      "required": parse_bool("required", fleet.get("required", False)),
                      "pools": split_list(fleet.get("pools")) or ()}
             jobs.append(FleetJob.model_construct(query=query, **extra))  # validated once the start is known

@@ -87,6 +87,10 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
                                                                    if needed > fleet.horizon_min else ""))
     started = time.perf_counter()
     served = [i for i, c in enumerate(schedule.slot) if c is not None]
+    proven = bool(schedule.stages) and schedule.stages[0].name == "served" and schedule.stages[0].status == "optimal"
+    if not proven and _feasible(fleet, served + [j]) is not None:
+        return ("it fits beside the scheduled jobs as they are: the solve stopped at its time limit before "
+                "serving it; a longer --time-limit would")
     parts = []
     options = []
     for p in sorted({s.pool for s in usable if fleet.pools[s.pool].windows is not None}):

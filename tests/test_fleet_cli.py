@@ -157,3 +157,19 @@ def test_the_shipped_example_schedules_and_plots(tmp_path: Path) -> None:
     assert [r["id"] for r in rows] == [r["id"] for r in expected]
     assert [r["status"] for r in rows] == [r["status"] for r in expected]
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path, monkeypatch) -> None:
+    """KeyboardInterrupt inside the CP-SAT stages: the schedule found so far (here the greedy first
+    schedule) is written, every row present, and the exit code is 130."""
+    from vramplan.solver import fleet_model
+
+    def interrupted(self, name, limit_s):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fleet_model.FleetSession, "_stage", interrupted)
+    jobs = [{"id": "a", **GOOD_JOB}, {"id": "b", **GOOD_JOB, "model": "llama-9000"}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 130, result.output
+    assert [r["status"] for r in rows] == ["scheduled", "error"]
+    assert "interrupted: wrote the best schedule so far" in result.output
