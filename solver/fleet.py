@@ -55,7 +55,7 @@ def _int_pool(pool, horizon_min: int) -> IntPool:
     windows = tuple(Window(_minutes(w.from_hours, up=True),
                            horizon_min if w.to_hours is None else min(horizon_min, _minutes(w.to_hours, up=False)),
                            w.num_gpus) for w in pool.windows)
-    return IntPool(pool.name, tuple(w for w in windows if w.to_min > w.from_min))
+    return IntPool(pool.name, tuple(w for w in windows if w.to_min > w.from_min), committed=pool.committed)
 
 
 def _no_plan_reason(catalogue: Catalogue, query: FleetQuery, j: int) -> str:
@@ -111,7 +111,8 @@ def session(prepared: Prepared) -> FleetSession:
 def _stage_value(name: str, value: int | None) -> float | None:
     if value is None:
         return None
-    return value / CENTS_PER_USD if name == "cost" else value / MINUTES_PER_HOUR if name == "makespan" else (
+    return value / CENTS_PER_USD if name == "cost" else value / MINUTES_PER_HOUR if name in (
+        "makespan", "committed_gpu_hours") else (
         value / WEIGHT_SCALE / MINUTES_PER_HOUR if name == "tardiness" else value / WEIGHT_SCALE)
 
 

@@ -43,7 +43,7 @@ def _pool_best(fleet: IntFleet, pool_index: int, items: tuple[tuple[int, int], .
 
 
 def brute_optimum(fleet: IntFleet) -> tuple[int, ...] | None:
-    """The lexicographic optimum (unserved penalty, primary objective[, cost]) over all schedules."""
+    """The lexicographic optimum (unserved penalty, primary objective, tie-break) over all schedules."""
     penalties = fleet.unserved_penalties()
 
     @lru_cache(maxsize=None)
@@ -68,7 +68,9 @@ def brute_optimum(fleet: IntFleet) -> tuple[int, ...] | None:
             makespan, tardiness = max(makespan, result[0]), tardiness + result[1]
         if not feasible:
             continue
-        key = {"cost": (penalty, cost), "makespan": (penalty, makespan, cost),
+        committed = sum(job.slots[c].gpus * job.slots[c].duration_min for job, c in zip(fleet.jobs, combo)
+                        if c is not None and fleet.pools[job.slots[c].pool].committed)
+        key = {"cost": (penalty, cost, committed), "makespan": (penalty, makespan, cost),
                "tardiness": (penalty, tardiness, cost)}[fleet.objective]
         best = key if best is None or key < best else best
     return best

@@ -11,7 +11,9 @@ starts from the previous solution as a hint):
 1. `served`: the summed penalties of unserved jobs (required jobs outweigh all optional ones);
 2. the user's objective: `cost` (cents, deadlines hard), `makespan` (the last end, deadlines
    hard) or `tardiness` (weighted minutes late, deadlines soft);
-3. for makespan and tardiness, cost among the schedules that keep stage 2's optimum.
+3. a tie-break among the schedules that keep stage 2's proven optimum: cost for makespan and
+   tardiness; for cost, the GPU-hours on committed pools (free at the margin, so without it the
+   sizes there would be arbitrary; with it, smaller and longer plans leave room for more work).
 A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
 keeps its best solution, value and bound; later stages then do not run.
 """
@@ -134,6 +136,9 @@ def _objectives(model: cp_model.CpModel, fleet: IntFleet, v: _Vars) -> dict[str,
     objectives: dict[str, cp_model.LinearExprT] = {
         "served": sum(p * u for p, u in zip(penalties, v.unserved)),
         "cost": sum(job.slots[c].cost_cents * lit for job, lits in zip(fleet.jobs, v.literals) for c, lit in lits.items()),
+        "committed_gpu_hours": sum(job.slots[c].gpus * job.slots[c].duration_min * lit
+                                   for job, lits in zip(fleet.jobs, v.literals) for c, lit in lits.items()
+                                   if fleet.pools[job.slots[c].pool].committed),
     }
     if fleet.objective == "makespan":
         last = model.new_int_var(0, fleet.horizon_min, "makespan")
@@ -238,8 +243,7 @@ class FleetSession:
         self.interrupted = False
         self.best = greedy(self.fleet)  # the hint of the first stage, and the answer should it find none
         names: list[Stage] = ["served", self.fleet.objective]
-        if self.fleet.objective != "cost":
-            names.append("cost")
+        names.append("cost" if self.fleet.objective != "cost" else "committed_gpu_hours")
         reports: list[StageReport] = []
         for k, name in enumerate(names):
             remaining = self.time_limit_s - (time.perf_counter() - self.started)
@@ -248,7 +252,8 @@ class FleetSession:
                 reports.append(StageReport(name=name, status="optimal", value=0, bound=0, first_solution_s=0.0))
                 self.model.add(self.objectives[name] <= 0)
                 continue
-            runs = k == 0 or reports[-1].value is not None
+            # The tie-break (last) stage runs only after a proof: it must not trade the primary objective.
+            runs = k == 0 or reports[-1].value is not None and (k < len(names) - 1 or reports[-1].status == "optimal")
             share = STAGE_SHARE["served"] if k == 0 else STAGE_SHARE["primary"] if k < len(names) - 1 else 1.0
             report = self._stage(name, remaining * share) if runs and remaining > 0.01 and not self.interrupted else None
             reports.append(report or StageReport(name=name, status="skipped"))

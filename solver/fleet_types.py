@@ -52,6 +52,7 @@ class Window:
 class IntPool:
     name: str
     windows: tuple[Window, ...] | None  # None = unbounded (the market without a quota)
+    committed: bool = False  # paid for: its GPU-minutes are the cost objective's tie-break
 
     @property
     def capacity_gpus(self) -> int | None:
@@ -119,7 +120,7 @@ def check_bounds(fleet: IntFleet) -> None:
         raise VramplanError("jobs", len(fleet.jobs), "too many jobs or too large weights for int64 objectives")
 
 
-Stage = Literal["served", "cost", "makespan", "tardiness"]
+Stage = Literal["served", "cost", "makespan", "tardiness", "committed_gpu_hours"]
 
 
 @dataclass
@@ -149,10 +150,11 @@ class IntSchedule:
 
     @property
     def status(self) -> str:
-        """optimal only when every stage was proven; feasible with a schedule otherwise."""
+        """optimal when the served and the primary stages were proven (the last stage is a tie-break
+        that only runs after a proof); feasible with a schedule otherwise."""
         ran = [s for s in self.stages if s.status != "skipped"]
         if not ran:
             return "unknown"
-        if all(s.status == "optimal" for s in ran) and len(ran) == len(self.stages) and not self.interrupted:
+        if all(s.status == "optimal" for s in ran) and len(ran) >= 2 and not self.interrupted:
             return "optimal"
         return "feasible" if any(s.value is not None for s in ran) else "unknown"

@@ -8,6 +8,7 @@ the candidate sets and nothing else.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -23,7 +24,8 @@ def random_fleet(seed: int, objective: str) -> IntFleet:
     rng = random.Random(seed)
     horizon = rng.randint(30, 60)
     split = rng.randint(5, horizon - 5)
-    pools = [IntPool("a", (Window(0, split, rng.choice([4, 8])), Window(split, horizon, rng.choice([0, 4, 8]))))]
+    pools = [IntPool("a", (Window(0, split, rng.choice([4, 8])), Window(split, horizon, rng.choice([0, 4, 8]))),
+                     committed=rng.random() < 0.5)]
     pools.append(IntPool("b", None if rng.random() < 0.3 else (Window(rng.randint(0, 10), horizon, rng.choice([2, 4])),)))
     jobs = []
     for _ in range(rng.randint(1, 5)):
@@ -77,18 +79,19 @@ def test_cpsat_equals_brute_force_on_random_tiny_fleets(objective: str) -> None:
 
 
 def test_the_oracle_sees_capacity() -> None:
-    """Two 8-GPU jobs on an 8-GPU pool with deadlines that force overlap: only one can be served."""
+    """Two 8-GPU jobs on an 8-GPU pool with deadlines that force overlap: only one can be served.
+    Keys: (unserved penalty, cost in cents, GPU-minutes on committed pools: none here)."""
     pool = IntPool("a", (Window(0, 100, 8),))
     job = IntJob(release_min=0, deadline_min=10, weight=1, required=False, slots=(Slot(0, 8, 10, 5),))
     fleet = IntFleet(jobs=(job, job), pools=(pool,), horizon_min=100, objective="cost")
-    assert brute_optimum(fleet) == (1, 5) == solved_key(fleet)
+    assert brute_optimum(fleet) == (1, 5, 0) == solved_key(fleet)
     relaxed = IntJob(release_min=0, deadline_min=20, weight=1, required=False, slots=(Slot(0, 8, 10, 5),))
     fleet = IntFleet(jobs=(job, relaxed), pools=(pool,), horizon_min=100, objective="cost")
-    assert brute_optimum(fleet) == (0, 10) == solved_key(fleet)
+    assert brute_optimum(fleet) == (0, 10, 0) == solved_key(fleet)
 
 
 def _grown(fleet: IntFleet, extra_gpus: int) -> IntFleet:
-    pools = tuple(pool if pool.windows is None else IntPool(pool.name, tuple(
+    pools = tuple(pool if pool.windows is None else replace(pool, windows=tuple(
         Window(w.from_min, w.to_min, w.gpus + extra_gpus) for w in pool.windows)) for pool in fleet.pools)
     return IntFleet(jobs=fleet.jobs, pools=pools, horizon_min=fleet.horizon_min, objective=fleet.objective)
 
