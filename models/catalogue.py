@@ -12,6 +12,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.config_file import config_path
 from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.hf_config import architecture_from_config_file
 
@@ -85,16 +86,15 @@ class Catalogue:
     def offerings_for(self, gpu: str) -> list[Offering]:
         return [o for o in self.offerings.values() if o.gpu == gpu]
 
-    def architecture(self, name_or_path: str) -> Architecture:
-        """A catalogue name, or a path to a Hugging Face config.json."""
+    def architecture(self, name_or_path: str, models_dir: Path | None = None) -> Architecture:
+        """A catalogue name, or a path to a Hugging Face config.json (or its folder); with
+        `models_dir` only a file inside that folder (models/config_file.py)."""
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
-        path = Path(name_or_path)
-        if path.is_dir() and (path / "config.json").is_file():
-            return architecture_from_config_file(path / "config.json")
-        if name_or_path.endswith(".json") or path.is_file():
-            return architecture_from_config_file(path)
-        raise unknown_name_error("model", name_or_path, self.architectures)
+        path = config_path(name_or_path, models_dir)
+        if path is None:
+            raise unknown_name_error("model", name_or_path[:200], self.architectures)
+        return architecture_from_config_file(path, None if models_dir is None else Path(name_or_path).name)
 
 
 def load_catalogue(
