@@ -19,9 +19,9 @@ from vramplan.models.numbers import Count, Real
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
 # Domains of the numeric columns (catalogues/README.md): plausible hardware and prices, all finite.
-MIN_TFLOPS, MAX_TFLOPS = 0.01, 100_000  # 10 GFLOPS .. 100 PFLOPS dense per GPU (B200: 2,250 bf16)
-MIN_GB_PER_S, MAX_GB_PER_S = 0.01, 100_000  # 10 MB/s .. 100 TB/s per GPU (B200 HBM3e: 8,000)
-MIN_USD_PER_HOUR, MAX_USD_PER_HOUR = 0.0001, 100_000  # per instance-hour (p5en.48xlarge: about 63)
+MIN_TFLOPS, MAX_TFLOPS = 0.1, 100_000  # per GPU, dense (B200: 2,250 bf16; V100: 15.7 fp32)
+MIN_GB_PER_S, MAX_GB_PER_S = 0.1, 100_000  # per GPU, one direction (B200 HBM3e: 8,000; 1 Gb/s NIC: 0.125)
+MIN_USD_PER_HOUR, MAX_USD_PER_HOUR = 0.0001, 10_000  # per instance-hour (p5en.48xlarge: about 63)
 
 
 class _Row(BaseModel):

@@ -52,8 +52,19 @@ def _refuse(shown: str, reason: str) -> VramplanError:
     return VramplanError("model", shown, reason)
 
 
-def _read_bytes(path: Path, shown: str) -> bytes:
-    """At most MAX_CONFIG_BYTES of a regular file; never blocks on a FIFO, never reads a device."""
+def read_small_file(path: Path, field: str, shown: str, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes` (a config.json, a catalogue CSV);
+    errors are one VramplanError naming `field` and the file as `shown`."""
+    try:
+        return _read_bytes(Path(path), shown, max_bytes).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise VramplanError(field, shown, "is not UTF-8 text") from None
+    except VramplanError as error:
+        raise VramplanError(field, shown, error.reason) from None
+
+
+def _read_bytes(path: Path, shown: str, max_bytes: int = MAX_CONFIG_BYTES) -> bytes:
+    """At most `max_bytes` of a regular file; never blocks on a FIFO, never reads a device."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
@@ -62,17 +73,18 @@ def _read_bytes(path: Path, shown: str) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _refuse(shown, "is not a regular file")
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise _refuse(shown, f"is larger than {MAX_CONFIG_BYTES // 2**20} MiB; a config.json is a few KiB")
+        too_big = f"is larger than {max_bytes / 2**20:g} MiB"
+        if info.st_size > max_bytes:
+            raise _refuse(shown, too_big)
         chunks, size = [], 0
-        while size <= MAX_CONFIG_BYTES:  # st_size may lie (procfs): read until EOF or the cap
-            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - size)
+        while size <= max_bytes:  # st_size may lie (procfs): read until EOF or the cap
+            chunk = os.read(fd, max_bytes + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > MAX_CONFIG_BYTES:
-            raise _refuse(shown, f"is larger than {MAX_CONFIG_BYTES // 2**20} MiB; a config.json is a few KiB")
+        if size > max_bytes:
+            raise _refuse(shown, too_big)
         return b"".join(chunks)
     except OSError as error:
         raise _refuse(shown, f"cannot read: {error.strerror or type(error).__name__}") from None

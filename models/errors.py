@@ -54,7 +54,9 @@ def from_validation_error(error: ValidationError, raw: Mapping[str, Any] | None 
     reason = first["msg"].removeprefix("Value error, ")
     if first["type"] in _RANGE_ERRORS:
         operator, key = _RANGE_ERRORS[first["type"]]
-        reason = f"out of range: must be {operator} {first.get('ctx', {}).get(key)} (README: Input rules)"
+        bound = first.get("ctx", {}).get(key)
+        shown = f"{bound:g}" if isinstance(bound, (int, float)) and abs(bound) >= 1e7 else bound
+        reason = f"out of range: must be {operator} {shown} (README: Input rules)"
     return VramplanError(field, value, reason)
 
 
