@@ -57,7 +57,7 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--micro-batch", type=COUNT, default=None, help="Pin the micro-batch.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
 @click.option("--num-gpus", type=COUNT, default=None, help="Pin the GPU count.")
-@click.option("--top", type=click.IntRange(1, 100), default=3, show_default=True, help="Best K distinct plans.")
+@click.option("--top", type=COUNT, default=3, show_default=True, help="Best K distinct plans.")
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
 @click.option("--time-limit", type=POSITIVE, default=10.0, show_default=True, help="Seconds for the solver.")
