@@ -49,7 +49,7 @@ OUTSIDE_REASON = ("no such config file inside the models folder (a sheet may onl
 
 
 def _refuse(shown: str, reason: str) -> VramplanError:
-    return VramplanError("model", shown, reason)
+    return VramplanError("model", shown if len(shown) <= 200 else shown[:197] + "...", reason)
 
 
 def read_small_file(path: Path, field: str, shown: str, max_bytes: int) -> str:
@@ -69,6 +69,8 @@ def _read_bytes(path: Path, shown: str, max_bytes: int = MAX_CONFIG_BYTES) -> by
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise _refuse(shown, f"cannot read: {error.strerror or type(error).__name__}") from None
+    except ValueError:  # an embedded NUL
+        raise _refuse(shown, "cannot read: not a valid path") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -192,3 +192,12 @@ def test_config_path_without_models_dir_is_the_users_own_path(tmp_path):
     assert config_path("no-such-name") is None
     with pytest.raises(VramplanError, match="inside the models folder"):
         config_path(str(path), models_dir=tmp_path / "elsewhere")
+
+
+def test_odd_paths_in_a_sheet_are_one_short_refusal(tmp_path):
+    for text in ("a\x00b.json", "x" * 5000 + ".json", "..", "/", "~/.ssh/id_rsa.json"):
+        with pytest.raises(VramplanError, match="inside the models folder") as error:
+            config_path(text, models_dir=tmp_path)
+        assert len(str(error.value)) < 400
+    with pytest.raises(VramplanError, match="not a valid path"):
+        read_config_json(Path("a\x00b.json"))
