@@ -16,6 +16,16 @@ from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_
 from vramplan.models.errors import CommandFailure, VramplanError
 
 
+MAX_ERROR_CHARS = 1000
+
+
+def _say(text: str, err: bool = True) -> None:
+    """One stderr line whatever the message holds (solver logs, worker reasons): whitespace runs
+    become one space, and the line is cut at MAX_ERROR_CHARS."""
+    line = " ".join(text.split())
+    click.echo(line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "...", err=err)
+
+
 def _exit_code(invoke) -> int:
     """Run invoke(); turn every failure into one line on stderr and an exit code."""
     try:
@@ -23,26 +33,26 @@ def _exit_code(invoke) -> int:
     except click.exceptions.Exit as stop:
         return stop.exit_code
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        _say("aborted", err=True)
         return EXIT_INTERRUPTED
     except click.UsageError as error:
-        click.echo(f"error: {error.format_message()}", err=True)
+        _say(f"error: {error.format_message()}", err=True)
         return EXIT_USAGE
     except VramplanError as error:
-        click.echo(f"error: {error}", err=True)
+        _say(f"error: {error}", err=True)
         return EXIT_USAGE
     except click.ClickException as error:
-        click.echo(f"error: {error.format_message()}", err=True)
+        _say(f"error: {error.format_message()}", err=True)
         return EXIT_ERROR
     except CommandFailure as error:
-        click.echo(f"error: {error}", err=True)
+        _say(f"error: {error}", err=True)
         return EXIT_ERROR
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         if os.environ.get("VRAMPLAN_DEBUG"):
             raise
-        click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
+        _say(f"internal error: {type(error).__name__}: {error}", err=True)
         return EXIT_ERROR
     return EXIT_OK
 

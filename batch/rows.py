@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from vramplan.models.errors import VramplanError, closest_names, from_validation_error
+from vramplan.models.numbers import Count, Real
 from vramplan.models.results import PILLARS
 from vramplan.models.setup import RuntimeReserve
 from vramplan.models.units import BYTES_PER_GIB
@@ -73,41 +74,42 @@ ANSWERED_STATUSES = ("optimal", "feasible", "infeasible", "error")
 
 
 class _Cells(BaseModel):
-    """The row's cells with their types; ranges and choices are checked by Job, Pins and SolveQuery."""
+    """The row's cells with their types (numbers in the grammar of models/numbers.py, the CLI's too);
+    ranges and choices are checked by Job, Pins and SolveQuery."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     id: Any = None  # free text, a number, a date: never part of the job
     model: str
     method: str | None = None
-    seq_len: int
-    global_batch: int | None = None
-    tokens: float | None = None
+    seq_len: Count
+    global_batch: Count | None = None
+    tokens: Real | None = None
     objective: str | None = None
-    max_gpus: int | None = None
-    max_nodes: int | None = None
+    max_gpus: Count | None = None
+    max_nodes: Count | None = None
     gpus: str | None = None
     providers: str | None = None
-    budget_usd: float | None = None
-    deadline_hours: float | None = None
-    lora_rank: int | None = None
+    budget_usd: Real | None = None
+    deadline_hours: Real | None = None
+    lora_rank: Count | None = None
     lora_targets: str | None = None
-    qlora_bits: int | None = None
+    qlora_bits: Count | None = None
     optimizer: str | None = None
     accounting: str | None = None
     attention: str | None = None
     kernels: str | None = None
-    capacity_fraction: float | None = None
-    cuda_context_mib: int | None = None
-    cublas_workspace_mib: int | None = None
-    nccl_mib: int | None = None
+    capacity_fraction: Real | None = None
+    cuda_context_mib: Count | None = None
+    cublas_workspace_mib: Count | None = None
+    nccl_mib: Count | None = None
     pricing: str | None = None
-    zero: int | None = None
+    zero: Count | None = None
     recompute: str | None = None
     precision: str | None = None
-    micro_batch: int | None = None
+    micro_batch: Count | None = None
     offload: str | None = None
-    num_gpus: int | None = None
+    num_gpus: Count | None = None
 
 
 def is_empty(value: Any) -> bool:

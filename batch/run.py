@@ -27,7 +27,8 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from vramplan.batch import worker as batch_worker
@@ -41,6 +42,7 @@ from vramplan.batch.backends import (
 )
 from vramplan.batch.rows import error_row, parse_row
 from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.errors import VramplanError
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class BatchOptions:
     workers: int | None = None  # default: the CPUs this process may use (local cluster size too)
     address: str | None = None  # Ray address / Dask scheduler address or scheduler file
     chunk_size: int | None = None  # rows per task; default from the number of jobs and workers
+    models_dir: Path | None = None  # a `model` cell that is a path is read only inside it; default: cwd
     max_retries: int = 2
 
 
@@ -71,18 +74,39 @@ class JobPlan:
     answered: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     rows_of_job: list[list[int]] = field(default_factory=list)
+    architectures: dict[str, Architecture] = field(default_factory=dict)  # config files, read by the client
 
     @property
     def num_rows(self) -> int:
         return len(self.answered) + sum(len(rows) for rows in self.rows_of_job)
 
 
-def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]]) -> JobPlan:
+def _read_model_file(catalogue: Catalogue, model: str, models_dir: Path, plan: JobPlan,
+                     failed: dict[str, VramplanError]) -> None:
+    """A model cell that is not a catalogue name: its config.json, read once here in the client
+    (only inside models_dir) and shipped in the workers' catalogue, so workers never open paths."""
+    if model in catalogue.architectures or model in plan.architectures:
+        return
+    if model not in failed:
+        try:
+            plan.architectures[model] = catalogue.architecture(model, models_dir)
+            return
+        except VramplanError as error:
+            failed[model] = error
+    raise failed[model]
+
+
+def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogue | None = None,
+              models_dir: Path | None = None) -> JobPlan:
+    """Parse every row; with `catalogue`, also read the config files that model cells name."""
     plan = JobPlan()
     index_of: dict[str, int] = {}
+    failed: dict[str, VramplanError] = {}
     for row_index, row in rows:
         try:
             query = parse_row(row)
+            if catalogue is not None:
+                _read_model_file(catalogue, query.model, models_dir or Path.cwd(), plan, failed)
         except VramplanError as error:
             plan.answered.append((row_index, error_row(str(error))))
             continue
@@ -172,7 +196,9 @@ def run_batch(
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
-    plan = plan_jobs(rows)
+    plan = plan_jobs(rows, catalogue, options.models_dir)
+    if plan.architectures:
+        catalogue = replace(catalogue, architectures={**catalogue.architectures, **plan.architectures})
     total, done = plan.num_rows, 0
     report = progress or (lambda done_rows, total_rows: None)
     for row_index, answer in plan.answered:

@@ -125,6 +125,16 @@ def _progress_bar(total: int, enabled: bool):
         yield lambda done, total_rows: progress.update(task, completed=done)
 
 
+models_dir_option = click.option(
+    "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="A `model` cell that is a path is read only inside this folder [default: the jobs file's folder].")
+
+
+def models_dir_of(options: dict[str, Any]) -> Path:
+    """The folder a sheet's config paths must stay in: --models-dir, else the jobs file's folder."""
+    return options.get("models_dir") or options["jobs"].resolve().parent
+
+
 @click.command("batch")
 @click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -143,6 +153,7 @@ def _progress_bar(total: int, enabled: bool):
               help="Keep the rows the output (and its journal) already answer; solve the rest.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
 @catalogue_options
+@models_dir_option
 def batch(**options: Any) -> None:
     """Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans.
 
@@ -165,7 +176,7 @@ def batch(**options: Any) -> None:
     reused = len(answers)
     todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
     batch_options = BatchOptions(backend=options["backend"], workers=options["workers"], address=options["address"],
-                                 chunk_size=options["chunk_size"])
+                                 chunk_size=options["chunk_size"], models_dir=models_dir_of(options))
     stop = threading.Event()
     show = not options["quiet"] and sys.stderr.isatty()
     try:

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from vramplan.commands import output
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
+    COUNT,
     OFFLOAD_CHOICE,
     PRECISION_CHOICE,
     RECOMPUTE_CHOICE,
@@ -29,13 +30,13 @@ from vramplan.models.setup import Plan
 @click.command("estimate")
 @job_options
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU name (vramplan gpus).")
-@click.option("--num-gpus", type=int, default=1, show_default=True, help="GPUs; all are data-parallel ranks.")
+@click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs; all are data-parallel ranks.")
 @click.option("--offering", default=None, help="provider/instance_type to price [default: cheapest for the GPU].")
 @click.option("--zero", type=ZERO_CHOICE, default="0", show_default=True, help="ZeRO stage.")
 @click.option("--recompute", type=RECOMPUTE_CHOICE, default="none", show_default=True)
 @click.option("--precision", type=PRECISION_CHOICE, default="bf16", show_default=True)
-@click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per GPU per micro-step.")
-@click.option("--grad-accum", type=int, default=1, show_default=True, help="Gradient-accumulation steps.")
+@click.option("--micro-batch", type=COUNT, default=1, show_default=True, help="Sequences per GPU per micro-step.")
+@click.option("--grad-accum", type=COUNT, default=1, show_default=True, help="Gradient-accumulation steps.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default="none", show_default=True)
 @catalogue_options
 @output_options

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from pydantic import ValidationError
 
 from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.errors import VramplanError, from_validation_error
+from vramplan.models.numbers import parse_count, parse_positive, parse_real
 from vramplan.models.setup import (
     METHODS,
     OFFLOADS,
@@ -26,22 +26,25 @@ from vramplan.solver.query_fields import job_from_fields
 FORMATS = ("table", "json", "csv")
 
 
-class PositiveNumber(click.ParamType):
-    """A finite number > 0 that may be written 2e9 (token counts, budgets, hours)."""
+class GrammarNumber(click.ParamType):
+    """A number in the one grammar of models/numbers.py (the batch sheet's too); its range is checked
+    by the pydantic field it fills."""
 
-    name = "number"
+    def __init__(self, name: str, parse: Callable[[str, Any], Any]) -> None:
+        self.name, self._parse = name, parse
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value  # a default already parsed
         try:
-            number = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(number) or number <= 0:
-            self.fail(f"{value!r} must be a finite number > 0", param, ctx)
-        return number
+            return self._parse(param.name if param is not None and param.name else "value", value)
+        except VramplanError as error:  # one line naming the option as typed, exit 2
+            self.fail(f"{error.value!r} {error.reason}", param, ctx)
 
 
-POSITIVE = PositiveNumber()
+COUNT = GrammarNumber("integer", parse_count)
+REAL = GrammarNumber("number", parse_real)
+POSITIVE = GrammarNumber("number", parse_positive)
 
 
 def _stack(*decorators: Callable) -> Callable:
@@ -67,11 +70,11 @@ output_options = _stack(
 job_options = _stack(
     click.option("--model", required=True, help="Catalogue name (vramplan models) or path to a HF config.json."),
     click.option("--method", type=click.Choice(METHODS), default="full", show_default=True),
-    click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r."),
+    click.option("--lora-rank", type=COUNT, default=16, show_default=True, help="LoRA rank r."),
     click.option("--lora-targets", default=None, help="Comma-separated PEFT target_modules [default: all linear]."),
     click.option("--qlora-bits", type=click.Choice(["4", "8"]), default="4", show_default=True,
                  help="QLoRA base: 4 = NF4 with double quantisation, 8 = LLM.int8."),
-    click.option("--seq-len", type=int, default=2048, show_default=True, help="Tokens per sequence."),
+    click.option("--seq-len", type=COUNT, default=2048, show_default=True, help="Tokens per sequence."),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
     click.option("--accounting", type=click.Choice(["zero", "hf"]), default="zero", show_default=True,
                  help="Gradient dtype convention: zero = 16-bit grads (16 B/param), hf = fp32 grads (18 B/param)."),
@@ -79,11 +82,11 @@ job_options = _stack(
                  help="flash = FlashAttention/SDPA (no s x s matrix), eager = materialised scores."),
     click.option("--kernels", type=click.Choice(["eager", "fused"]), default="eager", show_default=True,
                  help="eager = Hugging Face module code; fused = Megatron/TransformerEngine kernels."),
-    click.option("--capacity-fraction", type=float, default=0.9, show_default=True,
+    click.option("--capacity-fraction", type=REAL, default=0.9, show_default=True,
                  help="Plan to at most this fraction of GPU (and host) memory."),
-    click.option("--cuda-context-mib", type=int, default=RuntimeReserve().cuda_context_mib, show_default=True),
-    click.option("--cublas-workspace-mib", type=int, default=RuntimeReserve().cublas_workspace_mib, show_default=True),
-    click.option("--nccl-mib", type=int, default=RuntimeReserve().nccl_mib, show_default=True,
+    click.option("--cuda-context-mib", type=COUNT, default=RuntimeReserve().cuda_context_mib, show_default=True),
+    click.option("--cublas-workspace-mib", type=COUNT, default=RuntimeReserve().cublas_workspace_mib, show_default=True),
+    click.option("--nccl-mib", type=COUNT, default=RuntimeReserve().nccl_mib, show_default=True,
                  help="NCCL buffers, counted when more than one GPU."),
     click.option("--tokens", type=POSITIVE, default=1e9, show_default=True, help="Tokens to train on (2e9 works)."),
     click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True),

@@ -53,7 +53,14 @@ def _cell(value: Any) -> Any:
 
 
 def csv_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    rows = [{key: _cell(value) for key, value in row.items()} for row in rows]
+    """CSV with every text cell (header included) neutralised like batch output (OWASP CSV injection)."""
+    from vramplan.batch.sheet import neutralise
+
+    def safe(value: Any) -> Any:
+        value = _cell(value)
+        return neutralise(value) if isinstance(value, str) else value
+
+    rows = [{neutralise(str(key)): safe(value) for key, value in row.items()} for row in rows]
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")

@@ -12,6 +12,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.config_file import config_path, read_small_file
 from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.hf_config import architecture_from_config_file
 
@@ -20,15 +21,17 @@ Row = TypeVar("Row", bound=BaseModel)
 GPUS_CSV = "gpus.csv"
 OFFERINGS_CSV = "offerings.csv"
 ARCHITECTURES_CSV = "architectures.csv"
+# Rows per catalogue file. The search builds one Boolean per offering and configuration, so its
+# size grows linearly with the offerings (48 packaged rows: 2.4M combinations); 1,000 rows solve
+# in about 12 s on 2 shared cores, a 10,000-row file took 56 s and overflowed the integer model.
+MAX_CATALOGUE_ROWS = 1000
+MAX_CATALOGUE_BYTES = 16 << 20  # 16 MiB: 1,000 rows with long sources are under 1 MiB
 
 
 def _read_text(path: Path | None, packaged_name: str, option: str) -> tuple[str, str]:
     if path is None:
         return resources.files("vramplan.catalogues").joinpath(packaged_name).read_text(encoding="utf-8"), packaged_name
-    try:
-        return Path(path).read_text(encoding="utf-8-sig"), str(path)
-    except OSError as error:
-        raise VramplanError(option, str(path), f"cannot read: {error.strerror or error}") from None
+    return read_small_file(Path(path), option, str(path), MAX_CATALOGUE_BYTES), str(path)
 
 
 def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Row]:
@@ -40,20 +43,30 @@ def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Ro
         extra = [c for c in (reader.fieldnames or []) if c not in expected]
         detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "column order"
         raise VramplanError(option, origin, f"header does not match the schema ({detail}); see catalogues/README.md")
-    rows = []
-    for raw in reader:
-        line_number = reader.line_num
-        if None in raw:
-            raise VramplanError(
-                option, origin, f"line {line_number} has more cells than the header's {len(expected)} columns"
-            )
-        cells = {key: value for key, value in raw.items() if value not in ("", None)}
-        try:
-            rows.append(model.model_validate(cells))
-        except ValidationError as error:
-            bad = from_validation_error(error, raw)
-            raise VramplanError(option, origin, f"line {line_number}, {bad}") from None
+    rows: list[Row] = []
+    try:
+        for raw in reader:
+            _add_row(raw, reader.line_num, rows, model, expected, origin, option)
+    except csv.Error as error:
+        raise VramplanError(option, origin, f"line {reader.line_num} is not valid CSV: {error}") from None
     return rows
+
+
+def _add_row(raw: dict, line_number: int, rows: list, model: type[Row], expected: list[str], origin: str,
+             option: str) -> None:
+    """Validate one CSV row into `rows`; the first bad cell is a one-line error naming its line."""
+    if len(rows) == MAX_CATALOGUE_ROWS:
+        raise VramplanError(option, origin, f"has more than {MAX_CATALOGUE_ROWS} rows (the limit per catalogue "
+                                            f"file; see catalogues/README.md)")
+    if None in raw:
+        raise VramplanError(option, origin, f"line {line_number} has more cells than the header's {len(expected)} "
+                                            f"columns")
+    cells = {key: value for key, value in raw.items() if value not in ("", None)}
+    try:
+        rows.append(model.model_validate(cells))
+    except ValidationError as error:
+        bad = from_validation_error(error, raw)
+        raise VramplanError(option, origin, f"line {line_number}, {bad}") from None
 
 
 def _unique(rows: list[Row], key, origin: str, option: str) -> dict[str, Row]:
@@ -85,16 +98,15 @@ class Catalogue:
     def offerings_for(self, gpu: str) -> list[Offering]:
         return [o for o in self.offerings.values() if o.gpu == gpu]
 
-    def architecture(self, name_or_path: str) -> Architecture:
-        """A catalogue name, or a path to a Hugging Face config.json."""
+    def architecture(self, name_or_path: str, models_dir: Path | None = None) -> Architecture:
+        """A catalogue name, or a path to a Hugging Face config.json (or its folder); with
+        `models_dir` only a file inside that folder (models/config_file.py)."""
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
-        path = Path(name_or_path)
-        if path.is_dir() and (path / "config.json").is_file():
-            return architecture_from_config_file(path / "config.json")
-        if name_or_path.endswith(".json") or path.is_file():
-            return architecture_from_config_file(path)
-        raise unknown_name_error("model", name_or_path, self.architectures)
+        path = config_path(name_or_path, models_dir)
+        if path is None:
+            raise unknown_name_error("model", name_or_path[:200], self.architectures)
+        return architecture_from_config_file(path, None if models_dir is None else Path(name_or_path).name)
 
 
 def load_catalogue(

@@ -14,8 +14,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vramplan.models.errors import VramplanError
+from vramplan.models.numbers import Count, Real
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
+
+# Domains of the numeric columns (catalogues/README.md): plausible hardware and prices, all finite.
+MIN_TFLOPS, MAX_TFLOPS = 0.1, 100_000  # per GPU, dense (B200: 2,250 bf16; V100: 15.7 fp32)
+MIN_GB_PER_S, MAX_GB_PER_S = 0.1, 100_000  # per GPU, one direction (B200 HBM3e: 8,000; 1 Gb/s NIC: 0.125)
+MIN_USD_PER_HOUR, MAX_USD_PER_HOUR = 0.0001, 10_000  # per instance-hour (p5en.48xlarge: about 63)
 
 
 class _Row(BaseModel):
@@ -35,22 +41,22 @@ class GpuSpec(_Row):
     name: str = Field(description="catalogue key, lower-case, e.g. h100-sxm-80gb")
     vendor: Literal["nvidia", "amd"]
     architecture: str = Field(description="chip generation, e.g. hopper")
-    memory_marketed_gb: float = Field(gt=0, description="capacity as marketed, decimal GB")
-    memory_usable_mib: int = Field(
-        gt=0, description="total memory the driver reports (nvidia-smi / rocm-smi), MiB; the bound uses this"
+    memory_marketed_gb: Real = Field(ge=0.1, le=100_000, description="capacity as marketed, decimal GB")
+    memory_usable_mib: Count = Field(
+        ge=64, le=100_000_000, description="total memory the driver reports (nvidia-smi / rocm-smi), MiB; the bound uses this"
     )
-    bf16_dense_tflops: float = Field(ge=0, description="dense BF16 tensor TFLOPS; 0 = unsupported")
-    fp16_dense_tflops: float = Field(gt=0, description="dense FP16 tensor TFLOPS")
-    fp32_dense_tflops: float = Field(gt=0, description="dense FP32 (IEEE, non-tensor) TFLOPS")
+    bf16_dense_tflops: Real = Field(ge=0, le=MAX_TFLOPS, description="dense BF16 tensor TFLOPS; 0 = unsupported")
+    fp16_dense_tflops: Real = Field(ge=MIN_TFLOPS, le=MAX_TFLOPS, description="dense FP16 tensor TFLOPS")
+    fp32_dense_tflops: Real = Field(ge=MIN_TFLOPS, le=MAX_TFLOPS, description="dense FP32 (IEEE, non-tensor) TFLOPS")
     fp8_supported: bool
-    fp8_dense_tflops: float = Field(ge=0, description="dense FP8 tensor TFLOPS; 0 when unsupported")
-    hbm_bandwidth_gb_per_s: float = Field(gt=0)
-    intra_node_bandwidth_gb_per_s: float = Field(
-        gt=0, description="GPU-to-GPU bandwidth inside a node, per GPU, one direction"
+    fp8_dense_tflops: Real = Field(ge=0, le=MAX_TFLOPS, description="dense FP8 tensor TFLOPS; 0 when unsupported")
+    hbm_bandwidth_gb_per_s: Real = Field(ge=MIN_GB_PER_S, le=MAX_GB_PER_S)
+    intra_node_bandwidth_gb_per_s: Real = Field(
+        ge=MIN_GB_PER_S, le=MAX_GB_PER_S, description="GPU-to-GPU bandwidth inside a node, per GPU, one direction"
     )
-    gpus_per_node: int = Field(ge=1, le=72)
-    network_bandwidth_gb_per_s: float = Field(
-        gt=0, description="scale-out network bandwidth per GPU across nodes, one direction"
+    gpus_per_node: Count = Field(ge=1, le=72)
+    network_bandwidth_gb_per_s: Real = Field(
+        ge=MIN_GB_PER_S, le=MAX_GB_PER_S, description="scale-out network bandwidth per GPU across nodes, one direction"
     )
     source: str
 
@@ -59,6 +65,13 @@ class GpuSpec(_Row):
     def _name_is_a_key(cls, value: str) -> str:
         if not _NAME_PATTERN.match(value):
             raise ValueError(f"name {value!r} must be lower-case letters, digits, '.' and '-'")
+        return value
+
+    @field_validator("bf16_dense_tflops", "fp8_dense_tflops")
+    @classmethod
+    def _zero_or_plausible(cls, value: float) -> float:
+        if 0 < value < MIN_TFLOPS:
+            raise ValueError(f"must be 0 (unsupported) or at least {MIN_TFLOPS} TFLOPS")
         return value
 
     @model_validator(mode="after")
@@ -80,10 +93,10 @@ class Offering(_Row):
     provider: str = Field(description="e.g. aws, lambda, runpod, list")
     instance_type: str
     gpu: str = Field(description="a name in the GPU catalogue")
-    num_gpus: int = Field(ge=1, le=72, description="GPUs per instance")
-    price_usd_per_hour: float = Field(gt=0, description="on-demand USD per instance-hour")
-    spot_price_usd_per_hour: float | None = Field(default=None, gt=0, description="spot USD per instance-hour")
-    host_memory_gib: float = Field(gt=0, description="host (CPU) RAM per instance, GiB")
+    num_gpus: Count = Field(ge=1, le=72, description="GPUs per instance")
+    price_usd_per_hour: Real = Field(ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="on-demand USD per instance-hour")
+    spot_price_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="spot USD per instance-hour")
+    host_memory_gib: Real = Field(ge=1, le=1_000_000, description="host (CPU) RAM per instance, GiB")
     price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
     source: str
 
@@ -122,25 +135,25 @@ class Architecture(_Row):
     model_type: Literal["gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2"] = Field(
         description="Hugging Face model_type whose module layout the counts and activations follow"
     )
-    num_layers: int = Field(ge=1, le=1024)
-    hidden_size: int = Field(ge=1, le=1_000_000)
-    num_attention_heads: int = Field(ge=1)
-    num_kv_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    intermediate_size: int = Field(ge=1, description="MLP width (per expert for MoE)")
-    vocab_size: int = Field(ge=1)
-    max_position_embeddings: int = Field(ge=1)
+    num_layers: Count = Field(ge=1, le=1024)
+    hidden_size: Count = Field(ge=1, le=1_000_000)
+    num_attention_heads: Count = Field(ge=1, le=65_536)
+    num_kv_heads: Count = Field(ge=1, le=65_536)
+    head_dim: Count = Field(ge=1, le=65_536)
+    intermediate_size: Count = Field(ge=1, le=10_000_000, description="MLP width (per expert for MoE)")
+    vocab_size: Count = Field(ge=1, le=100_000_000)
+    max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
     tie_word_embeddings: bool
     learned_position_embeddings: bool
     qkv_bias: bool
     linear_bias: bool = Field(description="bias on the attention output and MLP linears (GPT-2 style)")
     mlp_kind: MlpKind
     norm_kind: NormKind
-    norms_per_layer: int = Field(ge=1, le=4)
-    dropout_prob: float = Field(ge=0, lt=1, description="dropout on embeddings, attention probs, residuals")
-    num_experts: int = Field(ge=1, description="1 for a dense MLP")
-    experts_per_token: int = Field(ge=1)
-    final_logit_softcapping: float | None = Field(default=None, gt=0)
+    norms_per_layer: Count = Field(ge=1, le=4)
+    dropout_prob: Real = Field(ge=0, lt=1, description="dropout on embeddings, attention probs, residuals")
+    num_experts: Count = Field(ge=1, le=4096, description="1 for a dense MLP")
+    experts_per_token: Count = Field(ge=1, le=4096)
+    final_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
     source: str
 
     @model_validator(mode="after")

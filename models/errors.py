@@ -9,6 +9,10 @@ from typing import Any
 from pydantic import ValidationError
 
 
+_RANGE_ERRORS = {"greater_than": (">", "gt"), "greater_than_equal": (">=", "ge"), "less_than": ("<", "lt"),
+                 "less_than_equal": ("<=", "le")}
+
+
 class VramplanError(ValueError):
     """Invalid input. ``str(error)`` is a one-line message naming the field and the value."""
 
@@ -48,6 +52,11 @@ def from_validation_error(error: ValidationError, raw: Mapping[str, Any] | None 
     field = ".".join(str(part) for part in first["loc"]) or "input"
     value = raw.get(field, first.get("input")) if raw is not None else first.get("input")
     reason = first["msg"].removeprefix("Value error, ")
+    if first["type"] in _RANGE_ERRORS:
+        operator, key = _RANGE_ERRORS[first["type"]]
+        bound = first.get("ctx", {}).get(key)
+        shown = f"{bound:g}" if isinstance(bound, (int, float)) and abs(bound) >= 1e7 else bound
+        reason = f"out of range: must be {operator} {shown} (README: Input rules)"
     return VramplanError(field, value, reason)
 
 

@@ -6,13 +6,13 @@ Defaults are those of the transformers config classes (`GPT2Config`, `LlamaConfi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.config_file import read_config_json
 from vramplan.models.errors import VramplanError
 
 SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2")
@@ -79,8 +79,8 @@ def _decoder_fields(model_type: str, config: dict[str, Any]) -> dict[str, Any]:
 def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
     model_type = config.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise VramplanError(
-            "model_type", model_type, f"unsupported in {source}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        raise VramplanError(  # never echo a value read from the file (it may hold anything)
+            "model", source, f"its model_type is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     try:
         fields = _gpt2_fields(config) if model_type == "gpt2" else _decoder_fields(model_type, config)
@@ -96,14 +96,9 @@ def architecture_from_config(config: dict[str, Any], name: str, source: str) -> 
         raise VramplanError("model", source, f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
-def architecture_from_config_file(path: Path) -> Architecture:
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise VramplanError("model", str(path), f"cannot read: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise VramplanError("model", str(path), f"not valid JSON: {error.msg} at line {error.lineno}") from None
-    if not isinstance(config, dict):
-        raise VramplanError("model", str(path), "config.json must be a JSON object")
+def architecture_from_config_file(path: Path, shown: str | None = None) -> Architecture:
+    """`shown`: how errors and the architecture's source name the file (default: the path)."""
+    shown = str(path) if shown is None else shown
+    config = read_config_json(path, shown)
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-    return architecture_from_config(config, name=name.lower() or "model", source=str(path))
+    return architecture_from_config(config, name=name.lower() or "model", source=shown)

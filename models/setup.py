@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vramplan.models.errors import VramplanError
+from vramplan.models.numbers import Count, Real
 
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
@@ -29,6 +30,10 @@ RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
 
+# Domains shared by estimate, solve and batch (README "Input rules").
+MAX_GPUS = 4096  # GPUs in one plan (also max_gpus, max_nodes)
+MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -40,16 +45,16 @@ class RuntimeReserve(_Frozen):
     Defaults and their sources are documented in models/overhead.py and the README.
     """
 
-    cuda_context_mib: int = Field(default=600, ge=0, le=65536)
-    cublas_workspace_mib: int = Field(default=64, ge=0, le=65536)
-    nccl_mib: int = Field(default=512, ge=0, le=65536, description="only when more than one GPU")
+    cuda_context_mib: Count = Field(default=600, ge=0, le=65536)
+    cublas_workspace_mib: Count = Field(default=64, ge=0, le=65536)
+    nccl_mib: Count = Field(default=512, ge=0, le=65536, description="only when more than one GPU")
 
 
 class Job(_Frozen):
     """The training job: what is trained and with which recipe choices the user fixed."""
 
     method: Method = "full"
-    lora_rank: int = Field(default=16, ge=1, le=65536)
+    lora_rank: Count = Field(default=16, ge=1, le=65536)
     lora_targets: tuple[str, ...] | None = Field(
         default=None, description="PEFT target_modules names; None = every linear module of the blocks"
     )
@@ -58,8 +63,8 @@ class Job(_Frozen):
     accounting: Accounting = "zero"
     attention: Attention = "flash"
     kernels: Kernels = "eager"
-    seq_len: int = Field(default=2048, ge=1, le=16_777_216)
-    capacity_fraction: float = Field(default=0.9, gt=0, le=1)
+    seq_len: Count = Field(default=2048, ge=1, le=1_048_576)
+    capacity_fraction: Real = Field(default=0.9, gt=0, le=1)
     reserve: RuntimeReserve = RuntimeReserve()
 
     @property
@@ -73,12 +78,12 @@ class Plan(_Frozen):
 
     gpu: str
     offering: str | None = Field(default=None, description="provider/instance_type, None = no price")
-    num_gpus: int = Field(default=1, ge=1, le=1_000_000)
+    num_gpus: Count = Field(default=1, ge=1, le=MAX_GPUS)
     zero: ZeroStage = 0
     recompute: Recompute = "none"
     precision: Precision = "bf16"
-    micro_batch: int = Field(default=1, ge=1, le=1_000_000)
-    grad_accum: int = Field(default=1, ge=1, le=1_000_000)
+    micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
+    grad_accum: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
     offload: Offload = "none"
 
     @property

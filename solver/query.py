@@ -10,13 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vramplan.models.cost import Pricing
 from vramplan.models.errors import VramplanError
 from vramplan.models.results import CostReport, MemoryReport, ModelInfo, PerformanceReport
-from vramplan.models.setup import Job, Offload, Precision, Recompute, ZeroStage
+from vramplan.models.numbers import Count, Real
+from vramplan.models.setup import MAX_GLOBAL_BATCH, MAX_GPUS, Job, Offload, Precision, Recompute, ZeroStage
 
 Objective = Literal["cost", "time", "throughput", "hourly"]
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "throughput", "hourly")
 Engine = Literal["cpsat", "brute"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 
+MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)
+MAX_BUDGET_USD = 1e12
+MAX_DEADLINE_HOURS = 1e6  # about 114 years
 TOKENS_PER_STEP_DEFAULT = 2**20  # default global batch: about a million tokens per optimizer step
 
 
@@ -32,9 +36,9 @@ class Pins(BaseModel):
     zero: ZeroStage | None = None
     recompute: Recompute | None = None
     precision: Precision | None = None
-    micro_batch: int | None = Field(default=None, ge=1, le=1_000_000)
+    micro_batch: Count | None = Field(default=None, ge=1, le=MAX_GLOBAL_BATCH)
     offload: Offload | None = None
-    num_gpus: int | None = Field(default=None, ge=1, le=1_000_000)
+    num_gpus: Count | None = Field(default=None, ge=1, le=MAX_GPUS)
 
 
 class SolveQuery(BaseModel):
@@ -42,21 +46,21 @@ class SolveQuery(BaseModel):
 
     model: str = Field(min_length=1)
     job: Job = Job()
-    global_batch: int | None = Field(default=None, ge=1, le=1_000_000_000, description="sequences per step")
-    tokens: float = Field(default=1e9, gt=0, allow_inf_nan=False)
+    global_batch: Count | None = Field(default=None, ge=1, le=MAX_GLOBAL_BATCH, description="sequences per step")
+    tokens: Real = Field(default=1e9, gt=0, le=MAX_TOKENS, allow_inf_nan=False)
     objective: Objective = "cost"
     gpus: tuple[str, ...] = Field(default=(), description="allowed GPU names; empty = all")
     providers: tuple[str, ...] = Field(default=(), description="allowed providers; empty = all")
-    max_gpus: int = Field(default=512, ge=1, le=1_000_000)
-    max_nodes: int | None = Field(default=None, ge=1, le=100_000)
-    budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_gpus: Count = Field(default=512, ge=1, le=MAX_GPUS)
+    max_nodes: Count | None = Field(default=None, ge=1, le=MAX_GPUS)
+    budget_usd: Real | None = Field(default=None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
+    deadline_hours: Real | None = Field(default=None, gt=0, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)
     pricing: Pricing = "on-demand"
     pins: Pins = Pins()
-    top_k: int = Field(default=1, ge=1, le=100)
+    top_k: Count = Field(default=1, ge=1, le=100)
     pareto: bool = False
     engine: Engine = "cpsat"
-    time_limit_s: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    time_limit_s: Real = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
     random_seed: int = 0
     num_workers: int = Field(default=1, ge=1, le=64)
 

@@ -36,7 +36,7 @@ from vramplan.batch.rows import (
 )
 from vramplan.batch.run import BatchError, BatchOptions, check_versions, chunk_size, plan_jobs, run_batch
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.errors import VramplanError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -267,14 +267,17 @@ def test_workers_that_always_die_stop_the_batch(monkeypatch):
     assert backend.closed is True
 
 
-class _ExitOnUnpickle:
+class _ExitOnUnpickle(Catalogue):
+    """A real catalogue (the client reads it) that kills any process unpickling it."""
+
     def __reduce__(self):
         return (os._exit, (3,))
 
 
 def test_local_workers_that_cannot_start_stop_the_batch():
+    catalogue = _ExitOnUnpickle(**vars(load_catalogue()))
     with pytest.raises(BatchError, match="keep dying without finishing any work"):
-        list(run_batch(_ExitOnUnpickle(), [(0, job("a"))], BatchOptions(backend="local", workers=1)))
+        list(run_batch(catalogue, [(0, job("a"))], BatchOptions(backend="local", workers=1)))
 
 
 # --- the CLI: one mixed spreadsheet ---------------------------------------------------------------
