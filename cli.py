@@ -7,6 +7,7 @@ as one line; never a traceback (set VRAMPLAN_DEBUG=1 to see one).
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -61,20 +62,45 @@ class VramplanGroup(click.Group):
         return code
 
 
-@click.group(cls=VramplanGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# name -> (module, attribute, short help). The group's --help lists these without importing a
+# command module; a command's module (and with it pydantic, ortools, pandas or rich) is imported
+# only when that command runs or shows its own --help. tests/test_cli_output_imports.py checks
+# that each short help here is the command's own.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "batch": ("vramplan.commands.batch", "batch",
+              "Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans."),
+    "estimate": ("vramplan.commands.estimate", "estimate_command",
+                 "Memory per GPU, throughput and cost of one fixed training configuration."),
+    "gpus": ("vramplan.commands.listings", "gpus", "List the GPU catalogue."),
+    "models": ("vramplan.commands.listings", "models", "List the architecture catalogue with exact parameter counts."),
+    "offerings": ("vramplan.commands.listings", "offerings",
+                  "List the offerings (how GPUs are rented) with their dated prices."),
+    "solve": ("vramplan.commands.solve", "solve_command",
+              "Find, prove and explain the best cluster and training configuration."),
+}
+
+
+class LazyGroup(VramplanGroup):
+    """Imports a command's module only when the command is looked up to run or show its help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)  # as click.Group does
+        rows = [(name, click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="vramplan")
 def main() -> None:
     """Plan GPU clusters and training configurations that fit in memory, cheapest or fastest."""
-
-
-def _register() -> None:
-    from vramplan.commands.batch import batch
-    from vramplan.commands.estimate import estimate_command
-    from vramplan.commands.listings import gpus, models, offerings
-    from vramplan.commands.solve import solve_command
-
-    for command in (estimate_command, solve_command, batch, gpus, models, offerings):
-        main.add_command(command)
-
-
-_register()

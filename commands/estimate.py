@@ -8,7 +8,6 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from vramplan.commands import output
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     OFFLOAD_CHOICE,
@@ -22,8 +21,6 @@ from vramplan.commands.options import (
     output_options,
     validation_error,
 )
-from vramplan.models.estimate import estimate
-from vramplan.models.setup import Plan
 
 
 @click.command("estimate")
@@ -44,6 +41,10 @@ def estimate_command(**options: Any) -> None:
 
     Exit code 3 when the plan does not fit.
     """
+    from vramplan.commands import output  # the model and the renderers load when the command runs, not on --help
+    from vramplan.models.estimate import estimate
+    from vramplan.models.setup import Plan
+
     catalogue = open_catalogue(options)
     job = build_job(options)
     try:

@@ -6,13 +6,12 @@ from typing import Any
 
 import click
 
-from vramplan.commands import output
 from vramplan.commands.options import catalogue_options, open_catalogue, output_options
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.params import count_params
 
 
 def _listing(rows: list[dict[str, Any]], columns: list[str], title: str, options: dict[str, Any]) -> None:
+    from vramplan.commands import output  # the renderers load when a listing is printed, not on --help
+
     fmt = options["output_format"]
     if fmt == "json":
         text = output.json_text(rows)
@@ -28,7 +27,7 @@ def _listing(rows: list[dict[str, Any]], columns: list[str], title: str, options
 @output_options
 def gpus(**options: Any) -> None:
     """List the GPU catalogue."""
-    catalogue: Catalogue = open_catalogue(options)
+    catalogue = open_catalogue(options)
     rows = [g.model_dump() for g in catalogue.gpus.values()]
     columns = ["name", "memory_usable_mib", "bf16_dense_tflops", "fp8_dense_tflops", "hbm_bandwidth_gb_per_s",
                "intra_node_bandwidth_gb_per_s", "network_bandwidth_gb_per_s", "gpus_per_node"]
@@ -40,6 +39,8 @@ def gpus(**options: Any) -> None:
 @output_options
 def models(**options: Any) -> None:
     """List the architecture catalogue with exact parameter counts."""
+    from vramplan.models.params import count_params
+
     catalogue = open_catalogue(options)
     rows = []
     for arch in catalogue.architectures.values():

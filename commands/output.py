@@ -7,16 +7,17 @@ import io
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
 
 from vramplan.models.results import PILLARS, EstimateResult, MemoryReport
 from vramplan.models.units import BYTES_PER_GIB
 from vramplan.solver.query import SolvedPlan, SolveResult
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
+    from rich.table import Table
 
 
 def emit(text: str, output: Path | None) -> None:
@@ -70,6 +71,8 @@ def json_text(value: BaseModel | list[BaseModel] | list[dict[str, Any]]) -> str:
 
 
 def render_table(table: Table | list[Any], width: int = 160) -> str:
+    from rich.console import Console
+
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     for item in table if isinstance(table, list) else [table]:
         console.print(item)
@@ -77,6 +80,8 @@ def render_table(table: Table | list[Any], width: int = 160) -> str:
 
 
 def memory_table(memory: MemoryReport, title: str = "Memory per GPU") -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("pillar")
     table.add_column("GiB", justify="right")
@@ -138,6 +143,8 @@ def estimate_csv(result: EstimateResult) -> str:
 
 
 def listing_table(rows: list[dict[str, Any]], columns: list[str], title: str) -> str:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=True)
@@ -161,6 +168,8 @@ def _value(result: SolveResult, value: float | None) -> str:
 
 
 def _alternatives_table(result: SolveResult, plans: list[SolvedPlan], title: str) -> Table:
+    from rich.table import Table
+
     best = result.plans[0].objective_value if result.plans else None
     table = Table(title=title, title_justify="left")
     for column in ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "tokens/s", "MFU", "days",
@@ -177,6 +186,8 @@ def _alternatives_table(result: SolveResult, plans: list[SolvedPlan], title: str
 
 
 def solve_table(result: SolveResult) -> str:
+    from rich.table import Table
+
     head = (f"{result.model.name} ({result.model.num_params / 1e9:,.2f}B params): global batch {result.global_batch}, "
             f"{result.tokens:,.3g} tokens, objective {result.objective.name}\n"
             f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "

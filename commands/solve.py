@@ -8,7 +8,6 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from vramplan.commands import output
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     OFFLOAD_CHOICE,
@@ -23,7 +22,6 @@ from vramplan.commands.options import (
     output_options,
     validation_error,
 )
-from vramplan.solver.api import solve
 from vramplan.solver.query import OBJECTIVES, SolveQuery
 from vramplan.solver.query_fields import query_from_fields
 
@@ -67,6 +65,9 @@ def solve_command(**options: Any) -> None:
 
     Exit code 3 when nothing fits (the answer then explains why and what would).
     """
+    from vramplan.commands import output
+    from vramplan.solver.api import solve  # ortools: imported when a solve runs, not for --help
+
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
