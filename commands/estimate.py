@@ -41,7 +41,7 @@ def estimate_command(**options: Any) -> None:
 
     Exit code 3 when the plan does not fit.
     """
-    from vramplan.commands import output  # the model and the renderers load when the command runs, not on --help
+    from vramplan.commands import output, render_estimate  # loaded when the command runs, not on --help
     from vramplan.models.estimate import estimate
     from vramplan.models.setup import Plan
 
@@ -62,7 +62,9 @@ def estimate_command(**options: Any) -> None:
     except ValidationError as error:
         raise validation_error(error) from None
     result = estimate(catalogue, options["model"], job, plan, options["tokens"], options["pricing"])
-    render = {"table": output.estimate_table, "json": output.json_text, "csv": output.estimate_csv}
+    screen = output.screen_for(options["output"])
+    render = {"table": lambda r: render_estimate.estimate_table(r, screen), "json": output.json_text,
+              "csv": render_estimate.estimate_csv}
     output.emit(render[options["output_format"]](result), options["output"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

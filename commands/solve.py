@@ -65,12 +65,14 @@ def solve_command(**options: Any) -> None:
 
     Exit code 3 when nothing fits (the answer then explains why and what would).
     """
-    from vramplan.commands import output
+    from vramplan.commands import output, render_solve
     from vramplan.solver.api import solve  # ortools: imported when a solve runs, not for --help
 
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
-    render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
+    screen = output.screen_for(options["output"])
+    render = {"table": lambda r: render_solve.solve_table(r, screen), "json": output.json_text,
+              "csv": render_solve.solve_csv}
     output.emit(render[options["output_format"]](result), options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

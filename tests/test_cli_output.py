@@ -1,0 +1,99 @@
+"""Tables fit the screen (issue 7 section 2): the terminal's width, a compact layout below 100
+columns, plain text (no box drawing, no colour) when stdout is not a terminal.
+
+CliRunner's stdout is not a terminal, so these runs take the plain path; $COLUMNS gives the width
+as it does for `COLUMNS=60 vramplan ... | less`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from vramplan.cli import main
+from vramplan.commands.output import Screen
+from vramplan.commands.render_solve import solve_table
+
+HEADLINE = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
+            "--tokens", "2e9", "--objective", "cost"]
+INFEASIBLE = HEADLINE + ["--gpu", "a100-sxm-80gb", "--num-gpus", "2", "--offload", "none"]
+ESTIMATE = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8", "--zero", "3",
+            "--offload", "optimizer"]
+BOX_DRAWING = set(chr(c) for c in range(0x2500, 0x2580))
+
+
+def run(args: list[str], columns: int | None):
+    env = {"COLUMNS": str(columns) if columns else None}
+    return CliRunner().invoke(main, args, env=env)
+
+
+@pytest.fixture(scope="module")
+def headline_result():
+    from vramplan.models.catalogue import load_catalogue
+    from vramplan.solver.api import solve
+    from vramplan.solver.query import SolveQuery
+    from vramplan.models.setup import Job
+
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost",
+                       top_k=3, pareto=True)
+    return solve(load_catalogue(), query)
+
+
+CASES = {
+    "estimate": (ESTIMATE, 0),
+    "solve": (HEADLINE + ["--pareto"], 0),
+    "solve-infeasible": (INFEASIBLE, 3),
+    "gpus": (["gpus"], 0),
+    "models": (["models"], 0),
+    "offerings": (["offerings"], 0),
+}
+
+
+@pytest.mark.parametrize("columns", [60, 120])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_line_fits_the_width(case, columns):
+    args, code = CASES[case]
+    result = run(args, columns)
+    assert result.exit_code == code, result.stderr
+    too_long = [line for line in result.stdout.splitlines() if len(line) > columns]
+    assert not too_long, too_long[:3]
+    assert not set(result.stdout) & BOX_DRAWING and "\x1b" not in result.stdout  # a pipe gets plain text
+
+
+def test_wide_solve_table_has_every_column_and_narrow_stacks_the_plan():
+    wide = run(HEADLINE, None).stdout
+    assert "digitalocean/mi300x-x8" in wide and "mb x acc" in wide and "USD/h " in wide and "tokens/s" in wide
+    narrow = run(HEADLINE, 60).stdout
+    assert "mb x acc" not in narrow and "USD/h " not in narrow
+    # The plan's offering and configuration still show, stacked under its cluster.
+    lines = narrow.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("1 ") and "x mi300x-192gb" in line)
+    assert lines[first + 1].strip() == "digitalocean/mi300x-x8"
+    assert lines[first + 2].strip().startswith("ZeRO-3, recompute full")
+
+
+def test_medium_width_drops_the_least_telling_columns_first():
+    text = run(HEADLINE, 120).stdout
+    header = next(line for line in text.splitlines() if line.startswith("#") and "GPUs" in line)
+    assert "offering" in header and "tokens/s" in header and "vs best" in header
+    assert "mb x acc" not in header and "offload" not in header
+
+
+def test_listing_narrow_keeps_the_leading_columns():
+    narrow = run(["gpus"], 60).stdout
+    assert "h100-sxm-80gb" in narrow and "usable GiB" in narrow and "GPUs/node" not in narrow
+    assert "GPUs/node" in run(["gpus"], None).stdout
+
+
+def test_terminal_gets_boxes_and_its_width(headline_result):
+    text = solve_table(headline_result, Screen(width=120, plain=False))
+    assert set(text) & BOX_DRAWING
+    assert max(len(line) for line in _strip_ansi(text).splitlines()) <= 120
+    plain = solve_table(headline_result, Screen(width=None, plain=True))
+    assert not set(plain) & BOX_DRAWING and "\x1b" not in plain
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
