@@ -65,6 +65,6 @@ def estimate_command(**options: Any) -> None:
     screen = output.screen_for(options["output"])
     render = {"table": lambda r: render_estimate.estimate_table(r, screen), "json": output.json_text,
               "csv": render_estimate.estimate_csv}
-    output.emit(render[options["output_format"]](result), options["output"])
+    output.emit(render[output.chosen_format(options)](result), options["output"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

@@ -26,7 +26,7 @@ def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], colum
              title: str, options: dict[str, Any]) -> None:
     from vramplan.commands import output, render_text  # the renderers load when a listing is printed
 
-    fmt = options["output_format"]
+    fmt = output.chosen_format(options)
     if fmt == "json":
         text = output.json_text(rows)
     elif fmt == "csv":

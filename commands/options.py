@@ -61,7 +61,8 @@ catalogue_options = _stack(
 )
 
 output_options = _stack(
-    click.option("--format", "output_format", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
+                 help="Output format [default: from the -o file's extension (.json, .csv), else table]."),
     click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the result to FILE instead of stdout."),
 )
 

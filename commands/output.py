@@ -21,6 +21,18 @@ from pydantic import BaseModel
 COMPACT_BELOW_COLUMNS = 100
 
 
+# -o FILE without --format writes the format its extension names; any other extension, a table.
+EXTENSION_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def chosen_format(options: Mapping[str, Any]) -> str:
+    """An explicit --format wins; else the -o file's extension; else a table."""
+    if options.get("output_format"):
+        return options["output_format"]
+    output = options.get("output")
+    return EXTENSION_FORMATS.get(output.suffix.lower(), "table") if output is not None else "table"
+
+
 @dataclass(frozen=True)
 class Screen:
     """What a table is drawn for: `width` columns (None: as wide as the table needs, for pipes

@@ -73,6 +73,6 @@ def solve_command(**options: Any) -> None:
     screen = output.screen_for(options["output"])
     render = {"table": lambda r: render_solve.solve_table(r, screen), "json": output.json_text,
               "csv": render_solve.solve_csv}
-    output.emit(render[options["output_format"]](result), options["output"])
+    output.emit(render[output.chosen_format(options)](result), options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

@@ -97,3 +97,46 @@ def _strip_ansi(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+# --- -o FILE: the extension names the format, --format wins --------------------------------------
+
+SMALL = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8", "--zero", "3"]
+EXTENSION_CASES = {
+    "estimate": SMALL,
+    "solve": ["solve", "--model", "llama-3.1-8b", "--seq-len", "4096", "--global-batch", "16", "--gpu",
+              "h100-sxm-80gb", "--max-gpus", "8", "--top", "1"],
+    "gpus": ["gpus"],
+}
+
+
+def _kind(text: str) -> str:
+    import json
+
+    try:
+        json.loads(text)
+        return "json"
+    except ValueError:
+        pass
+    first = text.splitlines()[0]
+    return "csv" if "," in first and " " not in first else "table"
+
+
+@pytest.mark.parametrize("command", sorted(EXTENSION_CASES))
+@pytest.mark.parametrize(("name", "expected"), [("plan.json", "json"), ("plans.CSV", "csv"), ("plan.txt", "table"),
+                                                 ("plan", "table")])
+def test_output_extension_names_the_format(command, name, expected, tmp_path):
+    out = tmp_path / name
+    result = CliRunner().invoke(main, [*EXTENSION_CASES[command], "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert _kind(out.read_text(encoding="utf-8")) == expected
+
+
+@pytest.mark.parametrize("command", sorted(EXTENSION_CASES))
+def test_explicit_format_wins_over_the_extension(command, tmp_path):
+    out = tmp_path / "plan.json"
+    result = CliRunner().invoke(main, [*EXTENSION_CASES[command], "-o", str(out), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert _kind(out.read_text(encoding="utf-8")) == "csv"
+    assert _kind(CliRunner().invoke(main, EXTENSION_CASES[command]).stdout) == "table"  # stdout: a table
