@@ -37,7 +37,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
     p = plan.plan
     worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
-            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}", percent(plan.performance.mfu),
+            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}", percent(plan.performance.mfu_fraction),
             f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse]
 
 
@@ -80,7 +80,7 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
     perf, cost = best.performance, best.cost
     return ["", f"Best plan: {plan_summary(best)}", f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),
-            f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu)}, step {perf.step_time_s:,.2f} s",
+            f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
             f"= {cost.usd_total:,.0f} USD"]
 

@@ -70,8 +70,8 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
 def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
     return PerformanceReport(
         tokens_per_s=perf.tokens_per_s,
-        mfu=perf.mfu,
-        hfu=perf.hfu,
+        mfu_fraction=perf.mfu,
+        hfu_fraction=perf.hfu,
         step_time_s=perf.step_time_s,
         compute_time_s=perf.compute_time_s,
         communication_time_s=perf.communication_time_s,

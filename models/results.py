@@ -67,8 +67,8 @@ class MemoryReport(_Result):
 
 class PerformanceReport(_Result):
     tokens_per_s: float
-    mfu: float
-    hfu: float
+    mfu_fraction: float  # model FLOPs utilisation, 0..1 (tables show it in percent)
+    hfu_fraction: float  # hardware FLOPs utilisation (recompute included), 0..1
     step_time_s: float
     compute_time_s: float
     communication_time_s: float

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
-from vramplan.models.units import BYTES_PER_GB, BYTES_PER_MIB
+from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.cpsat_model import inner_decisions
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
@@ -101,8 +101,9 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     return found
 
 
-def _gb(num_bytes: int) -> str:
-    return f"{num_bytes / BYTES_PER_GB:,.1f} GB"
+def _gib(num_bytes: int) -> str:
+    """Memory in the unit of the tables beside the explanation (GiB = 2^30 bytes)."""
+    return f"{num_bytes / BYTES_PER_GIB:,.1f} GiB"
 
 
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
@@ -112,10 +113,10 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]
     if space.clusters and states_bytes > largest_limit:
-        parts.append(f"model states alone need at least {_gb(states_bytes)} per GPU ({how}), above the "
-                     f"{_gb(largest_limit)} limit of the largest allowed GPU")
+        parts.append(f"model states alone need at least {_gib(states_bytes)} per GPU ({how}), above the "
+                     f"{_gib(largest_limit)} limit of the largest allowed GPU")
     elif miss is not None and over_mib is not None:
-        parts.append(f"the closest plan is {over_mib * BYTES_PER_MIB / BYTES_PER_GB:,.1f} GB over the limit, "
+        parts.append(f"the closest plan is {_gib(over_mib * BYTES_PER_MIB)} over the limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
     if conflicts:
         parts.append(f"conflicting restrictions: {', '.join(conflicts)}")

@@ -140,3 +140,29 @@ def test_explicit_format_wins_over_the_extension(command, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert _kind(out.read_text(encoding="utf-8")) == "csv"
     assert _kind(CliRunner().invoke(main, EXTENSION_CASES[command]).stdout) == "table"  # stdout: a table
+
+
+# --- one unit system per output ------------------------------------------------------------------
+
+
+def test_table_speaks_gib_billions_and_percent_json_exact_integers_and_fractions():
+    import json
+
+    table = run(SMALL, None).stdout
+    data = json.loads(run([*SMALL, "--format", "json"], None).stdout)
+    assert "llama-3.1-8b (8.03B params)" in table  # 8,030,261,248 (HF transformers' count, tests/golden_params.py)
+    assert data["model"]["num_params"] == 8_030_261_248
+    mfu = data["performance"]["mfu_fraction"]
+    assert 0 < mfu < 1 and "mfu" not in data["performance"]
+    assert f"MFU {mfu:.1%}" in table
+    header = run([*SMALL, "--format", "csv"], None).stdout.splitlines()[0].split(",")
+    assert "performance.mfu_fraction" in header and "performance.mfu" not in header
+
+
+def test_explanation_uses_the_tables_gib():
+    import re
+
+    text = run(INFEASIBLE, None).stdout
+    assert "GiB" in text and not re.search(r"\d GB\b", text), text
+    # 16 bytes/param x 70,553,706,496 / 2 GPUs = 564,429,651,968 bytes = 525.7 GiB; the limit is 90% of 80 GiB.
+    assert "at least 525.7 GiB per GPU" in text and "72.0 GiB limit" in text
