@@ -93,7 +93,7 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
     if miss is not None:
         parts += ["", f"Closest miss: {plan_summary(miss)}", memory_table(miss.memory, screen, "Closest miss, memory per GPU")]
     if explanation.mitigations:
-        table = new_table(screen, "Changes tried, in the seed's mitigation order")
+        table = new_table(screen, "Changes tried, each alone, least disruptive first")
         table.add_column("change")
         table.add_column("fits")
         table.add_column("plan")

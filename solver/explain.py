@@ -1,5 +1,5 @@
 """When nothing fits: which restrictions conflict, how close the closest miss came and which pillar
-dominates it, and the smallest change that fits, tried in the seed's mitigation order:
+dominates it, and the smallest change that fits, tried from the least to the most disruptive:
 activation checkpointing, ZeRO-2/3, smaller micro-batch with more accumulation, 8-bit optimizer
 states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 
@@ -85,7 +85,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) ->
 
 
 def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, solve_one: Solver) -> list[Mitigation]:
-    """Each fix applied alone to the user's query, in the seed's order; more GPUs stops at the
+    """Each fix applied alone to the user's query, least disruptive first; more GPUs stops at the
     first count that fits."""
     found: list[Mitigation] = []
     more_gpus_fitted = False

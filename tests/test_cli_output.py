@@ -166,3 +166,17 @@ def test_explanation_uses_the_tables_gib():
     assert "GiB" in text and not re.search(r"\d GB\b", text), text
     # 16 bytes/param x 70,553,706,496 / 2 GPUs = 564,429,651,968 bytes = 525.7 GiB; the limit is 90% of 80 GiB.
     assert "at least 525.7 GiB per GPU" in text and "72.0 GiB limit" in text
+
+
+# --- no internal wording in user text ------------------------------------------------------------
+
+INTERNAL_WORDS = ("seed", "issue 7", "TODO", "DESIGN.md", "product card")
+
+
+@pytest.mark.parametrize("args", [INFEASIBLE, HEADLINE + ["--pareto"], SMALL, ["solve", "--help"],
+                                  ["estimate", "--help"], ["--help"]])
+def test_user_text_has_no_internal_wording(args):
+    result = run(args, None)
+    text = (result.stdout + result.stderr).lower()
+    assert result.stdout
+    assert not [word for word in INTERNAL_WORDS if word.lower() in text]
