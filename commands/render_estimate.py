@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
-from vramplan.commands.render_text import count, fit_lines, memory_table, percent, render
+from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, percent, render
 from vramplan.models.results import EstimateResult
 
 
@@ -34,6 +34,8 @@ def performance_lines(result: EstimateResult) -> list[str]:
 def estimate_table(result: EstimateResult, screen: Screen) -> str:
     parts: list[Any] = [plan_line(result), "", memory_table(result.memory, screen)]
     parts += fit_lines(result.memory) + performance_lines(result)
+    note = efficiency_note(result.performance, result.plan.gpu)
+    parts += [note] if note else []
     return render(parts, screen)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
-from vramplan.commands.render_text import count, fit_lines, memory_table, new_table, percent, render, table_width
+from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, new_table, percent, render, table_width
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
     p = plan.plan
     worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
-            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}", percent(plan.performance.mfu_fraction),
+            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
+            percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
             f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse]
 
 
@@ -82,7 +83,18 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
             memory_table(best.memory, screen), *fit_lines(best.memory),
             f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
-            f"= {cost.usd_total:,.0f} USD"]
+            f"= {cost.usd_total:,.0f} USD", *_notes([efficiency_note(perf, best.plan.gpu)])]
+
+
+def _notes(notes: list[str | None]) -> list[str]:
+    return [note for note in notes if note]
+
+
+def _starred_note(plans: list[SolvedPlan]) -> list[str]:
+    borrowed = sorted({p.plan.gpu for p in plans if not p.performance.efficiency_calibrated})
+    if not borrowed:
+        return []
+    return [f"* uncalibrated compute efficiency (borrowed from another GPU generation): {', '.join(borrowed)}"]
 
 
 def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
@@ -117,8 +129,10 @@ def solve_table(result: SolveResult, screen: Screen) -> str:
         parts += _best_plan_parts(result, screen)
         if len(result.plans) > 1:
             parts += ["", plans_table(result, result.plans, "Best plans (runner-ups vs the best)", screen)]
+            parts += _starred_note(result.plans) if not screen.compact else []
     if result.pareto:
         parts += ["", plans_table(result, result.pareto, "Cost-vs-time Pareto front (cheapest first)", screen)]
+        parts += _starred_note(result.pareto) if not screen.compact else []
     if result.explanation is not None:
         parts += _explanation_parts(result, screen)
     return render(parts, screen)

@@ -7,7 +7,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen
-from vramplan.models.results import PILLARS, MemoryReport
+from vramplan.models.results import PILLARS, MemoryReport, PerformanceReport
 from vramplan.models.units import BYTES_PER_GIB
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
@@ -33,6 +33,16 @@ def count(number: int) -> str:
 
 def percent(fraction: float) -> str:
     return f"{fraction:.1%}"
+
+
+def efficiency_note(performance: PerformanceReport, gpu: str) -> str | None:
+    """Say so when throughput rests on another GPU generation's calibration (None when not)."""
+    if performance.efficiency_calibrated:
+        return None
+    source = performance.efficiency_borrowed_from
+    borrowed = f"borrowed from the {source} generation" if source else "assumed"
+    return (f"uncalibrated: no published training run calibrates {gpu}; its compute efficiency "
+            f"({percent(performance.compute_efficiency)}) is {borrowed}, and tokens/s, MFU, time and cost rest on it")
 
 
 def new_table(screen: Screen, title: str) -> Table:

@@ -80,6 +80,11 @@ class PerformanceReport(_Result):
     hardware_flops_per_token: int
     peak_tflops: float
     compute_efficiency: float
+    # Whether compute_efficiency was calibrated on a published run of this GPU generation; if
+    # not, the generation whose value it borrows (models/calibration.py) and why.
+    efficiency_calibrated: bool
+    efficiency_borrowed_from: str | None
+    efficiency_source: str
 
 
 class CostReport(_Result):

@@ -180,3 +180,29 @@ def test_user_text_has_no_internal_wording(args):
     text = (result.stdout + result.stderr).lower()
     assert result.stdout
     assert not [word for word in INTERNAL_WORDS if word.lower() in text]
+
+
+# --- uncalibrated efficiency is visible ----------------------------------------------------------
+
+
+def test_borrowed_efficiency_is_said_in_the_table_and_json():
+    import json
+
+    # MI300X (CDNA3) has no published calibration run: models/calibration.py reuses Hopper's.
+    mi300x = ["estimate", "--model", "llama-3.1-8b", "--gpu", "mi300x-192gb", "--num-gpus", "8", "--zero", "3"]
+    table = run(mi300x, None).stdout
+    perf = json.loads(run([*mi300x, "--format", "json"], None).stdout)["performance"]
+    assert perf["efficiency_calibrated"] is False and perf["efficiency_borrowed_from"] == "hopper"
+    assert "uncalibrated" in table and "borrowed from the hopper generation" in table
+    h100 = json.loads(run([*SMALL, "--format", "json"], None).stdout)["performance"]
+    assert h100["efficiency_calibrated"] is True and h100["efficiency_borrowed_from"] is None
+    assert "uncalibrated" not in run(SMALL, None).stdout
+
+
+def test_solve_marks_each_borrowed_mfu():
+    import json
+
+    text = run(HEADLINE, None).stdout  # the best plan is MI300X
+    assert "36.4%*" in text and "* uncalibrated compute efficiency" in text
+    plan = json.loads(run([*HEADLINE, "--format", "json", "--top", "1"], None).stdout)["plans"][0]
+    assert plan["plan"]["gpu"] == "mi300x-192gb" and plan["performance"]["efficiency_borrowed_from"] == "hopper"
