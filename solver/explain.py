@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.cpsat_model import inner_decisions
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
@@ -112,12 +113,20 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     states_bytes, how = leanest_model_states(space)
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]
-    if space.clusters and states_bytes > largest_limit:
+    host = host_ram_reason(space) if miss is not None and over_mib is not None and over_mib <= 0 else None
+    if not space.clusters:
+        parts.append(empty_space_reason(catalogue, query))
+    elif states_bytes > largest_limit:
         parts.append(f"model states alone need at least {_gib(states_bytes)} per GPU ({how}), above the "
                      f"{_gib(largest_limit)} limit of the largest allowed GPU")
-    elif miss is not None and over_mib is not None:
-        parts.append(f"the closest plan is {_gib(over_mib * BYTES_PER_MIB)} over the limit, "
+    elif host is not None:
+        parts.append(host)
+    elif miss is not None and over_mib is not None and over_mib > 0:
+        limits = [name for name, value in (("budget", query.budget_usd), ("deadline", query.deadline_hours)) if value]
+        within = f" within the {' and '.join(limits)}" if limits else ""
+        parts.append(f"the closest plan{within} is {_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
+    parts += budget_deadline_reasons(query, conflicts or [], solve_one)
     if conflicts:
         parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
     elif conflicts == []:
