@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -34,6 +35,9 @@ from vramplan.commands.options import (
 @click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per GPU per micro-step.")
 @click.option("--grad-accum", type=int, default=1, show_default=True, help="Gradient-accumulation steps.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default="none", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
+                   "needs vramplan[plot]).")
 @catalogue_options
 @output_options
 def estimate_command(**options: Any) -> None:
@@ -66,5 +70,10 @@ def estimate_command(**options: Any) -> None:
     render = {"table": lambda r: render_estimate.estimate_table(r, screen), "json": output.json_text,
               "csv": render_estimate.estimate_csv}
     output.emit(render[output.chosen_format(options)](result), options["output"])
+    if options["plot_path"] is not None:
+        from vramplan.commands import plot
+
+        title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
+        plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)
