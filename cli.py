@@ -14,7 +14,6 @@ import sys
 import click
 
 from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from vramplan.models.errors import CommandFailure, VramplanError
 
 
 def _exit_code(invoke) -> int:
@@ -29,18 +28,18 @@ def _exit_code(invoke) -> int:
     except click.UsageError as error:
         click.echo(f"error: {error.format_message()}", err=True)
         return EXIT_USAGE
-    except VramplanError as error:
-        click.echo(f"error: {error}", err=True)
-        return EXIT_USAGE
     except click.ClickException as error:
         click.echo(f"error: {error.format_message()}", err=True)
-        return EXIT_ERROR
-    except CommandFailure as error:
-        click.echo(f"error: {error}", err=True)
         return EXIT_ERROR
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        # Imported here, not at the top: models.errors loads pydantic, which `vramplan --help` does not need.
+        from vramplan.models.errors import CommandFailure, VramplanError
+
+        if isinstance(error, (VramplanError, CommandFailure)):
+            click.echo(f"error: {error}", err=True)
+            return EXIT_USAGE if isinstance(error, VramplanError) else EXIT_ERROR
         if os.environ.get("VRAMPLAN_DEBUG"):
             raise
         click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
