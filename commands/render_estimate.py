@@ -26,7 +26,7 @@ def performance_lines(result: EstimateResult) -> list[str]:
     return [
         f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
         f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s)",
-        f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {cost.tokens:,.3g} tokens take "
+        f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "
         f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
     ]
 

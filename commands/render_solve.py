@@ -118,7 +118,7 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
 
 def solve_table(result: SolveResult, screen: Screen) -> str:
     head = (f"{result.model.name} ({count(result.model.num_params)} params): global batch {result.global_batch}, "
-            f"{result.tokens:,.3g} tokens, objective {result.objective.name}\n"
+            f"{count(round(result.tokens))} tokens, objective {result.objective.name}\n"
             f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
             f"{result.solve_time_s:.2f} s)")
     parts: list[Any] = [head]
