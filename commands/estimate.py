@@ -49,6 +49,10 @@ def estimate_command(**options: Any) -> None:
     from vramplan.models.estimate import estimate
     from vramplan.models.setup import Plan
 
+    if options["plot_path"] is not None:
+        from vramplan.commands import plot
+
+        plot.require_matplotlib(options["plot_path"])
     catalogue = open_catalogue(options)
     job = build_job(options)
     try:
@@ -71,8 +75,6 @@ def estimate_command(**options: Any) -> None:
               "csv": render_estimate.estimate_csv}
     output.emit(render[output.chosen_format(options)](result), options["output"])
     if options["plot_path"] is not None:
-        from vramplan.commands import plot
-
         title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
         plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
     if not result.memory.fits:

@@ -26,8 +26,16 @@ PILLAR_COLOURS = dict(zip(PILLARS, ("#0072B2", "#E69F00", "#009E73", "#CC79A7", 
 LIMIT_COLOUR, CAPACITY_COLOUR, CHOSEN_COLOUR, FRONT_COLOUR = "#D55E00", "#000000", "#D55E00", "#0072B2"
 
 
-def require_matplotlib() -> None:
-    """Fail before any work when the extra is missing: one line naming it (exit 1)."""
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def require_matplotlib(image: Path | None = None) -> None:
+    """Fail before any work: an image name without a known extension is bad input (exit 2), a
+    missing extra one line naming it (exit 1)."""
+    if image is not None and image.suffix.lower() not in IMAGE_SUFFIXES:
+        from vramplan.models.errors import VramplanError
+
+        raise VramplanError("plot", str(image), f"must end in {', '.join(IMAGE_SUFFIXES)}")
     _pyplot()
 
 

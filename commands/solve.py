@@ -79,7 +79,7 @@ def solve_command(**options: Any) -> None:
     if options["plot_path"] or options["report_path"]:
         from vramplan.commands import plot
 
-        plot.require_matplotlib()  # before the solve, not after it
+        plot.require_matplotlib(options["plot_path"])  # before the solve, not after it
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     screen = output.screen_for(options["output"])

@@ -116,3 +116,12 @@ def test_missing_matplotlib_is_one_line_naming_the_extra(args, monkeypatch, tmp_
     assert result.exit_code == 1
     assert result.stderr == "error: pictures need matplotlib: pip install 'vramplan[plot]'\n"
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [[*ESTIMATE, "--plot", "memory.xyz"], [*SOLVE, "--plot", "front"]])
+def test_image_name_without_a_known_extension_is_bad_input(args, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: plot=") and ".png, .svg, .pdf" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and not list(tmp_path.iterdir())
