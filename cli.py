@@ -7,13 +7,13 @@ as one line; never a traceback (set VRAMPLAN_DEBUG=1 to see one).
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
 from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from vramplan.models.errors import CommandFailure, VramplanError
 
 
 MAX_ERROR_CHARS = 1000
@@ -38,18 +38,18 @@ def _exit_code(invoke) -> int:
     except click.UsageError as error:
         _say(f"error: {error.format_message()}", err=True)
         return EXIT_USAGE
-    except VramplanError as error:
-        _say(f"error: {error}", err=True)
-        return EXIT_USAGE
     except click.ClickException as error:
         _say(f"error: {error.format_message()}", err=True)
-        return EXIT_ERROR
-    except CommandFailure as error:
-        _say(f"error: {error}", err=True)
         return EXIT_ERROR
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        # Imported here, not at the top: models.errors loads pydantic, which `vramplan --help` does not need.
+        from vramplan.models.errors import CommandFailure, VramplanError
+
+        if isinstance(error, (VramplanError, CommandFailure)):
+            _say(f"error: {error}", err=True)
+            return EXIT_USAGE if isinstance(error, VramplanError) else EXIT_ERROR
         if os.environ.get("VRAMPLAN_DEBUG"):
             raise
         _say(f"internal error: {type(error).__name__}: {error}", err=True)
@@ -71,21 +71,47 @@ class VramplanGroup(click.Group):
         return code
 
 
-@click.group(cls=VramplanGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# name -> (module, attribute, short help). The group's --help lists these without importing a
+# command module; a command's module (and with it pydantic, ortools, pandas or rich) is imported
+# only when that command runs or shows its own --help. tests/test_cli_output_imports.py checks
+# that each short help here is the command's own.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "batch": ("vramplan.commands.batch", "batch",
+              "Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans."),
+    "estimate": ("vramplan.commands.estimate", "estimate_command",
+                 "Memory per GPU, throughput and cost of one fixed training configuration."),
+    "fleet": ("vramplan.commands.fleet", "fleet",
+              "Plan many training jobs jointly on a finite GPU inventory (CP-SAT)."),
+    "gpus": ("vramplan.commands.listings", "gpus", "List the GPU catalogue."),
+    "models": ("vramplan.commands.listings", "models", "List the architecture catalogue with exact parameter counts."),
+    "offerings": ("vramplan.commands.listings", "offerings",
+                  "List the offerings (how GPUs are rented) with their dated prices."),
+    "solve": ("vramplan.commands.solve", "solve_command",
+              "Find, prove and explain the best cluster and training configuration."),
+}
+
+
+class LazyGroup(VramplanGroup):
+    """Imports a command's module only when the command is looked up to run or show its help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)  # as click.Group does
+        rows = [(name, click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="vramplan")
 def main() -> None:
     """Plan GPU clusters and training configurations that fit in memory, cheapest or fastest."""
-
-
-def _register() -> None:
-    from vramplan.commands.batch import batch
-    from vramplan.commands.estimate import estimate_command
-    from vramplan.commands.fleet import fleet
-    from vramplan.commands.listings import gpus, models, offerings
-    from vramplan.commands.solve import solve_command
-
-    for command in (estimate_command, solve_command, batch, fleet, gpus, models, offerings):
-        main.add_command(command)
-
-
-_register()

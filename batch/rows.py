@@ -199,7 +199,7 @@ def output_row(result: SolveResult) -> dict[str, Any]:
     answer["total_gib"] = round(memory.total_bytes / BYTES_PER_GIB, 4)
     answer["limit_gib"] = round(memory.limit_bytes / BYTES_PER_GIB, 4)
     answer["tokens_per_s"] = round(best.performance.tokens_per_s, 2)
-    answer["mfu"] = round(best.performance.mfu, 5)
+    answer["mfu"] = round(best.performance.mfu_fraction, 5)
     answer["hours"] = round(best.cost.hours, 4)
     answer["usd_per_hour"] = round(best.cost.usd_per_hour, 4)
     answer["usd_total"] = round(best.cost.usd_total, 2)

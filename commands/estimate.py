@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
-from vramplan.commands import output
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     COUNT,
@@ -23,8 +23,6 @@ from vramplan.commands.options import (
     output_options,
     validation_error,
 )
-from vramplan.models.estimate import estimate
-from vramplan.models.setup import Plan
 
 
 @click.command("estimate")
@@ -38,6 +36,9 @@ from vramplan.models.setup import Plan
 @click.option("--micro-batch", type=COUNT, default=1, show_default=True, help="Sequences per GPU per micro-step.")
 @click.option("--grad-accum", type=COUNT, default=1, show_default=True, help="Gradient-accumulation steps.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default="none", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
+                   "needs vramplan[plot]).")
 @catalogue_options
 @output_options
 def estimate_command(**options: Any) -> None:
@@ -45,6 +46,14 @@ def estimate_command(**options: Any) -> None:
 
     Exit code 3 when the plan does not fit.
     """
+    from vramplan.commands import output, render_estimate  # loaded when the command runs, not on --help
+    from vramplan.models.estimate import estimate
+    from vramplan.models.setup import Plan
+
+    if options["plot_path"] is not None:
+        from vramplan.commands import plot
+
+        plot.require_matplotlib(options["plot_path"])
     catalogue = open_catalogue(options)
     job = build_job(options)
     try:
@@ -62,7 +71,12 @@ def estimate_command(**options: Any) -> None:
     except ValidationError as error:
         raise validation_error(error) from None
     result = estimate(catalogue, options["model"], job, plan, options["tokens"], options["pricing"])
-    render = {"table": output.estimate_table, "json": output.json_text, "csv": output.estimate_csv}
-    output.emit(render[options["output_format"]](result), options["output"])
+    screen = output.screen_for(options["output"])
+    render = {"table": lambda r: render_estimate.estimate_table(r, screen), "json": output.json_text,
+              "csv": render_estimate.estimate_csv}
+    output.emit(render[output.chosen_format(options)](result), options["output"])
+    if options["plot_path"] is not None:
+        title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
+        plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

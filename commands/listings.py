@@ -6,20 +6,33 @@ from typing import Any
 
 import click
 
-from vramplan.commands import output
 from vramplan.commands.options import catalogue_options, open_catalogue, output_options
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.params import count_params
+
+# Table columns (key, header), most telling first: a narrow screen keeps those that fit. JSON and CSV
+# carry every catalogue field under its own name.
+GPU_COLUMNS = [("name", "name"), ("memory_usable_gib", "usable GiB"), ("bf16_dense_tflops", "bf16 TFLOPS"),
+               ("fp8_dense_tflops", "fp8 TFLOPS"), ("hbm_bandwidth_gb_per_s", "HBM GB/s"),
+               ("intra_node_bandwidth_gb_per_s", "node GB/s"), ("network_bandwidth_gb_per_s", "net GB/s"),
+               ("gpus_per_node", "GPUs/node")]
+MODEL_COLUMNS = [("name", "name"), ("params", "params"), ("model_type", "type"), ("num_layers", "layers"),
+                 ("hidden_size", "hidden"), ("num_attention_heads", "heads"), ("num_kv_heads", "kv heads"),
+                 ("intermediate_size", "ffn"), ("vocab_size", "vocab"), ("num_experts", "experts")]
+OFFERING_COLUMNS = [("name", "name"), ("gpu", "gpu"), ("num_gpus", "GPUs"), ("price_usd_per_hour", "USD/h"),
+                    ("spot_price_usd_per_hour", "spot USD/h"), ("price_usd_per_gpu_hour", "USD/GPU-h"),
+                    ("host_memory_gib", "host GiB"), ("price_date", "priced")]
 
 
-def _listing(rows: list[dict[str, Any]], columns: list[str], title: str, options: dict[str, Any]) -> None:
-    fmt = options["output_format"]
+def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], columns: list[tuple[str, str]],
+             title: str, options: dict[str, Any]) -> None:
+    from vramplan.commands import output, render_text  # the renderers load when a listing is printed
+
+    fmt = output.chosen_format(options)
     if fmt == "json":
         text = output.json_text(rows)
     elif fmt == "csv":
         text = output.csv_text(rows)
     else:
-        text = output.listing_table(rows, columns, title)
+        text = render_text.listing_table(table_rows, columns, title, output.screen_for(options["output"]))
     output.emit(text, options["output"])
 
 
@@ -28,11 +41,13 @@ def _listing(rows: list[dict[str, Any]], columns: list[str], title: str, options
 @output_options
 def gpus(**options: Any) -> None:
     """List the GPU catalogue."""
-    catalogue: Catalogue = open_catalogue(options)
+    from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+
+    catalogue = open_catalogue(options)
     rows = [g.model_dump() for g in catalogue.gpus.values()]
-    columns = ["name", "memory_usable_mib", "bf16_dense_tflops", "fp8_dense_tflops", "hbm_bandwidth_gb_per_s",
-               "intra_node_bandwidth_gb_per_s", "network_bandwidth_gb_per_s", "gpus_per_node"]
-    _listing(rows, columns, "GPUs (dense TFLOPS; usable MiB as the driver reports)", options)
+    table_rows = [row | {"memory_usable_gib": f"{row['memory_usable_mib'] * BYTES_PER_MIB / BYTES_PER_GIB:,.2f}"}
+                  for row in rows]
+    _listing(rows, table_rows, GPU_COLUMNS, "GPUs (dense TFLOPS; usable memory as the driver reports)", options)
 
 
 @click.command()
@@ -40,15 +55,17 @@ def gpus(**options: Any) -> None:
 @output_options
 def models(**options: Any) -> None:
     """List the architecture catalogue with exact parameter counts."""
+    from vramplan.commands.render_text import count
+    from vramplan.models.params import count_params
+
     catalogue = open_catalogue(options)
     rows = []
     for arch in catalogue.architectures.values():
         counts = count_params(arch)
         rows.append({"name": arch.name, "num_params": counts.total, "num_active_params": counts.active,
                      **arch.model_dump(exclude={"name"})})
-    columns = ["name", "num_params", "model_type", "num_layers", "hidden_size", "num_attention_heads",
-               "num_kv_heads", "intermediate_size", "vocab_size", "num_experts"]
-    _listing(rows, columns, "Architectures (exact parameter counts)", options)
+    table_rows = [row | {"params": count(row["num_params"])} for row in rows]
+    _listing(rows, table_rows, MODEL_COLUMNS, "Architectures (parameter counts exact in JSON and CSV)", options)
 
 
 @click.command()
@@ -59,6 +76,6 @@ def offerings(**options: Any) -> None:
     catalogue = open_catalogue(options)
     rows = [{"name": o.name, **o.model_dump(), "price_usd_per_gpu_hour": round(o.price_usd_per_gpu_hour, 4)}
             for o in catalogue.offerings.values()]
-    columns = ["name", "gpu", "num_gpus", "price_usd_per_hour", "spot_price_usd_per_hour",
-               "price_usd_per_gpu_hour", "host_memory_gib", "price_date"]
-    _listing(rows, columns, "Offerings (USD per instance-hour; dated, prices go stale)", options)
+    prices = ("price_usd_per_hour", "spot_price_usd_per_hour", "price_usd_per_gpu_hour")
+    table_rows = [row | {key: f"{row[key]:,.2f}" for key in prices if row[key] is not None} for row in rows]
+    _listing(rows, table_rows, OFFERING_COLUMNS, "Offerings (USD per instance-hour; dated, prices go stale)", options)

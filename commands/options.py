@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
 
-from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.errors import VramplanError, from_validation_error
 from vramplan.models.numbers import parse_count, parse_positive, parse_real
 from vramplan.models.setup import (
@@ -21,7 +20,9 @@ from vramplan.models.setup import (
     Job,
     RuntimeReserve,
 )
-from vramplan.solver.query_fields import job_from_fields
+
+if TYPE_CHECKING:
+    from vramplan.models.catalogue import Catalogue
 
 FORMATS = ("table", "json", "csv")
 
@@ -63,7 +64,8 @@ catalogue_options = _stack(
 )
 
 output_options = _stack(
-    click.option("--format", "output_format", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
+                 help="Output format [default: from the -o file's extension (.json, .csv), else table]."),
     click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the result to FILE instead of stdout."),
 )
 
@@ -116,6 +118,8 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_job(options: dict[str, Any]) -> Job:
+    from vramplan.solver.query_fields import job_from_fields
+
     try:
         return job_from_fields(option_fields(options))
     except ValidationError as error:
@@ -123,4 +127,6 @@ def build_job(options: dict[str, Any]) -> Job:
 
 
 def open_catalogue(options: dict[str, Any]) -> Catalogue:
+    from vramplan.models.catalogue import load_catalogue
+
     return load_catalogue(options.get("gpus_csv"), options.get("offerings_csv"), options.get("models_csv"))

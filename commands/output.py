@@ -1,22 +1,59 @@
-"""Rendering results as tables (rich), JSON and CSV. No computation happens here."""
+"""Where results go and in which shape: the screen a table is drawn for, JSON and CSV text, and
+writing to stdout or the -o file. No computation happens here; tables are in render_*.py."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import shutil
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
 
-from vramplan.models.results import PILLARS, EstimateResult, MemoryReport
-from vramplan.models.units import BYTES_PER_GIB
-from vramplan.solver.query import SolvedPlan, SolveResult
+# Below this many columns tables drop to their compact layout (fewer columns, wrapped text).
+COMPACT_BELOW_COLUMNS = 100
+
+
+# -o FILE without --format writes the format its extension names; any other extension, a table.
+EXTENSION_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def chosen_format(options: Mapping[str, Any]) -> str:
+    """An explicit --format wins; else the -o file's extension; else a table."""
+    if options.get("output_format"):
+        return options["output_format"]
+    output = options.get("output")
+    return EXTENSION_FORMATS.get(output.suffix.lower(), "table") if output is not None else "table"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a table is drawn for: `width` columns (None: as wide as the table needs, for pipes
+    and files without $COLUMNS), and `plain` (no box drawing, no colour) unless a terminal."""
+
+    width: int | None
+    plain: bool
+
+    @property
+    def compact(self) -> bool:
+        return self.width is not None and self.width < COMPACT_BELOW_COLUMNS
+
+
+def screen_for(output: Path | None) -> Screen:
+    """A terminal gets its own width with boxes; a pipe or a file gets plain text, $COLUMNS wide
+    when that is set (as `COLUMNS=80 vramplan ... | less`), else as wide as the table needs."""
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+    if output is None and sys.stdout.isatty():
+        return Screen(width=shutil.get_terminal_size().columns, plain=False)
+    return Screen(width=width, plain=True)
 
 
 def emit(text: str, output: Path | None) -> None:
@@ -28,10 +65,6 @@ def emit(text: str, output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
         raise click.ClickException(f"output={str(output)!r}: cannot write: {error.strerror or error}") from None
-
-
-def gib(num_bytes: int | float | None) -> str:
-    return "-" if num_bytes is None else f"{num_bytes / BYTES_PER_GIB:,.2f}"
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -74,162 +107,3 @@ def json_text(value: BaseModel | list[BaseModel] | list[dict[str, Any]]) -> str:
         return value.model_dump_json(indent=2) + "\n"
     items = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
     return json.dumps(items, indent=2) + "\n"
-
-
-def render_table(table: Table | list[Any], width: int = 160) -> str:
-    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
-    for item in table if isinstance(table, list) else [table]:
-        console.print(item)
-    return console.file.getvalue()  # type: ignore[attr-defined]
-
-
-def memory_table(memory: MemoryReport, title: str = "Memory per GPU") -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("pillar")
-    table.add_column("GiB", justify="right")
-    table.add_column("share", justify="right")
-    for pillar in PILLARS:
-        value = getattr(memory, f"{pillar}_bytes")
-        share = f"{value / memory.total_bytes:.0%}" if memory.total_bytes else "-"
-        table.add_row(pillar.replace("_", " "), gib(value), share)
-    table.add_section()
-    table.add_row("total", gib(memory.total_bytes), "")
-    table.add_row(f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB)", gib(memory.limit_bytes), "")
-    return table
-
-
-def fit_lines(memory: MemoryReport) -> list[str]:
-    if memory.gpu_fits:
-        verdict = f"FITS with {gib(memory.headroom_bytes)} GiB to spare"
-    else:
-        verdict = f"DOES NOT FIT: {gib(-memory.headroom_bytes)} GiB over the limit"
-    lines = [f"{verdict}; dominant pillar: {memory.dominant_pillar.replace('_', ' ')}"]
-    if memory.host_bytes:
-        host = f"host RAM per node for offload: {gib(memory.host_bytes)} GiB"
-        if memory.host_limit_bytes is not None:
-            host += f" of {gib(memory.host_limit_bytes)} GiB allowed ({'fits' if memory.host_fits else 'DOES NOT FIT'})"
-        lines.append(host)
-    return lines
-
-
-def plan_line(result: EstimateResult) -> str:
-    plan, job = result.plan, result.job
-    method = job.method if job.method == "full" else f"{job.method} r={job.lora_rank}"
-    return (
-        f"{result.model.name} ({result.model.num_params / 1e9:,.2f}B params), {method}, seq {job.seq_len}, "
-        f"micro-batch {plan.micro_batch} x accum {plan.grad_accum} x dp {plan.dp} = global batch {plan.global_batch}\n"
-        f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
-        f"ZeRO-{plan.zero}, recompute {plan.recompute}, {plan.precision}, {job.optimizer}, "
-        f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}"
-    )
-
-
-def performance_lines(result: EstimateResult) -> list[str]:
-    perf, cost = result.performance, result.cost
-    return [
-        f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {perf.mfu:.1%}, step {perf.step_time_s:,.2f} s "
-        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s)",
-        f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {cost.tokens:,.3g} tokens take "
-        f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
-    ]
-
-
-def estimate_table(result: EstimateResult) -> str:
-    parts: list[Any] = [plan_line(result), "", memory_table(result.memory)]
-    parts += fit_lines(result.memory) + performance_lines(result)
-    return render_table(parts)
-
-
-def estimate_csv(result: EstimateResult) -> str:
-    return csv_text([flatten(result.model_dump(mode="json"))])
-
-
-def listing_table(rows: list[dict[str, Any]], columns: list[str], title: str) -> str:
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column, no_wrap=True)
-    for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
-    return render_table(table, width=400)
-
-
-def _plan_summary(plan: SolvedPlan) -> str:
-    p = plan.plan
-    return (f"{p.num_gpus} x {p.gpu} via {p.offering} ({plan.cost.num_instances} instance(s)), ZeRO-{p.zero}, "
-            f"recompute {p.recompute}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
-            f"offload {p.offload}")
-
-
-def _value(result: SolveResult, value: float | None) -> str:
-    if value is None:
-        return "-"
-    unit = result.objective.unit
-    return f"{value:,.2f} {unit}" if unit in ("USD", "USD/hour", "hours") else f"{value:,.0f} {unit}"
-
-
-def _alternatives_table(result: SolveResult, plans: list[SolvedPlan], title: str) -> Table:
-    best = result.plans[0].objective_value if result.plans else None
-    table = Table(title=title, title_justify="left")
-    for column in ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "tokens/s", "MFU", "days",
-                   "USD/h", "USD total", "vs best"):
-        table.add_column(column, justify="left" if column in ("offering", "recompute", "offload") else "right", no_wrap=True)
-    for index, plan in enumerate(plans, start=1):
-        p = plan.plan
-        worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
-        table.add_row(str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
-                      f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
-                      f"{plan.performance.mfu:.1%}", f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}",
-                      f"{plan.cost.usd_total:,.0f}", worse)
-    return table
-
-
-def solve_table(result: SolveResult) -> str:
-    head = (f"{result.model.name} ({result.model.num_params / 1e9:,.2f}B params): global batch {result.global_batch}, "
-            f"{result.tokens:,.3g} tokens, objective {result.objective.name}\n"
-            f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
-            f"{result.solve_time_s:.2f} s)")
-    parts: list[Any] = [head]
-    if result.objective.gap is not None:
-        parts.append(f"time limit reached: best bound {_value(result, result.objective.best_bound)}, gap {result.objective.gap:.1%}")
-    if result.plans:
-        best = result.plans[0]
-        parts += ["", f"Best plan: {_plan_summary(best)}", f"objective: {_value(result, best.objective_value)}", "",
-                  memory_table(best.memory)]
-        parts += fit_lines(best.memory)
-        parts += [
-            f"throughput {best.performance.tokens_per_s:,.0f} tokens/s, MFU {best.performance.mfu:.1%}, "
-            f"step {best.performance.step_time_s:,.2f} s",
-            f"cost {best.cost.usd_per_hour:,.2f} USD/hour; {best.cost.hours:,.1f} hours ({best.cost.days:,.2f} days) "
-            f"= {best.cost.usd_total:,.0f} USD",
-        ]
-        if len(result.plans) > 1:
-            parts += ["", _alternatives_table(result, result.plans, "Best plans (runner-ups vs the best)")]
-    if result.pareto:
-        parts += ["", _alternatives_table(result, result.pareto, "Cost-vs-time Pareto front (cheapest first)")]
-    if result.explanation is not None:
-        parts += ["", f"Why: {result.explanation.summary}"]
-        miss = result.explanation.closest_miss
-        if miss is not None:
-            parts += ["", f"Closest miss: {_plan_summary(miss)}", memory_table(miss.memory, "Closest miss, memory per GPU")]
-        if result.explanation.mitigations:
-            table = Table(title="Changes tried, in the seed's mitigation order", title_justify="left")
-            table.add_column("change")
-            table.add_column("fits")
-            table.add_column("plan")
-            for m in result.explanation.mitigations:
-                plan = "-" if m.plan is None else f"{m.plan.num_gpus} x {m.plan.gpu}, ZeRO-{m.plan.zero}, {m.plan.method}"
-                table.add_row(m.change, "yes" if m.fits else "no", plan)
-            parts += ["", table]
-    return render_table(parts)
-
-
-def solve_csv(result: SolveResult) -> str:
-    rows = []
-    for kind, plans in (("plan", result.plans), ("pareto", result.pareto)):
-        for rank, plan in enumerate(plans, start=1):
-            rows.append({"status": result.status, "objective": result.objective.name, "kind": kind, "rank": rank,
-                         **flatten(plan.model_dump(mode="json"))})
-    if not rows:
-        summary = result.explanation.summary if result.explanation else ""
-        rows.append({"status": result.status, "objective": result.objective.name, "explanation": summary})
-    return csv_text(rows)

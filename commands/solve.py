@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
-from vramplan.commands import output
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     COUNT,
@@ -24,15 +24,15 @@ from vramplan.commands.options import (
     output_options,
     validation_error,
 )
-from vramplan.solver.api import solve
-from vramplan.solver.query import OBJECTIVES, SolveQuery
+from vramplan.solver.query import OBJECTIVES, SolveQuery, SolveResult
 from vramplan.solver.query_fields import query_from_fields
 
 
 def build_query(options: dict[str, Any]) -> SolveQuery:
     """Repeatable --gpu/--provider also accept ';'- or ','-separated lists."""
+    pictures = bool(options.get("plot_path") or options.get("report_path"))  # they draw the front
     try:
-        return query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"],
+        return query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"] or pictures,
                                  engine=options["engine"], time_limit_s=options["time_limit"])
     except ValidationError as error:
         raise validation_error(error) from None
@@ -61,6 +61,12 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
 @click.option("--time-limit", type=POSITIVE, default=10.0, show_default=True, help="Seconds for the solver.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw the cost-vs-time Pareto front to FILE (.png, .svg, .pdf; implies --pareto; "
+                   "needs vramplan[plot]).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write one self-contained HTML page: plan, memory chart, alternatives, front "
+                   "(implies --pareto; needs vramplan[plot]).")
 @catalogue_options
 @output_options
 def solve_command(**options: Any) -> None:
@@ -68,9 +74,32 @@ def solve_command(**options: Any) -> None:
 
     Exit code 3 when nothing fits (the answer then explains why and what would).
     """
+    from vramplan.commands import output, render_solve
+    from vramplan.solver.api import solve  # ortools: imported when a solve runs, not for --help
+
+    if options["plot_path"] or options["report_path"]:
+        from vramplan.commands import plot
+
+        plot.require_matplotlib(options["plot_path"])  # before the solve, not after it
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
-    render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
-    output.emit(render[options["output_format"]](result), options["output"])
+    screen = output.screen_for(options["output"])
+    render = {"table": lambda r: render_solve.solve_table(r, screen), "json": output.json_text,
+              "csv": render_solve.solve_csv}
+    output.emit(render[output.chosen_format(options)](result), options["output"])
+    _pictures(result, options)
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)
+
+
+def _pictures(result: SolveResult, options: dict[str, Any]) -> None:
+    from vramplan.commands import output, plot, report
+
+    if options["plot_path"] is not None:
+        if result.pareto or result.plans:
+            plot.save(plot.pareto_figure(result), options["plot_path"])
+        else:
+            click.echo(f"warning: no plan fits, so there is no front to draw; {options['plot_path']} not written",
+                       err=True)
+    if options["report_path"] is not None:
+        output.emit(report.report_html(result), options["report_path"])

@@ -28,6 +28,7 @@ class Efficiency:
     value: float
     calibrated: bool
     source: str
+    borrowed_from: str | None = None  # the calibrated generation whose value this one reuses
 
 
 _KORTHIKANTI = "Korthikanti et al. arXiv:2205.05198 Table 5: HFU 52.8% (175B), 57.0% (530B) on A100"
@@ -36,10 +37,10 @@ _LLM_FOUNDRY = "llm-foundry benchmarking README (061f2c7): MPT-7B/13B/30B/70B HF
 COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
     "ampere": Efficiency(0.549, True, _KORTHIKANTI),
     "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
-    "volta": Efficiency(0.549, False, "no published point; Ampere's value"),
-    "ada": Efficiency(0.4845, False, "no published point; Hopper's value (same fp8 tensor-core generation)"),
-    "blackwell": Efficiency(0.4845, False, "no published point; Hopper's value"),
-    "cdna3": Efficiency(0.4845, False, "no published point; Hopper's value"),
+    "volta": Efficiency(0.549, False, "no published point; Ampere's value", "ampere"),
+    "ada": Efficiency(0.4845, False, "no published point; Hopper's value (same fp8 tensor-core generation)", "hopper"),
+    "blackwell": Efficiency(0.4845, False, "no published point; Hopper's value", "hopper"),
+    "cdna3": Efficiency(0.4845, False, "no published point; Hopper's value", "hopper"),
 }
 
 # Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):

@@ -6,6 +6,7 @@ here, in exact bytes.
 
 from __future__ import annotations
 
+from vramplan.models.calibration import compute_efficiency
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
@@ -67,11 +68,12 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
     )
 
 
-def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
+def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> PerformanceReport:
+    efficiency = compute_efficiency(gpu.architecture)
     return PerformanceReport(
         tokens_per_s=perf.tokens_per_s,
-        mfu=perf.mfu,
-        hfu=perf.hfu,
+        mfu_fraction=perf.mfu,
+        hfu_fraction=perf.hfu,
         step_time_s=perf.step_time_s,
         compute_time_s=perf.compute_time_s,
         communication_time_s=perf.communication_time_s,
@@ -83,6 +85,9 @@ def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
         hardware_flops_per_token=perf.hardware_flops_per_token,
         peak_tflops=perf.peak_tflops,
         compute_efficiency=perf.compute_efficiency,
+        efficiency_calibrated=efficiency.calibrated,
+        efficiency_borrowed_from=efficiency.borrowed_from,
+        efficiency_source=efficiency.source,
     )
 
 
@@ -118,7 +123,7 @@ def estimate_plan(
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
         memory=memory_report(memory, job.capacity_fraction),
-        performance=performance_report(perf, plan),
+        performance=performance_report(perf, plan, gpu),
         cost=CostReport(
             offering=offering.name,
             pricing=pricing,

@@ -67,8 +67,8 @@ class MemoryReport(_Result):
 
 class PerformanceReport(_Result):
     tokens_per_s: float
-    mfu: float
-    hfu: float
+    mfu_fraction: float  # model FLOPs utilisation, 0..1 (tables show it in percent)
+    hfu_fraction: float  # hardware FLOPs utilisation (recompute included), 0..1
     step_time_s: float
     compute_time_s: float
     communication_time_s: float
@@ -80,6 +80,11 @@ class PerformanceReport(_Result):
     hardware_flops_per_token: int
     peak_tflops: float
     compute_efficiency: float
+    # Whether compute_efficiency was calibrated on a published run of this GPU generation; if
+    # not, the generation whose value it borrows (models/calibration.py) and why.
+    efficiency_calibrated: bool
+    efficiency_borrowed_from: str | None
+    efficiency_source: str
 
 
 class CostReport(_Result):

@@ -1,5 +1,5 @@
 """When nothing fits: which restrictions conflict, how close the closest miss came and which pillar
-dominates it, and the smallest change that fits, tried in the seed's mitigation order:
+dominates it, and the smallest change that fits, tried from the least to the most disruptive:
 activation checkpointing, ZeRO-2/3, smaller micro-batch with more accumulation, 8-bit optimizer
 states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 
@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
-from vramplan.models.units import BYTES_PER_GB, BYTES_PER_MIB
+from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.cpsat_model import inner_decisions
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
@@ -85,7 +86,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) ->
 
 
 def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, solve_one: Solver) -> list[Mitigation]:
-    """Each fix applied alone to the user's query, in the seed's order; more GPUs stops at the
+    """Each fix applied alone to the user's query, least disruptive first; more GPUs stops at the
     first count that fits."""
     found: list[Mitigation] = []
     more_gpus_fitted = False
@@ -101,8 +102,9 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     return found
 
 
-def _gb(num_bytes: int) -> str:
-    return f"{num_bytes / BYTES_PER_GB:,.1f} GB"
+def _gib(num_bytes: int) -> str:
+    """Memory in the unit of the tables beside the explanation (GiB = 2^30 bytes)."""
+    return f"{num_bytes / BYTES_PER_GIB:,.1f} GiB"
 
 
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
@@ -111,12 +113,20 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     states_bytes, how = leanest_model_states(space)
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]
-    if space.clusters and states_bytes > largest_limit:
-        parts.append(f"model states alone need at least {_gb(states_bytes)} per GPU ({how}), above the "
-                     f"{_gb(largest_limit)} limit of the largest allowed GPU")
-    elif miss is not None and over_mib is not None:
-        parts.append(f"the closest plan is {over_mib * BYTES_PER_MIB / BYTES_PER_GB:,.1f} GB over the limit, "
+    host = host_ram_reason(space) if miss is not None and over_mib is not None and over_mib <= 0 else None
+    if not space.clusters:
+        parts.append(empty_space_reason(catalogue, query))
+    elif states_bytes > largest_limit:
+        parts.append(f"model states alone need at least {_gib(states_bytes)} per GPU ({how}), above the "
+                     f"{_gib(largest_limit)} limit of the largest allowed GPU")
+    elif host is not None:
+        parts.append(host)
+    elif miss is not None and over_mib is not None and over_mib > 0:
+        limits = [name for name, value in (("budget", query.budget_usd), ("deadline", query.deadline_hours)) if value]
+        within = f" within the {' and '.join(limits)}" if limits else ""
+        parts.append(f"the closest plan{within} is {_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
+    parts += budget_deadline_reasons(query, conflicts or [], solve_one)
     if conflicts:
         parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
     elif conflicts == []:

@@ -218,7 +218,7 @@ def test_estimate_json_fields_and_sums():
     assert memory["fits"] is True and memory["total_bytes"] <= memory["limit_bytes"]
     assert memory["host_bytes"] == 0  # no offload
     performance = data["performance"]
-    assert performance["tokens_per_s"] > 0 and 0 < performance["mfu"] < 1 and performance["step_time_s"] > 0
+    assert performance["tokens_per_s"] > 0 and 0 < performance["mfu_fraction"] < 1 and performance["step_time_s"] > 0
     assert data["cost"]["usd_per_hour"] > 0
 
 

@@ -47,7 +47,7 @@ def test_json_round_trips_and_has_the_fields() -> None:
         assert field in plan["plan"]
     assert {"usd_per_hour", "hours", "usd_total"} <= set(plan["cost"])
     assert {"weights_bytes", "total_bytes", "fits"} <= set(plan["memory"])
-    assert {"tokens_per_s", "mfu", "step_time_s"} <= set(plan["performance"])
+    assert {"tokens_per_s", "mfu_fraction", "step_time_s"} <= set(plan["performance"])
     assert len(data["plans"]) == 2
 
 
@@ -66,7 +66,7 @@ def test_estimate_with_the_plan_reproduces_its_memory() -> None:
 def test_infeasible_exits_3_with_an_explanation() -> None:
     result = run(*INFEASIBLE)
     assert result.exit_code == 3
-    assert "INFEASIBLE" in result.stdout and "564.4 GB per GPU" in result.stdout and "QLoRA" in result.stdout
+    assert "INFEASIBLE" in result.stdout and "525.7 GiB per GPU" in result.stdout and "QLoRA" in result.stdout
     data = json.loads(run(*INFEASIBLE, "--format", "json").stdout)
     assert data["status"] == "infeasible" and data["explanation"]["summary"] and data["plans"] == []
 

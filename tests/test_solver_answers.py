@@ -60,9 +60,10 @@ def test_seventy_b_on_two_a100s_is_explained() -> None:
     assert result.status == "infeasible" and not result.plans
     why = result.explanation
     assert why is not None
-    # 16 bytes/param x 70.55B / 2 GPUs under ZeRO-3 = 564.4 GB per GPU.
+    # 16 bytes/param x 70.55B / 2 GPUs under ZeRO-3 = 564.4e9 bytes = 525.7 GiB per GPU (the
+    # explanation speaks GiB, as the memory table beside it does).
     assert why.static_bytes_per_gpu == 16 * 70_553_706_496 // 2
-    assert "564.4 GB per GPU" in why.summary
+    assert "525.7 GiB per GPU" in why.summary and " GB" not in why.summary
     assert set(why.conflicting_restrictions) <= {"--gpu a100-sxm-80gb", "--num-gpus 2", "--offload none"}
     assert "--num-gpus 2" in why.conflicting_restrictions
     fixes = {m.change.split(" (")[0]: m for m in why.mitigations}

@@ -1,0 +1,43 @@
+"""`vramplan estimate` as a table and as one CSV row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vramplan.commands.output import Screen, csv_text, flatten
+from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, percent, render
+from vramplan.models.results import EstimateResult
+
+
+def plan_line(result: EstimateResult) -> str:
+    plan, job = result.plan, result.job
+    method = job.method if job.method == "full" else f"{job.method} r={job.lora_rank}"
+    return (
+        f"{result.model.name} ({count(result.model.num_params)} params), {method}, seq {job.seq_len}, "
+        f"micro-batch {plan.micro_batch} x accum {plan.grad_accum} x dp {plan.dp} = global batch {plan.global_batch}\n"
+        f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
+        f"ZeRO-{plan.zero}, recompute {plan.recompute}, {plan.precision}, {job.optimizer}, "
+        f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}"
+    )
+
+
+def performance_lines(result: EstimateResult) -> list[str]:
+    perf, cost = result.performance, result.cost
+    return [
+        f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
+        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s)",
+        f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "
+        f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
+    ]
+
+
+def estimate_table(result: EstimateResult, screen: Screen) -> str:
+    parts: list[Any] = [plan_line(result), "", memory_table(result.memory, screen)]
+    parts += fit_lines(result.memory) + performance_lines(result)
+    note = efficiency_note(result.performance, result.plan.gpu)
+    parts += [note] if note else []
+    return render(parts, screen)
+
+
+def estimate_csv(result: EstimateResult) -> str:
+    return csv_text([flatten(result.model_dump(mode="json"))])

@@ -1,0 +1,150 @@
+"""`vramplan solve` as a table (best plan, runner-ups, Pareto front, explanation) and as CSV."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vramplan.commands.output import Screen, csv_text, flatten
+from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, new_table, percent, render, table_width
+from vramplan.solver.query import SolvedPlan, SolveResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# (header, right-aligned) of the wide layout; a narrow screen shows _NARROW_COLUMNS instead.
+_PLAN_COLUMNS = (("#", True), ("GPUs", True), ("offering", False), ("ZeRO", True), ("recompute", False),
+                 ("offload", False), ("mb x acc", True), ("tokens/s", True), ("MFU", True), ("days", True),
+                 ("USD/h", True), ("USD total", True), ("vs best", True))
+_DROP_ORDER = ("mb x acc", "offload", "USD/h", "tokens/s", "recompute", "MFU")
+_NARROW_COLUMNS = (("#", True), ("plan", False), ("days", True), ("USD total", True), ("vs best", True))
+
+
+def plan_summary(plan: SolvedPlan) -> str:
+    p = plan.plan
+    return (f"{p.num_gpus} x {p.gpu} via {p.offering} ({plan.cost.num_instances} instance(s)), ZeRO-{p.zero}, "
+            f"recompute {p.recompute}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
+            f"offload {p.offload}")
+
+
+def objective_text(result: SolveResult, value: float | None) -> str:
+    if value is None:
+        return "-"
+    unit = result.objective.unit
+    return f"{value:,.2f} {unit}" if unit in ("USD", "USD/hour", "hours") else f"{value:,.0f} {unit}"
+
+
+def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
+    p = plan.plan
+    worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
+    return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
+            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
+            percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
+            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse]
+
+
+def plans_table(result: SolveResult, plans: list[SolvedPlan], title: str, screen: Screen) -> Table:
+    """One row per plan. A screen too narrow for every column drops the least telling ones first
+    (_DROP_ORDER); below 100 columns cluster, offering and configuration stack in one cell."""
+    best = result.plans[0].objective_value if result.plans else None
+    rows = [_plan_cells(plan, index, best) for index, plan in enumerate(plans, start=1)]
+    if screen.compact:
+        return _stacked_plans_table(plans, rows, title, screen)
+    shown = [header for header, _ in _PLAN_COLUMNS]
+    for dropped in (None, *_DROP_ORDER):
+        if dropped is not None:
+            shown.remove(dropped)
+        table = new_table(screen, title)
+        for header, right in _PLAN_COLUMNS:
+            if header in shown:
+                table.add_column(header, justify="right" if right else "left", no_wrap=True)
+        for cells in rows:
+            table.add_row(*(cell for (header, _), cell in zip(_PLAN_COLUMNS, cells) if header in shown))
+        if screen.width is None or table_width(table) <= screen.width:
+            break
+    return table
+
+
+def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: str, screen: Screen) -> Table:
+    table = new_table(screen, title)
+    table.show_lines = True
+    for header, right in _NARROW_COLUMNS:
+        table.add_column(header, justify="right" if right else "left")
+    for plan, cells in zip(plans, rows):
+        p = plan.plan
+        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}"
+        table.add_row(cells[0], stacked, cells[9], cells[11], cells[12])
+    return table
+
+
+def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
+    best = result.plans[0]
+    perf, cost = best.performance, best.cost
+    return ["", f"Best plan: {plan_summary(best)}", f"objective: {objective_text(result, best.objective_value)}", "",
+            memory_table(best.memory, screen), *fit_lines(best.memory),
+            f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
+            f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
+            f"= {cost.usd_total:,.0f} USD", *_notes([efficiency_note(perf, best.plan.gpu)])]
+
+
+def _notes(notes: list[str | None]) -> list[str]:
+    return [note for note in notes if note]
+
+
+def _starred_note(plans: list[SolvedPlan]) -> list[str]:
+    borrowed = sorted({p.plan.gpu for p in plans if not p.performance.efficiency_calibrated})
+    if not borrowed:
+        return []
+    return [f"* uncalibrated compute efficiency (borrowed from another GPU generation): {', '.join(borrowed)}"]
+
+
+def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
+    explanation = result.explanation
+    assert explanation is not None
+    parts: list[Any] = ["", f"Why: {explanation.summary}"]
+    miss = explanation.closest_miss
+    if miss is not None:
+        parts += ["", f"Closest miss: {plan_summary(miss)}", memory_table(miss.memory, screen, "Closest miss, memory per GPU")]
+    if explanation.mitigations:
+        table = new_table(screen, "Changes tried, each alone, least disruptive first")
+        table.add_column("change")
+        table.add_column("fits")
+        table.add_column("plan")
+        for m in explanation.mitigations:
+            plan = "-" if m.plan is None else f"{m.plan.num_gpus} x {m.plan.gpu}, ZeRO-{m.plan.zero}, {m.plan.method}"
+            table.add_row(m.change, "yes" if m.fits else "no", plan)
+        parts += ["", table]
+    return parts
+
+
+def solve_table(result: SolveResult, screen: Screen) -> str:
+    head = (f"{result.model.name} ({count(result.model.num_params)} params): global batch {result.global_batch}, "
+            f"{count(round(result.tokens))} tokens, objective {result.objective.name}\n"
+            f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
+            f"{result.solve_time_s:.2f} s)")
+    parts: list[Any] = [head]
+    if result.objective.gap is not None:
+        parts.append(f"time limit reached: best bound {objective_text(result, result.objective.best_bound)}, "
+                     f"gap {result.objective.gap:.1%}")
+    if result.plans:
+        parts += _best_plan_parts(result, screen)
+        if len(result.plans) > 1:
+            parts += ["", plans_table(result, result.plans, "Best plans (runner-ups vs the best)", screen)]
+            parts += _starred_note(result.plans) if not screen.compact else []
+    if result.pareto:
+        parts += ["", plans_table(result, result.pareto, "Cost-vs-time Pareto front (cheapest first)", screen)]
+        parts += _starred_note(result.pareto) if not screen.compact else []
+    if result.explanation is not None:
+        parts += _explanation_parts(result, screen)
+    return render(parts, screen)
+
+
+def solve_csv(result: SolveResult) -> str:
+    rows = []
+    for kind, plans in (("plan", result.plans), ("pareto", result.pareto)):
+        for rank, plan in enumerate(plans, start=1):
+            rows.append({"status": result.status, "objective": result.objective.name, "kind": kind, "rank": rank,
+                         **flatten(plan.model_dump(mode="json"))})
+    if not rows:
+        summary = result.explanation.summary if result.explanation else ""
+        rows.append({"status": result.status, "objective": result.objective.name, "explanation": summary})
+    return csv_text(rows)

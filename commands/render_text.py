@@ -1,0 +1,131 @@
+"""The pieces every table output shares: number formats (one unit system: GiB for memory,
+8.03B for parameter counts, percent for MFU), tables that fit the screen, the memory table."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from vramplan.commands.output import Screen
+from vramplan.models.results import PILLARS, MemoryReport, PerformanceReport
+from vramplan.models.units import BYTES_PER_GIB
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
+    from rich.table import Table
+
+# Plain text for pipes and files: a dashed line under the header and between sections, no box.
+_PLAIN_BOX_LINES = "    \n    \n -  \n    \n -  \n -  \n    \n    \n"
+_NATURAL_WIDTH = 10_000  # "as wide as the table needs": rich never wraps below this
+
+
+def gib(num_bytes: int | float | None) -> str:
+    return "-" if num_bytes is None else f"{num_bytes / BYTES_PER_GIB:,.2f}"
+
+
+def count(number: int) -> str:
+    """A parameter count as people write it: 8.03B, 124.4M (exact integers stay in JSON/CSV)."""
+    if number >= 10**9:
+        return f"{number / 1e9:,.2f}B"
+    if number >= 10**6:
+        return f"{number / 1e6:,.1f}M"
+    return f"{number:,}"
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction:.1%}"
+
+
+def efficiency_note(performance: PerformanceReport, gpu: str) -> str | None:
+    """Say so when throughput rests on another GPU generation's calibration (None when not)."""
+    if performance.efficiency_calibrated:
+        return None
+    source = performance.efficiency_borrowed_from
+    borrowed = f"borrowed from the {source} generation" if source else "assumed"
+    return (f"uncalibrated: no published training run calibrates {gpu}; its compute efficiency "
+            f"({percent(performance.compute_efficiency)}) is {borrowed}, and tokens/s, MFU, time and cost rest on it")
+
+
+def new_table(screen: Screen, title: str) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    if screen.plain:
+        plain = box.Box(_PLAIN_BOX_LINES, ascii=True)
+        return Table(title=title, title_justify="left", box=plain, show_edge=False, pad_edge=False,
+                     title_style="", header_style="")
+    return Table(title=title, title_justify="left")
+
+
+def table_width(table: Table) -> int:
+    """The columns a table needs to be drawn without wrapping."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=_NATURAL_WIDTH)
+    return console.measure(table).maximum
+
+
+def render(parts: list[Any], screen: Screen) -> str:
+    """Tables and lines of text, drawn for the screen; trailing spaces dropped."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=screen.width or _NATURAL_WIDTH, highlight=False,
+                      color_system=None if screen.plain else "standard", force_terminal=not screen.plain,
+                      soft_wrap=False)
+    for part in parts:
+        console.print(part)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+
+
+def memory_table(memory: MemoryReport, screen: Screen, title: str = "Memory per GPU") -> Table:
+    table = new_table(screen, title)
+    table.add_column("pillar")
+    table.add_column("GiB", justify="right")
+    table.add_column("share", justify="right")
+    for pillar in PILLARS:
+        value = getattr(memory, f"{pillar}_bytes")
+        share = f"{value / memory.total_bytes:.0%}" if memory.total_bytes else "-"
+        table.add_row(pillar.replace("_", " "), gib(value), share)
+    table.add_section()
+    table.add_row("total", gib(memory.total_bytes), "")
+    table.add_row(f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB)", gib(memory.limit_bytes), "")
+    return table
+
+
+def fit_lines(memory: MemoryReport) -> list[str]:
+    if memory.gpu_fits:
+        verdict = f"FITS with {gib(memory.headroom_bytes)} GiB to spare"
+    else:
+        verdict = f"DOES NOT FIT: {gib(-memory.headroom_bytes)} GiB over the limit"
+    lines = [f"{verdict}; dominant pillar: {memory.dominant_pillar.replace('_', ' ')}"]
+    if memory.host_bytes:
+        host = f"host RAM per node for offload: {gib(memory.host_bytes)} GiB"
+        if memory.host_limit_bytes is not None:
+            host += f" of {gib(memory.host_limit_bytes)} GiB allowed ({'fits' if memory.host_fits else 'DOES NOT FIT'})"
+        lines.append(host)
+    return lines
+
+
+def _numeric(value: Any) -> bool:
+    if value is None or isinstance(value, (int, float)):
+        return True
+    try:
+        float(str(value).replace(",", "").rstrip("BM"))
+    except ValueError:
+        return False
+    return True
+
+
+def listing_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], title: str, screen: Screen) -> str:
+    """A catalogue as a table of (key, header) columns; a screen too narrow for all of them
+    keeps as many leading columns as fit (the name always). Names never break."""
+    for kept in range(len(columns), 0, -1):
+        table = new_table(screen, title)
+        for index, (key, header) in enumerate(columns[:kept]):
+            numeric = all(_numeric(row.get(key)) for row in rows)
+            table.add_column(header, no_wrap=index == 0, justify="right" if numeric else "left")
+        for row in rows:
+            table.add_row(*("" if row.get(key) is None else str(row[key]) for key, _ in columns[:kept]))
+        if screen.width is None or table_width(table) <= screen.width:
+            break
+    return render([table], screen)

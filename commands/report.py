@@ -1,0 +1,103 @@
+"""`vramplan solve --report report.html`: one self-contained page (inline CSS and SVG charts, no
+script, nothing fetched) with the plan, its memory by pillar, the alternatives and the front."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+
+from vramplan.commands import plot
+from vramplan.commands.render_solve import objective_text, plan_summary
+from vramplan.commands.render_text import count, efficiency_note, gib, percent
+from vramplan.models.results import PILLARS, MemoryReport
+from vramplan.solver.query import SolvedPlan, SolveResult
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1b1b; margin: 2rem auto;
+       max-width: 1100px; padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
+.meta { color: #555; } .note { color: #8a4b00; } .why { background: #fff4e5; padding: .6rem .9rem; }
+table { border-collapse: collapse; margin: .5rem 0; }
+th, td { padding: .25rem .6rem; text-align: right; white-space: nowrap; }
+th { border-bottom: 2px solid #333; } td { border-bottom: 1px solid #ddd; }
+th:first-child, td:first-child, td.text { text-align: left; }
+figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; }
+"""
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[object]], text_columns: set[int] | None = None) -> str:
+    text_columns = text_columns or set()
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td{" class=text" if i in text_columns else ""}>{escape(str(c))}</td>'
+                         for i, c in enumerate(row)) + "</tr>"
+        for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption class=meta>{escape(caption)}</figcaption></figure>"
+
+
+def _memory_section(memory: MemoryReport, title: str, heading: str) -> str:
+    rows = [(p.replace("_", " "), gib(getattr(memory, f"{p}_bytes"))) for p in PILLARS]
+    rows += [("total", gib(memory.total_bytes)),
+             (f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB)", gib(memory.limit_bytes))]
+    if memory.host_bytes:
+        rows.append(("host RAM per node (offload)", gib(memory.host_bytes)))
+    chart = _figure(plot.svg_text(plot.memory_figure(memory, title)), "Memory per GPU by pillar (GiB = 2^30 bytes)")
+    return f"<h2>{escape(heading)}</h2>{chart}{_table(('pillar', 'GiB'), rows)}"
+
+
+def _plans_rows(result: SolveResult, plans: list[SolvedPlan]) -> list[list[object]]:
+    best = result.plans[0].objective_value if result.plans else None
+    rows = []
+    for index, plan in enumerate(plans, start=1):
+        p, perf, cost = plan.plan, plan.performance, plan.cost
+        worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
+        rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute, p.offload,
+                     f"{p.micro_batch} x {p.grad_accum}", f"{perf.tokens_per_s:,.0f}", percent(perf.mfu_fraction),
+                     f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", f"{cost.usd_total:,.0f}", worse])
+    return rows
+
+
+PLAN_HEADERS = ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "tokens/s", "MFU", "hours",
+                "USD/h", "USD total", "vs best")
+TEXT_COLUMNS = {1, 2, 4, 5}  # left-aligned
+
+
+def report_html(result: SolveResult) -> str:
+    model = result.model
+    parts = [f"<h1>{escape(model.name)} ({count(model.num_params)} params): "
+             f"objective {escape(result.objective.name)}</h1>",
+             f"<p class=meta>status {escape(result.status.upper())}; global batch {result.global_batch}, "
+             f"{count(round(result.tokens))} tokens; {result.space_size:,} combinations searched by "
+             f"{escape(result.engine)} in {result.solve_time_s:.2f} s</p>"]
+    if result.plans:
+        best = result.plans[0]
+        parts.append(f"<h2>Best plan</h2><p>{escape(plan_summary(best))}</p>"
+                     f"<p>objective: <b>{escape(objective_text(result, best.objective_value))}</b>; "
+                     f"{best.performance.tokens_per_s:,.0f} tokens/s, MFU {percent(best.performance.mfu_fraction)}, "
+                     f"{best.cost.hours:,.1f} hours, {best.cost.usd_per_hour:,.2f} USD/hour, "
+                     f"{best.cost.usd_total:,.0f} USD</p>")
+        note = efficiency_note(best.performance, best.plan.gpu)
+        parts += [f"<p class=note>{escape(note)}</p>"] if note else []
+        title = f"{model.name} on {best.plan.num_gpus} x {best.plan.gpu}, ZeRO-{best.plan.zero}"
+        parts.append(_memory_section(best.memory, title, "Memory per GPU"))
+        parts.append("<h2>Alternatives (best first)</h2>"
+                     + _table(PLAN_HEADERS, _plans_rows(result, result.plans), TEXT_COLUMNS))
+    if result.pareto:
+        chart = _figure(plot.svg_text(plot.pareto_figure(result)), "Each point is a plan no other plan beats on both "
+                        "cost and time; the star is the chosen plan")
+        parts.append("<h2>Cost-vs-time Pareto front</h2>" + chart
+                     + _table(PLAN_HEADERS, _plans_rows(result, result.pareto), TEXT_COLUMNS))
+    if result.explanation is not None:
+        parts.append(f"<h2>Why nothing fits</h2><p class=why>{escape(result.explanation.summary)}</p>")
+        miss = result.explanation.closest_miss
+        if miss is not None:
+            title = f"closest miss: {miss.plan.num_gpus} x {miss.plan.gpu}, ZeRO-{miss.plan.zero}"
+            parts.append(_memory_section(miss.memory, title, "Closest miss, memory per GPU"))
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>vramplan: {escape(model.name)}</title>"
+            f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{STYLE}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")
