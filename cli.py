@@ -70,10 +70,10 @@ def main() -> None:
 def _register() -> None:
     from vramplan.commands.batch import batch
     from vramplan.commands.estimate import estimate_command
-    from vramplan.commands.listings import gpus, models, offerings
+    from vramplan.commands.listings import gpus, models, offerings, stacks
     from vramplan.commands.solve import solve_command
 
-    for command in (estimate_command, solve_command, batch, gpus, models, offerings):
+    for command in (estimate_command, solve_command, batch, gpus, models, offerings, stacks):
         main.add_command(command)
 
 

@@ -1,4 +1,4 @@
-"""`vramplan gpus`, `models` and `offerings`: the catalogues as tables, JSON or CSV."""
+"""`vramplan gpus`, `models`, `offerings` and `stacks`: the catalogues as tables, JSON or CSV."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import click
 
 from vramplan.commands import output
 from vramplan.commands.options import catalogue_options, open_catalogue, output_options
-from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue import Catalogue, load_stacks
 from vramplan.models.params import count_params
 
 
@@ -62,3 +62,13 @@ def offerings(**options: Any) -> None:
     columns = ["name", "gpu", "num_gpus", "price_usd_per_hour", "spot_price_usd_per_hour",
                "price_usd_per_gpu_hour", "host_memory_gib", "price_date"]
     _listing(rows, columns, "Offerings (USD per instance-hour; dated, prices go stale)", options)
+
+
+@click.command()
+@output_options
+def stacks(**options: Any) -> None:
+    """List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."""
+    rows = [preset.model_dump() for preset in load_stacks().values()]
+    columns = ["name", "master_weights", "loss", "recompute", "selective", "optimizer", "optimizer_in_backward",
+               "activation_offload", "kernels", "accounting", "qlora_prep", "fragmentation_fraction"]
+    _listing(rows, columns, "Training stacks (recipe defaults; sources: --format json)", options)
