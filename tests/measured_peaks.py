@@ -107,16 +107,16 @@ def compare(run: Run) -> Comparison:
 
 def table() -> str:
     """The README table: every run, predicted / measured in the run's own unit."""
-    lines = ["| run | stack | settings | GPU | measured | predicted | ratio | source |",
-             "|---|---|---|---|---:|---:|---:|---|"]
+    lines = ["| run | settings | GPU | measured | predicted (what it measured) | predicted / measured |",
+             "|---|---|---|---:|---:|---:|"]
     for comparison in map(compare, load_runs()):
         run, cells = comparison.run, comparison.run.cells
         unit = cells["unit"] or "GiB"
         predicted = comparison.predicted_bytes / UNIT_BYTES[unit]
         measured = "OOM" if run.oom else f"{cells['measured']} {unit}"
         ratio = "fits" if run.oom and comparison.fits else ("does not fit" if run.oom else f"{comparison.ratio:.2f}")
-        lines.append(f"| {run.id} | {cells['stack']} | {cells['settings']} | {cells['gpu']} | {measured} | "
-                     f"{predicted:.2f} {unit} ({cells['measure']}) | {ratio} | {cells['source']} |")
+        lines.append(f"| {run.id} | {cells['settings']} | {cells['gpu']} | {measured} | "
+                     f"{predicted:.2f} {unit} ({cells['measure']}) | {ratio} |")
     return "\n".join(lines)
 
 
