@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from vramplan.models.activation_terms import FP32, Shape, Term
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.params import layer_linear_modules
-from vramplan.models.setup import Job, Plan
+from vramplan.models.setup import Job, Plan, Recompute
 
 OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
 
@@ -43,7 +43,8 @@ class LayerKeep:
     offloaded_bytes: int  # kept in host memory by activation offloading
 
 
-def effective_mode(job: Job, plan: Plan) -> str:
+def effective_mode(job: Job, plan: Plan) -> Recompute:
+    """The recompute mode that runs: `selective` is torchtitan's op-level SAC when `selective = "op"`."""
     if plan.recompute == "selective" and job.selective == "op":
         return "op"
     return plan.recompute

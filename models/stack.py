@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
-
 from vramplan.models.catalogue_schema import _Row
 from vramplan.models.errors import unknown_name_error
 from vramplan.models.setup import (

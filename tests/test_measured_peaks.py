@@ -7,7 +7,6 @@ least five stacks, and never "fits" where the run went out of memory.
 from __future__ import annotations
 
 import pytest
-
 from measured_peaks import compare, load_runs
 
 RUNS = load_runs()

@@ -9,14 +9,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import torch.nn.functional as F  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-
-from vramplan.models.activation_terms import Shape  # noqa: E402
-from vramplan.models.catalogue_schema import Architecture  # noqa: E402
-from vramplan.models.loss import loss_cost  # noqa: E402
-from vramplan.models.recompute import op_sac_saved_bytes  # noqa: E402
-from vramplan.models.setup import Job  # noqa: E402
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from vramplan.models.activation_terms import Shape
+from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.loss import loss_cost
+from vramplan.models.recompute import op_sac_saved_bytes
+from vramplan.models.setup import Job
 
 H, HEADS, KV, F_WIDTH, V = 64, 4, 2, 176, 1000
 TINY = Architecture(name="tiny-llama", model_type="llama", num_layers=1, hidden_size=H, num_attention_heads=HEADS,
@@ -82,7 +81,10 @@ def test_torchtitan_op_sac_policy_on_a_hugging_face_llama_layer() -> None:
     # Replays torchtitan's _op_sac_save_list policy (save SDPA outputs and every other aten.mm) over the
     # ops a real transformers LlamaDecoderLayer runs, and sums what the policy saves.
     from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+    from transformers.models.llama.modeling_llama import (
+        LlamaDecoderLayer,
+        LlamaRotaryEmbedding,
+    )
 
     config = LlamaConfig(hidden_size=H, num_attention_heads=HEADS, num_key_value_heads=KV, intermediate_size=F_WIDTH,
                          vocab_size=V, num_hidden_layers=1, attn_implementation="sdpa", torch_dtype=torch.bfloat16)

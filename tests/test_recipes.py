@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-
 from vramplan.cli import main
 from vramplan.models.activation_terms import Shape
 from vramplan.models.activations import activations
 from vramplan.models.catalogue import load_catalogue, load_stacks
+from vramplan.models.loss import loss_cost
 from vramplan.models.memory import memory_per_gpu
 from vramplan.models.model_states import frozen_base_bytes, model_states
-from vramplan.models.loss import loss_cost
 from vramplan.models.params import count_params, layer_linear_modules
 from vramplan.models.setup import Job, Plan
 from vramplan.solver.query_fields import estimate_recompute, job_from_fields
