@@ -136,3 +136,14 @@ def test_cli_stack_changes_the_estimate_and_paged_states_are_reported() -> None:
                                                      "optimizer_in_backward": True, "seq_len": 2048}),
                           Plan(gpu="rtx4090-24gb", recompute="full"), CATALOGUE.gpu("rtx4090-24gb"))
     assert fits.gpu_fits  # torchtune's Llama 3.1 8B full fine-tune runs on one 24 GB card
+
+
+def test_cli_table_reports_what_lives_outside_the_allocator_and_op_recompute() -> None:
+    runner = CliRunner()
+    args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "rtx4090-24gb", "--stack", "unsloth", "--method", "qlora",
+            "--optimizer", "adamw-8bit-paged", "--recompute", "op"]
+    out = runner.invoke(main, args, standalone_mode=False).output
+    assert "outside the torch allocator" in out and "activations offloaded to host RAM" in out
+    solved = runner.invoke(main, ["solve", "--model", "llama-3.1-8b", "--stack", "torchtitan", "--recompute", "op",
+                                  "--gpu", "h100-sxm-80gb", "--format", "json"], standalone_mode=False)
+    assert json.loads(solved.output)["plans"][0]["plan"]["recompute"] == "op"
