@@ -85,7 +85,8 @@ def largest_trainable_tensor_params(arch: Architecture, job: Job) -> int:
     """Elements of the largest trainable tensor: the most gradient optimizer-in-backward holds."""
     if job.method == "full":
         counts = count_params(arch)
-        largest_linear = max(m.in_features * m.out_features for m in layer_linear_modules(arch))
+        # MoE experts are one fused (E, ...) parameter per projection in transformers 5 (grouped_mm).
+        largest_linear = max(m.copies_per_layer * m.in_features * m.out_features for m in layer_linear_modules(arch))
         return max(arch.vocab_size * arch.hidden_size, counts.lm_head, largest_linear)
     # LoRA: the largest adapter matrix, A (r x d_in) or B (d_out x r).
     r = job.lora_rank
