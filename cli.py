@@ -86,6 +86,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "models": ("vramplan.commands.listings", "models", "List the architecture catalogue with exact parameter counts."),
     "offerings": ("vramplan.commands.listings", "offerings",
                   "List the offerings (how GPUs are rented) with their dated prices."),
+    "stacks": ("vramplan.commands.listings", "stacks",
+               "List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."),
     "solve": ("vramplan.commands.solve", "solve_command",
               "Find, prove and explain the best cluster and training configuration."),
 }

@@ -40,21 +40,31 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "lora_rank": ("16", "LoRA rank r"),
     "lora_targets": ("all linear", "PEFT target_modules, separated by ;"),
     "qlora_bits": ("4", "4 (NF4) | 8 (LLM.int8)"),
-    "optimizer": ("adamw", "adamw | adamw-8bit | sgd"),
-    "accounting": ("zero", "zero (16-bit gradients) | hf (fp32 gradients)"),
-    "attention": ("flash", "flash | eager"),
-    "kernels": ("eager", "eager | fused"),
+    "optimizer": ("the stack's", "adamw | adamw-8bit | sgd | adamw-8bit-paged"),
+    "accounting": ("the stack's", "zero (16-bit gradients) | hf (fp32 gradients)"),
+    "attention": ("the stack's", "flash | eager"),
+    "kernels": ("the stack's", "eager | fused"),
     "capacity_fraction": ("0.9", "plan to at most this fraction of GPU memory"),
     "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
     "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
     "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
     "pricing": ("on-demand", "on-demand | spot"),
     "zero": ("solver chooses", "pin the ZeRO stage: 0 | 1 | 2 | 3"),
-    "recompute": ("solver chooses", "pin recomputation: none | selective | full"),
+    "recompute": ("solver chooses", "pin recomputation: none | selective | op | full"),
     "precision": ("solver chooses", "pin the precision: bf16 | fp16 | fp32 | fp8"),
     "micro_batch": ("solver chooses", "pin the micro-batch"),
     "offload": ("solver chooses", "pin ZeRO-Offload: none | optimizer | optimizer+params"),
     "num_gpus": ("solver chooses", "pin the GPU count"),
+    "stack": ("hf", "hf | deepspeed | megatron | torchtitan | torchtune | litgpt | unsloth: the recipe defaults"),
+    "master_weights": ("the stack's", "fp32 | none (pure 16-bit)"),
+    "loss": ("the stack's", "eager | chunked | fused"),
+    "loss_chunks": ("the stack's", "chunks of the chunked loss"),
+    "selective": ("the stack's", "what recompute=selective means: attention | op"),
+    "recompute_layers": ("all", "layers full recompute checkpoints"),
+    "optimizer_in_backward": ("the stack's", "true | false: no full gradient buffer"),
+    "activation_offload": ("the stack's", "true | false: saved activations in host memory"),
+    "qlora_prep": ("the stack's", "16bit | peft (non-quantised parameters in fp32)"),
+    "fragmentation_fraction": ("the stack's", "reserve as a fraction of the largest transient block"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 
@@ -110,6 +120,16 @@ class _Cells(BaseModel):
     micro_batch: Count | None = None
     offload: str | None = None
     num_gpus: Count | None = None
+    stack: str | None = None
+    master_weights: str | None = None
+    loss: str | None = None
+    loss_chunks: Count | None = None
+    selective: str | None = None
+    recompute_layers: Count | None = None
+    optimizer_in_backward: bool | None = None
+    activation_offload: bool | None = None
+    qlora_prep: str | None = None
+    fragmentation_fraction: Real | None = None
 
 
 def is_empty(value: Any) -> bool:

@@ -18,6 +18,7 @@ from vramplan.commands.options import (
     ZERO_CHOICE,
     build_job,
     catalogue_options,
+    estimate_recompute_option,
     job_options,
     open_catalogue,
     output_options,
@@ -31,7 +32,8 @@ from vramplan.commands.options import (
 @click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs; all are data-parallel ranks.")
 @click.option("--offering", default=None, help="provider/instance_type to price [default: cheapest for the GPU].")
 @click.option("--zero", type=ZERO_CHOICE, default="0", show_default=True, help="ZeRO stage.")
-@click.option("--recompute", type=RECOMPUTE_CHOICE, default="none", show_default=True)
+@click.option("--recompute", type=RECOMPUTE_CHOICE, default=None,
+              help="Activation recomputation; op = torchtitan per-op SAC [default: the stack's].")
 @click.option("--precision", type=PRECISION_CHOICE, default="bf16", show_default=True)
 @click.option("--micro-batch", type=COUNT, default=1, show_default=True, help="Sequences per GPU per micro-step.")
 @click.option("--grad-accum", type=COUNT, default=1, show_default=True, help="Gradient-accumulation steps.")
@@ -62,7 +64,7 @@ def estimate_command(**options: Any) -> None:
             offering=options["offering"],
             num_gpus=options["num_gpus"],
             zero=int(options["zero"]),
-            recompute=options["recompute"],
+            recompute=estimate_recompute_option(options),
             precision=options["precision"],
             micro_batch=options["micro_batch"],
             grad_accum=options["grad_accum"],

@@ -1,4 +1,4 @@
-"""`vramplan gpus`, `models` and `offerings`: the catalogues as tables, JSON or CSV."""
+"""`vramplan gpus`, `models`, `offerings` and `stacks`: the catalogues as tables, JSON or CSV."""
 
 from __future__ import annotations
 
@@ -79,3 +79,19 @@ def offerings(**options: Any) -> None:
     prices = ("price_usd_per_hour", "spot_price_usd_per_hour", "price_usd_per_gpu_hour")
     table_rows = [row | {key: f"{row[key]:,.2f}" for key in prices if row[key] is not None} for row in rows]
     _listing(rows, table_rows, OFFERING_COLUMNS, "Offerings (USD per instance-hour; dated, prices go stale)", options)
+
+
+STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"), ("recompute", "recompute"),
+                 ("selective", "selective"), ("optimizer", "optimizer"), ("optimizer_in_backward", "opt-in-bwd"),
+                 ("activation_offload", "act offload"), ("kernels", "kernels"), ("accounting", "accounting"),
+                 ("qlora_prep", "qlora prep"), ("fragmentation_fraction", "frag")]
+
+
+@click.command()
+@output_options
+def stacks(**options: Any) -> None:
+    """List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."""
+    from vramplan.models.catalogue import load_stacks
+
+    rows = [preset.model_dump() for preset in load_stacks().values()]
+    _listing(rows, rows, STACK_COLUMNS, "Training stacks (recipe defaults; sources: --format json)", options)

@@ -12,14 +12,20 @@ from pydantic import ValidationError
 from vramplan.models.errors import VramplanError, from_validation_error
 from vramplan.models.numbers import parse_count, parse_positive, parse_real
 from vramplan.models.setup import (
+    LOSSES,
+    MASTER_WEIGHTS,
     METHODS,
     OFFLOADS,
     OPTIMIZERS,
     PRECISIONS,
+    QLORA_PREPS,
     RECOMPUTES,
+    SELECTIVES,
+    STACKS,
     Job,
     RuntimeReserve,
 )
+from vramplan.solver.query_fields import estimate_recompute, job_from_fields
 
 if TYPE_CHECKING:
     from vramplan.models.catalogue import Catalogue
@@ -77,13 +83,41 @@ job_options = _stack(
     click.option("--qlora-bits", type=click.Choice(["4", "8"]), default="4", show_default=True,
                  help="QLoRA base: 4 = NF4 with double quantisation, 8 = LLM.int8."),
     click.option("--seq-len", type=COUNT, default=2048, show_default=True, help="Tokens per sequence."),
-    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
-    click.option("--accounting", type=click.Choice(["zero", "hf"]), default="zero", show_default=True,
-                 help="Gradient dtype convention: zero = 16-bit grads (16 B/param), hf = fp32 grads (18 B/param)."),
-    click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True,
-                 help="flash = FlashAttention/SDPA (no s x s matrix), eager = materialised scores."),
-    click.option("--kernels", type=click.Choice(["eager", "fused"]), default="eager", show_default=True,
-                 help="eager = Hugging Face module code; fused = Megatron/TransformerEngine kernels."),
+    click.option("--stack", type=click.Choice(STACKS), default=None,
+                 help="Training stack whose defaults fill every recipe option not given [default: hf]; "
+                      "see `vramplan stacks`."),
+    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=None,
+                 help="adamw-8bit-paged = bitsandbytes PagedAdamW8bit (states outside the torch allocator) "
+                      "[default: the stack's]."),
+    click.option("--accounting", type=click.Choice(["zero", "hf"]), default=None,
+                 help="Gradient dtype convention: zero = 16-bit grads (16 B/param), hf = fp32 grads (18 B/param) "
+                      "[default: the stack's]."),
+    click.option("--attention", type=click.Choice(["flash", "eager"]), default=None,
+                 help="flash = FlashAttention/SDPA (no s x s matrix), eager = materialised scores [default: the stack's]."),
+    click.option("--kernels", type=click.Choice(["eager", "fused"]), default=None,
+                 help="eager = Hugging Face module code; fused = Megatron/TransformerEngine kernels [default: the stack's]."),
+    click.option("--master-weights", type=click.Choice(MASTER_WEIGHTS), default=None,
+                 help="fp32 = mixed precision with an fp32 master copy; none = pure 16-bit (bf16-true) "
+                      "[default: the stack's]."),
+    click.option("--loss", type=click.Choice(LOSSES), default=None,
+                 help="eager = the kernels' own loss; chunked = torchtune CEWithChunkedOutputLoss; "
+                      "fused = Liger / Cut Cross-Entropy fused linear cross-entropy [default: the stack's]."),
+    click.option("--loss-chunks", type=COUNT, default=None, help="Chunks of --loss chunked [default: the stack's, 8]."),
+    click.option("--selective", type=click.Choice(SELECTIVES), default=None,
+                 help="What --recompute selective means: attention = Korthikanti/Megatron attention core, "
+                      "op = torchtitan per-op SAC [default: the stack's]."),
+    click.option("--recompute-layers", type=COUNT, default=None,
+                 help="Layers --recompute full checkpoints (Megatron --recompute-num-layers) [default: all]."),
+    click.option("--optimizer-in-backward/--no-optimizer-in-backward", default=None,
+                 help="Step each parameter in its gradient hook (torchtune optimizer_in_bwd): no full gradient buffer."),
+    click.option("--activation-offload/--no-activation-offload", default=None,
+                 help="Offload saved activations to host memory (torchtune OffloadActivations, Unsloth checkpointing)."),
+    click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
+                 help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
+                      "16bit = torchtune / torchao / Unsloth [default: the stack's]."),
+    click.option("--fragmentation-fraction", type=REAL, default=None,
+                 help="Allocator fragmentation reserve as a fraction of the largest transient block "
+                      "[default: the stack's]."),
     click.option("--capacity-fraction", type=REAL, default=0.9, show_default=True,
                  help="Plan to at most this fraction of GPU (and host) memory."),
     click.option("--cuda-context-mib", type=COUNT, default=RuntimeReserve().cuda_context_mib, show_default=True),
@@ -124,6 +158,11 @@ def build_job(options: dict[str, Any]) -> Job:
         return job_from_fields(option_fields(options))
     except ValidationError as error:
         raise validation_error(error) from None
+
+
+def estimate_recompute_option(options: dict[str, Any]) -> str:
+    """`--recompute` as given, else the --stack preset's default."""
+    return estimate_recompute(option_fields(options))
 
 
 def open_catalogue(options: dict[str, Any]) -> Catalogue:

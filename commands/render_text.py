@@ -103,6 +103,14 @@ def fit_lines(memory: MemoryReport) -> list[str]:
         if memory.host_limit_bytes is not None:
             host += f" of {gib(memory.host_limit_bytes)} GiB allowed ({'fits' if memory.host_fits else 'DOES NOT FIT'})"
         lines.append(host)
+    if memory.paged_bytes:
+        lines.append(f"outside the torch allocator: {gib(memory.paged_bytes)} GiB of paged optimizer states "
+                     "(unified memory; on the GPU while it has room, paged to host RAM otherwise)")
+    if memory.activations.offloaded_bytes:
+        lines.append(f"activations offloaded to host RAM: {gib(memory.activations.offloaded_bytes)} GiB")
+    if memory.activations.fragmentation_reserve_bytes:
+        lines.append(f"includes an allocator fragmentation reserve of "
+                     f"{gib(memory.activations.fragmentation_reserve_bytes)} GiB (activations)")
     return lines
 
 

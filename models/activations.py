@@ -4,10 +4,13 @@ kept = embedding + shared (RoPE cos/sin) + L x per-layer + output layer, where p
 - recompute "none": every term of models/activation_terms.layer_terms;
 - "selective": all but the attention core (Korthikanti sec. 5: sbh*34 for the GPT layer);
 - "full": only the layer input, e*T*h (Korthikanti: 2sbh; HF gradient checkpointing measured the
-  same); HF additionally keeps the 4-D eager attention mask (e*b*s^2) alive once for all layers.
+  same); HF additionally keeps the 4-D eager attention mask (e*b*s^2) alive once for all layers;
+- "op", partial full recompute and activation offloading: models/recompute.py.
+The output layer and the loss (eager, chunked, fused) are models/loss.py; the fragmentation
+reserve (a fraction of the largest transient block) is models/fragmentation.py.
 
 The peak comes at the start of backward: on top of everything kept, the largest of
-- the loss's gradient temporaries (activation_terms.loss_backward_extra_bytes), and
+- the loss's gradient temporaries (models/loss.py), and
 - one layer's backward: under recompute, the recomputed part of that layer is rebuilt (Chen et al.
   arXiv:1604.06174: the peak holds one segment being rebuilt) and its gradients are produced,
   which layer_backward_temporaries bounds.
@@ -17,19 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.activation_terms import (
-    FP32,
-    Shape,
-    Term,
-    embedding_terms,
-    layer_terms,
-    loss_backward_extra_bytes,
-    output_terms,
-    shared_terms,
-)
+from vramplan.models.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
 from vramplan.models.catalogue_schema import Architecture
+from vramplan.models.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.lora import adapted_modules
+from vramplan.models.loss import loss_cost
 from vramplan.models.precision import activation_bytes
+from vramplan.models.recompute import layer_keep
 from vramplan.models.setup import Job, Plan
 
 
@@ -41,10 +38,13 @@ class Activations:
     output_layer_bytes: int
     backward_peak_extra_bytes: int
     terms: tuple[Term, ...]  # one layer's no-recompute saved set, for explanations
+    fragmentation_reserve_bytes: int = 0  # models/fragmentation.py
+    offloaded_bytes: int = 0  # saved activations in host memory (activation offloading)
 
     @property
     def total_bytes(self) -> int:
-        return self.embedding_bytes + self.layers_bytes + self.output_layer_bytes + self.backward_peak_extra_bytes
+        return (self.embedding_bytes + self.layers_bytes + self.output_layer_bytes + self.backward_peak_extra_bytes
+                + self.fragmentation_reserve_bytes)
 
 
 def _sum(terms: list[Term]) -> int:
@@ -53,7 +53,8 @@ def _sum(terms: list[Term]) -> int:
 
 def activation_shape(job: Job, plan: Plan) -> Shape:
     e = activation_bytes(plan.precision)
-    autocast = job.kernels == "eager" and job.accounting == "hf" and plan.precision in ("bf16", "fp16")
+    fp32_weights = job.accounting == "hf" or (job.method == "qlora" and job.qlora_prep == "peft")
+    autocast = job.kernels == "eager" and fp32_weights and plan.precision in ("bf16", "fp16")
     return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
 
 
@@ -79,27 +80,20 @@ def layer_backward_temporaries(arch: Architecture, x: Shape) -> int:
 def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
     x = activation_shape(job, plan)
     terms = layer_saved_terms(arch, job, plan)
-    full_layer = _sum(terms)
-    layer_input = x.e * x.t * arch.hidden_size
-    if plan.recompute == "full":
-        per_layer = layer_input
-        rebuilt = full_layer
-    elif plan.recompute == "selective":
-        per_layer = _sum([t for t in terms if not t.attention_core])
-        rebuilt = full_layer - per_layer
-    else:
-        per_layer = full_layer
-        rebuilt = 0
+    keep = layer_keep(arch, job, plan, terms, x)
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
-    layer_peak = rebuilt + layer_backward_temporaries(arch, x)
-    extra = max(loss_backward_extra_bytes(arch, job.kernels, x), layer_peak)
+    layer_peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x)
+    loss = loss_cost(arch, job, x)
+    extra = max(loss.backward_extra_bytes, layer_peak)
     return Activations(
-        per_layer_bytes=per_layer,
-        layers_bytes=arch.num_layers * per_layer + shared,
+        per_layer_bytes=keep.per_layer_bytes,
+        layers_bytes=keep.layers_bytes + shared,
         embedding_bytes=_sum(embedding_terms(arch, x)),
-        output_layer_bytes=_sum(output_terms(arch, job.kernels, x)),
+        output_layer_bytes=_sum(loss.kept),
         backward_peak_extra_bytes=extra,
         terms=tuple(terms),
+        fragmentation_reserve_bytes=fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes),
+        offloaded_bytes=keep.offloaded_bytes,
     )

@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,12 +16,14 @@ from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.config_file import config_path, read_small_file
 from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.hf_config import architecture_from_config_file
+from vramplan.models.stack import StackPreset
 
 Row = TypeVar("Row", bound=BaseModel)
 
 GPUS_CSV = "gpus.csv"
 OFFERINGS_CSV = "offerings.csv"
 ARCHITECTURES_CSV = "architectures.csv"
+STACKS_CSV = "stacks.csv"
 # Rows per catalogue file. The search builds one Boolean per offering and configuration, so its
 # size grows linearly with the offerings (48 packaged rows: 2.4M combinations); 1,000 rows solve
 # in about 12 s on 2 shared cores, a 10,000-row file took 56 s and overflowed the integer model.
@@ -125,3 +128,10 @@ def load_catalogue(
         parse_rows(text, Architecture, origin, "models_csv"), lambda a: a.name, origin, "models_csv"
     )
     return Catalogue(gpus=gpus, offerings=offerings, architectures=architectures)
+
+
+@lru_cache(maxsize=1)
+def load_stacks() -> dict[str, StackPreset]:
+    """The packaged training-stack presets (catalogues/stacks.csv), keyed by stack name."""
+    text, origin = _read_text(None, STACKS_CSV, "stack")
+    return _unique(parse_rows(text, StackPreset, origin, "stack"), lambda s: s.name, origin, "stack")

@@ -65,6 +65,7 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
         host_fits=memory.host_fits,
         activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
         overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
+        paged_bytes=memory.states.paged_bytes,
     )
 
 

@@ -56,6 +56,8 @@ def training_flops_per_token(
         extra = layers + attention
     elif recompute == "selective":
         extra = attention
+    elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/recompute.py)
+        extra = layers // 2
     else:
         extra = 0
     return FlopsPerToken(model=model, hardware=model + extra)

@@ -19,13 +19,13 @@ from fractions import Fraction
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import trainable_params
 from vramplan.models.params import count_params, layer_linear_modules
-from vramplan.models.precision import (
-    FP8_BYTES,
-    FP32_BYTES,
-    gradient_bytes_per_param,
-    nf4_bytes_per_param,
-    optimizer_bytes_per_param,
-    weight_bytes_per_param,
+from vramplan.models.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
+from vramplan.models.recipe import (
+    gradient_state_bytes_per_param,
+    is_paged,
+    largest_trainable_tensor_params,
+    optimizer_state_bytes_per_param,
+    trainable_weight_bytes_per_param,
 )
 from vramplan.models.setup import Job, Plan
 
@@ -39,6 +39,7 @@ class ModelStates:
     optimizer_states_bytes: int
     host_bytes_per_gpu: int
     num_trainable_params: int
+    paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator (recipe.py)
 
 
 def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
@@ -53,7 +54,9 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
     """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train).
 
     QLoRA quantises the matmul weights of the decoder blocks (bitsandbytes replaces their
-    nn.Linear); embeddings, norms, biases and lm_head stay 16-bit.
+    nn.Linear); embeddings, norms, biases and lm_head stay 16-bit, or become fp32 when PEFT's
+    `prepare_model_for_kbit_training` prepares the model (peft/utils/other.py: every fp16/bf16
+    parameter that is not `Params4bit` is cast with `param.data.to(torch.float32)`).
     """
     if job.method == "full":
         return 0
@@ -66,7 +69,8 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
         quantised = _bytes(block_weights, nf4_bytes_per_param())
     else:  # LLM.int8: one byte per weight + one fp32 scale per output row
         quantised = block_weights + FP32_BYTES * _block_output_rows(arch)
-    return quantised + _bytes(counts.total - block_weights, half)
+    rest = Fraction(FP32_BYTES) if job.qlora_prep == "peft" else half
+    return quantised + _bytes(counts.total - block_weights, rest)
 
 
 def _block_weight_matrices(arch: Architecture) -> int:
@@ -102,9 +106,7 @@ def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
     counts = count_params(arch)
     trainable = trainable_params(arch, job)
     dp = plan.dp
-    w = weight_bytes_per_param(plan.precision)
-    g = gradient_bytes_per_param(plan.precision, job.accounting)
-    k = optimizer_bytes_per_param(job.optimizer, plan.precision)
+    w, g, k = recipe_state_bytes(job, plan.precision)
 
     # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA).
     if job.method == "full":
@@ -112,6 +114,11 @@ def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
     else:
         weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
     weights, gradients, optimizer = zero_partition(weights_full, trainable, g, k, plan.zero, dp)
+    if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
+        gradients = min(gradients, _bytes(largest_trainable_tensor_params(arch, job), g))
+    paged = 0
+    if is_paged(job) and plan.offload == "none":
+        paged, optimizer = optimizer, 0
     if plan.offload == "optimizer+params":
         weights = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
     if plan.precision == "fp8":
@@ -126,4 +133,12 @@ def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
             gradients = 0
     if plan.offload == "optimizer+params":
         host += _shard(weights_full, dp)
-    return ModelStates(weights, gradients, optimizer, host, trainable)
+    return ModelStates(weights, gradients, optimizer, host, trainable, paged)
+
+
+def recipe_state_bytes(job: Job, precision: str) -> tuple[Fraction, Fraction, Fraction]:
+    """(weight, gradient, optimizer-state) bytes per trainable parameter under the job's recipe."""
+    if job.method == "qlora" and job.qlora_prep == "peft":  # fp32 adapters: no master copy needed
+        return Fraction(FP32_BYTES), Fraction(FP32_BYTES), optimizer_state_bytes_per_param(job, "fp32")
+    return (trainable_weight_bytes_per_param(job, precision), gradient_state_bytes_per_param(job, precision),  # type: ignore[arg-type]
+            optimizer_state_bytes_per_param(job, precision))  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from vramplan.models.flops import training_flops_per_token
 from vramplan.models.lora import trainable_params
 from vramplan.models.params import count_params
 from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.recompute import effective_mode
 from vramplan.models.setup import Job, Plan, Precision
 
 _TERA = 10**12
@@ -128,7 +129,7 @@ def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> 
 
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
     """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included)."""
-    flops = training_flops_per_token(arch, job.seq_len, plan.recompute, job.method)
+    flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len
     efficiency = compute_efficiency(gpu.architecture).value
     return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
@@ -158,7 +159,7 @@ def exposed_communication_s(comm_s: float, compute_s: float, zero: int, num_laye
 
 def performance(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int | None = None) -> Performance:
     """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size)."""
-    flops = training_flops_per_token(arch, job.seq_len, plan.recompute, job.method)
+    flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
     peak = peak_tflops(gpu, plan.precision)
     compute_s = compute_time_s(arch, job, plan, gpu)
     comm_s = communication_time_s(arch, job, plan, gpu, gpus_per_node or gpu.gpus_per_node)

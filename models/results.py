@@ -33,6 +33,8 @@ class ActivationDetail(_Result):
     embedding_bytes: int
     output_layer_bytes: int  # final norm, lm_head input, the loss's fp32 logits
     backward_peak_extra_bytes: int  # working memory of the backward's peak (layer rebuild, loss grads)
+    fragmentation_reserve_bytes: int = 0  # fraction x the largest transient block (models/fragmentation.py)
+    offloaded_bytes: int = 0  # saved activations moved to host memory (not in the GPU total)
 
 
 class OverheadDetail(_Result):
@@ -63,6 +65,7 @@ class MemoryReport(_Result):
     host_fits: bool
     activations: ActivationDetail
     overhead: OverheadDetail
+    paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator, not in total
 
 
 class PerformanceReport(_Result):

@@ -15,20 +15,32 @@ from vramplan.models.numbers import Count, Real
 
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adamw-8bit-paged"]
 Accounting = Literal["zero", "hf"]
 Attention = Literal["flash", "eager"]
 Kernels = Literal["eager", "fused"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "op", "full"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 ZeroStage = Literal[0, 1, 2, 3]
+# Training-stack recipes (models/recipe.py, loss.py, recompute.py, fragmentation.py; presets in
+# catalogues/stacks.csv, read by models/stack.py).
+Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth"]
+MasterWeights = Literal["fp32", "none"]
+Loss = Literal["eager", "chunked", "fused"]
+Selective = Literal["attention", "op"]
+QloraPrep = Literal["16bit", "peft"]
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
 PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp32", "fp8")
-OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd")
-RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
+OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "adamw-8bit-paged")
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "op", "full")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
+STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth")
+MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
+LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
+SELECTIVES: tuple[Selective, ...] = ("attention", "op")
+QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 
 # Domains shared by estimate, solve and batch (README "Input rules").
 MAX_GPUS = 4096  # GPUs in one plan (also max_gpus, max_nodes)
@@ -66,6 +78,17 @@ class Job(_Frozen):
     seq_len: Count = Field(default=2048, ge=1, le=1_048_576)
     capacity_fraction: Real = Field(default=0.9, gt=0, le=1)
     reserve: RuntimeReserve = RuntimeReserve()
+    # Training-stack recipe choices; the defaults reproduce the hf stack as modelled before presets.
+    stack: Stack = Field(default="hf", description="the training stack whose preset filled the unset options")
+    master_weights: MasterWeights = Field(default="fp32", description="none = pure 16-bit (bf16-true)")
+    loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
+    selective: Selective = Field(default="attention", description="what --recompute selective means")
+    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+    qlora_prep: QloraPrep = Field(default="16bit", description="peft = non-quantised parameters cast to fp32")
+    fragmentation_fraction: float = Field(default=0.0, ge=0, le=4, description="reserve x largest transient")
+    loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
 
     @property
     def capacity_per_mille(self) -> int:

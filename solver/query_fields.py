@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vramplan.models.catalogue import load_stacks
 from vramplan.models.setup import Job, RuntimeReserve
+from vramplan.models.stack import plan_recompute, with_preset
 from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
               "capacity_fraction")
+# Training-stack recipe fields (models/stack.py): unset ones come from the --stack preset.
+STACK_FIELDS = ("stack", "master_weights", "loss", "loss_chunks", "selective", "recompute_layers",
+                "optimizer_in_backward", "activation_offload", "qlora_prep", "fragmentation_fraction")
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
 PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
@@ -37,8 +42,10 @@ def _present(fields: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any
 
 
 def job_from_fields(fields: Mapping[str, Any]) -> Job:
-    """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError)."""
-    job = _present(fields, JOB_FIELDS)
+    """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError). Unset recipe
+    fields take the --stack preset's value (catalogues/stacks.csv)."""
+    fields = with_preset(fields, load_stacks())
+    job = _present(fields, JOB_FIELDS + STACK_FIELDS)
     targets = split_list(fields.get("lora_targets"))
     if targets:
         job["lora_targets"] = targets
@@ -56,3 +63,8 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
         **_present(fields, QUERY_FIELDS),
         **search,
     )
+
+
+def estimate_recompute(fields: Mapping[str, Any]) -> str:
+    """`estimate`'s recompute mode: the explicit option, else the --stack preset's default."""
+    return plan_recompute(fields, load_stacks())
