@@ -89,7 +89,10 @@ def test_infeasible_report_explains_and_draws_the_closest_miss(tmp_path):
 def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-default-apps", "--disable-domain-reliability"]
+             "--disable-default-apps", "--disable-domain-reliability",
+             # Nothing leaves the machine: every name resolves to nothing and every fetch goes to a
+             # closed loopback port (the net log still records what the page asked for).
+             "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9"]
     return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=120, check=True)
 
 
