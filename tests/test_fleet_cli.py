@@ -173,3 +173,16 @@ def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path
     assert result.exit_code == 130, result.output
     assert [r["status"] for r in rows] == ["scheduled", "error"]
     assert "interrupted: wrote the best schedule so far" in result.output
+
+
+def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, monkeypatch) -> None:
+    from vramplan.solver import fleet as solver_fleet
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver_fleet, "prepare", interrupted)
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}, {"id": "b", **GOOD_JOB}])
+    assert result.exit_code == 130, result.output
+    assert [r["status"] for r in rows] == ["error", "error"]
+    assert all("interrupted before the first schedule" in r["error"] for r in rows)
