@@ -33,7 +33,13 @@ from vramplan.batch.fleet_sheet import (
 )
 from vramplan.batch.sheet import FORMATS, format_of, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.fleet_output import POOL_COLUMNS, answer_cells, output_header, pool_rows, summary_lines
+from vramplan.commands.fleet_output import (
+    POOL_COLUMNS,
+    answer_cells,
+    output_header,
+    pool_rows,
+    summary_lines,
+)
 from vramplan.commands.options import POSITIVE, catalogue_options, open_catalogue
 from vramplan.models.errors import VramplanError
 from vramplan.solver.fleet_types import FLEET_OBJECTIVES
