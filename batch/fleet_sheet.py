@@ -216,8 +216,9 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
             offerings = set()
             windows = []
             for number, cells, times in rows:
-                offerings.add(_offering_name(catalogue, cells))
-                windows.append(_window(catalogue, sorted(offerings)[0], cells, start, times))
+                offering = _offering_name(catalogue, cells)
+                offerings.add(offering)
+                windows.append(_window(catalogue, offering, cells, start, times))
             if len(offerings) > 1:
                 raise VramplanError("offering", sorted(offerings)[1], f"pool {name!r} has rows of different offerings")
             first = rows[0][1]

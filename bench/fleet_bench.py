@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vramplan.models.catalogue import load_catalogue  # noqa: E402
-from vramplan.models.setup import Job  # noqa: E402
-from vramplan.solver.fleet import finish, prepare, session  # noqa: E402
-from vramplan.solver.fleet_candidates import CandidateCache  # noqa: E402
-from vramplan.solver.fleet_inputs import FleetJob, FleetQuery, Pool, PoolWindow  # noqa: E402
-from vramplan.solver.query import SolveQuery  # noqa: E402
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.setup import Job
+from vramplan.solver.fleet import finish, prepare, session
+from vramplan.solver.fleet_candidates import CandidateCache
+from vramplan.solver.fleet_inputs import FleetJob, FleetQuery, Pool, PoolWindow
+from vramplan.solver.query import SolveQuery
 
 SHAPES = [("llama-3.1-8b", "full", 4096), ("llama-3.1-8b", "lora", 8192), ("qwen2.5-7b", "full", 4096),
           ("mistral-7b", "lora", 4096), ("llama-3.1-70b", "lora", 8192), ("gemma-2-9b", "full", 8192),

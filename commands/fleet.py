@@ -33,7 +33,13 @@ from vramplan.batch.fleet_sheet import (
 )
 from vramplan.batch.sheet import FORMATS, format_of, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.fleet_output import POOL_COLUMNS, answer_cells, output_header, pool_rows, summary_lines
+from vramplan.commands.fleet_output import (
+    POOL_COLUMNS,
+    answer_cells,
+    output_header,
+    pool_rows,
+    summary_lines,
+)
 from vramplan.commands.options import POSITIVE, catalogue_options, open_catalogue
 from vramplan.models.errors import VramplanError
 from vramplan.solver.fleet_types import FLEET_OBJECTIVES
@@ -123,18 +129,23 @@ def fleet(**options: Any) -> None:
     try:
         prepared = prepare(catalogue, query)
         running = session(prepared)
+    except KeyboardInterrupt:  # still asking the planner or building the model: no schedule yet
+        prepared, interrupted = None, True
+    if prepared is not None:
         began = time.perf_counter()
         try:
             schedule = running.run()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # between CP-SAT stages (inside one, CP-SAT stops by itself)
             schedule = running.best
-            if schedule is None:
-                raise
-            schedule.interrupted = True
-        result = finish(prepared, schedule, time.perf_counter() - began)
-        interrupted = result.interrupted
-    except KeyboardInterrupt:
-        interrupted = True
+            if schedule is not None:
+                schedule.interrupted = True
+        if schedule is not None:
+            try:
+                result = finish(prepared, schedule, time.perf_counter() - began)
+            except KeyboardInterrupt:  # while explaining: the schedule stands, without explanations
+                schedule.interrupted = True
+                result = finish(prepared, schedule, time.perf_counter() - began, explain=False)
+        interrupted = schedule is None or schedule.interrupted
     by_row = dict(zip(valid, result.assignments)) if result is not None else {}
     rows = []
     for i, row in enumerate(jobs.rows):

@@ -15,9 +15,20 @@ from dataclasses import dataclass
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError
 from vramplan.solver.api import solve
-from vramplan.solver.fleet_candidates import Candidate, CandidateCache, duration_min, pool_candidates
+from vramplan.solver.fleet_candidates import (
+    Candidate,
+    CandidateCache,
+    duration_min,
+    pool_candidates,
+)
 from vramplan.solver.fleet_explain import explain_unserved
-from vramplan.solver.fleet_inputs import Assignment, FleetQuery, FleetResult, PoolUsage, StageSummary
+from vramplan.solver.fleet_inputs import (
+    Assignment,
+    FleetQuery,
+    FleetResult,
+    PoolUsage,
+    StageSummary,
+)
 from vramplan.solver.fleet_model import FleetSession
 from vramplan.solver.fleet_sgs import left_shift
 from vramplan.solver.fleet_types import (

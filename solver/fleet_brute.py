@@ -11,11 +11,12 @@ revisited"). The answer is the lexicographic optimum the model's stages minimise
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import permutations, product
 
 from vramplan.solver.fleet_sgs import earliest_start
 from vramplan.solver.fleet_types import IntFleet
+
 
 def _pool_best(fleet: IntFleet, pool_index: int, items: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
     """(makespan, weighted tardiness) minimised over orders for the (job, slot) pairs on one pool,
@@ -46,7 +47,7 @@ def brute_optimum(fleet: IntFleet) -> tuple[int, ...] | None:
     """The lexicographic optimum (unserved penalty, primary objective, tie-break) over all schedules."""
     penalties = fleet.unserved_penalties()
 
-    @lru_cache(maxsize=None)
+    @cache
     def pool_best(pool_index: int, items: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
         return _pool_best(fleet, pool_index, items)
 

@@ -25,7 +25,7 @@ from vramplan.models.cost import num_instances
 from vramplan.models.errors import VramplanError
 from vramplan.solver.api import solve
 from vramplan.solver.fleet_inputs import Pool
-from vramplan.solver.query import Pins, SolvedPlan, SolveQuery
+from vramplan.solver.query import SolvedPlan, SolveQuery
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
 from vramplan.solver.fleet_model import build
-from vramplan.solver.fleet_types import MINUTES_PER_HOUR, IntFleet, IntJob, IntPool, IntSchedule, Window
+from vramplan.solver.fleet_types import (
+    MINUTES_PER_HOUR,
+    IntFleet,
+    IntJob,
+    IntPool,
+    IntSchedule,
+    Window,
+)
 
 EXPLAIN_TIME_LIMIT_S = 2.0
 
@@ -44,7 +52,7 @@ def _feasible(fleet: IntFleet, served: list[int], minimise_end_of: int | None = 
 
 def _with_extra(pool: IntPool, extra_gpus: int, horizon_min: int) -> IntPool:
     points = sorted({0, horizon_min, *(w.from_min for w in pool.windows or ()), *(w.to_min for w in pool.windows or ())})
-    windows = tuple(Window(s, e, (pool.gpus_at(s) or 0) + extra_gpus) for s, e in zip(points, points[1:]) if s < e)
+    windows = tuple(Window(s, e, (pool.gpus_at(s) or 0) + extra_gpus) for s, e in pairwise(points) if s < e)
     return replace(pool, windows=windows)
 
 

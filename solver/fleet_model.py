@@ -23,12 +23,19 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
 from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.fleet_sgs import greedy
-from vramplan.solver.fleet_types import IntFleet, IntPool, IntSchedule, Stage, StageReport
+from vramplan.solver.fleet_types import (
+    IntFleet,
+    IntPool,
+    IntSchedule,
+    Stage,
+    StageReport,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +59,7 @@ def _blocks(pool: IntPool, horizon_min: int) -> list[tuple[int, int, int]]:
     capacity = pool.capacity_gpus or 0
     points = sorted({0, horizon_min, *(w.from_min for w in pool.windows or ()), *(w.to_min for w in pool.windows or ())})
     blocks = []
-    for start, end in zip(points, points[1:]):
+    for start, end in pairwise(points):
         if start >= horizon_min:
             break
         missing = capacity - (pool.gpus_at(start) or 0)
@@ -228,8 +235,8 @@ class FleetSession:
         report = StageReport(name=name, status=_STATUS[code], wall_s=time.perf_counter() - began,
                              first_solution_s=recorder.first_s)
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            report.value = int(round(solver.objective_value))
-            report.bound = int(round(solver.best_objective_bound))
+            report.value = round(solver.objective_value)
+            report.bound = round(solver.best_objective_bound)
             stages = self.best.stages if self.best is not None else []
             self.best = self.read(solver)
             self.best.stages = stages

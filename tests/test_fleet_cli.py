@@ -95,7 +95,7 @@ def test_a_required_job_that_fits_nowhere_is_an_explained_row(tmp_path: Path) ->
 
 def test_a_window_too_short_is_explained_with_the_deadline_that_fits(tmp_path: Path) -> None:
     jobs = [{"id": "tight", **GOOD_JOB, "deadline": "0.5"}]
-    result, rows = run(tmp_path, jobs)
+    _, rows = run(tmp_path, jobs)
     assert rows[0]["status"] == "unserved"
     assert "shorter than the fastest plan" in rows[0]["explanation"] and "a deadline of" in rows[0]["explanation"]
 
@@ -117,7 +117,7 @@ def test_bad_inventory_is_one_line_and_exit_2(tmp_path: Path, pools, fragments) 
 
 def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
     jobs = [{"id": "a", **GOOD_JOB, "pools": "h10"}, {"id": "b", **GOOD_JOB, "pools": "h100"}]
-    result, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
+    _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
     assert [r["status"] for r in rows] == ["error", "scheduled"]
     assert "pools='h10'" in rows[0]["error"] and "did you mean 'h100'" in rows[0]["error"]
 
@@ -137,7 +137,7 @@ def test_the_market_takes_what_the_inventory_cannot(tmp_path: Path) -> None:
     result, rows = run(tmp_path, jobs, small, "--market", "on", "--quota", "runpod=8", "--pools-out",
                        str(tmp_path / "pools.csv"))
     assert result.exit_code == 0, result.output
-    assert sorted(r["pool"] for r in rows)[0] == "h100" and any(r["pool"].startswith("market:") for r in rows)
+    assert min(r["pool"] for r in rows) == "h100" and any(r["pool"].startswith("market:") for r in rows)
     market = next(r for r in rows if r["pool"].startswith("market:"))
     assert float(market["usd_marginal"]) == pytest.approx(float(market["usd_total"]), abs=0.01)
     assert float(market["usd_marginal"]) > 0
@@ -173,3 +173,16 @@ def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path
     assert result.exit_code == 130, result.output
     assert [r["status"] for r in rows] == ["scheduled", "error"]
     assert "interrupted: wrote the best schedule so far" in result.output
+
+
+def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, monkeypatch) -> None:
+    from vramplan.solver import fleet as solver_fleet
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver_fleet, "prepare", interrupted)
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}, {"id": "b", **GOOD_JOB}])
+    assert result.exit_code == 130, result.output
+    assert [r["status"] for r in rows] == ["error", "error"]
+    assert all("interrupted before the first schedule" in r["error"] for r in rows)

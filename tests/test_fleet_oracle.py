@@ -15,7 +15,14 @@ import pytest
 from vramplan.solver.fleet_brute import brute_optimum
 from vramplan.solver.fleet_model import FleetSession
 from vramplan.solver.fleet_sgs import left_shift
-from vramplan.solver.fleet_types import FLEET_OBJECTIVES, IntFleet, IntJob, IntPool, Slot, Window
+from vramplan.solver.fleet_types import (
+    FLEET_OBJECTIVES,
+    IntFleet,
+    IntJob,
+    IntPool,
+    Slot,
+    Window,
+)
 
 SEEDS = range(120)
 
