@@ -29,6 +29,7 @@ from vramplan.models.activation_terms import (
 )
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import adapted_modules
+from vramplan.models.params import LayerGroup, layer_groups
 from vramplan.models.precision import activation_bytes
 from vramplan.models.setup import Job, Plan
 
@@ -57,47 +58,58 @@ def activation_shape(job: Job, plan: Plan) -> Shape:
     return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
 
 
-def layer_saved_terms(arch: Architecture, job: Job, plan: Plan) -> list[Term]:
-    """One layer's saved tensors with no recompute (LoRA adapters included)."""
+def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
+    """One layer's saved tensors with no recompute (LoRA adapters included); default the last layer's kind."""
     x = activation_shape(job, plan)
     adapters = rank = 0
     if job.method != "full":
         used = arch.experts_per_token
-        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets))
+        modules = None if group is None else group.modules
+        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets, modules))
         rank = job.lora_rank
-    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank)
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group)
 
 
-def layer_backward_temporaries(arch: Architecture, x: Shape) -> int:
+def layer_backward_temporaries(arch: Architecture, x: Shape, group: LayerGroup | None = None) -> int:
     """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
     the gradients of two f-wide tensors per routed token while producing them, and the norms'
     backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
     Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py)."""
-    return 2 * x.e * x.t * arch.experts_per_token * arch.intermediate_size + 2 * FP32 * x.t * arch.hidden_size
+    if group is not None and not group.moe:
+        widths = arch.dense_intermediate_size or arch.intermediate_size
+    else:
+        widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
+    return 2 * x.e * x.t * widths + 2 * FP32 * x.t * arch.hidden_size
+
+
+def _kept_and_rebuilt(terms: list[Term], layer_input: int, recompute: str) -> tuple[int, int]:
+    """(bytes a layer keeps until backward, bytes its backward rebuilds) under a recompute mode."""
+    full_layer = _sum(terms)
+    if recompute == "full":
+        return layer_input, full_layer
+    if recompute == "selective":
+        kept = _sum([t for t in terms if not t.attention_core])
+        return kept, full_layer - kept
+    return full_layer, 0
 
 
 def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
     x = activation_shape(job, plan)
-    terms = layer_saved_terms(arch, job, plan)
-    full_layer = _sum(terms)
     layer_input = x.e * x.t * arch.hidden_size
-    if plan.recompute == "full":
-        per_layer = layer_input
-        rebuilt = full_layer
-    elif plan.recompute == "selective":
-        per_layer = _sum([t for t in terms if not t.attention_core])
-        rebuilt = full_layer - per_layer
-    else:
-        per_layer = full_layer
-        rebuilt = 0
+    kinds = []  # (group, its terms, kept bytes, backward peak bytes) per kind of layer
+    for group in layer_groups(arch):
+        group_terms = layer_saved_terms(arch, job, plan, group)
+        kept, rebuilt = _kept_and_rebuilt(group_terms, layer_input, plan.recompute)
+        kinds.append((group, group_terms, kept, rebuilt + layer_backward_temporaries(arch, x, group)))
+    _, terms, per_layer, _ = max(kinds, key=lambda kind: kind[2])  # the largest layer, for explanations
+    layer_peak = max(kind[3] for kind in kinds)
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
-    layer_peak = rebuilt + layer_backward_temporaries(arch, x)
     extra = max(loss_backward_extra_bytes(arch, job.kernels, x), layer_peak)
     return Activations(
         per_layer_bytes=per_layer,
-        layers_bytes=arch.num_layers * per_layer + shared,
+        layers_bytes=sum(group.count * kept for group, _, kept, _ in kinds) + shared,
         embedding_bytes=_sum(embedding_terms(arch, x)),
         output_layer_bytes=_sum(output_terms(arch, job.kernels, x)),
         backward_peak_extra_bytes=extra,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.hf_config import architecture_from_config_file
+from vramplan.models.hf_hub import hub_config_path, looks_like_hub_id
 
 Row = TypeVar("Row", bound=BaseModel)
 
@@ -86,14 +87,21 @@ class Catalogue:
         return [o for o in self.offerings.values() if o.gpu == gpu]
 
     def architecture(self, name_or_path: str) -> Architecture:
-        """A catalogue name, or a path to a Hugging Face config.json."""
+        """A catalogue name (case-insensitive), a path to a Hugging Face config.json (or its folder),
+        or a hub id such as Qwen/Qwen3-8B (models/hf_hub.py)."""
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
+        by_lower = {name.lower(): arch for name, arch in self.architectures.items()}
+        if name_or_path.lower() in by_lower:
+            return by_lower[name_or_path.lower()]
         path = Path(name_or_path)
         if path.is_dir() and (path / "config.json").is_file():
             return architecture_from_config_file(path / "config.json")
         if name_or_path.endswith(".json") or path.is_file():
             return architecture_from_config_file(path)
+        if looks_like_hub_id(name_or_path):
+            arch = architecture_from_config_file(hub_config_path(name_or_path))
+            return arch.model_copy(update={"name": name_or_path.split("/")[1].lower(), "source": f"hub:{name_or_path}"})
         raise unknown_name_error("model", name_or_path, self.architectures)
 
 
