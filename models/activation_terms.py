@@ -130,7 +130,7 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     else:
         fp32_softmax = kernels == "eager" and arch.eager_softmax_fp32
         core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * scores, attention_core=True)]
-        if fp32_softmax:
+        if fp32_softmax and e != FP32:  # the cast back is a new tensor unless activations are fp32
             core.append(Term("attn.softmax_cast", e * scores, attention_core=True))
         if arch.attn_logit_softcapping:
             core.append(Term("attn.softcap_tanh", e * scores, attention_core=True))
