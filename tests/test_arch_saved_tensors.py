@@ -71,3 +71,33 @@ def test_layer_saved_bytes_ratio(name: str, attn: str) -> None:
         terms = layer_terms(arch, "eager", attention, Shape(b=B, s=S, e=E), group=layer_group(arch, index))
         ratios.append(measured.layer_bytes(index) / sum(_cpu_bytes(t, arch) for t in terms))
     assert ratios == pytest.approx(RATIOS[name][attn], abs=5e-4)
+
+
+# Peak bound over a full forward + backward (torch MemTracker, as tests/test_saved_tensors.py):
+# b = 2, s = 128, h = 128, f = 352. Measured/estimated 0.70-0.99 for these families (README).
+# DeepSeek (MLA under CPU sdpa: 1.32; eager 1.01) and Llama 4 (sdpa with its chunk mask: 1.32) are
+# not bounded yet and stay out of this test (README "### Architectures").
+PEAK_FAMILIES = ("qwen3", "olmo2", "cohere", "starcoder2", "gemma3", "qwen3_moe", "phi3", "gpt_neox")
+
+
+def _peak_kwargs(name: str) -> tuple[str, dict]:
+    model_type, kwargs = SMALL_CONFIGS[name]
+    kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
+    if name == "qwen3_moe":
+        kwargs["moe_intermediate_size"] = 96
+    return model_type, kwargs
+
+
+@pytest.mark.parametrize(("attn", "checkpointing"), [("sdpa", False), ("sdpa", True), ("eager", False)])
+@pytest.mark.parametrize("name", PEAK_FAMILIES)
+def test_activation_pillar_bounds_measured_peak(name: str, attn: str, checkpointing: bool) -> None:
+    from tests.test_saved_tensors import _measured_activation_peak
+    from vramplan.models.activations import activations
+    from vramplan.models.setup import Job, Plan
+
+    model_type, kwargs = _peak_kwargs(name)
+    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
+    job = Job(seq_len=128, attention="flash" if attn == "sdpa" else "eager")
+    estimate = activations(arch, job, Plan(gpu="x", micro_batch=2, recompute="full" if checkpointing else "none"))
+    measured = _measured_activation_peak(model_type, kwargs, 2, 128, attn, checkpointing)
+    assert 0.70 * estimate.total_bytes <= measured <= estimate.total_bytes, measured / estimate.total_bytes
