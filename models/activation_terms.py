@@ -125,6 +125,10 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
+    if arch.fused_qkv and rotated and attention == "flash" and kernels == "eager":
+        # RoPE on a view of the fused projection writes q head-major, so SDPA's output comes back
+        # head-major and reshaping it for the output projection copies it (measured: NeoX, Phi-3)
+        out.append(Term("attn.output_copy", e * t * a * dv))
     if attention == "flash":
         core = [Term("attn.logsumexp", FP32 * t * a, attention_core=True)]
     else:

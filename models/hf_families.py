@@ -29,11 +29,14 @@ _LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False
                    "mlp_bias": False, "hidden_act": "silu", "dropout": (0.0,)}
 _QWEN_DEFAULTS = {**_LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
 _MOE_KEYS = {"num_experts": "num_local_experts"}
-_MLA_KEYS = {"num_experts": "n_routed_experts", "first_dense_layers": "first_k_dense_replace",
+# transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
+_QWEN_MOE_KEYS = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
+_MLA_KEYS = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
              "shared_experts": "n_shared_experts"}
 _MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
                  "v_head_dim": 128, "moe_layer_freq": 1}
 _NEOX_MLP = {"gated_mlp": False, "fused_qkv": True, "norm_kind": "layernorm", "parallel_attention_mlp": True}
+_FALCON_PARTS = {**_NEOX_MLP, "eager_softmax_fp32": False}  # modeling_falcon: softmax(..., dtype=hidden_states.dtype)
 
 FAMILIES: dict[str, Family] = {
     # GPT2Config: n_layer 12, n_embd 768, n_head 12, n_inner None (4h), n_positions 1024, vocab 50257,
@@ -56,7 +59,7 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family(defaults={**_QWEN_DEFAULTS}, parts={"qkv_bias": True}),
     "qwen3": Family(defaults={**_QWEN_DEFAULTS}, parts={"qk_norm": "head"}),
     "qwen3_moe": Family(
-        keys={"moe_layer_interval": "decoder_sparse_step"},
+        keys=_QWEN_MOE_KEYS,
         defaults={**_QWEN_DEFAULTS, "num_experts": 128, "experts_per_token": 8,
                   "moe_intermediate_size": 768, "moe_layer_interval": 1},
         parts={"qk_norm": "head"},
@@ -126,7 +129,7 @@ FAMILIES: dict[str, Family] = {
                   "dropout": (0.0, 0.0), "num_kv_heads": None, "multi_query": True,
                   "new_decoder_architecture": False, "parallel_attn": True, "num_ln_in_parallel_attn": None,
                   "alibi": False},
-        parts={**_NEOX_MLP},
+        parts={**_FALCON_PARTS},
     ),
     # Cohere: one LayerNorm without bias feeding attention and MLP in parallel; tied embeddings.
     "cohere": Family(
