@@ -100,13 +100,15 @@ def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) ->
 
 
 def _mla(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
-    """MLA's low-rank projections (modeling_deepseek_v3.py): the q_a / kv_a latents are normed, and the
-    norms' outputs are q_b_proj's and kv_b_proj's inputs; the decoupled rope key k_pe is one head wide."""
+    """MLA's low-rank projections (modeling_deepseek_v3.py): the q_a / kv_a latents are normed, and
+    q_b_proj / kv_b_proj save their inputs (the normed latents times the norm weight); the decoupled
+    rope key is concatenated into k, so it is part of attn.k (measured)."""
     terms = []
     if arch.q_lora_rank:
         terms += _norm(arch, kernels, x, "q_a_norm", arch.q_lora_rank)
+        terms.append(Term("attn.q_b_input", x.e * x.t * arch.q_lora_rank))
     terms += _norm(arch, kernels, x, "kv_a_norm", arch.kv_lora_rank)
-    return terms + [Term("attn.k_rope", x.e * x.t * arch.qk_rope_head_dim)]
+    return terms + [Term("attn.kv_b_input", x.e * x.t * arch.kv_lora_rank)]
 
 
 def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Shape) -> list[Term]:
@@ -120,6 +122,12 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         qkv = [Term("attn.qkv_output", e * t * (a * d + 2 * k * d))]
         if rotated:
             qkv += [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d)]
+    elif attention == "flash" and arch.is_mla:
+        # v is a view of kv_b_proj's output (k_nope | v per head), so SDPA keeps that whole storage;
+        # k is a new tensor (k_nope | shared k_rope). Reasoned from the view, as for fused q/k/v: on CPU,
+        # SDPA runs MLA's unequal head widths through its math path (tests/test_arch_saved_tensors.py).
+        kv_b_output = e * t * a * (d - arch.qk_rope_head_dim + dv)
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * a * d), Term("attn.kv_b_output", kv_b_output)]
     elif attention == "flash":
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
@@ -168,7 +176,15 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     tk = t * top_k
     router = [Term("moe.router_softmax_fp32", FP32 * t * n_experts),
               Term("moe.routing", INT64 * tk + FP32 * t + FP32 * tk)]  # top-k indices, sum, weights
-    if kernels == "fused":  # permuted tokens, fc1 output, fc2 input, unpermute input
+    if arch.router_fp32 and kernels == "eager":  # DeepSeek's gate saves the fp32 copy of its input
+        router.append(Term("moe.router_input_fp32", FP32 * t * h))
+    if arch.moe_all_experts and kernels == "eager":
+        # HF Llama 4: top-k indices, sigmoid scores (fp32), the E-times repeated tokens and their
+        # score-scaled copy (the experts' bmm input), gate_up, act, product for all E x T rows (measured)
+        et = n_experts * t
+        router = [Term("moe.routing", INT64 * tk + FP32 * t * n_experts + e * et)]
+        experts = [Term("moe.repeated_input", 2 * e * et * h), Term("moe.gate_up_act_product", 4 * e * et * f)]
+    elif kernels == "fused":  # permuted tokens, fc1 output, fc2 input, unpermute input
         experts = [Term("moe.permuted_input", e * tk * h), Term("moe.fc1_output", 2 * e * tk * f),
                    Term("moe.fc2_input", e * tk * f), Term("moe.expert_output", e * tk * h)]
     else:  # transformers grouped_mm experts: gathered tokens, gate_up, act, product, down output, indices

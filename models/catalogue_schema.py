@@ -176,6 +176,10 @@ class Architecture(_Row):
     first_dense_layers: int = Field(default=0, ge=0, description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
     moe_layer_interval: int = Field(default=1, ge=1, description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
     shared_expert_intermediate_size: int = Field(default=0, ge=0, description="width of the always-on shared expert MLP; 0 = none")
+    router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    moe_all_experts: bool = Field(
+        default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
+    )
     source: str
 
     @model_validator(mode="after")

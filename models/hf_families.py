@@ -33,6 +33,7 @@ _MOE_KEYS = {"num_experts": "num_local_experts"}
 _QWEN_MOE_KEYS = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
 _MLA_KEYS = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
              "shared_experts": "n_shared_experts"}
+_MLA_PARTS = {"router_fp32": True}  # DeepseekV2/V3 gate: F.linear(hidden_states.type(torch.float32), ...)
 _MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
                  "v_head_dim": 128, "moe_layer_freq": 1}
 _NEOX_MLP = {"gated_mlp": False, "fused_qkv": True, "norm_kind": "layernorm", "parallel_attention_mlp": True}
@@ -96,10 +97,10 @@ FAMILIES: dict[str, Family] = {
     # DeepSeek-V2/V3: MLA, routed + shared experts, first_k_dense_replace dense layers.
     "deepseek_v2": Family(keys=_MLA_KEYS, defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "first_dense_layers": 0,
                                                     "shared_experts": 2, "num_experts": 64, "experts_per_token": None,
-                                                    "moe_intermediate_size": 1407}),
+                                                    "moe_intermediate_size": 1407}, parts=_MLA_PARTS),
     "deepseek_v3": Family(keys=_MLA_KEYS, defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "max_position_embeddings": 4096,
                                                     "first_dense_layers": 3, "shared_experts": 1, "num_experts": 256,
-                                                    "experts_per_token": 8, "moe_intermediate_size": 2048}),
+                                                    "experts_per_token": 8, "moe_intermediate_size": 2048}, parts=_MLA_PARTS),
     # Llama 4: MoE every interleave_moe_layer_step-th layer (top-1 routed + a shared expert of
     # intermediate_size), dense layers of intermediate_size_mlp; chunked attention with RoPE and an
     # unweighted L2 QK norm on 3 of every 4 layers, global NoPE attention on the 4th.
@@ -110,7 +111,8 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "num_experts": 16, "experts_per_token": 1,
                   "moe_layer_interval": 1, "dense_intermediate_size": 16384, "sliding_window": 8192,
                   "global_every": 4, "use_qk_norm": True, "shared_experts": 1},
-        parts={"local_attention": "chunked", "qk_norm_on_global_layers": False},
+        # Llama4TextMoe.forward: routed_in = hidden_states.repeat(num_experts, 1) * router scores
+        parts={"local_attention": "chunked", "qk_norm_on_global_layers": False, "moe_all_experts": True},
     ),
     # GPT-NeoX: fused query_key_value, parallel attention + MLP (use_parallel_residual), LayerNorms,
     # biases everywhere, RoPE on rotary_pct of each head.
