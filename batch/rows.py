@@ -25,7 +25,7 @@ from vramplan.solver.query_fields import query_from_fields
 # Input columns: name -> (default as the README states it, what it is). Order = README order.
 INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "id": ("", "your label for the row; copied to the output, not part of the job"),
-    "model": ("required", "catalogue name (vramplan models) or path to a Hugging Face config.json"),
+    "model": ("required", "catalogue name (vramplan models), path to a Hugging Face config.json, or a hub id"),
     "method": ("full", "full | lora | qlora"),
     "seq_len": ("required", "tokens per sequence"),
     "global_batch": ("about 1M tokens / seq_len", "sequences per optimizer step"),

@@ -76,7 +76,7 @@ output_options = _stack(
 )
 
 job_options = _stack(
-    click.option("--model", required=True, help="Catalogue name (vramplan models) or path to a HF config.json."),
+    click.option("--model", required=True, help="Catalogue name (vramplan models), path to a HF config.json, or a hub id (Org/Name)."),
     click.option("--method", type=click.Choice(METHODS), default="full", show_default=True),
     click.option("--lora-rank", type=COUNT, default=16, show_default=True, help="LoRA rank r."),
     click.option("--lora-targets", default=None, help="Comma-separated PEFT target_modules [default: all linear]."),

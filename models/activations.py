@@ -25,8 +25,9 @@ from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.lora import adapted_modules
 from vramplan.models.loss import loss_cost
+from vramplan.models.params import LayerGroup, layer_groups
 from vramplan.models.precision import activation_bytes
-from vramplan.models.recompute import layer_keep
+from vramplan.models.recompute import layer_keep, offloaded_bytes
 from vramplan.models.setup import Job, Plan
 
 
@@ -58,42 +59,64 @@ def activation_shape(job: Job, plan: Plan) -> Shape:
     return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
 
 
-def layer_saved_terms(arch: Architecture, job: Job, plan: Plan) -> list[Term]:
-    """One layer's saved tensors with no recompute (LoRA adapters included)."""
+def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
+    """One layer's saved tensors with no recompute (LoRA adapters included); default the last layer's kind."""
     x = activation_shape(job, plan)
     adapters = rank = 0
     if job.method != "full":
         used = arch.experts_per_token
-        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets))
+        modules = None if group is None else group.modules
+        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets, modules))
         rank = job.lora_rank
-    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank)
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group)
 
 
-def layer_backward_temporaries(arch: Architecture, x: Shape) -> int:
+def layer_backward_temporaries(arch: Architecture, x: Shape, group: LayerGroup | None = None) -> int:
     """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
     the gradients of two f-wide tensors per routed token while producing them, and the norms'
     backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
     Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py)."""
-    return 2 * x.e * x.t * arch.experts_per_token * arch.intermediate_size + 2 * FP32 * x.t * arch.hidden_size
+    if group is not None and not group.moe:
+        widths = arch.dense_intermediate_size or arch.intermediate_size
+    else:
+        widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
+    return 2 * x.e * x.t * widths + 2 * FP32 * x.t * arch.hidden_size
+
+
+def _kept_and_rebuilt(terms: list[Term], layer_input: int, recompute: str) -> tuple[int, int]:
+    """(bytes a layer keeps until backward, bytes its backward rebuilds) under a recompute mode."""
+    full_layer = _sum(terms)
+    if recompute == "full":
+        return layer_input, full_layer
+    if recompute == "selective":
+        kept = _sum([t for t in terms if not t.attention_core])
+        return kept, full_layer - kept
+    return full_layer, 0
 
 
 def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
     x = activation_shape(job, plan)
-    terms = layer_saved_terms(arch, job, plan)
-    keep = layer_keep(arch, job, plan, terms, x)
+    kinds = []  # (group, its terms, what its layers keep, backward peak bytes) per kind of layer
+    for group in layer_groups(arch):
+        group_terms = layer_saved_terms(arch, job, plan, group)
+        keep = layer_keep(arch, job, plan, group_terms, x, group)
+        kinds.append((group, group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group)))
+    _, terms, largest_keep, _ = max(kinds, key=lambda kind: kind[2].per_layer_bytes)  # for explanations
+    layer_peak = max(kind[3] for kind in kinds)
+    kept_bytes = sum(keep.layers_bytes for _, _, keep, _ in kinds)
+    offloaded = offloaded_bytes(job, arch.num_layers, kept_bytes, max(keep.largest_bytes for _, _, keep, _ in kinds))
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
-    layer_peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x)
     loss = loss_cost(arch, job, x)
     extra = max(loss.backward_extra_bytes, layer_peak)
     return Activations(
-        per_layer_bytes=keep.per_layer_bytes,
-        layers_bytes=keep.layers_bytes + shared,
+        per_layer_bytes=largest_keep.per_layer_bytes,
+        layers_bytes=kept_bytes - offloaded + shared,
         embedding_bytes=_sum(embedding_terms(arch, x)),
         output_layer_bytes=_sum(loss.kept),
         backward_peak_extra_bytes=extra,
         terms=tuple(terms),
         fragmentation_reserve_bytes=fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes),
-        offloaded_bytes=keep.offloaded_bytes,
+        offloaded_bytes=offloaded,
     )

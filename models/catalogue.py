@@ -16,6 +16,7 @@ from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.config_file import config_path, read_small_file
 from vramplan.models.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.hf_config import architecture_from_config_file
+from vramplan.models.hf_hub import hub_config_path, looks_like_hub_id
 from vramplan.models.stack import StackPreset
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -102,14 +103,24 @@ class Catalogue:
         return [o for o in self.offerings.values() if o.gpu == gpu]
 
     def architecture(self, name_or_path: str, models_dir: Path | None = None) -> Architecture:
-        """A catalogue name, or a path to a Hugging Face config.json (or its folder); with
-        `models_dir` only a file inside that folder (models/config_file.py)."""
+        """A catalogue name (case-insensitive), a path to a Hugging Face config.json (or its folder;
+        with `models_dir` only a file inside that folder, models/config_file.py), or a hub id such as
+        Qwen/Qwen3-8B (models/hf_hub.py: its config.json only, never weights)."""
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
+        by_lower = {name.lower(): arch for name, arch in self.architectures.items()}
+        if name_or_path.lower() in by_lower:
+            return by_lower[name_or_path.lower()]
+        # Hub ids resolve from the command line only: a sheet (models_dir) reads files inside its
+        # models folder and nothing else, so a sheet cell never makes the tool go to the network.
+        hub_id = models_dir is None and looks_like_hub_id(name_or_path)
         path = config_path(name_or_path, models_dir)
-        if path is None:
-            raise unknown_name_error("model", name_or_path[:200], self.architectures)
-        return architecture_from_config_file(path, None if models_dir is None else Path(name_or_path).name)
+        if path is not None:
+            return architecture_from_config_file(path, None if models_dir is None else Path(name_or_path).name)
+        if hub_id:
+            arch = architecture_from_config_file(hub_config_path(name_or_path), f"hub:{name_or_path}")
+            return arch.model_copy(update={"name": name_or_path.split("/")[1].lower(), "source": f"hub:{name_or_path}"})
+        raise unknown_name_error("model", name_or_path[:200], self.architectures)
 
 
 def load_catalogue(

@@ -124,22 +124,35 @@ class Offering(_Row):
         return self.price_usd_per_hour / self.num_gpus
 
 
-MlpKind = Literal["gelu", "swiglu", "geglu"]
-NormKind = Literal["layernorm", "rmsnorm"]
+# The parts an architecture is made of (README "### Architectures"; models/arch_layers.py turns them
+# into per-layer kinds). Values name what the implementation computes, not the family:
+# - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
+#   formula), swiglu / geglu (gated: act(gate) * up).
+# - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
+#   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
+#   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
+MlpKind = Literal["gelu", "gelu_new", "swiglu", "geglu"]
+NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_weight", "rmsnorm_offset"]
+NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
+QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
+LocalAttention = Literal["none", "sliding", "chunked"]
+ModelType = Literal[
+    "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
+    "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
+    "starcoder2",
+]
 
 
 class Architecture(_Row):
     """A transformer decoder (one row of catalogues/architectures.csv, or a Hugging Face config.json)."""
 
     name: str
-    model_type: Literal["gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2"] = Field(
-        description="Hugging Face model_type whose module layout the counts and activations follow"
-    )
+    model_type: ModelType = Field(description="Hugging Face model_type the row was read as (names its linear modules)")
     num_layers: Count = Field(ge=1, le=1024)
     hidden_size: Count = Field(ge=1, le=1_000_000)
     num_attention_heads: Count = Field(ge=1, le=65_536)
     num_kv_heads: Count = Field(ge=1, le=65_536)
-    head_dim: Count = Field(ge=1, le=65_536)
+    head_dim: Count = Field(ge=1, le=65_536, description="query/key head width (MLA: nope + rope part)")
     intermediate_size: Count = Field(ge=1, le=10_000_000, description="MLP width (per expert for MoE)")
     vocab_size: Count = Field(ge=1, le=100_000_000)
     max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
@@ -151,9 +164,35 @@ class Architecture(_Row):
     norm_kind: NormKind
     norms_per_layer: Count = Field(ge=1, le=4)
     dropout_prob: Real = Field(ge=0, lt=1, description="dropout on embeddings, attention probs, residuals")
-    num_experts: Count = Field(ge=1, le=4096, description="1 for a dense MLP")
+    num_experts: Count = Field(ge=1, le=4096, description="routed experts of a MoE layer; 1 for a dense MLP")
     experts_per_token: Count = Field(ge=1, le=4096)
     final_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    norm_position: NormPosition = "pre"
+    parallel_attention_mlp: bool = Field(default=False, description="attention and MLP read the same input (GPT-J style)")
+    qk_norm: QkNorm = "none"
+    qk_norm_on_global_layers: bool = Field(default=True, description="Llama 4 norms q/k only on its RoPE (chunked) layers")
+    fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
+    eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")
+    attn_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    q_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: query down-projection rank; 0 = a full q_proj")
+    kv_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: compressed key/value rank; 0 = not MLA")
+    qk_rope_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: the rotary part of head_dim (shared by all heads)")
+    v_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="value head width when it differs from head_dim; 0 = head_dim")
+    local_attention: LocalAttention = "none"
+    attention_window: Count = Field(default=0, ge=0, le=10_000_000, description="sliding window / chunk length, tokens; 0 = none")
+    global_attention_every: int = Field(
+        default=0, ge=0, description="with local attention, layer i attends globally when (i + 1) % this == 0; 0 = never"
+    )
+    partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
+    dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
+    first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000, description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
+    moe_layer_interval: Count = Field(default=1, ge=1, le=10_000_000, description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
+    shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="width of the always-on shared expert MLP; 0 = none")
+    router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    moe_all_experts: bool = Field(
+        default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
+    )
     source: str
 
     @model_validator(mode="after")
@@ -166,8 +205,36 @@ class Architecture(_Row):
             raise VramplanError(
                 "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
             )
+        if (self.local_attention == "none") != (self.attention_window == 0):
+            raise VramplanError(
+                "attention_window", self.attention_window, f"must be > 0 exactly when local_attention is set (is {self.local_attention})"
+            )
+        if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.head_dim:
+            raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
+        if self.q_lora_rank and not self.kv_lora_rank:
+            raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
         return self
 
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels RoPE rotates per head (MLA: the shared rope part; NeoX: rotary_pct of head_dim)."""
+        return self.qk_rope_head_dim if self.is_mla else int(self.head_dim * self.partial_rotary_factor)
+
+    def layer_is_moe(self, index: int) -> bool:
+        return self.is_moe and index >= self.first_dense_layers and (index + 1) % self.moe_layer_interval == 0
+
+    def layer_is_local(self, index: int) -> bool:
+        every = self.global_attention_every
+        return self.local_attention != "none" and not (every and (index + 1) % every == 0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.params import layer_linear_modules
+from vramplan.models.params import layer_groups
 from vramplan.models.setup import Method, Recompute
 
 
@@ -28,19 +28,29 @@ class FlopsPerToken:
     hardware: int  # plus the recomputed forward work, what the GPU really executes
 
 
-def _active_layer_matmul_weights(arch: Architecture) -> int:
+def _active_matmul_weights(arch: Architecture) -> int:
+    """Matmul weights a token passes through, all decoder layers (MoE: experts_per_token experts)."""
     total = 0
-    for module in layer_linear_modules(arch):
-        copies = module.copies_per_layer
-        used = arch.experts_per_token if copies > 1 else 1
-        total += used * module.in_features * module.out_features
+    for group in layer_groups(arch):
+        for module in group.modules:
+            used = arch.experts_per_token if module.copies_per_layer > 1 else 1
+            total += group.count * used * module.in_features * module.out_features
     return total
 
 
+def _attention_span(arch: Architecture, seq_len: int, local: bool) -> int:
+    """Keys a query is scored against, full-square convention: s, or the window / chunk on local layers."""
+    return min(seq_len, arch.attention_window) if local else seq_len
+
+
 def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
-    """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model."""
-    layers = arch.num_layers * 2 * _active_layer_matmul_weights(arch)
-    attention = arch.num_layers * 4 * seq_len * arch.num_attention_heads * arch.head_dim
+    """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model.
+
+    Scores cost 2 * span * a * d_qk and values 2 * span * a * d_v per token (MLA: d_qk = nope + rope,
+    d_v = v_head_dim); sliding-window and chunked layers score only their window."""
+    layers = 2 * _active_matmul_weights(arch)
+    heads = arch.num_attention_heads * (arch.head_dim + arch.value_head_dim)
+    attention = sum(g.count * 2 * _attention_span(arch, seq_len, g.local) * heads for g in layer_groups(arch))
     logits = 2 * arch.vocab_size * arch.hidden_size
     return layers, attention, logits
 

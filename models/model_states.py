@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import trainable_params
-from vramplan.models.params import count_params, layer_linear_modules
+from vramplan.models.params import count_params, layer_groups
 from vramplan.models.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
 from vramplan.models.recipe import (
     gradient_state_bytes_per_param,
@@ -75,13 +75,12 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
 
 def _block_weight_matrices(arch: Architecture) -> int:
     """Matmul weight elements of all decoder layers (no biases)."""
-    per_layer = sum(m.copies_per_layer * m.in_features * m.out_features for m in layer_linear_modules(arch))
-    return arch.num_layers * per_layer
+    return sum(g.count * m.copies_per_layer * m.in_features * m.out_features for g in layer_groups(arch) for m in g.modules)
 
 
 def _block_output_rows(arch: Architecture) -> int:
     """Output rows of all decoder-layer matmul weights (LLM.int8 keeps one fp32 scale per row)."""
-    return arch.num_layers * sum(m.copies_per_layer * m.out_features for m in layer_linear_modules(arch))
+    return sum(g.count * m.copies_per_layer * m.out_features for g in layer_groups(arch) for m in g.modules)
 
 
 def fp8_weight_copy_bytes(arch: Architecture) -> int:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from vramplan.models.activation_terms import FP32, Shape, Term
 from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.params import layer_linear_modules
+from vramplan.models.params import LayerGroup, LinearModule, layer_linear_modules
 from vramplan.models.setup import Job, Plan, Recompute
 
 OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
@@ -38,9 +38,9 @@ OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
 @dataclass(frozen=True)
 class LayerKeep:
     per_layer_bytes: int  # one layer's kept bytes under the mode (the recomputed layers' value)
-    layers_bytes: int  # all decoder layers on the GPU
+    layers_bytes: int  # all decoder layers of this kind on the GPU
     rebuilt_bytes: int  # what the backward rebuilds of one layer at its peak
-    offloaded_bytes: int  # kept in host memory by activation offloading
+    largest_bytes: int  # the most one layer of this kind keeps (what offloading leaves resident)
 
 
 def effective_mode(job: Job, plan: Plan) -> Recompute:
@@ -50,35 +50,45 @@ def effective_mode(job: Job, plan: Plan) -> Recompute:
     return plan.recompute
 
 
-def op_sac_saved_bytes(arch: Architecture, x: Shape) -> int:
-    """torchtitan op-level SAC: the block input, every other mm output, the SDPA output and logsumexp."""
-    mm_outputs = [m.out_features for m in layer_linear_modules(arch) if m.copies_per_layer == 1]
+def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule, ...] | None = None) -> int:
+    """torchtitan op-level SAC: the block input, every other mm output, the SDPA output and logsumexp
+    (`modules`: the layer's linear modules, default the last layer's kind)."""
+    modules = layer_linear_modules(arch) if modules is None else modules
+    mm_outputs = [m.out_features for m in modules if m.copies_per_layer == 1]
     saved_mm = sum(mm_outputs[0::2])  # the 1st, 3rd, ... mm of the block
     q_dim = arch.num_attention_heads * arch.head_dim
     sdpa = x.e * x.t * q_dim + FP32 * x.t * arch.num_attention_heads
     return x.e * x.t * (arch.hidden_size + saved_mm) + sdpa
 
 
-def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape) -> LayerKeep:
+def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape,
+               group: LayerGroup | None = None) -> LayerKeep:
+    """What the `group`'s layers keep (default: every layer, all of the last layer's kind)."""
     full_layer = sum(t.num_bytes for t in terms)
     layer_input = x.e * x.t * arch.hidden_size
     mode = effective_mode(job, plan)
-    layers = arch.num_layers
+    layers = arch.num_layers if group is None else group.count
     if mode == "full":
         per_layer, rebuilt = layer_input, full_layer
-        recomputed = layers if job.recompute_layers is None else min(job.recompute_layers, layers)
+        # Megatron checkpoints the first N layers of the stage; of several kinds of layer, this kind's
+        # share of N, rounded down (fewer recomputed layers keep more: never an underestimate).
+        recomputed = layers if job.recompute_layers is None else min(job.recompute_layers * layers // arch.num_layers, layers)
         total = recomputed * layer_input + (layers - recomputed) * full_layer
         largest = layer_input if recomputed == layers else full_layer
     elif mode == "op":
-        per_layer = min(full_layer, op_sac_saved_bytes(arch, x))
+        per_layer = min(full_layer, op_sac_saved_bytes(arch, x, None if group is None else group.modules))
         rebuilt, total, largest = full_layer - per_layer, layers * per_layer, per_layer
     elif mode == "selective":
         per_layer = sum(t.num_bytes for t in terms if not t.attention_core)
         rebuilt, total, largest = full_layer - per_layer, layers * per_layer, per_layer
     else:
         per_layer, rebuilt, total, largest = full_layer, 0, layers * full_layer, full_layer
-    offloaded = 0
-    if job.activation_offload:
-        offloaded = max(0, total - min(layers, OFFLOAD_RESIDENT_LAYERS) * largest)
-        total -= offloaded
-    return LayerKeep(per_layer, total, rebuilt, offloaded)
+    return LayerKeep(per_layer, total, rebuilt, largest)
+
+
+def offloaded_bytes(job: Job, num_layers: int, layers_bytes: int, largest_bytes: int) -> int:
+    """Of `layers_bytes` kept by `num_layers` layers, what activation offloading moves to host memory:
+    all but the layer in use and the one being prefetched."""
+    if not job.activation_offload:
+        return 0
+    return max(0, layers_bytes - min(num_layers, OFFLOAD_RESIDENT_LAYERS) * largest_bytes)

@@ -2,7 +2,7 @@
 
 Produced by tests/tools/hf_param_counts.py with transformers 5.24.0 and torch 2.13.0 (CPU):
 
-    /work/venv-torch/bin/python tests/tools/hf_param_counts.py
+    python tests/tools/hf_param_counts.py
 
 For each row of catalogues/architectures.csv the tool loads tests/fixtures/hf_configs/<name>.json
 (the model's hub config.json; gpt3-175b, which is not on the hub, is a GPT2Config built from its
@@ -12,19 +12,20 @@ catalogue row), instantiates ``AutoModelForCausalLM.from_config(config)`` under
 * total      -- sum(p.numel() for p in model.parameters()); a tied lm_head is the embedding
                 Parameter and is counted once.
 * embedding  -- token embedding + learned position embedding (GPT-2 wpe).
-* per_layer  -- decoder layer 0 (every layer of these models has the same count).
+* per_layer  -- decoder layer 0.
+* layers     -- all decoder layers (MoE models with dense layers have layers of several sizes).
 * final_norm -- the norm after the last layer (weight, and bias for LayerNorm).
 * lm_head    -- the output projection; 0 when tied to the token embedding.
 * active     -- parameters a token uses: total minus, in every layer, the MLP parameters of the
                 (num_experts - experts_per_token) experts it skips; equal to total for dense models.
 
-Invariant: total == embedding + num_layers * per_layer + final_norm + lm_head.
+Invariant: total == embedding + layers + final_norm + lm_head.
 
 Each comment gives the figure the hub publishes (safetensors metadata / model card). Every meta-device
 total equals the hub's safetensors count, except that the GPT-2 checkpoints also store non-parameter
 causal-mask buffers (see their comments). `--check` re-runs the tool and compares with this file:
 
-    /work/venv-torch/bin/python tests/tools/hf_param_counts.py --check
+    python tests/tools/hf_param_counts.py --check
 """
 
 HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
@@ -35,6 +36,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 124_439_808,
         "embedding": 39_383_808,
         "per_layer": 7_087_872,
+        "layers": 85_054_464,
         "final_norm": 1_536,
         "lm_head": 0,
         "active": 124_439_808,
@@ -45,6 +47,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 1_557_611_200,
         "embedding": 82_049_600,
         "per_layer": 30_740_800,
+        "layers": 1_475_558_400,
         "final_norm": 3_200,
         "lm_head": 0,
         "active": 1_557_611_200,
@@ -55,6 +58,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 174_604_259_328,
         "embedding": 642_723_840,
         "per_layer": 1_812_099_072,
+        "layers": 173_961_510_912,
         "final_norm": 24_576,
         "lm_head": 0,
         "active": 174_604_259_328,
@@ -64,6 +68,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 6_738_415_616,
         "embedding": 131_072_000,
         "per_layer": 202_383_360,
+        "layers": 6_476_267_520,
         "final_norm": 4_096,
         "lm_head": 131_072_000,
         "active": 6_738_415_616,
@@ -73,6 +78,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 13_015_864_320,
         "embedding": 163_840_000,
         "per_layer": 317_204_480,
+        "layers": 12_688_179_200,
         "final_norm": 5_120,
         "lm_head": 163_840_000,
         "active": 13_015_864_320,
@@ -82,6 +88,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 68_976_648_192,
         "embedding": 262_144_000,
         "per_layer": 855_654_400,
+        "layers": 68_452_352_000,
         "final_norm": 8_192,
         "lm_head": 262_144_000,
         "active": 68_976_648_192,
@@ -91,6 +98,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 8_030_261_248,
         "embedding": 525_336_576,
         "per_layer": 218_112_000,
+        "layers": 6_979_584_000,
         "final_norm": 4_096,
         "lm_head": 525_336_576,
         "active": 8_030_261_248,
@@ -100,6 +108,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 70_553_706_496,
         "embedding": 1_050_673_152,
         "per_layer": 855_654_400,
+        "layers": 68_452_352_000,
         "final_norm": 8_192,
         "lm_head": 1_050_673_152,
         "active": 70_553_706_496,
@@ -109,6 +118,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 405_853_388_800,
         "embedding": 2_101_346_304,
         "per_layer": 3_187_703_808,
+        "layers": 401_650_679_808,
         "final_norm": 16_384,
         "lm_head": 2_101_346_304,
         "active": 405_853_388_800,
@@ -118,6 +128,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 7_241_732_096,
         "embedding": 131_072_000,
         "per_layer": 218_112_000,
+        "layers": 6_979_584_000,
         "final_norm": 4_096,
         "lm_head": 131_072_000,
         "active": 7_241_732_096,
@@ -128,6 +139,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 46_702_792_704,
         "embedding": 131_072_000,
         "per_layer": 1_451_270_144,
+        "layers": 46_440_644_608,
         "final_norm": 4_096,
         "lm_head": 131_072_000,
         "active": 12_879_925_248,
@@ -137,6 +149,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 7_615_616_512,
         "embedding": 544_997_376,
         "per_layer": 233_057_792,
+        "layers": 6_525_618_176,
         "final_norm": 3_584,
         "lm_head": 544_997_376,
         "active": 7_615_616_512,
@@ -147,6 +160,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 72_706_203_648,
         "embedding": 1_245_708_288,
         "per_layer": 877_684_736,
+        "layers": 70_214_778_880,
         "final_norm": 8_192,
         "lm_head": 1_245_708_288,
         "active": 72_706_203_648,
@@ -156,6 +170,7 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 9_241_705_984,
         "embedding": 917_504_000,
         "per_layer": 198_195_200,
+        "layers": 8_324_198_400,
         "final_norm": 3_584,
         "lm_head": 0,
         "active": 9_241_705_984,
@@ -165,8 +180,167 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "total": 27_227_128_320,
         "embedding": 1_179_648_000,
         "per_layer": 566_249_472,
+        "layers": 26_047_475_712,
         "final_norm": 4_608,
         "lm_head": 0,
         "active": 27_227_128_320,
+    },
+    # Qwen/Qwen3-8B model card: 8.2B parameters (6.95B non-embedding).
+    "qwen3-8b": {
+        "total": 8_190_735_360,
+        "embedding": 622_329_856,
+        "per_layer": 192_946_432,
+        "layers": 6_946_071_552,
+        "final_norm": 4_096,
+        "lm_head": 622_329_856,
+        "active": 8_190_735_360,
+    },
+    # Qwen/Qwen3-32B model card: 32.8B parameters (31.2B non-embedding).
+    "qwen3-32b": {
+        "total": 32_762_123_264,
+        "embedding": 777_912_320,
+        "per_layer": 487_598_336,
+        "layers": 31_206_293_504,
+        "final_norm": 5_120,
+        "lm_head": 777_912_320,
+        "active": 32_762_123_264,
+    },
+    # Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated (8 of 128 experts, no shared expert).
+    "qwen3-30b-a3b": {
+        "total": 30_532_122_624,
+        "embedding": 311_164_928,
+        "per_layer": 623_120_640,
+        "layers": 29_909_790_720,
+        "final_norm": 2_048,
+        "lm_head": 311_164_928,
+        "active": 3_353_032_704,
+    },
+    # Qwen/Qwen3-235B-A22B model card: 235B total, 22B activated.
+    "qwen3-235b-a22b": {
+        "total": 235_093_634_560,
+        "embedding": 622_329_856,
+        "per_layer": 2_487_755_008,
+        "layers": 233_848_970_752,
+        "final_norm": 4_096,
+        "lm_head": 622_329_856,
+        "active": 22_190_763_520,
+    },
+    # deepseek-ai/DeepSeek-V3: 671B total, 37B activated (paper and model card). The hub lists 685B
+    # because the checkpoint also holds the 14B multi-token-prediction module (num_nextn_predict_layers 1),
+    # which transformers does not build: 671,026,404,352 here. The router's e_score_correction_bias is a
+    # buffer, not a parameter.
+    "deepseek-v3": {
+        "total": 671_026_404_352,
+        "embedding": 926_679_040,
+        "per_layer": 583_483_392,
+        "layers": 669_173_039_104,
+        "final_norm": 7_168,
+        "lm_head": 926_679_040,
+        "active": 37_552_282_624,
+    },
+    # deepseek-ai/DeepSeek-V2-Lite model card: 15.7B total, 2.4B activated; 2,661,150,208 here
+    # counts the 0.42B of embedding + lm_head as activated (the card's figure leaves part of them out).
+    "deepseek-v2-lite": {
+        "total": 15_706_484_224,
+        "embedding": 209_715_200,
+        "per_layer": 81_007_104,
+        "layers": 15_287_051_776,
+        "final_norm": 2_048,
+        "lm_head": 209_715_200,
+        "active": 2_661_150_208,
+    },
+    # meta-llama/Llama-4-Scout-17B-16E: 17B activated, 109B total. The 109B includes the vision
+    # encoder and projector of Llama4ForConditionalGeneration; the text decoder counted here is 107.77B.
+    "llama-4-scout": {
+        "total": 107_769_861_120,
+        "embedding": 1_034_485_760,
+        "per_layer": 2_202_101_760,
+        "layers": 105_700_884_480,
+        "final_norm": 5_120,
+        "lm_head": 1_034_485_760,
+        "active": 17_172_894_720,
+    },
+    # meta-llama/Llama-4-Maverick-17B-128E: 17B activated, 400B total (the card rounds; text
+    # decoder only here, the vision tower adds about 0.9B).
+    "llama-4-maverick": {
+        "total": 400_711_848_960,
+        "embedding": 1_034_485_760,
+        "per_layer": 314_583_040,
+        "layers": 398_642_872_320,
+        "final_norm": 5_120,
+        "lm_head": 1_034_485_760,
+        "active": 17_184_691_200,
+    },
+    # google/gemma-3-27b-pt: 27B (hub safetensors 27.4B including the 0.4B SigLIP vision tower and
+    # projector); the text decoder counted here is 27,009,346,304.
+    "gemma-3-27b": {
+        "total": 27_009_346_304,
+        "embedding": 1_409_630_208,
+        "per_layer": 412_898_560,
+        "layers": 25_599_710_720,
+        "final_norm": 5_376,
+        "lm_head": 0,
+        "active": 27_009_346_304,
+    },
+    # microsoft/phi-4 model card: 14B parameters; 14,659,507,200 (14.7B) here.
+    "phi-4": {
+        "total": 14_659_507_200,
+        "embedding": 513_802_240,
+        "per_layer": 340_797_440,
+        "layers": 13_631_897_600,
+        "final_norm": 5_120,
+        "lm_head": 513_802_240,
+        "active": 14_659_507_200,
+    },
+    # allenai/OLMo-2-1124-13B model card: 13.7B parameters.
+    "olmo-2-13b": {
+        "total": 13_716_198_400,
+        "embedding": 513_802_240,
+        "per_layer": 317_214_720,
+        "layers": 12_688_588_800,
+        "final_norm": 5_120,
+        "lm_head": 513_802_240,
+        "active": 13_716_198_400,
+    },
+    # EleutherAI/pythia-6.9b README table: 6,857,302,016 parameters.
+    "pythia-6.9b": {
+        "total": 6_857_302_016,
+        "embedding": 206_569_472,
+        "per_layer": 201_379_840,
+        "layers": 6_444_154_880,
+        "final_norm": 8_192,
+        "lm_head": 206_569_472,
+        "active": 6_857_302_016,
+    },
+    # tiiuae/falcon-7b: 7B (6.92B; one shared key/value head, multi_query).
+    "falcon-7b": {
+        "total": 6_921_720_704,
+        "embedding": 295_469_056,
+        "per_layer": 207_070_080,
+        "layers": 6_626_242_560,
+        "final_norm": 9_088,
+        "lm_head": 0,
+        "active": 6_921_720_704,
+    },
+    # CohereForAI/c4ai-command-r-v01 model card: 35B parameters (tied embeddings).
+    "command-r-35b": {
+        "total": 34_980_831_232,
+        "embedding": 2_097_152_000,
+        "per_layer": 822_091_776,
+        "layers": 32_883_671_040,
+        "final_norm": 8_192,
+        "lm_head": 0,
+        "active": 34_980_831_232,
+    },
+    # bigcode/starcoder2-15b model card: 15B parameters; 15,957,889,024 (16.0B) here (untied
+    # lm_head of 0.3B, biases on every linear).
+    "starcoder2-15b": {
+        "total": 15_957_889_024,
+        "embedding": 301_989_888,
+        "per_layer": 383_847_424,
+        "layers": 15_353_896_960,
+        "final_norm": 12_288,
+        "lm_head": 301_989_888,
+        "active": 15_957_889_024,
     },
 }

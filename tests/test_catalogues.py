@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from pathlib import Path
 
@@ -237,15 +238,25 @@ def test_main_providers_present(catalogue):
 # --- plausible ranges: architectures -------------------------------------------------------------
 
 
+def _sets_head_dim(name: str) -> bool:
+    """Gemma, Qwen3, Llama 4 and MLA configs give head_dim explicitly, not hidden / heads."""
+    path = HF_CONFIGS / f"{name}.json"
+    if not path.exists():
+        return False
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config = config.get("text_config", config)
+    return "head_dim" in config or "qk_nope_head_dim" in config or config["model_type"] == "gemma2"
+
+
 def test_architecture_shapes_are_consistent(catalogue):
     for arch in catalogue.architectures.values():
-        if arch.model_type == "gemma2":
-            continue  # Gemma 2 sets head_dim explicitly, not hidden/heads (README: head_dim column)
+        if _sets_head_dim(arch.name):
+            continue  # head_dim set explicitly (README: head_dim column)
         assert arch.hidden_size == arch.num_attention_heads * arch.head_dim, arch.name
     for arch in catalogue.architectures.values():
         assert arch.num_attention_heads % arch.num_kv_heads == 0, arch.name
-        assert arch.head_dim in (64, 128, 256), arch.name
-        assert arch.intermediate_size > arch.hidden_size, arch.name
+        assert arch.head_dim in (64, 128, 192, 256), arch.name  # 192: MLA's 128 + 64 rope
+        assert (arch.dense_intermediate_size or arch.intermediate_size) > arch.hidden_size, arch.name
         assert 1000 <= arch.vocab_size <= 1_000_000, arch.name
         assert arch.max_position_embeddings >= 1024, arch.name
         assert arch.learned_position_embeddings == (arch.model_type == "gpt2"), arch.name
