@@ -136,3 +136,18 @@ class Journal:
     def remove(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+class NoJournal:
+    """No journal: the output is a device or a pipe (nothing to resume from, no file beside it)."""
+
+    path = None
+
+    def append(self, row: int, key: str, answer: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def remove(self) -> None:
+        pass

@@ -2,8 +2,9 @@
 
 - Input: CSV (UTF-8, with or without a BOM; every cell is kept as the text it is), XLSX (first
   sheet, openpyxl) and Parquet (pyarrow), via pandas for the last two; JSON lines too.
-- Output: CSV (UTF-8 with a BOM, for Excel), XLSX, Parquet or JSON lines, written to a temporary
-  file and renamed over the target, so a reader never sees half a file.
+- Output: CSV (UTF-8 with a BOM, for Excel), XLSX (frozen header row, autofilter, column
+  widths), Parquet or JSON lines, rendered in memory and written by batch/output_file.py
+  (atomically over a regular file, directly to a device or pipe).
 - Spreadsheet safety (OWASP CSV injection): in CSV and XLSX output a text cell starting with
   = + - @ tab or carriage return gets a leading apostrophe. This applies to every *text* cell,
   including a CSV input cell such as "-5" (CSV cells are text; no valid job field is negative, so
@@ -16,14 +17,15 @@ The resume journal lives in batch/journal.py.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
-import os
 from collections.abc import Iterable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from vramplan.batch.output_file import OutputTarget, write_output
 from vramplan.batch.rows import ANSWER_TYPES, is_empty
 from vramplan.models.errors import CommandFailure, VramplanError
 
@@ -144,10 +146,15 @@ def read_table(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
 
 # --- writing --------------------------------------------------------------------------------------
 
+XLSX_MIN_WIDTH, XLSX_MAX_WIDTH = 6, 60  # characters; widths from the header and the first rows
+XLSX_WIDTH_SAMPLE_ROWS = 200
+
 
 def _text(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if isinstance(value, (list, dict, tuple)):  # a JSON-lines cell: written as the JSON it was
+        return json.dumps(value, ensure_ascii=False, default=str)
     return value
 
 
@@ -162,31 +169,49 @@ def _csv_cell(value: Any) -> str:
     return neutralise(str(value))
 
 
-def _write_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
-    with path.open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([_csv_cell(name) for name in header])
-        writer.writerows([_csv_cell(cell) for cell in row] for row in rows)
+def _write_csv(handle: io.BytesIO, header: list[str], rows: Iterable[list[Any]]) -> None:
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+    writer = csv.writer(text)
+    writer.writerow([_csv_cell(name) for name in header])
+    writer.writerows([_csv_cell(cell) for cell in row] for row in rows)
+    text.flush()
+    text.detach()
 
 
 def _xlsx_cell(value: Any) -> Any:
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
-    value = plain(value)
+    value = _text(plain(value))
     if isinstance(value, str):
         return neutralise(ILLEGAL_CHARACTERS_RE.sub("", value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # Excel has no inf/NaN numbers
     return value
 
 
-def _write_xlsx(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+def _xlsx_width(cells: Iterable[Any]) -> int:
+    longest = max((len(str(cell)) for cell in cells if cell is not None), default=0)
+    return max(XLSX_MIN_WIDTH, min(XLSX_MAX_WIDTH, longest + 2))
+
+
+def _write_xlsx(handle: io.BytesIO, header: list[str], rows: list[list[Any]]) -> None:
+    """One sheet: a frozen header row with an autofilter, columns as wide as their content."""
     from openpyxl import Workbook
+    from openpyxl.utils import get_column_letter
 
     book = Workbook(write_only=True)
     sheet = book.create_sheet("plans")
+    cells = [[_xlsx_cell(cell) for cell in row] for row in rows]
+    sample = cells[:XLSX_WIDTH_SAMPLE_ROWS]
+    for i, name in enumerate(header):
+        sheet.column_dimensions[get_column_letter(i + 1)].width = _xlsx_width([name] + [row[i] for row in sample])
+    sheet.freeze_panes = "A2"
+    if header:
+        sheet.auto_filter.ref = f"A1:{get_column_letter(len(header))}{len(rows) + 1}"
     sheet.append([_xlsx_cell(name) for name in header])
-    for row in rows:
-        sheet.append([_xlsx_cell(cell) for cell in row])
-    book.save(path)
+    for row in cells:
+        sheet.append(row)
+    book.save(handle)
 
 
 def _column_values(values: list[Any], kind: type | None) -> tuple[list[Any], str | None]:
@@ -201,7 +226,7 @@ def _column_values(values: list[Any], kind: type | None) -> tuple[list[Any], str
     return [None if v is None else str(_text(v)) for v in values], None
 
 
-def _write_parquet(path: Path, header: list[str], rows: Iterable[list[Any]], answer_start: int) -> None:
+def _write_parquet(handle: io.BytesIO, header: list[str], rows: Iterable[list[Any]], answer_start: int) -> None:
     import pandas
 
     columns = list(zip(*[[plain(cell) for cell in row] for row in rows])) or [[] for _ in header]
@@ -210,30 +235,28 @@ def _write_parquet(path: Path, header: list[str], rows: Iterable[list[Any]], ans
         kind = list(ANSWER_TYPES.values())[i - answer_start] if i >= answer_start else None
         values, dtype = _column_values(list(columns[i]), kind)
         data[name] = pandas.Series(values, dtype=dtype if dtype else object)
-    pandas.DataFrame(data).to_parquet(path, index=False)
+    pandas.DataFrame(data).to_parquet(handle, index=False)
 
 
-def _write_jsonl(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            record = dict(zip(header, (plain(cell) for cell in row)))
-            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+def _write_jsonl(handle: io.BytesIO, header: list[str], rows: Iterable[list[Any]]) -> None:
+    for row in rows:
+        record = dict(zip(header, (plain(cell) for cell in row)))
+        handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
 
-def write_table(path: Path, fmt: str, header: list[str], rows: list[list[Any]], answer_start: int) -> None:
-    """Write the whole output atomically: to a temporary file beside it, then rename."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if fmt == "csv":
-            _write_csv(temporary, header, rows)
-        elif fmt == "xlsx":
-            _write_xlsx(temporary, header, rows)
-        elif fmt == "parquet":
-            _write_parquet(temporary, header, rows, answer_start)
-        else:
-            _write_jsonl(temporary, header, rows)
-        os.replace(temporary, path)
-    except OSError as error:
-        raise CommandFailure(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
-    finally:
-        temporary.unlink(missing_ok=True)
+def render_table(fmt: str, header: list[str], rows: list[list[Any]], answer_start: int) -> bytes:
+    """The whole output file's bytes (written by batch/output_file.py, atomically or directly)."""
+    handle = io.BytesIO()
+    if fmt == "csv":
+        _write_csv(handle, header, rows)
+    elif fmt == "xlsx":
+        _write_xlsx(handle, header, rows)
+    elif fmt == "parquet":
+        _write_parquet(handle, header, rows, answer_start)
+    else:
+        _write_jsonl(handle, header, rows)
+    return handle.getvalue()
+
+
+def write_table(target: OutputTarget, fmt: str, header: list[str], rows: list[list[Any]], answer_start: int) -> None:
+    write_output(target, render_table(fmt, header, rows, answer_start))

@@ -24,7 +24,8 @@ from typing import Any
 
 import click
 
-from vramplan.batch.journal import Journal, journal_path, read_journal, row_key, typed_answer
+from vramplan.batch.journal import Journal, NoJournal, journal_path, read_journal, row_key, typed_answer
+from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
 from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
@@ -127,7 +128,7 @@ def _progress_bar(total: int, enabled: bool):
 
 @click.command("batch")
 @click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Where to write the plans (one row per job, input columns first).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="Output format [default: from the output's extension, else csv].")
@@ -150,18 +151,34 @@ def batch(**options: Any) -> None:
     the README for the schema. Exit code 3 when some rows are infeasible or errors.
     """
     started = time.perf_counter()
-    output: Path = options["output"]
-    fmt = format_of(output, options["output_format"])
+    target = output_target(options["output"])
+    fmt = format_of(options["output"], options["output_format"])
     require_extra(fmt, "writing")
     require_backend(options["backend"])
-    if output.exists() and output.resolve() == options["jobs"].resolve():
-        raise VramplanError("output", str(output), "is the jobs file itself; write the plans to another file")
+    if options["resume"] and target.special:
+        raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
+    journal_file = None if target.special else journal_path(target.real)
+    refuse_inputs(target, _files_read(options), journal_file)
     columns, table = read_table(options["jobs"], format_of(options["jobs"]))
     check_columns(columns)
     catalogue = open_catalogue(options)
+    with lock_output(target):
+        _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
+
+
+def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
+    """Every file the run reads: the output may be none of them (nor may its journal)."""
+    return [("jobs", options["jobs"]), ("gpus-csv", options.get("gpus_csv")),
+            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+
+
+def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
+                   columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
+    output = target.real
     keys = [row_key(cells) for cells in table]
     answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
-    journal = Journal(journal_path(output), fresh=not options["resume"], trust_output=bool(options["resume"]))
+    journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
+               if journal_file is not None else NoJournal())
     reused = len(answers)
     todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
     batch_options = BatchOptions(backend=options["backend"], workers=options["workers"], address=options["address"],
@@ -181,10 +198,11 @@ def batch(**options: Any) -> None:
         raise click.ClickException(f"{error}{kept}") from None
     finally:
         journal.close()
+    output = target.given
     complete = len(answers) == len(table)
     unsolved = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
     rows = [cells + [answers.get(i, unsolved)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
-    write_table(output, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
+    write_table(target, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
     if complete:
         journal.remove()
     statuses = Counter(answer["status"] for answer in answers.values())
