@@ -56,6 +56,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "num_gpus": ("solver chooses", "pin the GPU count"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
+MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
 
 # Answer columns and their types (int, float or str; every cell may be empty).
 PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
@@ -151,6 +152,10 @@ def parse_row(row: Mapping[str, Any]) -> SolveQuery:
     for name in row:
         if name not in INPUT_COLUMNS:
             raise unknown_column_error(name)
+    for name, value in raw.items():
+        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+            raise VramplanError(name, value[:20] + "...", f"the cell has {len(value):,} characters; "
+                                                          f"at most {MAX_CELL_CHARS:,}")
     for name in REQUIRED_COLUMNS:
         if name not in raw:
             raise VramplanError(name, "", "is required; the cell is empty")

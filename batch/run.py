@@ -103,8 +103,8 @@ def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int =
 
 def open_backend(options: BatchOptions, catalogue: Catalogue) -> Backend:
     workers = options.workers or default_workers()
-    if options.backend == "local":
-        return LocalBackend(catalogue, workers)
+    if options.backend == "local":  # more processes than CPUs only cost memory and start-up time
+        return LocalBackend(catalogue, min(workers, default_workers()))
     if options.backend == "serial":
         return SerialBackend(catalogue)
     from vramplan.batch import cluster as batch_cluster  # imports Ray or Dask only now

@@ -34,6 +34,7 @@ SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx"
                   ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 EXTRAS = {"xlsx": ("openpyxl", "xlsx"), "parquet": ("pyarrow", "parquet")}
 INJECTION_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's 131,072 would reject the whole sheet for one cell
 
 
 # --- cells ----------------------------------------------------------------------------------------
@@ -84,13 +85,25 @@ def require_extra(fmt: str, action: str) -> None:
 
 
 def _read_csv(path: Path) -> list[list[Any]]:
+    """Every row as text; a quote left open (which would swallow the rows after it) is an error."""
+    csv.field_size_limit(CSV_FIELD_LIMIT)  # one huge cell is that row's error (rows.py), not the sheet's
+    started = 1
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            return [row for row in csv.reader(handle) if row]
-    except UnicodeDecodeError:
-        raise VramplanError("jobs", str(path), "is not UTF-8 text; save it as 'CSV UTF-8'") from None
+            reader = csv.reader(handle, strict=True)
+            rows = []
+            for row in reader:
+                rows.append(row)
+                started = reader.line_num + 1
+            return rows
+    except UnicodeDecodeError as error:
+        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
+                                               "save it as 'CSV UTF-8'") from None
     except csv.Error as error:
-        raise VramplanError("jobs", str(path), f"is not valid CSV: {error}") from None
+        if "unexpected end of data" in str(error):
+            raise VramplanError("jobs", str(path), f"line {started}: a quoted cell starts on this line and its quote "
+                                                   "is never closed") from None
+        raise VramplanError("jobs", str(path), f"is not valid CSV: line {reader.line_num}: {error}") from None
 
 
 def _read_frame(path: Path, fmt: str) -> list[list[Any]]:
@@ -102,33 +115,55 @@ def _read_frame(path: Path, fmt: str) -> list[list[Any]]:
             frame = pandas.read_excel(path, header=None, dtype=object, engine="openpyxl")
             return [[plain(cell) for cell in row] for row in frame.itertuples(index=False)]
         frame = pandas.read_parquet(path)
-    except (OSError, ValueError, KeyError) as error:
-        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: {error}") from None
+    except MemoryError:
+        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: it needs more memory than there is") from None
+    except Exception as error:  # noqa: BLE001 - openpyxl, zipfile, XML and pyarrow raise many types
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: {reason}") from None
     header = [str(name) for name in frame.columns]
     return [header] + [[plain(cell) for cell in row] for row in frame.astype(object).itertuples(index=False)]
 
 
 def _read_jsonl(path: Path) -> list[list[Any]]:
+    """One object per line; the columns are every key of every record, in order of appearance."""
     records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    records.append({})  # a blank row, counted like a CSV's
+                    continue
                 try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise VramplanError("jobs", str(path), f"line {number} is not JSON: {error.msg}") from None
-    header = list(records[0]) if records else []
+                    record = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as error:
+                    reason = getattr(error, "msg", "nested too deeply")
+                    raise VramplanError("jobs", str(path), f"line {number} is not JSON: {reason}") from None
+                if not isinstance(record, dict):
+                    raise VramplanError("jobs", str(path), f"line {number} is not a JSON object")
+                records.append(record)
+    except UnicodeDecodeError as error:
+        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is "
+                                               f"0x{error.object[error.start]:02x})") from None
+    header = list(dict.fromkeys(key for record in records for key in record))
     return [header] + [[record.get(name) for name in header] for record in records]
 
 
-def read_table(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
-    """(header, rows): each row has exactly one cell per header column; blank rows are dropped."""
+def read_table(path: Path, fmt: str, warnings: list[str] | None = None) -> tuple[list[str], list[list[Any]]]:
+    """(header, rows): each row has exactly one cell per header column.
+
+    Blank rows are skipped; those between rows of jobs are counted in one line appended to
+    `warnings` (trailing ones, which spreadsheets export, are not)."""
     readers = {"csv": _read_csv, "jsonl": _read_jsonl}
-    table = readers[fmt](path) if fmt in readers else _read_frame(path, fmt)
-    if not table:
+    try:
+        table = readers[fmt](path) if fmt in readers else _read_frame(path, fmt)
+    except OSError as error:
+        raise VramplanError("jobs", str(path), f"cannot be read: {error.strerror or error}") from None
+    while table and all(is_empty(cell) for cell in table[0]) and len(table) > 1 and fmt != "jsonl":
+        table = table[1:]  # blank lines above the header
+    if not table or not table[0]:
         raise VramplanError("jobs", str(path), "is empty (no header row)")
     header = ["" if is_empty(name) else str(name).strip() for name in table[0]]
-    rows = []
+    rows, blank, blank_before_last = [], [], []
     for number, row in enumerate(table[1:], 2):
         cells = list(row) + [None] * (len(header) - len(row))
         if any(not is_empty(cell) for cell in cells[len(header):]):
@@ -136,6 +171,13 @@ def read_table(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
         cells = cells[: len(header)]
         if any(not is_empty(cell) for cell in cells):
             rows.append(cells)
+            blank_before_last = list(blank)
+        else:
+            blank.append(number)
+    interior = blank_before_last if rows else []
+    if interior and warnings is not None:
+        shown = ", ".join(str(n) for n in interior[:5]) + (", ..." if len(interior) > 5 else "")
+        warnings.append(f"{path}: {len(interior)} blank row{'s' if len(interior) > 1 else ''} skipped (row {shown})")
     # Columns with neither a name nor a value (Excel exports trailing ones) are not columns.
     keep = [i for i, name in enumerate(header) if name or any(not is_empty(row[i]) for row in rows)]
     for i in keep:

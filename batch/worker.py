@@ -8,7 +8,11 @@ job becomes its own status=error row; a chunk only fails when the worker itself 
 from __future__ import annotations
 
 import logging
+import os
+import select
 import signal
+import threading
+import time
 from importlib import metadata
 from typing import Any
 
@@ -23,6 +27,7 @@ from vramplan.solver.query import SolveQuery
 log = logging.getLogger(__name__)
 
 PACKAGE = "vramplan"
+PARENT_POLL_S = 0.5  # where there is no pidfd
 
 # The catalogue of this worker process, set once by the process pool's initializer.
 _worker_catalogue: Catalogue | None = None
@@ -44,7 +49,7 @@ def solve_job(catalogue: Catalogue, job: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as error:
         return error_row(str(from_validation_error(error, job)))
     except Exception as error:  # noqa: BLE001 - a bug in one job must not lose the others
-        log.exception("internal error solving %s", job.get("model"))
+        log.debug("internal error solving %s", job.get("model"), exc_info=True)  # the row says what
         return error_row(f"internal error: {type(error).__name__}: {error}")
 
 
@@ -53,11 +58,51 @@ def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]]) -> tuple[str, 
     return package_version(), [solve_job(catalogue, job) for job in jobs]
 
 
-def init_pool_worker(catalogue: Catalogue) -> None:
-    """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool)."""
+def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> None:
+    """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool),
+    print nothing (each row's answer says what went wrong; VRAMPLAN_DEBUG=1 shows tracebacks), and
+    die with the batch process even when it is killed with -9."""
     global _worker_catalogue
     _worker_catalogue = catalogue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not os.environ.get("VRAMPLAN_DEBUG"):
+        logging.getLogger().addHandler(logging.NullHandler())  # no last-resort stderr handler
+    if parent_pid is not None:
+        watch_parent(parent_pid)
+
+
+def watch_parent(parent_pid: int) -> None:
+    """Exit this worker as soon as the batch process `parent_pid` is gone.
+
+    A forkserver worker's parent is the forkserver, not the batch process, and the pool's queues
+    never report EOF to it (the worker holds both ends), so nothing else would stop it: a
+    daemon thread waits on a pidfd of the batch process (Linux), or polls for it elsewhere."""
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if not _alive(parent_pid):
+        os._exit(1)
+
+    def wait() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])  # readable once the process has exited
+        else:
+            while _alive(parent_pid):
+                time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=wait, name="vramplan-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def solve_chunk_in_pool(jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

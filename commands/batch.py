@@ -24,9 +24,18 @@ from typing import Any
 
 import click
 
-from vramplan.batch.journal import Journal, NoJournal, journal_path, read_journal, row_key, typed_answer
+from vramplan.batch.journal import (
+    Journal,
+    NoJournal,
+    journal_path,
+    parse_outcome,
+    read_journal,
+    row_key,
+    typed_answer,
+)
 from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
 from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
+from vramplan.batch.backends import default_workers
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
@@ -69,7 +78,8 @@ def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[
     for row in rows:
         answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
         if answer is not None and answer["status"] in ANSWERED_STATUSES:
-            by_key[row_key(row[: len(columns)])] = answer
+            cells = row[: len(columns)]
+            by_key[row_key(cells, parse_outcome(dict(zip(columns, cells))))] = answer
     return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
 
 
@@ -159,11 +169,37 @@ def batch(**options: Any) -> None:
         raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
     journal_file = None if target.special else journal_path(target.real)
     refuse_inputs(target, _files_read(options), journal_file)
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]))
-    check_columns(columns)
+    columns, table = _read_jobs(options)
     catalogue = open_catalogue(options)
     with lock_output(target):
         _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
+
+
+def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
+    """The resume key of each row: its cells and what they parse to (batch/journal.py)."""
+    return [row_key(cells, parse_outcome(dict(zip(columns, cells)))) for cells in table]
+
+
+def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The jobs sheet and its header, checked; one warning line per oddity (unless -q)."""
+    warnings: list[str] = []
+    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings)
+    check_columns(columns)
+    if not options["quiet"]:
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+    return columns, table
+
+
+def _workers(options: dict[str, Any]) -> int | None:
+    """--workers, clamped to the CPUs this process may use for the local pool (one warning line)."""
+    workers, available = options["workers"], default_workers()
+    if options["backend"] == "local" and workers is not None and workers > available:
+        if not options["quiet"]:
+            click.echo(f"warning: --workers {workers}: this machine runs {available} at once; using {available}",
+                       err=True)
+        return available
+    return workers
 
 
 def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
@@ -175,13 +211,13 @@ def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
 def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
                    columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
     output = target.real
-    keys = [row_key(cells) for cells in table]
+    keys = _row_keys(columns, table)
     answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
     journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
                if journal_file is not None else NoJournal())
     reused = len(answers)
     todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
-    batch_options = BatchOptions(backend=options["backend"], workers=options["workers"], address=options["address"],
+    batch_options = BatchOptions(backend=options["backend"], workers=_workers(options), address=options["address"],
                                  chunk_size=options["chunk_size"])
     stop = threading.Event()
     show = not options["quiet"] and sys.stderr.isatty()
