@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Iterable
 from datetime import date, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx"
                   ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 EXTRAS = {"xlsx": ("openpyxl", "xlsx"), "parquet": ("pyarrow", "parquet")}
 INJECTION_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]{0,14})(\.[0-9]{1,15})?")  # as Excel reads it; not 007 or 1e9
 CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's 131,072 would reject the whole sheet for one cell
 
 
@@ -220,12 +222,20 @@ def _write_csv(handle: io.BytesIO, header: list[str], rows: Iterable[list[Any]])
     text.detach()
 
 
-def _xlsx_cell(value: Any) -> Any:
+def _xlsx_text(value: str) -> str:
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
+    return neutralise(ILLEGAL_CHARACTERS_RE.sub("", value))
+
+
+def _xlsx_cell(value: Any) -> Any:
+    """A number stays a number (a CSV cell that is plainly one, like `2048` or `0.9`, becomes one,
+    as Excel itself would read it; `007` or `1e9` stay text); text is neutralised."""
     value = _text(plain(value))
     if isinstance(value, str):
-        return neutralise(ILLEGAL_CHARACTERS_RE.sub("", value))
+        if PLAIN_NUMBER.fullmatch(value):
+            return float(value) if "." in value else int(value)
+        return _xlsx_text(value)
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)  # Excel has no inf/NaN numbers
     return value
@@ -250,7 +260,7 @@ def _write_xlsx(handle: io.BytesIO, header: list[str], rows: list[list[Any]]) ->
     sheet.freeze_panes = "A2"
     if header:
         sheet.auto_filter.ref = f"A1:{get_column_letter(len(header))}{len(rows) + 1}"
-    sheet.append([_xlsx_cell(name) for name in header])
+    sheet.append([_xlsx_text(str(name)) for name in header])
     for row in cells:
         sheet.append(row)
     book.save(handle)

@@ -1,6 +1,7 @@
 """`vramplan batch`: solve every row of a capacity-planning spreadsheet, losing nothing.
 
-Flow: read the jobs and check the header (an unknown column stops everything, exit 2); on
+Flow: read the jobs and check the header (a misspelt column stops everything, exit 2; a column of the
+user's own is copied to the output unless --strict-columns); on
 --resume take the rows already answered from the journal and the existing output; solve the
 rest (batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
 arrives; at the end write the output in input order atomically and delete the journal.
@@ -34,7 +35,7 @@ from vramplan.batch.journal import (
     typed_answer,
 )
 from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
-from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
+from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
 from vramplan.batch.backends import default_workers
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
@@ -79,7 +80,7 @@ def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[
         answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
         if answer is not None and answer["status"] in ANSWERED_STATUSES:
             cells = row[: len(columns)]
-            by_key[row_key(cells, parse_outcome(dict(zip(columns, cells))))] = answer
+            by_key[row_key(cells, parse_outcome(_job_cells(columns, cells)))] = answer
     return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
 
 
@@ -152,7 +153,9 @@ def _progress_bar(total: int, enabled: bool):
               help="Rows per task [default: from the number of rows and workers].")
 @click.option("--resume", is_flag=True,
               help="Keep the rows the output (and its journal) already answer; solve the rest.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+@click.option("--strict-columns", is_flag=True,
+              help="A column vramplan does not know is an error [default: copied to the output, one warning].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary and no warnings on stderr.")
 @catalogue_options
 def batch(**options: Any) -> None:
     """Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans.
@@ -175,16 +178,26 @@ def batch(**options: Any) -> None:
         _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
 
 
+def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
+    """The cells of a row that make its job (the user's own columns only travel to the output)."""
+    return {name: cell for name, cell in zip(columns, cells) if name in INPUT_COLUMNS}
+
+
 def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
     """The resume key of each row: its cells and what they parse to (batch/journal.py)."""
-    return [row_key(cells, parse_outcome(dict(zip(columns, cells)))) for cells in table]
+    return [row_key(cells, parse_outcome(_job_cells(columns, cells))) for cells in table]
 
 
 def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The jobs sheet and its header, checked; one warning line per oddity (unless -q)."""
     warnings: list[str] = []
     columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings)
-    check_columns(columns)
+    extra = check_columns(columns, strict=options["strict_columns"])
+    if extra:
+        names = ", ".join(repr(name) for name in extra)
+        plural = len(extra) > 1
+        warnings.append(f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} not vramplan's: "
+                        "copied to the output unchanged (--strict-columns makes them errors)")
     if not options["quiet"]:
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -216,7 +229,7 @@ def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, jour
     journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
                if journal_file is not None else NoJournal())
     reused = len(answers)
-    todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
+    todo = [(i, _job_cells(columns, cells)) for i, cells in enumerate(table) if i not in answers]
     batch_options = BatchOptions(backend=options["backend"], workers=_workers(options), address=options["address"],
                                  chunk_size=options["chunk_size"])
     stop = threading.Event()
