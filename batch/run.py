@@ -78,8 +78,11 @@ class JobPlan:
 
 
 def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]]) -> JobPlan:
+    """Parse every row; unique jobs grouped by (model, job, global batch), so that the jobs of one
+    chunk share their workers' table memo (solver/table_memo.py); answers keep their row index."""
     plan = JobPlan()
     index_of: dict[str, int] = {}
+    groups: list[tuple[str, str, int]] = []
     for row_index, row in rows:
         try:
             query = parse_row(row)
@@ -91,7 +94,11 @@ def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]]) -> JobPlan:
             index_of[key] = len(plan.jobs)
             plan.jobs.append(query.model_dump(mode="json"))
             plan.rows_of_job.append([])
+            groups.append((query.model, query.job.model_dump_json(), query.effective_global_batch))
         plan.rows_of_job[index_of[key]].append(row_index)
+    order = sorted(range(len(plan.jobs)), key=lambda job: (groups[job], job))
+    plan.jobs = [plan.jobs[job] for job in order]
+    plan.rows_of_job = [plan.rows_of_job[job] for job in order]
     return plan
 
 

@@ -23,6 +23,7 @@ from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError, from_validation_error
 from vramplan.solver.api import solve
 from vramplan.solver.query import SolveQuery
+from vramplan.solver.table_memo import TableMemo
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ PARENT_POLL_S = 0.5  # where there is no pidfd
 
 # The catalogue of this worker process, set once by the process pool's initializer.
 _worker_catalogue: Catalogue | None = None
+# The models/ values behind the integer tables, per (model, job, global batch), for every chunk.
+_tables = TableMemo()
 
 
 def package_version() -> str:
@@ -40,10 +43,10 @@ def package_version() -> str:
         return "not installed"
 
 
-def solve_job(catalogue: Catalogue, job: dict[str, Any]) -> dict[str, Any]:
+def solve_job(catalogue: Catalogue, job: dict[str, Any], tables: TableMemo | None = None) -> dict[str, Any]:
     """One job's answer row; never raises for a bad job."""
     try:
-        return output_row(solve(catalogue, SolveQuery.model_validate(job)))
+        return output_row(solve(catalogue, SolveQuery.model_validate(job), tables=tables))
     except VramplanError as error:
         return error_row(str(error))
     except ValidationError as error:
@@ -53,9 +56,11 @@ def solve_job(catalogue: Catalogue, job: dict[str, Any]) -> dict[str, Any]:
         return error_row(f"internal error: {type(error).__name__}: {error}")
 
 
-def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """(this worker's vramplan version, one answer row per job, in order)."""
-    return package_version(), [solve_job(catalogue, job) for job in jobs]
+def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]], memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
+    """(this worker's vramplan version, one answer row per job, in order). With `memo`, the
+    solves share this process's table memo (solver/table_memo.py): the same answers, sooner."""
+    tables = _tables if memo else None
+    return package_version(), [solve_job(catalogue, job, tables) for job in jobs]
 
 
 def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> None:
