@@ -135,16 +135,23 @@ class Journal:
         self._handle.flush()
 
     def append(self, row: int, key: str, answer: dict[str, Any]) -> None:
-        self._write({"row": row, "key": key, "answer": answer})
-        if time.monotonic() - self._synced >= FSYNC_EVERY_S:
-            os.fsync(self._handle.fileno())
-            self._synced = time.monotonic()
+        try:
+            self._write({"row": row, "key": key, "answer": answer})
+            if time.monotonic() - self._synced >= FSYNC_EVERY_S:
+                os.fsync(self._handle.fileno())
+                self._synced = time.monotonic()
+        except OSError as error:  # disk full: the rows already journalled are kept
+            raise CommandFailure(f"journal={str(self.path)!r}: cannot write: {error.strerror or error}") from None
 
     def close(self) -> None:
         if not self._handle.closed:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
+            try:
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+            except OSError:
+                pass  # append() has reported it; what reached the disk stays readable
+            finally:
+                self._handle.close()
 
     def remove(self) -> None:
         self.close()

@@ -160,3 +160,19 @@ def test_an_unwritable_output_names_the_file(tmp_path, monkeypatch):
     result = run(str(jobs_file(tmp_path)), "-o", str(tmp_path / "plans.csv"))
     assert result.exit_code == 1
     assert result.stderr.strip() == f"error: output={str(tmp_path / 'plans.csv')!r}: cannot write: No space left on device"
+
+
+def test_a_journal_that_cannot_be_written_names_it(tmp_path, monkeypatch):
+    from vramplan.batch import journal as batch_journal
+
+    def full(self, record):
+        if "row" in record:
+            raise OSError(28, "No space left on device")
+        self._handle.write("{}\n")
+
+    monkeypatch.setattr(batch_journal.Journal, "_write", full)
+    result = run(str(jobs_file(tmp_path)), "-o", str(tmp_path / "plans.csv"))
+    journal = tmp_path / "plans.csv.partial.jsonl"
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: journal={str(journal)!r}: cannot write: No space left on device"
+    assert not (tmp_path / "plans.csv.lock").exists()
