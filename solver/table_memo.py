@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-MAX_JOBS = 256  # (model, job, global batch) triples kept; each holds up to ~10^4 values
-MAX_SPACES = 64  # whole search spaces (and their shape tables) kept
+MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
+MAX_SPACES = 32  # whole search spaces and their shape tables kept (an unrestricted one: ~6 MB)
 MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
 # Query fields a search space does not depend on: it reads them from space.query when asked.
 NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
