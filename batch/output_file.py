@@ -56,7 +56,8 @@ def output_target(path: Path) -> OutputTarget:
     except FileNotFoundError:
         real = Path(os.path.realpath(path))  # a new file, or the target of a dangling symlink
         if not real.parent.is_dir():
-            raise CommandFailure(f"output={str(path)!r}: cannot write: folder {str(real.parent)!r} does not exist") from None
+            raise CommandFailure(f"output={str(path)!r}: cannot write: folder {str(real.parent)!r} "
+                                 "does not exist") from None
         return OutputTarget(path, real, special=False)
     except OSError as error:
         raise CommandFailure(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
@@ -82,7 +83,8 @@ def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]
         if path is None:
             continue
         if _same_file(target.given, path):
-            raise VramplanError("output", str(target.given), f"is the {name} file itself; write the plans to another file")
+            raise VramplanError("output", str(target.given),
+                                f"is the {name} file itself; write the plans to another file")
         if journal is not None and _same_file(journal, path):
             raise VramplanError("output", str(target.given), f"has its journal at {str(journal)!r}, which is the "
                                                              f"{name} file; write the plans to another file")

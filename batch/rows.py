@@ -163,7 +163,8 @@ def check_columns(columns: list[str], strict: bool = True) -> list[str]:
     extra = []
     for name in columns:
         if name not in INPUT_COLUMNS:
-            if strict or misspells(name) is not None or name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES:
+            answer = name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES
+            if strict or answer or misspells(name) is not None:
                 raise unknown_column_error(name)
             extra.append(name)
         if name in seen:

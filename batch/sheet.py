@@ -99,7 +99,8 @@ def _read_csv(path: Path) -> list[list[Any]]:
                 started = reader.line_num + 1
             return rows
     except UnicodeDecodeError as error:
-        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
+        byte = error.object[error.start]
+        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is 0x{byte:02x}); "
                                                "save it as 'CSV UTF-8'") from None
     except csv.Error as error:
         if "unexpected end of data" in str(error):

@@ -56,7 +56,8 @@ def solve_job(catalogue: Catalogue, job: dict[str, Any], tables: TableMemo | Non
         return error_row(f"internal error: {type(error).__name__}: {error}")
 
 
-def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]], memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
+def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]],
+                memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
     """(this worker's vramplan version, one answer row per job, in order). With `memo`, the
     solves share this process's table memo (solver/table_memo.py): the same answers, sooner."""
     tables = _tables if memo else None

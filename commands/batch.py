@@ -25,6 +25,7 @@ from typing import Any
 
 import click
 
+from vramplan.batch.backends import default_workers
 from vramplan.batch.journal import (
     Journal,
     NoJournal,
@@ -36,7 +37,6 @@ from vramplan.batch.journal import (
 )
 from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
 from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
-from vramplan.batch.backends import default_workers
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED

@@ -331,8 +331,9 @@ def _fill_time_tables(space: SearchSpace, values: dict) -> None:
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
-                    traffic = remembered(values, ("traffic", n, zero, precision, micro), lambda: communication_bytes_per_step(
-                        arch, job, unvalidated_plan(space, "", n, zero, "none", "none", precision, micro)))
+                    traffic = remembered(values, ("traffic", n, zero, precision, micro), lambda: (
+                        communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none",
+                                                                                 precision, micro))))
                     for g, crossing in valid:
                         gpu = space.gpus[g]
                         space.comm_s[zero, n_i, b, p, g, crossing] = remembered(

@@ -159,7 +159,8 @@ def test_an_unwritable_output_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(output_file, "_write_atomically", full)
     result = run(str(jobs_file(tmp_path)), "-o", str(tmp_path / "plans.csv"))
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"error: output={str(tmp_path / 'plans.csv')!r}: cannot write: No space left on device"
+    output = str(tmp_path / "plans.csv")
+    assert result.stderr.strip() == f"error: output={output!r}: cannot write: No space left on device"
 
 
 def test_a_journal_that_cannot_be_written_names_it(tmp_path, monkeypatch):

@@ -5,7 +5,6 @@ row, and workers neither print tracebacks nor outlive a batch killed with -9."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import signal
@@ -163,7 +162,8 @@ def test_more_workers_than_cpus_is_clamped_with_one_warning(tmp_path):
     result = CliRunner().invoke(main, ["batch", str(jobs), "-o", str(tmp_path / "plans.csv"), "--workers", "300"])
     assert result.exit_code == 0, result.stderr
     available = len(os.sched_getaffinity(0))
-    assert result.stderr.splitlines()[0] == f"warning: --workers 300: this machine runs {available} at once; using {available}"
+    assert result.stderr.splitlines()[0] == (f"warning: --workers 300: this machine runs {available} at once; "
+                                             f"using {available}")
 
 
 WORKER_BUG = """

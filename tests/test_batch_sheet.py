@@ -33,7 +33,8 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
 
 @pytest.mark.parametrize("name, known", [("seq-len", "seq_len"), ("seqlen", "seq_len"), ("Seq_Len", "seq_len"),
                                          ("SEQ LEN", "seq_len"), ("optimiser", "optimizer"), ("objectve", "objective"),
-                                         ("provider", "providers"), ("budget", "budget_usd"), ("deadline", "deadline_hours")])
+                                         ("provider", "providers"), ("budget", "budget_usd"),
+                                         ("deadline", "deadline_hours")])
 def test_a_misspelling_of_a_known_column_is_still_an_error(name, known):
     assert misspells(name) == known
     with pytest.raises(VramplanError) as error:

@@ -60,7 +60,7 @@ def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, mo
     solve(catalogue, first, tables=memo)
     after_first = len(calls)
     assert after_first > 0
-    assert output_row(solve(catalogue, wider, tables=memo)) == output_row(solve(catalogue, wider))  # memo-less: computed
+    assert output_row(solve(catalogue, wider, tables=memo)) == output_row(solve(catalogue, wider))
     assert len(calls) > after_first  # (the memo-less solve did compute)
     calls.clear()
     solve(catalogue, wider, tables=memo)
