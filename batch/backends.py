@@ -97,7 +97,7 @@ class LocalBackend:
             max_workers=self.parallelism,
             mp_context=pool_context(),
             initializer=batch_worker.init_pool_worker,
-            initargs=(self._catalogue,),
+            initargs=(self._catalogue, os.getpid()),
         )
 
     def worker_versions(self) -> set[str]:

@@ -6,10 +6,11 @@ input index, a hash of its input cells, and its answer. Each line is flushed as 
 second (so they survive a crash of the machine too). A torn last line, from a kill in the middle
 of a write, is ignored when read and cut off before appending.
 
-A row counts as answered on --resume when a journal line has its index and the hash of its cells,
-or when the earlier output holds a row with the same input cells (the answer is a pure function
-of the row and the catalogues), compared by `canonical` so that "8", 8 and 8.0 are one value and
-neutralised text ('=x) equals the text it came from.
+A row counts as answered on --resume when a journal line has its index and its key, or when the
+earlier output holds a row with the same key (the answer is a pure function of the row and the
+catalogues). The key hashes the cells, compared by `canonical` so that "8", 8 and 8.0 are one
+value and neutralised text ('=x) equals the text it came from, together with what the row parses
+to (its job or its error), so two spellings that parse differently are never one row.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vramplan.batch.rows import ANSWER_TYPES, is_empty
+from vramplan.batch.rows import ANSWER_TYPES, is_empty, parse_row
 from vramplan.batch.sheet import plain, unneutralise
-from vramplan.models.errors import CommandFailure
+from vramplan.models.errors import CommandFailure, VramplanError
 
 JOURNAL_SUFFIX = ".partial.jsonl"
 JOURNAL_KIND = "vramplan-batch-journal"
@@ -49,10 +50,22 @@ def canonical(value: Any) -> str:
     return repr(number) if math.isfinite(number) else text
 
 
-def row_key(cells: Sequence[Any]) -> str:
-    """A short hash of a row's input cells: resume answers a row only for the same cells."""
-    data = json.dumps([canonical(cell) for cell in cells], ensure_ascii=False)
+def row_key(cells: Sequence[Any], outcome: str = "") -> str:
+    """A short hash of a row's input cells and of what they parse to (`outcome`: the job, or the
+    row's error): resume answers a row only for the same cells that give the same job, so `1e3`
+    and `1000` are one row only where both parse to the same job."""
+    data = json.dumps([canonical(cell) for cell in cells] + [outcome], ensure_ascii=False)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:20]
+
+
+def parse_outcome(row: Mapping[str, Any]) -> str:
+    """What a row parses to, as text: its job (the canonical SolveQuery) or its one-line error.
+    Text cells read back from an output are un-neutralised first ('=x is the =x it came from)."""
+    cells = {name: unneutralise(value) if isinstance(value, str) else value for name, value in row.items()}
+    try:
+        return parse_row(cells).model_dump_json()
+    except VramplanError as error:
+        return f"error: {error}"
 
 
 def typed_answer(cells: dict[str, Any]) -> dict[str, Any] | None:
@@ -122,17 +135,39 @@ class Journal:
         self._handle.flush()
 
     def append(self, row: int, key: str, answer: dict[str, Any]) -> None:
-        self._write({"row": row, "key": key, "answer": answer})
-        if time.monotonic() - self._synced >= FSYNC_EVERY_S:
-            os.fsync(self._handle.fileno())
-            self._synced = time.monotonic()
+        try:
+            self._write({"row": row, "key": key, "answer": answer})
+            if time.monotonic() - self._synced >= FSYNC_EVERY_S:
+                os.fsync(self._handle.fileno())
+                self._synced = time.monotonic()
+        except OSError as error:  # disk full: the rows already journalled are kept
+            raise CommandFailure(f"journal={str(self.path)!r}: cannot write: {error.strerror or error}") from None
 
     def close(self) -> None:
         if not self._handle.closed:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
+            try:
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+            except OSError:
+                pass  # append() has reported it; what reached the disk stays readable
+            finally:
+                self._handle.close()
 
     def remove(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+class NoJournal:
+    """No journal: the output is a device or a pipe (nothing to resume from, no file beside it)."""
+
+    path = None
+
+    def append(self, row: int, key: str, answer: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def remove(self) -> None:
+        pass

@@ -8,7 +8,9 @@ the answer columns (ANSWER_COLUMNS), the same for every row, whatever its status
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,6 +69,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "fragmentation_fraction": ("the stack's", "reserve as a fraction of the largest transient block"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
+MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
 
 # Answer columns and their types (int, float or str; every cell may be empty).
 PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
@@ -145,23 +148,54 @@ def unknown_column_error(name: str) -> VramplanError:
     if name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES:
         return VramplanError("column", name, "is an answer column of `vramplan batch` output, not a job column; "
                                              "delete the answer columns to solve this sheet again")
-    close = closest_names(name, INPUT_COLUMNS, limit=1)
+    typo = misspells(name)
+    close = [typo] if typo is not None else closest_names(name, INPUT_COLUMNS, limit=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known columns: {', '.join(INPUT_COLUMNS)}"
     return VramplanError("column", name, f"unknown column; {hint}")
 
 
-def check_columns(columns: list[str]) -> None:
-    """The header: known names, each once, the required ones present. Raises before anything runs."""
+MISSPELLING_RATIO = 0.8  # difflib ratio of normalised names above which a column is a typo of ours
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def misspells(name: str) -> str | None:
+    """The known column that `name` is a misspelling of (seq-len, seqlen, Seq_Len, optimiser,
+    budget), or None for a column of the user's own (team, notes, owner)."""
+    typed = _normalised(name)
+    best, ratio = None, 0.0
+    for known in INPUT_COLUMNS:
+        target = _normalised(known)
+        if typed == target or (len(typed) >= 4 and target.startswith(typed)):
+            return known
+        score = difflib.SequenceMatcher(None, typed, target).ratio()
+        if score > ratio:
+            best, ratio = known, score
+    return best if ratio >= MISSPELLING_RATIO else None
+
+
+def check_columns(columns: list[str], strict: bool = True) -> list[str]:
+    """The header: known names, each once, the required ones present. Raises before anything runs.
+
+    With strict=False a column that is neither ours nor a misspelling of ours (nor an answer
+    column) is the user's own: it is returned, to be copied to the output unchanged."""
     seen: set[str] = set()
+    extra = []
     for name in columns:
         if name not in INPUT_COLUMNS:
-            raise unknown_column_error(name)
+            answer = name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES
+            if strict or answer or misspells(name) is not None:
+                raise unknown_column_error(name)
+            extra.append(name)
         if name in seen:
             raise VramplanError("column", name, "appears twice in the header")
         seen.add(name)
     for name in REQUIRED_COLUMNS:
         if name not in seen:
             raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)})")
+    return extra
 
 
 def parse_row(row: Mapping[str, Any]) -> SolveQuery:
@@ -173,6 +207,10 @@ def parse_row(row: Mapping[str, Any]) -> SolveQuery:
     for name in row:
         if name not in INPUT_COLUMNS:
             raise unknown_column_error(name)
+    for name, value in raw.items():
+        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+            raise VramplanError(name, value[:20] + "...", f"the cell has {len(value):,} characters; "
+                                                          f"at most {MAX_CELL_CHARS:,}")
     for name in REQUIRED_COLUMNS:
         if name not in raw:
             raise VramplanError(name, "", "is required; the cell is empty")
@@ -191,13 +229,11 @@ def error_row(message: str) -> dict[str, Any]:
 
 
 def _explanation_text(result: SolveResult) -> str:
+    """The explanation's summary, which already ends with the smallest change that fits."""
     explanation = result.explanation
     if explanation is None:
         return "no plan in the search space fits"
-    text = explanation.summary.strip()
-    if explanation.smallest_change:
-        text = f"{text.rstrip('.')}. Smallest change: {explanation.smallest_change}"
-    return " ".join(text.split())
+    return " ".join(explanation.summary.split())
 
 
 def output_row(result: SolveResult) -> dict[str, Any]:

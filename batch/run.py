@@ -98,10 +98,13 @@ def _read_model_file(catalogue: Catalogue, model: str, models_dir: Path, plan: J
 
 def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogue | None = None,
               models_dir: Path | None = None) -> JobPlan:
-    """Parse every row; with `catalogue`, also read the config files that model cells name."""
+    """Parse every row; with `catalogue`, also read the config files that model cells name. Unique
+    jobs are grouped by (model, job, global batch), so that the jobs of one chunk share their
+    workers' table memo (solver/table_memo.py); answers keep their row index."""
     plan = JobPlan()
     index_of: dict[str, int] = {}
     failed: dict[str, VramplanError] = {}
+    groups: list[tuple[str, str, int]] = []
     for row_index, row in rows:
         try:
             query = parse_row(row)
@@ -115,7 +118,11 @@ def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogu
             index_of[key] = len(plan.jobs)
             plan.jobs.append(query.model_dump(mode="json"))
             plan.rows_of_job.append([])
+            groups.append((query.model, query.job.model_dump_json(), query.effective_global_batch))
         plan.rows_of_job[index_of[key]].append(row_index)
+    order = sorted(range(len(plan.jobs)), key=lambda job: (groups[job], job))
+    plan.jobs = [plan.jobs[job] for job in order]
+    plan.rows_of_job = [plan.rows_of_job[job] for job in order]
     return plan
 
 
@@ -127,8 +134,8 @@ def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int =
 
 def open_backend(options: BatchOptions, catalogue: Catalogue) -> Backend:
     workers = options.workers or default_workers()
-    if options.backend == "local":
-        return LocalBackend(catalogue, workers)
+    if options.backend == "local":  # more processes than CPUs only cost memory and start-up time
+        return LocalBackend(catalogue, min(workers, default_workers()))
     if options.backend == "serial":
         return SerialBackend(catalogue)
     from vramplan.batch import cluster as batch_cluster  # imports Ray or Dask only now

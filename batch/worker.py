@@ -8,7 +8,11 @@ job becomes its own status=error row; a chunk only fails when the worker itself 
 from __future__ import annotations
 
 import logging
+import os
+import select
 import signal
+import threading
+import time
 from importlib import metadata
 from typing import Any
 
@@ -19,13 +23,17 @@ from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError, from_validation_error
 from vramplan.solver.api import solve
 from vramplan.solver.query import SolveQuery
+from vramplan.solver.table_memo import TableMemo
 
 log = logging.getLogger(__name__)
 
 PACKAGE = "vramplan"
+PARENT_POLL_S = 0.5  # where there is no pidfd
 
 # The catalogue of this worker process, set once by the process pool's initializer.
 _worker_catalogue: Catalogue | None = None
+# The models/ values behind the integer tables, per (model, job, global batch), for every chunk.
+_tables = TableMemo()
 
 
 def package_version() -> str:
@@ -35,29 +43,72 @@ def package_version() -> str:
         return "not installed"
 
 
-def solve_job(catalogue: Catalogue, job: dict[str, Any]) -> dict[str, Any]:
+def solve_job(catalogue: Catalogue, job: dict[str, Any], tables: TableMemo | None = None) -> dict[str, Any]:
     """One job's answer row; never raises for a bad job."""
     try:
-        return output_row(solve(catalogue, SolveQuery.model_validate(job)))
+        return output_row(solve(catalogue, SolveQuery.model_validate(job), tables=tables))
     except VramplanError as error:
         return error_row(str(error))
     except ValidationError as error:
         return error_row(str(from_validation_error(error, job)))
     except Exception as error:  # noqa: BLE001 - a bug in one job must not lose the others
-        log.exception("internal error solving %s", job.get("model"))
+        log.debug("internal error solving %s", job.get("model"), exc_info=True)  # the row says what
         return error_row(f"internal error: {type(error).__name__}: {error}")
 
 
-def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """(this worker's vramplan version, one answer row per job, in order)."""
-    return package_version(), [solve_job(catalogue, job) for job in jobs]
+def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]],
+                memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
+    """(this worker's vramplan version, one answer row per job, in order). With `memo`, the
+    solves share this process's table memo (solver/table_memo.py): the same answers, sooner."""
+    tables = _tables if memo else None
+    return package_version(), [solve_job(catalogue, job, tables) for job in jobs]
 
 
-def init_pool_worker(catalogue: Catalogue) -> None:
-    """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool)."""
+def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> None:
+    """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool),
+    print nothing (each row's answer says what went wrong; VRAMPLAN_DEBUG=1 shows tracebacks), and
+    die with the batch process even when it is killed with -9."""
     global _worker_catalogue
     _worker_catalogue = catalogue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not os.environ.get("VRAMPLAN_DEBUG"):
+        logging.getLogger().addHandler(logging.NullHandler())  # no last-resort stderr handler
+    if parent_pid is not None:
+        watch_parent(parent_pid)
+
+
+def watch_parent(parent_pid: int) -> None:
+    """Exit this worker as soon as the batch process `parent_pid` is gone.
+
+    A forkserver worker's parent is the forkserver, not the batch process, and the pool's queues
+    never report EOF to it (the worker holds both ends), so nothing else would stop it: a
+    daemon thread waits on a pidfd of the batch process (Linux), or polls for it elsewhere."""
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if not _alive(parent_pid):
+        os._exit(1)
+
+    def wait() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])  # readable once the process has exited
+        else:
+            while _alive(parent_pid):
+                time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=wait, name="vramplan-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def solve_chunk_in_pool(jobs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

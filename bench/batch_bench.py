@@ -95,12 +95,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--small", action="store_true", help="Tiny search spaces: measures the batch overhead.")
     parser.add_argument("--json", action="store_true", help="End with one JSON line.")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the rows in this process (serial backend, no CLI) and print the top sinks.")
     return parser.parse_args(argv)
+
+
+def profile(rows: list[dict[str, str]], top: int = 25) -> None:
+    """The sinks of solving `rows` in this process: by own time, then by cumulative time."""
+    import cProfile
+    import pstats
+
+    from vramplan.batch.run import BatchOptions, run_batch
+
+    catalogue = load_catalogue()
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for _ in run_batch(catalogue, enumerate(rows), BatchOptions(backend="serial")):
+        pass
+    profiler.disable()
+    seconds = time.perf_counter() - started
+    print(f"{len(rows)} rows in {seconds:,.1f} s under cProfile ({1000 * seconds / len(rows):,.1f} ms a row)",
+          file=sys.stderr)
+    stats = pstats.Stats(profiler, stream=sys.stderr)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
 
 
 def bench(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     rows = generate_jobs(args.rows, args.seed, args.small)
+    if args.profile:
+        profile(rows)
+        return {}
     seconds, code, statuses = run(rows, args.workers, args.backend, args.chunk_size)
     result = {
         "rows": args.rows, "seconds": round(seconds, 3), "workers": args.workers, "backend": args.backend,

@@ -1,6 +1,7 @@
 """`vramplan batch`: solve every row of a capacity-planning spreadsheet, losing nothing.
 
-Flow: read the jobs and check the header (an unknown column stops everything, exit 2); on
+Flow: read the jobs and check the header (a misspelt column stops everything, exit 2; a column of the
+user's own is copied to the output unless --strict-columns); on
 --resume take the rows already answered from the journal and the existing output; solve the
 rest (batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
 arrives; at the end write the output in input order atomically and delete the journal.
@@ -24,8 +25,18 @@ from typing import Any
 
 import click
 
-from vramplan.batch.journal import Journal, journal_path, read_journal, row_key, typed_answer
-from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, check_columns
+from vramplan.batch.backends import default_workers
+from vramplan.batch.journal import (
+    Journal,
+    NoJournal,
+    journal_path,
+    parse_outcome,
+    read_journal,
+    row_key,
+    typed_answer,
+)
+from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
+from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
@@ -68,7 +79,8 @@ def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[
     for row in rows:
         answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
         if answer is not None and answer["status"] in ANSWERED_STATUSES:
-            by_key[row_key(row[: len(columns)])] = answer
+            cells = row[: len(columns)]
+            by_key[row_key(cells, parse_outcome(_job_cells(columns, cells)))] = answer
     return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
 
 
@@ -137,7 +149,7 @@ def models_dir_of(options: dict[str, Any]) -> Path:
 
 @click.command("batch")
 @click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Where to write the plans (one row per job, input columns first).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="Output format [default: from the output's extension, else csv].")
@@ -151,7 +163,9 @@ def models_dir_of(options: dict[str, Any]) -> Path:
               help="Rows per task [default: from the number of rows and workers].")
 @click.option("--resume", is_flag=True,
               help="Keep the rows the output (and its journal) already answer; solve the rest.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+@click.option("--strict-columns", is_flag=True,
+              help="A column vramplan does not know is an error [default: copied to the output, one warning].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary and no warnings on stderr.")
 @catalogue_options
 @models_dir_option
 def batch(**options: Any) -> None:
@@ -161,21 +175,73 @@ def batch(**options: Any) -> None:
     the README for the schema. Exit code 3 when some rows are infeasible or errors.
     """
     started = time.perf_counter()
-    output: Path = options["output"]
-    fmt = format_of(output, options["output_format"])
+    target = output_target(options["output"])
+    fmt = format_of(options["output"], options["output_format"])
     require_extra(fmt, "writing")
     require_backend(options["backend"])
-    if output.exists() and output.resolve() == options["jobs"].resolve():
-        raise VramplanError("output", str(output), "is the jobs file itself; write the plans to another file")
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]))
-    check_columns(columns)
+    if options["resume"] and target.special:
+        raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
+    journal_file = None if target.special else journal_path(target.real)
+    refuse_inputs(target, _files_read(options), journal_file)
+    columns, table = _read_jobs(options)
     catalogue = open_catalogue(options)
-    keys = [row_key(cells) for cells in table]
+    with lock_output(target):
+        _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
+
+
+def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
+    """The cells of a row that make its job (the user's own columns only travel to the output)."""
+    return {name: cell for name, cell in zip(columns, cells) if name in INPUT_COLUMNS}
+
+
+def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
+    """The resume key of each row: its cells and what they parse to (batch/journal.py)."""
+    return [row_key(cells, parse_outcome(_job_cells(columns, cells))) for cells in table]
+
+
+def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The jobs sheet and its header, checked; one warning line per oddity (unless -q)."""
+    warnings: list[str] = []
+    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings)
+    extra = check_columns(columns, strict=options["strict_columns"])
+    if extra:
+        names = ", ".join(repr(name) for name in extra)
+        plural = len(extra) > 1
+        warnings.append(f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} not vramplan's: "
+                        "copied to the output unchanged (--strict-columns makes them errors)")
+    if not options["quiet"]:
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+    return columns, table
+
+
+def _workers(options: dict[str, Any]) -> int | None:
+    """--workers, clamped to the CPUs this process may use for the local pool (one warning line)."""
+    workers, available = options["workers"], default_workers()
+    if options["backend"] == "local" and workers is not None and workers > available:
+        if not options["quiet"]:
+            click.echo(f"warning: --workers {workers}: this machine runs {available} at once; using {available}",
+                       err=True)
+        return available
+    return workers
+
+
+def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
+    """Every file the run reads: the output may be none of them (nor may its journal)."""
+    return [("jobs", options["jobs"]), ("gpus-csv", options.get("gpus_csv")),
+            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+
+
+def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
+                   columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
+    output = target.real
+    keys = _row_keys(columns, table)
     answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
-    journal = Journal(journal_path(output), fresh=not options["resume"], trust_output=bool(options["resume"]))
+    journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
+               if journal_file is not None else NoJournal())
     reused = len(answers)
-    todo = [(i, dict(zip(columns, cells))) for i, cells in enumerate(table) if i not in answers]
-    batch_options = BatchOptions(backend=options["backend"], workers=options["workers"], address=options["address"],
+    todo = [(i, _job_cells(columns, cells)) for i, cells in enumerate(table) if i not in answers]
+    batch_options = BatchOptions(backend=options["backend"], workers=_workers(options), address=options["address"],
                                  chunk_size=options["chunk_size"], models_dir=models_dir_of(options))
     stop = threading.Event()
     show = not options["quiet"] and sys.stderr.isatty()
@@ -192,10 +258,11 @@ def batch(**options: Any) -> None:
         raise click.ClickException(f"{error}{kept}") from None
     finally:
         journal.close()
+    output = target.given
     complete = len(answers) == len(table)
     unsolved = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
     rows = [cells + [answers.get(i, unsolved)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
-    write_table(output, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
+    write_table(target, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
     if complete:
         journal.remove()
     statuses = Counter(answer["status"] for answer in answers.values())

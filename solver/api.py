@@ -14,6 +14,7 @@ from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.table_memo import TableMemo, using
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,17 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)
 
 
-def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True) -> SolveResult:
-    """Search the query's space; plans are re-verified by models/; infeasible answers explained."""
+def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,
+          tables: TableMemo | None = None) -> SolveResult:
+    """Search the query's space; plans are re-verified by models/; infeasible answers explained.
+
+    `tables` (solver/table_memo.py) lets many solves share the models/ values behind their
+    integer tables (a batch worker passes one); the answer is the same with or without it."""
+    with using(tables):
+        return _solve(catalogue, query, explain_infeasible)
+
+
+def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:
     started = time.perf_counter()
     space = build_space(catalogue, query)
     outcome = run_engine(space)

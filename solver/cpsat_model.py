@@ -29,6 +29,7 @@ from vramplan.solver.candidates import (
     metrics_of,
 )
 from vramplan.solver.space import SearchSpace
+from vramplan.solver.table_memo import shared_shape_table
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,12 @@ def inner_decisions(space: SearchSpace) -> list[Inner]:
 
 def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (ties in tie-key
-    order: ZeRO x offload, recompute, larger micro-batch, precision)."""
+    order: ZeRO x offload, recompute, larger micro-batch, precision). Built once per space kept
+    by an active table memo (solver/table_memo.py)."""
+    return shared_shape_table(space, _build_shape_table)
+
+
+def _build_shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     nb = len(space.micro_batches)
     table = {}
     fitting_by_gpu_count: dict[tuple[int, int], list[Inner]] = {}

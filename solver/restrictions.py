@@ -22,6 +22,7 @@ from vramplan.solver.candidates import Inner, InnerMetrics
 from vramplan.solver.cpsat_model import shape_table
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.table_memo import shared_result
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,21 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
     """Labels of a set of restrictions that cannot hold together; [] if nothing in the relaxed
     space fits at all (no restriction is to blame); None if the relaxed model is feasible with
     every restriction too (then the user's space was empty for another reason)."""
+    return shared_result(catalogue, lambda: ("conflicts", _conflicts_key(query)),
+                         lambda: _conflicting_restrictions(catalogue, query, space))
+
+
+# What the conflicts do not depend on: the objective and the answer's shape; the tokens only
+# through the budget and the deadline.
+NOT_IN_CONFLICTS = {"objective", "top_k", "pareto", "engine", "num_workers", "random_seed"}
+
+
+def _conflicts_key(query: SolveQuery) -> str:
+    limits = query.budget_usd is not None or query.deadline_hours is not None
+    return query.model_dump_json(exclude=NOT_IN_CONFLICTS if limits else NOT_IN_CONFLICTS | {"tokens"})
+
+
+def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace) -> list[str] | None:
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
     model = cp_model.CpModel()

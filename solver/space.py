@@ -36,6 +36,7 @@ from vramplan.models.performance import (
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
 from vramplan.models.units import bytes_to_mib_ceil
 from vramplan.solver.query import SolveQuery
+from vramplan.solver.table_memo import job_values, keep_space, remembered, shared_space
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +205,9 @@ def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[
 
 
 def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
+    shared = shared_space(catalogue, query)  # solver/table_memo.py: only while a memo is active
+    if shared is not None:
+        return shared
     arch = catalogue.architecture(query.model)
     job = query.job
     global_batch = query.effective_global_batch
@@ -237,9 +241,11 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     space.tie_radix = [len(counts), max((c.num_instances for c in clusters), default=0) + 1, len(zero_offloads),
                        len(recomputes), len(micro_batches), len(precisions), len(names)]
-    _fill_memory_tables(space)
-    _fill_time_tables(space)
+    values = job_values(catalogue, query.model, job.model_dump_json, global_batch)  # solver/table_memo.py
+    _fill_memory_tables(space, values)
+    _fill_time_tables(space, values)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
+    keep_space(catalogue, query, space)
     return space
 
 
@@ -254,24 +260,30 @@ def _plan_of(gpu: str, n: int, zero: int, offload: str, recompute: str, precisio
                                 precision=precision, micro_batch=micro, grad_accum=accum, offload=offload)
 
 
-def _fill_memory_tables(space: SearchSpace) -> None:
+def _static_and_host_mib(space: SearchSpace, n: int, zero: int, offload: str, precision: str) -> tuple[int, int]:
+    plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
+    states = model_states(space.arch, space.job, plan)
+    over = overhead(space.arch, space.job, plan)
+    static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
+                                                 states.optimizer_states_bytes, over.total_bytes))
+    return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
+
+
+def _fill_memory_tables(space: SearchSpace, values: dict) -> None:
     arch, job = space.arch, space.job
     for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
         enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
     ):
-        plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
-        states = model_states(arch, job, plan)
-        over = overhead(arch, job, plan)
-        space.static_mib[zf, n_i, p] = sum(
-            bytes_to_mib_ceil(x)
-            for x in (states.weights_bytes, states.gradients_bytes, states.optimizer_states_bytes, over.total_bytes)
-        )
-        space.host_mib_per_gpu[zf, n_i, p] = bytes_to_mib_ceil(states.host_bytes_per_gpu)
+        space.static_mib[zf, n_i, p], space.host_mib_per_gpu[zf, n_i, p] = remembered(
+            values, ("static", n, zero, offload, precision),
+            lambda: _static_and_host_mib(space, n, zero, offload, precision))
     for (r, recompute), (b, micro), (p, precision) in product(
         enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
     ):
         plan = unvalidated_plan(space, "", 1, 0, "none", recompute, precision, micro)
-        space.activation_mib[r, b, p] = bytes_to_mib_ceil(activations(arch, job, plan).total_bytes)
+        space.activation_mib[r, b, p] = remembered(
+            values, ("activations", recompute, micro, precision),
+            lambda: bytes_to_mib_ceil(activations(arch, job, plan).total_bytes))
     permille = job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
@@ -292,7 +304,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
             space.valid_count_batch.add((n_i, b))
 
 
-def _fill_time_tables(space: SearchSpace) -> None:
+def _fill_time_tables(space: SearchSpace, values: dict) -> None:
     """Step-time components. Traffic (bytes) depends on the plan, its time on the GPU and on
     whether it leaves the instance: each is computed once per distinct argument, then combined by
     the models/ conversion functions."""
@@ -311,16 +323,27 @@ def _fill_time_tables(space: SearchSpace) -> None:
             for r, recompute in enumerate(space.recomputes):
                 plan = unvalidated_plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
                 for g in gpu_indices:
-                    space.compute_s[g, n_i, r, p] = compute_time_s(arch, job, plan, space.gpus[g])
+                    gpu = space.gpus[g]
+                    space.compute_s[g, n_i, r, p] = remembered(
+                        values, ("compute", gpu.name, n, recompute, precision),
+                        lambda: compute_time_s(arch, job, plan, gpu))
             for b, micro in enumerate(space.micro_batches):
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
-                    traffic = communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none", precision, micro))
+                    traffic = remembered(values, ("traffic", n, zero, precision, micro), lambda: (
+                        communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none",
+                                                                                 precision, micro))))
                     for g, crossing in valid:
-                        space.comm_s[zero, n_i, b, p, g, crossing] = communication_time_from_bytes(
-                            traffic, space.gpus[g], bool(crossing))
+                        gpu = space.gpus[g]
+                        space.comm_s[zero, n_i, b, p, g, crossing] = remembered(
+                            values, ("comm", gpu.name, crossing, n, zero, precision, micro),
+                            lambda: communication_time_from_bytes(traffic, gpu, bool(crossing)))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    work = optimizer_traffic(arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro))
+                    work = remembered(values, ("work", n, zero, offload, precision, micro), lambda: optimizer_traffic(
+                        arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro)))
                     for g in gpu_indices:
-                        space.optimizer_us[zf, n_i, b, p, g] = to_us(optimizer_time_from_traffic(work, space.gpus[g]))
+                        gpu = space.gpus[g]
+                        space.optimizer_us[zf, n_i, b, p, g] = remembered(
+                            values, ("optimizer", gpu.name, n, zero, offload, precision, micro),
+                            lambda: to_us(optimizer_time_from_traffic(work, gpu)))

@@ -1,0 +1,160 @@
+"""A memo of the models/ values behind the integer tables, shared by the solves of one process.
+
+Every table entry of a search space (solver/space.py) is a models/ function of the architecture,
+the job, the global batch and one discrete choice (ZeRO stage, offload, GPU count, precision,
+recompute, micro-batch, GPU). Rows of a batch sheet share few (model, job, global batch) triples
+(the benchmark's 10,000 rows: 225), so a batch worker keeps the values per triple and a new
+space only looks them up. The memo holds exactly what the functions returned, so answers are the
+same with and without it (tests/test_batch_speed.py compares them).
+
+    memo = TableMemo()
+    with using(memo):
+        solve(catalogue, query)  # every space built inside, explanations' included, shares `memo`
+
+Whole spaces are kept too (the last MAX_SPACES), with their per-shape tables: two queries that
+differ only in objective, tokens, budget or deadline search the same space, and every
+explanation of an infeasible row builds the same relaxed space for all rows of one model and
+job. A kept space is handed out as a copy bound to the new query (the tables are read-only).
+
+Without an active memo each space computes its values itself, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
+MAX_SPACES = 32  # whole search spaces and their shape tables kept (an unrestricted one: ~6 MB)
+MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
+# Query fields a search space does not depend on: it reads them from space.query when asked.
+NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
+                "num_workers", "random_seed"}
+
+
+class TableMemo:
+    """Values per (catalogue, model, job, global batch), least recently used dropped first."""
+
+    def __init__(self, max_jobs: int = MAX_JOBS) -> None:
+        self.max_jobs = max_jobs
+        self._jobs: OrderedDict[tuple, dict[tuple, Any]] = OrderedDict()
+        self._spaces: OrderedDict[tuple, Any] = OrderedDict()  # (catalogue id, space key) -> SearchSpace
+        self._shape_tables: dict[int, Any] = {}  # id of a kept space's static_mib table -> its shape table
+        self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
+
+    def values(self, catalogue: object, model: str, job_key: str, global_batch: int) -> dict[tuple, Any]:
+        key = (id(catalogue), model, job_key, global_batch)
+        values = self._jobs.get(key)
+        if values is None or values.get("catalogue") is not catalogue:  # id() reused by a new catalogue
+            values = {"catalogue": catalogue}
+            self._jobs[key] = values
+            if len(self._jobs) > self.max_jobs:
+                self._jobs.popitem(last=False)
+        else:
+            self._jobs.move_to_end(key)
+        return values
+
+    def space(self, catalogue: object, query: Any) -> Any | None:
+        """A kept space of a query that differs from this one only in NOT_IN_SPACE, bound to it."""
+        entry = self._spaces.get((id(catalogue), _space_key(query)))
+        if entry is None or entry[0] is not catalogue:
+            return None
+        self._spaces.move_to_end((id(catalogue), _space_key(query)))
+        return dataclasses.replace(entry[1], query=query)  # shares the (read-only) tables
+
+    def keep_space(self, catalogue: object, query: Any, space: Any) -> None:
+        self._spaces[id(catalogue), _space_key(query)] = (catalogue, space)
+        if len(self._spaces) > MAX_SPACES:
+            _, (_, dropped) = self._spaces.popitem(last=False)
+            self._shape_tables.pop(id(dropped.static_mib), None)
+
+    def shape_table(self, space: Any, build: Callable[[Any], T]) -> T:
+        """The shape table of a kept space (or of a copy bound to another query), built once."""
+        key = id(space.static_mib)
+        kept = any(entry[1].static_mib is space.static_mib for entry in self._spaces.values())
+        if not kept:
+            return build(space)
+        if key not in self._shape_tables:
+            self._shape_tables[key] = build(space)
+        return self._shape_tables[key]
+
+
+    def result(self, catalogue: object, key: tuple, compute: Callable[[], T]) -> T:
+        """compute(), once per key (and catalogue); the last MAX_RESULTS kept."""
+        full = (id(catalogue), *key)
+        entry = self._results.get(full)
+        if entry is not None and entry[0] is catalogue:
+            self._results.move_to_end(full)
+            return entry[1]
+        value = compute()
+        self._results[full] = (catalogue, value)
+        if len(self._results) > MAX_RESULTS:
+            self._results.popitem(last=False)
+        return value
+
+
+def _space_key(query: Any) -> str:
+    return query.model_dump_json(exclude=NOT_IN_SPACE)
+
+
+_active: ContextVar[TableMemo | None] = ContextVar("vramplan_table_memo", default=None)
+
+
+@contextlib.contextmanager
+def using(memo: TableMemo | None) -> Iterator[None]:
+    """Make `memo` the memo of the spaces built inside (None: keep the one already active)."""
+    if memo is None:
+        yield
+        return
+    token = _active.set(memo)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def shared_space(catalogue: object, query: Any) -> Any | None:
+    """The active memo's space for this query (None: build it)."""
+    memo = _active.get()
+    return None if memo is None else memo.space(catalogue, query)
+
+
+def keep_space(catalogue: object, query: Any, space: Any) -> None:
+    memo = _active.get()
+    if memo is not None:
+        memo.keep_space(catalogue, query, space)
+
+
+def shared_shape_table(space: Any, build: Callable[[Any], T]) -> T:
+    """build(space), or the active memo's copy of it for a space it keeps."""
+    memo = _active.get()
+    return build(space) if memo is None else memo.shape_table(space, build)
+
+
+def shared_result(catalogue: object, key: Callable[[], tuple], compute: Callable[[], T]) -> T:
+    """compute(), or the active memo's earlier result for the same key."""
+    memo = _active.get()
+    return compute() if memo is None else memo.result(catalogue, key(), compute)
+
+
+def job_values(catalogue: object, model: str, job_key: Callable[[], str], global_batch: int) -> dict[tuple, Any]:
+    """The active memo's values for this triple, or a fresh dict (no memo: nothing is shared)."""
+    memo = _active.get()
+    if memo is None:
+        return {}
+    return memo.values(catalogue, model, job_key(), global_batch)
+
+
+def remembered(values: dict[tuple, Any], key: tuple, compute: Callable[[], T]) -> T:
+    """values[key], computed once."""
+    try:
+        value = values[key]
+    except KeyError:
+        value = values[key] = compute()
+    return value

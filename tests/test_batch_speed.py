@@ -1,0 +1,80 @@
+"""The batch worker's table memo (solver/table_memo.py) changes how fast, never what: a mixed
+sheet gets the same answers with and without it, and a second row of one (model, job, global
+batch) computes no models/ value again. Timings live in bench/batch_bench.py, never here."""
+
+from __future__ import annotations
+
+import pytest
+
+from vramplan.batch import worker as batch_worker
+from vramplan.batch.rows import output_row, parse_row
+from vramplan.batch.run import plan_jobs
+from vramplan.models.catalogue import load_catalogue
+from vramplan.solver import space as solver_space
+from vramplan.solver.api import solve
+from vramplan.solver.table_memo import TableMemo
+
+SMALL = {"gpus": "h100-sxm-80gb;a100-sxm-80gb", "max_gpus": "8"}
+MIXED = (
+    [{"model": model, "seq_len": seq, "objective": objective, "tokens": tokens, **SMALL}
+     for model in ("llama-3.1-8b", "gpt2-124m") for seq in ("1024", "4096")
+     for objective in ("cost", "time", "hourly") for tokens in ("1e8", "1e10")]
+    + [{"model": "llama-3.1-8b", "seq_len": "2048", "method": method, "zero": zero, "objective": objective, **SMALL}
+       for method in ("lora", "qlora") for zero in ("", "3") for objective in ("cost", "throughput")]
+    + [{"model": "llama-3.1-8b", "seq_len": "2048", "budget_usd": "50", "deadline_hours": "30", **SMALL}]
+    # infeasible: explained (conflicting restrictions, closest miss, smallest change)
+    + [{"model": "llama-3.1-8b", "seq_len": "8192", "gpus": "h100-sxm-80gb", "max_gpus": "1", "zero": "0",
+        "recompute": "none", "objective": objective, "tokens": tokens}
+       for objective in ("cost", "time") for tokens in ("1e8", "1e9")]
+    + [{"model": "llama-3.1-70b", "seq_len": "4096", "gpus": "a10g-24gb", "max_gpus": "8", "objective": objective}
+       for objective in ("cost", "time")]
+)
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue()
+
+
+def test_answers_are_identical_with_and_without_the_memo(catalogue, monkeypatch):
+    plan = plan_jobs(enumerate(MIXED))
+    assert not plan.answered and len(plan.jobs) == len(MIXED)
+    _, without = batch_worker.solve_chunk(catalogue, plan.jobs, memo=False)
+    monkeypatch.setattr(batch_worker, "_tables", TableMemo())
+    _, with_memo = batch_worker.solve_chunk(catalogue, plan.jobs, memo=True)
+    statuses = [answer["status"] for answer in without]
+    assert statuses.count("infeasible") == 7 and statuses.count("error") == 6  # gpt2-124m at 4096 tokens
+    assert statuses.count("optimal") == len(MIXED) - 13
+    assert with_memo == without
+    assert all(answer["explanation"] for answer in without if answer["status"] == "infeasible")
+
+
+def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, monkeypatch):
+    calls = []
+    real = solver_space.model_states
+    monkeypatch.setattr(solver_space, "model_states", lambda *args: calls.append(args) or real(*args))
+    memo = TableMemo()
+    first = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "cost", **SMALL})
+    wider = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "time", "tokens": "1e10",
+                       "gpus": "h100-sxm-80gb", "max_gpus": "4"})
+    solve(catalogue, first, tables=memo)
+    after_first = len(calls)
+    assert after_first > 0
+    assert output_row(solve(catalogue, wider, tables=memo)) == output_row(solve(catalogue, wider))
+    assert len(calls) > after_first  # (the memo-less solve did compute)
+    calls.clear()
+    solve(catalogue, wider, tables=memo)
+    assert calls == []
+
+
+def test_the_memo_forgets_the_least_recently_used_job():
+    memo = TableMemo(max_jobs=2)
+    catalogue = object()
+    a = memo.values(catalogue, "a", "{}", 1)
+    a["x"] = 1
+    memo.values(catalogue, "b", "{}", 1)
+    assert memo.values(catalogue, "a", "{}", 1) is a  # used again: now the most recent
+    memo.values(catalogue, "c", "{}", 1)  # drops b
+    assert memo.values(catalogue, "a", "{}", 1) is a
+    assert "x" not in memo.values(catalogue, "b", "{}", 1)
+    assert "x" not in memo.values(object(), "a", "{}", 1)  # another catalogue: other values
