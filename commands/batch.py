@@ -25,7 +25,6 @@ from typing import Any
 
 import click
 
-from vramplan.batch.backends import default_workers
 from vramplan.batch.journal import (
     Journal,
     NoJournal,
@@ -37,7 +36,6 @@ from vramplan.batch.journal import (
 )
 from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
 from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
-from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.options import catalogue_options, open_catalogue
@@ -217,6 +215,8 @@ def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 def _workers(options: dict[str, Any]) -> int | None:
     """--workers, clamped to the CPUs this process may use for the local pool (one warning line)."""
+    from vramplan.batch.backends import default_workers  # loads the solver: not for --help
+
     workers, available = options["workers"], default_workers()
     if options["backend"] == "local" and workers is not None and workers > available:
         if not options["quiet"]:
@@ -234,6 +234,8 @@ def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
 
 def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
                    columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
+    from vramplan.batch.run import BatchError, BatchOptions, run_batch  # loads ortools: not for --help
+
     output = target.real
     keys = _row_keys(columns, table)
     answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}

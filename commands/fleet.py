@@ -31,6 +31,7 @@ from vramplan.batch.fleet_sheet import (
     read_jobs,
     resolve_jobs,
 )
+from vramplan.batch.output_file import lock_output, output_target, refuse_inputs
 from vramplan.batch.sheet import FORMATS, format_of, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.fleet_output import (
@@ -61,8 +62,17 @@ def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
     return quotas
 
 
+def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
+    """Every file the run reads: no output may be one of them (batch/output_file.py)."""
+    return [("jobs", options["jobs"]), ("inventory", options["inventory"]), ("gpus-csv", options.get("gpus_csv")),
+            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+
+
 def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> None:
-    write_table(path, fmt, header, rows, answer_start=len(header))  # types inferred per column
+    """Atomically over a regular file, directly into a device or pipe, under the output's lock."""
+    target = output_target(path)
+    with lock_output(target):
+        write_table(target, fmt, header, rows, answer_start=len(header))  # types inferred per column
 
 
 @click.command("fleet")
@@ -105,6 +115,9 @@ def fleet(**options: Any) -> None:
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])
     require_extra(fmt, "writing")
+    for path in (output, options["pools_out"]):
+        if path is not None:
+            refuse_inputs(output_target(path), _files_read(options), None)
     catalogue = open_catalogue(options)
     jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
     inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))

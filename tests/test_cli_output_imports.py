@@ -21,7 +21,7 @@ HEAVY = ("ortools", "pandas", "rich")
 # The group's own --help lists the commands without importing them: not even pydantic (0.1 s).
 HEAVY_FOR_GROUP_HELP = HEAVY + ("pydantic",)
 # `batch --help` still imports the batch machinery at module level (commands/batch.py, section 3).
-CHEAP_HELP = ["estimate", "solve", "gpus", "models", "offerings"]
+CHEAP_HELP = ["estimate", "solve", "batch", "gpus", "models", "offerings"]
 
 PROBE = """
 import json, sys

@@ -186,3 +186,16 @@ def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, 
     assert result.exit_code == 130, result.output
     assert [r["status"] for r in rows] == ["error", "error"]
     assert all("interrupted before the first schedule" in r["error"] for r in rows)
+
+
+@pytest.mark.parametrize("which", ["jobs.csv", "inventory.csv"])
+def test_the_schedule_never_overwrites_an_input(tmp_path: Path, which: str) -> None:
+    """The batch sheet's rule (batch/output_file.py) holds for fleet too: -o naming an input is
+    refused before any work and the input is left byte for byte."""
+    jobs_csv = write(tmp_path / "jobs.csv", JOB_HEADER, [{"id": "a", **GOOD_JOB}])
+    inventory = write(tmp_path / "inventory.csv", INVENTORY_HEADER, POOLS)
+    before = (tmp_path / which).read_bytes()
+    result = CliRunner().invoke(main, ["fleet", str(jobs_csv), "--inventory", str(inventory),
+                                       "-o", str(tmp_path / which)])
+    one_line_error(result)
+    assert (tmp_path / which).read_bytes() == before
