@@ -1,148 +1,133 @@
-"""The CP-SAT model: one literal per candidate plan, linear constraints and objectives.
+"""The CP-SAT model of one cluster: the inner decisions as integer variables, the pillars as
+constraints over them, the step time as a sum of tabulated terms.
 
-Why this shape. A first model put the decisions (cluster, ZeRO x offload, recompute, precision,
-micro-batch) in one-hot vectors and read memory and step time through element constraints on
-mixed-radix indices; its LP relaxation was so weak that CP-SAT needed 6-8 s to prove the
-headline query optimal. The space decomposes exactly instead: memory and step time depend on a
-cluster's shape (GPU, count, whether traffic leaves the instance), never on its price, so each
-shape's inner decisions are evaluated once (models/ numbers, integer tables), and for a fixed
-cluster every objective orders its inner decisions by step time. Keeping, per cluster, the
-`keep` best inner decisions that fit loses no optimum and no top-k plan. Over these candidates
-the model is linear and its LP relaxation exact; CP-SAT proves optimality in milliseconds and
-carries the budget, deadline and host-RAM constraints, the lexicographic tie-breaks, the no-good
-cuts of top-k and the epsilon constraints of the Pareto sweep.
+Variables: zf (ZeRO x offload), r (recompute), p (precision), b (micro-batch), each a domain index;
+the accumulation follows from global batch = micro-batch x accumulation x dp, which the micro-batch
+domain (divisors of global batch / dp) keeps exact. Every pillar is a term over at most three
+decisions, tabulated by models/ in space.py and linked to the variables by element constraints
+on mixed-radix indices:
+
+    static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
+    host_mib[zf, p] <= host budget of the instance                   (ZeRO-Offload host RAM)
+    step_us = compute_us[r, p] + max(comm_us[z, b, p] - window_us[z3, r, p], tail_us[z, b, p])
+              + optimizer_us[zf, b, p]                                 (candidates.inner_metrics)
+
+No product of two variables appears (cost = price x step is left to the branch-and-bound in
+cpsat_engine.py, where the price is a constant per cluster), and no enforced linear constraint
+carries a large coefficient (ortools#5293), so every coefficient stays far inside int64.
+The objective is step_us x radix + inner tie (candidates.inner_tie): one integer that orders the
+points of a cluster exactly as the brute-force oracle does; when step_ub x radix would not keep
+2^62 of room, the model minimises step time and then the tie in two stages instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import (
-    Choice,
-    Inner,
-    InnerMetrics,
-    Metrics,
-    cluster_accepts,
-    inner_metrics,
-    metrics_of,
-)
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, window_us
+from vramplan.solver.space import SearchSpace, to_us
 
-
-@dataclass(frozen=True)
-class Candidate:
-    choice: Choice
-    metrics: Metrics
-    host_mib_per_gpu: int
+INT64_ROOM = 2**62
 
 
 @dataclass
-class Variables:
-    candidates: list[Candidate]
-    literals: list[cp_model.IntVar]
-    step_us: cp_model.LinearExpr = 0
-    cost_units: cp_model.LinearExpr = 0
-    price_units: cp_model.LinearExpr = 0
-    tie_key: cp_model.LinearExpr = 0
-    cluster: dict[int, cp_model.IntVar] = field(default_factory=dict)
+class ClusterModel:
+    """One cluster's model; `exclude` are (host budget, step cap) of same-hardware clusters that
+    come first (cheaper): a point they accept is theirs, so the same plan is never listed twice."""
+
+    model: cp_model.CpModel
+    zf: cp_model.IntVar
+    r: cp_model.IntVar
+    p: cp_model.IntVar
+    b: cp_model.IntVar
+    step: cp_model.IntVar
+    key: cp_model.LinearExpr
+    radix: int
+    single_objective: bool
+    points: list[tuple[Inner, int]] = field(default_factory=list)  # found so far, best first: (inner, step)
+    exhausted_at_cap: int | None = None  # no further point has step <= this
+
+    def inner(self, solver: cp_model.CpSolver) -> Inner:
+        return Inner(solver.value(self.zf), solver.value(self.r), solver.value(self.p), solver.value(self.b))
 
 
-def inner_decisions(space: SearchSpace) -> list[Inner]:
-    return [
-        Inner(zf, r, p, b)
-        for zf in range(len(space.zero_offloads))
-        for r in range(len(space.recomputes))
-        for p in range(len(space.precisions))
-        for b in range(len(space.micro_batches))
-    ]
+def _var(model: cp_model.CpModel, values: list[int], name: str) -> cp_model.IntVar:
+    return model.new_int_var_from_domain(cp_model.Domain.from_values(values), name)
 
 
-def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
-    """Per shape, the inner decisions that fit the GPU, best step time first (ties in tie-key
-    order: ZeRO x offload, recompute, larger micro-batch, precision)."""
-    nb = len(space.micro_batches)
-    table = {}
-    fitting_by_gpu_count: dict[tuple[int, int], list[Inner]] = {}
-    for shape in sorted({c.shape for c in space.clusters}):
-        g, n, _ = shape
-        if (g, n) not in fitting_by_gpu_count:  # memory does not depend on crossing: test it once
-            limit = space.limit_mib[g]
-            batches = [b for b in range(nb) if (n, b) in space.valid_count_batch]
-            precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
-            fitting_by_gpu_count[g, n] = [
-                Inner(zf, r, p, b)
-                for zf in range(len(space.zero_offloads)) for p in precisions
-                if (static := space.static_mib[zf, n, p]) <= limit
-                for r in range(len(space.recomputes)) for b in batches
-                if static + space.activation_mib[r, b, p] <= limit
-            ]
-        fitting = [(i, inner_metrics(space, shape, i, memory=False)) for i in fitting_by_gpu_count[g, n]]
-        fitting.sort(key=lambda item: (item[1].step_us, item[0].zero_offload, item[0].recompute,
-                                       nb - 1 - item[0].micro_batch, item[0].precision))
-        table[shape] = fitting  # type: ignore[assignment]
-    return table
+def _element(model: cp_model.CpModel, index: cp_model.LinearExpr, table: list[int], name: str) -> cp_model.IntVar:
+    target = model.new_int_var(min(table), max(table), name)
+    model.add_element(index, table, target)
+    return target
 
 
-def candidates(space: SearchSpace, keep: int) -> list[Candidate]:
-    """Per cluster, the `keep` best inner decisions it accepts (host RAM, budget, deadline)."""
-    table = shape_table(space)
-    result = []
-    for c, cluster in enumerate(space.clusters):
-        kept = 0
-        for inner, metrics in table[cluster.shape]:
-            if kept == keep:
-                break
-            if cluster_accepts(space, c, metrics):
-                choice = Choice(c, inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch)
-                result.append(Candidate(choice, metrics_of(space, choice, metrics), metrics.host_mib_per_gpu))
-                kept += 1
-    return result
-
-
-def add_choice(model: cp_model.CpModel, v: Variables) -> None:
-    v.literals = [model.new_bool_var(f"plan[{i}]") for i in range(len(v.candidates))]
-    model.add_exactly_one(v.literals)
-    by_cluster: dict[int, list[cp_model.IntVar]] = {}
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        by_cluster.setdefault(candidate.choice.cluster, []).append(literal)
-    for cluster, literals in by_cluster.items():
-        v.cluster[cluster] = model.new_bool_var(f"cluster[{cluster}]")
-        model.add(v.cluster[cluster] == sum(literals))
-
-
-def add_memory_fits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:
-    """Per-GPU pillars (MiB, rounded up) within the limit (MiB, rounded down); host RAM per GPU
-    within the instance's share. Candidates are generated fitting; the model states it anyway."""
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        m = candidate.metrics
-        if m.memory_mib > m.limit_mib or candidate.host_mib_per_gpu > space.host_budget_mib_per_gpu[candidate.choice.cluster]:
-            model.add(literal == 0)
-
-
-def add_step_time_and_cost(v: Variables) -> None:
-    pairs = list(zip(v.candidates, v.literals, strict=True))
-    v.step_us = sum(c.metrics.step_us * lit for c, lit in pairs)
-    v.cost_units = sum(c.metrics.cost_units * lit for c, lit in pairs)
-    v.price_units = sum(c.metrics.price_units * lit for c, lit in pairs)
-    v.tie_key = sum(c.metrics.tie_key * lit for c, lit in pairs)
-
-
-def add_limits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:
-    """The user's deadline and budget."""
-    deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        m = candidate.metrics
-        if (deadline is not None and m.step_us > deadline) or (budget is not None and m.step_us > budget // max(1, m.price_units)):
-            model.add(literal == 0)
-
-
-def build(space: SearchSpace, keep: int) -> tuple[cp_model.CpModel, Variables]:
+def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | None,
+                        exclude: list[tuple[int, int | None]]) -> ClusterModel | None:
+    """None when the cluster's domains are empty (no precision its GPU runs, no micro-batch)."""
+    cluster = space.clusters[cluster_index]
+    g, n, crossing = cluster.shape
+    nz, nr, np_, nb = len(space.zero_offloads), len(space.recomputes), len(space.precisions), len(space.micro_batches)
+    precisions = [p for p in range(np_) if (g, p) in space.valid_gpu_precision]
+    batches = [b for b in range(nb) if (n, b) in space.valid_count_batch]
+    if not precisions or not batches:
+        return None
+    zeros = sorted({z for z, _ in space.zero_offloads})
     model = cp_model.CpModel()
-    v = Variables(candidates=candidates(space, keep), literals=[])
-    add_choice(model, v)
-    add_memory_fits(model, space, v)
-    add_step_time_and_cost(v)
-    add_limits(model, space, v)
-    return model, v
+    zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
+    p, b = _var(model, precisions, "p"), _var(model, batches, "b")
+    zero_of = [zeros.index(z) for z, _ in space.zero_offloads]
+    z = _element(model, zf, zero_of, "zero")
+    z3 = _element(model, zf, [int(zero == 3) for zero, _ in space.zero_offloads], "zero3")
+
+    def tab(fn, dims):  # a table over decision domains, flattened row-major (the element index)
+        return [fn(*idx) for idx in product(*(range(d) for d in dims))]
+
+    valid_p = set(precisions)
+    valid_b = set(batches)
+    static = tab(lambda i, j: space.static_mib[i, n, j], (nz, np_))
+    host = tab(lambda i, j: space.host_mib_per_gpu[i, n, j], (nz, np_))
+    acts = tab(lambda i, k, j: space.activation_mib[i, k, j], (nr, nb, np_))
+    compute_s = {(i, j): space.compute_s[g, n, i, j] for i in range(nr) for j in precisions}
+    compute = tab(lambda i, j: to_us(compute_s[i, j]) if j in valid_p else 0, (nr, np_))
+    window = tab(lambda t, i, j: window_us(compute_s[i, j], 3 if t else 0) if j in valid_p else 0, (2, nr, np_))
+    comm_of = {(zi, k, j): to_us(space.comm_s[zero, n, k, j, g, crossing])
+               for zi, zero in enumerate(zeros) for k in batches for j in precisions}
+    comm = tab(lambda zi, k, j: comm_of.get((zi, k, j), 0), (len(zeros), nb, np_))
+    tail = [tail_us(c, space.arch.num_layers) for c in comm]
+    opt = tab(lambda i, k, j: space.optimizer_us[i, n, k, j, g] if j in valid_p and k in valid_b else 0, (nz, nb, np_))
+
+    static_v = _element(model, zf * np_ + p, static, "static_mib")
+    acts_v = _element(model, (r * nb + b) * np_ + p, acts, "activation_mib")
+    model.add(static_v + acts_v <= space.limit_mib[g])
+    host_v = _element(model, zf * np_ + p, host, "host_mib")
+    model.add(host_v <= space.host_budget_mib_per_gpu[cluster_index])
+    compute_v = _element(model, r * np_ + p, compute, "compute_us")
+    window_v = _element(model, (z3 * nr + r) * np_ + p, window, "window_us")
+    comm_index = (z * nb + b) * np_ + p
+    comm_v, tail_v = _element(model, comm_index, comm, "comm_us"), _element(model, comm_index, tail, "tail_us")
+    exposed = model.new_int_var(min(tail), max(comm), "exposed_us")
+    model.add_max_equality(exposed, [comm_v - window_v, tail_v])
+    opt_v = _element(model, (zf * nb + b) * np_ + p, opt, "optimizer_us")
+    step_ub = max(compute) + max(comm) + max(opt)
+    if step_cap is not None:
+        step_ub = min(step_ub, step_cap)
+    if step_ub < 0:
+        return None
+    step = model.new_int_var(0, step_ub, "step_us")
+    model.add(step == compute_v + exposed + opt_v)
+    for other_host, other_cap in exclude:  # not (host <= other's budget and step <= other's cap)
+        taken = model.new_bool_var("taken")
+        model.add(host_v <= other_host).only_enforce_if(taken)
+        model.add(host_v >= other_host + 1).only_enforce_if(taken.Not())
+        if other_cap is None:
+            model.add(taken == 0)
+        else:
+            model.add(step >= other_cap + 1).only_enforce_if(taken)
+    tie = ((zf * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
+    radix = inner_tie_radix(space)
+    single = (step_ub + 1) * radix < INT64_ROOM
+    return ClusterModel(model, zf, r, p, b, step, step * radix + tie if single else tie, radix, single)
+

@@ -10,8 +10,7 @@ from collections.abc import Callable, Iterator
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GB, BYTES_PER_MIB
-from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
-from vramplan.solver.cpsat_model import inner_decisions
+from vramplan.solver.candidates import Choice, cluster_accepts, inner_decisions, inner_metrics
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions
 from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan

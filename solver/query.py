@@ -52,6 +52,7 @@ class SolveQuery(BaseModel):
     budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     pricing: Pricing = "on-demand"
+    include_list_prices: bool = Field(default=False, description="also recommend the generic list/ price rows")
     pins: Pins = Pins()
     top_k: int = Field(default=1, ge=1, le=100)
     pareto: bool = False
@@ -135,6 +136,17 @@ class Explanation(BaseModel):
     smallest_change: str | None = None
 
 
+class SearchReport(BaseModel):
+    """How big the space was and how much work the search did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    combinations: int = Field(description="product of the decision domains")
+    evaluations: int = Field(description="models/ function evaluations made to fill the tables")
+    cpsat_models: int = 0
+    cpsat_solves: int = 0
+
+
 class SolveResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -145,6 +157,7 @@ class SolveResult(BaseModel):
     tokens: float
     engine: Engine
     space_size: int
+    search: SearchReport
     solve_time_s: float
     plans: list[SolvedPlan] = []
     pareto: list[SolvedPlan] = []

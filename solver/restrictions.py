@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
-from vramplan.solver.candidates import Inner, InnerMetrics
-from vramplan.solver.cpsat_model import shape_table
+from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
 

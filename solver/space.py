@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 US_PER_S = 1_000_000
 PRICE_UNITS_PER_USD = 10_000
 HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
+LIST_PROVIDER = "list"  # generic list-price rows: reference prices, not rentable (only when asked)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class SearchSpace:
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
-    tie_radix: list[int] = field(default_factory=list)  # mixed radix of candidates.tie_key
+    evaluations: int = 0  # models/ function evaluations made to fill the tables
 
     @property
     def steps(self) -> float:
@@ -177,6 +178,7 @@ def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
         if (not query.gpus or o.gpu in query.gpus)
         and (not query.providers or o.provider in query.providers)
         and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
+        and (query.include_list_prices or o.provider != LIST_PROVIDER)
     ]
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
 
@@ -235,8 +237,6 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    space.tie_radix = [len(counts), max((c.num_instances for c in clusters), default=0) + 1, len(zero_offloads),
-                       len(recomputes), len(micro_batches), len(precisions), len(names)]
     _fill_memory_tables(space)
     _fill_time_tables(space)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
@@ -262,6 +262,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
         plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
         states = model_states(arch, job, plan)
         over = overhead(arch, job, plan)
+        space.evaluations += 2
         space.static_mib[zf, n_i, p] = sum(
             bytes_to_mib_ceil(x)
             for x in (states.weights_bytes, states.gradients_bytes, states.optimizer_states_bytes, over.total_bytes)
@@ -272,6 +273,7 @@ def _fill_memory_tables(space: SearchSpace) -> None:
     ):
         plan = unvalidated_plan(space, "", 1, 0, "none", recompute, precision, micro)
         space.activation_mib[r, b, p] = bytes_to_mib_ceil(activations(arch, job, plan).total_bytes)
+        space.evaluations += 1
     permille = job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
@@ -312,15 +314,18 @@ def _fill_time_tables(space: SearchSpace) -> None:
                 plan = unvalidated_plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
                 for g in gpu_indices:
                     space.compute_s[g, n_i, r, p] = compute_time_s(arch, job, plan, space.gpus[g])
+                    space.evaluations += 1
             for b, micro in enumerate(space.micro_batches):
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
                     traffic = communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none", precision, micro))
+                    space.evaluations += 1 + len(valid)
                     for g, crossing in valid:
                         space.comm_s[zero, n_i, b, p, g, crossing] = communication_time_from_bytes(
                             traffic, space.gpus[g], bool(crossing))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
                     work = optimizer_traffic(arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro))
+                    space.evaluations += 1 + len(gpu_indices)
                     for g in gpu_indices:
                         space.optimizer_us[zf, n_i, b, p, g] = to_us(optimizer_time_from_traffic(work, space.gpus[g]))

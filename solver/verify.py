@@ -10,9 +10,10 @@ from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
 from vramplan.solver.space import PRICE_UNITS_PER_USD, US_PER_S, SearchSpace
 
-# Integer step times round their three components up to the microsecond: they sit within this
-# many microseconds above the reference's floating-point step time.
-STEP_ROUNDING_US = 3
+# Integer step times round compute, traffic and the optimizer step up and the overlap window down
+# to the microsecond (candidates.inner_metrics): they sit within this many microseconds above the
+# reference's floating-point step time.
+STEP_ROUNDING_US = 4
 
 
 def objective_value(space: SearchSpace, result: EstimateResult) -> float:
