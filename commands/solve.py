@@ -24,8 +24,14 @@ from vramplan.commands.options import (
     validation_error,
 )
 from vramplan.solver.api import solve
-from vramplan.solver.query import OBJECTIVES, SolveQuery
+from vramplan.solver.query import OBJECTIVES, SolveQuery, SolveResult
 from vramplan.solver.query_fields import query_from_fields
+
+
+def search_line(result: SolveResult) -> str:
+    s = result.search
+    return (f"search: {s.combinations:,} combinations of the decisions, {s.evaluations:,} models/ evaluations, "
+            f"{s.cpsat_models:,} CP-SAT models, {s.cpsat_solves:,} solves")
 
 
 def build_query(options: dict[str, Any]) -> SolveQuery:
@@ -56,6 +62,9 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--micro-batch", type=int, default=None, help="Pin the micro-batch.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
 @click.option("--num-gpus", type=int, default=None, help="Pin the GPU count.")
+@click.option("--include-list-prices", is_flag=True,
+              help="Also recommend the generic list/ price rows (reference prices, not rentable).")
+@click.option("--verbose", is_flag=True, help="Also print how large the search space was and the work done.")
 @click.option("--top", type=click.IntRange(1, 100), default=3, show_default=True, help="Best K distinct plans.")
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
@@ -70,6 +79,9 @@ def solve_command(**options: Any) -> None:
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
-    output.emit(render[options["output_format"]](result), options["output"])
+    text = render[options["output_format"]](result)
+    if options["verbose"] and options["output_format"] == "table":
+        text += "\n" + search_line(result) + "\n"
+    output.emit(text, options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

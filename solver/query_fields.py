@@ -14,7 +14,7 @@ JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "a
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
 PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
-                "pricing")
+                "pricing", "include_list_prices")
 LIST_SEPARATORS = (";", ",")
 
 

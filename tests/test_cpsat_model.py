@@ -1,0 +1,123 @@
+"""The factored CP-SAT search: extremes that once overflowed int64, list prices, duplicates,
+whole instances, and the search report."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from vramplan.cli import main
+from vramplan.models.catalogue import Catalogue, load_catalogue
+from vramplan.models.catalogue_schema import Offering
+from vramplan.models.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.space import build_space
+
+CATALOGUE = load_catalogue()
+
+# The issue's extremes: each must answer (a plan or an explained infeasible), never MODEL_INVALID.
+EXTREMES = [
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=16384, tokens=2e9),
+    SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), global_batch=4096, objective="cost"),
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=4096, max_gpus=4096),
+    SolveQuery(model="llama-3.1-8b", global_batch=30000, gpus=("h100-sxm-80gb", "a100-sxm-80gb")),
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=65536, max_gpus=4096, tokens=1e13,
+               objective="time"),
+]
+
+
+@pytest.mark.parametrize("query", EXTREMES, ids=lambda q: f"{q.model}-gb{q.global_batch}-{q.objective}")
+def test_extremes_answer(query: SolveQuery) -> None:
+    result = solve(CATALOGUE, query)
+    assert result.status in ("optimal", "infeasible")
+    if result.status == "optimal":
+        plan = result.plans[0].plan
+        assert plan.micro_batch * plan.grad_accum * plan.dp == query.global_batch
+        assert result.plans[0].memory.fits
+
+
+def test_huge_global_batch_agrees_with_brute_force() -> None:
+    """cost = price x step at global batch 16384 reaches 6e18 (3.5e7 price units x 1.8e11 us),
+    past the 2^62 of room CP-SAT's int64 objective needs (the old model answered MODEL_INVALID);
+    the products now live in Python integers and both engines agree."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=16384, tokens=2e9,
+                       gpus=("h100-sxm-80gb", "mi300x-192gb"), top_k=3)
+    cpsat = solve(CATALOGUE, query)
+    brute = solve(CATALOGUE, query.model_copy(update={"engine": "brute"}))
+    assert cpsat.status == brute.status == "optimal"
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    space = build_space(CATALOGUE, query)
+    worst_price = max(c.price_units for c in space.clusters)
+    assert worst_price * max(space.compute_s.values()) * 1e6 > 2**62
+
+
+def test_cli_global_batch_16384_prints_a_plan_and_nothing_on_stderr() -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "16384",
+                                  "--gpu", "h100-sxm-80gb", "--top", "1"])
+    assert result.exit_code == 0, result.output
+    assert "OPTIMAL" in result.stdout and result.stderr == ""
+
+
+def test_list_prices_only_when_asked() -> None:
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), global_batch=16, top_k=10)
+    plans = solve(CATALOGUE, query).plans
+    assert plans and not any(p.plan.offering.startswith("list/") for p in plans)
+    assert all(c.offering.provider != "list" for c in build_space(CATALOGUE, query).clusters)
+    with_list = build_space(CATALOGUE, query.model_copy(update={"include_list_prices": True}))
+    assert any(c.offering.provider == "list" for c in with_list.clusters)
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "brute"])
+def test_top_k_and_pareto_never_show_the_same_cluster_twice(engine: str) -> None:
+    """digitalocean/mi300x-x8 and list/mi300x-192gb-x8 sell the same 8-GPU node at the same price."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, top_k=8,
+                       gpus=("mi300x-192gb",), include_list_prices=True, pareto=True, engine=engine)
+    result = solve(CATALOGUE, query)
+
+    def hardware(p):
+        return (p.plan.gpu, p.cost.num_instances, p.plan.num_gpus, p.plan.zero, p.plan.offload, p.plan.recompute,
+                p.plan.precision, p.plan.micro_batch)
+
+    for plans in (result.plans, result.pareto):
+        keys = [(hardware(p), CATALOGUE.offering(p.plan.offering).num_gpus) for p in plans]
+        assert len(keys) == len(set(keys))
+    # Equal price: the real provider is listed, not the list/ row.
+    assert result.plans[0].plan.offering == "digitalocean/mi300x-x8"
+
+
+def _offering(instance_type: str, gpus: int, price: float) -> Offering:
+    return Offering(provider="test", instance_type=instance_type, gpu="h100-sxm-80gb", num_gpus=gpus,
+                    price_usd_per_hour=price, host_memory_gib=2048 * gpus / 8, price_date="2026-01",
+                    source="test")
+
+
+def test_equal_price_prefers_fewer_larger_instances() -> None:
+    """16 GPUs as 2 x 8-GPU nodes or 16 x 1-GPU pods, same price per GPU: both cross instances,
+    so memory and time tie, and the plan takes the two whole nodes."""
+    pods, node = _offering("pod1", 1, 3.0), _offering("node8", 8, 24.0)
+    catalogue = Catalogue(gpus=CATALOGUE.gpus, offerings={o.name: o for o in (pods, node)},
+                          architectures=CATALOGUE.architectures)
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=64, num_workers=1,
+                       top_k=2, pins={"num_gpus": 16, "zero": 3})
+    result = solve(catalogue, query)
+    first, second = result.plans
+    assert first.plan.offering == "test/node8" and first.cost.num_instances == 2
+    assert second.plan.offering == "test/pod1" and second.objective_value == pytest.approx(first.objective_value)
+
+
+def test_search_report_counts_the_domains_and_the_table_work() -> None:
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9)
+    space = build_space(CATALOGUE, query)
+    result = solve(CATALOGUE, query)
+    domains = (len(space.clusters), len(space.zero_offloads), len(space.recomputes), len(space.precisions),
+               len(space.micro_batches))
+    assert result.search.combinations == math.prod(domains) == result.space_size
+    # Tables are evaluated per term, never per combination.
+    assert 0 < result.search.evaluations < result.search.combinations / 10
+    assert result.search.cpsat_models >= 1 and result.search.cpsat_solves >= result.search.cpsat_models
+    brute = solve(CATALOGUE, query.model_copy(update={"engine": "brute"}))
+    assert brute.search.cpsat_solves == 0 and brute.plans[0].plan == result.plans[0].plan
