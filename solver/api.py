@@ -14,9 +14,15 @@ from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.tables import Tables
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
+
+
+def tables_for(catalogue: Catalogue, query: SolveQuery) -> Tables:
+    """An empty Tables for the query's (model, job, global batch), to pass to solve() repeatedly."""
+    return Tables(catalogue.architecture(query.model), query.job, query.effective_global_batch)
 
 
 def run_engine(space: SearchSpace) -> EngineResult:
@@ -49,10 +55,15 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)
 
 
-def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True) -> SolveResult:
-    """Search the query's space; plans are re-verified by models/; infeasible answers explained."""
+def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,
+          tables: Tables | None = None) -> SolveResult:
+    """Search the query's space; plans are re-verified by models/; infeasible answers explained.
+
+    tables: the models/ terms of an earlier query of the same (model, job, global batch) on the
+    same catalogue (tables_for); a batch's rows of one group share them. Any other Tables is
+    ignored (a fresh one is built)."""
     started = time.perf_counter()
-    space = build_space(catalogue, query)
+    space = build_space(catalogue, query, tables)
     outcome = run_engine(space)
     plans = [verified_plan(space, choice) for choice in outcome.choices]
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]

@@ -17,25 +17,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
 
-from vramplan.models.activations import activations
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.cost import SECONDS_PER_HOUR, instance_price_usd_per_hour, num_instances
+from vramplan.models.cost import (
+    SECONDS_PER_HOUR,
+    instance_price_usd_per_hour,
+    num_instances,
+)
 from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision, check_job
-from vramplan.models.model_states import model_states
-from vramplan.models.overhead import overhead
-from vramplan.models.performance import (
-    communication_bytes_per_step,
-    communication_time_from_bytes,
-    compute_time_s,
-    crosses_nodes,
-    optimizer_time_from_traffic,
-    optimizer_traffic,
-)
+from vramplan.models.performance import crosses_nodes
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
-from vramplan.models.units import bytes_to_mib_ceil
 from vramplan.solver.query import SolveQuery
+from vramplan.solver.tables import Tables
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +199,9 @@ def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[
     return zero_offloads, recomputes, precisions
 
 
-def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
+def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
+    """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
+    the models/ terms an earlier query evaluated."""
     arch = catalogue.architecture(query.model)
     job = query.job
     global_batch = query.effective_global_batch
@@ -237,8 +233,12 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    _fill_memory_tables(space)
-    _fill_time_tables(space)
+    if tables is None or not tables.matches(arch, job, global_batch):
+        tables = Tables(arch, job, global_batch)
+    before = tables.evaluations
+    _fill_memory_tables(space, tables)
+    _fill_time_tables(space, tables)
+    space.evaluations = tables.evaluations - before
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     return space
 
@@ -254,27 +254,16 @@ def _plan_of(gpu: str, n: int, zero: int, offload: str, recompute: str, precisio
                                 precision=precision, micro_batch=micro, grad_accum=accum, offload=offload)
 
 
-def _fill_memory_tables(space: SearchSpace) -> None:
-    arch, job = space.arch, space.job
+def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
         enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
     ):
-        plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
-        states = model_states(arch, job, plan)
-        over = overhead(arch, job, plan)
-        space.evaluations += 2
-        space.static_mib[zf, n_i, p] = sum(
-            bytes_to_mib_ceil(x)
-            for x in (states.weights_bytes, states.gradients_bytes, states.optimizer_states_bytes, over.total_bytes)
-        )
-        space.host_mib_per_gpu[zf, n_i, p] = bytes_to_mib_ceil(states.host_bytes_per_gpu)
+        space.static_mib[zf, n_i, p], space.host_mib_per_gpu[zf, n_i, p] = tables.states_mib(zero, offload, n, precision)
     for (r, recompute), (b, micro), (p, precision) in product(
         enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
     ):
-        plan = unvalidated_plan(space, "", 1, 0, "none", recompute, precision, micro)
-        space.activation_mib[r, b, p] = bytes_to_mib_ceil(activations(arch, job, plan).total_bytes)
-        space.evaluations += 1
-    permille = job.capacity_per_mille
+        space.activation_mib[r, b, p] = tables.activation_mib(recompute, micro, precision)
+    permille = space.job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
         host_mib = int(cluster.offering.host_memory_gib * 1024)
@@ -294,11 +283,9 @@ def _fill_memory_tables(space: SearchSpace) -> None:
             space.valid_count_batch.add((n_i, b))
 
 
-def _fill_time_tables(space: SearchSpace) -> None:
+def _fill_time_tables(space: SearchSpace, tables: Tables) -> None:
     """Step-time components. Traffic (bytes) depends on the plan, its time on the GPU and on
-    whether it leaves the instance: each is computed once per distinct argument, then combined by
-    the models/ conversion functions."""
-    arch, job = space.arch, space.job
+    whether it leaves the instance: each is computed once per distinct argument (Tables)."""
     shapes_by_count: dict[int, set[tuple[int, int]]] = {}
     for c in space.clusters:
         shapes_by_count.setdefault(c.count_index, set()).add((c.gpu_index, c.crossing))
@@ -307,25 +294,18 @@ def _fill_time_tables(space: SearchSpace) -> None:
         n = space.counts[n_i]
         for p, precision in enumerate(space.precisions):
             valid = sorted((g, x) for g, x in fabrics if (g, p) in space.valid_gpu_precision)
-            if not valid:
-                continue
             gpu_indices = sorted({g for g, _ in valid})
             for r, recompute in enumerate(space.recomputes):
-                plan = unvalidated_plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
                 for g in gpu_indices:
-                    space.compute_s[g, n_i, r, p] = compute_time_s(arch, job, plan, space.gpus[g])
-                    space.evaluations += 1
+                    space.compute_s[g, n_i, r, p] = tables.compute_s(space.gpus[g], n, recompute, precision)
             for b, micro in enumerate(space.micro_batches):
                 if (n_i, b) not in space.valid_count_batch:
                     continue
                 for zero in zeros:
-                    traffic = communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none", precision, micro))
-                    space.evaluations += 1 + len(valid)
                     for g, crossing in valid:
-                        space.comm_s[zero, n_i, b, p, g, crossing] = communication_time_from_bytes(
-                            traffic, space.gpus[g], bool(crossing))
+                        space.comm_s[zero, n_i, b, p, g, crossing] = tables.comm_s(
+                            zero, n, micro, precision, space.gpus[g], bool(crossing))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    work = optimizer_traffic(arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro))
-                    space.evaluations += 1 + len(gpu_indices)
                     for g in gpu_indices:
-                        space.optimizer_us[zf, n_i, b, p, g] = to_us(optimizer_time_from_traffic(work, space.gpus[g]))
+                        space.optimizer_us[zf, n_i, b, p, g] = to_us(
+                            tables.optimizer_s(zero, offload, n, micro, precision, space.gpus[g]))

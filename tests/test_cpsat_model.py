@@ -7,7 +7,6 @@ import math
 
 import pytest
 from click.testing import CliRunner
-
 from vramplan.cli import main
 from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.catalogue_schema import Offering
@@ -121,3 +120,18 @@ def test_search_report_counts_the_domains_and_the_table_work() -> None:
     assert result.search.cpsat_models >= 1 and result.search.cpsat_solves >= result.search.cpsat_models
     brute = solve(CATALOGUE, query.model_copy(update={"engine": "brute"}))
     assert brute.search.cpsat_solves == 0 and brute.plans[0].plan == result.plans[0].plan
+
+
+def test_shared_tables_give_the_same_answer_with_fewer_evaluations() -> None:
+    """Rows of one (model, job, global batch) share the models/ terms: the second query only
+    evaluates terms the first did not need."""
+    from vramplan.solver.api import tables_for
+
+    first = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), global_batch=32, gpus=("h100-sxm-80gb",))
+    second = first.model_copy(update={"gpus": ("h100-sxm-80gb", "a100-sxm-80gb"), "objective": "time"})
+    tables = tables_for(CATALOGUE, first)
+    shared = [solve(CATALOGUE, q, tables=tables) for q in (first, second)]
+    alone = [solve(CATALOGUE, q) for q in (first, second)]
+    assert [r.plans[0].plan for r in shared] == [r.plans[0].plan for r in alone]
+    assert shared[0].search.evaluations == alone[0].search.evaluations
+    assert 0 < shared[1].search.evaluations < alone[1].search.evaluations
