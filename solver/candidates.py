@@ -99,6 +99,7 @@ def inner_metrics(space: SearchSpace, shape: tuple[int, int, int], inner: Inner,
     zf, r, p, b = inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch
     if (g, p) not in space.valid_gpu_precision or (n, b) not in space.valid_count_batch:
         return None
+    space.ensure_timed(shape)
     static = space.static_mib[zf, n, p]
     acts = space.activation_mib[r, b, p]
     if memory and static + acts > space.limit_mib[g]:

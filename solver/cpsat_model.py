@@ -75,6 +75,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     if not precisions or not batches:
         return None
     zeros = sorted({z for z, _ in space.zero_offloads})
+    space.ensure_timed(cluster.shape)
     model = cp_model.CpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
     p, b = _var(model, precisions, "p"), _var(model, batches, "b")

@@ -86,7 +86,21 @@ class SearchSpace:
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
-    evaluations: int = 0  # models/ function evaluations made to fill the tables
+    tables: Tables | None = None  # the models/ terms behind the integer tables
+    evaluations_before: int = 0
+    timed_shapes: set[tuple[int, int, int]] = field(default_factory=set)  # shapes whose traffic is tabulated
+
+    @property
+    def evaluations(self) -> int:
+        """models/ function evaluations this query made (terms shared with an earlier query are free)."""
+        return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
+
+    def ensure_timed(self, shape: tuple[int, int, int]) -> None:
+        """Tabulate a shape's communication and optimizer-step terms on first use: the
+        branch-and-bound visits few shapes, and only those pay for their traffic terms."""
+        if shape not in self.timed_shapes:
+            self.timed_shapes.add(shape)
+            _fill_shape_time_tables(self, shape)
 
     @property
     def steps(self) -> float:
@@ -235,10 +249,9 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = Tables(arch, job, global_batch)
-    before = tables.evaluations
+    space.tables, space.evaluations_before = tables, tables.evaluations
     _fill_memory_tables(space, tables)
-    _fill_time_tables(space, tables)
-    space.evaluations = tables.evaluations - before
+    _fill_compute_tables(space, tables)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     return space
 
@@ -283,29 +296,31 @@ def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
             space.valid_count_batch.add((n_i, b))
 
 
-def _fill_time_tables(space: SearchSpace, tables: Tables) -> None:
-    """Step-time components. Traffic (bytes) depends on the plan, its time on the GPU and on
-    whether it leaves the instance: each is computed once per distinct argument (Tables)."""
-    shapes_by_count: dict[int, set[tuple[int, int]]] = {}
+def _fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
+    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound."""
+    gpus_by_count: dict[int, set[int]] = {}
     for c in space.clusters:
-        shapes_by_count.setdefault(c.count_index, set()).add((c.gpu_index, c.crossing))
+        gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
+    for n_i, gpu_indices in sorted(gpus_by_count.items()):
+        for (p, precision), (r, recompute) in product(enumerate(space.precisions), enumerate(space.recomputes)):
+            for g in sorted(gpu_indices):
+                if (g, p) in space.valid_gpu_precision:
+                    space.compute_s[g, n_i, r, p] = tables.compute_s(space.gpus[g], space.counts[n_i], recompute, precision)
+
+
+def _fill_shape_time_tables(space: SearchSpace, shape: tuple[int, int, int]) -> None:
+    """Traffic terms of one shape. Traffic (bytes) depends on the plan, its time on the GPU and
+    on whether it leaves the instance: each is computed once per distinct argument (Tables)."""
+    g, n_i, crossing = shape
+    tables, gpu, n = space.tables, space.gpus[shape[0]], space.counts[n_i]
     zeros = sorted({z for z, _ in space.zero_offloads})
-    for n_i, fabrics in sorted(shapes_by_count.items()):
-        n = space.counts[n_i]
-        for p, precision in enumerate(space.precisions):
-            valid = sorted((g, x) for g, x in fabrics if (g, p) in space.valid_gpu_precision)
-            gpu_indices = sorted({g for g, _ in valid})
-            for r, recompute in enumerate(space.recomputes):
-                for g in gpu_indices:
-                    space.compute_s[g, n_i, r, p] = tables.compute_s(space.gpus[g], n, recompute, precision)
-            for b, micro in enumerate(space.micro_batches):
-                if (n_i, b) not in space.valid_count_batch:
-                    continue
-                for zero in zeros:
-                    for g, crossing in valid:
-                        space.comm_s[zero, n_i, b, p, g, crossing] = tables.comm_s(
-                            zero, n, micro, precision, space.gpus[g], bool(crossing))
-                for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    for g in gpu_indices:
-                        space.optimizer_us[zf, n_i, b, p, g] = to_us(
-                            tables.optimizer_s(zero, offload, n, micro, precision, space.gpus[g]))
+    for p, precision in enumerate(space.precisions):
+        if (g, p) not in space.valid_gpu_precision:
+            continue
+        for b, micro in enumerate(space.micro_batches):
+            if (n_i, b) not in space.valid_count_batch:
+                continue
+            for zero in zeros:
+                space.comm_s[zero, n_i, b, p, g, crossing] = tables.comm_s(zero, n, micro, precision, gpu, bool(crossing))
+            for zf, (zero, offload) in enumerate(space.zero_offloads):
+                space.optimizer_us[zf, n_i, b, p, g] = to_us(tables.optimizer_s(zero, offload, n, micro, precision, gpu))
