@@ -29,8 +29,11 @@ from vramplan.models.activation_terms import (
 )
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import adapted_modules
+from vramplan.models.parallel import sequence_parallel_active, stage_layers
+from vramplan.models.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.precision import activation_bytes
 from vramplan.models.setup import Job, Plan
+from vramplan.models.units import ceil_div
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,10 @@ def _sum(terms: list[Term]) -> int:
 
 
 def activation_shape(job: Job, plan: Plan) -> Shape:
+    """One rank's micro-batch: context parallelism gives it seq_len / cp tokens of each sequence."""
     e = activation_bytes(plan.precision)
     autocast = job.kernels == "eager" and job.accounting == "hf" and plan.precision in ("bf16", "fp16")
-    return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
+    return Shape(b=plan.micro_batch, s=job.seq_len // plan.cp, e=e, autocast=autocast)
 
 
 def layer_saved_terms(arch: Architecture, job: Job, plan: Plan) -> list[Term]:
@@ -68,19 +72,26 @@ def layer_saved_terms(arch: Architecture, job: Job, plan: Plan) -> list[Term]:
     return layer_terms(arch, job.kernels, job.attention, x, adapters, rank)
 
 
-def layer_backward_temporaries(arch: Architecture, x: Shape) -> int:
+def layer_backward_temporaries(arch: Architecture, x: Shape, tp: int = 1, sequence_parallel: bool = False) -> int:
     """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
     the gradients of two f-wide tensors per routed token while producing them, and the norms'
     backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
-    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py)."""
-    return 2 * x.e * x.t * arch.experts_per_token * arch.intermediate_size + 2 * FP32 * x.t * arch.hidden_size
+    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py). Under TP the f-wide
+    gradients are / tp, the h-wide ones too with sequence parallelism."""
+    mlp = ceil_div(2 * x.e * x.t * arch.experts_per_token * arch.intermediate_size, tp)
+    norms = 2 * FP32 * x.t * arch.hidden_size
+    return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
 
 
-def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
+def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
+    """Pipeline rank `stage`'s activations at its peak (models/parallel_activations.py: TP/SP
+    shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
     x = activation_shape(job, plan)
-    terms = layer_saved_terms(arch, job, plan)
+    tp, sp = plan.tp, sequence_parallel_active(plan)
+    terms = shard_terms(layer_saved_terms(arch, job, plan), arch, tp, sp)
     full_layer = _sum(terms)
     layer_input = x.e * x.t * arch.hidden_size
+    layer_input = ceil_div(layer_input, tp) if sp else layer_input
     if plan.recompute == "full":
         per_layer = layer_input
         rebuilt = full_layer
@@ -93,13 +104,18 @@ def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
-    layer_peak = rebuilt + layer_backward_temporaries(arch, x)
-    extra = max(loss_backward_extra_bytes(arch, job.kernels, x), layer_peak)
+    layer_peak = rebuilt + layer_backward_temporaries(arch, x, tp, sp)
+    last = stage == plan.pp - 1
+    loss_peak = ceil_div(loss_backward_extra_bytes(arch, job.kernels, x), tp) if last else 0
+    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
+    layers = stage_layers(arch.num_layers, plan.pp)[stage]
+    embedding = _sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)) if stage == 0 else 0
+    output = _sum(shard_terms(output_terms(arch, job.kernels, x), arch, tp, sp)) if last else 0
     return Activations(
         per_layer_bytes=per_layer,
-        layers_bytes=arch.num_layers * per_layer + shared,
-        embedding_bytes=_sum(embedding_terms(arch, x)),
-        output_layer_bytes=_sum(output_terms(arch, job.kernels, x)),
-        backward_peak_extra_bytes=extra,
+        layers_bytes=ceil_div(chunks * layers * per_layer, plan.vpp) + chunks * shared,
+        embedding_bytes=ceil_div(chunks * embedding, plan.vpp),
+        output_layer_bytes=output,
+        backward_peak_extra_bytes=max(loss_peak, layer_peak),
         terms=tuple(terms),
     )

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vramplan.models.errors import VramplanError
 
+LIST_PROVIDER = "list"  # offerings.csv rows that are reference prices, not rentable instances
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
 
@@ -84,6 +85,9 @@ class Offering(_Row):
     price_usd_per_hour: float = Field(gt=0, description="on-demand USD per instance-hour")
     spot_price_usd_per_hour: float | None = Field(default=None, gt=0, description="spot USD per instance-hour")
     host_memory_gib: float = Field(gt=0, description="host (CPU) RAM per instance, GiB")
+    network_bandwidth_gb_per_s: float = Field(
+        gt=0, description="scale-out bandwidth per GPU between instances of this offering, one direction, GB/s"
+    )
     price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
     source: str
 
@@ -109,6 +113,11 @@ class Offering(_Row):
     @property
     def price_usd_per_gpu_hour(self) -> float:
         return self.price_usd_per_hour / self.num_gpus
+
+    @property
+    def rentable(self) -> bool:
+        """False for `list/` rows: reference list prices of a GPU, not an instance anyone rents."""
+        return self.provider != LIST_PROVIDER
 
 
 MlpKind = Literal["gelu", "swiglu", "geglu"]

@@ -42,7 +42,7 @@ def model_info(arch: Architecture, job: Job) -> ModelInfo:
     )
 
 
-def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryReport:
+def memory_report(memory: MemoryBreakdown, capacity_fraction: float, num_stages: int = 1) -> MemoryReport:
     acts, over = memory.activations, memory.overhead
     return MemoryReport(
         weights_bytes=memory.states.weights_bytes,
@@ -62,6 +62,8 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
         host_capacity_bytes=memory.host_capacity_bytes,
         host_limit_bytes=memory.host_limit_bytes,
         host_fits=memory.host_fits,
+        stage=memory.stage,
+        num_stages=num_stages,
         activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
         overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
     )
@@ -77,6 +79,8 @@ def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
         communication_time_s=perf.communication_time_s,
         exposed_communication_s=perf.exposed_communication_s,
         optimizer_time_s=perf.optimizer_time_s,
+        model_parallel_time_s=perf.model_parallel_time_s,
+        pipeline_bubble_s=perf.pipeline_bubble_s,
         tokens_per_step=perf.tokens_per_step,
         global_batch=plan.global_batch,
         model_flops_per_token=perf.model_flops_per_token,
@@ -93,8 +97,11 @@ def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pr
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
     return min(
         priced,
-        # On a tie a real provider beats the generic list-price row.
-        key=lambda o: (num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), o.provider == "list", o.name),
+        # On a tie a real provider beats the generic list-price row, then fewer, larger instances.
+        key=lambda o: (
+            num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), not o.rentable,
+            num_instances(num_gpus, o), o.name,
+        ),
     )
 
 
@@ -110,14 +117,14 @@ def estimate_plan(
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
-    perf = performance(arch, job, plan, gpu, offering.num_gpus)
+    perf = performance(arch, job, plan, gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(tokens, perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
     return EstimateResult(
         model=model_info(arch, job),
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
-        memory=memory_report(memory, job.capacity_fraction),
+        memory=memory_report(memory, job.capacity_fraction, plan.pp),
         performance=performance_report(perf, plan),
         cost=CostReport(
             offering=offering.name,
