@@ -83,9 +83,21 @@ def layer_backward_temporaries(arch: Architecture, x: Shape, tp: int = 1, sequen
     return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
 
 
-def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
-    """Pipeline rank `stage`'s activations at its peak (models/parallel_activations.py: TP/SP
-    shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
+@dataclass(frozen=True)
+class MicrobatchActivations:
+    """One micro-batch on one rank, before pipelining: depends on tp, cp, sequence parallelism,
+    recompute, micro-batch size and precision only (the solver tabulates it over those)."""
+
+    per_layer_bytes: int  # kept per decoder layer
+    shared_bytes: int  # kept once per model chunk forward (RoPE tables, HF's causal mask)
+    embedding_bytes: int  # kept by the first rank
+    output_layer_bytes: int  # kept by the last rank
+    layer_peak_bytes: int  # one layer's backward working set (rebuilt part + gradient temporaries)
+    loss_peak_bytes: int  # the loss's backward temporaries (last rank)
+    terms: tuple[Term, ...]
+
+
+def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
     x = activation_shape(job, plan)
     tp, sp = plan.tp, sequence_parallel_active(plan)
     terms = shard_terms(layer_saved_terms(arch, job, plan), arch, tp, sp)
@@ -104,18 +116,37 @@ def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Act
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
-    layer_peak = rebuilt + layer_backward_temporaries(arch, x, tp, sp)
-    last = stage == plan.pp - 1
-    loss_peak = ceil_div(loss_backward_extra_bytes(arch, job.kernels, x), tp) if last else 0
-    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
-    layers = stage_layers(arch.num_layers, plan.pp)[stage]
-    embedding = _sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)) if stage == 0 else 0
-    output = _sum(shard_terms(output_terms(arch, job.kernels, x), arch, tp, sp)) if last else 0
-    return Activations(
+    return MicrobatchActivations(
         per_layer_bytes=per_layer,
-        layers_bytes=ceil_div(chunks * layers * per_layer, plan.vpp) + chunks * shared,
-        embedding_bytes=ceil_div(chunks * embedding, plan.vpp),
-        output_layer_bytes=output,
-        backward_peak_extra_bytes=max(loss_peak, layer_peak),
+        shared_bytes=shared,
+        embedding_bytes=_sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)),
+        output_layer_bytes=_sum(shard_terms(output_terms(arch, job.kernels, x), arch, tp, sp)),
+        layer_peak_bytes=rebuilt + layer_backward_temporaries(arch, x, tp, sp),
+        loss_peak_bytes=ceil_div(loss_backward_extra_bytes(arch, job.kernels, x), tp),
         terms=tuple(terms),
     )
+
+
+def stage_activations(
+    micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool
+) -> Activations:
+    """A pipeline rank holding `layers` decoder layers in `vpp` chunks, `chunks` of which are in
+    flight (parallel_activations.inflight_chunks); the first rank keeps the embedding's
+    activations for the same micro-batches, the last one micro-batch's output layer."""
+    return Activations(
+        per_layer_bytes=micro.per_layer_bytes,
+        layers_bytes=ceil_div(chunks * layers * micro.per_layer_bytes, vpp) + chunks * micro.shared_bytes,
+        embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
+        output_layer_bytes=micro.output_layer_bytes if last else 0,
+        backward_peak_extra_bytes=max(micro.loss_peak_bytes if last else 0, micro.layer_peak_bytes),
+        terms=micro.terms,
+    )
+
+
+def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
+    """Pipeline rank `stage`'s activations at its peak (models/parallel_activations.py: TP/SP
+    shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
+    micro = microbatch_activations(arch, job, plan)
+    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
+    layers = stage_layers(arch.num_layers, plan.pp)[stage]
+    return stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1)
