@@ -85,8 +85,9 @@ class Offering(_Row):
     price_usd_per_hour: float = Field(gt=0, description="on-demand USD per instance-hour")
     spot_price_usd_per_hour: float | None = Field(default=None, gt=0, description="spot USD per instance-hour")
     host_memory_gib: float = Field(gt=0, description="host (CPU) RAM per instance, GiB")
-    network_bandwidth_gb_per_s: float = Field(
-        gt=0, description="scale-out bandwidth per GPU between instances of this offering, one direction, GB/s"
+    network_bandwidth_gb_per_s: float | None = Field(
+        default=None, gt=0,
+        description="scale-out bandwidth per GPU between instances, one direction, GB/s; empty = the GPU's usual fabric",
     )
     price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
     source: str

@@ -90,9 +90,11 @@ def performance_report(perf: Performance, plan: Plan) -> PerformanceReport:
     )
 
 
-def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing) -> Offering:
-    """The offering of this GPU that rents num_gpus for the fewest dollars per hour."""
+def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing, tp: int = 1) -> Offering:
+    """The offering of this GPU that rents num_gpus for the fewest dollars per hour; with TP, among
+    those whose instances hold a whole TP group (TP never spans instances) when any does."""
     priced = [o for o in catalogue.offerings_for(gpu) if pricing == "on-demand" or o.spot_price_usd_per_hour]
+    priced = [o for o in priced if o.num_gpus >= tp] or priced
     if not priced:
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
     return min(
@@ -146,7 +148,7 @@ def estimate(
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is None:
-        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing)
+        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing, plan.tp)
     else:
         offering = catalogue.offering(plan.offering)
     return estimate_plan(arch, job, plan, gpu, offering, tokens, pricing)

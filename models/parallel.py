@@ -10,7 +10,8 @@ holds the embedding, rank pp-1 the final norm, the output layer and the loss. Wh
 divide the layers, the remainder goes one each to the ranks just before the last (never the last,
 which also holds lm_head and the loss; rank 0 only once every middle rank has one), the split a
 Megatron user writes with --decoder-first/last-pipeline-num-layers. Interleaved 1F1B (vpp > 1)
-needs equal virtual stages: num_layers % (pp * vpp) == 0, as Megatron asserts.
+needs at least vpp layers per rank; where they do not divide, the rank's chunks differ by one
+layer (Megatron-Core's pipeline_model_parallel_layout) and a chunk counts layers / vpp on average.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
             raise VramplanError("cp", cp, f"seq_len {job.seq_len} must be divisible by 2*cp (load-balanced CP chunks)")
         if job.attention != "flash":
             raise VramplanError("cp", cp, "context parallelism runs on fused/flash attention (TE), not eager")
+    if vpp > 1 and min(stage_layers(arch.num_layers, pp)) < vpp:
+        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
     stage_layers(arch.num_layers, pp)
-    if vpp > 1 and arch.num_layers % (pp * vpp):
-        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers do not split into pp*vpp = {pp * vpp} equal virtual stages")
     if job.method != "full" and tp * pp * cp * ep > 1:
         raise VramplanError("method", job.method, "LoRA/QLoRA are modelled data-parallel only (tp = pp = cp = ep = 1)")

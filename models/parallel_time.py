@@ -16,7 +16,8 @@ buffer per rank per pass (all-reduce two passes).
   overlap is opt-in).
 - PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
   compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
-  every one of the vpp chunk boundaries of a rank.
+  every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
+  scatter-gather optimisation of sec. 4.1 without SP).
 - CP (Megatron-Core / TE ring attention, AttnFuncWithCPAndKVP2P): cp - 1 ring steps per layer,
   each sending the rank's K/V chunk forward and K/V + dK/dV backward, overlapped with the
   attention blocks of the ring; only what exceeds the attention compute is exposed.
@@ -79,9 +80,9 @@ def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_insta
     if plan.pp == 1:
         return 0.0
     e = activation_bytes(plan.precision)
-    hidden = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
-    if plan.sequence_parallel and plan.tp > 1:
-        hidden /= plan.tp
+    # Each TP rank sends 1/tp of the hidden states: the SP shard, or without SP Megatron's
+    # scatter-gather optimisation (Narayanan et al. 2021 sec. 4.1; p2p_communication scatter_gather_tensors).
+    hidden = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size / plan.tp
     volume = 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
     link = network_gb_per_s if spans_instances else gpu.intra_node_bandwidth_gb_per_s
     return _seconds(volume, link)
