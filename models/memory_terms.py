@@ -16,13 +16,13 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 
 from __future__ import annotations
 
-from vramplan.models.activations import microbatch_activations, stage_activations
+from vramplan.models.activations import MicrobatchActivations, microbatch_activations, stage_activations
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
 from vramplan.models.parallel import stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
-from vramplan.models.setup import Job, Offload, Plan, Precision, ZeroStage
+from vramplan.models.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
 
 
 def model_states_for(
@@ -35,11 +35,22 @@ def model_states_for(
     return model_states(arch, job, plan, stage)
 
 
+def activation_bytes_per_microbatch(
+    arch: Architecture, job: Job, precision: Precision, tp: int, cp: int, sequence_parallel: bool,
+    recompute: Recompute, micro_batch: int,
+) -> MicrobatchActivations:
+    """One micro-batch on one rank from the decisions it depends on."""
+    plan = Plan(gpu="-", num_gpus=tp * cp, tp=tp, cp=cp, sequence_parallel=sequence_parallel, recompute=recompute,
+                precision=precision, micro_batch=micro_batch)
+    return microbatch_activations(arch, job, plan)
+
+
 def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> dict[str, int]:
     """Rank `stage`'s bytes by term (GPU and offering only set the capacity side, not these)."""
     states = model_states_for(arch, job, plan.precision, plan.zero, plan.offload, plan.tp, plan.pp, plan.ep, stage,
                               plan.zero_group)
-    micro = microbatch_activations(arch, job, plan)
+    micro = activation_bytes_per_microbatch(arch, job, plan.precision, plan.tp, plan.cp, plan.sequence_parallel,
+                                            plan.recompute, plan.micro_batch)
     chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
     layers = stage_layers(arch.num_layers, plan.pp)[stage]
     acts = stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1)
