@@ -133,7 +133,9 @@ def performance_lines(result: EstimateResult) -> list[str]:
     perf, cost = result.performance, result.cost
     return [
         f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {perf.mfu:.1%}, step {perf.step_time_s:,.2f} s "
-        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s)",
+        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
+        + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
+           if perf.model_parallel_time_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {cost.tokens:,.3g} tokens take "
         f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
     ]
