@@ -171,3 +171,16 @@ def test_every_packaged_offering_states_its_network_with_a_source() -> None:
         assert "network" in offering.source, offering.name
     assert CATALOGUE.offering("aws/p5.48xlarge").network_bandwidth_gb_per_s == 50  # 3200 Gbps EFA / 8 GPUs
     assert CATALOGUE.offering("runpod/1x_H100-SXM_SECURE").network_bandwidth_gb_per_s == 0.0125  # 100 Mbps
+
+
+def test_model_parallel_buffers_follow_megatron_shapes() -> None:
+    hidden = 2 * 2048 * 4096  # bf16 s x b x h of one micro-batch
+    job = Job(seq_len=2048)
+    plain = memory_per_gpu(LLAMA8, job, Plan(gpu=H100.name, num_gpus=4, pp=4), H100).overhead
+    assert plain.pp_p2p_bytes == 2 * hidden and plain.tp_buffers_bytes == 0 and plain.cp_buffers_bytes == 0
+    sp = memory_per_gpu(LLAMA8, job, Plan(gpu=H100.name, num_gpus=64, tp=8, pp=4, vpp=2, sequence_parallel=True), H100)
+    assert sp.overhead.pp_p2p_bytes == 4 * hidden // 8  # interleaved: forward and backward recvs of two chunks
+    assert sp.overhead.tp_buffers_bytes == hidden  # the all-gathered full-sequence input
+    assert sp.overhead.nccl_bytes == 3 * 512 * 2**20  # DP, TP and PP communicators
+    cp = memory_per_gpu(LLAMA8, job, Plan(gpu=H100.name, num_gpus=2, cp=2), H100).overhead
+    assert cp.cp_buffers_bytes == 2 * 2 * 2 * 1024 * 8 * 128  # double-buffered local K and V chunks
