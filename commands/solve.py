@@ -62,6 +62,13 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--micro-batch", type=int, default=None, help="Pin the micro-batch.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
 @click.option("--num-gpus", type=int, default=None, help="Pin the GPU count.")
+@click.option("--tp", type=int, default=None, help="Pin the tensor-parallel degree [default: 1-8, inside one instance].")
+@click.option("--pp", type=int, default=None, help="Pin the pipeline-parallel degree [default: 1-16].")
+@click.option("--cp", type=int, default=None, help="Pin the context-parallel degree [default: 1-8 from 16k tokens].")
+@click.option("--ep", type=int, default=None, help="Pin the expert-parallel degree (MoE) [default: 1-8].")
+@click.option("--vpp", type=int, default=None, help="Pin the virtual pipeline stages per rank [default: 1, 2, 4].")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=None,
+              help="Pin Megatron sequence parallelism [default: on with TP].")
 @click.option("--include-list-prices", is_flag=True,
               help="Also recommend the generic list/ price rows (reference prices, not rentable).")
 @click.option("--verbose", is_flag=True, help="Also print how large the search space was and the work done.")

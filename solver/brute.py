@@ -13,7 +13,7 @@ from vramplan.solver.space import SearchSpace
 def feasible_points(space: SearchSpace, memory: bool = True, limits: bool = True) -> list[tuple[Choice, Metrics]]:
     points = []
     ranges = (range(len(space.clusters)), range(len(space.zero_offloads)), range(len(space.recomputes)),
-              range(len(space.precisions)), range(len(space.micro_batches)))
+              range(len(space.precisions)), range(len(space.micro_batches)), range(len(space.layouts)))
     for indices in product(*ranges):
         choice = Choice(*indices)
         metrics = evaluate(space, choice, memory=memory, limits=limits)

@@ -39,96 +39,112 @@ class ClusterModel:
     come first (cheaper): a point they accept is theirs, so the same plan is never listed twice."""
 
     model: cp_model.CpModel
-    zf: cp_model.IntVar
-    r: cp_model.IntVar
-    p: cp_model.IntVar
-    b: cp_model.IntVar
+    decisions: tuple[cp_model.IntVar, ...]  # zf, r, p, b, l
     step: cp_model.IntVar
     key: cp_model.LinearExpr
-    radix: int
     single_objective: bool
     points: list[tuple[Inner, int]] = field(default_factory=list)  # found so far, best first: (inner, step)
     exhausted_at_cap: int | None = None  # no further point has step <= this
 
     def inner(self, solver: cp_model.CpSolver) -> Inner:
-        return Inner(solver.value(self.zf), solver.value(self.r), solver.value(self.p), solver.value(self.b))
+        return Inner(*(solver.value(v) for v in self.decisions))
 
 
 def _var(model: cp_model.CpModel, values: list[int], name: str) -> cp_model.IntVar:
     return model.new_int_var_from_domain(cp_model.Domain.from_values(values), name)
 
 
-def _element(model: cp_model.CpModel, index: cp_model.LinearExpr, table: list[int], name: str) -> cp_model.IntVar:
-    target = model.new_int_var(min(table), max(table), name)
-    model.add_element(index, table, target)
-    return target
+def _upper(var: cp_model.IntVar) -> int:
+    return list(var.proto.domain)[-1]
+
+
+def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[int]]], fn,
+           names: tuple[str, ...]) -> list[cp_model.IntVar]:
+    """Terms tabulated over the same few decisions, linked by one table constraint (one allowed
+    tuple per combination of the decisions' values, the terms' values after them)."""
+    rows = [(*values, *fn(*values)) for values in product(*(domain for _, domain in decisions))]
+    arity = len(decisions)
+    targets = [_var(model, sorted({row[arity + k] for row in rows}), name) for k, name in enumerate(names)]
+    model.add_allowed_assignments([var for var, _ in decisions] + targets, rows)
+    return targets
 
 
 def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | None,
                         exclude: list[tuple[int, int | None]]) -> ClusterModel | None:
-    """None when the cluster's domains are empty (no precision its GPU runs, no micro-batch)."""
+    """None when the cluster's domains are empty (no precision its GPU runs, no layout)."""
     cluster = space.clusters[cluster_index]
-    g, n, crossing = cluster.shape
+    g, n, _, _ = cluster.shape
     nz, nr, np_, nb = len(space.zero_offloads), len(space.recomputes), len(space.precisions), len(space.micro_batches)
     precisions = [p for p in range(np_) if (g, p) in space.valid_gpu_precision]
-    batches = [b for b in range(nb) if (n, b) in space.valid_count_batch]
-    if not precisions or not batches:
+    layouts = space.cluster_layouts(cluster.shape)
+    if not precisions or not layouts:
         return None
-    zeros = sorted({z for z, _ in space.zero_offloads})
-    space.ensure_timed(cluster.shape)
+    steps = space.step_tables(cluster.shape)
     model = cp_model.CpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
-    p, b = _var(model, precisions, "p"), _var(model, batches, "b")
-    zero_of = [zeros.index(z) for z, _ in space.zero_offloads]
-    z = _element(model, zf, zero_of, "zero")
-    z3 = _element(model, zf, [int(zero == 3) for zero, _ in space.zero_offloads], "zero3")
+    p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")
+    # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.
+    pairs = [(lay, b_) for lay in layouts for b_ in space.valid_batches[n, lay]]
+    lb = model.new_int_var(0, len(pairs) - 1, "layout_batch")
+    b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
+    model.add_allowed_assignments([lb, l, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
+    zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
+    ps, ls = (p, precisions), (l, layouts)
 
-    def tab(fn, dims):  # a table over decision domains, flattened row-major (the element index)
-        return [fn(*idx) for idx in product(*(range(d) for d in dims))]
+    # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
+    # the activations being micro-batch pieces (tp, cp, sp, recompute, micro-batch, precision)
+    # times the rank's layers and in-flight chunks (pp, vpp, accumulation): Multipliers.activation_mib.
+    # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
+    # + max(comm - window, tail) + optimizer.
+    def dynamic_mib(i: int, jj: int, k: int, j: int) -> int:
+        lay, b_ = pairs[k]
+        pieces = space.pieces_mib[i, b_, jj, space.tcs_index[lay]]
+        return space.buffer_mib[b_, jj, lay] + space.multipliers[n, lay, b_, j].activation_mib(pieces)
 
-    valid_p = set(precisions)
-    valid_b = set(batches)
-    static = tab(lambda i, j: space.static_mib[i, n, j], (nz, np_))
-    host = tab(lambda i, j: space.host_mib_per_gpu[i, n, j], (nz, np_))
-    acts = tab(lambda i, k, j: space.activation_mib[i, k, j], (nr, nb, np_))
-    compute_s = {(i, j): space.compute_s[g, n, i, j] for i in range(nr) for j in precisions}
-    compute = tab(lambda i, j: to_us(compute_s[i, j]) if j in valid_p else 0, (nr, np_))
-    window = tab(lambda t, i, j: window_us(compute_s[i, j], 3 if t else 0) if j in valid_p else 0, (2, nr, np_))
-    comm_of = {(zi, k, j): to_us(space.comm_s[zero, n, k, j, g, crossing])
-               for zi, zero in enumerate(zeros) for k in batches for j in precisions}
-    comm = tab(lambda zi, k, j: comm_of.get((zi, k, j), 0), (len(zeros), nb, np_))
-    tail = [tail_us(c, space.arch.num_layers) for c in comm]
-    opt = tab(lambda i, k, j: space.optimizer_us[i, n, k, j, g] if j in valid_p and k in valid_b else 0, (nz, nb, np_))
+    def compute_us(i: int, jj: int) -> int:
+        return to_us(space.compute_s[g, n, i, jj])
 
-    static_v = _element(model, zf * np_ + p, static, "static_mib")
-    acts_v = _element(model, (r * nb + b) * np_ + p, acts, "activation_mib")
-    model.add(static_v + acts_v <= space.limit_mib[g])
-    host_v = _element(model, zf * np_ + p, host, "host_mib")
-    model.add(host_v <= space.host_budget_mib_per_gpu[cluster_index])
-    compute_v = _element(model, r * np_ + p, compute, "compute_us")
-    window_v = _element(model, (z3 * nr + r) * np_ + p, window, "window_us")
-    comm_index = (z * nb + b) * np_ + p
-    comm_v, tail_v = _element(model, comm_index, comm, "comm_us"), _element(model, comm_index, tail, "tail_us")
-    exposed = model.new_int_var(min(tail), max(comm), "exposed_us")
-    model.add_max_equality(exposed, [comm_v - window_v, tail_v])
-    opt_v = _element(model, (zf * nb + b) * np_ + p, opt, "optimizer_us")
-    step_ub = max(compute) + max(comm) + max(opt)
+    def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
+        """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
+        lay, b_ = pairs[k]
+        base = compute_us(i, jj) + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
+        return (*(dynamic_mib(i, jj, k, j) for j in range(3)), base)
+
+    def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
+        """Data-parallel traffic, its one-layer tail, the optimizer step."""
+        lay, b_ = pairs[k]
+        comm = to_us(steps.comm_s[space.zero_offloads[i][0], b_, jj, lay])
+        return comm, tail_us(comm, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
+
+    *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
+        *(space.static_mib[i, n, jj, lay, j] for j in range(3)), space.host_mib_per_gpu[i, n, jj, lay]),
+        ("static0", "static1", "static2", "host_mib"))
+    *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
+                            ("activations0", "activations1", "activations2", "compute_parallel_bubble_us"))
+    for j in range(3):  # memory of each checked pipeline rank
+        model.add(static[j] + dynamic[j] <= space.limit_mib[g])
+    model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
+    (window,) = _table(model, [zfs, rs, ps], lambda i, k, jj: (window_us(space.compute_s[g, n, k, jj],
+                                                                         space.zero_offloads[i][0]),), ("window_us",))
+    comm, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("comm_us", "tail_us", "optimizer_us"))
+    exposed = model.new_int_var(0, max(0, _upper(comm)), "exposed_us")
+    model.add_max_equality(exposed, [comm - window, tail])
+    step_ub = _upper(base) + _upper(comm) + _upper(opt)
     if step_cap is not None:
         step_ub = min(step_ub, step_cap)
     if step_ub < 0:
         return None
     step = model.new_int_var(0, step_ub, "step_us")
-    model.add(step == compute_v + exposed + opt_v)
+    model.add(step == base + exposed + opt)
     for other_host, other_cap in exclude:  # not (host <= other's budget and step <= other's cap)
         taken = model.new_bool_var("taken")
-        model.add(host_v <= other_host).only_enforce_if(taken)
-        model.add(host_v >= other_host + 1).only_enforce_if(taken.Not())
+        model.add(host <= other_host).only_enforce_if(taken)
+        model.add(host >= other_host + 1).only_enforce_if(taken.Not())
         if other_cap is None:
             model.add(taken == 0)
         else:
             model.add(step >= other_cap + 1).only_enforce_if(taken)
-    tie = ((zf * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
+    tie = (((l * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
     radix = inner_tie_radix(space)
     single = (step_ub + 1) * radix < INT64_ROOM
-    return ClusterModel(model, zf, r, p, b, step, step * radix + tie if single else tie, radix, single)
-
+    return ClusterModel(model, (zf, r, p, b, l), step, step * radix + tie if single else tie, single)

@@ -35,6 +35,12 @@ class Pins(BaseModel):
     micro_batch: int | None = Field(default=None, ge=1, le=1_000_000)
     offload: Offload | None = None
     num_gpus: int | None = Field(default=None, ge=1, le=1_000_000)
+    tp: int | None = Field(default=None, ge=1, le=1024)
+    pp: int | None = Field(default=None, ge=1, le=1024)
+    cp: int | None = Field(default=None, ge=1, le=1024)
+    ep: int | None = Field(default=None, ge=1, le=1024)
+    vpp: int | None = Field(default=None, ge=1, le=1024)
+    sequence_parallel: bool | None = None
 
 
 class SolveQuery(BaseModel):
@@ -92,6 +98,12 @@ class PlanChoice(BaseModel):
     offload: Offload
     method: str
     seq_len: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    sequence_parallel: bool = False
 
 
 class SolvedPlan(BaseModel):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import product
 
 from vramplan.models.catalogue import Catalogue
@@ -26,10 +25,10 @@ from vramplan.models.cost import (
 )
 from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision, check_job
-from vramplan.models.performance import crosses_nodes
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
+from vramplan.solver.layouts import MAX_TP, Layout, layout_domain
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.tables import Tables
+from vramplan.solver.tables import ActivationPieces, Multipliers, Tables, multipliers, plan_of, stage_slots
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +50,10 @@ class Cluster:
     price_units: int  # 1e-4 USD per hour for the whole cluster
 
     @property
-    def crossing(self) -> int:
-        """1 when data-parallel traffic leaves the instance (network), 0 inside it (NVLink/PCIe)."""
-        return int(crosses_nodes(self.num_gpus, self.offering.num_gpus))
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """What memory and step time depend on: (GPU, count, crossing). Price does not."""
-        return (self.gpu_index, self.count_index, self.crossing)
+    def shape(self) -> tuple[int, int, int, float]:
+        """What memory and step time depend on: (GPU, count, GPUs per instance, the offering's
+        network bandwidth between instances). Price does not."""
+        return (self.gpu_index, self.count_index, self.offering.num_gpus, self.offering.network_bandwidth_gb_per_s)
 
 
 @dataclass
@@ -74,33 +69,42 @@ class SearchSpace:
     recomputes: list[str]
     precisions: list[str]
     micro_batches: list[int]
+    layouts: list[Layout]
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
-    static_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
-    host_mib_per_gpu: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
-    activation_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (r, b, p)
+    # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
+    static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
+    host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
+    buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
+    pieces_mib: dict[tuple[int, int, int, int], ActivationPieces] = field(default_factory=dict)  # (r, b, p, t)
+    multipliers: dict[tuple[int, int, int, int], Multipliers] = field(default_factory=dict)  # (n, l, b, j)
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
-    comm_s: dict[tuple[int, int, int, int, int, int], float] = field(default_factory=dict)  # (z, n, b, p, g, crossing)
-    optimizer_us: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, b, p, g)
+    timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
-    valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
+    count_layouts: dict[int, list[int]] = field(default_factory=dict)  # n -> layouts whose degrees divide it
+    valid_batches: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, l) -> micro-batches
+    tcs: list[tuple[int, int, bool]] = field(default_factory=list)  # distinct (tp, cp, sp) of the layouts
+    tcs_index: list[int] = field(default_factory=list)  # per layout
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
     evaluations_before: int = 0
-    timed_shapes: set[tuple[int, int, int]] = field(default_factory=set)  # shapes whose traffic is tabulated
 
     @property
     def evaluations(self) -> int:
         """models/ function evaluations this query made (terms shared with an earlier query are free)."""
         return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
 
-    def ensure_timed(self, shape: tuple[int, int, int]) -> None:
-        """Tabulate a shape's communication and optimizer-step terms on first use: the
-        branch-and-bound visits few shapes, and only those pay for their traffic terms."""
-        if shape not in self.timed_shapes:
-            self.timed_shapes.add(shape)
-            _fill_shape_time_tables(self, shape)
+    def step_tables(self, shape: tuple) -> StepTables:
+        """A shape's step-time terms, tabulated on first use: the branch-and-bound visits few
+        shapes, and only those pay for their traffic terms."""
+        if shape not in self.timing:
+            self.timing[shape] = _step_tables(self, shape)
+        return self.timing[shape]
+
+    def cluster_layouts(self, shape: tuple) -> list[int]:
+        """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one instance."""
+        return [l for l in self.count_layouts[shape[1]] if self.layouts[l].tp <= min(shape[2], MAX_TP)]
 
     @property
     def steps(self) -> float:
@@ -110,14 +114,13 @@ class SearchSpace:
     @property
     def size(self) -> int:
         """Combinations of the decision variables before any constraint."""
-        return len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions) * len(
-            self.micro_batches
-        )
+        return (len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions)
+                * len(self.micro_batches) * len(self.layouts))
 
-    def plan(self, cluster: int, zf: int, r: int, p: int, b: int) -> Plan:
+    def plan(self, cluster: int, zf: int, r: int, p: int, b: int, l: int = 0) -> Plan:
         c = self.clusters[cluster]
         zero, offload = self.zero_offloads[zf]
-        micro = self.micro_batches[b]
+        micro, layout = self.micro_batches[b], self.layouts[l]
         return Plan(
             gpu=self.gpus[c.gpu_index].name,
             offering=c.offering.name,
@@ -126,8 +129,9 @@ class SearchSpace:
             recompute=self.recomputes[r],
             precision=self.precisions[p],
             micro_batch=micro,
-            grad_accum=self.global_batch // (micro * c.num_gpus),
+            grad_accum=self.global_batch * layout.model_parallel // (micro * c.num_gpus),
             offload=offload,
+            tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp, sequence_parallel=layout.sp,
         )
 
     def hours(self, step_us: int) -> float:
@@ -162,10 +166,10 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _allowed_counts(offering: Offering, query: SolveQuery, divisors: list[int]) -> list[int]:
+def _allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
     """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
     per = offering.num_gpus
-    counts = [n for n in divisors if n <= query.max_gpus and (n <= per or n % per == 0)]
+    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)]
     if query.max_nodes is not None:
         counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
     if query.pins.num_gpus is not None:
@@ -220,10 +224,13 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     job = query.job
     global_batch = query.effective_global_batch
     batch_divisors = divisors(global_batch)
+    layouts = layout_domain(arch, job, query.pins, query.max_gpus)
+    sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
+                    if mp * d <= query.max_gpus})
     offerings = _offerings(catalogue, query)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, batch_divisors)})
+    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, sizes)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     zero_offloads, recomputes, precisions = _domains(query)
@@ -235,53 +242,84 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
 
     clusters = []
     for offering in offerings:
-        for n in _allowed_counts(offering, query, batch_divisors):
+        for n in _allowed_counts(offering, query, sizes):
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(
                 Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD))
             )
-    space = SearchSpace(
-        arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions, micro_batches
-    )
+    space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
+                        micro_batches, layouts)
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = Tables(arch, job, global_batch)
     space.tables, space.evaluations_before = tables, tables.evaluations
+    _fill_layout_domains(space)
     _fill_memory_tables(space, tables)
     _fill_compute_tables(space, tables)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     return space
 
 
+def _fill_layout_domains(space: SearchSpace) -> None:
+    """Per count, the layouts whose degrees divide it (EP carved from dp x cp), their data-parallel
+    degree and the micro-batches that keep global batch = micro x accumulation x dp exact."""
+    space.tcs = sorted({(lay.tp, lay.cp, lay.sp) for lay in space.layouts})
+    space.tcs_index = [space.tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
+    for n_i, n in enumerate(space.counts):
+        space.count_layouts[n_i] = []
+        for l, lay in enumerate(space.layouts):
+            if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
+                continue
+            dp = n // lay.model_parallel
+            batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
+            if batches:
+                space.count_layouts[n_i].append(l)
+                space.valid_batches[n_i, l] = batches
+
+
 def unvalidated_plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
-    """A Plan without validation: every value comes from a validated domain (speed: ~10^3 calls)."""
-    return _plan_of(gpu, n, zero, offload, recompute, precision, micro, max(1, space.global_batch // (micro * n)))
-
-
-@lru_cache(maxsize=65536)
-def _plan_of(gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int, accum: int) -> Plan:
-    return Plan.model_construct(gpu=gpu, offering=None, num_gpus=n, zero=zero, recompute=recompute,
-                                precision=precision, micro_batch=micro, grad_accum=accum, offload=offload)
+    """A data-parallel Plan without validation: every value comes from a validated domain."""
+    return plan_of(space.global_batch, n, zero, offload, recompute, precision, micro)
 
 
 def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
-    for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
-        enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
+    _fill_valid_precisions(space)
+    used = sorted({p for _, p in space.valid_gpu_precision})
+    lay_of = space.layouts
+    for n_i, n in enumerate(space.counts):
+        for l in space.count_layouts[n_i]:
+            stages = stage_slots(space.arch.num_layers, lay_of[l].pp)
+            for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
+                precision = space.precisions[p]
+                hosts = []
+                for j, stage in enumerate(stages):
+                    static, host = tables.states_mib(lay_of[l], zero, offload, n, precision, stage)
+                    space.static_mib[zf, n_i, p, l, j] = static
+                    hosts.append(host)
+                space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
+            for b in space.valid_batches[n_i, l]:
+                accum = space.global_batch // (space.micro_batches[b] * n // lay_of[l].model_parallel)
+                for j, stage in enumerate(stages):
+                    space.multipliers[n_i, l, b, j] = multipliers(space.arch.num_layers, lay_of[l], accum, stage)
+    for l, lay in enumerate(lay_of):
+        for (b, micro), p in product(enumerate(space.micro_batches), used):
+            space.buffer_mib[b, p, l] = tables.buffer_mib(lay, micro, space.precisions[p])
+    for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
+        enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs)
     ):
-        space.static_mib[zf, n_i, p], space.host_mib_per_gpu[zf, n_i, p] = tables.states_mib(zero, offload, n, precision)
-    for (r, recompute), (b, micro), (p, precision) in product(
-        enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
-    ):
-        space.activation_mib[r, b, p] = tables.activation_mib(recompute, micro, precision)
+        space.pieces_mib[r, b, p, t] = tables.activation_pieces(tp, cp, sp, recompute, micro, space.precisions[p])
     permille = space.job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
         host_mib = int(cluster.offering.host_memory_gib * 1024)
         on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
         space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
+
+
+def _fill_valid_precisions(space: SearchSpace) -> None:
     pinned = space.query.pins.precision is not None
     for (g, gpu), (p, precision) in product(enumerate(space.gpus), enumerate(space.precisions)):
         try:
@@ -291,36 +329,56 @@ def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
         if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:
             continue  # unpinned half precision means bf16 where the GPU has it, fp16 where not (V100)
         space.valid_gpu_precision.add((g, p))
-    for (n_i, n), (b, micro) in product(enumerate(space.counts), enumerate(space.micro_batches)):
-        if space.global_batch % (n * micro) == 0:
-            space.valid_count_batch.add((n_i, b))
 
 
 def _fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
-    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound."""
+    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound
+    (a replica's tokens split over its tp x pp x cp GPUs: every layout of a count computes alike)."""
     gpus_by_count: dict[int, set[int]] = {}
     for c in space.clusters:
         gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
     for n_i, gpu_indices in sorted(gpus_by_count.items()):
-        for (p, precision), (r, recompute) in product(enumerate(space.precisions), enumerate(space.recomputes)):
-            for g in sorted(gpu_indices):
-                if (g, p) in space.valid_gpu_precision:
-                    space.compute_s[g, n_i, r, p] = tables.compute_s(space.gpus[g], space.counts[n_i], recompute, precision)
-
-
-def _fill_shape_time_tables(space: SearchSpace, shape: tuple[int, int, int]) -> None:
-    """Traffic terms of one shape. Traffic (bytes) depends on the plan, its time on the GPU and
-    on whether it leaves the instance: each is computed once per distinct argument (Tables)."""
-    g, n_i, crossing = shape
-    tables, gpu, n = space.tables, space.gpus[shape[0]], space.counts[n_i]
-    zeros = sorted({z for z, _ in space.zero_offloads})
-    for p, precision in enumerate(space.precisions):
-        if (g, p) not in space.valid_gpu_precision:
+        if not space.count_layouts[n_i]:
             continue
-        for b, micro in enumerate(space.micro_batches):
-            if (n_i, b) not in space.valid_count_batch:
+        for (p, precision), (r, recompute), g in product(enumerate(space.precisions), enumerate(space.recomputes),
+                                                         sorted(gpu_indices)):
+            if (g, p) in space.valid_gpu_precision:
+                space.compute_s[g, n_i, r, p] = tables.compute_s(
+                    space.gpus[g], space.layouts[space.count_layouts[n_i][0]], space.counts[n_i], recompute, precision)
+
+
+@dataclass
+class StepTables:
+    """One shape's step-time terms in whole microseconds (candidates.inner_metrics adds them):
+    data-parallel traffic seconds (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
+    collectives TP + PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
+
+    comm_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
+    optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+    parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+
+
+def _step_tables(space: SearchSpace, shape: tuple) -> StepTables:
+    g, n_i, per_instance, network = shape
+    tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
+    zeros = sorted({z for z, _ in space.zero_offloads})
+    out = StepTables()
+    for l in space.cluster_layouts(shape):
+        layout = space.layouts[l]
+        for p, precision in enumerate(space.precisions):
+            if (g, p) not in space.valid_gpu_precision:
                 continue
-            for zero in zeros:
-                space.comm_s[zero, n_i, b, p, g, crossing] = tables.comm_s(zero, n, micro, precision, gpu, bool(crossing))
-            for zf, (zero, offload) in enumerate(space.zero_offloads):
-                space.optimizer_us[zf, n_i, b, p, g] = to_us(tables.optimizer_s(zero, offload, n, micro, precision, gpu))
+            for r, recompute in enumerate(space.recomputes):
+                compute = space.compute_s[g, n_i, r, p]
+                out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
+                                                                   network, compute))
+                for b in space.valid_batches[n_i, l]:
+                    out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
+            for b in space.valid_batches[n_i, l]:
+                micro = space.micro_batches[b]
+                for zero in zeros:
+                    out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
+                for zf, (zero, offload) in enumerate(space.zero_offloads):
+                    out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))
+    return out
