@@ -240,6 +240,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
         raise VramplanError("precision", query.pins.precision,
                             f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
 
+    widest = max((o.num_gpus for o in offerings), default=0)
+    if query.pins.tp is not None and offerings and query.pins.tp > widest:
+        raise VramplanError("tp", query.pins.tp, f"TP stays inside one instance's NVLink domain; the allowed offerings "
+                                                 f"have at most {widest} GPUs per instance")
     clusters = []
     for offering in offerings:
         for n in _allowed_counts(offering, query, sizes):

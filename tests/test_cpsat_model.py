@@ -135,3 +135,22 @@ def test_shared_tables_give_the_same_answer_with_fewer_evaluations() -> None:
     assert [r.plans[0].plan for r in shared] == [r.plans[0].plan for r in alone]
     assert shared[0].search.evaluations == alone[0].search.evaluations
     assert 0 < shared[1].search.evaluations < alone[1].search.evaluations
+
+
+@pytest.mark.parametrize(("pins", "field"), [({"tp": 3}, "tp"), ({"tp": 16}, "tp"), ({"ep": 2}, "ep")])
+def test_a_bad_pinned_degree_is_an_error_naming_it(pins: dict, field: str) -> None:
+    """tp must divide Llama-3.1-70B's 64 heads and stay in one 8-GPU instance; a dense model has no experts."""
+    from vramplan.models.errors import VramplanError
+
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=H100, pins=Pins(**pins))
+    with pytest.raises(VramplanError) as error:
+        solve(CATALOGUE, query)
+    assert error.value.field == field
+
+
+def test_pinned_degrees_are_honoured_and_verified() -> None:
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=H100,
+                       pins=Pins(tp=8, pp=2, num_gpus=16))
+    plan = solve(CATALOGUE, query).plans[0]
+    assert (plan.plan.tp, plan.plan.pp, plan.plan.dp, plan.plan.sequence_parallel) == (8, 2, 1, True)
+    assert plan.plan.micro_batch * plan.plan.grad_accum * plan.plan.dp == 64 and plan.memory.fits
