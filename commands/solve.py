@@ -28,6 +28,14 @@ from vramplan.solver.query import OBJECTIVES, SolveQuery, SolveResult
 from vramplan.solver.query_fields import query_from_fields
 
 
+def layout_line(result: SolveResult) -> str:
+    """The best plan's parallel layout (the plan table shows the data-parallel decisions)."""
+    p = result.plans[0].plan
+    interleaved = f", {p.vpp} virtual stages per rank" if p.vpp > 1 else ""
+    return (f"layout: TP{p.tp} x PP{p.pp} x CP{p.cp} x DP{p.dp} = {p.num_gpus} GPUs, EP{p.ep}, "
+            f"sequence parallel {'on' if p.sequence_parallel and p.tp > 1 else 'off'}{interleaved}")
+
+
 def search_line(result: SolveResult) -> str:
     s = result.search
     return (f"search: {s.combinations:,} combinations of the decisions, {s.evaluations:,} models/ evaluations, "
@@ -87,8 +95,10 @@ def solve_command(**options: Any) -> None:
     result = solve(catalogue, build_query(options))
     render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
     text = render[options["output_format"]](result)
+    if options["output_format"] == "table" and result.plans:
+        text += "\n" + layout_line(result) + "\n"
     if options["verbose"] and options["output_format"] == "table":
-        text += "\n" + search_line(result) + "\n"
+        text += search_line(result) + "\n"
     output.emit(text, options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

@@ -57,9 +57,10 @@ def test_huge_global_batch_agrees_with_brute_force() -> None:
 def test_cli_global_batch_16384_prints_a_plan_and_nothing_on_stderr() -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "16384",
-                                  "--gpu", "h100-sxm-80gb", "--top", "1"])
+                                  "--gpu", "h100-sxm-80gb", "--top", "1", "--verbose"])
     assert result.exit_code == 0, result.output
     assert "OPTIMAL" in result.stdout and result.stderr == ""
+    assert "layout: TP" in result.stdout and "models/ evaluations" in result.stdout
 
 
 def test_list_prices_only_when_asked() -> None:
