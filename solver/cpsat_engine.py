@@ -1,4 +1,5 @@
-"""The CP-SAT engine: branch-and-bound over clusters, one small CP-SAT model per cluster.
+"""The CP-SAT engine: branch-and-bound over clusters, one small CP-SAT model per cluster and
+pipeline depth.
 
 Memory and step time do not depend on the price, and for a fixed cluster every objective
 (cost = price x step, time, hourly) orders its points by step time, then the inner tie. So the
@@ -38,27 +39,29 @@ class _Search:
     space: SearchSpace
     deadline: float
     stats: SearchStats = field(default_factory=SearchStats)
-    models: dict[int, ClusterModel | None] = field(default_factory=dict)
+    models: dict[tuple[int, int], ClusterModel | None] = field(default_factory=dict)
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
     leanest: dict[tuple, int] = field(default_factory=dict)
     timed_out: bool = False
 
     # -- bounds from the tables ------------------------------------------------------------
-    def lower_step_us(self, c: int) -> int | None:
-        """A lower bound of the cluster's step time: the least compute of any recompute x
-        precision whose leanest static and activation entries fit (None: nothing can fit)."""
-        shape = self.space.clusters[c].shape
-        if shape not in self.lower_bounds:
-            self.lower_bounds[shape] = self._lower_step_us(shape)
-        return self.lower_bounds[shape]
+    def lower_step_us(self, c: int, pp: int) -> int | None:
+        """A lower bound of the cluster's step time with pp stages: the least compute of any
+        recompute x precision whose leanest static and activation entries fit (None: none fit)."""
+        key = (self.space.clusters[c].shape, pp)
+        if key not in self.lower_bounds:
+            self.lower_bounds[key] = self._lower_step_us(*key)
+        return self.lower_bounds[key]
 
-    def _lower_step_us(self, shape: tuple) -> int | None:
+    def _lower_step_us(self, shape: tuple, pp: int) -> int | None:
         """Relaxation: the first pipeline rank's leanest static entry plus its leanest activations
         and buffers must fit; then the least compute of the recompute x precision x layout left."""
         space = self.space
         g, n, _, _ = shape
         limit, best = space.limit_mib[g], None
         for l in space.cluster_layouts(shape):
+            if space.layouts[l].pp != pp:
+                continue
             for p in range(len(space.precisions)):
                 if (g, p) not in space.valid_gpu_precision or self._leanest(n, l, p) > limit:
                     continue
@@ -82,8 +85,8 @@ class _Search:
             self.leanest[key] = static + dynamic
         return self.leanest[key]
 
-    def primary_bound(self, c: int, order: str) -> tuple[int, ...] | None:
-        lower = self.lower_step_us(c)
+    def primary_bound(self, c: int, pp: int, order: str) -> tuple[int, ...] | None:
+        lower = self.lower_step_us(c, pp)
         if lower is None:
             return None
         price = self.space.clusters[c].price_units
@@ -94,11 +97,12 @@ class _Search:
         return (lower,)
 
     # -- one cluster's points, best first ---------------------------------------------------
-    def model(self, c: int) -> ClusterModel | None:
-        if c not in self.models:
-            self.models[c] = build_cluster_model(self.space, c, step_cap_us(self.space, c), self._exclusions(c))
-            self.stats.models_built += self.models[c] is not None
-        return self.models[c]
+    def model(self, unit: tuple[int, int]) -> ClusterModel | None:
+        if unit not in self.models:
+            c, pp = unit
+            self.models[unit] = build_cluster_model(self.space, c, step_cap_us(self.space, c), self._exclusions(c), pp)
+            self.stats.models_built += self.models[unit] is not None
+        return self.models[unit]
 
     def _exclusions(self, c: int) -> list[tuple[int, int | None]]:
         """Same-hardware clusters listed before this one (cheaper, then by offering rank)."""
@@ -109,9 +113,9 @@ class _Search:
                 for o, other in enumerate(space.clusters)
                 if o != c and other.shape == mine.shape and (other.price_units, space.offering_rank[o]) < rank]
 
-    def point(self, c: int, i: int, cap: int | None) -> tuple[Inner, int] | None:
-        """The cluster's i-th best point if its step is within cap."""
-        m = self.model(c)
+    def point(self, unit: tuple[int, int], i: int, cap: int | None) -> tuple[Inner, int] | None:
+        """The i-th best point of a cluster with pp stages if its step is within cap."""
+        m = self.model(unit)
         if m is None:
             return None
         if i < len(m.points):
@@ -185,13 +189,21 @@ class _Search:
         return None
 
     # -- the branch-and-bound ---------------------------------------------------------------
+    def stage_counts(self, c: int) -> list[int]:
+        """A branch per pipeline depth: one model per (cluster, pp) keeps each model's
+        (layout, micro-batch) table small (the joint tp x pp model took 0.7-5 s per 512-GPU
+        cluster, a model per pp 0.03-0.3 s)."""
+        space = self.space
+        return sorted({space.layouts[l].pp for l in space.cluster_layouts(space.clusters[c].shape)})
+
     def best(self, k: int, order: str, step_below: int | None = None) -> list[tuple[tuple, Choice]]:
         """The k best points in `order`, with step < step_below if given."""
         space = self.space
-        bounds = [(b, c) for c in range(len(space.clusters)) if (b := self.primary_bound(c, order)) is not None]
+        bounds = [(b, c, pp) for c in range(len(space.clusters)) for pp in self.stage_counts(c)
+                  if (b := self.primary_bound(c, pp, order)) is not None]
         bounds.sort()
         kept: list[tuple[tuple, Choice]] = []
-        for bound, c in bounds:
+        for bound, c, pp in bounds:
             if len(kept) == k and bound > kept[-1][0][:len(bound)]:
                 break  # every later cluster's bound is at least this one's
             if time.monotonic() > self.deadline:
@@ -201,7 +213,7 @@ class _Search:
                 cap = self._cap(c, order, kept, k, step_below)
                 if cap == "prune":
                     break
-                found = self.point(c, i, cap)
+                found = self.point((c, pp), i, cap)
                 if found is None:
                     break
                 choice = Choice(c, *found[0])
