@@ -24,22 +24,8 @@ from vramplan.commands.options import (
     validation_error,
 )
 from vramplan.solver.api import solve
-from vramplan.solver.query import OBJECTIVES, SolveQuery, SolveResult
+from vramplan.solver.query import OBJECTIVES, SolveQuery
 from vramplan.solver.query_fields import query_from_fields
-
-
-def layout_line(result: SolveResult) -> str:
-    """The best plan's parallel layout (the plan table shows the data-parallel decisions)."""
-    p = result.plans[0].plan
-    interleaved = f", {p.vpp} virtual stages per rank" if p.vpp > 1 else ""
-    return (f"layout: TP{p.tp} x PP{p.pp} x CP{p.cp} x DP{p.dp} = {p.num_gpus} GPUs, EP{p.ep}, "
-            f"sequence parallel {'on' if p.sequence_parallel and p.tp > 1 else 'off'}{interleaved}")
-
-
-def search_line(result: SolveResult) -> str:
-    s = result.search
-    return (f"search: {s.combinations:,} combinations of the decisions, {s.evaluations:,} models/ evaluations, "
-            f"{s.cpsat_models:,} CP-SAT models, {s.cpsat_solves:,} solves")
 
 
 def build_query(options: dict[str, Any]) -> SolveQuery:
@@ -70,16 +56,6 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--micro-batch", type=int, default=None, help="Pin the micro-batch.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
 @click.option("--num-gpus", type=int, default=None, help="Pin the GPU count.")
-@click.option("--tp", type=int, default=None, help="Pin the tensor-parallel degree [default: 1-8, inside one instance].")
-@click.option("--pp", type=int, default=None, help="Pin the pipeline-parallel degree [default: 1-16].")
-@click.option("--cp", type=int, default=None, help="Pin the context-parallel degree [default: 1-8 from 16k tokens].")
-@click.option("--ep", type=int, default=None, help="Pin the expert-parallel degree (MoE) [default: 1-8].")
-@click.option("--vpp", type=int, default=None, help="Pin the virtual pipeline stages per rank [default: 1, 2, 4].")
-@click.option("--sequence-parallel/--no-sequence-parallel", default=None,
-              help="Pin Megatron sequence parallelism [default: on with TP].")
-@click.option("--include-list-prices", is_flag=True,
-              help="Also recommend the generic list/ price rows (reference prices, not rentable).")
-@click.option("--verbose", is_flag=True, help="Also print how large the search space was and the work done.")
 @click.option("--top", type=click.IntRange(1, 100), default=3, show_default=True, help="Best K distinct plans.")
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
@@ -94,11 +70,6 @@ def solve_command(**options: Any) -> None:
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     render = {"table": output.solve_table, "json": output.json_text, "csv": output.solve_csv}
-    text = render[options["output_format"]](result)
-    if options["output_format"] == "table" and result.plans:
-        text += "\n" + layout_line(result) + "\n"
-    if options["verbose"] and options["output_format"] == "table":
-        text += search_line(result) + "\n"
-    output.emit(text, options["output"])
+    output.emit(render[options["output_format"]](result), options["output"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

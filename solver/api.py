@@ -12,17 +12,11 @@ from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import solve_cpsat
 from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
 from vramplan.solver.explain import closest_miss, explain
-from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
+from vramplan.solver.query import ObjectiveReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
-from vramplan.solver.tables import Tables
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
-
-
-def tables_for(catalogue: Catalogue, query: SolveQuery) -> Tables:
-    """An empty Tables for the query's (model, job, global batch), to pass to solve() repeatedly."""
-    return Tables(catalogue.architecture(query.model), query.job, query.effective_global_batch)
 
 
 def run_engine(space: SearchSpace) -> EngineResult:
@@ -55,15 +49,10 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)
 
 
-def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,
-          tables: Tables | None = None) -> SolveResult:
-    """Search the query's space; plans are re-verified by models/; infeasible answers explained.
-
-    tables: the models/ terms of an earlier query of the same (model, job, global batch) on the
-    same catalogue (tables_for); a batch's rows of one group share them. Any other Tables is
-    ignored (a fresh one is built)."""
+def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True) -> SolveResult:
+    """Search the query's space; plans are re-verified by models/; infeasible answers explained."""
     started = time.perf_counter()
-    space = build_space(catalogue, query, tables)
+    space = build_space(catalogue, query)
     outcome = run_engine(space)
     plans = [verified_plan(space, choice) for choice in outcome.choices]
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]
@@ -79,8 +68,6 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
         tokens=query.tokens,
         engine=query.engine,
         space_size=space.size,
-        search=SearchReport(combinations=space.size, evaluations=space.evaluations,
-                            cpsat_models=outcome.stats.models_built, cpsat_solves=outcome.stats.solves),
         solve_time_s=time.perf_counter() - started,
         plans=plans,
         pareto=pareto,

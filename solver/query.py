@@ -35,12 +35,6 @@ class Pins(BaseModel):
     micro_batch: int | None = Field(default=None, ge=1, le=1_000_000)
     offload: Offload | None = None
     num_gpus: int | None = Field(default=None, ge=1, le=1_000_000)
-    tp: int | None = Field(default=None, ge=1, le=1024)
-    pp: int | None = Field(default=None, ge=1, le=1024)
-    cp: int | None = Field(default=None, ge=1, le=1024)
-    ep: int | None = Field(default=None, ge=1, le=1024)
-    vpp: int | None = Field(default=None, ge=1, le=1024)
-    sequence_parallel: bool | None = None
 
 
 class SolveQuery(BaseModel):
@@ -58,7 +52,6 @@ class SolveQuery(BaseModel):
     budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     pricing: Pricing = "on-demand"
-    include_list_prices: bool = Field(default=False, description="also recommend the generic list/ price rows")
     pins: Pins = Pins()
     top_k: int = Field(default=1, ge=1, le=100)
     pareto: bool = False
@@ -98,12 +91,6 @@ class PlanChoice(BaseModel):
     offload: Offload
     method: str
     seq_len: int
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vpp: int = 1
-    sequence_parallel: bool = False
 
 
 class SolvedPlan(BaseModel):
@@ -148,17 +135,6 @@ class Explanation(BaseModel):
     smallest_change: str | None = None
 
 
-class SearchReport(BaseModel):
-    """How big the space was and how much work the search did."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    combinations: int = Field(description="product of the decision domains")
-    evaluations: int = Field(description="models/ function evaluations made to fill the tables")
-    cpsat_models: int = 0
-    cpsat_solves: int = 0
-
-
 class SolveResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -169,7 +145,6 @@ class SolveResult(BaseModel):
     tokens: float
     engine: Engine
     space_size: int
-    search: SearchReport
     solve_time_s: float
     plans: list[SolvedPlan] = []
     pareto: list[SolvedPlan] = []

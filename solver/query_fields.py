@@ -12,10 +12,9 @@ from vramplan.solver.query import Pins, SolveQuery
 JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
               "capacity_fraction")
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
-PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus", "tp", "pp", "cp", "ep", "vpp",
-              "sequence_parallel")
+PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
-                "pricing", "include_list_prices")
+                "pricing")
 LIST_SEPARATORS = (";", ",")
 
 
