@@ -29,7 +29,7 @@ from vramplan.commands.options import (
 @click.command("estimate")
 @job_options
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU name (vramplan gpus).")
-@click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs; all are data-parallel ranks.")
+@click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs = tp x pp x cp x data-parallel ranks.")
 @click.option("--offering", default=None, help="provider/instance_type to price [default: cheapest for the GPU].")
 @click.option("--zero", type=ZERO_CHOICE, default="0", show_default=True, help="ZeRO stage.")
 @click.option("--recompute", type=RECOMPUTE_CHOICE, default=None,
@@ -38,6 +38,13 @@ from vramplan.commands.options import (
 @click.option("--micro-batch", type=COUNT, default=1, show_default=True, help="Sequences per GPU per micro-step.")
 @click.option("--grad-accum", type=COUNT, default=1, show_default=True, help="Gradient-accumulation steps.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default="none", show_default=True)
+@click.option("--tp", type=COUNT, default=1, show_default=True, help="Tensor-parallel degree (inside one instance).")
+@click.option("--pp", type=COUNT, default=1, show_default=True, help="Pipeline-parallel stages (1F1B).")
+@click.option("--cp", type=COUNT, default=1, show_default=True, help="Context-parallel degree (splits the sequence).")
+@click.option("--ep", type=COUNT, default=1, show_default=True, help="Expert-parallel degree (from the DP x CP ranks).")
+@click.option("--vpp", type=COUNT, default=1, show_default=True, help="Virtual stages per pipeline rank (interleaved 1F1B).")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=False, show_default=True,
+              help="Megatron sequence parallelism with TP.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
                    "needs vramplan[plot]).")
@@ -69,6 +76,12 @@ def estimate_command(**options: Any) -> None:
             micro_batch=options["micro_batch"],
             grad_accum=options["grad_accum"],
             offload=options["offload"],
+            tp=options["tp"],
+            pp=options["pp"],
+            cp=options["cp"],
+            ep=options["ep"],
+            vpp=options["vpp"],
+            sequence_parallel=options["sequence_parallel"],
         )
     except ValidationError as error:
         raise validation_error(error) from None

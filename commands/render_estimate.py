@@ -18,14 +18,28 @@ def plan_line(result: EstimateResult) -> str:
         f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
         f"ZeRO-{plan.zero}, recompute {plan.recompute}, {plan.precision}, {job.optimizer}, "
         f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}"
-    )
+    ) + layout_line(result)
+
+
+def layout_line(result: EstimateResult) -> str:
+    """The parallel layout and the pipeline rank the memory is reported for ('' when plain DP)."""
+    plan = result.plan
+    if plan.tp * plan.pp * plan.cp * plan.ep == 1:
+        return ""
+    layout = f"\nlayout TP {plan.tp}{' + SP' if plan.sequence_parallel and plan.tp > 1 else ''} x PP {plan.pp}"
+    layout += f" (vpp {plan.vpp})" if plan.vpp > 1 else ""
+    layout += f" x CP {plan.cp} x DP {plan.dp}, EP {plan.ep}; memory of pipeline rank {result.memory.stage}"
+    layout += f" of {result.memory.num_stages} (the most loaded)" if plan.pp > 1 else ""
+    return layout
 
 
 def performance_lines(result: EstimateResult) -> list[str]:
     perf, cost = result.performance, result.cost
     return [
         f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
-        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s)",
+        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
+        + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
+           if perf.model_parallel_time_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "
         f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
     ]

@@ -25,10 +25,13 @@ from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.lora import adapted_modules
 from vramplan.models.loss import loss_cost
+from vramplan.models.parallel import sequence_parallel_active, stage_layers
+from vramplan.models.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.params import LayerGroup, layer_groups
 from vramplan.models.precision import activation_bytes
-from vramplan.models.recompute import layer_keep, offloaded_bytes
+from vramplan.models.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
 from vramplan.models.setup import Job, Plan
+from vramplan.models.units import ceil_div
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,11 @@ def _sum(terms: list[Term]) -> int:
 
 
 def activation_shape(job: Job, plan: Plan) -> Shape:
+    """One rank's micro-batch: context parallelism gives it seq_len / cp tokens of each sequence."""
     e = activation_bytes(plan.precision)
     fp32_weights = job.accounting == "hf" or (job.method == "qlora" and job.qlora_prep == "peft")
     autocast = job.kernels == "eager" and fp32_weights and plan.precision in ("bf16", "fp16")
-    return Shape(b=plan.micro_batch, s=job.seq_len, e=e, autocast=autocast)
+    return Shape(b=plan.micro_batch, s=job.seq_len // plan.cp, e=e, autocast=autocast)
 
 
 def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
@@ -71,52 +75,106 @@ def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGrou
     return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group)
 
 
-def layer_backward_temporaries(arch: Architecture, x: Shape, group: LayerGroup | None = None) -> int:
+def layer_backward_temporaries(
+    arch: Architecture, x: Shape, group: LayerGroup | None = None, tp: int = 1, sequence_parallel: bool = False
+) -> int:
     """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
     the gradients of two f-wide tensors per routed token while producing them, and the norms'
     backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
-    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py)."""
+    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py). Under TP the f-wide
+    gradients are / tp, the h-wide ones too with sequence parallelism."""
     if group is not None and not group.moe:
         widths = arch.dense_intermediate_size or arch.intermediate_size
     else:
         widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
-    return 2 * x.e * x.t * widths + 2 * FP32 * x.t * arch.hidden_size
+    mlp = ceil_div(2 * x.e * x.t * widths, tp)
+    norms = 2 * FP32 * x.t * arch.hidden_size
+    return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
 
 
-def _kept_and_rebuilt(terms: list[Term], layer_input: int, recompute: str) -> tuple[int, int]:
-    """(bytes a layer keeps until backward, bytes its backward rebuilds) under a recompute mode."""
-    full_layer = _sum(terms)
-    if recompute == "full":
-        return layer_input, full_layer
-    if recompute == "selective":
-        kept = _sum([t for t in terms if not t.attention_core])
-        return kept, full_layer - kept
-    return full_layer, 0
+@dataclass(frozen=True)
+class MicrobatchActivations:
+    """One micro-batch on one rank, before pipelining: depends on tp, cp, sequence parallelism,
+    recompute, micro-batch size, precision and the job's recipe only (the solver tabulates it)."""
+
+    per_layer_bytes: int  # kept per decoder layer (the kind of layer that keeps the most)
+    shared_bytes: int  # kept once per model chunk forward (RoPE tables, HF's causal mask)
+    embedding_bytes: int  # kept by the first rank
+    output_layer_bytes: int  # kept by the last rank
+    layer_peak_bytes: int  # one layer's backward working set (rebuilt part + gradient temporaries)
+    loss_peak_bytes: int  # the loss's backward temporaries (last rank)
+    terms: tuple[Term, ...]
+    num_layers: int = 1  # the model's decoder layers, which all_layers_bytes covers
+    all_layers_bytes: int = 0  # kept by all the model's decoder layers, summed kind by kind (before offloading)
+    largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
+    activation_offload: bool = False
+    fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/fragmentation.py)
+    last_fragmentation_bytes: int = 0  # reserve on the last rank (the loss's transient included)
 
 
-def activations(arch: Architecture, job: Job, plan: Plan) -> Activations:
+def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
     x = activation_shape(job, plan)
-    kinds = []  # (group, its terms, what its layers keep, backward peak bytes) per kind of layer
+    tp, sp = plan.tp, sequence_parallel_active(plan)
+    layer_input = x.e * x.t * arch.hidden_size
+    layer_input = ceil_div(layer_input, tp) if sp else layer_input
+    kinds = []  # (its sharded terms, what its layers keep, backward peak bytes) per kind of layer
     for group in layer_groups(arch):
-        group_terms = layer_saved_terms(arch, job, plan, group)
-        keep = layer_keep(arch, job, plan, group_terms, x, group)
-        kinds.append((group, group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group)))
-    _, terms, largest_keep, _ = max(kinds, key=lambda kind: kind[2].per_layer_bytes)  # for explanations
-    layer_peak = max(kind[3] for kind in kinds)
-    kept_bytes = sum(keep.layers_bytes for _, _, keep, _ in kinds)
-    offloaded = offloaded_bytes(job, arch.num_layers, kept_bytes, max(keep.largest_bytes for _, _, keep, _ in kinds))
+        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp)
+        keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
+        kinds.append((group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp)))
+    terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
     shared = _sum(shared_terms(arch, x))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
     loss = loss_cost(arch, job, x)
-    extra = max(loss.backward_extra_bytes, layer_peak)
-    return Activations(
+    # The output layer is vocab-parallel: the loss's temporaries are / tp, and so (like the layers'
+    # f-wide gradients) are the transient blocks the fragmentation reserve is sized from.
+    return MicrobatchActivations(
         per_layer_bytes=largest_keep.per_layer_bytes,
-        layers_bytes=kept_bytes - offloaded + shared,
-        embedding_bytes=_sum(embedding_terms(arch, x)),
-        output_layer_bytes=_sum(loss.kept),
-        backward_peak_extra_bytes=extra,
+        shared_bytes=shared,
+        embedding_bytes=_sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)),
+        output_layer_bytes=_sum(shard_terms(list(loss.kept), arch, tp, sp)),
+        layer_peak_bytes=max(kind[2] for kind in kinds),
+        loss_peak_bytes=ceil_div(loss.backward_extra_bytes, tp),
         terms=tuple(terms),
-        fragmentation_reserve_bytes=fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes),
+        num_layers=arch.num_layers,
+        all_layers_bytes=sum(keep.layers_bytes for _, keep, _ in kinds),
+        largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
+        activation_offload=job.activation_offload,
+        fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
+        last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
+    )
+
+
+def stage_activations(
+    micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool
+) -> Activations:
+    """A pipeline rank holding `layers` decoder layers in `vpp` chunks, `chunks` of which are in
+    flight (parallel_activations.inflight_chunks); the first rank keeps the embedding's
+    activations for the same micro-batches, the last one micro-batch's output layer. The rank's
+    layers keep their share (layers / num_layers) of what all the model's layers keep, kind by
+    kind (models/params.layer_groups; exact for one kind of layer and with pp = 1); activation
+    offloading then leaves the layer in use and the one being prefetched on the GPU."""
+    kept = ceil_div(chunks * layers * micro.all_layers_bytes, vpp * micro.num_layers)
+    offloaded = 0
+    if micro.activation_offload:
+        offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
+    return Activations(
+        per_layer_bytes=micro.per_layer_bytes,
+        layers_bytes=kept - offloaded + chunks * micro.shared_bytes,
+        embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
+        output_layer_bytes=micro.output_layer_bytes if last else 0,
+        backward_peak_extra_bytes=max(micro.loss_peak_bytes if last else 0, micro.layer_peak_bytes),
+        terms=micro.terms,
+        fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,
     )
+
+
+def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
+    """Pipeline rank `stage`'s activations at its peak (models/parallel_activations.py: TP/SP
+    shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
+    micro = microbatch_activations(arch, job, plan)
+    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
+    layers = stage_layers(arch.num_layers, plan.pp)[stage]
+    return stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1)

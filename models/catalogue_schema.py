@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vramplan.models.errors import VramplanError
 from vramplan.models.numbers import Count, Real
 
+LIST_PROVIDER = "list"  # offerings.csv rows that are reference prices, not rentable instances
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
 # Domains of the numeric columns (catalogues/README.md): plausible hardware and prices, all finite.
@@ -97,6 +98,10 @@ class Offering(_Row):
     price_usd_per_hour: Real = Field(ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="on-demand USD per instance-hour")
     spot_price_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="spot USD per instance-hour")
     host_memory_gib: Real = Field(ge=1, le=1_000_000, description="host (CPU) RAM per instance, GiB")
+    network_bandwidth_gb_per_s: Real | None = Field(
+        default=None, ge=0.001, le=MAX_GB_PER_S,  # 100 Mbps pods are 0.0125
+        description="scale-out bandwidth per GPU between instances, one direction, GB/s; empty = the GPU's usual fabric",
+    )
     price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
     source: str
 
@@ -122,6 +127,11 @@ class Offering(_Row):
     @property
     def price_usd_per_gpu_hour(self) -> float:
         return self.price_usd_per_hour / self.num_gpus
+
+    @property
+    def rentable(self) -> bool:
+        """False for `list/` rows: reference list prices of a GPU, not an instance anyone rents."""
+        return self.provider != LIST_PROVIDER
 
 
 # The parts an architecture is made of (README "### Architectures"; models/arch_layers.py turns them

@@ -43,7 +43,7 @@ def model_info(arch: Architecture, job: Job) -> ModelInfo:
     )
 
 
-def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryReport:
+def memory_report(memory: MemoryBreakdown, capacity_fraction: float, num_stages: int = 1) -> MemoryReport:
     acts, over = memory.activations, memory.overhead
     return MemoryReport(
         weights_bytes=memory.states.weights_bytes,
@@ -63,6 +63,8 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float) -> MemoryRe
         host_capacity_bytes=memory.host_capacity_bytes,
         host_limit_bytes=memory.host_limit_bytes,
         host_fits=memory.host_fits,
+        stage=memory.stage,
+        num_stages=num_stages,
         activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
         overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
         paged_bytes=memory.states.paged_bytes,
@@ -80,6 +82,8 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
         communication_time_s=perf.communication_time_s,
         exposed_communication_s=perf.exposed_communication_s,
         optimizer_time_s=perf.optimizer_time_s,
+        model_parallel_time_s=perf.model_parallel_time_s,
+        pipeline_bubble_s=perf.pipeline_bubble_s,
         tokens_per_step=perf.tokens_per_step,
         global_batch=plan.global_batch,
         model_flops_per_token=perf.model_flops_per_token,
@@ -92,15 +96,20 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
     )
 
 
-def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing) -> Offering:
-    """The offering of this GPU that rents num_gpus for the fewest dollars per hour."""
+def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing, tp: int = 1) -> Offering:
+    """The offering of this GPU that rents num_gpus for the fewest dollars per hour; with TP, among
+    those whose instances hold a whole TP group (TP never spans instances) when any does."""
     priced = [o for o in catalogue.offerings_for(gpu) if pricing == "on-demand" or o.spot_price_usd_per_hour]
+    priced = [o for o in priced if o.num_gpus >= tp] or priced
     if not priced:
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
     return min(
         priced,
-        # On a tie a real provider beats the generic list-price row.
-        key=lambda o: (num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), o.provider == "list", o.name),
+        # On a tie a real provider beats the generic list-price row, then fewer, larger instances.
+        key=lambda o: (
+            num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), not o.rentable,
+            num_instances(num_gpus, o), o.name,
+        ),
     )
 
 
@@ -116,14 +125,14 @@ def estimate_plan(
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
-    perf = performance(arch, job, plan, gpu, offering.num_gpus)
+    perf = performance(arch, job, plan, gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(tokens, perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
     return EstimateResult(
         model=model_info(arch, job),
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
-        memory=memory_report(memory, job.capacity_fraction),
+        memory=memory_report(memory, job.capacity_fraction, plan.pp),
         performance=performance_report(perf, plan, gpu),
         cost=CostReport(
             offering=offering.name,
@@ -145,7 +154,7 @@ def estimate(
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is None:
-        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing)
+        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing, plan.tp)
     else:
         offering = catalogue.offering(plan.offering)
     return estimate_plan(arch, job, plan, gpu, offering, tokens, pricing)

@@ -10,6 +10,7 @@ from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.errors import VramplanError
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import Overhead, overhead
+from vramplan.models.parallel import candidate_stages, check_layout
 from vramplan.models.results import Pillar
 from vramplan.models.setup import Job, Plan
 from vramplan.models.units import BYTES_PER_GIB
@@ -24,6 +25,7 @@ class MemoryBreakdown:
     capacity_per_mille: int
     host_bytes: int  # per instance (node)
     host_capacity_bytes: int | None
+    stage: int = 0  # the pipeline rank this breakdown is for: the most loaded one
 
     @property
     def pillars(self) -> dict[Pillar, int]:
@@ -91,25 +93,38 @@ def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:
         raise VramplanError("precision", "bf16", f"GPU {gpu.name} has no bf16 support; use fp16")
 
 
-def check_compatible(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> None:
+def check_compatible(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+) -> None:
     """Combinations no training stack runs; each is a one-line error naming the field."""
     check_gpu_precision(gpu, plan.precision)
     check_job(arch, job, plan.precision)
+    check_layout(arch, job, plan, gpu, offering.num_gpus if offering is not None else gpu.gpus_per_node)
 
 
-def memory_per_gpu(
-    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+def stage_memory(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None, stage: int
 ) -> MemoryBreakdown:
-    check_compatible(arch, job, plan, gpu)
-    states = model_states(arch, job, plan)
+    """The five pillars on pipeline rank `stage` (no validity checks: memory_per_gpu makes them)."""
+    states = model_states(arch, job, plan, stage)
     host_bytes = states.host_bytes_per_gpu * gpus_per_node_used(plan, gpu, offering)
     host_capacity = round(offering.host_memory_gib * BYTES_PER_GIB) if offering is not None else None
     return MemoryBreakdown(
         states=states,
-        activations=activations(arch, job, plan),
+        activations=activations(arch, job, plan, stage),
         overhead=overhead(arch, job, plan),
         capacity_bytes=gpu.memory_usable_bytes,
         capacity_per_mille=job.capacity_per_mille,
         host_bytes=host_bytes,
         host_capacity_bytes=host_capacity,
+        stage=stage,
     )
+
+
+def memory_per_gpu(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+) -> MemoryBreakdown:
+    """Memory of the most loaded rank (the pipeline stage with the largest total; the lowest on ties)."""
+    check_compatible(arch, job, plan, gpu, offering)
+    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch.num_layers, plan.pp)]
+    return max(stages, key=lambda m: (m.total_bytes, -m.stage))

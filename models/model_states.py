@@ -19,6 +19,7 @@ from fractions import Fraction
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import trainable_params
 from vramplan.models.params import count_params, layer_groups
+from vramplan.models.parallel_states import rank_params
 from vramplan.models.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
 from vramplan.models.recipe import (
     gradient_state_bytes_per_param,
@@ -83,11 +84,12 @@ def _block_output_rows(arch: Architecture) -> int:
     return sum(g.count * m.copies_per_layer * m.out_features for g in layer_groups(arch) for m in g.modules)
 
 
-def fp8_weight_copy_bytes(arch: Architecture) -> int:
+def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
     """FP8 training (Transformer Engine) casts each linear weight to fp8 in row- and column-wise
-    layouts (Hopper GEMMs need both for forward and dgrad) and saves them for backward: 2 bytes
-    per block matmul weight, held for the whole step and not partitioned by ZeRO."""
-    return 2 * FP8_BYTES * _block_weight_matrices(arch)
+    layouts (Hopper GEMMs need both for forward and dgrad) and keeps them for the step: 2 bytes per
+    matmul weight of the rank's TP/PP/EP shard (models/parallel_states.py), divided by the ZeRO-3
+    group when the weights themselves are (fp8 all-gather of the sharded copy)."""
+    return 2 * FP8_BYTES * _shard(num_matmul_weights, zero3_group)
 
 
 def zero_partition(
@@ -101,37 +103,47 @@ def zero_partition(
     return weights, gradients, optimizer
 
 
-def model_states(arch: Architecture, job: Job, plan: Plan) -> ModelStates:
-    counts = count_params(arch)
+def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> ModelStates:
+    """Model states of pipeline rank `stage` (models/parallel_states.py: the rank's TP/PP/EP shard;
+    ZeRO over DP x CP for dense parameters and over expert-DP for experts)."""
+    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, stage)
     trainable = trainable_params(arch, job)
-    dp = plan.dp
     w, g, k = recipe_state_bytes(job, plan.precision)
 
-    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA).
+    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA, which
+    # models/parallel.check_layout keeps data-parallel only, so the shard is the whole model).
     if job.method == "full":
-        weights_full = _bytes(counts.total, w)
+        groups = [(shard.dense, plan.zero_group), (shard.expert, plan.expert_dp)]
+        if plan.expert_dp == plan.zero_group:  # one flat buffer, as with no expert parallelism
+            groups = [(shard.total, plan.zero_group)]
     else:
         weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
-    weights, gradients, optimizer = zero_partition(weights_full, trainable, g, k, plan.zero, dp)
-    if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
-        gradients = min(gradients, _bytes(largest_trainable_tensor_params(arch, job), g))
+        groups = [(trainable, plan.zero_group)]
+    weights = gradients = optimizer = host = 0
+    for params, group in groups:
+        full = _bytes(params, w) if job.method == "full" else weights_full
+        part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group)
+        if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
+            part_g = min(part_g, _bytes(largest_trainable_tensor_params(arch, job), g))
+        if plan.offload == "optimizer+params":
+            host += _shard(full, group)
+            part_w = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
+        if plan.offload != "none":
+            host += part_o
+            part_o = 0
+            if plan.zero >= 2:
+                host += _bytes(_shard(params, group), Fraction(FP32_BYTES))  # fp32 gradient partition
+                part_g = 0
+        weights += part_w
+        gradients += part_g
+        optimizer += part_o
     paged = 0
     if is_paged(job) and plan.offload == "none":
         paged, optimizer = optimizer, 0
-    if plan.offload == "optimizer+params":
-        weights = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
     if plan.precision == "fp8":
-        weights += fp8_weight_copy_bytes(arch)
-
-    host = 0
-    if plan.offload != "none":
-        host += optimizer
-        optimizer = 0
-        if plan.zero >= 2:
-            host += _bytes(_shard(trainable, dp), Fraction(FP32_BYTES))  # fp32 gradient partition
-            gradients = 0
-    if plan.offload == "optimizer+params":
-        host += _shard(weights_full, dp)
+        zero3 = plan.zero == 3
+        weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
+        weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
 
 

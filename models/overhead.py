@@ -31,10 +31,11 @@ from fractions import Fraction
 
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import trainable_params
+from vramplan.models.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.params import count_params
 from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.setup import Job, Plan
-from vramplan.models.units import BYTES_PER_MIB
+from vramplan.models.units import BYTES_PER_MIB, ceil_div
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h
@@ -47,6 +48,9 @@ class Overhead:
     nccl_bytes: int
     comm_buckets_bytes: int
     zero3_live_params_bytes: int
+    tp_buffers_bytes: int = 0  # models/parallel_overhead.py
+    pp_p2p_bytes: int = 0
+    cp_buffers_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -56,6 +60,9 @@ class Overhead:
             + self.nccl_bytes
             + self.comm_buckets_bytes
             + self.zero3_live_params_bytes
+            + self.tp_buffers_bytes
+            + self.pp_p2p_bytes
+            + self.cp_buffers_bytes
         )
 
 
@@ -71,7 +78,7 @@ def largest_gathered_module_params(arch: Architecture) -> int:
 
 def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     reserve = job.reserve
-    multi_gpu = plan.num_gpus > 1
+    multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
     trainable = trainable_params(arch, job)
     grad_bytes = gradient_bytes_per_param(plan.precision, job.accounting)
     weight_bytes = weight_bytes_per_param(plan.precision)
@@ -84,7 +91,7 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     elif multi_gpu and plan.zero in (1, 2):
         buckets = OVERLAP_COMM_FACTOR * 2 * bucket * grad_bytes
     elif plan.zero == 3 and multi_gpu:
-        module = largest_gathered_module_params(arch)
+        module = ceil_div(largest_gathered_module_params(arch), plan.tp)  # gathered over DP, still TP-sharded
         # Gradients exist only for trainable parameters: with LoRA the gathered module's
         # gradient is the adapter's, which is small; count the full-module case for full FT.
         module_grads = module if job.method == "full" else 0
@@ -94,7 +101,10 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     return Overhead(
         cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,
         cublas_workspace_bytes=reserve.cublas_workspace_mib * BYTES_PER_MIB,
-        nccl_bytes=reserve.nccl_mib * BYTES_PER_MIB if multi_gpu else 0,
+        nccl_bytes=reserve.nccl_mib * BYTES_PER_MIB * num_communicators(plan),
         comm_buckets_bytes=math.ceil(buckets),
         zero3_live_params_bytes=math.ceil(live),
+        tp_buffers_bytes=tp_buffer_bytes(arch, job, plan),
+        pp_p2p_bytes=pp_p2p_bytes(arch, job, plan),
+        cp_buffers_bytes=cp_buffer_bytes(arch, job, plan),
     )

@@ -29,6 +29,8 @@ from vramplan.models.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.errors import VramplanError
 from vramplan.models.flops import training_flops_per_token
 from vramplan.models.lora import trainable_params
+from vramplan.models.parallel_states import rank_params
+from vramplan.models.parallel_time import parallel_time
 from vramplan.models.params import count_params
 from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.recompute import effective_mode
@@ -48,6 +50,8 @@ class Performance:
     communication_time_s: float
     exposed_communication_s: float
     optimizer_time_s: float
+    model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP, models/parallel_time.py
+    pipeline_bubble_s: float
     step_time_s: float
     tokens_per_step: int
     tokens_per_s: float
@@ -70,13 +74,16 @@ def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
 
 
 def communication_bytes_per_step(arch: Architecture, job: Job, plan: Plan) -> float:
-    """Bytes each GPU sends per optimizer step for data-parallel / ZeRO traffic."""
-    n = plan.dp
+    """Bytes each GPU sends per optimizer step for data-parallel / ZeRO traffic, over the DP x CP
+    group, of the parameters of its TP/PP/EP shard (rank 0's, models/parallel_states.py)."""
+    n = plan.zero_group
     if n == 1:
         return 0.0
     ring = (n - 1) / n
-    grads = trainable_params(arch, job) * float(gradient_bytes_per_param(plan.precision, job.accounting))
-    params = count_params(arch).total * float(weight_bytes_per_param(plan.precision))
+    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total
+    trainable = shard if job.method == "full" else trainable_params(arch, job)
+    grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
+    params = shard * float(weight_bytes_per_param(plan.precision))
     if plan.zero <= 1:
         return 2 * ring * grads
     if plan.zero == 2:
@@ -89,8 +96,15 @@ def crosses_nodes(num_gpus: int, gpus_per_node: int) -> bool:
     return num_gpus > gpus_per_node
 
 
-def communication_bandwidth_gb_per_s(gpu: GpuSpec, crossing: bool) -> float:
-    link = gpu.network_bandwidth_gb_per_s if crossing else gpu.intra_node_bandwidth_gb_per_s
+def dp_group_span(plan: Plan) -> int:
+    """GPUs a data-parallel group spans: DP ranks are tp*cp apart (Megatron order tp-cp-ep-dp-pp)."""
+    return plan.tp * plan.cp * plan.dp
+
+
+def communication_bandwidth_gb_per_s(gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None = None) -> float:
+    """network_gb_per_s: the offering's per-GPU scale-out bandwidth (default: the GPU's usual fabric)."""
+    network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
+    link = network if crossing else gpu.intra_node_bandwidth_gb_per_s
     return link * COMMUNICATION_EFFICIENCY.value
 
 
@@ -105,13 +119,13 @@ class OptimizerTraffic:
 
 
 def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
-    trainable = trainable_params(arch, job)
-    partition = -(-trainable // plan.dp) if plan.zero >= 1 else trainable
+    trainable = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total if job.method == "full" else trainable_params(arch, job)
+    partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
     if plan.offload == "none":
         return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
     pcie = partition * (2 + 2)  # 16-bit gradients down, updated 16-bit parameters up
     if plan.offload == "optimizer+params":  # parameters stream in for forward and backward per micro-batch
-        pcie += plan.grad_accum * 2 * count_params(arch).total / plan.dp * 2
+        pcie += plan.grad_accum * 2 * count_params(arch).total / plan.zero_group * 2
     return OptimizerTraffic(0.0, partition * OPTIMIZER_STEP_BYTES_PER_PARAM, pcie)
 
 
@@ -128,20 +142,25 @@ def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> 
 
 
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
-    """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included)."""
+    """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
+    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs."""
     flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
-    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len
+    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
     return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
 
 
-def communication_time_from_bytes(num_bytes: float, gpu: GpuSpec, crossing: bool) -> float:
-    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing) * _GIGA)
+def communication_time_from_bytes(
+    num_bytes: float, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None = None
+) -> float:
+    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) * _GIGA)
 
 
-def communication_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int) -> float:
-    crossing = crosses_nodes(plan.num_gpus, gpus_per_node)
-    return communication_time_from_bytes(communication_bytes_per_step(arch, job, plan), gpu, crossing)
+def communication_time_s(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int, network_gb_per_s: float | None = None
+) -> float:
+    crossing = crosses_nodes(dp_group_span(plan), gpus_per_node)
+    return communication_time_from_bytes(communication_bytes_per_step(arch, job, plan), gpu, crossing, network_gb_per_s)
 
 
 def overlap_window_s(compute_s: float, zero: int) -> float:
@@ -157,17 +176,24 @@ def exposed_communication_s(comm_s: float, compute_s: float, zero: int, num_laye
     return max(comm_s - overlap_window_s(compute_s, zero), comm_s / num_layers)
 
 
-def performance(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int | None = None) -> Performance:
-    """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size)."""
+def performance(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int | None = None,
+    network_gb_per_s: float | None = None,
+) -> Performance:
+    """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size);
+    network_gb_per_s: the offering's per-GPU bandwidth between instances (default: the GPU's)."""
     flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
     peak = peak_tflops(gpu, plan.precision)
+    per_node = gpus_per_node or gpu.gpus_per_node
+    network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
     compute_s = compute_time_s(arch, job, plan, gpu)
-    comm_s = communication_time_s(arch, job, plan, gpu, gpus_per_node or gpu.gpus_per_node)
+    comm_s = communication_time_s(arch, job, plan, gpu, per_node, network)
     exposed_s = exposed_communication_s(comm_s, compute_s, plan.zero, arch.num_layers)
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
-    step_s = compute_s + exposed_s + optimizer_s
+    model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
+    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s
 
-    tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.num_gpus
+    tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.dp
     tokens_per_s = tokens_per_step / step_s
     denominator = plan.num_gpus * peak * _TERA
     return Performance(
@@ -179,6 +205,8 @@ def performance(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per
         communication_time_s=comm_s,
         exposed_communication_s=exposed_s,
         optimizer_time_s=optimizer_s,
+        model_parallel_time_s=model_parallel.total_s,
+        pipeline_bubble_s=model_parallel.pp_bubble_s,
         step_time_s=step_s,
         tokens_per_step=tokens_per_step,
         tokens_per_s=tokens_per_s,

@@ -62,10 +62,11 @@ def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule
 
 
 def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape,
-               group: LayerGroup | None = None) -> LayerKeep:
-    """What the `group`'s layers keep (default: every layer, all of the last layer's kind)."""
+               group: LayerGroup | None = None, layer_input: int | None = None) -> LayerKeep:
+    """What the `group`'s layers keep (default: every layer, all of the last layer's kind);
+    `layer_input`: one rank's share of a layer's input (default e*T*h; / tp under sequence parallelism)."""
     full_layer = sum(t.num_bytes for t in terms)
-    layer_input = x.e * x.t * arch.hidden_size
+    layer_input = x.e * x.t * arch.hidden_size if layer_input is None else layer_input
     mode = effective_mode(job, plan)
     layers = arch.num_layers if group is None else group.count
     if mode == "full":

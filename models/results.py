@@ -43,6 +43,9 @@ class OverheadDetail(_Result):
     nccl_bytes: int
     comm_buckets_bytes: int
     zero3_live_params_bytes: int
+    tp_buffers_bytes: int = 0  # SP all-gather buffer (models/parallel_overhead.py)
+    pp_p2p_bytes: int = 0  # pipeline send/recv buffers
+    cp_buffers_bytes: int = 0  # ring-attention K/V buffers
 
 
 class MemoryReport(_Result):
@@ -63,6 +66,8 @@ class MemoryReport(_Result):
     host_capacity_bytes: int | None
     host_limit_bytes: int | None
     host_fits: bool
+    stage: int = 0  # the pipeline rank reported: the most loaded (0 = embedding, pp - 1 = lm_head + loss)
+    num_stages: int = 1
     activations: ActivationDetail
     overhead: OverheadDetail
     paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator, not in total
@@ -77,6 +82,8 @@ class PerformanceReport(_Result):
     communication_time_s: float
     exposed_communication_s: float
     optimizer_time_s: float
+    model_parallel_time_s: float = 0.0  # exposed TP/PP/CP/EP time incl. the pipeline bubble
+    pipeline_bubble_s: float = 0.0
     tokens_per_step: int
     global_batch: int
     model_flops_per_token: int

@@ -43,7 +43,8 @@ SELECTIVES: tuple[Selective, ...] = ("attention", "op")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 
 # Domains shared by estimate, solve and batch (README "Input rules").
-MAX_GPUS = 4096  # GPUs in one plan (also max_gpus, max_nodes)
+MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
+MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
 
 
@@ -101,18 +102,38 @@ class Plan(_Frozen):
 
     gpu: str
     offering: str | None = Field(default=None, description="provider/instance_type, None = no price")
-    num_gpus: Count = Field(default=1, ge=1, le=MAX_GPUS)
+    num_gpus: Count = Field(default=1, ge=1, le=MAX_PLAN_GPUS)
     zero: ZeroStage = 0
     recompute: Recompute = "none"
     precision: Precision = "bf16"
     micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
     grad_accum: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
     offload: Offload = "none"
+    # Model parallelism (models/parallel.py): tensor, pipeline, context, expert degrees, virtual
+    # pipeline stages per rank (interleaved 1F1B) and Megatron sequence parallelism with TP.
+    tp: int = Field(default=1, ge=1, le=1024)
+    pp: int = Field(default=1, ge=1, le=1024)
+    cp: int = Field(default=1, ge=1, le=1024)
+    ep: int = Field(default=1, ge=1, le=1024)
+    vpp: int = Field(default=1, ge=1, le=1024)
+    sequence_parallel: bool = False
 
     @property
     def dp(self) -> int:
-        """Data-parallel degree (no tensor or pipeline parallelism yet: every GPU is a DP rank)."""
-        return self.num_gpus
+        """Data-parallel degree: num_gpus = tp * pp * cp * dp (Megatron's rank layout)."""
+        return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def zero_group(self) -> int:
+        """Ranks ZeRO / the distributed optimizer shard dense states over: DP x CP (Megatron-Core
+        builds its distributed optimizer on the data-parallel group with context parallelism)."""
+        return self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Expert-data-parallel degree: EP is carved from the DP x CP ranks (Megatron-Core
+        parallel_state: expert_data_parallel = world / (expert_tp * ep * pp), expert_tp = tp)."""
+        return self.dp * self.cp // self.ep
 
     @property
     def global_batch(self) -> int:
@@ -124,4 +145,17 @@ class Plan(_Frozen):
             raise VramplanError("offload", self.offload, "needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
         if self.offload == "optimizer+params" and self.zero != 3:
             raise VramplanError("offload", self.offload, "needs ZeRO stage 3 (DeepSpeed offload_param)")
+        return self
+
+    @model_validator(mode="after")
+    def _degrees_divide(self) -> Plan:
+        model_parallel = self.tp * self.pp * self.cp
+        if self.num_gpus % model_parallel:
+            raise VramplanError(
+                "num_gpus", self.num_gpus, f"must be a multiple of tp*pp*cp = {self.tp}*{self.pp}*{self.cp} = {model_parallel}"
+            )
+        if (self.dp * self.cp) % self.ep:
+            raise VramplanError("ep", self.ep, f"must divide dp*cp = {self.dp * self.cp} (EP is carved from the DP x CP ranks)")
+        if self.vpp > 1 and self.pp == 1:
+            raise VramplanError("vpp", self.vpp, "virtual pipeline stages need pp > 1")
         return self

@@ -104,7 +104,27 @@ def candidates(space: SearchSpace, keep: int) -> list[Candidate]:
                 choice = Choice(c, inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch)
                 result.append(Candidate(choice, metrics_of(space, choice, metrics), metrics.host_mib_per_gpu))
                 kept += 1
-    return result
+    return within_integer_range(result)
+
+
+OBJECTIVE_SUM_LIMIT = 2**60  # CP-SAT rejects a linear objective whose coefficient sum may overflow int64
+
+
+def within_integer_range(result: list[Candidate]) -> list[Candidate]:
+    """Drop the costliest candidates while the objectives' coefficient sums could overflow CP-SAT's
+    int64 (offerings with 100 Mbps networks give multi-node step times of days: never an optimum
+    while any sane candidate is left)."""
+    cost = sum(c.metrics.cost_units for c in result)
+    step = sum(c.metrics.step_us for c in result)
+    if cost <= OBJECTIVE_SUM_LIMIT and step <= OBJECTIVE_SUM_LIMIT:
+        return result
+    kept = sorted(result, key=lambda c: (c.metrics.cost_units, c.metrics.step_us))
+    while len(kept) > 1 and (cost > OBJECTIVE_SUM_LIMIT or step > OBJECTIVE_SUM_LIMIT):
+        dropped = kept.pop()
+        cost -= dropped.metrics.cost_units
+        step -= dropped.metrics.step_us
+    survivors = set(map(id, kept))
+    return [c for c in result if id(c) in survivors]
 
 
 def add_choice(model: cp_model.CpModel, v: Variables) -> None:

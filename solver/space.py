@@ -45,6 +45,23 @@ PRICE_UNITS_PER_USD = 10_000
 HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
 
 
+_NETWORKS: list[float] = []  # distinct offering network bandwidths seen, GB/s per GPU
+
+
+def crossing_key(network_gb_per_s: float | None) -> int:
+    """1: crosses instances over the GPU's usual fabric; 2 + i: over _NETWORKS[i] (the offering's)."""
+    if network_gb_per_s is None:
+        return 1
+    if network_gb_per_s not in _NETWORKS:
+        _NETWORKS.append(network_gb_per_s)
+    return 2 + _NETWORKS.index(network_gb_per_s)
+
+
+def crossing_network(key: int) -> float | None:
+    """The offering bandwidth a crossing key stands for (None: the GPU's own)."""
+    return _NETWORKS[key - 2] if key >= 2 else None
+
+
 @dataclass(frozen=True)
 class Cluster:
     """num_gpus GPUs of one offering (whole instances beyond one instance)."""
@@ -58,8 +75,11 @@ class Cluster:
 
     @property
     def crossing(self) -> int:
-        """1 when data-parallel traffic leaves the instance (network), 0 inside it (NVLink/PCIe)."""
-        return int(crosses_nodes(self.num_gpus, self.offering.num_gpus))
+        """0 when data-parallel traffic stays inside the instance (NVLink/PCIe); else a key of the
+        network it crosses (crossing_network: the offering's per-GPU bandwidth, or the GPU's)."""
+        if not crosses_nodes(self.num_gpus, self.offering.num_gpus):
+            return 0
+        return crossing_key(self.offering.network_bandwidth_gb_per_s)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -337,8 +357,8 @@ def _fill_time_tables(space: SearchSpace, values: dict) -> None:
                     for g, crossing in valid:
                         gpu = space.gpus[g]
                         space.comm_s[zero, n_i, b, p, g, crossing] = remembered(
-                            values, ("comm", gpu.name, crossing, n, zero, precision, micro),
-                            lambda: communication_time_from_bytes(traffic, gpu, bool(crossing)))
+                            values, ("comm", gpu.name, bool(crossing), crossing_network(crossing), n, zero, precision, micro),
+                            lambda: communication_time_from_bytes(traffic, gpu, bool(crossing), crossing_network(crossing)))
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
                     work = remembered(values, ("work", n, zero, offload, precision, micro), lambda: optimizer_traffic(
                         arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro)))

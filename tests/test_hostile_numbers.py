@@ -16,8 +16,6 @@ from vramplan.models.catalogue import MAX_CATALOGUE_ROWS
 from vramplan.models.errors import VramplanError
 from vramplan.models.numbers import parse_count, parse_positive, parse_real
 
-OVERFLOW = "solver integer scaling: parallelism issue"
-
 
 def run(*args: str):
     return CliRunner().invoke(main, list(args))
@@ -122,7 +120,6 @@ def test_a_large_batch_of_an_8b_model_solves_on_cpsat():
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.xfail(strict=True, reason=OVERFLOW)
 @pytest.mark.parametrize("model, seq_len", [("llama-3.1-405b", "8192"), ("llama-3.1-70b", "4096")])
 def test_large_models_at_global_batch_4096_solve_for_cost(model, seq_len):
     result = run("solve", "--model", model, "--seq-len", seq_len, "--global-batch", "4096", "--time-limit", "5",
@@ -193,7 +190,6 @@ def test_catalogue_extremes_inside_the_domain_answer(tmp_path, column, value):
     assert result.exit_code in (0, 3), result.output
 
 
-@pytest.mark.xfail(strict=True, reason=OVERFLOW)
 @pytest.mark.parametrize("column, value", [("price_usd_per_hour", "10000"), ("bf16_dense_tflops", "1")])
 def test_catalogue_extremes_that_overflow_the_integer_objective(tmp_path, column, value):
     gpus, offerings = packaged("gpus.csv"), packaged("offerings.csv")

@@ -76,17 +76,19 @@ def test_network_bound_zero3_is_predicted_slower_not_faster() -> None:
 
 
 @pytest.mark.parametrize(("params", "published_mfu", "published_hfu"), [
-    # Korthikanti Table 5 (A100, s = 2048, v = 51200, SP + selective recompute); no TP/PP model yet,
-    # so this checks the compute part: efficiency x model / hardware FLOPs.
+    # Korthikanti Table 5 (A100, s = 2048, v = 51200, SP + selective recompute). The full layouts
+    # (TP/PP, bubble, collectives) are checked in tests/test_parallel_calibration.py; this checks
+    # the compute part alone: efficiency x model / hardware FLOPs bounds the MFU from above.
     (dict(), 0.514, 0.528),
     (dict(num_layers=105, hidden_size=20480, num_attention_heads=128, num_kv_heads=128, head_dim=160,
           intermediate_size=81920), 0.560, 0.570),
 ])
-def test_korthikanti_compute_mfu_within_10_percent(params: dict, published_mfu: float, published_hfu: float) -> None:
+def test_korthikanti_compute_mfu_bounds_the_published_one(params: dict, published_mfu: float, published_hfu: float) -> None:
+    del published_hfu
     arch = GPT3.model_copy(update={"vocab_size": 51200, **params})
     flops = training_flops_per_token(arch, 2048, "selective")
-    predicted = compute_efficiency("ampere").value * flops.model / flops.hardware
-    assert abs(predicted / published_mfu - 1) < 0.10
+    compute_only = compute_efficiency("ampere").value * flops.model / flops.hardware
+    assert published_mfu < compute_only < 1.3 * published_mfu  # the bubble and TP traffic take the rest
 
 
 def test_zero3_moves_one_and_a_half_times_plain_dp() -> None:

@@ -1,0 +1,131 @@
+"""Step time that model parallelism adds: TP collectives, the pipeline bubble and p2p, CP's ring
+exchange, EP's all-to-all. Data-parallel traffic stays in models/performance.py.
+
+Rank order is Megatron-Core's default "tp-cp-ep-dp-pp" (parallel_state.initialize_model_parallel,
+`order`): TP innermost, so a TP group never leaves an instance (models/parallel.check_layout)
+and runs at the GPU's NVLink bandwidth; CP and EP groups leave the instance when tp*cp (tp*cp*ep)
+exceeds its GPUs; PP neighbours are tp*cp*dp ranks apart, so p2p crosses instances whenever the
+job spans several. Cross-instance traffic runs at the offering's per-GPU network bandwidth.
+Every link runs at COMMUNICATION_EFFICIENCY of its rate; ring collectives move (n-1)/n of the
+buffer per rank per pass (all-reduce two passes).
+
+- TP (Megatron tensor_parallel/mappings.py): per layer and micro-batch two all-reduces forward
+  (after attention and after the MLP) and two backward, of one b x s/cp x h activation each;
+  with SP each all-reduce becomes a reduce-scatter + all-gather of the same volume. Full
+  recompute re-runs the two forward ones. Not overlapped (Megatron's default; the TE userbuffer
+  overlap is opt-in).
+- PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
+  compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
+  every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
+  scatter-gather optimisation of sec. 4.1 without SP).
+- CP (Megatron-Core / TE ring attention, AttnFuncWithCPAndKVP2P): cp - 1 ring steps per layer,
+  each sending the rank's K/V chunk forward and K/V + dK/dV backward, overlapped with the
+  attention blocks of the ring; only what exceeds the attention compute is exposed.
+- EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
+  all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
+  rank; not overlapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.flops import forward_flops_per_token
+from vramplan.models.parallel import kv_heads_per_rank
+from vramplan.models.precision import activation_bytes
+from vramplan.models.setup import Job, Plan
+
+_GIGA = 10**9
+
+
+@dataclass(frozen=True)
+class ParallelTime:
+    tp_s: float
+    pp_bubble_s: float
+    pp_p2p_s: float
+    cp_exposed_s: float
+    ep_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s
+
+
+def _seconds(num_bytes: float, link_gb_per_s: float) -> float:
+    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * _GIGA)
+
+
+def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
+    return arch.num_layers / plan.pp
+
+
+def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+    if plan.tp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
+    collectives = 6 if plan.recompute == "full" else 4
+    per_layer = collectives * 2 * (plan.tp - 1) / plan.tp * activation
+    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+    return _seconds(volume, gpu.intra_node_bandwidth_gb_per_s)
+
+
+def pp_bubble_s(plan: Plan, compute_s: float) -> float:
+    return compute_s * (plan.pp - 1) / (plan.vpp * plan.grad_accum)
+
+
+def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:
+    if plan.pp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    # Each TP rank sends 1/tp of the hidden states: the SP shard, or without SP Megatron's
+    # scatter-gather optimisation (Narayanan et al. 2021 sec. 4.1; p2p_communication scatter_gather_tensors).
+    hidden = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size / plan.tp
+    volume = 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
+    link = network_gb_per_s if spans_instances else gpu.intra_node_bandwidth_gb_per_s
+    return _seconds(volume, link)
+
+
+def cp_exposed_s(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+    compute_s: float,
+) -> float:
+    if plan.cp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
+    per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
+    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+    link = network_gb_per_s if plan.tp * plan.cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+    layers, attention, logits = forward_flops_per_token(arch, job.seq_len)
+    attention_s = compute_s * attention / (layers + attention + logits)
+    return max(0.0, _seconds(volume, link) - attention_s)
+
+
+def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    if plan.ep == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    routed = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
+    if plan.sequence_parallel and plan.tp > 1:
+        routed /= plan.tp
+    per_layer = 4 * routed * (plan.ep - 1) / plan.ep  # dispatch + combine, forward + backward
+    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+    link = network_gb_per_s if plan.tp * plan.cp * plan.ep > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+    return _seconds(volume, link)
+
+
+def parallel_time(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+    compute_s: float,
+) -> ParallelTime:
+    spans = plan.num_gpus > gpus_per_instance
+    return ParallelTime(
+        tp_s=tp_time_s(arch, job, plan, gpu),
+        pp_bubble_s=pp_bubble_s(plan, compute_s),
+        pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s),
+        cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
+        ep_s=ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s),
+    )
