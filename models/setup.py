@@ -79,7 +79,7 @@ class Job(_Frozen):
     seq_len: Count = Field(default=2048, ge=1, le=1_048_576)
     capacity_fraction: Real = Field(default=0.9, gt=0, le=1)
     reserve: RuntimeReserve = RuntimeReserve()
-    # Training-stack recipe choices; the defaults reproduce the hf stack as modelled before presets.
+    # Training-stack recipe choices; the defaults are the hf stack's preset (catalogues/stacks.csv).
     stack: Stack = Field(default="hf", description="the training stack whose preset filled the unset options")
     master_weights: MasterWeights = Field(default="fp32", description="none = pure 16-bit (bf16-true)")
     loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
@@ -87,8 +87,8 @@ class Job(_Frozen):
     recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
     optimizer_in_backward: bool = False
     activation_offload: bool = False
-    qlora_prep: QloraPrep = Field(default="16bit", description="peft = non-quantised parameters cast to fp32")
-    fragmentation_fraction: float = Field(default=0.0, ge=0, le=4, description="reserve x largest transient")
+    qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")
+    fragmentation_fraction: float = Field(default=1.0, ge=0, le=4, description="reserve x largest transient")
     loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
 
     @property

@@ -91,7 +91,9 @@ def test_seed_70b_4bit_base_is_about_35gb() -> None:
     assert nf4_bytes_per_param() * 8 == 4 + Fraction(8, 64) + Fraction(32, 64 * 256)  # 4.127 bits
     arch = CATALOGUE.architecture("llama-3.1-70b")
     counts = count_params(arch)
-    base = frozen_base_bytes(arch, Job(method="qlora"), "bf16")
+    # The seed's figure is the bitsandbytes base as loaded (16-bit embeddings), before PEFT's
+    # prepare_model_for_kbit_training casts the rest to fp32 (the hf stack's default, tests/test_recipes.py).
+    base = frozen_base_bytes(arch, Job(method="qlora", qlora_prep="16bit"), "bf16")
     embeddings_16bit = 2 * (counts.embedding + counts.lm_head)
     quantised = base - embeddings_16bit - 2 * (counts.total - counts.embedding - counts.lm_head - counts.blocks_linear)
     assert 34 * GB < quantised < 36 * GB  # the seed's "about 35 GB"

@@ -43,8 +43,9 @@ def test_paged_optimizer_states_live_outside_the_allocator() -> None:
 
 def test_peft_kbit_preparation_casts_the_rest_to_fp32() -> None:
     counts = count_params(LLAMA8B)
-    sixteen = frozen_base_bytes(LLAMA8B, Job(method="qlora"), "bf16")
+    sixteen = frozen_base_bytes(LLAMA8B, Job(method="qlora", qlora_prep="16bit"), "bf16")
     peft = frozen_base_bytes(LLAMA8B, Job(method="qlora", qlora_prep="peft"), "bf16")
+    assert Job().qlora_prep == "peft"  # the hf stack: HF QLoRA runs prepare_model_for_kbit_training
     not_quantised = counts.total - LLAMA8B.num_layers * sum(m.in_features * m.out_features
                                                             for m in layer_linear_modules(LLAMA8B))
     assert peft - sixteen == 2 * not_quantised  # embeddings, norms, lm_head: 2 more bytes each
@@ -99,13 +100,15 @@ def test_fragmentation_reserve_is_a_fraction_of_the_largest_transient() -> None:
     # eager loss: the fp32 logits gradient 4Tv is the largest single block at s = 2048.
     acts = activations(LLAMA8B, Job(fragmentation_fraction=0.5), Plan(gpu="x"))
     assert acts.fragmentation_reserve_bytes == 4 * 2048 * 128256 // 2
-    assert activations(LLAMA8B, Job(), Plan(gpu="x")).fragmentation_reserve_bytes == 0
+    assert activations(LLAMA8B, Job(fragmentation_fraction=0), Plan(gpu="x")).fragmentation_reserve_bytes == 0
+    # the hf stack's default: one largest transient block under the default caching allocator
+    assert activations(LLAMA8B, Job(), Plan(gpu="x")).fragmentation_reserve_bytes == 4 * 2048 * 128256
 
 
 def test_explicit_options_override_the_preset() -> None:
     job = job_from_fields({"stack": "torchtune", "loss": "eager", "seq_len": 2048})
     assert (job.stack, job.loss, job.master_weights) == ("torchtune", "eager", "none")
-    assert job_from_fields({"seq_len": 2048}) == Job()  # no --stack: hf, today's numbers
+    assert job_from_fields({"seq_len": 2048}) == Job()  # no --stack: hf, whose preset is Job()'s defaults
 
 
 def test_every_stack_row_has_a_source_and_the_default_is_hf() -> None:

