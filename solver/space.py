@@ -198,6 +198,8 @@ def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
         if (not query.gpus or o.gpu in query.gpus)
         and (not query.providers or o.provider in query.providers)
         and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
+        # list/ rows are reference prices nobody rents: only when the user names --provider list
+        and (o.rentable or o.provider in query.providers)
     ]
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
 
