@@ -102,3 +102,17 @@ def test_bad_input_is_one_line_exit_2(args: list[str], fragment: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_list_prices_are_reference_only_unless_asked_for():
+    """catalogues/offerings.csv `list/` rows are published reference prices nobody rents
+    (Offering.rentable): plans never use them unless --provider list names them."""
+    query = ["solve", "--model", "llama-3.1-8b", "--seq-len", "4096", "--global-batch", "64", "--gpu",
+             "h100-sxm-80gb", "--top", "5", "--format", "json"]
+    result = run(*query)
+    assert result.exit_code == 0, result.output
+    offerings = {p["plan"]["offering"] for p in json.loads(result.stdout)["plans"]}
+    assert offerings and not any(name.startswith("list/") for name in offerings)
+    listed = run(*query, "--provider", "list")
+    assert listed.exit_code == 0, listed.output
+    assert {p["plan"]["offering"].split("/")[0] for p in json.loads(listed.stdout)["plans"]} == {"list"}
