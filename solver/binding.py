@@ -33,6 +33,11 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
         if not offerings:
             verb = "rents" if len(query.providers) == 1 else "rent"
             return f"{_names(query.providers)} {verb} no{gpus or ' GPU'}"
+    rentable = [o for o in offerings if o.rentable or o.provider in query.providers]  # as solver/space.py
+    if offerings and not rentable:
+        return (f"{gpus.strip() or 'these GPUs'} only {'has' if len(offerings) == 1 else 'have'} reference "
+                f"prices ({_names([o.name for o in offerings])}), which plans use only with --provider list")
+    offerings = rentable
     if query.pricing == "spot" and not any(o.spot_price_usd_per_hour is not None for o in offerings):
         if query.providers:
             verb = "has" if len(query.providers) == 1 else "have"

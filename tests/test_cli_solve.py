@@ -116,3 +116,15 @@ def test_list_prices_are_reference_only_unless_asked_for():
     listed = run(*query, "--provider", "list")
     assert listed.exit_code == 0, listed.output
     assert {p["plan"]["offering"].split("/")[0] for p in json.loads(listed.stdout)["plans"]} == {"list"}
+
+
+def test_a_gpu_with_only_reference_prices_says_so():
+    """mi325x-256gb has only a list/ row (catalogues/offerings.csv): the answer names that, not a
+    count or divisibility problem, and --provider list plans with it."""
+    result = run("solve", "--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "mi325x-256gb")
+    assert result.exit_code == 3, result.output
+    assert "only has reference prices (list/mi325x-256gb-x8)" in result.stdout
+    assert "--provider list" in result.stdout
+    listed = run("solve", "--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "mi325x-256gb",
+                 "--provider", "list", "--format", "json")
+    assert listed.exit_code == 0 and json.loads(listed.stdout)["status"] == "optimal", listed.output
