@@ -11,7 +11,7 @@ from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.candidates import cluster_accepts, inner_metrics
 from vramplan.solver.cpsat_model import inner_decisions
 from vramplan.solver.query import SolvedPlan, SolveQuery
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace, plannable
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 
@@ -33,7 +33,7 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
         if not offerings:
             verb = "rents" if len(query.providers) == 1 else "rent"
             return f"{_names(query.providers)} {verb} no{gpus or ' GPU'}"
-    rentable = [o for o in offerings if o.rentable or o.provider in query.providers]  # as solver/space.py
+    rentable = [o for o in offerings if plannable(o, query)]
     if offerings and not rentable:
         return (f"{gpus.strip() or 'these GPUs'} only {'has' if len(offerings) == 1 else 'have'} reference "
                 f"prices ({_names([o.name for o in offerings])}), which plans use only with --provider list")

@@ -185,6 +185,11 @@ def _allowed_counts(offering: Offering, query: SolveQuery, divisors: list[int]) 
     return counts
 
 
+def plannable(offering: Offering, query: SolveQuery) -> bool:
+    """list/ rows are reference prices nobody rents: plans use them only when --provider names them."""
+    return offering.rentable or offering.provider in query.providers
+
+
 def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
     for name in query.gpus:
         catalogue.gpu(name)  # unknown names are errors with suggestions
@@ -198,8 +203,7 @@ def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
         if (not query.gpus or o.gpu in query.gpus)
         and (not query.providers or o.provider in query.providers)
         and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
-        # list/ rows are reference prices nobody rents: only when the user names --provider list
-        and (o.rentable or o.provider in query.providers)
+        and plannable(o, query)
     ]
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
 
