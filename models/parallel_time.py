@@ -36,8 +36,7 @@ from vramplan.models.flops import forward_flops_per_token
 from vramplan.models.parallel import kv_heads_per_rank
 from vramplan.models.precision import activation_bytes
 from vramplan.models.setup import Job, Plan
-
-_GIGA = 10**9
+from vramplan.models.units import BYTES_PER_GB
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class ParallelTime:
 
 
 def _seconds(num_bytes: float, link_gb_per_s: float) -> float:
-    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * _GIGA)
+    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * BYTES_PER_GB)
 
 
 def _layers_per_rank(arch: Architecture, plan: Plan) -> float:

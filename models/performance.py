@@ -35,9 +35,9 @@ from vramplan.models.params import count_params
 from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.recompute import effective_mode
 from vramplan.models.setup import Job, Plan, Precision
+from vramplan.models.units import BYTES_PER_GB
 
 _TERA = 10**12
-_GIGA = 10**9
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,9 @@ def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraf
 
 def optimizer_time_from_traffic(traffic: OptimizerTraffic, gpu: GpuSpec) -> float:
     return (
-        traffic.hbm_bytes / (gpu.hbm_bandwidth_gb_per_s * _GIGA)
-        + traffic.host_bytes / (HOST_OPTIMIZER_BANDWIDTH_GB_PER_S * _GIGA)
-        + traffic.pcie_bytes / (PCIE_BANDWIDTH_GB_PER_S * _GIGA)
+        traffic.hbm_bytes / (gpu.hbm_bandwidth_gb_per_s * BYTES_PER_GB)
+        + traffic.host_bytes / (HOST_OPTIMIZER_BANDWIDTH_GB_PER_S * BYTES_PER_GB)
+        + traffic.pcie_bytes / (PCIE_BANDWIDTH_GB_PER_S * BYTES_PER_GB)
     )
 
 
@@ -153,7 +153,7 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
 def communication_time_from_bytes(
     num_bytes: float, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None = None
 ) -> float:
-    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) * _GIGA)
+    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) * BYTES_PER_GB)
 
 
 def communication_time_s(
