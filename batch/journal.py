@@ -78,11 +78,23 @@ def typed_answer(cells: dict[str, Any]) -> dict[str, Any] | None:
                 answer[column] = None
             elif kind is str:
                 answer[column] = unneutralise(str(value))
+            elif kind is bool:
+                answer[column] = _boolean(value)
             else:
                 answer[column] = kind(float(value)) if kind is int else float(value)
     except (TypeError, ValueError):
         return None
     return answer
+
+
+def _boolean(value: Any) -> bool:
+    """A boolean answer cell as written (True/False in CSV, a boolean in XLSX, Parquet, JSON lines)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(value)
+    return text == "true"
 
 
 def journal_path(output: Path) -> Path:

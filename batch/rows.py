@@ -57,6 +57,12 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "micro_batch": ("solver chooses", "pin the micro-batch"),
     "offload": ("solver chooses", "pin ZeRO-Offload: none | optimizer | optimizer+params"),
     "num_gpus": ("solver chooses", "pin the GPU count"),
+    "tp": ("solver chooses (1-8)", "pin the tensor-parallel degree (inside one instance)"),
+    "pp": ("solver chooses (1-16)", "pin the pipeline-parallel stages"),
+    "cp": ("solver chooses (1-8 from 16k tokens)", "pin the context-parallel degree"),
+    "ep": ("solver chooses (1-8)", "pin the expert-parallel degree (MoE)"),
+    "vpp": ("1", "pin the virtual pipeline stages per rank (interleaved 1F1B)"),
+    "sequence_parallel": ("on with TP", "true | false: pin Megatron sequence parallelism"),
     "stack": ("hf", "hf | deepspeed | megatron | torchtitan | torchtune | litgpt | unsloth: the recipe defaults"),
     "master_weights": ("the stack's", "fp32 | none (pure 16-bit)"),
     "loss": ("the stack's", "eager | chunked | fused"),
@@ -73,12 +79,13 @@ MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's o
 
 # Answer columns and their types (int, float or str; every cell may be empty).
 PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "precision", "micro_batch", "grad_accum",
-                "offload")
+                "offload", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
 MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "limit_gib")
 ANSWER_TYPES: dict[str, type] = {
     "status": str, "error": str, "explanation": str,
     "gpu": str, "offering": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "precision": str,
-    "micro_batch": int, "grad_accum": int, "offload": str,
+    "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
+    "sequence_parallel": bool,
     **{column: float for column in MEMORY_COLUMNS},
     "tokens_per_s": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
 }
@@ -123,6 +130,12 @@ class _Cells(BaseModel):
     micro_batch: Count | None = None
     offload: str | None = None
     num_gpus: Count | None = None
+    tp: Count | None = None
+    pp: Count | None = None
+    cp: Count | None = None
+    ep: Count | None = None
+    vpp: Count | None = None
+    sequence_parallel: bool | None = None
     stack: str | None = None
     master_weights: str | None = None
     loss: str | None = None

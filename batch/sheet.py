@@ -273,6 +273,8 @@ def _column_values(values: list[Any], kind: type | None) -> tuple[list[Any], str
         return values, "Int64"
     if kind is float:
         return [None if v is None else float(v) for v in values], "float64"
+    if kind is bool:
+        return [None if v is None else bool(v) for v in values], "boolean"
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         return [None if v is None else float(v) for v in values], "float64"

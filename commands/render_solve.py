@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
-from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, new_table, percent, render, table_width
+from vramplan.commands.render_text import (
+    count,
+    efficiency_note,
+    fit_lines,
+    memory_table,
+    new_table,
+    percent,
+    render,
+    table_width,
+)
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 if TYPE_CHECKING:
@@ -14,8 +23,8 @@ if TYPE_CHECKING:
 # (header, right-aligned) of the wide layout; a narrow screen shows _NARROW_COLUMNS instead.
 _PLAN_COLUMNS = (("#", True), ("GPUs", True), ("offering", False), ("ZeRO", True), ("recompute", False),
                  ("offload", False), ("mb x acc", True), ("tokens/s", True), ("MFU", True), ("days", True),
-                 ("USD/h", True), ("USD total", True), ("vs best", True))
-_DROP_ORDER = ("mb x acc", "offload", "USD/h", "tokens/s", "recompute", "MFU")
+                 ("USD/h", True), ("USD total", True), ("vs best", True), ("layout", False))
+_DROP_ORDER = ("mb x acc", "offload", "USD/h", "recompute", "tokens/s", "layout", "MFU")
 _NARROW_COLUMNS = (("#", True), ("plan", False), ("days", True), ("USD total", True), ("vs best", True))
 
 
@@ -39,7 +48,24 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
             f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
-            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse]
+            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse,
+            layout_text(plan)]
+
+
+def layout_text(plan: SolvedPlan) -> str:
+    """The parallel layout in Megatron's terms: 'TP8+SP x PP16 x DP8' (degrees of 1 left out), 'DP64'."""
+    p = plan.plan
+    parts = [f"TP{p.tp}{'+SP' if p.sequence_parallel and p.tp > 1 else ''}" if p.tp > 1 else "",
+             f"PP{p.pp}" + (f"/v{p.vpp}" if p.vpp > 1 else "") if p.pp > 1 else "",
+             f"CP{p.cp}" if p.cp > 1 else "", f"DP{p.dp}", f"EP{p.ep}" if p.ep > 1 else ""]
+    return " x ".join(part for part in parts if part)
+
+
+def search_line(result: SolveResult) -> str:
+    """How large the space was and the work done (--verbose)."""
+    s = result.search
+    return (f"search: {s.combinations:,} combinations of the decisions, {s.evaluations:,} models/ evaluations, "
+            f"{s.cpsat_models:,} CP-SAT models, {s.cpsat_solves:,} solves")
 
 
 def plans_table(result: SolveResult, plans: list[SolvedPlan], title: str, screen: Screen) -> Table:
@@ -71,7 +97,7 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
         table.add_column(header, justify="right" if right else "left")
     for plan, cells in zip(plans, rows):
         p = plan.plan
-        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}"
+        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}\n{cells[13]}"
         table.add_row(cells[0], stacked, cells[9], cells[11], cells[12])
     return table
 
@@ -79,7 +105,8 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
 def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
     best = result.plans[0]
     perf, cost = best.performance, best.cost
-    return ["", f"Best plan: {plan_summary(best)}", f"objective: {objective_text(result, best.objective_value)}", "",
+    return ["", f"Best plan: {plan_summary(best)}", f"layout: {layout_text(best)} = {best.plan.num_gpus} GPUs",
+            f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),
             f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
@@ -116,7 +143,7 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
     return parts
 
 
-def solve_table(result: SolveResult, screen: Screen) -> str:
+def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> str:
     head = (f"{result.model.name} ({count(result.model.num_params)} params): global batch {result.global_batch}, "
             f"{count(round(result.tokens))} tokens, objective {result.objective.name}\n"
             f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
@@ -135,6 +162,8 @@ def solve_table(result: SolveResult, screen: Screen) -> str:
         parts += _starred_note(result.pareto) if not screen.compact else []
     if result.explanation is not None:
         parts += _explanation_parts(result, screen)
+    if verbose:
+        parts += ["", search_line(result)]
     return render(parts, screen)
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 from pydantic import ValidationError
-
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     COUNT,
@@ -57,6 +56,14 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--micro-batch", type=COUNT, default=None, help="Pin the micro-batch.")
 @click.option("--offload", type=OFFLOAD_CHOICE, default=None, help="Pin ZeRO-Offload.")
 @click.option("--num-gpus", type=COUNT, default=None, help="Pin the GPU count.")
+@click.option("--tp", type=COUNT, default=None, help="Pin the tensor-parallel degree [default: 1-8, inside one instance].")
+@click.option("--pp", type=COUNT, default=None, help="Pin the pipeline-parallel degree [default: 1-16].")
+@click.option("--cp", type=COUNT, default=None, help="Pin the context-parallel degree [default: 1-8 from 16k tokens].")
+@click.option("--ep", type=COUNT, default=None, help="Pin the expert-parallel degree (MoE) [default: 1-8].")
+@click.option("--vpp", type=COUNT, default=None, help="Pin the virtual pipeline stages per rank [default: 1].")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=None,
+              help="Pin Megatron sequence parallelism [default: on with TP].")
+@click.option("--verbose", is_flag=True, help="Also print how large the search space was and the work done.")
 @click.option("--top", type=COUNT, default=3, show_default=True, help="Best K distinct plans.")
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
@@ -75,7 +82,9 @@ def solve_command(**options: Any) -> None:
     Exit code 3 when nothing fits (the answer then explains why and what would).
     """
     from vramplan.commands import output, render_solve
-    from vramplan.solver.api import solve  # ortools: imported when a solve runs, not for --help
+    from vramplan.solver.api import (
+        solve,  # ortools: imported when a solve runs, not for --help
+    )
 
     if options["plot_path"] or options["report_path"]:
         from vramplan.commands import plot
@@ -84,9 +93,10 @@ def solve_command(**options: Any) -> None:
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     screen = output.screen_for(options["output"])
-    render = {"table": lambda r: render_solve.solve_table(r, screen), "json": output.json_text,
+    chosen = output.chosen_format(options)
+    render = {"table": lambda r: render_solve.solve_table(r, screen, options["verbose"]), "json": output.json_text,
               "csv": render_solve.solve_csv}
-    output.emit(render[output.chosen_format(options)](result), options["output"])
+    output.emit(render[chosen](result), options["output"])
     _pictures(result, options)
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)

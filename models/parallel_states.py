@@ -24,6 +24,7 @@ so they are divided by the ZeRO group like the bf16 weights.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.params import (
@@ -31,6 +32,7 @@ from vramplan.models.params import (
     LinearModule,
     count_params,
     layer_group,
+    layer_group_counts,
     layer_groups,
     layer_norm_params,
 )
@@ -112,20 +114,17 @@ def head_shard(arch: Architecture, tp: int, pp: int) -> int:
     return count_params(arch).final_norm + lm_head
 
 
-def stage_layer_counts(arch: Architecture, pp: int, stage: int) -> list[tuple[LayerGroup, int]]:
+def stage_layer_counts(arch: Architecture, pp: int, stage: int) -> tuple[tuple[LayerGroup, int], ...]:
     """(kind of layer, how many of them) on pipeline rank `stage`, which holds a contiguous run of
     layers (models/parallel.stage_layers); pp = 1: models/params.layer_groups' counts."""
     if pp == 1:
-        return [(group, group.count) for group in layer_groups(arch)]
+        return tuple((group, group.count) for group in layer_groups(arch))
     counts = stage_layers(arch.num_layers, pp)
     start = sum(counts[:stage])
-    held: dict[LayerGroup, int] = {}
-    for index in range(start, start + counts[stage]):
-        group = layer_group(arch, index)
-        held[group] = held.get(group, 0) + 1
-    return list(held.items())
+    return layer_group_counts(arch, start, start + counts[stage])
 
 
+@lru_cache(maxsize=4096)
 def rank_params(arch: Architecture, tp: int, pp: int, ep: int, stage: int) -> RankParams:
     """Parameters of pipeline rank `stage` on one (TP, EP) rank, summed kind of layer by kind
     (models/params.layer_groups). With tp = pp = ep = 1 this is exactly count_params(arch).total."""

@@ -151,6 +151,19 @@ def layer_group(arch: Architecture, index: int) -> LayerGroup:
     return next(g for g in layer_groups(arch) if (g.moe, g.local, g.qk_norm) == key)
 
 
+@lru_cache(maxsize=4096)
+def layer_group_counts(arch: Architecture, start: int, stop: int) -> tuple[tuple[LayerGroup, int], ...]:
+    """The kinds of decoder layer among layers [start, stop), with how many of each (in order of
+    first appearance). Cached: the solver asks it for every pipeline rank of every layout, and a
+    LayerGroup is costly to hash, so the counting is keyed by the layer's kind flags instead."""
+    by_key = {(g.moe, g.local, g.qk_norm): g for g in layer_groups(arch)}
+    held: dict[tuple[bool, bool, bool], int] = {}
+    for index in range(start, stop):
+        key = _layer_key(arch, index)
+        held[key] = held.get(key, 0) + 1
+    return tuple((by_key[key], count) for key, count in held.items())
+
+
 @lru_cache(maxsize=256)
 def layer_linear_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     """The linear (matmul) modules of the last decoder layer (a MoE layer in a MoE model), in forward order."""

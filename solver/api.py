@@ -12,7 +12,7 @@ from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import solve_cpsat
 from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
 from vramplan.solver.explain import closest_miss, explain
-from vramplan.solver.query import ObjectiveReport, SolveQuery, SolveResult
+from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import TableMemo, using
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
@@ -78,6 +78,8 @@ def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) ->
         tokens=query.tokens,
         engine=query.engine,
         space_size=space.size,
+        search=SearchReport(combinations=space.size, evaluations=space.evaluations,
+                            cpsat_models=outcome.stats.models_built, cpsat_solves=outcome.stats.solves),
         solve_time_s=time.perf_counter() - started,
         plans=plans,
         pareto=pareto,

@@ -8,8 +8,12 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.candidates import cluster_accepts, inner_metrics
-from vramplan.solver.cpsat_model import inner_decisions
+from vramplan.solver.candidates import (
+    cluster_accepts,
+    explained_layouts,
+    inner_decisions,
+    inner_metrics,
+)
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace, plannable
 
@@ -58,7 +62,7 @@ def host_ram_reason(space: SearchSpace) -> str | None:
     best: tuple[int, int, int] | None = None  # (shortfall MiB per GPU, host MiB per GPU, cluster)
     for shape in sorted({c.shape for c in space.clusters}):
         members = [c for c, cluster in enumerate(space.clusters) if cluster.shape == shape]
-        for inner in inner_decisions(space):
+        for inner in inner_decisions(space, explained_layouts(space)):
             metrics = inner_metrics(space, shape, inner, memory=False)
             if metrics is None or not metrics.host_mib_per_gpu:
                 continue

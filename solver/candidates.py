@@ -4,14 +4,22 @@ A point is a Choice of domain indices (cluster, ZeRO x offload, recompute, preci
 micro-batch). Its memory and step time depend only on the cluster's shape (GPU, count, whether
 traffic leaves the instance), never on the price: inner_metrics() computes them per shape, and
 evaluate() adds what depends on the cluster (host RAM per instance, price, budget, deadline).
+
+The integer step time is linear in table entries, so the CP-SAT model can state it exactly:
+    step_us = compute_us + max(comm_us - window_us, tail_us) + optimizer_us + parallel_us + bubble_us
+with every term rounded up but the overlap window (models.performance.overlap_window_s), rounded
+down; tail_us = ceil(comm_us / layers): the integer form of models.performance.exposed_communication_s
+(zero when there is no traffic, since window >= 0) plus models.parallel_time's TP/PP/CP/EP terms.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
-from vramplan.models.performance import exposed_communication_s
-from vramplan.solver.space import SearchSpace, to_us
+from vramplan.models.performance import overlap_window_s
+from vramplan.solver.layouts import MAX_TP
+from vramplan.solver.space import US_PER_S, SearchSpace, to_us
 
 
 class Inner(NamedTuple):
@@ -21,6 +29,7 @@ class Inner(NamedTuple):
     recompute: int
     precision: int
     micro_batch: int
+    layout: int = 0
 
 
 class Choice(NamedTuple):
@@ -29,10 +38,11 @@ class Choice(NamedTuple):
     recompute: int
     precision: int
     micro_batch: int
+    layout: int = 0
 
     @property
     def inner(self) -> Inner:
-        return Inner(self.zero_offload, self.recompute, self.precision, self.micro_batch)
+        return Inner(self.zero_offload, self.recompute, self.precision, self.micro_batch, self.layout)
 
 
 class InnerMetrics(NamedTuple):
@@ -49,62 +59,95 @@ class Metrics(NamedTuple):
     step_us: int
     price_units: int
     cost_units: int
-    tie_key: int
+    tie_key: tuple[int, ...]
 
     @property
     def memory_mib(self) -> int:
         return self.static_mib + self.activation_mib
 
 
-def tie_key(space: SearchSpace, choice: Choice) -> int:
-    """Deterministic order among equal objectives: fewer GPUs, fewer instances, lower ZeRO stage,
-    no offload, less recompute, larger micro-batch, bf16 before fp16, then the offering (real
-    providers before generic list prices, then by name)."""
+def inner_tie_radix(space: SearchSpace) -> int:
+    return (len(space.zero_offloads) * len(space.recomputes) * len(space.micro_batches) * len(space.precisions)
+            * len(space.layouts))
+
+
+def inner_tie(space: SearchSpace, inner: Inner) -> int:
+    """Order among equal step times inside one cluster: the least model parallelism (layouts are
+    sorted by Layout.preference), lower ZeRO stage, no offload, less recompute, larger
+    micro-batch, bf16 before fp16 (a mixed-radix integer, the form CP-SAT uses)."""
+    nz, nr, nb, np_ = len(space.zero_offloads), len(space.recomputes), len(space.micro_batches), len(space.precisions)
+    return (((inner.layout * nz + inner.zero_offload) * nr + inner.recompute) * nb + nb - 1 - inner.micro_batch) * np_ \
+        + inner.precision
+
+
+def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
+    """Deterministic order among equal objectives: fewer GPUs, fewer (larger) instances, the inner
+    tie, the lower price, then the offering (real providers before list prices, then by name)."""
     cluster = space.clusters[choice.cluster]
-    nb = len(space.micro_batches)
-    digits = [cluster.count_index, cluster.num_instances, choice.zero_offload, choice.recompute,
-              nb - 1 - choice.micro_batch, choice.precision, space.offering_rank[choice.cluster]]
-    key = 0
-    for digit, r in zip(digits, space.tie_radix, strict=True):
-        key = key * r + digit
-    return key
+    return (cluster.count_index, cluster.num_instances, inner_tie(space, choice.inner), cluster.price_units,
+            space.offering_rank[choice.cluster])
 
 
-def inner_metrics(space: SearchSpace, shape: tuple[int, int, int], inner: Inner, memory: bool = True) -> InnerMetrics | None:
-    """Memory and integer step time of inner decisions on a shape; None if invalid or (with
-    memory=True) over the GPU's limit.
+def window_us(compute_s: float, zero: int) -> int:
+    """The overlap window in whole microseconds, rounded down (hides no more than the model's)."""
+    return math.floor(overlap_window_s(compute_s, zero) * US_PER_S)
 
-    step = compute + exposed communication + optimizer step, each in whole microseconds rounded
-    up; the exposed part is models.performance.exposed_communication_s of the tables' seconds.
-    """
-    g, n, crossing = shape
-    zf, r, p, b = inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch
-    if (g, p) not in space.valid_gpu_precision or (n, b) not in space.valid_count_batch:
+
+def tail_us(comm_us: int, num_layers: int) -> int:
+    """At least one layer's share of the traffic stays exposed (the last bucket), rounded up."""
+    return -(-comm_us // num_layers)
+
+
+def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
+    """GPU memory of the checked pipeline ranks (tables.stage_slots), MiB; None if invalid."""
+    zf, r, p, b, l = inner
+    if l not in space.count_layouts[n] or b not in space.valid_batches[n, l]:
         return None
-    static = space.static_mib[zf, n, p]
-    acts = space.activation_mib[r, b, p]
-    if memory and static + acts > space.limit_mib[g]:
+    space.fill_count(n)
+    buffers = space.buffer_mib[b, p, l]
+    return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
+
+
+def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True) -> InnerMetrics | None:
+    """Memory (the most loaded checked rank) and integer step time of inner decisions on a shape;
+    None if invalid or (with memory=True) over the GPU's limit."""
+    g, n, per_instance, _ = shape
+    zf, r, p, b, l = inner
+    if (g, p) not in space.valid_gpu_precision or space.layouts[l].tp > min(per_instance, MAX_TP):
         return None
+    slots = memory_slots_mib(space, n, inner)
+    if slots is None:
+        return None
+    j = max(range(3), key=lambda k: (slots[k], -k))
+    total = slots[j]
+    if memory and total > space.limit_mib[g]:
+        return None
+    static = space.static_mib[zf, n, p, l, j] + space.buffer_mib[b, p, l]
+    t = space.step_tables(shape)
     zero = space.zero_offloads[zf][0]
     compute = space.compute_s[g, n, r, p]
-    exposed = exposed_communication_s(space.comm_s[zero, n, b, p, g, crossing], compute, zero, space.arch.num_layers)
-    step = to_us(compute) + to_us(exposed) + space.optimizer_us[zf, n, b, p, g]
-    return InnerMetrics(static, acts, space.host_mib_per_gpu[zf, n, p], step)
+    comm = to_us(t.comm_s[zero, b, p, l])
+    exposed = max(comm - window_us(compute, zero), tail_us(comm, space.arch.num_layers))
+    step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
+    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], step)
+
+
+def step_cap_us(space: SearchSpace, cluster_index: int) -> int | None:
+    """The longest step the deadline and the budget allow on this cluster (None: no bound)."""
+    caps = []
+    if space.deadline_bound_us is not None:
+        caps.append(space.deadline_bound_us)
+    if space.budget_bound_cost_units is not None:
+        caps.append(space.budget_bound_cost_units // max(1, space.clusters[cluster_index].price_units))
+    return min(caps) if caps else None
 
 
 def cluster_accepts(space: SearchSpace, cluster_index: int, inner: InnerMetrics, memory: bool = True, limits: bool = True) -> bool:
     """What depends on the cluster itself: host RAM per instance, the budget and the deadline."""
-    cluster = space.clusters[cluster_index]
     if memory and inner.host_mib_per_gpu > space.host_budget_mib_per_gpu[cluster_index]:
         return False
-    if limits:
-        deadline = space.deadline_bound_us
-        if deadline is not None and inner.step_us > deadline:
-            return False
-        budget = space.budget_bound_cost_units
-        if budget is not None and inner.step_us > budget // max(1, cluster.price_units):
-            return False
-    return True
+    cap = step_cap_us(space, cluster_index) if limits else None
+    return cap is None or inner.step_us <= cap
 
 
 def metrics_of(space: SearchSpace, choice: Choice, inner: InnerMetrics) -> Metrics:
@@ -125,11 +168,51 @@ def evaluate(space: SearchSpace, choice: Choice, memory: bool = True, limits: bo
     return metrics_of(space, choice, inner)
 
 
-def objective_key(space: SearchSpace, metrics: Metrics) -> tuple[int, ...]:
-    """The lexicographic order both engines minimise."""
-    objective = space.query.objective
+def objective_key(space: SearchSpace, metrics: Metrics, order: str | None = None) -> tuple[int, ...]:
+    """The lexicographic order both engines minimise (Python integers: no overflow).
+    order "pareto" is the sweep's order: cost, then step time."""
+    objective = order or space.query.objective
     if objective == "cost":
-        return (metrics.cost_units, metrics.tie_key)
+        return (metrics.cost_units, *metrics.tie_key)
+    if objective == "pareto":
+        return (metrics.cost_units, metrics.step_us, *metrics.tie_key)
     if objective == "hourly":
-        return (metrics.price_units, metrics.step_us, metrics.tie_key)
-    return (metrics.step_us, metrics.tie_key)  # time, throughput
+        return (metrics.price_units, metrics.step_us, *metrics.tie_key)
+    return (metrics.step_us, *metrics.tie_key)  # time, throughput
+
+
+def hardware_key(space: SearchSpace, choice: Choice) -> tuple:
+    """The same cluster (GPU, count, instance size, network) and decisions under another price
+    (a list/ row, another provider): top-k and Pareto show each once, at its best price."""
+    return (space.clusters[choice.cluster].shape, choice.inner)
+
+
+def inner_decisions(space: SearchSpace, layouts: list[int] | None = None) -> list[Inner]:
+    """Every inner point (of the given layouts only, when explanations keep to a few)."""
+    return [
+        Inner(zf, r, p, b, l)
+        for l in (range(len(space.layouts)) if layouts is None else layouts)
+        for zf in range(len(space.zero_offloads))
+        for r in range(len(space.recomputes))
+        for p in range(len(space.precisions))
+        for b in range(len(space.micro_batches))
+    ]
+
+
+def explained_layouts(space: SearchSpace) -> list[int]:
+    """Explanations (closest miss, conflicting restrictions) enumerate points, so they keep to the
+    least parallel layout of the space (layouts are sorted by preference): data parallelism
+    unless a degree is pinned. explain.py checks a reported conflict on the full space."""
+    return [0]
+
+
+def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
+    """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
+    restriction model reads it; the engines do not)."""
+    table = {}
+    for shape in sorted({c.shape for c in space.clusters}):
+        fitting = [(i, m) for i in inner_decisions(space, explained_layouts(space))
+                   if (m := inner_metrics(space, shape, i)) is not None]
+        fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
+        table[shape] = fitting
+    return table

@@ -1,174 +1,151 @@
-"""The CP-SAT model: one literal per candidate plan, linear constraints and objectives.
+"""The CP-SAT model of one cluster: the inner decisions as integer variables, the pillars as
+constraints over them, the step time as a sum of tabulated terms.
 
-Why this shape. A first model put the decisions (cluster, ZeRO x offload, recompute, precision,
-micro-batch) in one-hot vectors and read memory and step time through element constraints on
-mixed-radix indices; its LP relaxation was so weak that CP-SAT needed 6-8 s to prove the
-headline query optimal. The space decomposes exactly instead: memory and step time depend on a
-cluster's shape (GPU, count, whether traffic leaves the instance), never on its price, so each
-shape's inner decisions are evaluated once (models/ numbers, integer tables), and for a fixed
-cluster every objective orders its inner decisions by step time. Keeping, per cluster, the
-`keep` best inner decisions that fit loses no optimum and no top-k plan. Over these candidates
-the model is linear and its LP relaxation exact; CP-SAT proves optimality in milliseconds and
-carries the budget, deadline and host-RAM constraints, the lexicographic tie-breaks, the no-good
-cuts of top-k and the epsilon constraints of the Pareto sweep.
+Variables: zf (ZeRO x offload), r (recompute), p (precision), b (micro-batch), each a domain index;
+the accumulation follows from global batch = micro-batch x accumulation x dp, which the micro-batch
+domain (divisors of global batch / dp) keeps exact. Every pillar is a term over at most three
+decisions, tabulated by models/ in space.py and linked to the variables by element constraints
+on mixed-radix indices:
+
+    static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
+    host_mib[zf, p] <= host budget of the instance                   (ZeRO-Offload host RAM)
+    step_us = compute_us[r, p] + max(comm_us[z, b, p] - window_us[z3, r, p], tail_us[z, b, p])
+              + optimizer_us[zf, b, p]                                 (candidates.inner_metrics)
+
+No product of two variables appears (cost = price x step is left to the branch-and-bound in
+cpsat_engine.py, where the price is a constant per cluster), and no enforced linear constraint
+carries a large coefficient (ortools#5293), so every coefficient stays far inside int64.
+The objective is step_us x radix + inner tie (candidates.inner_tie): one integer that orders the
+points of a cluster exactly as the brute-force oracle does; when step_ub x radix would not keep
+2^62 of room, the model minimises step time and then the tie in two stages instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import (
-    Choice,
-    Inner,
-    InnerMetrics,
-    Metrics,
-    cluster_accepts,
-    inner_metrics,
-    metrics_of,
-)
-from vramplan.solver.space import SearchSpace
-from vramplan.solver.table_memo import shared_shape_table
+from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, window_us
+from vramplan.solver.space import SearchSpace, to_us
 
-
-@dataclass(frozen=True)
-class Candidate:
-    choice: Choice
-    metrics: Metrics
-    host_mib_per_gpu: int
+INT64_ROOM = 2**62
 
 
 @dataclass
-class Variables:
-    candidates: list[Candidate]
-    literals: list[cp_model.IntVar]
-    step_us: cp_model.LinearExpr = 0
-    cost_units: cp_model.LinearExpr = 0
-    price_units: cp_model.LinearExpr = 0
-    tie_key: cp_model.LinearExpr = 0
-    cluster: dict[int, cp_model.IntVar] = field(default_factory=dict)
+class ClusterModel:
+    """One cluster's model; `exclude` are (host budget, step cap) of same-hardware clusters that
+    come first (cheaper): a point they accept is theirs, so the same plan is never listed twice."""
+
+    model: cp_model.CpModel
+    decisions: tuple[cp_model.IntVar, ...]  # zf, r, p, b, l
+    step: cp_model.IntVar
+    key: cp_model.LinearExpr
+    single_objective: bool
+    points: list[tuple[Inner, int]] = field(default_factory=list)  # found so far, best first: (inner, step)
+    exhausted_at_cap: int | None = None  # no further point has step <= this
+
+    def inner(self, solver: cp_model.CpSolver) -> Inner:
+        return Inner(*(solver.value(v) for v in self.decisions))
 
 
-def inner_decisions(space: SearchSpace) -> list[Inner]:
-    return [
-        Inner(zf, r, p, b)
-        for zf in range(len(space.zero_offloads))
-        for r in range(len(space.recomputes))
-        for p in range(len(space.precisions))
-        for b in range(len(space.micro_batches))
-    ]
+def _var(model: cp_model.CpModel, values: list[int], name: str) -> cp_model.IntVar:
+    return model.new_int_var_from_domain(cp_model.Domain.from_values(values), name)
 
 
-def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
-    """Per shape, the inner decisions that fit the GPU, best step time first (ties in tie-key
-    order: ZeRO x offload, recompute, larger micro-batch, precision). Built once per space kept
-    by an active table memo (solver/table_memo.py)."""
-    return shared_shape_table(space, _build_shape_table)
+def _upper(var: cp_model.IntVar) -> int:
+    return list(var.proto.domain)[-1]
 
 
-def _build_shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
-    nb = len(space.micro_batches)
-    table = {}
-    fitting_by_gpu_count: dict[tuple[int, int], list[Inner]] = {}
-    for shape in sorted({c.shape for c in space.clusters}):
-        g, n, _ = shape
-        if (g, n) not in fitting_by_gpu_count:  # memory does not depend on crossing: test it once
-            limit = space.limit_mib[g]
-            batches = [b for b in range(nb) if (n, b) in space.valid_count_batch]
-            precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
-            fitting_by_gpu_count[g, n] = [
-                Inner(zf, r, p, b)
-                for zf in range(len(space.zero_offloads)) for p in precisions
-                if (static := space.static_mib[zf, n, p]) <= limit
-                for r in range(len(space.recomputes)) for b in batches
-                if static + space.activation_mib[r, b, p] <= limit
-            ]
-        fitting = [(i, inner_metrics(space, shape, i, memory=False)) for i in fitting_by_gpu_count[g, n]]
-        fitting.sort(key=lambda item: (item[1].step_us, item[0].zero_offload, item[0].recompute,
-                                       nb - 1 - item[0].micro_batch, item[0].precision))
-        table[shape] = fitting  # type: ignore[assignment]
-    return table
+def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[int]]], fn,
+           names: tuple[str, ...]) -> list[cp_model.IntVar]:
+    """Terms tabulated over the same few decisions, linked by one table constraint (one allowed
+    tuple per combination of the decisions' values, the terms' values after them)."""
+    rows = [(*values, *fn(*values)) for values in product(*(domain for _, domain in decisions))]
+    arity = len(decisions)
+    targets = [_var(model, sorted({row[arity + k] for row in rows}), name) for k, name in enumerate(names)]
+    model.add_allowed_assignments([var for var, _ in decisions] + targets, rows)
+    return targets
 
 
-def candidates(space: SearchSpace, keep: int) -> list[Candidate]:
-    """Per cluster, the `keep` best inner decisions it accepts (host RAM, budget, deadline)."""
-    table = shape_table(space)
-    result = []
-    for c, cluster in enumerate(space.clusters):
-        kept = 0
-        for inner, metrics in table[cluster.shape]:
-            if kept == keep:
-                break
-            if cluster_accepts(space, c, metrics):
-                choice = Choice(c, inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch)
-                result.append(Candidate(choice, metrics_of(space, choice, metrics), metrics.host_mib_per_gpu))
-                kept += 1
-    return within_integer_range(result)
-
-
-OBJECTIVE_SUM_LIMIT = 2**60  # CP-SAT rejects a linear objective whose coefficient sum may overflow int64
-
-
-def within_integer_range(result: list[Candidate]) -> list[Candidate]:
-    """Drop the costliest candidates while the objectives' coefficient sums could overflow CP-SAT's
-    int64 (offerings with 100 Mbps networks give multi-node step times of days: never an optimum
-    while any sane candidate is left)."""
-    cost = sum(c.metrics.cost_units for c in result)
-    step = sum(c.metrics.step_us for c in result)
-    if cost <= OBJECTIVE_SUM_LIMIT and step <= OBJECTIVE_SUM_LIMIT:
-        return result
-    kept = sorted(result, key=lambda c: (c.metrics.cost_units, c.metrics.step_us))
-    while len(kept) > 1 and (cost > OBJECTIVE_SUM_LIMIT or step > OBJECTIVE_SUM_LIMIT):
-        dropped = kept.pop()
-        cost -= dropped.metrics.cost_units
-        step -= dropped.metrics.step_us
-    survivors = set(map(id, kept))
-    return [c for c in result if id(c) in survivors]
-
-
-def add_choice(model: cp_model.CpModel, v: Variables) -> None:
-    v.literals = [model.new_bool_var(f"plan[{i}]") for i in range(len(v.candidates))]
-    model.add_exactly_one(v.literals)
-    by_cluster: dict[int, list[cp_model.IntVar]] = {}
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        by_cluster.setdefault(candidate.choice.cluster, []).append(literal)
-    for cluster, literals in by_cluster.items():
-        v.cluster[cluster] = model.new_bool_var(f"cluster[{cluster}]")
-        model.add(v.cluster[cluster] == sum(literals))
-
-
-def add_memory_fits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:
-    """Per-GPU pillars (MiB, rounded up) within the limit (MiB, rounded down); host RAM per GPU
-    within the instance's share. Candidates are generated fitting; the model states it anyway."""
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        m = candidate.metrics
-        if m.memory_mib > m.limit_mib or candidate.host_mib_per_gpu > space.host_budget_mib_per_gpu[candidate.choice.cluster]:
-            model.add(literal == 0)
-
-
-def add_step_time_and_cost(v: Variables) -> None:
-    pairs = list(zip(v.candidates, v.literals, strict=True))
-    v.step_us = sum(c.metrics.step_us * lit for c, lit in pairs)
-    v.cost_units = sum(c.metrics.cost_units * lit for c, lit in pairs)
-    v.price_units = sum(c.metrics.price_units * lit for c, lit in pairs)
-    v.tie_key = sum(c.metrics.tie_key * lit for c, lit in pairs)
-
-
-def add_limits(model: cp_model.CpModel, space: SearchSpace, v: Variables) -> None:
-    """The user's deadline and budget."""
-    deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
-    for candidate, literal in zip(v.candidates, v.literals, strict=True):
-        m = candidate.metrics
-        if (deadline is not None and m.step_us > deadline) or (budget is not None and m.step_us > budget // max(1, m.price_units)):
-            model.add(literal == 0)
-
-
-def build(space: SearchSpace, keep: int) -> tuple[cp_model.CpModel, Variables]:
+def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | None,
+                        exclude: list[tuple[int, int | None]], pp: int | None = None) -> ClusterModel | None:
+    """The model of one cluster's layouts (with pp pipeline stages only, if given); None when the
+    domains are empty (no precision its GPU runs, no layout)."""
+    cluster = space.clusters[cluster_index]
+    g, n, _, _ = cluster.shape
+    nz, nr, np_, nb = len(space.zero_offloads), len(space.recomputes), len(space.precisions), len(space.micro_batches)
+    precisions = [p for p in range(np_) if (g, p) in space.valid_gpu_precision]
+    layouts = [l for l in space.cluster_layouts(cluster.shape) if pp is None or space.layouts[l].pp == pp]
+    if not precisions or not layouts:
+        return None
+    steps = space.step_tables(cluster.shape)
+    space.fill_count(n)
     model = cp_model.CpModel()
-    v = Variables(candidates=candidates(space, keep), literals=[])
-    add_choice(model, v)
-    add_memory_fits(model, space, v)
-    add_step_time_and_cost(v)
-    add_limits(model, space, v)
-    return model, v
+    zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
+    p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")
+    # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.
+    pairs = [(lay, b_) for lay in layouts for b_ in space.valid_batches[n, lay]]
+    lb = model.new_int_var(0, len(pairs) - 1, "layout_batch")
+    b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
+    model.add_allowed_assignments([lb, l, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
+    zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
+    ps, ls = (p, precisions), (l, layouts)
+
+    # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
+    # the activations being micro-batch pieces (tp, cp, sp, recompute, micro-batch, precision)
+    # on the rank's layers and in-flight chunks (pp, vpp, accumulation): SearchSpace.activation_mib.
+    # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
+    # + max(comm - window, tail) + optimizer.
+    def dynamic_mib(i: int, jj: int, k: int, j: int) -> int:
+        lay, b_ = pairs[k]
+        return space.buffer_mib[b_, jj, lay] + space.activation_mib(i, b_, jj, lay, n, j)
+
+    def compute_us(i: int, jj: int) -> int:
+        return to_us(space.compute_s[g, n, i, jj])
+
+    def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
+        """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
+        lay, b_ = pairs[k]
+        base = compute_us(i, jj) + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
+        return (*(dynamic_mib(i, jj, k, j) for j in range(3)), base)
+
+    def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
+        """Data-parallel traffic, its one-layer tail, the optimizer step."""
+        lay, b_ = pairs[k]
+        comm = to_us(steps.comm_s[space.zero_offloads[i][0], b_, jj, lay])
+        return comm, tail_us(comm, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
+
+    *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
+        *(space.static_mib[i, n, jj, lay, j] for j in range(3)), space.host_mib_per_gpu[i, n, jj, lay]),
+        ("static0", "static1", "static2", "host_mib"))
+    *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
+                            ("activations0", "activations1", "activations2", "compute_parallel_bubble_us"))
+    for j in range(3):  # memory of each checked pipeline rank
+        model.add(static[j] + dynamic[j] <= space.limit_mib[g])
+    model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
+    (window,) = _table(model, [zfs, rs, ps], lambda i, k, jj: (window_us(space.compute_s[g, n, k, jj],
+                                                                         space.zero_offloads[i][0]),), ("window_us",))
+    comm, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("comm_us", "tail_us", "optimizer_us"))
+    exposed = model.new_int_var(0, max(0, _upper(comm)), "exposed_us")
+    model.add_max_equality(exposed, [comm - window, tail])
+    step_ub = _upper(base) + _upper(comm) + _upper(opt)
+    if step_cap is not None:
+        step_ub = min(step_ub, step_cap)
+    if step_ub < 0:
+        return None
+    step = model.new_int_var(0, step_ub, "step_us")
+    model.add(step == base + exposed + opt)
+    for other_host, other_cap in exclude:  # not (host <= other's budget and step <= other's cap)
+        taken = model.new_bool_var("taken")
+        model.add(host <= other_host).only_enforce_if(taken)
+        model.add(host >= other_host + 1).only_enforce_if(taken.Not())
+        if other_cap is None:
+            model.add(taken == 0)
+        else:
+            model.add(step >= other_cap + 1).only_enforce_if(taken)
+    tie = (((l * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
+    radix = inner_tie_radix(space)
+    single = (step_ub + 1) * radix < INT64_ROOM
+    return ClusterModel(model, (zf, r, p, b, l), step, step * radix + tie if single else tie, single)

@@ -14,9 +14,19 @@ class SolverInternalError(RuntimeError):
 
 
 @dataclass
+class SearchStats:
+    """What an engine did: CP-SAT models built and solved, brute-force points evaluated."""
+
+    models_built: int = 0
+    solves: int = 0
+    points: int = 0
+
+
+@dataclass
 class EngineResult:
     status: str  # optimal | feasible | infeasible | unknown
     choices: list[Choice] = field(default_factory=list)
     pareto: list[Choice] = field(default_factory=list)
     best_bound: int | None = None  # CP-SAT bound of the primary objective when the time limit hit
     primary_value: int | None = None
+    stats: SearchStats = field(default_factory=SearchStats)

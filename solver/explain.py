@@ -10,11 +10,20 @@ from collections.abc import Callable, Iterator
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
-from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
-from vramplan.solver.cpsat_model import inner_decisions
+from vramplan.solver.binding import (
+    budget_deadline_reasons,
+    empty_space_reason,
+    host_ram_reason,
+)
+from vramplan.solver.candidates import (
+    Choice,
+    cluster_accepts,
+    explained_layouts,
+    inner_decisions,
+    inner_metrics,
+)
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
-from vramplan.solver.restrictions import conflicting_restrictions
+from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
 from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
@@ -24,7 +33,7 @@ def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
     fastest), ignoring memory bounds but keeping budget and deadline."""
     best: tuple[tuple[int, int], Choice] | None = None
-    inners = inner_decisions(space)
+    inners = inner_decisions(space, explained_layouts(space))
     for shape in sorted({c.shape for c in space.clusters}):
         members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
         for inner in inners:
@@ -37,7 +46,7 @@ def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
                 continue
             cluster = next((c for c in members if cluster_accepts(space, c, metrics, memory=False)), None)
             if cluster is not None:
-                best = (key, Choice(cluster, inner.zero_offload, inner.recompute, inner.precision, inner.micro_batch))
+                best = (key, Choice(cluster, *inner))
     return None if best is None else (best[1], best[0][0])
 
 
@@ -110,6 +119,8 @@ def _gib(num_bytes: int) -> str:
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
             solve_one: Solver) -> Explanation:
     conflicts = conflicting_restrictions(catalogue, query, space) if space.clusters else None
+    if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
+        conflicts = None  # found on the least parallel layouts; the full space has a plan without the rest
     states_bytes, how = leanest_model_states(space)
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]

@@ -6,12 +6,24 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from vramplan.models.cost import Pricing
 from vramplan.models.errors import VramplanError
-from vramplan.models.results import CostReport, MemoryReport, ModelInfo, PerformanceReport
 from vramplan.models.numbers import Count, Real
-from vramplan.models.setup import MAX_GLOBAL_BATCH, MAX_GPUS, Job, Offload, Precision, Recompute, ZeroStage
+from vramplan.models.results import (
+    CostReport,
+    MemoryReport,
+    ModelInfo,
+    PerformanceReport,
+)
+from vramplan.models.setup import (
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    Job,
+    Offload,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 
 Objective = Literal["cost", "time", "throughput", "hourly"]
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "throughput", "hourly")
@@ -39,6 +51,12 @@ class Pins(BaseModel):
     micro_batch: Count | None = Field(default=None, ge=1, le=MAX_GLOBAL_BATCH)
     offload: Offload | None = None
     num_gpus: Count | None = Field(default=None, ge=1, le=MAX_GPUS)
+    tp: Count | None = Field(default=None, ge=1, le=1024)
+    pp: Count | None = Field(default=None, ge=1, le=1024)
+    cp: Count | None = Field(default=None, ge=1, le=1024)
+    ep: Count | None = Field(default=None, ge=1, le=1024)
+    vpp: Count | None = Field(default=None, ge=1, le=1024)
+    sequence_parallel: bool | None = None
 
 
 class SolveQuery(BaseModel):
@@ -95,6 +113,12 @@ class PlanChoice(BaseModel):
     offload: Offload
     method: str
     seq_len: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    sequence_parallel: bool = False
 
 
 class SolvedPlan(BaseModel):
@@ -139,6 +163,17 @@ class Explanation(BaseModel):
     smallest_change: str | None = None
 
 
+class SearchReport(BaseModel):
+    """How big the space was and how much work the search did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    combinations: int = Field(description="product of the decision domains")
+    evaluations: int = Field(description="models/ function evaluations made to fill the tables")
+    cpsat_models: int = 0
+    cpsat_solves: int = 0
+
+
 class SolveResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -149,6 +184,7 @@ class SolveResult(BaseModel):
     tokens: float
     engine: Engine
     space_size: int
+    search: SearchReport
     solve_time_s: float
     plans: list[SolvedPlan] = []
     pareto: list[SolvedPlan] = []

@@ -17,7 +17,8 @@ JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "a
 STACK_FIELDS = ("stack", "master_weights", "loss", "loss_chunks", "selective", "recompute_layers",
                 "optimizer_in_backward", "activation_offload", "qlora_prep", "fragmentation_fraction")
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
-PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus")
+PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus", "tp", "pp", "cp", "ep", "vpp",
+              "sequence_parallel")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
                 "pricing")
 LIST_SEPARATORS = (";", ",")

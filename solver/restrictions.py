@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
-from vramplan.solver.candidates import Inner, InnerMetrics
-from vramplan.solver.cpsat_model import shape_table
+from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
@@ -46,8 +45,15 @@ def restrictions_of(query: SolveQuery) -> list[Restriction]:
         labels.append(f"--deadline-hours {query.deadline_hours:g}")
     for name, value in query.pins.model_dump().items():
         if value is not None and name != "precision":  # a pinned precision is part of the job
-            labels.append(f"--{name.replace('_', '-')} {value}")
+            labels.append(pin_label(name, value))
     return [Restriction(label) for label in labels]
+
+
+def pin_label(name: str, value) -> str:
+    option = name.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{option}" if value else f"--no-{option}"
+    return f"--{option} {value}"
 
 
 def relaxed_query(query: SolveQuery) -> SolveQuery:
@@ -61,16 +67,41 @@ def relaxed_query(query: SolveQuery) -> SolveQuery:
     )
 
 
+def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
+    """The relaxed query with the named restrictions (restrictions_of labels) put back."""
+    kept = set(labels)
+    relaxed = relaxed_query(query)
+    pins = {name: value for name, value in query.pins.model_dump().items()
+            if value is not None and (name == "precision" or pin_label(name, value) in kept)}
+    update = {"pins": Pins(**pins)}
+    for label, field, value in ((f"--gpu {','.join(query.gpus)}", "gpus", query.gpus),
+                                (f"--provider {','.join(query.providers)}", "providers", query.providers),
+                                (f"--max-gpus {query.max_gpus}", "max_gpus", query.max_gpus),
+                                (f"--max-nodes {query.max_nodes}", "max_nodes", query.max_nodes),
+                                (f"--budget-usd {query.budget_usd:g}" if query.budget_usd else "", "budget_usd",
+                                 query.budget_usd),
+                                (f"--deadline-hours {query.deadline_hours:g}" if query.deadline_hours else "",
+                                 "deadline_hours", query.deadline_hours)):
+        if label in kept:
+            update[field] = value
+    return relaxed.model_copy(update=update)
+
+
 def _inner_allowed(space: SearchSpace, relaxed: SearchSpace, inner: Inner, label: str, query: SolveQuery) -> bool:
+    values = _inner_values(relaxed, inner)
+    for name in PINNED_INNER_FIELDS:
+        pinned = getattr(query.pins, name)
+        if pinned is not None and label == pin_label(name, pinned):
+            return values[name] == pinned
+    return True
+
+
+def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
     zero, offload = relaxed.zero_offloads[inner.zero_offload]
-    pins = query.pins
-    checks = {
-        f"--zero {pins.zero}": zero == pins.zero,
-        f"--offload {pins.offload}": offload == pins.offload,
-        f"--recompute {pins.recompute}": relaxed.recomputes[inner.recompute] == pins.recompute,
-        f"--micro-batch {pins.micro_batch}": relaxed.micro_batches[inner.micro_batch] == pins.micro_batch,
-    }
-    return checks.get(label, True)
+    layout = relaxed.layouts[inner.layout]
+    return {"zero": zero, "offload": offload, "recompute": relaxed.recomputes[inner.recompute],
+            "micro_batch": relaxed.micro_batches[inner.micro_batch], "tp": layout.tp, "pp": layout.pp,
+            "cp": layout.cp, "ep": layout.ep, "vpp": layout.vpp, "sequence_parallel": layout.sp}
 
 
 def _cluster_allowed(relaxed: SearchSpace, c: int, label: str, query: SolveQuery) -> bool:
@@ -135,7 +166,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     return sorted(index_to_label[i] for i in core if i in index_to_label)
 
 
-PINNED_INNER_FIELDS = ("zero", "offload", "recompute", "micro_batch")
+PINNED_INNER_FIELDS = ("zero", "offload", "recompute", "micro_batch", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
 
 
 def _representatives(relaxed: SearchSpace, query: SolveQuery,
@@ -147,9 +178,7 @@ def _representatives(relaxed: SearchSpace, query: SolveQuery,
     pinned = [name for name in PINNED_INNER_FIELDS if getattr(query.pins, name) is not None]
 
     def signature(inner: Inner) -> tuple:
-        zero, offload = relaxed.zero_offloads[inner.zero_offload]
-        values = {"zero": zero, "offload": offload, "recompute": relaxed.recomputes[inner.recompute],
-                  "micro_batch": relaxed.micro_batches[inner.micro_batch]}
+        values = _inner_values(relaxed, inner)
         return tuple(values[name] for name in pinned)
 
     kept: list[tuple[Inner, InnerMetrics]] = []

@@ -14,52 +14,35 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import product
 
-from vramplan.models.activations import activations
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.cost import SECONDS_PER_HOUR, instance_price_usd_per_hour, num_instances
+from vramplan.models.cost import (
+    SECONDS_PER_HOUR,
+    instance_price_usd_per_hour,
+    num_instances,
+)
 from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision, check_job
-from vramplan.models.model_states import model_states
-from vramplan.models.overhead import overhead
-from vramplan.models.performance import (
-    communication_bytes_per_step,
-    communication_time_from_bytes,
-    compute_time_s,
-    crosses_nodes,
-    optimizer_time_from_traffic,
-    optimizer_traffic,
-)
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
-from vramplan.models.units import bytes_to_mib_ceil
+from vramplan.solver.layouts import MAX_TP, Layout, layout_domain
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.table_memo import job_values, keep_space, remembered, shared_space
+from vramplan.solver.table_memo import keep_space, shared_space, shared_tables
+from vramplan.solver.tables import (
+    MicroKey,
+    StageSlot,
+    Tables,
+    plan_of,
+    stage_slot,
+    stage_slots,
+)
 
 log = logging.getLogger(__name__)
 
 US_PER_S = 1_000_000
 PRICE_UNITS_PER_USD = 10_000
 HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
-
-
-_NETWORKS: list[float] = []  # distinct offering network bandwidths seen, GB/s per GPU
-
-
-def crossing_key(network_gb_per_s: float | None) -> int:
-    """1: crosses instances over the GPU's usual fabric; 2 + i: over _NETWORKS[i] (the offering's)."""
-    if network_gb_per_s is None:
-        return 1
-    if network_gb_per_s not in _NETWORKS:
-        _NETWORKS.append(network_gb_per_s)
-    return 2 + _NETWORKS.index(network_gb_per_s)
-
-
-def crossing_network(key: int) -> float | None:
-    """The offering bandwidth a crossing key stands for (None: the GPU's own)."""
-    return _NETWORKS[key - 2] if key >= 2 else None
 
 
 @dataclass(frozen=True)
@@ -74,17 +57,10 @@ class Cluster:
     price_units: int  # 1e-4 USD per hour for the whole cluster
 
     @property
-    def crossing(self) -> int:
-        """0 when data-parallel traffic stays inside the instance (NVLink/PCIe); else a key of the
-        network it crosses (crossing_network: the offering's per-GPU bandwidth, or the GPU's)."""
-        if not crosses_nodes(self.num_gpus, self.offering.num_gpus):
-            return 0
-        return crossing_key(self.offering.network_bandwidth_gb_per_s)
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """What memory and step time depend on: (GPU, count, crossing). Price does not."""
-        return (self.gpu_index, self.count_index, self.crossing)
+    def shape(self) -> tuple[int, int, int, float]:
+        """What memory and step time depend on: (GPU, count, GPUs per instance, the offering's
+        network bandwidth between instances). Price does not."""
+        return (self.gpu_index, self.count_index, self.offering.num_gpus, self.offering.network_bandwidth_gb_per_s)
 
 
 @dataclass
@@ -100,19 +76,66 @@ class SearchSpace:
     recomputes: list[str]
     precisions: list[str]
     micro_batches: list[int]
+    layouts: list[Layout]
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
-    static_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
-    host_mib_per_gpu: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (zf, n, p)
-    activation_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (r, b, p)
+    # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
+    static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
+    host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
+    buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
+    micro_keys: dict[tuple[int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t)
+    slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
+    activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
+    filled_counts: set[int] = field(default_factory=set)  # counts whose static_mib, host_mib_per_gpu, slots are in
+    # The branch-and-bound's step-time lower bounds per (shape, pp) and least memory per
+    # (count, layout, precision, recompute) (solver/cpsat_engine.py): query limits play no part.
+    lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
+    leanest_mib: dict[tuple, int] = field(default_factory=dict)
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
-    comm_s: dict[tuple[int, int, int, int, int, int], float] = field(default_factory=dict)  # (z, n, b, p, g, crossing)
-    optimizer_us: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, b, p, g)
+    timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
-    valid_count_batch: set[tuple[int, int]] = field(default_factory=set)
+    count_layouts: dict[int, list[int]] = field(default_factory=dict)  # n -> layouts whose degrees divide it
+    valid_batches: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, l) -> micro-batches
+    tcs: list[tuple[int, int, bool]] = field(default_factory=list)  # distinct (tp, cp, sp) of the layouts
+    tcs_index: list[int] = field(default_factory=list)  # per layout
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
-    tie_radix: list[int] = field(default_factory=list)  # mixed radix of candidates.tie_key
+    tables: Tables | None = None  # the models/ terms behind the integer tables
+    evaluations_before: int = 0
+
+    @property
+    def evaluations(self) -> int:
+        """models/ function evaluations this query made (terms shared with an earlier query are free)."""
+        return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
+
+    def step_tables(self, shape: tuple) -> StepTables:
+        """A shape's step-time terms, tabulated on first use: the branch-and-bound visits few
+        shapes, and only those pay for their traffic terms."""
+        if shape not in self.timing:
+            self.timing[shape] = _step_tables(self, shape)
+        return self.timing[shape]
+
+    def fill_count(self, n: int) -> None:
+        """Tabulate count index n's model states, host RAM and pipeline slots on first use: the
+        branch-and-bound's bounds prune most counts before anything needs them."""
+        if n not in self.filled_counts:
+            _fill_count(self, n)
+            self.filled_counts.add(n)
+
+    def activation_mib(self, r: int, b: int, p: int, l: int, n: int, j: int) -> int:
+        """Activations of checked pipeline rank j (stage_slots) in MiB, tabulated on first use:
+        one micro-batch's terms (r, b, p and the layout's tp, cp, sp) on the rank's layers and
+        in-flight micro-batches (the count n, the layout, b)."""
+        key = (r, b, p, l, n, j)
+        value = self.activations_mib.get(key)
+        if value is None:
+            value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
+                self.micro_keys[r, b, p, self.tcs_index[l]], self.slots[n, l, b, j])
+        return value
+
+    def cluster_layouts(self, shape: tuple) -> list[int]:
+        """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one instance."""
+        return [l for l in self.count_layouts[shape[1]] if self.layouts[l].tp <= min(shape[2], MAX_TP)]
 
     @property
     def steps(self) -> float:
@@ -122,14 +145,13 @@ class SearchSpace:
     @property
     def size(self) -> int:
         """Combinations of the decision variables before any constraint."""
-        return len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions) * len(
-            self.micro_batches
-        )
+        return (len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions)
+                * len(self.micro_batches) * len(self.layouts))
 
-    def plan(self, cluster: int, zf: int, r: int, p: int, b: int) -> Plan:
+    def plan(self, cluster: int, zf: int, r: int, p: int, b: int, l: int = 0) -> Plan:
         c = self.clusters[cluster]
         zero, offload = self.zero_offloads[zf]
-        micro = self.micro_batches[b]
+        micro, layout = self.micro_batches[b], self.layouts[l]
         return Plan(
             gpu=self.gpus[c.gpu_index].name,
             offering=c.offering.name,
@@ -138,8 +160,9 @@ class SearchSpace:
             recompute=self.recomputes[r],
             precision=self.precisions[p],
             micro_batch=micro,
-            grad_accum=self.global_batch // (micro * c.num_gpus),
+            grad_accum=self.global_batch * layout.model_parallel // (micro * c.num_gpus),
             offload=offload,
+            tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp, sequence_parallel=layout.sp,
         )
 
     def hours(self, step_us: int) -> float:
@@ -174,10 +197,10 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _allowed_counts(offering: Offering, query: SolveQuery, divisors: list[int]) -> list[int]:
+def _allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
     """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
     per = offering.num_gpus
-    counts = [n for n in divisors if n <= query.max_gpus and (n <= per or n % per == 0)]
+    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)]
     if query.max_nodes is not None:
         counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
     if query.pins.num_gpus is not None:
@@ -230,18 +253,24 @@ def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[
     return zero_offloads, recomputes, precisions
 
 
-def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
-    shared = shared_space(catalogue, query)  # solver/table_memo.py: only while a memo is active
+def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
+    """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
+    the models/ terms an earlier query evaluated (without it, an active solver/table_memo.py
+    memo supplies them, and may hand out a whole space built for an equivalent query)."""
+    shared = shared_space(catalogue, query)
     if shared is not None:
         return shared
     arch = catalogue.architecture(query.model)
     job = query.job
     global_batch = query.effective_global_batch
     batch_divisors = divisors(global_batch)
+    layouts = layout_domain(arch, job, query.pins, query.max_gpus)
+    sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
+                    if mp * d <= query.max_gpus})
     offerings = _offerings(catalogue, query)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, batch_divisors)})
+    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, sizes)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     zero_offloads, recomputes, precisions = _domains(query)
@@ -251,71 +280,97 @@ def build_space(catalogue: Catalogue, query: SolveQuery) -> SearchSpace:
         raise VramplanError("precision", query.pins.precision,
                             f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
 
+    widest = max((o.num_gpus for o in offerings), default=0)
+    if query.pins.tp is not None and offerings and query.pins.tp > widest:
+        raise VramplanError("tp", query.pins.tp, f"TP stays inside one instance's NVLink domain; the allowed offerings "
+                                                 f"have at most {widest} GPUs per instance")
     clusters = []
     for offering in offerings:
-        for n in _allowed_counts(offering, query, batch_divisors):
+        for n in _allowed_counts(offering, query, sizes):
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(
                 Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD))
             )
-    space = SearchSpace(
-        arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions, micro_batches
-    )
+    space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
+                        micro_batches, layouts)
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    space.tie_radix = [len(counts), max((c.num_instances for c in clusters), default=0) + 1, len(zero_offloads),
-                       len(recomputes), len(micro_batches), len(precisions), len(names)]
-    values = job_values(catalogue, query.model, job.model_dump_json, global_batch)  # solver/table_memo.py
-    _fill_memory_tables(space, values)
-    _fill_time_tables(space, values)
+    if tables is None or not tables.matches(arch, job, global_batch):
+        tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
+    space.tables, space.evaluations_before = tables, tables.evaluations
+    _fill_layout_domains(space)
+    _fill_memory_tables(space, tables)
+    _fill_compute_tables(space, tables)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     keep_space(catalogue, query, space)
     return space
 
 
+def _fill_layout_domains(space: SearchSpace) -> None:
+    """Per count, the layouts whose degrees divide it (EP carved from dp x cp), their data-parallel
+    degree and the micro-batches that keep global batch = micro x accumulation x dp exact."""
+    space.tcs = sorted({(lay.tp, lay.cp, lay.sp) for lay in space.layouts})
+    space.tcs_index = [space.tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
+    for n_i, n in enumerate(space.counts):
+        space.count_layouts[n_i] = []
+        for l, lay in enumerate(space.layouts):
+            if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
+                continue
+            dp = n // lay.model_parallel
+            batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
+            if batches:
+                space.count_layouts[n_i].append(l)
+                space.valid_batches[n_i, l] = batches
+
+
 def unvalidated_plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
-    """A Plan without validation: every value comes from a validated domain (speed: ~10^3 calls)."""
-    return _plan_of(gpu, n, zero, offload, recompute, precision, micro, max(1, space.global_batch // (micro * n)))
+    """A data-parallel Plan without validation: every value comes from a validated domain."""
+    return plan_of(space.global_batch, n, zero, offload, recompute, precision, micro)
 
 
-@lru_cache(maxsize=65536)
-def _plan_of(gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int, accum: int) -> Plan:
-    return Plan.model_construct(gpu=gpu, offering=None, num_gpus=n, zero=zero, recompute=recompute,
-                                precision=precision, micro_batch=micro, grad_accum=accum, offload=offload)
-
-
-def _static_and_host_mib(space: SearchSpace, n: int, zero: int, offload: str, precision: str) -> tuple[int, int]:
-    plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
-    states = model_states(space.arch, space.job, plan)
-    over = overhead(space.arch, space.job, plan)
-    static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
-                                                 states.optimizer_states_bytes, over.total_bytes))
-    return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
-
-
-def _fill_memory_tables(space: SearchSpace, values: dict) -> None:
-    arch, job = space.arch, space.job
-    for (zf, (zero, offload)), (n_i, n), (p, precision) in product(
-        enumerate(space.zero_offloads), enumerate(space.counts), enumerate(space.precisions)
+def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
+    """The tables every count shares; each count's own (model states, host RAM, pipeline slots)
+    are filled on first use (SearchSpace.fill_count)."""
+    _fill_valid_precisions(space)
+    used = sorted({p for _, p in space.valid_gpu_precision})
+    lay_of = space.layouts
+    for l, lay in enumerate(lay_of):
+        for (b, micro), p in product(enumerate(space.micro_batches), used):
+            space.buffer_mib[b, p, l] = tables.buffer_mib(lay, micro, space.precisions[p])
+    for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
+        enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs)
     ):
-        space.static_mib[zf, n_i, p], space.host_mib_per_gpu[zf, n_i, p] = remembered(
-            values, ("static", n, zero, offload, precision),
-            lambda: _static_and_host_mib(space, n, zero, offload, precision))
-    for (r, recompute), (b, micro), (p, precision) in product(
-        enumerate(space.recomputes), enumerate(space.micro_batches), enumerate(space.precisions)
-    ):
-        plan = unvalidated_plan(space, "", 1, 0, "none", recompute, precision, micro)
-        space.activation_mib[r, b, p] = remembered(
-            values, ("activations", recompute, micro, precision),
-            lambda: bytes_to_mib_ceil(activations(arch, job, plan).total_bytes))
-    permille = job.capacity_per_mille
+        space.micro_keys[r, b, p, t] = MicroKey(tp, cp, sp, recompute, micro, space.precisions[p])
+    permille = space.job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
         host_mib = int(cluster.offering.host_memory_gib * 1024)
         on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
         space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
+
+
+def _fill_count(space: SearchSpace, n_i: int) -> None:
+    tables, lay_of, n = space.tables, space.layouts, space.counts[n_i]
+    used = sorted({p for _, p in space.valid_gpu_precision})
+    for l in space.count_layouts[n_i]:
+        stages = stage_slots(space.arch.num_layers, lay_of[l].pp)
+        for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
+            precision = space.precisions[p]
+            hosts = []
+            for j, stage in enumerate(stages):
+                static, host = tables.states_mib(lay_of[l], zero, offload, n, precision, stage)  # type: ignore[union-attr]
+                space.static_mib[zf, n_i, p, l, j] = static
+                hosts.append(host)
+            space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
+        for b in space.valid_batches[n_i, l]:
+            accum = space.global_batch // (space.micro_batches[b] * n // lay_of[l].model_parallel)
+            for j, stage in enumerate(stages):
+                space.slots[n_i, l, b, j] = stage_slot(space.arch.num_layers, lay_of[l], accum, stage)
+
+
+def _fill_valid_precisions(space: SearchSpace) -> None:
     pinned = space.query.pins.precision is not None
     for (g, gpu), (p, precision) in product(enumerate(space.gpus), enumerate(space.precisions)):
         try:
@@ -325,51 +380,56 @@ def _fill_memory_tables(space: SearchSpace, values: dict) -> None:
         if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:
             continue  # unpinned half precision means bf16 where the GPU has it, fp16 where not (V100)
         space.valid_gpu_precision.add((g, p))
-    for (n_i, n), (b, micro) in product(enumerate(space.counts), enumerate(space.micro_batches)):
-        if space.global_batch % (n * micro) == 0:
-            space.valid_count_batch.add((n_i, b))
 
 
-def _fill_time_tables(space: SearchSpace, values: dict) -> None:
-    """Step-time components. Traffic (bytes) depends on the plan, its time on the GPU and on
-    whether it leaves the instance: each is computed once per distinct argument, then combined by
-    the models/ conversion functions."""
-    arch, job = space.arch, space.job
-    shapes_by_count: dict[int, set[tuple[int, int]]] = {}
+def _fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
+    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound
+    (a replica's tokens split over its tp x pp x cp GPUs: every layout of a count computes alike)."""
+    gpus_by_count: dict[int, set[int]] = {}
     for c in space.clusters:
-        shapes_by_count.setdefault(c.count_index, set()).add((c.gpu_index, c.crossing))
+        gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
+    for n_i, gpu_indices in sorted(gpus_by_count.items()):
+        if not space.count_layouts[n_i]:
+            continue
+        for (p, precision), (r, recompute), g in product(enumerate(space.precisions), enumerate(space.recomputes),
+                                                         sorted(gpu_indices)):
+            if (g, p) in space.valid_gpu_precision:
+                space.compute_s[g, n_i, r, p] = tables.compute_s(
+                    space.gpus[g], space.layouts[space.count_layouts[n_i][0]], space.counts[n_i], recompute, precision)
+
+
+@dataclass
+class StepTables:
+    """One shape's step-time terms in whole microseconds (candidates.inner_metrics adds them):
+    data-parallel traffic seconds (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
+    collectives TP + PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
+
+    comm_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
+    optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+    parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+
+
+def _step_tables(space: SearchSpace, shape: tuple) -> StepTables:
+    g, n_i, per_instance, network = shape
+    tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
     zeros = sorted({z for z, _ in space.zero_offloads})
-    for n_i, fabrics in sorted(shapes_by_count.items()):
-        n = space.counts[n_i]
+    out = StepTables()
+    for l in space.cluster_layouts(shape):
+        layout = space.layouts[l]
         for p, precision in enumerate(space.precisions):
-            valid = sorted((g, x) for g, x in fabrics if (g, p) in space.valid_gpu_precision)
-            if not valid:
+            if (g, p) not in space.valid_gpu_precision:
                 continue
-            gpu_indices = sorted({g for g, _ in valid})
             for r, recompute in enumerate(space.recomputes):
-                plan = unvalidated_plan(space, "", n, 0, "none", recompute, precision, space.global_batch // n)
-                for g in gpu_indices:
-                    gpu = space.gpus[g]
-                    space.compute_s[g, n_i, r, p] = remembered(
-                        values, ("compute", gpu.name, n, recompute, precision),
-                        lambda: compute_time_s(arch, job, plan, gpu))
-            for b, micro in enumerate(space.micro_batches):
-                if (n_i, b) not in space.valid_count_batch:
-                    continue
+                compute = space.compute_s[g, n_i, r, p]
+                out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
+                                                                   network, compute))
+                for b in space.valid_batches[n_i, l]:
+                    out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
+            for b in space.valid_batches[n_i, l]:
+                micro = space.micro_batches[b]
                 for zero in zeros:
-                    traffic = remembered(values, ("traffic", n, zero, precision, micro), lambda: (
-                        communication_bytes_per_step(arch, job, unvalidated_plan(space, "", n, zero, "none", "none",
-                                                                                 precision, micro))))
-                    for g, crossing in valid:
-                        gpu = space.gpus[g]
-                        space.comm_s[zero, n_i, b, p, g, crossing] = remembered(
-                            values, ("comm", gpu.name, bool(crossing), crossing_network(crossing), n, zero, precision, micro),
-                            lambda: communication_time_from_bytes(traffic, gpu, bool(crossing), crossing_network(crossing)))
+                    out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
                 for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    work = remembered(values, ("work", n, zero, offload, precision, micro), lambda: optimizer_traffic(
-                        arch, job, unvalidated_plan(space, "", n, zero, offload, "none", precision, micro)))
-                    for g in gpu_indices:
-                        gpu = space.gpus[g]
-                        space.optimizer_us[zf, n_i, b, p, g] = remembered(
-                            values, ("optimizer", gpu.name, n, zero, offload, precision, micro),
-                            lambda: to_us(optimizer_time_from_traffic(work, gpu)))
+                    out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))
+    return out

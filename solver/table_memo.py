@@ -2,9 +2,9 @@
 
 Every table entry of a search space (solver/space.py) is a models/ function of the architecture,
 the job, the global batch and one discrete choice (ZeRO stage, offload, GPU count, precision,
-recompute, micro-batch, GPU). Rows of a batch sheet share few (model, job, global batch) triples
-(the benchmark's 10,000 rows: 225), so a batch worker keeps the values per triple and a new
-space only looks them up. The memo holds exactly what the functions returned, so answers are the
+recompute, micro-batch, GPU, parallel layout). Rows of a batch sheet share few (model, job,
+global batch) triples (the benchmark's 10,000 rows: 225), so a batch worker keeps one
+solver/tables.py Tables per triple and a new space only looks its terms up. The memo holds exactly what the functions returned, so answers are the
 same with and without it (tests/test_batch_speed.py compares them).
 
     memo = TableMemo()
@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from vramplan.solver.tables import Tables
+
 T = TypeVar("T")
 
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
@@ -43,22 +45,23 @@ class TableMemo:
 
     def __init__(self, max_jobs: int = MAX_JOBS) -> None:
         self.max_jobs = max_jobs
-        self._jobs: OrderedDict[tuple, dict[tuple, Any]] = OrderedDict()
+        self._jobs: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # -> (catalogue, Tables)
         self._spaces: OrderedDict[tuple, Any] = OrderedDict()  # (catalogue id, space key) -> SearchSpace
         self._shape_tables: dict[int, Any] = {}  # id of a kept space's static_mib table -> its shape table
         self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
 
-    def values(self, catalogue: object, model: str, job_key: str, global_batch: int) -> dict[tuple, Any]:
-        key = (id(catalogue), model, job_key, global_batch)
-        values = self._jobs.get(key)
-        if values is None or values.get("catalogue") is not catalogue:  # id() reused by a new catalogue
-            values = {"catalogue": catalogue}
-            self._jobs[key] = values
+    def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
+        """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
+        key = (id(catalogue), model, job.model_dump_json(), global_batch)
+        entry = self._jobs.get(key)
+        if entry is None or entry[0] is not catalogue or not entry[1].matches(arch, job, global_batch):
+            entry = (catalogue, Tables(arch, job, global_batch))  # id() reused by a new catalogue
+            self._jobs[key] = entry
             if len(self._jobs) > self.max_jobs:
                 self._jobs.popitem(last=False)
         else:
             self._jobs.move_to_end(key)
-        return values
+        return entry[1]
 
     def space(self, catalogue: object, query: Any) -> Any | None:
         """A kept space of a query that differs from this one only in NOT_IN_SPACE, bound to it."""
@@ -66,7 +69,8 @@ class TableMemo:
         if entry is None or entry[0] is not catalogue:
             return None
         self._spaces.move_to_end((id(catalogue), _space_key(query)))
-        return dataclasses.replace(entry[1], query=query)  # shares the (read-only) tables
+        kept = entry[1]  # the copy shares the (read-only) tables; its evaluations count from now
+        return dataclasses.replace(kept, query=query, evaluations_before=kept.tables.evaluations)
 
     def keep_space(self, catalogue: object, query: Any, space: Any) -> None:
         self._spaces[id(catalogue), _space_key(query)] = (catalogue, space)
@@ -143,18 +147,7 @@ def shared_result(catalogue: object, key: Callable[[], tuple], compute: Callable
     return compute() if memo is None else memo.result(catalogue, key(), compute)
 
 
-def job_values(catalogue: object, model: str, job_key: Callable[[], str], global_batch: int) -> dict[tuple, Any]:
-    """The active memo's values for this triple, or a fresh dict (no memo: nothing is shared)."""
+def shared_tables(catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any | None:
+    """The active memo's Tables for this (model, job, global batch); None without a memo."""
     memo = _active.get()
-    if memo is None:
-        return {}
-    return memo.values(catalogue, model, job_key(), global_batch)
-
-
-def remembered(values: dict[tuple, Any], key: tuple, compute: Callable[[], T]) -> T:
-    """values[key], computed once."""
-    try:
-        value = values[key]
-    except KeyError:
-        value = values[key] = compute()
-    return value
+    return None if memo is None else memo.tables(catalogue, model, arch, job, global_batch)

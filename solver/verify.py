@@ -10,9 +10,10 @@ from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
 from vramplan.solver.space import PRICE_UNITS_PER_USD, US_PER_S, SearchSpace
 
-# Integer step times round their three components up to the microsecond: they sit within this
-# many microseconds above the reference's floating-point step time.
-STEP_ROUNDING_US = 3
+# Integer step times round compute, traffic, the optimizer step, the model-parallel collectives
+# and the bubble up and the overlap window down to the microsecond (candidates.inner_metrics):
+# they sit within this many microseconds above the reference's floating-point step time.
+STEP_ROUNDING_US = 6
 
 
 def objective_value(space: SearchSpace, result: EstimateResult) -> float:
@@ -63,7 +64,8 @@ def plan_choice(space: SearchSpace, result: EstimateResult) -> PlanChoice:
         gpu=plan.gpu, offering=result.cost.offering, num_gpus=plan.num_gpus, dp=plan.dp, zero=plan.zero,
         recompute=plan.recompute, precision=plan.precision, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum,
         optimizer=job.optimizer, attention=job.attention, kernels=job.kernels, offload=plan.offload, method=job.method,
-        seq_len=job.seq_len,
+        seq_len=job.seq_len, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, vpp=plan.vpp,
+        sequence_parallel=plan.sequence_parallel,
     )
 
 
@@ -71,7 +73,8 @@ def verified_plan(space: SearchSpace, choice: Choice, must_fit: bool = True) -> 
     metrics = evaluate(space, choice, memory=must_fit, limits=must_fit)
     if metrics is None:
         raise SolverInternalError(f"engine returned {choice}, which breaks a constraint of the search space")
-    plan = space.plan(choice.cluster, choice.zero_offload, choice.recompute, choice.precision, choice.micro_batch)
+    plan = space.plan(choice.cluster, choice.zero_offload, choice.recompute, choice.precision, choice.micro_batch,
+                      choice.layout)
     cluster = space.clusters[choice.cluster]
     gpu = space.gpus[cluster.gpu_index]
     result = estimate_plan(space.arch, space.job, plan, gpu, cluster.offering, space.query.tokens, space.query.pricing)

@@ -10,7 +10,8 @@ from vramplan.batch import worker as batch_worker
 from vramplan.batch.rows import output_row, parse_row
 from vramplan.batch.run import plan_jobs
 from vramplan.models.catalogue import load_catalogue
-from vramplan.solver import space as solver_space
+from vramplan.models.setup import Job
+from vramplan.solver import tables as solver_tables
 from vramplan.solver.api import solve
 from vramplan.solver.table_memo import TableMemo
 
@@ -51,8 +52,8 @@ def test_answers_are_identical_with_and_without_the_memo(catalogue, monkeypatch)
 
 def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, monkeypatch):
     calls = []
-    real = solver_space.model_states
-    monkeypatch.setattr(solver_space, "model_states", lambda *args: calls.append(args) or real(*args))
+    real = solver_tables.model_states
+    monkeypatch.setattr(solver_tables, "model_states", lambda *args: calls.append(args) or real(*args))
     memo = TableMemo()
     first = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "cost", **SMALL})
     wider = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "time", "tokens": "1e10",
@@ -69,12 +70,16 @@ def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, mo
 
 def test_the_memo_forgets_the_least_recently_used_job():
     memo = TableMemo(max_jobs=2)
-    catalogue = object()
-    a = memo.values(catalogue, "a", "{}", 1)
-    a["x"] = 1
-    memo.values(catalogue, "b", "{}", 1)
-    assert memo.values(catalogue, "a", "{}", 1) is a  # used again: now the most recent
-    memo.values(catalogue, "c", "{}", 1)  # drops b
-    assert memo.values(catalogue, "a", "{}", 1) is a
-    assert "x" not in memo.values(catalogue, "b", "{}", 1)
-    assert "x" not in memo.values(object(), "a", "{}", 1)  # another catalogue: other values
+    catalogue = load_catalogue()
+    arch, job = catalogue.architecture("gpt2-124m"), Job(seq_len=512)
+
+    def tables(owner, model):
+        return memo.tables(owner, model, arch, job, 8)
+
+    a = tables(catalogue, "a")
+    tables(catalogue, "b")
+    assert tables(catalogue, "a") is a  # used again: now the most recent
+    b = tables(catalogue, "b")
+    tables(catalogue, "c")  # drops a, the least recently used
+    assert tables(catalogue, "b") is b and tables(catalogue, "a") is not a
+    assert tables(load_catalogue(), "b") is not b  # another catalogue: other tables

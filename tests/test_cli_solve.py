@@ -58,7 +58,10 @@ def test_estimate_with_the_plan_reproduces_its_memory() -> None:
                 "--gpu", p["gpu"], "--offering", p["offering"], "--num-gpus", str(p["num_gpus"]), "--zero", str(p["zero"]),
                 "--recompute", p["recompute"], "--precision", p["precision"], "--micro-batch", str(p["micro_batch"]),
                 "--grad-accum", str(p["grad_accum"]), "--optimizer", p["optimizer"], "--attention", p["attention"],
-                "--offload", p["offload"], "--tokens", "2e9", "--format", "json")
+                "--offload", p["offload"], "--tp", str(p["tp"]), "--pp", str(p["pp"]), "--cp", str(p["cp"]),
+                "--ep", str(p["ep"]), "--vpp", str(p["vpp"]),
+                "--sequence-parallel" if p["sequence_parallel"] else "--no-sequence-parallel",
+                "--tokens", "2e9", "--format", "json")
     assert again.exit_code == 0
     assert json.loads(again.stdout)["memory"] == data["plans"][0]["memory"]
 

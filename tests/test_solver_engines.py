@@ -1,4 +1,5 @@
-"""CP-SAT against the brute-force oracle on random queries, and properties of the optimum."""
+"""CP-SAT against the brute-force oracle on random queries (TP, PP, CP and EP in their spaces),
+and properties of the optimum."""
 
 from __future__ import annotations
 
@@ -25,17 +26,24 @@ def random_query(rng: random.Random) -> SolveQuery:
     job = Job(method=method, seq_len=seq_len, optimizer=rng.choice(["adamw", "adamw-8bit", "sgd"]),
               accounting=rng.choice(["zero", "hf"]), attention=rng.choice(["flash", "eager"]),
               capacity_fraction=rng.choice([0.8, 0.9, 0.95]))
+    # TP, PP (and EP for Mixtral) are free in every full fine-tune's space; CP enters when pinned
+    # (it is searched from 16k tokens of context on), and some queries pin TP or PP.
+    max_gpus = rng.choice([1, 2, 4, 8, 16])
+    parallel = method == "full" and not model.startswith("gpt2") and max_gpus >= 8
     pins = Pins(
         zero=rng.choice([None, None, 0, 1, 2, 3]),
         recompute=rng.choice([None, None, "none", "full"]),
         offload=rng.choice([None, None, "none"]),
         micro_batch=rng.choice([None, None, None, 1, 2]),
+        tp=rng.choice([None, None, None, 2]) if parallel else None,
+        pp=rng.choice([None, None, None, 2]) if parallel else None,
+        cp=rng.choice([None, None, 2]) if parallel and job.attention == "flash" else None,
     )
     tokens = rng.choice([1e8, 1e9, 2e10])
     return SolveQuery(
         model=model, job=job, global_batch=rng.choice([4, 8, 12, 16, 32]), tokens=tokens,
         objective=rng.choice(["cost", "time", "throughput", "hourly"]),
-        gpus=tuple(rng.sample(GPUS, rng.randint(1, 3))), max_gpus=rng.choice([1, 2, 4, 8, 16]),
+        gpus=tuple(rng.sample(GPUS, rng.randint(1, 3))), max_gpus=max_gpus,
         budget_usd=rng.choice([None, None, 50.0, 5000.0]), deadline_hours=rng.choice([None, None, 10.0, 1000.0]),
         pricing=rng.choice(["on-demand", "on-demand", "spot"]), pins=pins, top_k=rng.choice([1, 1, 3]),
     )

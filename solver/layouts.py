@@ -1,0 +1,115 @@
+"""The parallel layouts a query searches: (tp, pp, cp, ep, vpp, sequence parallelism).
+
+Megatron-Core's rank layout (models/parallel.py): num_gpus = tp x pp x cp x dp, expert
+parallelism carved from the dp x cp ranks. The solver searches power-of-two degrees (what
+Megatron and torchtitan users run, and what keeps dp integral on power-of-two clusters):
+tp up to one instance's GPUs (NVLink) and 8, pp up to 16 stages (Llama 3 405B ran 16), vpp 1, 2
+or 4 with pp > 1 (interleaved 1F1B), ep among the power-of-two divisors of the expert count up
+to 8, and cp up to 8 from 16k tokens of context (flash attention only; Llama 3 used CP only
+for its 128k stage). Sequence parallelism comes with TP (Megatron users enable it with TP: it
+shards the activations TP alone replicates, for the same communication volume in
+models.parallel_time), unless pinned off. Pins widen or fix each domain (any power of two up to
+1024). Each layout is checked by models.parallel.check_layout; a pinned value no layout can take
+is a one-line error naming it.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from typing import NamedTuple
+
+from vramplan.models.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.errors import VramplanError
+from vramplan.models.parallel import check_layout
+from vramplan.models.setup import Job, Plan
+from vramplan.solver.query import Pins
+
+MAX_TP, MAX_PP, MAX_CP, MAX_EP, VPPS = 8, 16, 8, 8, (1,)
+CP_FROM_SEQ_LEN = 16384
+
+
+class Layout(NamedTuple):
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    sp: bool = False
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica: num_gpus = model_parallel x dp."""
+        return self.tp * self.pp * self.cp
+
+    def preference(self) -> tuple:
+        """Among equal objectives: the least model parallelism, then no interleaving, SP on."""
+        return (self.model_parallel * self.ep, self.tp, self.pp, self.cp, self.ep, self.vpp, not self.sp)
+
+
+def _powers(limit: int) -> list[int]:
+    return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
+
+
+def _pinned(values: list, pin) -> list:
+    return [v for v in values if pin is None or v == pin]
+
+
+def _degrees(limit: int, pin: int | None) -> list[int]:
+    """Powers of two up to limit, or the pinned value alone."""
+    return _powers(limit) if pin is None else [pin]
+
+
+def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> list[Layout]:
+    """The layouts valid for the model and job on some cluster (the instance size and the count
+    are checked per cluster), most preferred first."""
+    cp_limit = MAX_CP if job.seq_len >= CP_FROM_SEQ_LEN and job.attention == "flash" else 1
+    tps = _degrees(MAX_TP, pins.tp)
+    pps = _degrees(min(MAX_PP, arch.num_layers), pins.pp)
+    cps = _degrees(cp_limit, pins.cp)
+    eps = [e for e in _degrees(min(MAX_EP, arch.num_experts), pins.ep) if arch.num_experts % e == 0 or e == pins.ep]
+    vpps = list(VPPS) if pins.vpp is None else [pins.vpp]
+    layouts = []
+    for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
+        sp = tp > 1 if pins.sequence_parallel is None else pins.sequence_parallel
+        layout = Layout(tp, pp, cp, ep, vpp, sp)
+        if (vpp > 1 and pp == 1) or tp * pp * cp > max_gpus or valid_layout_error(arch, job, layout, tp) is not None:
+            continue
+        layouts.append(layout)
+    if not layouts:
+        _raise_for_pins(arch, job, pins, max_gpus)
+    return sorted(layouts, key=Layout.preference)
+
+
+def layout_plan(layout: Layout, **fields) -> Plan:
+    """An unvalidated Plan carrying the layout (every value comes from a validated domain)."""
+    return Plan.model_construct(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp,
+                                sequence_parallel=layout.sp, offering=None, **fields)
+
+
+def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_instance: int,
+                       gpu: GpuSpec | None = None) -> VramplanError | None:
+    plan = layout_plan(layout, gpu="", num_gpus=layout.model_parallel * layout.ep, zero=0, recompute="none",
+                       precision="bf16", micro_batch=1, grad_accum=1, offload="none")
+    try:
+        check_layout(arch, job, plan, gpu or _ANY_GPU, gpus_per_instance)
+    except VramplanError as error:
+        return error
+    return None
+
+
+def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
+    pinned = Layout(pins.tp or 1, pins.pp or 1, pins.cp or 1, pins.ep or 1, pins.vpp or 1, bool(pins.sequence_parallel))
+    error = valid_layout_error(arch, job, pinned, pinned.tp)
+    if error is not None:
+        raise error
+    if pinned.model_parallel > max_gpus:
+        name = next(n for n in ("tp", "pp", "cp") if getattr(pins, n) is not None)
+        raise VramplanError(name, getattr(pins, name), f"tp x pp x cp = {pinned.model_parallel} is above max_gpus={max_gpus}")
+    raise VramplanError("vpp", pins.vpp, "interleaved stages need pp > 1")
+
+
+class _AnyGpu:
+    name = "any GPU"
+
+
+_ANY_GPU = _AnyGpu()

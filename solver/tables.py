@@ -1,0 +1,210 @@
+"""The models/ terms of one (model, job, global batch), memoised.
+
+Each entry is one models/ evaluation at one discrete choice (a ZeRO stage and GPU count for the
+model states, a recompute and micro-batch for the activations, ...), never at a combination of
+all decisions. Queries that share (catalogue, model, job, global batch) can share one Tables:
+the second query of a batch sheet's group only evaluates what the first did not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from vramplan.models.activations import (
+    MicrobatchActivations,
+    microbatch_activations,
+    stage_activations,
+)
+from vramplan.models.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.model_states import model_states
+from vramplan.models.overhead import overhead
+from vramplan.models.parallel import candidate_stages, stage_layers
+from vramplan.models.parallel_activations import inflight_chunks
+from vramplan.models.parallel_overhead import num_communicators
+from vramplan.models.parallel_time import (
+    cp_exposed_s,
+    ep_time_s,
+    pp_bubble_s,
+    pp_p2p_s,
+    tp_time_s,
+)
+from vramplan.models.performance import (
+    communication_bytes_per_step,
+    communication_time_from_bytes,
+    compute_time_s,
+    crosses_nodes,
+    dp_group_span,
+    optimizer_time_from_traffic,
+    optimizer_traffic,
+)
+from vramplan.models.setup import Job, Plan
+from vramplan.models.units import bytes_to_mib_ceil
+from vramplan.solver.layouts import Layout, layout_plan
+
+
+class StageSlot(NamedTuple):
+    """Where a checked pipeline rank sits: models.activations.stage_activations' arguments after
+    the micro-batch (its decoder layers, the micro-batches in flight, the virtual stages, whether
+    it is the first and the last rank)."""
+
+    layers: int
+    chunks: int
+    vpp: int
+    first: bool
+    last: bool
+
+
+class MicroKey(NamedTuple):
+    """What one micro-batch's activations on one rank depend on (models.activations.microbatch_activations)."""
+
+    tp: int
+    cp: int
+    sp: bool
+    recompute: str
+    micro_batch: int
+    precision: str
+
+
+def stage_slots(num_layers: int, pp: int) -> tuple[int, int, int]:
+    """The pipeline ranks whose memory is checked: the first, the last and another candidate
+    (models.parallel.candidate_stages: the most loaded rank is among them)."""
+    candidates = candidate_stages(num_layers, pp)
+    other = next((s for s in candidates if s not in (0, pp - 1)), 0)
+    return (0, pp - 1, other)
+
+
+def stage_slot(num_layers: int, layout: Layout, accum: int, stage: int) -> StageSlot:
+    return StageSlot(stage_layers(num_layers, layout.pp)[stage], inflight_chunks(layout.pp, accum, layout.vpp, stage),
+                     layout.vpp, stage == 0, stage == layout.pp - 1)
+
+
+@lru_cache(maxsize=1 << 17)
+def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int,
+                 global_batch: int) -> Plan:
+    dp = n // layout.model_parallel
+    return layout_plan(layout, gpu="", num_gpus=n, zero=zero, recompute=recompute, precision=precision,
+                       micro_batch=micro, grad_accum=max(1, global_batch // (micro * dp)), offload=offload)
+
+
+@lru_cache(maxsize=65536)
+def plan_of(global_batch: int, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
+    """A Plan without validation: every value comes from a validated domain (speed: ~10^4 calls)."""
+    return Plan.model_construct(gpu="", offering=None, num_gpus=n, zero=zero, recompute=recompute,
+                                precision=precision, micro_batch=micro, grad_accum=max(1, global_batch // (micro * n)),
+                                offload=offload)
+
+
+@dataclass
+class Tables:
+    arch: Architecture
+    job: Job
+    global_batch: int
+    evaluations: int = 0  # models/ evaluations made so far
+    _memo: dict[tuple, object] = field(default_factory=dict)
+
+    def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
+        return self.arch == arch and self.job == job and self.global_batch == global_batch
+
+    def _get(self, key: tuple, compute, cost: int = 1):
+        try:
+            return self._memo[key]
+        except KeyError:
+            self.evaluations += cost
+            value = self._memo[key] = compute()
+            return value
+
+    def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
+        """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
+        host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
+        plan = self._plan(layout, n, zero, offload, "none", precision, 1)
+        states = self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
+                            precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
+        # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
+        # the ZeRO-3 live module (tp): models/memory_terms.py's table of what each term depends on.
+        base = self._get(("overhead", zero, precision, layout.tp, num_communicators(plan), plan.zero_group > 1),
+                         lambda: self._overhead_base_bytes(plan))
+        static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
+                                                     states.optimizer_states_bytes, base))
+        return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
+
+    def _overhead_base_bytes(self, plan: Plan) -> int:
+        over = overhead(self.arch, self.job, plan)
+        return over.total_bytes - over.tp_buffers_bytes - over.pp_p2p_bytes - over.cp_buffers_bytes
+
+    def buffer_mib(self, layout: Layout, micro: int, precision: str) -> int:
+        """TP/PP/CP communication buffers of one micro-batch (models.overhead)."""
+        def compute() -> int:
+            over = overhead(self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", "none", precision, micro))
+            return bytes_to_mib_ceil(over.tp_buffers_bytes + over.pp_p2p_bytes + over.cp_buffers_bytes)
+        # SP, p2p and CP buffers: one micro-batch's hidden states or K/V (tp, cp, sp; pp > 1, vpp > 1).
+        return self._get(("buffers", layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1, micro, precision),
+                         compute)
+
+    def activation_mib(self, micro: MicroKey, slot: StageSlot) -> int:
+        """A pipeline rank's activations at its peak (models.activations.stage_activations of one
+        micro-batch's terms), rounded up to MiB."""
+        def compute() -> int:
+            return bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *slot).total_bytes)
+        return self._get(("activations", *micro, *slot), compute)
+
+    def _microbatch(self, micro: MicroKey) -> MicrobatchActivations:
+        def compute() -> MicrobatchActivations:
+            layout = Layout(tp=micro.tp, cp=micro.cp, sp=micro.sp)
+            plan = self._plan(layout, micro.tp * micro.cp, 0, "none", micro.recompute, micro.precision, micro.micro_batch)
+            return microbatch_activations(self.arch, self.job, plan)
+        return self._get(("microbatch", *micro), compute)
+
+    def _plan(self, layout: Layout, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
+        return _layout_plan(layout, n, zero, offload, recompute, precision, micro, self.global_batch)
+
+    def compute_s(self, gpu: GpuSpec, layout: Layout, n: int, recompute: str, precision: str) -> float:
+        """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count."""
+        def compute() -> float:
+            return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
+        return self._get(("compute", gpu.name, n, recompute, precision), compute)
+
+    def comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
+               network_gb_per_s: float) -> float:
+        """Data-parallel / ZeRO traffic time; it leaves the instance when the DP group spans more.
+        The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group, the ZeRO stage,
+        the precision and, from ZeRO-2 on, the accumulation (models.performance)."""
+        plan = self._plan(layout, n, zero, "none", "none", precision, micro)
+        accum = plan.grad_accum if zero >= 2 else None
+        key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
+        traffic = self._get(("traffic", *key), lambda: communication_bytes_per_step(self.arch, self.job, plan))
+        crossing = crosses_nodes(dp_group_span(plan), per_instance)
+        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s),
+                         lambda: communication_time_from_bytes(traffic, gpu, crossing, network_gb_per_s))
+
+    def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
+        """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
+        parameter offload the accumulation's parameter streaming (models.performance)."""
+        plan = self._plan(layout, n, zero, offload, "none", precision, micro)
+        accum = plan.grad_accum if offload == "optimizer+params" else None
+        key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, offload, accum)
+        work = self._get(("opt-traffic", *key), lambda: optimizer_traffic(self.arch, self.job, plan))
+        return self._get(("opt", *key, gpu.name), lambda: optimizer_time_from_traffic(work, gpu))
+
+    def parallel_s(self, layout: Layout, n: int, recompute: str, precision: str, gpu: GpuSpec, per_instance: int,
+                   network_gb_per_s: float, compute_s: float) -> float:
+        """TP collectives + PP p2p + CP's exposed ring + EP all-to-all (models.parallel_time): each
+        moves micro-batch x accumulation = global batch / dp sequences per step, whatever the split."""
+        def compute() -> float:
+            plan = self._replica_plan(layout, n, recompute, precision)
+            return (tp_time_s(self.arch, self.job, plan, gpu)
+                    + pp_p2p_s(self.arch, self.job, plan, gpu, n > per_instance, network_gb_per_s)
+                    + cp_exposed_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s, compute_s)
+                    + ep_time_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s))
+        return self._get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
+                         compute, 4)
+
+    def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
+        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
+        plan = self._plan(layout, n, 0, "none", "none", "bf16", micro)
+        return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
+
+    def _replica_plan(self, layout: Layout, n: int, recompute: str, precision: str) -> Plan:
+        """One micro-batch of global batch / dp sequences: what per-step totals depend on."""
+        return self._plan(layout, n, 0, "none", recompute, precision, self.global_batch * layout.model_parallel // n)

@@ -1,0 +1,60 @@
+"""The branch-and-bound's lower bounds (solver/cpsat_engine.py) never exceed a real point's step
+time: a bound above a point would prune it and return a worse plan as "optimal". Checked point by
+point against the brute-force enumeration of the same space, on seeded queries that span
+instances (data-parallel and pipeline traffic over the offering's network), and the property of
+models/ that the data-parallel bound relies on."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.performance import communication_bytes_per_step
+from vramplan.models.setup import Job, Plan
+from vramplan.solver.brute import feasible_points
+from vramplan.solver.cpsat_engine import _Search
+from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.space import build_space
+
+CATALOGUE = load_catalogue()
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_data_parallel_traffic_never_falls_with_accumulation(zero: int, precision: str) -> None:
+    """_least_comm_us evaluates each ZeRO stage at accumulation 1 as its least traffic."""
+    arch = CATALOGUE.architecture("llama-3.1-8b")
+    job = Job(seq_len=4096)
+    volumes = [communication_bytes_per_step(arch, job, Plan(gpu="-", num_gpus=16, tp=2, zero=zero, precision=precision,
+                                                            grad_accum=accum)) for accum in (1, 2, 4, 16)]
+    assert volumes == sorted(volumes) and volumes[0] > 0
+
+
+def _query(seed: int) -> SolveQuery:
+    rng = random.Random(seed)
+    model = rng.choice(["llama-3.1-8b", "mistral-7b", "llama-2-13b", "mixtral-8x7b"])
+    return SolveQuery(
+        model=model, job=Job(seq_len=rng.choice([2048, 4096]), optimizer=rng.choice(["adamw", "adamw-8bit"])),
+        global_batch=rng.choice([16, 32]), tokens=1e9, max_gpus=rng.choice([16, 32]),
+        gpus=(rng.choice(["h100-sxm-80gb", "a100-sxm-80gb", "l40s-48gb", "mi300x-192gb"]),),
+        pins=Pins(recompute=rng.choice([None, "full"]), micro_batch=rng.choice([None, 1])),
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
+    space = build_space(CATALOGUE, _query(seed))
+    search = _Search(space, deadline=float("inf"))
+    points = feasible_points(space)
+    assert points, "the query should have plans"
+    crossing = 0
+    for choice, metrics in points:
+        pp = space.layouts[choice.layout].pp
+        refined = search.lower_step_us(choice.cluster, pp)
+        cheap = search.compute_step_us(choice.cluster)
+        assert refined is not None and cheap is not None
+        assert cheap <= refined <= metrics.step_us, (choice, cheap, refined, metrics.step_us)
+        crossing += space.clusters[choice.cluster].num_gpus > space.clusters[choice.cluster].offering.num_gpus
+    assert crossing, "some points should span instances"

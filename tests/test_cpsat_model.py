@@ -1,0 +1,157 @@
+"""The factored CP-SAT search: extremes that once overflowed int64, list prices, duplicates,
+whole instances, and the search report."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from click.testing import CliRunner
+from vramplan.cli import main
+from vramplan.models.catalogue import Catalogue, load_catalogue
+from vramplan.models.catalogue_schema import Offering
+from vramplan.models.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.space import build_space
+
+CATALOGUE = load_catalogue()
+
+# The issue's extremes: each must answer (a plan or an explained infeasible), never MODEL_INVALID.
+H100 = ("h100-sxm-80gb",)
+EXTREMES = [
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=16384, tokens=2e9, gpus=H100),
+    SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), global_batch=4096, objective="cost", gpus=H100),
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=4096, max_gpus=4096, gpus=H100),
+    SolveQuery(model="llama-3.1-8b", global_batch=30000, gpus=("a100-sxm-80gb",)),
+    SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=65536, max_gpus=4096, tokens=1e13,
+               objective="time", gpus=H100, pins=Pins(tp=8)),
+]
+
+
+@pytest.mark.parametrize("query", EXTREMES, ids=lambda q: f"{q.model}-gb{q.global_batch}-{q.objective}")
+def test_extremes_answer(query: SolveQuery) -> None:
+    result = solve(CATALOGUE, query.model_copy(update={"time_limit_s": 600}))  # wall-clock: the machine is shared
+    assert result.status in ("optimal", "infeasible")
+    if result.status == "optimal":
+        plan = result.plans[0].plan
+        assert plan.micro_batch * plan.grad_accum * plan.dp == query.global_batch
+        assert result.plans[0].memory.fits
+
+
+def test_huge_global_batch_agrees_with_brute_force() -> None:
+    """cost = price x step at global batch 16384 reaches 6e18 (3.5e7 price units x 1.8e11 us),
+    past the 2^62 of room CP-SAT's int64 objective needs (the old model answered MODEL_INVALID);
+    the products now live in Python integers and both engines agree."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=16384, tokens=2e9,
+                       gpus=("h100-sxm-80gb", "mi300x-192gb"), top_k=3)
+    cpsat = solve(CATALOGUE, query)
+    brute = solve(CATALOGUE, query.model_copy(update={"engine": "brute"}))
+    assert cpsat.status == brute.status == "optimal"
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    space = build_space(CATALOGUE, query)
+    worst_price = max(c.price_units for c in space.clusters)
+    assert worst_price * max(space.compute_s.values()) * 1e6 > 2**62
+
+
+def test_cli_global_batch_16384_prints_a_plan_and_nothing_on_stderr() -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "16384",
+                                  "--gpu", "h100-sxm-80gb", "--top", "1", "--verbose", "--time-limit", "600"])
+    assert result.exit_code == 0, result.output
+    assert "OPTIMAL" in result.stdout and result.stderr == ""
+    assert "layout: TP" in result.stdout and "models/ evaluations" in result.stdout
+
+
+def test_list_prices_only_when_asked() -> None:
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), global_batch=16, top_k=10)
+    plans = solve(CATALOGUE, query).plans
+    assert plans and not any(p.plan.offering.startswith("list/") for p in plans)
+    assert all(c.offering.provider != "list" for c in build_space(CATALOGUE, query).clusters)
+    with_list = build_space(CATALOGUE, query.model_copy(update={"providers": ("list",)}))
+    assert with_list.clusters and all(c.offering.provider == "list" for c in with_list.clusters)
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "brute"])
+def test_top_k_and_pareto_never_show_the_same_cluster_twice(engine: str) -> None:
+    """digitalocean/mi300x-x8 and list/mi300x-192gb-x8 sell the same 8-GPU node at the same price."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, top_k=8,
+                       gpus=("mi300x-192gb",), providers=("digitalocean", "list"), pareto=True, engine=engine)
+    result = solve(CATALOGUE, query)
+
+    def hardware(p):
+        offering = CATALOGUE.offering(p.plan.offering)
+        return (p.plan.gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s, p.plan.num_gpus, p.plan.zero,
+                p.plan.offload, p.plan.recompute, p.plan.precision, p.plan.micro_batch, p.plan.tp, p.plan.pp,
+                p.plan.cp, p.plan.ep, p.plan.vpp, p.plan.sequence_parallel)
+
+    for plans in (result.plans, result.pareto):
+        keys = [hardware(p) for p in plans]
+        assert len(keys) == len(set(keys))
+
+
+def _offering(instance_type: str, gpus: int, price: float) -> Offering:
+    return Offering(provider="test", instance_type=instance_type, gpu="h100-sxm-80gb", num_gpus=gpus,
+                    price_usd_per_hour=price, host_memory_gib=2048 * gpus / 8, network_bandwidth_gb_per_s=50.0,
+                    price_date="2026-01", source="test")
+
+
+def test_equal_price_prefers_fewer_larger_instances() -> None:
+    """16 GPUs as 2 x 8-GPU nodes or 16 x 1-GPU pods, same price per GPU and network: pinned
+    data-parallel (tp = pp = 1) both cross instances, so memory and time tie, and the plan takes
+    the two whole nodes."""
+    pods, node = _offering("pod1", 1, 3.0), _offering("node8", 8, 24.0)
+    catalogue = Catalogue(gpus=CATALOGUE.gpus, offerings={o.name: o for o in (pods, node)},
+                          architectures=CATALOGUE.architectures)
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=64, num_workers=1,
+                       top_k=2, pins={"num_gpus": 16, "zero": 3, "tp": 1, "pp": 1})
+    result = solve(catalogue, query)
+    first, second = result.plans
+    assert first.plan.offering == "test/node8" and first.cost.num_instances == 2
+    assert second.plan.offering == "test/pod1" and second.objective_value == pytest.approx(first.objective_value)
+
+
+def test_search_report_counts_the_domains_and_the_table_work() -> None:
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9)
+    space = build_space(CATALOGUE, query)
+    result = solve(CATALOGUE, query)
+    domains = (len(space.clusters), len(space.zero_offloads), len(space.recomputes), len(space.precisions),
+               len(space.micro_batches), len(space.layouts))
+    assert result.search.combinations == math.prod(domains) == result.space_size
+    # Tables are evaluated per term, never per combination.
+    assert 0 < result.search.evaluations < result.search.combinations / 10
+    assert result.search.cpsat_models >= 1 and result.search.cpsat_solves >= result.search.cpsat_models
+
+
+def test_shared_tables_give_the_same_answer_with_fewer_evaluations() -> None:
+    """Rows of one (model, job, global batch) share the models/ terms: the second query only
+    evaluates terms the first did not need."""
+    from vramplan.solver.table_memo import TableMemo
+
+    first = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), global_batch=32, gpus=("h100-sxm-80gb",))
+    second = first.model_copy(update={"gpus": ("h100-sxm-80gb", "a100-sxm-80gb"), "objective": "time"})
+    tables = TableMemo()
+    shared = [solve(CATALOGUE, q, tables=tables) for q in (first, second)]
+    alone = [solve(CATALOGUE, q) for q in (first, second)]
+    assert [r.plans[0].plan for r in shared] == [r.plans[0].plan for r in alone]
+    assert shared[0].search.evaluations == alone[0].search.evaluations
+    assert 0 < shared[1].search.evaluations < alone[1].search.evaluations
+
+
+@pytest.mark.parametrize(("pins", "field"), [({"tp": 3}, "tp"), ({"tp": 16}, "tp"), ({"ep": 2}, "ep")])
+def test_a_bad_pinned_degree_is_an_error_naming_it(pins: dict, field: str) -> None:
+    """tp must divide Llama-3.1-70B's 64 heads and stay in one 8-GPU instance; a dense model has no experts."""
+    from vramplan.models.errors import VramplanError
+
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=H100, pins=Pins(**pins))
+    with pytest.raises(VramplanError) as error:
+        solve(CATALOGUE, query)
+    assert error.value.field == field
+
+
+def test_pinned_degrees_are_honoured_and_verified() -> None:
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=H100,
+                       pins=Pins(tp=8, pp=2, num_gpus=16))
+    plan = solve(CATALOGUE, query).plans[0]
+    assert (plan.plan.tp, plan.plan.pp, plan.plan.dp, plan.plan.sequence_parallel) == (8, 2, 1, True)
+    assert plan.plan.micro_batch * plan.plan.grad_accum * plan.plan.dp == 64 and plan.memory.fits
