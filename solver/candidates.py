@@ -103,7 +103,7 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
     zf, r, p, b, l = inner
     if l not in space.count_layouts[n] or b not in space.valid_batches[n, l]:
         return None
-    space.fill_count(n)
+    space.fill_count(n, [l])
     buffers = space.buffer_mib[b, p, l]
     return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
 
@@ -123,7 +123,7 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     if memory and total > space.limit_mib[g]:
         return None
     static = space.static_mib[zf, n, p, l, j] + space.buffer_mib[b, p, l]
-    t = space.step_tables(shape)
+    t = space.step_tables(shape, [l])
     zero = space.zero_offloads[zf][0]
     compute = space.compute_s[g, n, r, p]
     comm = to_us(t.comm_s[zero, b, p, l])
@@ -208,11 +208,33 @@ def explained_layouts(space: SearchSpace) -> list[int]:
 
 def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
-    restriction model reads it; the engines do not)."""
+    restriction model reads it; the engines do not). Memory does not depend on the instance's
+    network, so each (GPU, count, TP reach) is tested for memory once and only what fits gets a
+    step time per shape."""
     table = {}
+    fits: dict[tuple[int, int, int], list[Inner]] = {}
     for shape in sorted({c.shape for c in space.clusters}):
-        fitting = [(i, m) for i in inner_decisions(space, explained_layouts(space))
-                   if (m := inner_metrics(space, shape, i)) is not None]
+        g, n, per_instance, _ = shape
+        reach = min(per_instance, MAX_TP)
+        if (g, n, reach) not in fits:
+            limit = space.limit_mib[g]
+            fits[g, n, reach] = [
+                inner for inner in _valid_inner(space, g, n, reach)
+                if (slots := memory_slots_mib(space, n, inner)) is not None and max(slots) <= limit
+            ]
+        fitting = [(i, m) for i in fits[g, n, reach] if (m := inner_metrics(space, shape, i)) is not None]
         fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
         table[shape] = fitting
     return table
+
+
+def _valid_inner(space: SearchSpace, g: int, n: int, reach: int) -> list[Inner]:
+    """The explained layouts' inner points a count can take (valid precision, micro-batch, TP)."""
+    return [
+        Inner(zf, r, p, b, l)
+        for l in explained_layouts(space) if l in space.count_layouts[n] and space.layouts[l].tp <= reach
+        for zf in range(len(space.zero_offloads))
+        for r in range(len(space.recomputes))
+        for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision
+        for b in space.valid_batches[n, l]
+    ]

@@ -41,38 +41,51 @@ class _Search:
     deadline: float
     stats: SearchStats = field(default_factory=SearchStats)
     models: dict[tuple[int, int], ClusterModel | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Without a deadline or budget no model depends on the query (step caps and the
+        # exclusions of cheaper same-hardware clusters are then all None): the models, and the
+        # points each found best first, live on the space and serve every query sharing it.
+        query = self.space.query
+        if query.deadline_hours is None and query.budget_usd is None:
+            self.models = self.space.cluster_models
     timed_out: bool = False
 
     # -- bounds from the tables ------------------------------------------------------------
-    def lower_step_us(self, c: int, pp: int) -> int | None:
-        """A lower bound of the cluster's step time with pp stages: the least compute of any
-        recompute x precision whose leanest static and activation entries fit (None: none fit)."""
-        key = (self.space.clusters[c].shape, pp)
+    def lower_step_us(self, c: int, pp: int, memory: bool = True) -> int | None:
+        """A lower bound of the cluster's step time with pp stages (None: nothing can fit);
+        memory=False skips the memory relaxation (cheaper, looser)."""
+        host = self.space.host_budget_mib_per_gpu[c] if memory else None
+        key = (self.space.clusters[c].shape, pp, host)
         bounds = self.space.lower_bounds  # on the space: queries sharing it share the bounds
         if key not in bounds:
             bounds[key] = self._lower_step_us(*key)
         return bounds[key]
 
-    def _lower_step_us(self, shape: tuple, pp: int) -> int | None:
-        """Relaxation: the first pipeline rank's leanest static entry plus its leanest activations
-        and buffers must fit; then, over the layouts with pp stages and the recompute x precision
-        left, the least of compute + model-parallel collectives + the smallest bubble (the
-        largest accumulation) + the least exposed data-parallel traffic (see _least_comm_us)."""
+    def _lower_step_us(self, shape: tuple, pp: int, host_mib: int | None) -> int | None:
+        """Relaxation: over the layouts with pp stages and the recompute x precision the GPU runs,
+        the least of compute + model-parallel collectives + the smallest bubble (the largest
+        accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
+        budget, only the layout x precision x recompute for which some ZeRO x offload within that
+        host RAM fits every checked pipeline rank with each rank's leanest activations and
+        buffers (_leanest)."""
         space = self.space
         g, n, per_instance, network = shape
         limit, best = space.limit_mib[g], None
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
+        memory = host_mib is not None
         for l in space.cluster_layouts(shape):
             layout = space.layouts[l]
             if layout.pp != pp:
                 continue
             most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
             for p, precision in enumerate(space.precisions):
-                if (g, p) not in space.valid_gpu_precision or self._leanest(n, l, p) > limit:
+                if (g, p) not in space.valid_gpu_precision or (
+                        memory and self._leanest(n, l, p, None, host_mib) > limit):  # type: ignore[arg-type]
                     continue
                 comm = self._least_comm_us(layout, count, precision, gpu, per_instance, network)
                 for r, recompute in enumerate(space.recomputes):
-                    if self._leanest(n, l, p, r) > limit:
+                    if memory and self._leanest(n, l, p, r, host_mib) > limit:  # type: ignore[arg-type]
                         continue
                     compute_s = space.compute_s[g, n, r, p]
                     compute = to_us(compute_s)
@@ -94,19 +107,23 @@ class _Search:
         return min(to_us(self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network))
                    for zero in zeros)
 
-    def _leanest(self, n: int, l: int, p: int, r: int | None = None) -> int:
-        """Least first-rank memory of a count, layout, precision (and recompute): cached, GPU-free."""
-        key = (n, l, p, r)
+    def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:
+        """A lower bound of the most loaded checked rank's memory (MiB) for a count, layout,
+        precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
+        host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
+        buffers (none when r is None). Any plan's memory is at least this."""
+        key = (n, l, p, r, host_mib)
         leanest = self.space.leanest_mib
         if key not in leanest:
             space = self.space
-            space.fill_count(n)
-            static = min(space.static_mib[zf, n, p, l, 0] for zf in range(len(space.zero_offloads)))
-            dynamic = 0
+            space.fill_count(n, [l])
+            dynamic = [0, 0, 0]
             if r is not None:
-                dynamic = min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, 0)
-                              for b in space.valid_batches[n, l])
-            leanest[key] = static + dynamic
+                dynamic = [min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j)
+                               for b in space.valid_batches[n, l]) for j in range(3)]
+            fitting = [max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(3))
+                       for zf in range(len(space.zero_offloads)) if space.host_mib_per_gpu[zf, n, p, l] <= host_mib]
+            leanest[key] = min(fitting) if fitting else _huge()
         return leanest[key]
 
     def compute_step_us(self, c: int) -> int | None:
@@ -118,10 +135,14 @@ class _Search:
                  if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
         return to_us(min(times)) if times else None
 
-    def primary_bound(self, c: int, pp: int, order: str, refined: bool = True) -> tuple[int, ...] | None:
-        """The objective's lower bound on a cluster with pp stages: refined (lower_step_us: memory,
-        model-parallel and data-parallel terms) or the cheap compute-only one."""
-        lower = self.lower_step_us(c, pp) if refined else self.compute_step_us(c)
+    def primary_bound(self, c: int, pp: int, order: str, tier: int = 2) -> tuple[int, ...] | None:
+        """The objective's lower bound on a cluster with pp stages, by tier: 0 the least compute,
+        1 the time terms (lower_step_us without memory), 2 with the memory relaxation. Each tier
+        is at least the one before."""
+        if tier == 0:
+            lower = self.compute_step_us(c)
+        else:
+            lower = self.lower_step_us(c, pp, memory=tier == 2)
         if lower is None:
             return None
         price = self.space.clusters[c].price_units
@@ -234,24 +255,25 @@ class _Search:
     def best(self, k: int, order: str, step_below: int | None = None) -> list[tuple[tuple, Choice]]:
         """The k best points in `order`, with step < step_below if given."""
         space = self.space
-        # Lazy two-tier bounds: every (cluster, pp) enters with the cheap compute-only bound and
-        # is refined (memory, collectives, bubble, traffic) when it first reaches the front; the
-        # refined bound is never below the cheap one, so popping in bound order stays exact.
-        heap = [(b, False, c, pp) for c in range(len(space.clusters)) for pp in self.stage_counts(c)
-                if (b := self.primary_bound(c, pp, order, refined=False)) is not None]
+        # Lazy bounds in tiers (primary_bound): every (cluster, pp) enters with the cheap
+        # compute-only bound and is refined, one tier at a time, when it reaches the front; a
+        # refined bound is never below the one before, so popping in bound order stays exact, and
+        # the memory tables of a (count, layout) are only filled for units that get that far.
+        heap = [(b, 0, c, pp) for c in range(len(space.clusters)) for pp in self.stage_counts(c)
+                if (b := self.primary_bound(c, pp, order, tier=0)) is not None]
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
-            bound, refined, c, pp = heapq.heappop(heap)
+            bound, tier, c, pp = heapq.heappop(heap)
             if len(kept) == k and bound > kept[-1][0][:len(bound)]:
                 break  # every later cluster's bound is at least this one's
             if time.monotonic() > self.deadline:
                 self.timed_out = True
                 break
-            if not refined:
-                fine = self.primary_bound(c, pp, order)
-                if fine is not None and (step_below is None or self.lower_step_us(c, pp) < step_below):
-                    heapq.heappush(heap, (fine, True, c, pp))
+            if tier < 2:
+                fine = self.primary_bound(c, pp, order, tier=tier + 1)
+                if fine is not None and (step_below is None or self.lower_step_us(c, pp, tier == 1) < step_below):
+                    heapq.heappush(heap, (fine, tier + 1, c, pp))
                 continue
             for i in range(k):
                 cap = self._cap(c, order, kept, k, step_below)

@@ -80,8 +80,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     layouts = [l for l in space.cluster_layouts(cluster.shape) if pp is None or space.layouts[l].pp == pp]
     if not precisions or not layouts:
         return None
-    steps = space.step_tables(cluster.shape)
-    space.fill_count(n)
+    steps = space.step_tables(cluster.shape, layouts)
+    space.fill_count(n, layouts)
     model = cp_model.CpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
     p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")

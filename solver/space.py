@@ -15,6 +15,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from itertools import product
+from typing import Any
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
@@ -85,15 +86,16 @@ class SearchSpace:
     micro_keys: dict[tuple[int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t)
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
-    filled_counts: set[int] = field(default_factory=set)  # counts whose static_mib, host_mib_per_gpu, slots are in
-    # The branch-and-bound's step-time lower bounds per (shape, pp) and least memory per
-    # (count, layout, precision, recompute) (solver/cpsat_engine.py): query limits play no part.
+    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
+    # The branch-and-bound's step-time lower bounds per (shape, pp, host budget) and least memory per
+    # (count, layout, precision, recompute, host budget) (solver/cpsat_engine.py): query limits play no part.
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
     leanest_mib: dict[tuple, int] = field(default_factory=dict)
+    cluster_models: dict[tuple[int, int], Any] = field(default_factory=dict)  # (cluster, pp) -> ClusterModel
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
-    timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, filled on first use
+    timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, layouts filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     count_layouts: dict[int, list[int]] = field(default_factory=dict)  # n -> layouts whose degrees divide it
     valid_batches: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, l) -> micro-batches
@@ -108,19 +110,26 @@ class SearchSpace:
         """models/ function evaluations this query made (terms shared with an earlier query are free)."""
         return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
 
-    def step_tables(self, shape: tuple) -> StepTables:
-        """A shape's step-time terms, tabulated on first use: the branch-and-bound visits few
-        shapes, and only those pay for their traffic terms."""
-        if shape not in self.timing:
-            self.timing[shape] = _step_tables(self, shape)
-        return self.timing[shape]
+    def step_tables(self, shape: tuple, layouts: list[int]) -> StepTables:
+        """A shape's step-time terms for these layouts, tabulated on first use: the search visits
+        few (shape, layout) pairs, and only those pay for their traffic terms."""
+        tables = self.timing.get(shape)
+        if tables is None:
+            tables = self.timing[shape] = StepTables()
+        for l in layouts:
+            if l not in tables.layouts:
+                _fill_step_tables(self, shape, l, tables)
+                tables.layouts.add(l)
+        return tables
 
-    def fill_count(self, n: int) -> None:
-        """Tabulate count index n's model states, host RAM and pipeline slots on first use: the
-        branch-and-bound's bounds prune most counts before anything needs them."""
-        if n not in self.filled_counts:
-            _fill_count(self, n)
-            self.filled_counts.add(n)
+    def fill_count(self, n: int, layouts: list[int]) -> None:
+        """Tabulate count index n's model states, host RAM and pipeline slots for these layouts
+        on first use: the branch-and-bound's bounds prune most (count, layout) pairs before
+        anything needs them."""
+        for l in layouts:
+            if (n, l) not in self.filled_counts:
+                _fill_count(self, n, l)
+                self.filled_counts.add((n, l))
 
     def activation_mib(self, r: int, b: int, p: int, l: int, n: int, j: int) -> int:
         """Activations of checked pipeline rank j (stage_slots) in MiB, tabulated on first use:
@@ -351,23 +360,22 @@ def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
         space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
 
 
-def _fill_count(space: SearchSpace, n_i: int) -> None:
-    tables, lay_of, n = space.tables, space.layouts, space.counts[n_i]
+def _fill_count(space: SearchSpace, n_i: int, l: int) -> None:
+    tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
     used = sorted({p for _, p in space.valid_gpu_precision})
-    for l in space.count_layouts[n_i]:
-        stages = stage_slots(space.arch.num_layers, lay_of[l].pp)
-        for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
-            precision = space.precisions[p]
-            hosts = []
-            for j, stage in enumerate(stages):
-                static, host = tables.states_mib(lay_of[l], zero, offload, n, precision, stage)  # type: ignore[union-attr]
-                space.static_mib[zf, n_i, p, l, j] = static
-                hosts.append(host)
-            space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
-        for b in space.valid_batches[n_i, l]:
-            accum = space.global_batch // (space.micro_batches[b] * n // lay_of[l].model_parallel)
-            for j, stage in enumerate(stages):
-                space.slots[n_i, l, b, j] = stage_slot(space.arch.num_layers, lay_of[l], accum, stage)
+    stages = stage_slots(space.arch.num_layers, layout.pp)
+    for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
+        precision = space.precisions[p]
+        hosts = []
+        for j, stage in enumerate(stages):
+            static, host = tables.states_mib(layout, zero, offload, n, precision, stage)
+            space.static_mib[zf, n_i, p, l, j] = static
+            hosts.append(host)
+        space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
+    for b in space.valid_batches[n_i, l]:
+        accum = space.global_batch // (space.micro_batches[b] * n // layout.model_parallel)
+        for j, stage in enumerate(stages):
+            space.slots[n_i, l, b, j] = stage_slot(space.arch.num_layers, layout, accum, stage)
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
@@ -408,28 +416,26 @@ class StepTables:
     optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
     bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+    layouts: set[int] = field(default_factory=set)  # the layouts tabulated so far
 
 
-def _step_tables(space: SearchSpace, shape: tuple) -> StepTables:
+def _fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) -> None:
     g, n_i, per_instance, network = shape
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
     zeros = sorted({z for z, _ in space.zero_offloads})
-    out = StepTables()
-    for l in space.cluster_layouts(shape):
-        layout = space.layouts[l]
-        for p, precision in enumerate(space.precisions):
-            if (g, p) not in space.valid_gpu_precision:
-                continue
-            for r, recompute in enumerate(space.recomputes):
-                compute = space.compute_s[g, n_i, r, p]
-                out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
-                                                                   network, compute))
-                for b in space.valid_batches[n_i, l]:
-                    out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
+    layout = space.layouts[l]
+    for p, precision in enumerate(space.precisions):
+        if (g, p) not in space.valid_gpu_precision:
+            continue
+        for r, recompute in enumerate(space.recomputes):
+            compute = space.compute_s[g, n_i, r, p]
+            out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
+                                                               network, compute))
             for b in space.valid_batches[n_i, l]:
-                micro = space.micro_batches[b]
-                for zero in zeros:
-                    out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
-                for zf, (zero, offload) in enumerate(space.zero_offloads):
-                    out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))
-    return out
+                out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
+        for b in space.valid_batches[n_i, l]:
+            micro = space.micro_batches[b]
+            for zero in zeros:
+                out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
+            for zf, (zero, offload) in enumerate(space.zero_offloads):
+                out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))
