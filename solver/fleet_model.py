@@ -14,8 +14,8 @@ starts from the previous solution as a hint):
 3. a tie-break among the schedules that keep stage 2's proven optimum: cost for makespan and
    tardiness; for cost, the GPU-hours on committed pools (free at the margin, so without it the
    sizes there would be arbitrary; with it, smaller and longer plans leave room for more work).
-The cost stage, when a short probe does not prove it, gets its hint from the energy relaxation
-(see FleetSession._cost_stage) before CP-SAT runs again.
+The served and cost stages, when a short probe does not prove them, get a hint from the energy relaxation
+(see FleetSession._two_runs) before CP-SAT runs again.
 A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
 keeps its best solution, value and bound; later stages then do not run.
 """
@@ -174,11 +174,12 @@ def _objectives(model: cp_model.CpModel, fleet: IntFleet, v: _Vars) -> dict[str,
     return objectives
 
 
-def _relaxed_assignment(fleet: IntFleet, served: int, limit_s: float, workers: int, seed: int,
+def _relaxed_assignment(fleet: IntFleet, served: int | None, limit_s: float, workers: int, seed: int,
                         hint: list[int | None], left_out: set[int], kept: set[int]) -> list[int | None] | None:
-    """The cheapest slots (None: unserved) within the served penalty, each bounded pool's energy
-    cuts standing in for its cumulative, the jobs in `left_out` unserved and those in `kept`
-    served; None when CP-SAT finds no assignment in time (or none exists)."""
+    """The cheapest slots (None: unserved) within the served penalty (or, when `served` is None,
+    the slots of least unserved penalty), each bounded pool's energy cuts standing in for its
+    cumulative, the jobs in `left_out` unserved and those in `kept` served; None when CP-SAT finds
+    no assignment in time (or none exists)."""
     model = cp_model.CpModel()
     literals: list[dict[int, cp_model.IntVar]] = []
     energy: dict[int, list[tuple[int, int, cp_model.IntVar]]] = {}
@@ -196,10 +197,13 @@ def _relaxed_assignment(fleet: IntFleet, served: int, limit_s: float, workers: i
             model.add(none == int(j in left_out))
         literals.append(chosen)
         unserved.append(none)
-    model.add(sum(p * u for p, u in zip(fleet.unserved_penalties(), unserved)) <= served)
+    penalty = sum(p * u for p, u in zip(fleet.unserved_penalties(), unserved))
+    if served is not None:
+        model.add(penalty <= served)
     for p, items in energy.items():
         _add_energy_cuts(model, fleet, p, items)
-    model.minimize(sum(job.slots[c].cost_cents * lit for job, lits in zip(fleet.jobs, literals) for c, lit in lits.items()))
+    model.minimize(penalty if served is None else
+                   sum(job.slots[c].cost_cents * lit for job, lits in zip(fleet.jobs, literals) for c, lit in lits.items()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
@@ -291,7 +295,7 @@ class FleetSession:
                  report.wall_s)
         return report
 
-    def _cost_stage(self, name: Stage, limit_s: float, served: int | None) -> StageReport:
+    def _two_runs(self, name: Stage, limit_s: float, served: int | None) -> StageReport:
         """The cost stage in two runs when the first does not prove it: a probe, then a better hint
         from the energy relaxation (this model without start times, each bounded pool's cumulative
         replaced by its energy cuts, the served stage's jobs kept served), repaired into a real
@@ -306,8 +310,8 @@ class FleetSession:
         left = limit_s - (time.perf_counter() - began)
         if probe.status in ("optimal", "infeasible") or self.interrupted or left <= 0.01:
             return probe
-        if probe.value is not None and served is not None and left >= MIN_RELAX_S and self.best is not None:
-            self._relaxed_hint(served, probe.value, left * RELAX_SHARE)
+        if probe.value is not None and (served is not None or name == "served") and left >= MIN_RELAX_S:
+            self._relaxed_hint(name, served, probe.value, left * RELAX_SHARE)
         report = self._stage(name, limit_s - (time.perf_counter() - began))
         if probe.first_solution_s is not None:
             report.first_solution_s = probe.first_solution_s
@@ -317,26 +321,36 @@ class FleetSession:
             return probe
         return report
 
-    def _relaxed_hint(self, served: int, value: int, limit_s: float) -> None:
-        """Replace the hint (self.best) by a cheaper valid schedule from the energy relaxation."""
+    def _relaxed_hint(self, name: Stage, served: int | None, value: int, limit_s: float) -> None:
+        """Replace the hint (self.best) by a valid schedule from the energy relaxation that is
+        better in this stage: less unserved penalty (served stage), or cheaper at the served
+        stage's penalty (cost stage)."""
         assert self.best is not None
         relax_until = time.perf_counter() + limit_s
         penalties = self.fleet.unserved_penalties()
-        # The jobs the served stage serves, and only those: a relaxation free to serve others at the
-        # same penalty served jobs that no repair could place (a 210-hour job needing all 16 GPUs
-        # of a pool), four relaxations in a row on the 200 x 10 fleet.
-        served_jobs = {j for j, c in enumerate(self.best.slot) if c is not None}
-        slots = _relaxed_assignment(self.fleet, served, limit_s * RELAX_SOLVE_SHARE, self.num_workers,
-                                    self.random_seed, list(self.best.slot), set(range(len(self.fleet.jobs))) - served_jobs,
-                                    served_jobs)
-        if slots is not None:
-            candidate = cheapen(self.fleet, repair(self.fleet, slots, served, relax_until), relax_until)
-            cost = sum(self.fleet.jobs[j].slots[c].cost_cents for j, c in enumerate(candidate.slot) if c is not None)
-            lost = sum(p for p, c in zip(penalties, candidate.slot) if c is None)
-            log.info("fleet cost hint: repaired relaxation at %s cents, penalty %s of %s", cost, lost, served)
-            if lost <= served and cost < value and valid(self.fleet, candidate):
-                candidate.stages = self.best.stages
-                self.best = candidate
+        jobs = set(range(len(self.fleet.jobs)))
+        if name == "served":
+            slots = _relaxed_assignment(self.fleet, None, limit_s * RELAX_SOLVE_SHARE, self.num_workers,
+                                        self.random_seed, list(self.best.slot), set(), set())
+            budget = None if slots is None else sum(p for p, c in zip(penalties, slots) if c is None)
+        else:
+            # The jobs the served stage serves, and only those: a relaxation free to serve others at
+            # the same penalty served jobs that no repair could place (a 210-hour job needing all 16
+            # GPUs of a pool), four relaxations in a row on the 200 x 10 fleet.
+            kept = {j for j, c in enumerate(self.best.slot) if c is not None}
+            slots = _relaxed_assignment(self.fleet, served, limit_s * RELAX_SOLVE_SHARE, self.num_workers,
+                                        self.random_seed, list(self.best.slot), jobs - kept, kept)
+            budget = served
+        if slots is None or budget is None:
+            return
+        candidate = cheapen(self.fleet, repair(self.fleet, slots, budget, relax_until), relax_until)
+        cost = sum(self.fleet.jobs[j].slots[c].cost_cents for j, c in enumerate(candidate.slot) if c is not None)
+        lost = sum(p for p, c in zip(penalties, candidate.slot) if c is None)
+        log.info("fleet %s hint: repaired relaxation at %s cents, penalty %s (relaxed %s)", name, cost, lost, budget)
+        better = lost < value if name == "served" else lost <= budget and cost < value
+        if better and valid(self.fleet, candidate):
+            candidate.stages = self.best.stages
+            self.best = candidate
 
     def run(self) -> IntSchedule:
         self.interrupted = False
@@ -354,7 +368,8 @@ class FleetSession:
             # The tie-break (last) stage runs only after a proof: it must not trade the primary objective.
             runs = k == 0 or reports[-1].value is not None and (k < len(names) - 1 or reports[-1].status == "optimal")
             share = STAGE_SHARE["served"] if k == 0 else STAGE_SHARE["primary"] if k < len(names) - 1 else 1.0
-            stage = self._cost_stage if name == "cost" and k == 1 else lambda n, limit, _: self._stage(n, limit)
+            two_runs = k == 0 or name == "cost" and k == 1
+            stage = self._two_runs if two_runs else lambda n, limit, _: self._stage(n, limit)
             report = stage(name, remaining * share, reports[0].value if reports else None) if runs and remaining > 0.01 and \
                 not self.interrupted else None
             reports.append(report or StageReport(name=name, status="skipped"))

@@ -148,29 +148,30 @@ def test_the_energy_relaxation_never_costs_more_than_the_optimum() -> None:
 
 
 class _ProbeNeverProves(FleetSession):
-    """The cost stage's probe reported as stopped by the time limit, so that every tiny fleet takes
-    the relaxation, repair and local-move hint before CP-SAT's second run."""
+    """The served and cost stages' probes reported as stopped by the time limit, so that every tiny
+    fleet takes the relaxation, repair and local-move hints before CP-SAT's second runs."""
 
     hints: list[IntSchedule]
 
     def _stage(self, name, limit_s):  # type: ignore[no-untyped-def]
         report = super()._stage(name, limit_s)
-        if name == "cost" and not getattr(self, "probed", False):
-            self.probed = True
+        probed = getattr(self, "probed", set())
+        if name in ("served", "cost") and name not in probed:
+            self.probed = probed | {name}
             if report.status == "optimal":
                 report.status = "feasible"
                 self.interrupted = False
         return report
 
-    def _relaxed_hint(self, served, value, limit_s):  # type: ignore[no-untyped-def]
+    def _relaxed_hint(self, name, served, value, limit_s):  # type: ignore[no-untyped-def]
         before = self.best
-        super()._relaxed_hint(served, value + 1, limit_s)  # accept a hint as good as the probe's too
+        super()._relaxed_hint(name, served, value + 1, limit_s)  # accept a hint as good as the probe's too
         self.hints = getattr(self, "hints", []) + ([self.best] if self.best is not before else [])
 
 
 def test_the_relaxed_hint_keeps_the_optimum_and_every_schedule_valid() -> None:
-    """Through the two-run cost stage the answer is still the brute-force optimum, and every hint
-    the repair and the local moves hand CP-SAT is itself a valid schedule."""
+    """Through the two-run served and cost stages the answer is still the brute-force optimum, and
+    every hint the repair and the local moves hand CP-SAT is itself a valid schedule."""
     hinted = 0
     for seed in SEEDS:
         fleet = random_fleet(seed, "cost")
