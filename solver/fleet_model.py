@@ -296,15 +296,17 @@ class FleetSession:
         return report
 
     def _two_runs(self, name: Stage, limit_s: float, served: int | None) -> StageReport:
-        """The cost stage in two runs when the first does not prove it: a probe, then a better hint
-        from the energy relaxation (this model without start times, each bounded pool's cumulative
-        replaced by its energy cuts, the served stage's jobs kept served), repaired into a real
-        schedule by the serial scheme and improved by local moves (fleet_sgs.repair, cheapen), then
-        CP-SAT again from that hint. The search, not the bound, was what left the 200 x 10 fleet
-        (inventory only) 21-25% above its bound: CP-SAT went from the served stage's schedule at
-        58.3M cents to 52.6-54.5M in 45 s, its bound stuck at 41.2M from the first second; the
-        repaired relaxation is at 49.7M after 13 s and CP-SAT ends at 49.0M (bench/fleet_bench.py,
-        2 workers). The hint is only a hint: every value and bound reported is CP-SAT's."""
+        """A stage in two runs when the first does not prove it: a probe, then a better hint from
+        the energy relaxation (this model without start times, each bounded pool's cumulative
+        replaced by its energy cuts; for the cost stage with the served stage's jobs kept served),
+        repaired into a real schedule by the serial scheme and improved by local moves
+        (fleet_sgs.repair, cheapen), then CP-SAT again from that hint. The search, not the bound,
+        was what left the 200 x 10 fleet (inventory only) 21-34% above its bound: CP-SAT went from
+        the served stage's schedule at 58.3M cents to 52.6-54.5M in 45 s, its bound stuck at 41.2M
+        from the first second; repaired relaxations are at 49.7-52.3M and the cost stage ends at
+        48.6-53.3M, 15-23% (bench/fleet_bench.py, 2 workers). The served stage, which had stopped
+        unproven at 22 against a bound of 19 under load, was proven at 17-19 s in each run. The hint
+        is only a hint: every value and bound reported is CP-SAT's."""
         began = time.perf_counter()
         probe = self._stage(name, limit_s * PROBE_SHARE)
         left = limit_s - (time.perf_counter() - began)
