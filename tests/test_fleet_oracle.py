@@ -8,18 +8,21 @@ the candidate sets and nothing else.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
 
 import pytest
 
+from vramplan.solver import fleet_model
 from vramplan.solver.fleet_brute import brute_optimum
 from vramplan.solver.fleet_model import FleetSession
-from vramplan.solver.fleet_sgs import left_shift
+from vramplan.solver.fleet_sgs import cheapen, left_shift, repair, valid
 from vramplan.solver.fleet_types import (
     FLEET_OBJECTIVES,
     IntFleet,
     IntJob,
     IntPool,
+    IntSchedule,
     Slot,
     Window,
 )
@@ -121,3 +124,99 @@ def test_more_gpus_and_later_deadlines_never_make_the_optimum_worse() -> None:
             assert key <= base, seed
             improved += key < base
     assert improved > 0  # some fleets really were bound by capacity or deadlines
+
+
+def test_the_energy_relaxation_never_costs_more_than_the_optimum() -> None:
+    """The cost stage's hint starts from the model without start times, each pool's cumulative
+    replaced by its energy cuts. Those cuts (also in the full model) must be valid: the relaxation
+    at the optimal served penalty never costs more than the brute-force optimum. They must also
+    bite: on some fleets the relaxation costs more than the same model without them."""
+    bites = 0
+    for seed in SEEDS:
+        fleet = random_fleet(seed, "cost")
+        penalty, cost, _ = brute_optimum(fleet)  # type: ignore[misc]
+        none: list[int | None] = [None] * len(fleet.jobs)
+        slots = fleet_model._relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
+        assert slots is not None, seed
+        relaxed = sum(job.slots[c].cost_cents for job, c in zip(fleet.jobs, slots) if c is not None)
+        assert relaxed <= cost, seed
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fleet_model, "_add_energy_cuts", lambda *args: None)
+            loose = fleet_model._relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
+        bites += relaxed > sum(job.slots[c].cost_cents for job, c in zip(fleet.jobs, loose) if c is not None)
+    assert bites > 0
+
+
+class _ProbeNeverProves(FleetSession):
+    """The served and cost stages' probes reported as stopped by the time limit, so that every tiny
+    fleet takes the relaxation, repair and local-move hints before CP-SAT's second runs."""
+
+    hints: list[IntSchedule]
+
+    def _stage(self, name, limit_s):  # type: ignore[no-untyped-def]
+        report = super()._stage(name, limit_s)
+        probed = getattr(self, "probed", set())
+        if name in ("served", "cost") and name not in probed:
+            self.probed = probed | {name}
+            if report.status == "optimal":
+                report.status = "feasible"
+                self.interrupted = False
+        return report
+
+    def _relaxed_hint(self, name, served, value, limit_s):  # type: ignore[no-untyped-def]
+        before = self.best
+        super()._relaxed_hint(name, served, value + 1, limit_s)  # accept a hint as good as the probe's too
+        self.hints = getattr(self, "hints", []) + ([self.best] if self.best is not before else [])
+
+
+def test_the_relaxed_hint_keeps_the_optimum_and_every_schedule_valid() -> None:
+    """Through the two-run served and cost stages the answer is still the brute-force optimum, and
+    every hint the repair and the local moves hand CP-SAT is itself a valid schedule."""
+    hinted = 0
+    for seed in SEEDS:
+        fleet = random_fleet(seed, "cost")
+        session = _ProbeNeverProves(fleet, time_limit_s=20.0)
+        schedule = session.run()
+        assert schedule.status == "optimal", (seed, schedule.stages)
+        assert tuple(s.value for s in schedule.stages) == brute_optimum(fleet), seed
+        check_schedule(fleet, schedule)
+        for hint in getattr(session, "hints", []):
+            check_schedule(fleet, hint)
+            assert valid(fleet, hint)
+            hinted += 1
+    assert hinted > len(SEEDS) // 4
+
+
+def _checked(fleet: IntFleet, schedule: IntSchedule) -> bool:
+    try:
+        check_schedule(fleet, schedule)
+    except AssertionError:
+        return False
+    return all(c is None or fleet.usable(job, job.slots[c]) for job, c in zip(fleet.jobs, schedule.slot))
+
+
+def test_repair_cheapen_and_valid_on_random_assignments() -> None:
+    """valid() agrees with the minute-by-minute check on random (mostly invalid) schedules; repair()
+    of a random assignment and cheapen() of the result are valid, and cheapen() keeps every served
+    job served at no higher cost."""
+    agreed_invalid = 0
+    for seed in range(200):
+        fleet = random_fleet(seed, "cost")
+        rng = random.Random(seed)
+        slots = [rng.choice([None, *(c for c, s in enumerate(job.slots) if fleet.usable(job, s))])
+                 for job in fleet.jobs]
+        starts = [None if c is None else rng.randint(job.release_min, max(job.release_min, fleet.latest_end(job)
+                                                                           - job.slots[c].duration_min))
+                  for job, c in zip(fleet.jobs, slots)]
+        random_schedule = IntSchedule(slot=slots, start_min=starts)
+        assert valid(fleet, random_schedule) == _checked(fleet, random_schedule), seed
+        agreed_invalid += not _checked(fleet, random_schedule)
+        repaired = repair(fleet, slots, sum(fleet.unserved_penalties()), time.perf_counter() + 5)
+        assert valid(fleet, repaired) and _checked(fleet, repaired), seed
+        cheaper = cheapen(fleet, repaired, time.perf_counter() + 5)
+        assert valid(fleet, cheaper) and _checked(fleet, cheaper), seed
+        assert [c is None for c in cheaper.slot] == [c is None for c in repaired.slot], seed
+        cost = [sum(job.slots[c].cost_cents for job, c in zip(fleet.jobs, s.slot) if c is not None)
+                for s in (repaired, cheaper)]
+        assert cost[1] <= cost[0], seed
+    assert agreed_invalid > 20
