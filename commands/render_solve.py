@@ -152,6 +152,8 @@ def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> s
     if result.objective.gap is not None:
         parts.append(f"time limit reached: best bound {objective_text(result, result.objective.best_bound)}, "
                      f"gap {result.objective.gap:.1%}")
+    elif result.status == "feasible":
+        parts.append("time limit reached: the best plan found so far, not proven optimal (no bound)")
     if result.plans:
         parts += _best_plan_parts(result, screen)
         if len(result.plans) > 1:

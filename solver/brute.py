@@ -3,6 +3,7 @@ CP-SAT model. It is the oracle the CP-SAT engine is tested against, and a fallba
 
 from __future__ import annotations
 
+import time
 from itertools import product
 
 from vramplan.solver.candidates import (
@@ -16,11 +17,26 @@ from vramplan.solver.engine import EngineResult, SearchStats
 from vramplan.solver.space import SearchSpace
 
 
-def feasible_points(space: SearchSpace, memory: bool = True, limits: bool = True) -> list[tuple[Choice, Metrics]]:
+CHECK_EVERY = 4096  # points between two looks at the clock
+
+
+class OutOfTime(Exception):
+    """The enumeration passed its deadline; `points` are those found so far."""
+
+    def __init__(self, points: list[tuple[Choice, Metrics]]) -> None:
+        super().__init__("time limit")
+        self.points = points
+
+
+def feasible_points(space: SearchSpace, memory: bool = True, limits: bool = True,
+                    deadline: float | None = None) -> list[tuple[Choice, Metrics]]:
+    """Every point that passes the constraints; past `deadline` (time.monotonic()), OutOfTime."""
     points = []
     ranges = (range(len(space.clusters)), range(len(space.zero_offloads)), range(len(space.recomputes)),
               range(len(space.precisions)), range(len(space.micro_batches)), range(len(space.layouts)))
-    for indices in product(*ranges):
+    for count, indices in enumerate(product(*ranges)):
+        if deadline is not None and count % CHECK_EVERY == 0 and time.monotonic() > deadline:
+            raise OutOfTime(points)
         choice = Choice(*indices)
         metrics = evaluate(space, choice, memory=memory, limits=limits)
         if metrics is not None:
@@ -43,7 +59,15 @@ def pareto_front(space: SearchSpace, points: list[tuple[Choice, Metrics]], max_p
 
 
 def solve_brute(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int) -> EngineResult:
-    points = feasible_points(space)
+    """Enumerate within --time-limit: past it, the best points seen so far come back as
+    "feasible" (not proven), or "unknown" when none was seen, as CP-SAT reports a time-out."""
+    status = "optimal"
+    try:
+        points = feasible_points(space, deadline=time.monotonic() + space.query.time_limit_s)
+    except OutOfTime as out:
+        points, status = out.points, "feasible"
+        if not points:
+            return EngineResult(status="unknown", stats=SearchStats(points=space.size))
     if not points:
         return EngineResult(status="infeasible")
     best: list[Choice] = []
@@ -56,7 +80,7 @@ def solve_brute(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
         if len(best) == top_k:
             break
     return EngineResult(
-        status="optimal",
+        status=status,
         choices=best,
         pareto=pareto_front(space, points, max_pareto_points) if pareto else [],
         stats=SearchStats(points=space.size),

@@ -157,3 +157,18 @@ def test_reported_conflicts_alone_are_infeasible() -> None:
         assert alone.status == "infeasible", (query, result.explanation.conflicting_restrictions)
         checked += 1
     assert checked >= 8
+
+
+def test_brute_force_honours_the_time_limit() -> None:
+    """The headline space with every degree free has 3 million points: enumerating it takes
+    minutes, so a 0.2 s limit must end with the best points seen (feasible, not proven) or none
+    (unknown), never a claim of optimality; what it returns still fits and is no better than
+    CP-SAT's proven optimum."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, time_limit_s=0.2)
+    brute = solve(CATALOGUE, query.model_copy(update={"engine": "brute"}), explain_infeasible=False)
+    assert brute.status in ("feasible", "unknown")
+    assert brute.space_size > 1_000_000
+    if brute.plans:
+        optimum = solve(CATALOGUE, query.model_copy(update={"time_limit_s": 10.0})).plans[0]
+        assert all(p.memory.fits for p in brute.plans)
+        assert brute.plans[0].objective_value >= optimum.objective_value * (1 - 1e-9)
