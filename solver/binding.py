@@ -8,12 +8,7 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.candidates import (
-    cluster_accepts,
-    explained_layouts,
-    inner_decisions,
-    inner_metrics,
-)
+from vramplan.solver.candidates import cluster_accepts, inner_metrics, shape_points
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace, plannable
 
@@ -62,11 +57,13 @@ def host_ram_reason(space: SearchSpace) -> str | None:
     best: tuple[int, int, int] | None = None  # (shortfall MiB per GPU, host MiB per GPU, cluster)
     for shape in sorted({c.shape for c in space.clusters}):
         members = [c for c, cluster in enumerate(space.clusters) if cluster.shape == shape]
-        for inner in inner_decisions(space, explained_layouts(space)):
+        for peak, inner in shape_points(space, shape):  # least GPU memory first
+            if peak > space.limit_mib[shape[0]]:
+                break
+            if not space.host_mib_per_gpu[inner.zero_offload, shape[1], inner.precision, inner.layout]:
+                continue  # no offload: nothing on the host
             metrics = inner_metrics(space, shape, inner, memory=False)
-            if metrics is None or not metrics.host_mib_per_gpu:
-                continue
-            if metrics.static_mib + metrics.activation_mib > space.limit_mib[shape[0]]:
+            if metrics is None:
                 continue
             for c in members:
                 if cluster_accepts(space, c, metrics, memory=False):

@@ -15,7 +15,10 @@ down; tail_us = ceil(comm_us / layers): the integer form of models.performance.e
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
+
+import numpy as np
 
 from vramplan.models.performance import overlap_window_s
 from vramplan.solver.layouts import MAX_TP
@@ -187,18 +190,6 @@ def hardware_key(space: SearchSpace, choice: Choice) -> tuple:
     return (space.clusters[choice.cluster].shape, choice.inner)
 
 
-def inner_decisions(space: SearchSpace, layouts: list[int] | None = None) -> list[Inner]:
-    """Every inner point (of the given layouts only, when explanations keep to a few)."""
-    return [
-        Inner(zf, r, p, b, l)
-        for l in (range(len(space.layouts)) if layouts is None else layouts)
-        for zf in range(len(space.zero_offloads))
-        for r in range(len(space.recomputes))
-        for p in range(len(space.precisions))
-        for b in range(len(space.micro_batches))
-    ]
-
-
 def explained_layouts(space: SearchSpace) -> list[int]:
     """Explanations (closest miss, conflicting restrictions) enumerate points, so they keep to the
     least parallel layout of the space (layouts are sorted by preference): data parallelism
@@ -206,35 +197,64 @@ def explained_layouts(space: SearchSpace) -> list[int]:
     return [0]
 
 
+def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tuple[int, Inner]]:
+    """(MiB of the most loaded checked rank, inner point) for every explained inner point a count
+    can take on GPU g with TP up to `reach`, least memory first. The same numbers as
+    memory_slots_mib, tabulated by term: static per (ZeRO x offload, precision) and activations
+    + buffers per (recompute, micro-batch, precision), added on a grid rather than point by point
+    (the grid is cached on the space: memory does not depend on the network or the price), and
+    points are made only as far as a caller reads."""
+    key = (g, n, reach)
+    if key not in space.peaks:
+        grids = _peak_grids(space, g, n, reach)
+        peaks = np.concatenate([grid.ravel() for _, _, _, grid in grids]) if grids else np.zeros(0, dtype=np.int64)
+        offsets = np.cumsum([0] + [grid.size for _, _, _, grid in grids])
+        space.peaks[key] = (grids, peaks, offsets, np.argsort(peaks, kind="stable"))
+    grids, peaks, offsets, order = space.peaks[key]
+    for flat in order:
+        k = int(np.searchsorted(offsets, flat, side="right")) - 1
+        l, precisions, batches, grid = grids[k]
+        zf, r, b_i, p_i = np.unravel_index(int(flat - offsets[k]), grid.shape)
+        yield int(peaks[flat]), Inner(int(zf), int(r), precisions[p_i], batches[b_i], l)
+
+
+def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple[int, list[int], list[int], np.ndarray]]:
+    """Per explained layout: (layout, precisions, micro-batches, peak MiB over (zf, r, b, p))."""
+    grids = []
+    precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+    for l in explained_layouts(space):
+        if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
+            continue
+        space.fill_count(n, [l])
+        batches = space.valid_batches[n, l]
+        zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
+        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in range(3)] for p in precisions] for zf in zfs],
+                          dtype=np.int64)  # (zf, p, j)
+        dynamic = np.array([[[[space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
+                              for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
+        grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1)))
+    return grids
+
+
+def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
+    g, n, per_instance, _ = shape
+    return memory_peaks(space, g, n, min(per_instance, MAX_TP))
+
+
 def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
-    restriction model reads it; the engines do not). Memory does not depend on the instance's
-    network, so each (GPU, count, TP reach) is tested for memory once and only what fits gets a
-    step time per shape."""
+    restriction model reads it; the engines do not). Memory comes from memory_peaks, so only
+    what fits gets a step time."""
     table = {}
-    fits: dict[tuple[int, int, int], list[Inner]] = {}
     for shape in sorted({c.shape for c in space.clusters}):
-        g, n, per_instance, _ = shape
-        reach = min(per_instance, MAX_TP)
-        if (g, n, reach) not in fits:
-            limit = space.limit_mib[g]
-            fits[g, n, reach] = [
-                inner for inner in _valid_inner(space, g, n, reach)
-                if (slots := memory_slots_mib(space, n, inner)) is not None and max(slots) <= limit
-            ]
-        fitting = [(i, m) for i in fits[g, n, reach] if (m := inner_metrics(space, shape, i)) is not None]
+        limit = space.limit_mib[shape[0]]
+        fitting = []
+        for peak, inner in shape_points(space, shape):
+            if peak > limit:
+                break
+            metrics = inner_metrics(space, shape, inner)
+            if metrics is not None:
+                fitting.append((inner, metrics))
         fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
         table[shape] = fitting
     return table
-
-
-def _valid_inner(space: SearchSpace, g: int, n: int, reach: int) -> list[Inner]:
-    """The explained layouts' inner points a count can take (valid precision, micro-batch, TP)."""
-    return [
-        Inner(zf, r, p, b, l)
-        for l in explained_layouts(space) if l in space.count_layouts[n] and space.layouts[l].tp <= reach
-        for zf in range(len(space.zero_offloads))
-        for r in range(len(space.recomputes))
-        for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision
-        for b in space.valid_batches[n, l]
-    ]

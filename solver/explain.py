@@ -6,22 +6,13 @@ states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import groupby
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.binding import (
-    budget_deadline_reasons,
-    empty_space_reason,
-    host_ram_reason,
-)
-from vramplan.solver.candidates import (
-    Choice,
-    cluster_accepts,
-    explained_layouts,
-    inner_decisions,
-    inner_metrics,
-)
+from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
+from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, shape_points
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
 from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan
@@ -31,22 +22,25 @@ Solver = Callable[[SolveQuery], SolvedPlan | None]
 
 def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
-    fastest), ignoring memory bounds but keeping budget and deadline."""
+    fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
+    least memory first (candidates.memory_peaks): the first memory level with an accepted point
+    is that shape's closest miss."""
     best: tuple[tuple[int, int], Choice] | None = None
-    inners = inner_decisions(space, explained_layouts(space))
     for shape in sorted({c.shape for c in space.clusters}):
         members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
-        for inner in inners:
-            metrics = inner_metrics(space, shape, inner, memory=False)
-            if metrics is None:
-                continue
-            over = metrics.static_mib + metrics.activation_mib - space.limit_mib[shape[0]]
-            key = (over, metrics.step_us)
-            if best is not None and key >= best[0]:
-                continue
-            cluster = next((c for c in members if cluster_accepts(space, c, metrics, memory=False)), None)
-            if cluster is not None:
-                best = (key, Choice(cluster, *inner))
+        limit = space.limit_mib[shape[0]]
+        for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
+            if best is not None and peak - limit > best[0][0]:
+                break
+            for _, inner in level:
+                metrics = inner_metrics(space, shape, inner, memory=False)
+                if metrics is None or (best is not None and (peak - limit, metrics.step_us) >= best[0]):
+                    continue
+                cluster = next((c for c in members if cluster_accepts(space, c, metrics, memory=False)), None)
+                if cluster is not None:
+                    best = ((peak - limit, metrics.step_us), Choice(cluster, *inner))
+            if best is not None and best[0][0] == peak - limit:
+                break  # a later level overshoots more
     return None if best is None else (best[1], best[0][0])
 
 

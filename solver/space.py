@@ -92,6 +92,7 @@ class SearchSpace:
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
     leanest_mib: dict[tuple, int] = field(default_factory=dict)
     cluster_models: dict[tuple[int, int], Any] = field(default_factory=dict)  # (cluster, pp) -> ClusterModel
+    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
