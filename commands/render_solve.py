@@ -138,7 +138,7 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
         table.add_column("plan")
         for m in explanation.mitigations:
             plan = "-" if m.plan is None else f"{m.plan.num_gpus} x {m.plan.gpu}, ZeRO-{m.plan.zero}, {m.plan.method}"
-            table.add_row(m.change, "yes" if m.fits else "no", plan)
+            table.add_row(m.change, "yes" if m.fits else ("no" if m.tried else "not tried: time limit"), plan)
         parts += ["", table]
     return parts
 

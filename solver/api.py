@@ -10,7 +10,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import solve_cpsat
-from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult
+from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, TimeLimitReached
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
@@ -36,13 +36,19 @@ def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | 
     return report
 
 
-def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace):
+def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, deadline: float):
+    """Explain an infeasible answer; the solves it makes share what is left of --time-limit
+    (time.perf_counter() deadline) and stop, as TimeLimitReached, once it is spent."""
     miss = closest_miss(space)
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
     def solve_one(changed: SolveQuery):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise TimeLimitReached
+        update = {"top_k": 1, "pareto": False, "time_limit_s": min(changed.time_limit_s, left)}
         try:
-            result = solve(catalogue, changed.model_copy(update={"top_k": 1, "pareto": False}), explain_infeasible=False)
+            result = solve(catalogue, changed.model_copy(update=update), explain_infeasible=False)
         except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)
             return None
         return result.plans[0] if result.plans else None
@@ -68,7 +74,7 @@ def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) ->
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]
     explanation = None
     if outcome.status == "infeasible" and explain_infeasible:
-        explanation = _explanation(catalogue, query, space)
+        explanation = _explanation(catalogue, query, space, started + query.time_limit_s)
     value = plans[0].objective_value if plans else None
     return SolveResult(
         status=outcome.status,  # type: ignore[arg-type]

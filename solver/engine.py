@@ -13,6 +13,10 @@ class SolverInternalError(RuntimeError):
     """An engine's answer disagrees with the integer tables or with models/: a bug, never an answer."""
 
 
+class TimeLimitReached(Exception):
+    """The command's --time-limit passed before an explanation's next solve could start."""
+
+
 @dataclass
 class SearchStats:
     """What an engine did: CP-SAT models built and solved, brute-force points evaluated."""

@@ -13,6 +13,7 @@ from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, shape_points
+from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
 from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan
@@ -96,7 +97,11 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     for change, changed in _mitigations(query, space, catalogue):
         if change.startswith("more GPUs") and more_gpus_fitted:
             continue
-        plan = solve_one(changed)
+        try:
+            plan = solve_one(changed)
+        except TimeLimitReached:
+            found.append(Mitigation(change=change, fits=False, tried=False))
+            break
         if plan is None and change.startswith("more GPUs"):
             continue  # only the smallest count that fits is worth reporting
         more_gpus_fitted |= change.startswith("more GPUs") and plan is not None
@@ -113,8 +118,11 @@ def _gib(num_bytes: int) -> str:
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
             solve_one: Solver) -> Explanation:
     conflicts = conflicting_restrictions(catalogue, query, space) if space.clusters else None
-    if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
-        conflicts = None  # found on the least parallel layouts; the full space has a plan without the rest
+    try:
+        if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
+            conflicts = None  # found on the least parallel layouts; the full space has a plan without the rest
+    except TimeLimitReached:
+        conflicts = None  # not confirmed on the full space in time
     states_bytes, how = leanest_model_states(space)
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]
@@ -131,13 +139,19 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         within = f" within the {' and '.join(limits)}" if limits else ""
         parts.append(f"the closest plan{within} is {_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
-    parts += budget_deadline_reasons(query, conflicts or [], solve_one)
+    try:
+        parts += budget_deadline_reasons(query, conflicts or [], solve_one)
+    except TimeLimitReached:
+        pass
     if conflicts:
         parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
     elif conflicts == []:
         parts.append("no restriction is to blame: nothing in the catalogue fits this job")
     fixes = mitigations(query, space, catalogue, solve_one)
     fitting = [m for m in fixes if m.fits]
+    if fixes and not fixes[-1].tried:
+        parts.append(f"--time-limit {query.time_limit_s:g} s ran out before '{fixes[-1].change}' and the "
+                     f"changes after it were tried")
     if fitting:
         parts.append("smallest change: " + _describe(fitting[0]))
         if len(fitting) > 1:

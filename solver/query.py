@@ -146,6 +146,7 @@ class Mitigation(BaseModel):
 
     change: str
     fits: bool
+    tried: bool = True  # False: --time-limit ran out before this change was solved
     plan: PlanChoice | None = None
     objective_value: float | None = None
 

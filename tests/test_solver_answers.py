@@ -172,3 +172,26 @@ def test_brute_force_honours_the_time_limit() -> None:
         optimum = solve(CATALOGUE, query.model_copy(update={"time_limit_s": 10.0})).plans[0]
         assert all(p.memory.fits for p in brute.plans)
         assert brute.plans[0].objective_value >= optimum.objective_value * (1 - 1e-9)
+
+
+def test_the_explanation_stops_at_the_time_limit(monkeypatch) -> None:
+    """--time-limit bounds the whole command: an explanation's solves share what is left of it, and
+    the changes it had no time to try are listed as not tried, and said so, never as 'no'."""
+    from vramplan.solver import api
+
+    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), gpus=("a10g-24gb",), max_gpus=8)
+    full = solve(CATALOGUE, query).explanation
+    assert full is not None and all(m.tried for m in full.mitigations) and "ran out" not in full.summary
+
+    class Clock:  # the command's clock: 100 s pass between two readings, so the limit is spent at once
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            self.now += 100.0
+            return self.now
+
+    monkeypatch.setattr(api, "time", Clock())
+    explanation = solve(CATALOGUE, query).explanation
+    assert explanation is not None and len(explanation.mitigations) == 1
+    assert not explanation.mitigations[0].tried and not explanation.mitigations[0].fits
+    assert f"--time-limit {query.time_limit_s:g} s ran out before '{full.mitigations[0].change}'" in explanation.summary
