@@ -259,8 +259,14 @@ class _Search:
         # compute-only bound and is refined, one tier at a time, when it reaches the front; a
         # refined bound is never below the one before, so popping in bound order stays exact, and
         # the memory tables of a (count, layout) are only filled for units that get that far.
+        # A unit whose step-time bound already breaks the deadline or the budget (step_cap_us)
+        # is dropped at the tier that shows it, without a model.
+        caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
+        if step_below is not None:
+            caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
         heap = [(b, 0, c, pp) for c in range(len(space.clusters)) for pp in self.stage_counts(c)
-                if (b := self.primary_bound(c, pp, order, tier=0)) is not None]
+                if (b := self.primary_bound(c, pp, order, tier=0)) is not None
+                and (caps[c] is None or self.compute_step_us(c) <= caps[c])]
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
@@ -272,7 +278,7 @@ class _Search:
                 break
             if tier < 2:
                 fine = self.primary_bound(c, pp, order, tier=tier + 1)
-                if fine is not None and (step_below is None or self.lower_step_us(c, pp, tier == 1) < step_below):
+                if fine is not None and (caps[c] is None or self.lower_step_us(c, pp, tier == 1) <= caps[c]):
                     heapq.heappush(heap, (fine, tier + 1, c, pp))
                 continue
             for i in range(k):

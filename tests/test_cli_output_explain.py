@@ -18,7 +18,8 @@ HEADLINE = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len"
 
 
 def why(*args: str) -> str:
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": None})
+    """The explanation line; --time-limit 600 so that a loaded machine never cuts it short."""
+    result = CliRunner().invoke(main, [*args, "--time-limit", "600"], env={"COLUMNS": None})
     assert result.exit_code == 3, (result.exit_code, result.stderr)
     return next(line for line in result.stdout.splitlines() if line.startswith("Why: "))
 
