@@ -68,34 +68,48 @@ class _Search:
         accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
         budget, only the layout x precision x recompute for which some ZeRO x offload within that
         host RAM fits every checked pipeline rank with each rank's leanest activations and
-        buffers (_leanest)."""
+        buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
+        the first that fits."""
+        terms = self._time_terms(shape, pp)
+        if host_mib is None:
+            return terms[0][0] if terms else None
+        g, n = shape[0], shape[1]
+        limit = self.space.limit_mib[g]
+        for bound, l, p, r in terms:
+            if self._leanest(n, l, p, None, host_mib) <= limit and self._leanest(n, l, p, r, host_mib) <= limit:
+                return bound
+        return None
+
+    def _time_terms(self, shape: tuple, pp: int) -> list[tuple[int, int, int, int]]:
+        """(step-time lower bound, layout, precision, recompute) of a shape's layouts with pp
+        stages, least first; kept on the space."""
         space = self.space
+        key = (shape, pp)
+        if key in space.time_terms:
+            return space.time_terms[key]
         g, n, per_instance, network = shape
-        limit, best = space.limit_mib[g], None
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
-        memory = host_mib is not None
+        terms = []
         for l in space.cluster_layouts(shape):
             layout = space.layouts[l]
             if layout.pp != pp:
                 continue
             most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
             for p, precision in enumerate(space.precisions):
-                if (g, p) not in space.valid_gpu_precision or (
-                        memory and self._leanest(n, l, p, None, host_mib) > limit):  # type: ignore[arg-type]
+                if (g, p) not in space.valid_gpu_precision:
                     continue
                 comm = self._least_comm_us(layout, count, precision, gpu, per_instance, network)
                 for r, recompute in enumerate(space.recomputes):
-                    if memory and self._leanest(n, l, p, r, host_mib) > limit:  # type: ignore[arg-type]
-                        continue
                     compute_s = space.compute_s[g, n, r, p]
                     compute = to_us(compute_s)
                     bound = (compute + max(comm - compute, tail_us(comm, space.arch.num_layers))
                              + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
                                                        compute_s))
                              + to_us(tables.bubble_s(layout, count, most_accum, compute_s)))
-                    if best is None or bound < best:
-                        best = bound
-        return best
+                    terms.append((bound, l, p, r))
+        terms.sort()
+        space.time_terms[key] = terms
+        return terms
 
     def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
         """The least data-parallel traffic time of any ZeRO stage: traffic grows with the

@@ -91,6 +91,7 @@ class SearchSpace:
     # (count, layout, precision, recompute, host budget) (solver/cpsat_engine.py): query limits play no part.
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
     leanest_mib: dict[tuple, int] = field(default_factory=dict)
+    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, pp) -> sorted bound terms
     cluster_models: dict[tuple[int, int], Any] = field(default_factory=dict)  # (cluster, pp) -> ClusterModel
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
