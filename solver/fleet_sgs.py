@@ -156,6 +156,18 @@ class _Placement:
         return False
 
 
+def _place_anywhere(placement: _Placement, j: int, deadline_s: float) -> None:
+    """Job j on the first usable slot with room at some start, else (time allowing) on one made
+    by moving one other job aside."""
+    for c in placement.usable(j):
+        start = placement.fit(j, c)
+        if start is not None:
+            placement.move(j, c, start)
+            return
+    if time.perf_counter() < deadline_s:
+        placement.place_by_ejecting(j, placement.usable(j), float("inf"))
+
+
 def _repair_once(fleet: IntFleet, slots: list[int | None], first: set[int], budget: int, latest_start: bool,
                  deadline_s: float) -> IntSchedule:
     placement = _Placement(fleet, IntSchedule(slot=[None] * len(fleet.jobs), start_min=[None] * len(fleet.jobs)))
@@ -170,28 +182,14 @@ def _repair_once(fleet: IntFleet, slots: list[int | None], first: set[int], budg
         else:
             failed.append(j)
     for j in failed:
-        for c in placement.usable(j):
-            start = placement.fit(j, c)
-            if start is not None:
-                placement.move(j, c, start)
-                break
-        else:
-            if time.perf_counter() < deadline_s:
-                placement.place_by_ejecting(j, placement.usable(j), float("inf"))
+        _place_anywhere(placement, j, deadline_s)
     # Over the penalty budget: serve jobs the assignment left out instead (other jobs of the same
     # penalty may fit where the lost ones do not), the most penalised first.
     penalties = fleet.unserved_penalties()
     for j in sorted((j for j, c in enumerate(slots) if c is None), key=lambda j: (-penalties[j], j)):
         if sum(p for p, c in zip(penalties, placement.slot) if c is None) <= budget:
             break
-        for c in placement.usable(j):
-            start = placement.fit(j, c)
-            if start is not None:
-                placement.move(j, c, start)
-                break
-        else:
-            if time.perf_counter() < deadline_s:
-                placement.place_by_ejecting(j, placement.usable(j), float("inf"))
+        _place_anywhere(placement, j, deadline_s)
     return placement.schedule()
 
 

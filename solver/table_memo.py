@@ -11,10 +11,12 @@ same with and without it (tests/test_batch_speed.py compares them).
     with using(memo):
         solve(catalogue, query)  # every space built inside, explanations' included, shares `memo`
 
-Whole spaces are kept too (the last MAX_SPACES), with their per-shape tables: two queries that
+Whole spaces are kept too (the last MAX_SPACES), with what they tabulate on use (memory and
+traffic tables, bounds, cluster models, memory grids): two queries that
 differ only in objective, tokens, budget or deadline search the same space, and every
 explanation of an infeasible row builds the same relaxed space for all rows of one model and
-job. A kept space is handed out as a copy bound to the new query (the tables are read-only).
+job. A kept space is handed out as a copy bound to the new query; the copy shares its tables,
+which every query fills further with the same query-independent values.
 
 Without an active memo each space computes its values itself, as before.
 """
@@ -33,7 +35,7 @@ from vramplan.solver.tables import Tables
 T = TypeVar("T")
 
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
-MAX_SPACES = 32  # whole search spaces and their shape tables kept (an unrestricted one: ~6 MB)
+MAX_SPACES = 32  # whole search spaces kept, with what they tabulated on use
 MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
 # Query fields a search space does not depend on: it reads them from space.query when asked.
 NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
@@ -47,7 +49,6 @@ class TableMemo:
         self.max_jobs = max_jobs
         self._jobs: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # -> (catalogue, Tables)
         self._spaces: OrderedDict[tuple, Any] = OrderedDict()  # (catalogue id, space key) -> SearchSpace
-        self._shape_tables: dict[int, Any] = {}  # id of a kept space's static_mib table -> its shape table
         self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
@@ -69,25 +70,13 @@ class TableMemo:
         if entry is None or entry[0] is not catalogue:
             return None
         self._spaces.move_to_end((id(catalogue), _space_key(query)))
-        kept = entry[1]  # the copy shares the (read-only) tables; its evaluations count from now
+        kept = entry[1]  # the copy shares the tables; its evaluations count from now
         return dataclasses.replace(kept, query=query, evaluations_before=kept.tables.evaluations)
 
     def keep_space(self, catalogue: object, query: Any, space: Any) -> None:
         self._spaces[id(catalogue), _space_key(query)] = (catalogue, space)
         if len(self._spaces) > MAX_SPACES:
-            _, (_, dropped) = self._spaces.popitem(last=False)
-            self._shape_tables.pop(id(dropped.static_mib), None)
-
-    def shape_table(self, space: Any, build: Callable[[Any], T]) -> T:
-        """The shape table of a kept space (or of a copy bound to another query), built once."""
-        key = id(space.static_mib)
-        kept = any(entry[1].static_mib is space.static_mib for entry in self._spaces.values())
-        if not kept:
-            return build(space)
-        if key not in self._shape_tables:
-            self._shape_tables[key] = build(space)
-        return self._shape_tables[key]
-
+            self._spaces.popitem(last=False)
 
     def result(self, catalogue: object, key: tuple, compute: Callable[[], T]) -> T:
         """compute(), once per key (and catalogue); the last MAX_RESULTS kept."""
@@ -133,12 +122,6 @@ def keep_space(catalogue: object, query: Any, space: Any) -> None:
     memo = _active.get()
     if memo is not None:
         memo.keep_space(catalogue, query, space)
-
-
-def shared_shape_table(space: Any, build: Callable[[Any], T]) -> T:
-    """build(space), or the active memo's copy of it for a space it keeps."""
-    memo = _active.get()
-    return build(space) if memo is None else memo.shape_table(space, build)
 
 
 def shared_result(catalogue: object, key: Callable[[], tuple], compute: Callable[[], T]) -> T:
