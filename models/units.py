@@ -1,6 +1,9 @@
-"""Byte units. GB = 1e9 bytes (the ZeRO paper, datasheets); GiB/MiB = 2^30/2^20 (nvidia-smi, allocators)."""
+"""Units. GB = 1e9 bytes (the ZeRO paper, datasheets); GiB/MiB = 2^30/2^20 (nvidia-smi, allocators);
+the solver's integer time unit, the microsecond."""
 
 from __future__ import annotations
+
+import math
 
 BYTES_PER_GB = 10**9
 BYTES_PER_GIB = 2**30
@@ -28,3 +31,11 @@ def bytes_to_mib_ceil(num_bytes: int) -> int:
 def bytes_to_mib_floor(num_bytes: int) -> int:
     """Round a capacity down to whole MiB."""
     return num_bytes // BYTES_PER_MIB
+
+
+US_PER_S = 1_000_000
+
+
+def to_us(seconds: float) -> int:
+    """Seconds as whole microseconds, rounded up."""
+    return math.ceil(seconds * US_PER_S)

@@ -21,8 +21,9 @@ from typing import NamedTuple
 import numpy as np
 
 from vramplan.models.performance import overlap_window_s
+from vramplan.models.units import US_PER_S, to_us
 from vramplan.solver.layouts import MAX_TP
-from vramplan.solver.space import US_PER_S, SearchSpace, to_us
+from vramplan.solver.space import SearchSpace
 
 
 class Inner(NamedTuple):

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from vramplan.models.units import to_us
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us, tail_us
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
-from vramplan.solver.space import SearchSpace, to_us
+from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
 

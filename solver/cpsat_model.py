@@ -27,8 +27,9 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
+from vramplan.models.units import to_us
 from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, window_us
-from vramplan.solver.space import SearchSpace, to_us
+from vramplan.solver.space import SearchSpace
 
 INT64_ROOM = 2**62
 

@@ -6,17 +6,17 @@ states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import groupby
+from itertools import groupby, product
 
 from vramplan.models.catalogue import Catalogue
-from vramplan.models.model_states import model_states
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, shape_points
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
-from vramplan.solver.space import SearchSpace, divisors, unvalidated_plan
+from vramplan.solver.space import SearchSpace, divisors
+from vramplan.solver.tables import stage_slots
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 
@@ -47,17 +47,29 @@ def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
 
 def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     """The fewest model-state bytes per GPU any plan of the space holds (weights + gradients +
-    optimizer states), and how (ZeRO stage, offload, GPUs)."""
+    optimizer states on its most loaded checked pipeline rank), and how (ZeRO stage, offload,
+    layout, GPUs): over every count, layout, ZeRO x offload and precision of the space."""
     best = None
-    for (zero, offload), n, precision in ((zf, n, p) for zf in space.zero_offloads for n in space.counts
-                                           for p in space.precisions):
-        plan = unvalidated_plan(space, "", n, zero, offload, "none", precision, 1)
-        states = model_states(space.arch, space.job, plan)
-        total = states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
-        how = f"ZeRO-{zero}, offload {offload}, {n} GPU{'s' if n > 1 else ''}"
-        if best is None or total < best[0]:
-            best = (total, how)
+    for n_i, n in enumerate(space.counts):
+        for l in space.count_layouts[n_i]:
+            layout = space.layouts[l]
+            stages = set(stage_slots(space.arch.num_layers, layout.pp))
+            for (zero, offload), precision in product(space.zero_offloads, space.precisions):
+                total = max(_states_bytes(space.tables.rank_states(layout, zero, offload, n, precision, stage))
+                            for stage in stages)
+                if best is None or total < best[0]:
+                    parallel = f", {_layout_words(layout)}" if layout.model_parallel * layout.ep > 1 else ""
+                    best = (total, f"ZeRO-{zero}, offload {offload}{parallel}, {n} GPU{'s' if n > 1 else ''}")
     return best if best is not None else (0, "")
+
+
+def _states_bytes(states) -> int:
+    return states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
+
+
+def _layout_words(layout) -> str:
+    return " x ".join(f"{name} {value}" for name, value in (("TP", layout.tp), ("PP", layout.pp), ("CP", layout.cp),
+                                                            ("EP", layout.ep)) if value > 1)
 
 
 def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) -> Iterator[tuple[str, SolveQuery]]:

@@ -12,7 +12,6 @@ models.performance.exposed_communication_s before rounding), prices in 1e-4 USD 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -27,21 +26,22 @@ from vramplan.models.cost import (
 from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision, check_job
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
+from vramplan.models.units import US_PER_S
 from vramplan.solver.layouts import MAX_TP, Layout, layout_domain
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.table_memo import keep_space, shared_space, shared_tables
-from vramplan.solver.tables import (
-    MicroKey,
-    StageSlot,
-    Tables,
-    plan_of,
-    stage_slot,
-    stage_slots,
+from vramplan.solver.space_tables import (
+    StepTables,
+    fill_compute_tables,
+    fill_count,
+    fill_layout_domains,
+    fill_memory_tables,
+    fill_step_tables,
 )
+from vramplan.solver.tables import MicroKey, StageSlot, Tables
 
 log = logging.getLogger(__name__)
 
-US_PER_S = 1_000_000
 PRICE_UNITS_PER_USD = 10_000
 HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
 
@@ -120,7 +120,7 @@ class SearchSpace:
             tables = self.timing[shape] = StepTables()
         for l in layouts:
             if l not in tables.layouts:
-                _fill_step_tables(self, shape, l, tables)
+                fill_step_tables(self, shape, l, tables)
                 tables.layouts.add(l)
         return tables
 
@@ -130,7 +130,7 @@ class SearchSpace:
         anything needs them."""
         for l in layouts:
             if (n, l) not in self.filled_counts:
-                _fill_count(self, n, l)
+                fill_count(self, n, l)
                 self.filled_counts.add((n, l))
 
     def activation_mib(self, r: int, b: int, p: int, l: int, n: int, j: int) -> int:
@@ -197,11 +197,6 @@ class SearchSpace:
         if self.query.budget_usd is None:
             return None
         return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
-
-
-def to_us(seconds: float) -> int:
-    """Seconds as whole microseconds, rounded up."""
-    return math.ceil(seconds * US_PER_S)
 
 
 def divisors(n: int) -> list[int]:
@@ -311,133 +306,9 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
     space.tables, space.evaluations_before = tables, tables.evaluations
-    _fill_layout_domains(space)
-    _fill_memory_tables(space, tables)
-    _fill_compute_tables(space, tables)
+    fill_layout_domains(space)
+    fill_memory_tables(space, tables)
+    fill_compute_tables(space, tables)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     keep_space(catalogue, query, space)
     return space
-
-
-def _fill_layout_domains(space: SearchSpace) -> None:
-    """Per count, the layouts whose degrees divide it (EP carved from dp x cp), their data-parallel
-    degree and the micro-batches that keep global batch = micro x accumulation x dp exact."""
-    space.tcs = sorted({(lay.tp, lay.cp, lay.sp) for lay in space.layouts})
-    space.tcs_index = [space.tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
-    for n_i, n in enumerate(space.counts):
-        space.count_layouts[n_i] = []
-        for l, lay in enumerate(space.layouts):
-            if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
-                continue
-            dp = n // lay.model_parallel
-            batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
-            if batches:
-                space.count_layouts[n_i].append(l)
-                space.valid_batches[n_i, l] = batches
-
-
-def unvalidated_plan(space: SearchSpace, gpu: str, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
-    """A data-parallel Plan without validation: every value comes from a validated domain."""
-    return plan_of(space.global_batch, n, zero, offload, recompute, precision, micro)
-
-
-def _fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
-    """The tables every count shares; each count's own (model states, host RAM, pipeline slots)
-    are filled on first use (SearchSpace.fill_count)."""
-    _fill_valid_precisions(space)
-    used = sorted({p for _, p in space.valid_gpu_precision})
-    lay_of = space.layouts
-    for l, lay in enumerate(lay_of):
-        for (b, micro), p in product(enumerate(space.micro_batches), used):
-            space.buffer_mib[b, p, l] = tables.buffer_mib(lay, micro, space.precisions[p])
-    for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
-        enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs)
-    ):
-        space.micro_keys[r, b, p, t] = MicroKey(tp, cp, sp, recompute, micro, space.precisions[p])
-    permille = space.job.capacity_per_mille
-    space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
-    for cluster in space.clusters:
-        host_mib = int(cluster.offering.host_memory_gib * 1024)
-        on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
-        space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
-
-
-def _fill_count(space: SearchSpace, n_i: int, l: int) -> None:
-    tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
-    used = sorted({p for _, p in space.valid_gpu_precision})
-    stages = stage_slots(space.arch.num_layers, layout.pp)
-    for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
-        precision = space.precisions[p]
-        hosts = []
-        for j, stage in enumerate(stages):
-            static, host = tables.states_mib(layout, zero, offload, n, precision, stage)
-            space.static_mib[zf, n_i, p, l, j] = static
-            hosts.append(host)
-        space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
-    for b in space.valid_batches[n_i, l]:
-        accum = space.global_batch // (space.micro_batches[b] * n // layout.model_parallel)
-        for j, stage in enumerate(stages):
-            space.slots[n_i, l, b, j] = stage_slot(space.arch.num_layers, layout, accum, stage)
-
-
-def _fill_valid_precisions(space: SearchSpace) -> None:
-    pinned = space.query.pins.precision is not None
-    for (g, gpu), (p, precision) in product(enumerate(space.gpus), enumerate(space.precisions)):
-        try:
-            check_gpu_precision(gpu, precision)
-        except VramplanError:
-            continue
-        if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:
-            continue  # unpinned half precision means bf16 where the GPU has it, fp16 where not (V100)
-        space.valid_gpu_precision.add((g, p))
-
-
-def _fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
-    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound
-    (a replica's tokens split over its tp x pp x cp GPUs: every layout of a count computes alike)."""
-    gpus_by_count: dict[int, set[int]] = {}
-    for c in space.clusters:
-        gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
-    for n_i, gpu_indices in sorted(gpus_by_count.items()):
-        if not space.count_layouts[n_i]:
-            continue
-        for (p, precision), (r, recompute), g in product(enumerate(space.precisions), enumerate(space.recomputes),
-                                                         sorted(gpu_indices)):
-            if (g, p) in space.valid_gpu_precision:
-                space.compute_s[g, n_i, r, p] = tables.compute_s(
-                    space.gpus[g], space.layouts[space.count_layouts[n_i][0]], space.counts[n_i], recompute, precision)
-
-
-@dataclass
-class StepTables:
-    """One shape's step-time terms in whole microseconds (candidates.inner_metrics adds them):
-    data-parallel traffic seconds (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
-    collectives TP + PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
-
-    comm_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
-    optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
-    parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
-    bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
-    layouts: set[int] = field(default_factory=set)  # the layouts tabulated so far
-
-
-def _fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) -> None:
-    g, n_i, per_instance, network = shape
-    tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
-    zeros = sorted({z for z, _ in space.zero_offloads})
-    layout = space.layouts[l]
-    for p, precision in enumerate(space.precisions):
-        if (g, p) not in space.valid_gpu_precision:
-            continue
-        for r, recompute in enumerate(space.recomputes):
-            compute = space.compute_s[g, n_i, r, p]
-            out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
-                                                               network, compute))
-            for b in space.valid_batches[n_i, l]:
-                out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
-        for b in space.valid_batches[n_i, l]:
-            micro = space.micro_batches[b]
-            for zero in zeros:
-                out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
-            for zf, (zero, offload) in enumerate(space.zero_offloads):
-                out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))

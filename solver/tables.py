@@ -18,7 +18,7 @@ from vramplan.models.activations import (
     stage_activations,
 )
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
-from vramplan.models.model_states import model_states
+from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
 from vramplan.models.parallel import candidate_stages, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
@@ -88,14 +88,6 @@ def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: str
                        micro_batch=micro, grad_accum=max(1, global_batch // (micro * dp)), offload=offload)
 
 
-@lru_cache(maxsize=65536)
-def plan_of(global_batch: int, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
-    """A Plan without validation: every value comes from a validated domain (speed: ~10^4 calls)."""
-    return Plan.model_construct(gpu="", offering=None, num_gpus=n, zero=zero, recompute=recompute,
-                                precision=precision, micro_batch=micro, grad_accum=max(1, global_batch // (micro * n)),
-                                offload=offload)
-
-
 @dataclass
 class Tables:
     arch: Architecture
@@ -119,8 +111,7 @@ class Tables:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
         host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
         plan = self._plan(layout, n, zero, offload, "none", precision, 1)
-        states = self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
-                            precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
+        states = self.rank_states(layout, zero, offload, n, precision, stage)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
         # the ZeRO-3 live module (tp): models/memory_terms.py's table of what each term depends on.
         base = self._get(("overhead", zero, precision, layout.tp, num_communicators(plan), plan.zero_group > 1),
@@ -128,6 +119,12 @@ class Tables:
         static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
                                                      states.optimizer_states_bytes, base))
         return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
+
+    def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
+        """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
+        plan = self._plan(layout, n, zero, offload, "none", precision, 1)
+        return self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
+                          precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)

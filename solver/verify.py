@@ -8,7 +8,8 @@ from vramplan.models.results import EstimateResult
 from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
-from vramplan.solver.space import PRICE_UNITS_PER_USD, US_PER_S, SearchSpace
+from vramplan.models.units import US_PER_S
+from vramplan.solver.space import PRICE_UNITS_PER_USD, SearchSpace
 
 # Integer step times round compute, traffic, the optimizer step, the model-parallel collectives
 # and the bubble up and the overlap window down to the microsecond (candidates.inner_metrics):
