@@ -83,7 +83,7 @@ def test_csv_has_one_row_per_plan() -> None:
 
 def test_brute_engine_gives_the_same_answer() -> None:
     small = ["solve", "--model", "llama-3.1-8b", "--seq-len", "4096", "--global-batch", "16", "--gpu", "h100-sxm-80gb",
-             "--gpu", "l40s-48gb", "--max-gpus", "16", "--format", "json", "--top", "1"]
+             "--gpu", "l40s-48gb", "--max-gpus", "16", "--format", "json", "--top", "1", "--time-limit", "600"]
     a, b = json.loads(run(*small).stdout), json.loads(run(*small, "--engine", "brute").stdout)
     assert a["plans"][0]["plan"] == b["plans"][0]["plan"]
 
