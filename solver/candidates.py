@@ -245,17 +245,29 @@ def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]
 def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
     restriction model reads it; the engines do not). Memory comes from memory_peaks, so only
-    what fits gets a step time."""
+    what fits gets a step time. Kept by value in the space's UnitMemo: a shape's table depends on
+    nothing else, and the relaxed spaces of a batch's infeasible rows (solver/restrictions.py)
+    share their shapes."""
     table = {}
     for shape in sorted({c.shape for c in space.clusters}):
-        limit = space.limit_mib[shape[0]]
-        fitting = []
-        for peak, inner in shape_points(space, shape):
-            if peak > limit:
-                break
-            metrics = inner_metrics(space, shape, inner)
-            if metrics is not None:
-                fitting.append((inner, metrics))
-        fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
-        table[shape] = fitting
+        key = space.unit_shape(shape)
+        if key not in space.shared.fitting:
+            space.shared.fitting[key] = [(inner._replace(layout=space.layouts[inner.layout]), metrics)
+                                         for inner, metrics in _fitting(space, shape)]
+        index = space.layout_index
+        table[shape] = [(inner._replace(layout=index[inner.layout]), metrics)
+                        for inner, metrics in space.shared.fitting[key]]
     return table
+
+
+def _fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, InnerMetrics]]:
+    limit = space.limit_mib[shape[0]]
+    fitting = []
+    for peak, inner in shape_points(space, shape):
+        if peak > limit:
+            break
+        metrics = inner_metrics(space, shape, inner)
+        if metrics is not None:
+            fitting.append((inner, metrics))
+    fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
+    return fitting

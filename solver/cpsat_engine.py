@@ -43,24 +43,28 @@ class _Search:
     stats: SearchStats = field(default_factory=SearchStats)
     models: dict[tuple[int, int], ClusterModel | None] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        # Without a deadline or budget no model depends on the query (step caps and the
-        # exclusions of cheaper same-hardware clusters are then all None): the models, and the
-        # points each found best first, live on the space and serve every query sharing it.
-        query = self.space.query
-        if query.deadline_hours is None and query.budget_usd is None:
-            self.models = self.space.cluster_models
     timed_out: bool = False
+
+    def __post_init__(self) -> None:
+        # Without a deadline or budget no model depends on the query's limits (every step cap is
+        # None): the models, and the points each found best first, are kept by value (the
+        # cluster's shape, pp, host budget and the host budgets of the cheaper same-hardware
+        # clusters it leaves their points to) in the space's UnitMemo, for every query of the family.
+        query = self.space.query
+        self.shared_models = query.deadline_hours is None and query.budget_usd is None
+        if self.shared_models:
+            self.models = self.space.shared.cluster_models
 
     # -- bounds from the tables ------------------------------------------------------------
     def lower_step_us(self, c: int, pp: int, memory: bool = True) -> int | None:
         """A lower bound of the cluster's step time with pp stages (None: nothing can fit);
         memory=False skips the memory relaxation (cheaper, looser)."""
         host = self.space.host_budget_mib_per_gpu[c] if memory else None
-        key = (self.space.clusters[c].shape, pp, host)
-        bounds = self.space.lower_bounds  # on the space: queries sharing it share the bounds
+        shape = self.space.clusters[c].shape
+        key = (self.space.unit_shape(shape), pp, host)
+        bounds = self.space.shared.lower_bounds  # the family's queries share the bounds
         if key not in bounds:
-            bounds[key] = self._lower_step_us(*key)
+            bounds[key] = self._lower_step_us(shape, pp, host)
         return bounds[key]
 
     def _lower_step_us(self, shape: tuple, pp: int, host_mib: int | None) -> int | None:
@@ -83,11 +87,12 @@ class _Search:
 
     def _time_terms(self, shape: tuple, pp: int) -> list[tuple[int, int, int, int]]:
         """(step-time lower bound, layout, precision, recompute) of a shape's layouts with pp
-        stages, least first; kept on the space."""
+        stages, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
         space = self.space
-        key = (shape, pp)
-        if key in space.time_terms:
-            return space.time_terms[key]
+        key = (space.unit_shape(shape), pp)
+        if key in space.shared.time_terms:
+            index = space.layout_index
+            return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
         g, n, per_instance, network = shape
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
@@ -109,7 +114,7 @@ class _Search:
                              + to_us(tables.bubble_s(layout, count, most_accum, compute_s)))
                     terms.append((bound, l, p, r))
         terms.sort()
-        space.time_terms[key] = terms
+        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
         return terms
 
     def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
@@ -127,10 +132,10 @@ class _Search:
         precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
         host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
         buffers (none when r is None). Any plan's memory is at least this."""
-        key = (n, l, p, r, host_mib)
-        leanest = self.space.leanest_mib
+        space = self.space
+        key = (space.counts[n], space.layouts[l], p, r, host_mib)
+        leanest = space.shared.leanest_mib
         if key not in leanest:
-            space = self.space
             space.fill_count(n, [l])
             dynamic = [0, 0, 0]
             if r is not None:
@@ -169,11 +174,16 @@ class _Search:
 
     # -- one cluster's points, best first ---------------------------------------------------
     def model(self, unit: tuple[int, int]) -> ClusterModel | None:
-        if unit not in self.models:
-            c, pp = unit
-            self.models[unit] = build_cluster_model(self.space, c, step_cap_us(self.space, c), self._exclusions(c), pp)
-            self.stats.models_built += self.models[unit] is not None
-        return self.models[unit]
+        c, pp = unit
+        exclusions = self._exclusions(c)
+        key = unit
+        if self.shared_models:
+            space = self.space
+            key = (space.unit_shape(space.clusters[c].shape), pp, space.host_budget_mib_per_gpu[c], tuple(exclusions))
+        if key not in self.models:
+            self.models[key] = build_cluster_model(self.space, c, step_cap_us(self.space, c), exclusions, pp)
+            self.stats.models_built += self.models[key] is not None
+        return self.models[key]
 
     def _exclusions(self, c: int) -> list[tuple[int, int | None]]:
         """Same-hardware clusters listed before this one (cheaper, then by offering rank)."""
@@ -191,7 +201,7 @@ class _Search:
             return None
         if i < len(m.points):
             found = m.points[i]
-            return found if cap is None or found[1] <= cap else None
+            return self._here(m, found) if cap is None or found[1] <= cap else None
         if m.exhausted_at_cap is not None and (cap is not None and cap <= m.exhausted_at_cap):
             return None
         found = self._next(m, cap)
@@ -199,7 +209,16 @@ class _Search:
             m.exhausted_at_cap = cap if cap is not None else _huge()
             return None
         m.points.append(found)
-        return found
+        return self._here(m, found)
+
+    def _here(self, m: ClusterModel, found: tuple[Inner, int]) -> tuple[Inner, int]:
+        """A model's point in this space's indices: a model shared by the family may come from a
+        query whose layout domain (set by its GPU limit) numbers the layouts differently; every
+        other domain is the family's."""
+        if m.layouts is self.space.layouts:
+            return found
+        inner, step = found
+        return inner._replace(layout=self.space.layout_index[m.layouts[inner.layout]]), step
 
     def _next(self, m: ClusterModel, cap: int | None) -> tuple[Inner, int] | None:
         assumptions = []

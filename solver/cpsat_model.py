@@ -44,6 +44,7 @@ class ClusterModel:
     step: cp_model.IntVar
     key: cp_model.LinearExpr
     single_objective: bool
+    layouts: list  # the building space's layouts (what the layout variable's values index)
     points: list[tuple[Inner, int]] = field(default_factory=list)  # found so far, best first: (inner, step)
     exhausted_at_cap: int | None = None  # no further point has step <= this
 
@@ -149,4 +150,4 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     tie = (((l * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
     radix = inner_tie_radix(space)
     single = (step_ub + 1) * radix < INT64_ROOM
-    return ClusterModel(model, (zf, r, p, b, l), step, step * radix + tie if single else tie, single)
+    return ClusterModel(model, (zf, r, p, b, l), step, step * radix + tie if single else tie, single, space.layouts)

@@ -11,6 +11,7 @@ models.performance.exposed_communication_s before rounding), prices in 1e-4 USD 
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from itertools import product
@@ -29,7 +30,7 @@ from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
 from vramplan.models.units import US_PER_S
 from vramplan.solver.layouts import MAX_TP, Layout, layout_domain
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.table_memo import keep_space, shared_space, shared_tables
+from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.space_tables import (
     StepTables,
     fill_compute_tables,
@@ -65,6 +66,28 @@ class Cluster:
 
 
 @dataclass
+class UnitMemo:
+    """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
+    pipeline depth): step-time lower bounds per (shape, pp, host budget), their sorted terms per
+    (shape, pp), least memory per (count, layout, precision, recompute, host budget), and the
+    CP-SAT models with the points they found per (shape, pp, host budget, exclusions), and the
+    explanations' fitting points per shape.
+
+    Keyed by values (GPU name, GPU count, Layout; SearchSpace.unit_shape), never by one query's
+    domain indices, because none of it depends on which GPUs, providers, prices or GPU limit a
+    query allows: queries with the same model, job, global batch and pins (the GPU count aside)
+    share one (solver/table_memo.py), so a batch sheet's rows that differ only in those search
+    each unit once. Precision, recompute, ZeRO x offload and micro-batch indices are the same in
+    all of them (their domains follow from the job, the global batch and the pins)."""
+
+    lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
+    leanest_mib: dict[tuple, int] = field(default_factory=dict)
+    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, pp) -> [(bound, Layout, p, r)] least first
+    cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
+    fitting: dict[tuple, list] = field(default_factory=dict)  # shape -> candidates.shape_table's points (Layouts)
+
+
+@dataclass
 class SearchSpace:
     arch: Architecture
     job: Job
@@ -87,12 +110,7 @@ class SearchSpace:
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
-    # The branch-and-bound's step-time lower bounds per (shape, pp, host budget) and least memory per
-    # (count, layout, precision, recompute, host budget) (solver/cpsat_engine.py): query limits play no part.
-    lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
-    leanest_mib: dict[tuple, int] = field(default_factory=dict)
-    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, pp) -> sorted bound terms
-    cluster_models: dict[tuple[int, int], Any] = field(default_factory=dict)  # (cluster, pp) -> ClusterModel
+    shared: UnitMemo = field(default_factory=lambda: UnitMemo())  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
@@ -106,6 +124,15 @@ class SearchSpace:
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
     evaluations_before: int = 0
+
+    @functools.cached_property
+    def layout_index(self) -> dict[Layout, int]:
+        return {layout: l for l, layout in enumerate(self.layouts)}
+
+    def unit_shape(self, shape: tuple) -> tuple[str, int, int, float]:
+        """A shape by value (GPU name, GPU count, GPUs per instance, network): UnitMemo's key."""
+        g, n, per_instance, network = shape
+        return self.gpus[g].name, self.counts[n], per_instance, network
 
     @property
     def evaluations(self) -> int:
@@ -306,6 +333,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
     space.tables, space.evaluations_before = tables, tables.evaluations
+    space.shared = shared_units(catalogue, query, UnitMemo)
     fill_layout_domains(space)
     fill_memory_tables(space, tables)
     fill_compute_tables(space, tables)

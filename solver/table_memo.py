@@ -37,6 +37,7 @@ T = TypeVar("T")
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
 MAX_SPACES = 32  # whole search spaces kept, with what they tabulated on use
 MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
+MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
 # Query fields a search space does not depend on: it reads them from space.query when asked.
 NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
                 "num_workers", "random_seed"}
@@ -50,6 +51,7 @@ class TableMemo:
         self._jobs: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # -> (catalogue, Tables)
         self._spaces: OrderedDict[tuple, Any] = OrderedDict()  # (catalogue id, space key) -> SearchSpace
         self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
+        self._units: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # family key -> (catalogue, UnitMemo)
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
         """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
@@ -78,6 +80,18 @@ class TableMemo:
         if len(self._spaces) > MAX_SPACES:
             self._spaces.popitem(last=False)
 
+    def units(self, catalogue: object, query: Any, make: Callable[[], T]) -> T:
+        """The UnitMemo (solver/space.py) of the query's family, made on first use."""
+        key = (id(catalogue), _family_key(query))
+        entry = self._units.get(key)
+        if entry is None or entry[0] is not catalogue:
+            entry = self._units[key] = (catalogue, make())
+            if len(self._units) > MAX_UNIT_MEMOS:
+                self._units.popitem(last=False)
+        else:
+            self._units.move_to_end(key)
+        return entry[1]
+
     def result(self, catalogue: object, key: tuple, compute: Callable[[], T]) -> T:
         """compute(), once per key (and catalogue); the last MAX_RESULTS kept."""
         full = (id(catalogue), *key)
@@ -94,6 +108,13 @@ class TableMemo:
 
 def _space_key(query: Any) -> str:
     return query.model_dump_json(exclude=NOT_IN_SPACE)
+
+
+def _family_key(query: Any) -> tuple:
+    """What a space's per-unit work depends on (solver/space.py UnitMemo): the model, the job, the
+    global batch and the pins but the GPU count; not which clusters the query allows."""
+    pins = query.pins.model_copy(update={"num_gpus": None})
+    return query.model, query.job.model_dump_json(), query.effective_global_batch, pins.model_dump_json()
 
 
 _active: ContextVar[TableMemo | None] = ContextVar("vramplan_table_memo", default=None)
@@ -128,6 +149,12 @@ def shared_result(catalogue: object, key: Callable[[], tuple], compute: Callable
     """compute(), or the active memo's earlier result for the same key."""
     memo = _active.get()
     return compute() if memo is None else memo.result(catalogue, key(), compute)
+
+
+def shared_units(catalogue: object, query: Any, make: Callable[[], T]) -> T:
+    """The active memo's UnitMemo for the query's family; make() without a memo."""
+    memo = _active.get()
+    return make() if memo is None else memo.units(catalogue, query, make)
 
 
 def shared_tables(catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any | None:

@@ -83,3 +83,23 @@ def test_the_memo_forgets_the_least_recently_used_job():
     tables(catalogue, "c")  # drops a, the least recently used
     assert tables(catalogue, "b") is b and tables(catalogue, "a") is not a
     assert tables(load_catalogue(), "b") is not b  # another catalogue: other tables
+
+
+# One family (model, job, global batch, pins) under different GPU limits and GPU lists: their layout
+# domains differ (max_gpus bounds tp x pp x cp), so a unit's shared model numbers its layouts
+# unlike the query reading it (solver/space.py UnitMemo, cpsat_engine._Search._here).
+FAMILY = [{"model": "llama-3.1-70b", "seq_len": "4096", "objective": objective, "max_gpus": max_gpus, "gpus": gpus}
+          for objective, max_gpus, gpus in (("time", "512", ""), ("cost", "64", "h100-sxm-80gb;mi300x-192gb"),
+                                            ("throughput", "16", "h100-sxm-80gb"), ("cost", "512", ""))]
+
+
+def test_rows_of_one_family_share_their_units_and_get_the_same_answers(catalogue):
+    queries = [parse_row(row) for row in FAMILY]
+    alone = [solve(catalogue, q) for q in queries]
+    assert all(result.status == "optimal" for result in alone)
+    built_alone = sum(result.search.cpsat_models for result in alone)
+    for order in (list(range(len(queries))), list(reversed(range(len(queries))))):
+        memo = TableMemo()
+        shared = {i: solve(catalogue, queries[i], tables=memo) for i in order}
+        assert [output_row(shared[i]) for i in range(len(queries))] == [output_row(r) for r in alone]
+        assert sum(result.search.cpsat_models for result in shared.values()) < built_alone
