@@ -41,8 +41,7 @@ class _Search:
     space: SearchSpace
     deadline: float
     stats: SearchStats = field(default_factory=SearchStats)
-    models: dict[tuple[int, int], ClusterModel | None] = field(default_factory=dict)
-
+    models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, pp), or by value (model())
     timed_out: bool = False
 
     def __post_init__(self) -> None:
