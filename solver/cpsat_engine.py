@@ -1,5 +1,5 @@
 """The CP-SAT engine: branch-and-bound over clusters, one small CP-SAT model per cluster and
-pipeline depth.
+branch (pipeline depth x TP degree, branch_of).
 
 Memory and step time do not depend on the price, and for a fixed cluster every objective
 (cost = price x step, time, hourly) orders its points by step time, then the inner tie. So the
@@ -29,11 +29,22 @@ from vramplan.models.units import to_us
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us, tail_us
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
+from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
 
 _UNBOUNDED = None
+Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
+
+
+def branch_of(layout: Layout) -> Branch:
+    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
+    tables small. CP-SAT's presolve of the table constraints grows faster than the tables: the
+    joint tp x pp model took 0.7-5 s per 512-GPU cluster, one per pp 0.03-0.3 s, and one per
+    (pp, tp) cut the mix's CPU by a third again (README, batch benchmark); each branch gets its
+    own bound, so the branch-and-bound still builds only the branches that can win."""
+    return layout.pp, layout.tp
 
 
 @dataclass
@@ -41,13 +52,13 @@ class _Search:
     space: SearchSpace
     deadline: float
     stats: SearchStats = field(default_factory=SearchStats)
-    models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, pp), or by value (model())
+    models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, branch), or by value (model())
     timed_out: bool = False
 
     def __post_init__(self) -> None:
         # Without a deadline or budget no model depends on the query's limits (every step cap is
         # None): the models, and the points each found best first, are kept by value (the
-        # cluster's shape, pp, host budget and the host budgets of the cheaper same-hardware
+        # cluster's shape, branch, host budget and the host budgets of the cheaper same-hardware
         # clusters it leaves their points to) in the space's UnitMemo, for every query of the family.
         query = self.space.query
         self.shared_models = query.deadline_hours is None and query.budget_usd is None
@@ -55,26 +66,26 @@ class _Search:
             self.models = self.space.shared.cluster_models
 
     # -- bounds from the tables ------------------------------------------------------------
-    def lower_step_us(self, c: int, pp: int, memory: bool = True) -> int | None:
-        """A lower bound of the cluster's step time with pp stages (None: nothing can fit);
+    def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
+        """A lower bound of the cluster's step time on a branch (None: nothing can fit);
         memory=False skips the memory relaxation (cheaper, looser)."""
         host = self.space.host_budget_mib_per_gpu[c] if memory else None
         shape = self.space.clusters[c].shape
-        key = (self.space.unit_shape(shape), pp, host)
+        key = (self.space.unit_shape(shape), branch, host)
         bounds = self.space.shared.lower_bounds  # the family's queries share the bounds
         if key not in bounds:
-            bounds[key] = self._lower_step_us(shape, pp, host)
+            bounds[key] = self._lower_step_us(shape, branch, host)
         return bounds[key]
 
-    def _lower_step_us(self, shape: tuple, pp: int, host_mib: int | None) -> int | None:
-        """Relaxation: over the layouts with pp stages and the recompute x precision the GPU runs,
+    def _lower_step_us(self, shape: tuple, branch: Branch, host_mib: int | None) -> int | None:
+        """Relaxation: over the branch's layouts and the recompute x precision the GPU runs,
         the least of compute + model-parallel collectives + the smallest bubble (the largest
         accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
         budget, only the layout x precision x recompute for which some ZeRO x offload within that
         host RAM fits every checked pipeline rank with each rank's leanest activations and
         buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
         the first that fits."""
-        terms = self._time_terms(shape, pp)
+        terms = self._time_terms(shape, branch)
         if host_mib is None:
             return terms[0][0] if terms else None
         g, n = shape[0], shape[1]
@@ -84,11 +95,11 @@ class _Search:
                 return bound
         return None
 
-    def _time_terms(self, shape: tuple, pp: int) -> list[tuple[int, int, int, int]]:
-        """(step-time lower bound, layout, precision, recompute) of a shape's layouts with pp
-        stages, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
+    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
+        """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
+        branch, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
         space = self.space
-        key = (space.unit_shape(shape), pp)
+        key = (space.unit_shape(shape), branch)
         if key in space.shared.time_terms:
             index = space.layout_index
             return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
@@ -97,7 +108,7 @@ class _Search:
         terms = []
         for l in space.cluster_layouts(shape):
             layout = space.layouts[l]
-            if layout.pp != pp:
+            if branch_of(layout) != branch:
                 continue
             most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
             for p, precision in enumerate(space.precisions):
@@ -154,14 +165,14 @@ class _Search:
                  if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
         return to_us(min(times)) if times else None
 
-    def primary_bound(self, c: int, pp: int, order: str, tier: int = 2) -> tuple[int, ...] | None:
-        """The objective's lower bound on a cluster with pp stages, by tier: 0 the least compute,
+    def primary_bound(self, c: int, branch: Branch, order: str, tier: int = 2) -> tuple[int, ...] | None:
+        """The objective's lower bound on a cluster's branch, by tier: 0 the least compute,
         1 the time terms (lower_step_us without memory), 2 with the memory relaxation. Each tier
         is at least the one before."""
         if tier == 0:
             lower = self.compute_step_us(c)
         else:
-            lower = self.lower_step_us(c, pp, memory=tier == 2)
+            lower = self.lower_step_us(c, branch, memory=tier == 2)
         if lower is None:
             return None
         price = self.space.clusters[c].price_units
@@ -172,15 +183,18 @@ class _Search:
         return (lower,)
 
     # -- one cluster's points, best first ---------------------------------------------------
-    def model(self, unit: tuple[int, int]) -> ClusterModel | None:
-        c, pp = unit
+    def model(self, unit: tuple[int, Branch]) -> ClusterModel | None:
+        c, branch = unit
         exclusions = self._exclusions(c)
         key = unit
         if self.shared_models:
             space = self.space
-            key = (space.unit_shape(space.clusters[c].shape), pp, space.host_budget_mib_per_gpu[c], tuple(exclusions))
+            key = (space.unit_shape(space.clusters[c].shape), branch, space.host_budget_mib_per_gpu[c],
+                   tuple(exclusions))
         if key not in self.models:
-            self.models[key] = build_cluster_model(self.space, c, step_cap_us(self.space, c), exclusions, pp)
+            space = self.space
+            layouts = [l for l in space.cluster_layouts(space.clusters[c].shape) if branch_of(space.layouts[l]) == branch]
+            self.models[key] = build_cluster_model(space, c, step_cap_us(space, c), exclusions, layouts)
             self.stats.models_built += self.models[key] is not None
         return self.models[key]
 
@@ -193,8 +207,8 @@ class _Search:
                 for o, other in enumerate(space.clusters)
                 if o != c and other.shape == mine.shape and (other.price_units, space.offering_rank[o]) < rank]
 
-    def point(self, unit: tuple[int, int], i: int, cap: int | None) -> tuple[Inner, int] | None:
-        """The i-th best point of a cluster with pp stages if its step is within cap."""
+    def point(self, unit: tuple[int, Branch], i: int, cap: int | None) -> tuple[Inner, int] | None:
+        """The i-th best point of a cluster's branch if its step is within cap."""
         m = self.model(unit)
         if m is None:
             return None
@@ -278,17 +292,14 @@ class _Search:
         return None
 
     # -- the branch-and-bound ---------------------------------------------------------------
-    def stage_counts(self, c: int) -> list[int]:
-        """A branch per pipeline depth: one model per (cluster, pp) keeps each model's
-        (layout, micro-batch) table small (the joint tp x pp model took 0.7-5 s per 512-GPU
-        cluster, a model per pp 0.03-0.3 s)."""
+    def branches(self, c: int) -> list[Branch]:
         space = self.space
-        return sorted({space.layouts[l].pp for l in space.cluster_layouts(space.clusters[c].shape)})
+        return sorted({branch_of(space.layouts[l]) for l in space.cluster_layouts(space.clusters[c].shape)})
 
     def best(self, k: int, order: str, step_below: int | None = None) -> list[tuple[tuple, Choice]]:
         """The k best points in `order`, with step < step_below if given."""
         space = self.space
-        # Lazy bounds in tiers (primary_bound): every (cluster, pp) enters with the cheap
+        # Lazy bounds in tiers (primary_bound): every (cluster, branch) enters with the cheap
         # compute-only bound and is refined, one tier at a time, when it reaches the front; a
         # refined bound is never below the one before, so popping in bound order stays exact, and
         # the memory tables of a (count, layout) are only filled for units that get that far.
@@ -297,28 +308,28 @@ class _Search:
         caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
-        heap = [(b, 0, c, pp) for c in range(len(space.clusters)) for pp in self.stage_counts(c)
-                if (b := self.primary_bound(c, pp, order, tier=0)) is not None
+        heap = [(b, 0, c, branch) for c in range(len(space.clusters)) for branch in self.branches(c)
+                if (b := self.primary_bound(c, branch, order, tier=0)) is not None
                 and (caps[c] is None or self.compute_step_us(c) <= caps[c])]
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
-            bound, tier, c, pp = heapq.heappop(heap)
+            bound, tier, c, branch = heapq.heappop(heap)
             if len(kept) == k and bound > kept[-1][0][:len(bound)]:
                 break  # every later cluster's bound is at least this one's
             if time.monotonic() > self.deadline:
                 self.timed_out = True
                 break
             if tier < 2:
-                fine = self.primary_bound(c, pp, order, tier=tier + 1)
-                if fine is not None and (caps[c] is None or self.lower_step_us(c, pp, tier == 1) <= caps[c]):
-                    heapq.heappush(heap, (fine, tier + 1, c, pp))
+                fine = self.primary_bound(c, branch, order, tier=tier + 1)
+                if fine is not None and (caps[c] is None or self.lower_step_us(c, branch, tier == 1) <= caps[c]):
+                    heapq.heappush(heap, (fine, tier + 1, c, branch))
                 continue
             for i in range(k):
                 cap = self._cap(c, order, kept, k, step_below)
                 if cap == "prune":
                     break
-                found = self.point((c, pp), i, cap)
+                found = self.point((c, branch), i, cap)
                 if found is None:
                     break
                 choice = Choice(c, *found[0])

@@ -72,14 +72,15 @@ def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[
 
 
 def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | None,
-                        exclude: list[tuple[int, int | None]], pp: int | None = None) -> ClusterModel | None:
-    """The model of one cluster's layouts (with pp pipeline stages only, if given); None when the
-    domains are empty (no precision its GPU runs, no layout)."""
+                        exclude: list[tuple[int, int | None]], layouts: list[int] | None = None) -> ClusterModel | None:
+    """The model of one cluster over these of its layouts (default: all); None when the domains
+    are empty (no precision its GPU runs, no layout)."""
     cluster = space.clusters[cluster_index]
     g, n, _, _ = cluster.shape
     nz, nr, np_, nb = len(space.zero_offloads), len(space.recomputes), len(space.precisions), len(space.micro_batches)
     precisions = [p for p in range(np_) if (g, p) in space.valid_gpu_precision]
-    layouts = [l for l in space.cluster_layouts(cluster.shape) if pp is None or space.layouts[l].pp == pp]
+    if layouts is None:
+        layouts = space.cluster_layouts(cluster.shape)
     if not precisions or not layouts:
         return None
     steps = space.step_tables(cluster.shape, layouts)

@@ -51,10 +51,11 @@ def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
     assert points, "the query should have plans"
     crossing = 0
     for choice, metrics in points:
-        pp = space.layouts[choice.layout].pp
+        layout = space.layouts[choice.layout]
+        branch = (layout.pp, layout.tp)
         cheap = search.compute_step_us(choice.cluster)
-        timing = search.lower_step_us(choice.cluster, pp, memory=False)
-        refined = search.lower_step_us(choice.cluster, pp)
+        timing = search.lower_step_us(choice.cluster, branch, memory=False)
+        refined = search.lower_step_us(choice.cluster, branch)
         assert cheap is not None and timing is not None and refined is not None
         assert cheap <= timing <= refined <= metrics.step_us, (choice, cheap, timing, refined, metrics.step_us)
         crossing += space.clusters[choice.cluster].num_gpus > space.clusters[choice.cluster].offering.num_gpus
