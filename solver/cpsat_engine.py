@@ -54,6 +54,7 @@ class _Search:
     stats: SearchStats = field(default_factory=SearchStats)
     models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, branch), or by value (model())
     timed_out: bool = False
+    least_compute_us: dict[int, int | None] = field(default_factory=dict)  # per cluster (compute_step_us)
 
     def __post_init__(self) -> None:
         # Without a deadline or budget no model depends on the query's limits (every step cap is
@@ -158,12 +159,16 @@ class _Search:
 
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the
-        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs)."""
-        space = self.space
-        g, n, _, _ = space.clusters[c].shape
-        times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions)) for r in range(len(space.recomputes))
-                 if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
-        return to_us(min(times)) if times else None
+        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
+        Asked for every branch of every cluster, so kept per cluster."""
+        if c not in self.least_compute_us:
+            space = self.space
+            g, n, _, _ = space.clusters[c].shape
+            times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
+                     for r in range(len(space.recomputes))
+                     if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
+            self.least_compute_us[c] = to_us(min(times)) if times else None
+        return self.least_compute_us[c]
 
     def primary_bound(self, c: int, branch: Branch, order: str, tier: int = 2) -> tuple[int, ...] | None:
         """The objective's lower bound on a cluster's branch, by tier: 0 the least compute,
