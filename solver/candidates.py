@@ -252,11 +252,9 @@ def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inn
     for shape in sorted({c.shape for c in space.clusters}):
         key = space.unit_shape(shape)
         if key not in space.shared.fitting:
-            space.shared.fitting[key] = [(inner._replace(layout=space.layouts[inner.layout]), metrics)
-                                         for inner, metrics in _fitting(space, shape)]
-        index = space.layout_index
-        table[shape] = [(inner._replace(layout=index[inner.layout]), metrics)
-                        for inner, metrics in space.shared.fitting[key]]
+            space.shared.fitting[key] = (space.layouts, _fitting(space, shape))
+        layouts, fitting = space.shared.fitting[key]
+        table[shape] = [(space.renumber(inner, layouts), metrics) for inner, metrics in fitting]
     return table
 
 

@@ -230,13 +230,9 @@ class _Search:
         return self._here(m, found)
 
     def _here(self, m: ClusterModel, found: tuple[Inner, int]) -> tuple[Inner, int]:
-        """A model's point in this space's indices: a model shared by the family may come from a
-        query whose layout domain (set by its GPU limit) numbers the layouts differently; every
-        other domain is the family's."""
-        if m.layouts is self.space.layouts:
-            return found
+        """A model's point in this space's indices (the model may be another query's)."""
         inner, step = found
-        return inner._replace(layout=self.space.layout_index[m.layouts[inner.layout]]), step
+        return self.space.renumber(inner, m.layouts), step
 
     def _next(self, m: ClusterModel, cap: int | None) -> tuple[Inner, int] | None:
         assumptions = []

@@ -68,9 +68,9 @@ class Cluster:
 @dataclass
 class UnitMemo:
     """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
-    pipeline depth): step-time lower bounds per (shape, pp, host budget), their sorted terms per
-    (shape, pp), least memory per (count, layout, precision, recompute, host budget), and the
-    CP-SAT models with the points they found per (shape, pp, host budget, exclusions), and the
+    (pp, tp) branch): step-time lower bounds per (shape, branch, host budget), their sorted terms
+    per (shape, branch), least memory per (count, layout, precision, recompute, host budget), the
+    CP-SAT models with the points they found per (shape, branch, host budget, exclusions), and the
     explanations' fitting points per shape.
 
     Keyed by values (GPU name, GPU count, Layout; SearchSpace.unit_shape), never by one query's
@@ -82,9 +82,9 @@ class UnitMemo:
 
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
     leanest_mib: dict[tuple, int] = field(default_factory=dict)
-    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, pp) -> [(bound, Layout, p, r)] least first
+    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
-    fitting: dict[tuple, list] = field(default_factory=dict)  # shape -> candidates.shape_table's points (Layouts)
+    fitting: dict[tuple, tuple] = field(default_factory=dict)  # shape -> (layouts its points index, shape_table's points)
 
 
 @dataclass
@@ -110,7 +110,7 @@ class SearchSpace:
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
-    shared: UnitMemo = field(default_factory=lambda: UnitMemo())  # the branch-and-bound's per-unit work
+    shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
@@ -128,6 +128,14 @@ class SearchSpace:
     @functools.cached_property
     def layout_index(self) -> dict[Layout, int]:
         return {layout: l for l, layout in enumerate(self.layouts)}
+
+    def renumber(self, inner: Any, layouts: list[Layout]) -> Any:
+        """An inner point of a space whose layout domain is `layouts` (a UnitMemo entry made by
+        another query of the family, whose GPU limit may have numbered its layouts otherwise) in
+        this space's layout index; every other domain is the family's."""
+        if layouts is self.layouts:
+            return inner
+        return inner._replace(layout=self.layout_index[layouts[inner.layout]])
 
     def unit_shape(self, shape: tuple) -> tuple[str, int, int, float]:
         """A shape by value (GPU name, GPU count, GPUs per instance, network): UnitMemo's key."""
