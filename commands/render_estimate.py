@@ -16,7 +16,7 @@ def plan_line(result: EstimateResult) -> str:
         f"{result.model.name} ({count(result.model.num_params)} params), {method}, seq {job.seq_len}, "
         f"micro-batch {plan.micro_batch} x accum {plan.grad_accum} x dp {plan.dp} = global batch {plan.global_batch}\n"
         f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
-        f"ZeRO-{plan.zero}, recompute {plan.recompute}, {plan.precision}, {job.optimizer}, "
+        f"ZeRO-{plan.zero}, recompute {plan.recompute_label}, {plan.precision}, {job.optimizer}, "
         f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}"
     ) + layout_line(result)
 

@@ -31,7 +31,7 @@ _NARROW_COLUMNS = (("#", True), ("plan", False), ("days", True), ("USD total", T
 def plan_summary(plan: SolvedPlan) -> str:
     p = plan.plan
     return (f"{p.num_gpus} x {p.gpu} via {p.offering} ({plan.cost.num_instances} instance(s)), ZeRO-{p.zero}, "
-            f"recompute {p.recompute}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
+            f"recompute {p.recompute_label}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
             f"offload {p.offload}")
 
 
@@ -45,7 +45,7 @@ def objective_text(result: SolveResult, value: float | None) -> str:
 def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
     p = plan.plan
     worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
-    return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute, p.offload,
+    return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute_label, p.offload,
             f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
             f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse,
@@ -97,7 +97,7 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
         table.add_column(header, justify="right" if right else "left")
     for plan, cells in zip(plans, rows):
         p = plan.plan
-        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}\n{cells[13]}"
+        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n{cells[13]}"
         table.add_row(cells[0], stacked, cells[9], cells[11], cells[12])
     return table
 

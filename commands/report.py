@@ -55,7 +55,7 @@ def _plans_rows(result: SolveResult, plans: list[SolvedPlan]) -> list[list[objec
     for index, plan in enumerate(plans, start=1):
         p, perf, cost = plan.plan, plan.performance, plan.cost
         worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
-        rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute, p.offload,
+        rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute_label, p.offload,
                      f"{p.micro_batch} x {p.grad_accum}", f"{perf.tokens_per_s:,.0f}", percent(perf.mfu_fraction),
                      f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", f"{cost.usd_total:,.0f}", worse])
     return rows

@@ -19,13 +19,20 @@ from dataclasses import dataclass
 
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.params import layer_groups
-from vramplan.models.setup import Method, Recompute
+from vramplan.models.recompute import effective_mode, recomputed_fraction
+from vramplan.models.setup import Job, Method, Plan, Recompute
 
 
 @dataclass(frozen=True)
 class FlopsPerToken:
     model: int  # forward + backward, the MFU numerator
     hardware: int  # plus the recomputed forward work, what the GPU really executes
+    forward: int = 0  # the forward pass alone (once): what forward-phase traffic can hide behind
+
+    @property
+    def forward_share(self) -> float:
+        """The forward pass's share of the executed work; recompute runs inside the backward."""
+        return self.forward / self.hardware if self.hardware else 0.0
 
 
 def _active_matmul_weights(arch: Architecture) -> int:
@@ -56,21 +63,29 @@ def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int,
 
 
 def training_flops_per_token(
-    arch: Architecture, seq_len: int, recompute: Recompute, method: Method = "full"
+    arch: Architecture, seq_len: int, recompute: Recompute, method: Method = "full", recomputed_fraction: float = 1.0
 ) -> FlopsPerToken:
+    """`recomputed_fraction`: the share of the layers full recompute re-runs (Megatron
+    --recompute-num-layers; models.recompute.recomputed_fraction)."""
     layers, attention, logits = forward_flops_per_token(arch, seq_len)
     # Attention scores/values have no weights: their backward is always twice their forward.
     passes = 3 if method == "full" else 2
     model = passes * (layers + logits) + 3 * attention
     if recompute == "full":
-        extra = layers + attention
+        extra = round((layers + attention) * recomputed_fraction)
     elif recompute == "selective":
         extra = attention
     elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/recompute.py)
         extra = layers // 2
     else:
         extra = 0
-    return FlopsPerToken(model=model, hardware=model + extra)
+    return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits)
+
+
+def plan_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> FlopsPerToken:
+    """Model and hardware FLOPs per token under the plan's recompute (its recomputed share of layers)."""
+    return training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method,
+                                    recomputed_fraction(arch, job, plan))
 
 
 def korthikanti_model_flops_per_iteration(arch: Architecture, global_batch: int, seq_len: int) -> int:

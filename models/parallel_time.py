@@ -12,8 +12,9 @@ buffer per rank per pass (all-reduce two passes).
 - TP (Megatron tensor_parallel/mappings.py): per layer and micro-batch two all-reduces forward
   (after attention and after the MLP) and two backward, of one b x s/cp x h activation each;
   with SP each all-reduce becomes a reduce-scatter + all-gather of the same volume. Full
-  recompute re-runs the two forward ones. Not overlapped (Megatron's default; the TE userbuffer
-  overlap is opt-in).
+  recompute re-runs the two forward ones in the layers it checkpoints. The forward ones are
+  exposed (Megatron's default; the TE userbuffer overlap is opt-in); the backward ones run
+  beside the backward GEMMs (tp_time_s).
 - PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
   compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
   every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
@@ -32,9 +33,10 @@ from dataclasses import dataclass
 
 from vramplan.models.calibration import COMMUNICATION_EFFICIENCY
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
-from vramplan.models.flops import forward_flops_per_token
+from vramplan.models.flops import forward_flops_per_token, plan_flops_per_token
 from vramplan.models.parallel import kv_heads_per_rank
 from vramplan.models.precision import activation_bytes
+from vramplan.models.recompute import recomputed_fraction
 from vramplan.models.setup import Job, Plan
 from vramplan.models.units import BYTES_PER_GB
 
@@ -60,15 +62,21 @@ def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
     return arch.num_layers / plan.pp
 
 
-def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
+    """Exposed TP collectives: the forward's (and the recomputed forward's) in full; the backward's
+    overlap the backward GEMMs (Megatron LinearWithGradAccumulationAndAsyncCommunication issues the
+    input all-gather and the grad-input reduce-scatter / all-reduce async_op=True beside the
+    grad-input and weight-gradient GEMMs), exposed only beyond the backward compute."""
     if plan.tp == 1:
         return 0.0
     e = activation_bytes(plan.precision)
     activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
-    collectives = 6 if plan.recompute == "full" else 4
-    per_layer = collectives * 2 * (plan.tp - 1) / plan.tp * activation
-    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
-    return _seconds(volume, gpu.intra_node_bandwidth_gb_per_s)
+    per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
+    backward = 2 * per_collective
+    link = gpu.intra_node_bandwidth_gb_per_s
+    backward_compute_s = compute_s * (1 - plan_flops_per_token(arch, job, plan).forward_share)
+    return _seconds(forward, link) + max(0.0, _seconds(backward, link) - backward_compute_s)
 
 
 def pp_bubble_s(plan: Plan, compute_s: float) -> float:
@@ -122,7 +130,7 @@ def parallel_time(
 ) -> ParallelTime:
     spans = plan.num_gpus > gpus_per_instance
     return ParallelTime(
-        tp_s=tp_time_s(arch, job, plan, gpu),
+        tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
         pp_bubble_s=pp_bubble_s(plan, compute_s),
         pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s),
         cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),

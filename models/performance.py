@@ -9,9 +9,17 @@ DeepSpeed semantics for when each collective runs):
   reduce-scatter: 3 (N-1)/N, i.e. 1.5x the all-reduce volume of plain DP (ZeRO paper sec. 7.2.2).
 Bandwidth is the GPU's intra-node bandwidth while the job fits one instance (a node), the
 per-GPU network bandwidth beyond (eight 1-GPU instances talk over the network, not NVLink),
-times COMMUNICATION_EFFICIENCY. Gradient traffic overlaps with backward compute
-(bucketed), ZeRO-3 gathers with forward and backward (prefetch); what exceeds the window is
-exposed, and at least one layer's share always is (the last bucket cannot overlap).
+times COMMUNICATION_EFFICIENCY. Each phase hides only its own traffic (DpTraffic):
+- ZeRO-3 (FSDP / DeepSpeed stage 3, one unit per decoder layer): the forward's parameter
+  all-gathers are prefetched one layer ahead behind the forward compute; the backward's
+  all-gathers and gradient reduce-scatters behind the backward (recompute included). Every one of
+  these 3 x layers x micro-batches collectives also pays NCCL's ring latency
+  (models/collectives.py): ~10 ms each over 2,048 ranks, which a layer's compute must cover.
+- ZeRO-0/1/2: the gradient buckets reduce during the backward (bucketed, DDP / DeepSpeed
+  overlap_comm); bucket counts are small and NCCL uses trees for large all-reduces, so no
+  per-collective latency is charged.
+What exceeds a phase's window is exposed, and at least one layer's share of the traffic always is
+(the last bucket, the first gather).
 """
 
 from __future__ import annotations
@@ -26,14 +34,15 @@ from vramplan.models.calibration import (
     compute_efficiency,
 )
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.collectives import group_nodes, ring_latency_s
 from vramplan.models.errors import VramplanError
-from vramplan.models.flops import training_flops_per_token
+from vramplan.models.flops import plan_flops_per_token
 from vramplan.models.lora import trainable_params
+from vramplan.models.parallel import stage_layers
 from vramplan.models.parallel_states import rank_params
 from vramplan.models.parallel_time import parallel_time
 from vramplan.models.params import count_params
 from vramplan.models.precision import gradient_bytes_per_param, weight_bytes_per_param
-from vramplan.models.recompute import effective_mode
 from vramplan.models.setup import Job, Plan, Precision
 from vramplan.models.units import BYTES_PER_GB
 
@@ -73,22 +82,43 @@ def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
     return peak
 
 
-def communication_bytes_per_step(arch: Architecture, job: Job, plan: Plan) -> float:
-    """Bytes each GPU sends per optimizer step for data-parallel / ZeRO traffic, over the DP x CP
-    group, of the parameters of its TP/PP/EP shard (rank 0's, models/parallel_states.py)."""
+@dataclass(frozen=True)
+class DpTraffic:
+    """Data-parallel / ZeRO bytes one GPU sends per optimizer step, by the phase that hides them,
+    and the ring collectives each phase issues (each pays models.collectives.ring_latency_s)."""
+
+    forward_bytes: float
+    backward_bytes: float
+    forward_collectives: int = 0
+    backward_collectives: int = 0
+
+    @property
+    def total_bytes(self) -> float:
+        return self.forward_bytes + self.backward_bytes
+
+
+def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
+    """Traffic over the DP x CP group of the parameters of the rank's TP/PP/EP shard (rank 0's,
+    models/parallel_states.py)."""
     n = plan.zero_group
     if n == 1:
-        return 0.0
+        return DpTraffic(0.0, 0.0)
     ring = (n - 1) / n
     shard = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total
     trainable = shard if job.method == "full" else trainable_params(arch, job)
     grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
     params = shard * float(weight_bytes_per_param(plan.precision))
     if plan.zero <= 1:
-        return 2 * ring * grads
+        return DpTraffic(0.0, 2 * ring * grads)
     if plan.zero == 2:
-        return ring * (grads * plan.grad_accum + params)
-    return ring * plan.grad_accum * (2 * params + grads)
+        return DpTraffic(0.0, ring * (grads * plan.grad_accum + params))
+    units = plan.grad_accum * stage_layers(arch.num_layers, plan.pp)[0]  # one FSDP unit per layer
+    return DpTraffic(ring * plan.grad_accum * params, ring * plan.grad_accum * (params + grads), units, 2 * units)
+
+
+def communication_bytes_per_step(arch: Architecture, job: Job, plan: Plan) -> float:
+    """Bytes each GPU sends per optimizer step for data-parallel / ZeRO traffic (both phases)."""
+    return dp_traffic(arch, job, plan).total_bytes
 
 
 def crosses_nodes(num_gpus: int, gpus_per_node: int) -> bool:
@@ -144,7 +174,7 @@ def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> 
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
     """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
     a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs."""
-    flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
+    flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
     return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
@@ -156,24 +186,42 @@ def communication_time_from_bytes(
     return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) * BYTES_PER_GB)
 
 
-def communication_time_s(
+def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,
+                     latency_s: float) -> tuple[float, float]:
+    """(forward, backward) seconds of the traffic: bytes at the link's rate plus each collective's latency."""
+    return (communication_time_from_bytes(traffic.forward_bytes, gpu, crossing, network_gb_per_s)
+            + traffic.forward_collectives * latency_s,
+            communication_time_from_bytes(traffic.backward_bytes, gpu, crossing, network_gb_per_s)
+            + traffic.backward_collectives * latency_s)
+
+
+def dp_ring_latency_s(plan: Plan, gpus_per_node: int) -> float:
+    """NCCL's latency of one all-gather / reduce-scatter over the plan's DP x CP group."""
+    return ring_latency_s(plan.zero_group, group_nodes(plan.zero_group, plan.tp, gpus_per_node))
+
+
+def communication_phases_s(
     arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int, network_gb_per_s: float | None = None
-) -> float:
+) -> tuple[float, float]:
+    """(forward, backward) seconds of the data-parallel traffic."""
     crossing = crosses_nodes(dp_group_span(plan), gpus_per_node)
-    return communication_time_from_bytes(communication_bytes_per_step(arch, job, plan), gpu, crossing, network_gb_per_s)
+    return dp_phase_times_s(dp_traffic(arch, job, plan), gpu, crossing, network_gb_per_s,
+                            dp_ring_latency_s(plan, gpus_per_node))
 
 
-def overlap_window_s(compute_s: float, zero: int) -> float:
-    """Compute that data-parallel traffic can hide behind: ZeRO-3 prefetches through forward and
-    backward; gradient reduction overlaps the backward only (2/3 of the work)."""
-    return compute_s if zero == 3 else compute_s * 2 / 3
+def overlap_windows_s(compute_s: float, forward_share: float) -> tuple[float, float]:
+    """(forward, backward) compute that each phase's traffic can hide behind; recompute runs in
+    the backward (models.flops.FlopsPerToken.forward_share)."""
+    forward = compute_s * forward_share
+    return forward, compute_s - forward
 
 
-def exposed_communication_s(comm_s: float, compute_s: float, zero: int, num_layers: int) -> float:
-    """Traffic that does not hide behind compute; at least one layer's share (the last bucket)."""
-    if comm_s <= 0:
+def exposed_communication_s(phases_s: tuple[float, float], windows_s: tuple[float, float], num_layers: int) -> float:
+    """Traffic that does not hide behind its phase's compute; at least one layer's share (the last bucket)."""
+    forward, backward = phases_s
+    if forward + backward <= 0:
         return 0.0
-    return max(comm_s - overlap_window_s(compute_s, zero), comm_s / num_layers)
+    return max(0.0, forward - windows_s[0]) + max(backward - windows_s[1], (forward + backward) / num_layers)
 
 
 def performance(
@@ -182,13 +230,14 @@ def performance(
 ) -> Performance:
     """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size);
     network_gb_per_s: the offering's per-GPU bandwidth between instances (default: the GPU's)."""
-    flops = training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method)
+    flops = plan_flops_per_token(arch, job, plan)
     peak = peak_tflops(gpu, plan.precision)
     per_node = gpus_per_node or gpu.gpus_per_node
     network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
     compute_s = compute_time_s(arch, job, plan, gpu)
-    comm_s = communication_time_s(arch, job, plan, gpu, per_node, network)
-    exposed_s = exposed_communication_s(comm_s, compute_s, plan.zero, arch.num_layers)
+    phases_s = communication_phases_s(arch, job, plan, gpu, per_node, network)
+    comm_s = sum(phases_s)
+    exposed_s = exposed_communication_s(phases_s, overlap_windows_s(compute_s, flops.forward_share), arch.num_layers)
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
     model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
     step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s

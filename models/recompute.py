@@ -43,6 +43,21 @@ class LayerKeep:
     largest_bytes: int  # the most one layer of this kind keeps (what offloading leaves resident)
 
 
+def recomputed_layers(arch: Architecture, job: Job, plan: Plan) -> int:
+    """Decoder layers (of the whole model) that full recompute checkpoints: the plan's
+    `recompute_layers` (the solver's partial recompute), else the job's, else every layer; 0 unless
+    the mode is full. Pipeline ranks checkpoint their share of them (Megatron's per-stage N)."""
+    if plan.recompute != "full":
+        return 0
+    chosen = plan.recompute_layers if plan.recompute_layers is not None else job.recompute_layers
+    return arch.num_layers if chosen is None else min(chosen, arch.num_layers)
+
+
+def recomputed_fraction(arch: Architecture, job: Job, plan: Plan) -> float:
+    """The share of the decoder layers that full recompute re-runs in the backward."""
+    return recomputed_layers(arch, job, plan) / arch.num_layers
+
+
 def effective_mode(job: Job, plan: Plan) -> Recompute:
     """The recompute mode that runs: `selective` is torchtitan's op-level SAC when `selective = "op"`."""
     if plan.recompute == "selective" and job.selective == "op":
@@ -73,7 +88,7 @@ def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: S
         per_layer, rebuilt = layer_input, full_layer
         # Megatron checkpoints the first N layers of the stage; of several kinds of layer, this kind's
         # share of N, rounded down (fewer recomputed layers keep more: never an underestimate).
-        recomputed = layers if job.recompute_layers is None else min(job.recompute_layers * layers // arch.num_layers, layers)
+        recomputed = min(recomputed_layers(arch, job, plan) * layers // arch.num_layers, layers)
         total = recomputed * layer_input + (layers - recomputed) * full_layer
         largest = layer_input if recomputed == layers else full_layer
     elif mode == "op":

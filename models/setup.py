@@ -28,6 +28,9 @@ Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgp
 MasterWeights = Literal["fp32", "none"]
 Loss = Literal["eager", "chunked", "fused"]
 Selective = Literal["attention", "op"]
+# Which partial full recompute a stack can run (catalogues/stacks.csv `partial_recompute`): none; any
+# number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
+PartialRecompute = Literal["none", "any", "every-nth"]
 QloraPrep = Literal["16bit", "peft"]
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
@@ -97,6 +100,11 @@ class Job(_Frozen):
         return round(self.capacity_fraction * 1000)
 
 
+def recompute_label(mode: str, layers: int | None) -> str:
+    """A recompute as tables and sentences show it: the mode, and the layers a partial full recompute checkpoints."""
+    return mode if layers is None else f"{mode} ({layers} layers)"
+
+
 class Plan(_Frozen):
     """One training configuration on one kind of GPU: the solver's decision variables."""
 
@@ -105,6 +113,9 @@ class Plan(_Frozen):
     num_gpus: Count = Field(default=1, ge=1, le=MAX_PLAN_GPUS)
     zero: ZeroStage = 0
     recompute: Recompute = "none"
+    # Megatron --recompute-num-layers as a decision (models/recompute.py recomputed_layers): the
+    # solver's partial recompute; None = the job's recompute_layers (every layer when that is None too).
+    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
     precision: Precision = "bf16"
     micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
     grad_accum: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
@@ -117,6 +128,10 @@ class Plan(_Frozen):
     ep: int = Field(default=1, ge=1, le=1024)
     vpp: int = Field(default=1, ge=1, le=1024)
     sequence_parallel: bool = False
+
+    @property
+    def recompute_label(self) -> str:
+        return recompute_label(self.recompute, self.recompute_layers)
 
     @property
     def dp(self) -> int:

@@ -22,6 +22,7 @@ from vramplan.models.setup import (
     Loss,
     MasterWeights,
     Optimizer,
+    PartialRecompute,
     QloraPrep,
     Recompute,
     Selective,
@@ -40,6 +41,7 @@ class StackPreset(_Row):
     loss_chunks: int = Field(ge=1, le=4096)
     recompute: Recompute = Field(description="default of `estimate --recompute` (solve still chooses)")
     selective: Selective
+    partial_recompute: PartialRecompute = Field(description="which partial full recompute `solve` may choose")
     optimizer: Optimizer
     optimizer_in_backward: bool
     activation_offload: bool

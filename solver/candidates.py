@@ -6,10 +6,12 @@ traffic leaves the instance), never on the price: inner_metrics() computes them 
 evaluate() adds what depends on the cluster (host RAM per instance, price, budget, deadline).
 
 The integer step time is linear in table entries, so the CP-SAT model can state it exactly:
-    step_us = compute_us + max(comm_us - window_us, tail_us) + optimizer_us + parallel_us + bubble_us
-with every term rounded up but the overlap window (models.performance.overlap_window_s), rounded
-down; tail_us = ceil(comm_us / layers): the integer form of models.performance.exposed_communication_s
-(zero when there is no traffic, since window >= 0) plus models.parallel_time's TP/PP/CP/EP terms.
+    step_us = compute_us + max(0, fwd_comm_us - fwd_window_us) + max(bwd_comm_us - bwd_window_us, tail_us)
+              + optimizer_us + parallel_us + bubble_us
+with every term rounded up but the overlap windows (models.performance.overlap_windows_s), rounded
+down; tail_us = ceil((fwd + bwd comm) / layers): the integer form of
+models.performance.exposed_communication_s (zero when there is no traffic, since windows >= 0)
+plus models.parallel_time's TP/PP/CP/EP terms.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vramplan.models.performance import overlap_window_s
+from vramplan.models.performance import overlap_windows_s
 from vramplan.models.units import US_PER_S, to_us
 from vramplan.solver.layouts import MAX_TP
 from vramplan.solver.space import SearchSpace
@@ -92,9 +94,18 @@ def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
             space.offering_rank[choice.cluster])
 
 
-def window_us(compute_s: float, zero: int) -> int:
-    """The overlap window in whole microseconds, rounded down (hides no more than the model's)."""
-    return math.floor(overlap_window_s(compute_s, zero) * US_PER_S)
+def windows_us(space: SearchSpace, r: int, compute_s: float) -> tuple[int, int]:
+    """(forward, backward) overlap windows in whole microseconds, rounded down (hide no more than
+    the model's: models.performance.overlap_windows_s)."""
+    share = space.tables.forward_share(space.recomputes[r])
+    return tuple(math.floor(w * US_PER_S) for w in overlap_windows_s(compute_s, share))
+
+
+def exposed_us(comm_us: tuple[int, int], window_us: tuple[int, int], num_layers: int) -> int:
+    """The integer form of models.performance.exposed_communication_s: each phase's traffic beyond
+    its window, and at least one layer's share of the whole (tail_us)."""
+    forward, backward = comm_us
+    return max(0, forward - window_us[0]) + max(backward - window_us[1], tail_us(forward + backward, num_layers))
 
 
 def tail_us(comm_us: int, num_layers: int) -> int:
@@ -130,8 +141,8 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     t = space.step_tables(shape, [l])
     zero = space.zero_offloads[zf][0]
     compute = space.compute_s[g, n, r, p]
-    comm = to_us(t.comm_s[zero, b, p, l])
-    exposed = max(comm - window_us(compute, zero), tail_us(comm, space.arch.num_layers))
+    comm = tuple(to_us(x) for x in t.comm_s[zero, b, p, l])
+    exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
     step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
     return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], step)
 

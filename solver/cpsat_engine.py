@@ -131,11 +131,12 @@ class _Search:
     def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
         """The least data-parallel traffic time of any ZeRO stage: traffic grows with the
         accumulation (models.performance.communication_bytes_per_step; tests/test_cpsat_bounds.py),
-        so a micro-batch of global batch / dp (accumulation 1) gives each stage's least; the overlap
-        window never exceeds the compute, so exposed >= max(traffic - compute, one layer's tail)."""
+        so a micro-batch of global batch / dp (accumulation 1) gives each stage's least; the two
+        phases' windows sum to the compute, so exposed >= max(traffic - compute, one layer's tail)."""
         micro = self.space.global_batch * layout.model_parallel // n
         zeros = sorted({z for z, _ in self.space.zero_offloads})
-        return min(to_us(self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network))
+        return min(sum(to_us(x) for x in self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance,
+                                                                   network))
                    for zero in zeros)
 
     def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:

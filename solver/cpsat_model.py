@@ -9,7 +9,8 @@ on mixed-radix indices:
 
     static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
     host_mib[zf, p] <= host budget of the instance                   (ZeRO-Offload host RAM)
-    step_us = compute_us[r, p] + max(comm_us[z, b, p] - window_us[z3, r, p], tail_us[z, b, p])
+    step_us = compute_us[r, p] + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p])
+              + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
               + optimizer_us[zf, b, p]                                 (candidates.inner_metrics)
 
 No product of two variables appears (cost = price x step is left to the branch-and-bound in
@@ -28,7 +29,7 @@ from itertools import product
 from ortools.sat.python import cp_model
 
 from vramplan.models.units import to_us
-from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, window_us
+from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, windows_us
 from vramplan.solver.space import SearchSpace
 
 INT64_ROOM = 2**62
@@ -115,10 +116,10 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         return (*(dynamic_mib(i, jj, k, j) for j in range(3)), base)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
-        """Data-parallel traffic, its one-layer tail, the optimizer step."""
+        """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
         lay, b_ = pairs[k]
-        comm = to_us(steps.comm_s[space.zero_offloads[i][0], b_, jj, lay])
-        return comm, tail_us(comm, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
+        forward, backward = (to_us(x) for x in steps.comm_s[space.zero_offloads[i][0], b_, jj, lay])
+        return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.static_mib[i, n, jj, lay, j] for j in range(3)), space.host_mib_per_gpu[i, n, jj, lay]),
@@ -128,18 +129,20 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     for j in range(3):  # memory of each checked pipeline rank
         model.add(static[j] + dynamic[j] <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
-    (window,) = _table(model, [zfs, rs, ps], lambda i, k, jj: (window_us(space.compute_s[g, n, k, jj],
-                                                                         space.zero_offloads[i][0]),), ("window_us",))
-    comm, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("comm_us", "tail_us", "optimizer_us"))
-    exposed = model.new_int_var(0, max(0, _upper(comm)), "exposed_us")
-    model.add_max_equality(exposed, [comm - window, tail])
-    step_ub = _upper(base) + _upper(comm) + _upper(opt)
+    fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: windows_us(space, k, space.compute_s[g, n, k, jj]),
+                                    ("fwd_window_us", "bwd_window_us"))
+    fwd, bwd, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us"))
+    fwd_exposed = model.new_int_var(0, max(0, _upper(fwd)), "fwd_exposed_us")
+    model.add_max_equality(fwd_exposed, [fwd - fwd_window, 0])
+    bwd_exposed = model.new_int_var(0, max(0, _upper(bwd), _upper(tail)), "bwd_exposed_us")
+    model.add_max_equality(bwd_exposed, [bwd - bwd_window, tail])
+    step_ub = _upper(base) + _upper(fwd) + max(_upper(bwd), _upper(tail)) + _upper(opt)
     if step_cap is not None:
         step_ub = min(step_ub, step_cap)
     if step_ub < 0:
         return None
     step = model.new_int_var(0, step_ub, "step_us")
-    model.add(step == base + exposed + opt)
+    model.add(step == base + fwd_exposed + bwd_exposed + opt)
     for other_host, other_cap in exclude:  # not (host <= other's budget and step <= other's cap)
         taken = model.new_bool_var("taken")
         model.add(host <= other_host).only_enforce_if(taken)

@@ -184,4 +184,4 @@ def _describe(m: Mitigation) -> str:
     if m.plan is None:
         return m.change
     p = m.plan
-    return f"{m.change}: {p.num_gpus} x {p.gpu}, ZeRO-{p.zero}, recompute {p.recompute}, offload {p.offload}"
+    return f"{m.change}: {p.num_gpus} x {p.gpu}, ZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}"

@@ -23,6 +23,7 @@ from vramplan.models.setup import (
     Precision,
     Recompute,
     ZeroStage,
+    recompute_label,
 )
 
 Objective = Literal["cost", "time", "throughput", "hourly"]
@@ -104,6 +105,7 @@ class PlanChoice(BaseModel):
     dp: int
     zero: ZeroStage
     recompute: Recompute
+    recompute_layers: int | None = None  # partial full recompute chosen by the solver (Plan.recompute_layers)
     precision: Precision
     micro_batch: int
     grad_accum: int
@@ -119,6 +121,10 @@ class PlanChoice(BaseModel):
     ep: int = 1
     vpp: int = 1
     sequence_parallel: bool = False
+
+    @property
+    def recompute_label(self) -> str:
+        return recompute_label(self.recompute, self.recompute_layers)
 
 
 class SolvedPlan(BaseModel):

@@ -99,7 +99,8 @@ def _inner_allowed(space: SearchSpace, relaxed: SearchSpace, inner: Inner, label
 def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
     zero, offload = relaxed.zero_offloads[inner.zero_offload]
     layout = relaxed.layouts[inner.layout]
-    return {"zero": zero, "offload": offload, "recompute": relaxed.recomputes[inner.recompute],
+    recompute = relaxed.recomputes[inner.recompute]  # a pinned mode means every layer: partial is another value
+    return {"zero": zero, "offload": offload, "recompute": recompute.mode if recompute.layers is None else recompute,
             "micro_batch": relaxed.micro_batches[inner.micro_batch], "tp": layout.tp, "pp": layout.pp,
             "cp": layout.cp, "ep": layout.ep, "vpp": layout.vpp, "sequence_parallel": layout.sp}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue import Catalogue, load_stacks
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.cost import (
     SECONDS_PER_HOUR,
@@ -39,7 +39,7 @@ from vramplan.solver.space_tables import (
     fill_memory_tables,
     fill_step_tables,
 )
-from vramplan.solver.tables import MicroKey, StageSlot, Tables
+from vramplan.solver.tables import MicroKey, RecomputeChoice, StageSlot, Tables
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class SearchSpace:
     counts: list[int]
     clusters: list[Cluster]
     zero_offloads: list[tuple[int, str]]
-    recomputes: list[str]
+    recomputes: list[RecomputeChoice]
     precisions: list[str]
     micro_batches: list[int]
     layouts: list[Layout]
@@ -203,7 +203,8 @@ class SearchSpace:
             offering=c.offering.name,
             num_gpus=c.num_gpus,
             zero=zero,
-            recompute=self.recomputes[r],
+            recompute=self.recomputes[r].mode,
+            recompute_layers=self.recomputes[r].layers,
             precision=self.precisions[p],
             micro_batch=micro,
             grad_accum=self.global_batch * layout.model_parallel // (micro * c.num_gpus),
@@ -280,7 +281,29 @@ def _runs(gpu: GpuSpec, precision: str) -> bool:
     return True
 
 
-def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[str]]:
+# Partial full recompute the solver tries, as shares of each stage's layers, by what the stack can
+# run (catalogues/stacks.csv partial_recompute): Megatron any count, torchtitan every 2nd / 4th block.
+PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 4), (1, 2), (3, 4)), "every-nth": ((1, 4), (1, 2))}
+
+
+def _recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice]:
+    """Recompute modes, least recompute first (the tie-break), with the stack's partial full
+    recompute before full when neither the mode nor the job's recompute_layers is fixed."""
+    pins = query.pins
+    choices = [RecomputeChoice(r) for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
+    if pins.recompute is None and query.job.recompute_layers is None:
+        kind = _stack_presets()[query.job.stack].partial_recompute
+        layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})
+        choices[-1:-1] = [RecomputeChoice("full", n) for n in layers]
+    return choices
+
+
+@functools.cache
+def _stack_presets() -> dict:
+    return load_stacks()
+
+
+def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]:
     pins = query.pins
     zero_offloads = [
         (z, f)
@@ -289,9 +312,8 @@ def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str], list[
         and (pins.zero is None or z == pins.zero)
         and (pins.offload is None or f == pins.offload)
     ]
-    recomputes = [r for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
     precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
-    return zero_offloads, recomputes, precisions
+    return zero_offloads, precisions
 
 
 def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
@@ -314,7 +336,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     counts = sorted({n for o in offerings for n in _allowed_counts(o, query, sizes)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
-    zero_offloads, recomputes, precisions = _domains(query)
+    zero_offloads, precisions = _domains(query)
+    recomputes = _recompute_domain(query, arch.num_layers)
     for precision in precisions:
         check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
     if query.pins.precision is not None and gpus and not any(_runs(g, query.pins.precision) for g in gpus):

@@ -106,10 +106,10 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
 @dataclass
 class StepTables:
     """One shape's step-time terms in whole microseconds (candidates.inner_metrics adds them):
-    data-parallel traffic seconds (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
+    data-parallel traffic seconds (forward, backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
     collectives TP + PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
 
-    comm_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
+    comm_s: dict[tuple[int, int, int, int], tuple[float, float]] = field(default_factory=dict)
     optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
     bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)

@@ -30,12 +30,14 @@ from vramplan.models.parallel_time import (
     pp_p2p_s,
     tp_time_s,
 )
+from vramplan.models.flops import plan_flops_per_token
 from vramplan.models.performance import (
-    communication_bytes_per_step,
-    communication_time_from_bytes,
     compute_time_s,
     crosses_nodes,
     dp_group_span,
+    dp_phase_times_s,
+    dp_ring_latency_s,
+    dp_traffic,
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
@@ -56,13 +58,28 @@ class StageSlot(NamedTuple):
     last: bool
 
 
+class RecomputeChoice(NamedTuple):
+    """One value of the recompute decision: the mode and, for partial full recompute, the decoder
+    layers of the whole model it checkpoints (Plan.recompute_layers; None: the job's, or every layer)."""
+
+    mode: str
+    layers: int | None = None
+
+    def label(self, num_layers: int) -> str:
+        """How tables and pins name it: `full`, or `full 63/126` for a partial recompute."""
+        return self.mode if self.layers is None else f"{self.mode} {self.layers}/{num_layers}"
+
+
+NO_RECOMPUTE = RecomputeChoice("none")
+
+
 class MicroKey(NamedTuple):
     """What one micro-batch's activations on one rank depend on (models.activations.microbatch_activations)."""
 
     tp: int
     cp: int
     sp: bool
-    recompute: str
+    recompute: RecomputeChoice
     micro_batch: int
     precision: str
 
@@ -81,10 +98,11 @@ def stage_slot(num_layers: int, layout: Layout, accum: int, stage: int) -> Stage
 
 
 @lru_cache(maxsize=1 << 17)
-def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int,
+def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str, micro: int,
                  global_batch: int) -> Plan:
     dp = n // layout.model_parallel
-    return layout_plan(layout, gpu="", num_gpus=n, zero=zero, recompute=recompute, precision=precision,
+    return layout_plan(layout, gpu="", num_gpus=n, zero=zero, recompute=recompute.mode,
+                       recompute_layers=recompute.layers, precision=precision,
                        micro_batch=micro, grad_accum=max(1, global_batch // (micro * dp)), offload=offload)
 
 
@@ -110,7 +128,7 @@ class Tables:
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
         host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
-        plan = self._plan(layout, n, zero, offload, "none", precision, 1)
+        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         states = self.rank_states(layout, zero, offload, n, precision, stage)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
         # the ZeRO-3 live module (tp): models/memory_terms.py's table of what each term depends on.
@@ -122,7 +140,7 @@ class Tables:
 
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
         """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
-        plan = self._plan(layout, n, zero, offload, "none", precision, 1)
+        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         return self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
                           precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
 
@@ -133,7 +151,7 @@ class Tables:
     def buffer_mib(self, layout: Layout, micro: int, precision: str) -> int:
         """TP/PP/CP communication buffers of one micro-batch (models.overhead)."""
         def compute() -> int:
-            over = overhead(self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", "none", precision, micro))
+            over = overhead(self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", NO_RECOMPUTE, precision, micro))
             return bytes_to_mib_ceil(over.tp_buffers_bytes + over.pp_p2p_bytes + over.cp_buffers_bytes)
         # SP, p2p and CP buffers: one micro-batch's hidden states or K/V (tp, cp, sp; pp > 1, vpp > 1).
         return self._get(("buffers", layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1, micro, precision),
@@ -153,44 +171,51 @@ class Tables:
             return microbatch_activations(self.arch, self.job, plan)
         return self._get(("microbatch", *micro), compute)
 
-    def _plan(self, layout: Layout, n: int, zero: int, offload: str, recompute: str, precision: str, micro: int) -> Plan:
+    def _plan(self, layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str, micro: int) -> Plan:
         return _layout_plan(layout, n, zero, offload, recompute, precision, micro, self.global_batch)
 
-    def compute_s(self, gpu: GpuSpec, layout: Layout, n: int, recompute: str, precision: str) -> float:
+    def compute_s(self, gpu: GpuSpec, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> float:
         """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count."""
         def compute() -> float:
             return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
         return self._get(("compute", gpu.name, n, recompute, precision), compute)
 
     def comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
-               network_gb_per_s: float) -> float:
-        """Data-parallel / ZeRO traffic time; it leaves the instance when the DP group spans more.
-        The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group, the ZeRO stage,
-        the precision and, from ZeRO-2 on, the accumulation (models.performance)."""
-        plan = self._plan(layout, n, zero, "none", "none", precision, micro)
+               network_gb_per_s: float) -> tuple[float, float]:
+        """Data-parallel / ZeRO traffic time (forward, backward); it leaves the instance when the DP
+        group spans more. The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group,
+        the ZeRO stage, the precision and, from ZeRO-2 on, the accumulation; ZeRO-3's per-layer
+        collectives pay the group's ring latency (models.performance.dp_traffic)."""
+        plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if zero >= 2 else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
-        traffic = self._get(("traffic", *key), lambda: communication_bytes_per_step(self.arch, self.job, plan))
+        traffic = self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan))
         crossing = crosses_nodes(dp_group_span(plan), per_instance)
-        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s),
-                         lambda: communication_time_from_bytes(traffic, gpu, crossing, network_gb_per_s))
+        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
+                         lambda: dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s,
+                                                  dp_ring_latency_s(plan, per_instance)))
+
+    def forward_share(self, recompute: RecomputeChoice) -> float:
+        """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
+        plan = self._plan(Layout(), 1, 0, "none", recompute, "bf16", 1)
+        return self._get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share)
 
     def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
         """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
         parameter offload the accumulation's parameter streaming (models.performance)."""
-        plan = self._plan(layout, n, zero, offload, "none", precision, micro)
+        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if offload == "optimizer+params" else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, offload, accum)
         work = self._get(("opt-traffic", *key), lambda: optimizer_traffic(self.arch, self.job, plan))
         return self._get(("opt", *key, gpu.name), lambda: optimizer_time_from_traffic(work, gpu))
 
-    def parallel_s(self, layout: Layout, n: int, recompute: str, precision: str, gpu: GpuSpec, per_instance: int,
+    def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:
         """TP collectives + PP p2p + CP's exposed ring + EP all-to-all (models.parallel_time): each
         moves micro-batch x accumulation = global batch / dp sequences per step, whatever the split."""
         def compute() -> float:
             plan = self._replica_plan(layout, n, recompute, precision)
-            return (tp_time_s(self.arch, self.job, plan, gpu)
+            return (tp_time_s(self.arch, self.job, plan, gpu, compute_s)
                     + pp_p2p_s(self.arch, self.job, plan, gpu, n > per_instance, network_gb_per_s)
                     + cp_exposed_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s, compute_s)
                     + ep_time_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s))
@@ -199,9 +224,9 @@ class Tables:
 
     def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
-        plan = self._plan(layout, n, 0, "none", "none", "bf16", micro)
+        plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", micro)
         return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
 
-    def _replica_plan(self, layout: Layout, n: int, recompute: str, precision: str) -> Plan:
+    def _replica_plan(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> Plan:
         """One micro-batch of global batch / dp sequences: what per-step totals depend on."""
         return self._plan(layout, n, 0, "none", recompute, precision, self.global_batch * layout.model_parallel // n)

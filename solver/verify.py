@@ -63,7 +63,7 @@ def plan_choice(space: SearchSpace, result: EstimateResult) -> PlanChoice:
     plan, job = result.plan, result.job
     return PlanChoice(
         gpu=plan.gpu, offering=result.cost.offering, num_gpus=plan.num_gpus, dp=plan.dp, zero=plan.zero,
-        recompute=plan.recompute, precision=plan.precision, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum,
+        recompute=plan.recompute, recompute_layers=plan.recompute_layers, precision=plan.precision, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum,
         optimizer=job.optimizer, attention=job.attention, kernels=job.kernels, offload=plan.offload, method=job.method,
         seq_len=job.seq_len, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, vpp=plan.vpp,
         sequence_parallel=plan.sequence_parallel,

@@ -99,8 +99,9 @@ def _offering(instance_type: str, gpus: int, price: float) -> Offering:
 
 def test_equal_price_prefers_fewer_larger_instances() -> None:
     """16 GPUs as 2 x 8-GPU nodes or 16 x 1-GPU pods, same price per GPU and network: pinned
-    data-parallel (tp = pp = 1) both cross instances, so memory and time tie, and the plan takes
-    the two whole nodes."""
+    data-parallel (tp = pp = 1) both cross instances, so memory and bandwidth tie; the pods' ZeRO-3
+    rings take 15 network hops instead of 1 (NCCL's ring latency, models/collectives.py), so the
+    two whole nodes come first and the pods second, no faster."""
     pods, node = _offering("pod1", 1, 3.0), _offering("node8", 8, 24.0)
     catalogue = Catalogue(gpus=CATALOGUE.gpus, offerings={o.name: o for o in (pods, node)},
                           architectures=CATALOGUE.architectures)
@@ -109,7 +110,8 @@ def test_equal_price_prefers_fewer_larger_instances() -> None:
     result = solve(catalogue, query)
     first, second = result.plans
     assert first.plan.offering == "test/node8" and first.cost.num_instances == 2
-    assert second.plan.offering == "test/pod1" and second.objective_value == pytest.approx(first.objective_value)
+    assert second.plan.offering == "test/pod1" and second.objective_value > first.objective_value
+    assert second.objective_value == pytest.approx(first.objective_value, rel=1e-3)  # latency only
 
 
 def test_search_report_counts_the_domains_and_the_table_work() -> None:

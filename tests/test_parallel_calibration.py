@@ -13,8 +13,13 @@ Published runs, A100 80GB (312 dense TFLOPS), s = 2048, v = 51200, GPT layers (4
   1T (h 25600, a 160, L 128) TP 8 x PP 64 on 3072, batch 3072: 52%.
 - Llama 3 405B (arXiv:2407.21783 Table 4), H100, s 8192, TP 8 x PP 16 x DP 64 on 8,192 GPUs,
   16M tokens per batch (32 sequences per DP rank), BF16 MFU 43% (interleaved schedule).
+- torchtitan docs/performance.md (eaea6f6), Llama 3.1 405B on 128 H100 (96 GB HBM, 500 W power
+  limit, 400 Gb/s per GPU), FSDP 16 x TP 8, local batch 2, s 8192, full activation checkpointing,
+  bf16 without float8: 109 tokens/s per GPU, MFU 29.0%.
 The matmul efficiency fitted to the 2022 runs makes the 2021 runs (no SP, older kernels) look up to
-23% faster than they were; the bands below say how far each prediction is allowed to be off.
+27% faster than they were: the model is today's Megatron, whose backward TP all-reduces run beside
+the backward GEMMs (LinearWithGradAccumulationAndAsyncCommunication, 2022), where the 2021 code
+all-reduced synchronously; the bands below say how far each prediction is allowed to be off.
 """
 
 from __future__ import annotations
@@ -57,9 +62,9 @@ def test_korthikanti_table_5_within_5_percent(arch, plan: dict, mfu: float) -> N
     (gpt(105, 20480, 128), dict(num_gpus=2520, tp=8, pp=35, grad_accum=280), 0.52),
     (gpt(128, 25600, 160), dict(num_gpus=3072, tp=8, pp=64, grad_accum=512), 0.52),
 ])
-def test_megatron_weak_scaling_hfu_within_25_percent(arch, plan: dict, hfu: float) -> None:
+def test_megatron_weak_scaling_hfu_within_30_percent(arch, plan: dict, hfu: float) -> None:
     perf = predicted(arch, MEGATRON, A100, recompute="full", **plan)
-    assert perf.hfu == pytest.approx(hfu, rel=0.25)
+    assert hfu <= perf.hfu <= 1.30 * hfu  # optimistic for the 2021 code (see the module docstring)
 
 
 def test_llama3_405b_on_8192_h100() -> None:
@@ -71,3 +76,14 @@ def test_llama3_405b_on_8192_h100() -> None:
     assert 0.75 * 0.43 < interleaved.mfu < 1.05 * 0.43
     assert plain.mfu < interleaved.mfu  # the interleaved schedule halves the 15/32 bubble
     assert plain.pipeline_bubble_s == pytest.approx(2 * interleaved.pipeline_bubble_s)
+
+
+def test_torchtitan_405b_fsdp_tp_on_128_h100() -> None:
+    """The FSDP x TP layout vramplan proposes for 405B pre-training, as torchtitan ran it; the
+    prediction runs high (500 W power limit there, 700 W datasheet peak here)."""
+    arch = CATALOGUE.architecture("llama-3.1-405b")
+    job = Job(seq_len=8192, kernels="fused")
+    perf = performance(arch, job, Plan(gpu=H100.name, num_gpus=128, tp=8, sequence_parallel=True, zero=3,
+                                       recompute="full", micro_batch=2), H100, 8, 50.0)
+    assert 0.290 <= perf.mfu <= 1.25 * 0.290
+    assert perf.tokens_per_s / 128 == pytest.approx(109 * perf.mfu / 0.290, rel=0.03)  # MFU and tokens/s agree
