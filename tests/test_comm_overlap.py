@@ -123,3 +123,26 @@ def test_partial_recompute_is_searched_where_the_stack_runs_it() -> None:
     assert all(r.layers is None for r in _recomputes("hf"))  # HF checkpoints every layer or none
     assert _recomputes("megatron", pins={"recompute": "full"}) == [RecomputeChoice("full")]
     assert all(r.layers is None for r in _recomputes("megatron", job={"recompute_layers": 10}))
+
+
+def test_partial_recompute_plan_is_reproduced_by_estimate() -> None:
+    """405B pre-training with Megatron's recipe: the best plan recomputes part of the layers, and
+    `estimate` with the plan's recompute_layers gives its memory and step time exactly."""
+    from vramplan.models.estimate import estimate
+    from vramplan.solver.api import solve
+
+    job = Job(seq_len=8192, kernels="fused", stack="megatron")
+    query = SolveQuery(model="llama-3.1-405b", job=job, global_batch=2048, tokens=15.6e12, objective="time",
+                       max_gpus=4096, gpus=("h100-sxm-80gb",))
+    best = solve(CATALOGUE, query).plans[0]
+    choice = best.plan
+    assert choice.recompute == "full" and 0 < choice.recompute_layers < LLAMA_405B.num_layers
+    assert choice.recompute_label == f"full ({choice.recompute_layers} layers)"
+    plan = Plan(gpu=choice.gpu, offering=choice.offering, num_gpus=choice.num_gpus, zero=choice.zero,
+                recompute="full", precision=choice.precision, micro_batch=choice.micro_batch,
+                grad_accum=choice.grad_accum, offload=choice.offload, tp=choice.tp, pp=choice.pp, cp=choice.cp,
+                ep=choice.ep, vpp=choice.vpp, sequence_parallel=choice.sequence_parallel)
+    again = estimate(CATALOGUE, "llama-3.1-405b", job.model_copy(update={"recompute_layers": choice.recompute_layers}),
+                     plan, query.tokens)
+    assert again.memory.total_bytes == best.memory.total_bytes
+    assert again.performance.step_time_s == pytest.approx(best.performance.step_time_s, rel=1e-12)
