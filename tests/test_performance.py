@@ -66,6 +66,31 @@ def test_predicted_mfu_within_20_percent_of_llm_foundry(arch, gpu, num_gpus, mic
     assert 0.80 < predicted / published < 1.20, predicted
 
 
+# torchtitan docs/performance.md at commit 0413364 (pytorch/torchtitan): FSDP2 on 64 A100 80GB,
+# local batch = micro-batch, global batch = 64 x local, Llama 3 at s 8192, Llama 2 at s 4096:
+# (model, micro-batch, seq, recompute, recomputed layers, published MFU, published tokens/s per GPU).
+# "selective layer" is torchtitan's layer SAC at its default selective_ac_option "2": every 2nd block
+# checkpointed (16 of 32); "selective op" is per-op SAC (vramplan's `op`). None of these calibrate
+# anything: Ampere's efficiency is fitted to Korthikanti's Megatron runs.
+TORCHTITAN_A100 = [
+    ("llama-3.1-8b", 1, 8192, "full", 16, 0.568, 2904),
+    ("llama-3.1-8b", 1, 8192, "op", None, 0.582, 2973),
+    ("llama-3.1-70b", 1, 8192, "full", None, 0.517, 331),
+    ("llama-2-13b", 2, 4096, "none", None, 0.611, 2162),
+    ("llama-2-13b", 2, 4096, "op", None, 0.538, 1904),
+    ("llama-2-70b", 2, 4096, "full", None, 0.505, 353),
+]
+
+
+@pytest.mark.parametrize(("model", "micro", "seq", "recompute", "layers", "mfu", "tokens_per_gpu"), TORCHTITAN_A100)
+def test_torchtitan_fsdp2_on_64_a100_within_15_percent(model, micro, seq, recompute, layers, mfu, tokens_per_gpu) -> None:
+    gpu = CATALOGUE.gpu("a100-sxm-80gb")
+    plan = Plan(gpu=gpu.name, num_gpus=64, zero=3, micro_batch=micro, recompute=recompute, recompute_layers=layers)
+    perf = performance(CATALOGUE.architecture(model), Job(seq_len=seq), plan, gpu)
+    assert 0.85 < perf.mfu / mfu < 1.15, perf.mfu
+    assert 0.85 < perf.tokens_per_s / 64 / tokens_per_gpu < 1.15
+
+
 def test_network_bound_zero3_is_predicted_slower_not_faster() -> None:
     # MPT-70B on 32 H100 with micro-batch 2 x 16 reached 36.15% MFU; our per-micro-batch ZeRO-3
     # traffic over 50 GB/s links predicts far less. Known limit of the model: it errs slow.
