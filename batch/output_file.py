@@ -75,8 +75,15 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _is_temporary_of(target: OutputTarget, path: Path) -> bool:
+    """Whether `path` is a name remove_stale_temporaries() deletes for this output."""
+    real = Path(os.path.realpath(path))
+    return real.parent == target.real.parent and real.name.startswith(f".{target.real.name}{TEMP_MARK}")
+
+
 def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]], journal: Path | None) -> None:
-    """The output must not be a file the run reads, and no input may be the journal (exit 2)."""
+    """The output must not be a file the run reads, and no input may be a file the run writes or
+    deletes beside the output: its journal, its lock file or one of its temporary names (exit 2)."""
     if target.special:
         return  # a device or a pipe is not a file anyone reads back
     for name, path in inputs:
@@ -88,6 +95,10 @@ def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]
         if journal is not None and _same_file(journal, path):
             raise VramplanError("output", str(target.given), f"has its journal at {str(journal)!r}, which is the "
                                                              f"{name} file; write the plans to another file")
+        if _same_file(target.lock_path, path) or _is_temporary_of(target, path):
+            raise VramplanError("output", str(target.given), f"would remove {str(path)!r} (its lock or temporary "
+                                                             f"file), which is the {name} file; write the plans "
+                                                             "to another file")
 
 
 class OutputLock:
