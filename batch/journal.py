@@ -15,6 +15,7 @@ to (its job or its error), so two spellings that parse differently are never one
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -163,7 +164,8 @@ class Journal:
             except OSError:
                 pass  # append() has reported it; what reached the disk stays readable
             finally:
-                self._handle.close()
+                with contextlib.suppress(OSError):  # a full disk fails the buffer's last flush again
+                    self._handle.close()
 
     def remove(self) -> None:
         self.close()
