@@ -23,6 +23,7 @@ import os
 import signal
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,12 +189,34 @@ def write_output(target: OutputTarget, data: bytes) -> None:
     """Write the whole output: atomically over a regular file or a new path, directly otherwise."""
     try:
         if target.special:
-            with open(target.given, "wb") as handle:  # noqa: PTH123 - a device or pipe, never replaced
+            with os.fdopen(_open_special(target), "wb") as handle:  # a device or pipe, never replaced
                 handle.write(data)
             return
         _write_atomically(target, data)
     except OSError as error:
         raise CommandFailure(f"output={str(target.given)!r}: cannot write: {error.strerror or error}") from None
+
+
+FIFO_READER_WAIT_S = 10.0
+
+
+def _open_special(target: OutputTarget) -> int:
+    """A write descriptor of a device or pipe. A FIFO that no process reads is waited for at most
+    FIFO_READER_WAIT_S, then one line: a plain open() blocked forever, after every row was solved."""
+    deadline = time.monotonic() + FIFO_READER_WAIT_S
+    while True:
+        try:
+            fd = os.open(target.given, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: a FIFO without a reader
+                raise
+            if time.monotonic() >= deadline:
+                raise CommandFailure(f"output={str(target.given)!r}: cannot write: no process is reading this "
+                                     f"FIFO (waited {FIFO_READER_WAIT_S:g} s); start its reader first") from None
+            time.sleep(0.1)
+            continue
+        os.set_blocking(fd, True)
+        return fd
 
 
 def _write_atomically(target: OutputTarget, data: bytes) -> None:
