@@ -265,3 +265,21 @@ def test_a_journal_path_that_is_not_a_regular_file_is_never_opened(tmp_path, kin
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and "is not a regular file" in done.stderr, done.stderr
     assert victim.read_text(encoding="utf-8") == "keep me"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_parquet_extra_excludes_pyarrow_14_0_0():
+    import re
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    floors = [re.fullmatch(r"pyarrow>=([0-9.]+)", spec) for spec in extras["parquet"] if spec.startswith("pyarrow")]
+    assert floors and floors[0], extras["parquet"]
+    assert tuple(int(part) for part in floors[0].group(1).split(".")) >= (14, 0, 1)  # CVE-2023-47248
+
+
+def test_the_readme_says_the_cluster_address_must_be_trusted():
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "`--address` must point at a cluster you trust" in text and "unpickle" in text
