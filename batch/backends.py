@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
+import threading
 from collections import deque
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
@@ -73,6 +75,25 @@ def pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def start_helpers_ignoring_ctrl_c() -> None:
+    """Start the forkserver and the resource tracker with SIGINT ignored. They inherit that through
+    exec, so a Ctrl-C while the forkserver is still importing the solver (the first seconds of a
+    batch) prints no KeyboardInterrupt traceback, and the workers it forks ignore Ctrl-C from their
+    first instruction (batch/worker.py then moves them out of the terminal's process group)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be changed there; the pool starts its helpers as usual
+    from multiprocessing import forkserver, resource_tracker
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        resource_tracker.ensure_running()
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class LocalBackend:
     """A ProcessPoolExecutor; the catalogue is sent once per worker process (initializer).
 
@@ -93,6 +114,7 @@ class LocalBackend:
         self._executor = self._start()
 
     def _start(self) -> futures.ProcessPoolExecutor:
+        start_helpers_ignoring_ctrl_c()
         return futures.ProcessPoolExecutor(
             max_workers=self.parallelism,
             mp_context=pool_context(),

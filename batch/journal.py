@@ -15,10 +15,12 @@ to (its job or its error), so two spellings that parse differently are never one
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -101,8 +103,24 @@ def journal_path(output: Path) -> Path:
     return output.with_name(output.name + JOURNAL_SUFFIX)
 
 
+def refuse_odd_journal(path: Path) -> None:
+    """The journal is always a regular file vramplan wrote: anything else at its path (a FIFO,
+    which blocked the batch forever, or a symlink, through which a fresh run truncated the file it
+    points to) is one line, never opened."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CommandFailure(f"journal={str(path)!r}: cannot read: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise CommandFailure(f"journal={str(path)!r}: exists and is not a regular file (a link, FIFO or device); "
+                             "move it away")
+
+
 def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(header, entries); a torn last line (the batch was killed while writing it) is skipped."""
+    refuse_odd_journal(path)
     if not path.exists():
         return None, []
     header, entries = None, []
@@ -124,6 +142,7 @@ class Journal:
 
     def __init__(self, path: Path, fresh: bool, trust_output: bool) -> None:
         self.path = path
+        refuse_odd_journal(path)
         try:
             if fresh or not path.exists():
                 self._handle = path.open("w", encoding="utf-8")
@@ -163,7 +182,8 @@ class Journal:
             except OSError:
                 pass  # append() has reported it; what reached the disk stays readable
             finally:
-                self._handle.close()
+                with contextlib.suppress(OSError):  # a full disk fails the buffer's last flush again
+                    self._handle.close()
 
     def remove(self) -> None:
         self.close()

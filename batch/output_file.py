@@ -23,6 +23,7 @@ import os
 import signal
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +76,15 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _is_temporary_of(target: OutputTarget, path: Path) -> bool:
+    """Whether `path` is a name remove_stale_temporaries() deletes for this output."""
+    real = Path(os.path.realpath(path))
+    return real.parent == target.real.parent and real.name.startswith(f".{target.real.name}{TEMP_MARK}")
+
+
 def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]], journal: Path | None) -> None:
-    """The output must not be a file the run reads, and no input may be the journal (exit 2)."""
+    """The output must not be a file the run reads, and no input may be a file the run writes or
+    deletes beside the output: its journal, its lock file or one of its temporary names (exit 2)."""
     if target.special:
         return  # a device or a pipe is not a file anyone reads back
     for name, path in inputs:
@@ -88,6 +96,10 @@ def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]
         if journal is not None and _same_file(journal, path):
             raise VramplanError("output", str(target.given), f"has its journal at {str(journal)!r}, which is the "
                                                              f"{name} file; write the plans to another file")
+        if _same_file(target.lock_path, path) or _is_temporary_of(target, path):
+            raise VramplanError("output", str(target.given), f"would remove {str(path)!r} (its lock or temporary "
+                                                             f"file), which is the {name} file; write the plans "
+                                                             "to another file")
 
 
 class OutputLock:
@@ -177,12 +189,34 @@ def write_output(target: OutputTarget, data: bytes) -> None:
     """Write the whole output: atomically over a regular file or a new path, directly otherwise."""
     try:
         if target.special:
-            with open(target.given, "wb") as handle:  # noqa: PTH123 - a device or pipe, never replaced
+            with os.fdopen(_open_special(target), "wb") as handle:  # a device or pipe, never replaced
                 handle.write(data)
             return
         _write_atomically(target, data)
     except OSError as error:
         raise CommandFailure(f"output={str(target.given)!r}: cannot write: {error.strerror or error}") from None
+
+
+FIFO_READER_WAIT_S = 10.0
+
+
+def _open_special(target: OutputTarget) -> int:
+    """A write descriptor of a device or pipe. A FIFO that no process reads is waited for at most
+    FIFO_READER_WAIT_S, then one line: a plain open() blocked forever, after every row was solved."""
+    deadline = time.monotonic() + FIFO_READER_WAIT_S
+    while True:
+        try:
+            fd = os.open(target.given, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: a FIFO without a reader
+                raise
+            if time.monotonic() >= deadline:
+                raise CommandFailure(f"output={str(target.given)!r}: cannot write: no process is reading this "
+                                     f"FIFO (waited {FIFO_READER_WAIT_S:g} s); start its reader first") from None
+            time.sleep(0.1)
+            continue
+        os.set_blocking(fd, True)
+        return fd
 
 
 def _write_atomically(target: OutputTarget, data: bytes) -> None:

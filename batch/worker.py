@@ -7,6 +7,7 @@ job becomes its own status=error row; a chunk only fails when the worker itself 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -67,13 +68,22 @@ def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]],
 def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> None:
     """Process-pool initializer: keep the catalogue, leave Ctrl-C to the parent (it stops the pool),
     print nothing (each row's answer says what went wrong; VRAMPLAN_DEBUG=1 shows tracebacks), and
-    die with the batch process even when it is killed with -9."""
+    die with the batch process even when it is killed with -9.
+
+    Ignoring SIGINT is not enough for Ctrl-C: CP-SAT installs its own SIGINT handler for each solve
+    (catch_sigint_signal) and leaves the default action behind, so the terminal's Ctrl-C, sent to
+    the whole foreground process group, killed every worker after its first solve (one spurious
+    "worker process died" line, and a solve interrupted mid-search could come back 'feasible').
+    A pool worker therefore leaves the terminal's process group: Ctrl-C reaches only the batch
+    process, which stops the pool itself."""
     global _worker_catalogue
     _worker_catalogue = catalogue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not os.environ.get("VRAMPLAN_DEBUG"):
         logging.getLogger().addHandler(logging.NullHandler())  # no last-resort stderr handler
     if parent_pid is not None:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
         watch_parent(parent_pid)
 
 

@@ -183,6 +183,7 @@ def batch(**options: Any) -> None:
     refuse_inputs(target, _files_read(options), journal_file)
     columns, table = _read_jobs(options)
     catalogue = open_catalogue(options)
+    refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
     with lock_output(target):
         _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
 
@@ -230,6 +231,29 @@ def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
     """Every file the run reads: the output may be none of them (nor may its journal)."""
     return [("jobs", options["jobs"]), ("gpus-csv", options.get("gpus_csv")),
             ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+
+
+def _config_files_read(columns: list[str], table: list[list[Any]], catalogue: Any,
+                       models_dir: Path) -> list[tuple[str, Path | None]]:
+    """The config.json files the sheet's model cells name (read inside the models folder): the
+    output may not replace one of them either."""
+    from vramplan.models.config_file import config_path
+
+    if "model" not in columns:
+        return []
+    at, found = columns.index("model"), {}
+    names = {name.lower() for name in catalogue.architectures}
+    for cells in table:
+        cell = cells[at] if at < len(cells) else None
+        if not isinstance(cell, str) or not cell.strip() or cell.strip().lower() in names:
+            continue
+        try:
+            path = config_path(cell.strip(), models_dir)
+        except VramplanError:  # outside the folder or missing: the row's own error, read by no one
+            continue
+        if path is not None:
+            found.setdefault(path, None)
+    return [("model config", path) for path in found]
 
 
 def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,

@@ -6,8 +6,11 @@ huggingface_hub is an optional dependency: `pip install 'vramplan[hub]'`.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from vramplan.models.errors import VramplanError
@@ -28,6 +31,19 @@ def _cache_dir() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _hub_quiet() -> Iterator[None]:
+    """huggingface_hub logs a warning per retry ("... thrown while requesting HEAD ...", "Retrying in
+    1s [Retry 1/5]": 11 stderr lines when the hub cannot be reached); a failure here is one line."""
+    logger = logging.getLogger("huggingface_hub")
+    previous = logger.level
+    logger.setLevel(logging.ERROR if not os.environ.get("VRAMPLAN_DEBUG") else previous)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
 def hub_config_path(repo_id: str, revision: str | None = None) -> Path:
     """The local path of the repository's config.json, downloaded (config only) unless offline."""
     try:
@@ -41,7 +57,9 @@ def hub_config_path(repo_id: str, revision: str | None = None) -> Path:
             return Path(found)
         raise VramplanError("model", repo_id, "HF_HUB_OFFLINE is set and its config.json is not in the hub cache")
     try:
-        return Path(huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision, cache_dir=cache_dir))
+        download = huggingface_hub.hf_hub_download  # imported lazily: its logging setup runs here, not inside
+        with _hub_quiet():
+            return Path(download(repo_id, "config.json", revision=revision, cache_dir=cache_dir))
     except Exception as error:  # noqa: BLE001 - every hub failure (network, 404, gated, auth) is one line
         reason = type(error).__name__
         raise VramplanError("model", repo_id, f"cannot fetch config.json from the Hugging Face hub ({reason})") from None

@@ -147,14 +147,21 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], step)
 
 
+# A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
+# large budget or deadline over a few tokens (--tokens 1 --budget-usd 1e12) gives caps beyond
+# int64, which CP-SAT refused (TypeError, exit 1) in the exclusions of cpsat_model.py.
+MAX_STEP_CAP_US = 2**62
+
+
 def step_cap_us(space: SearchSpace, cluster_index: int) -> int | None:
-    """The longest step the deadline and the budget allow on this cluster (None: no bound)."""
+    """The longest step the deadline and the budget allow on this cluster (None: no bound), at
+    most MAX_STEP_CAP_US."""
     caps = []
     if space.deadline_bound_us is not None:
         caps.append(space.deadline_bound_us)
     if space.budget_bound_cost_units is not None:
         caps.append(space.budget_bound_cost_units // max(1, space.clusters[cluster_index].price_units))
-    return min(caps) if caps else None
+    return min(*caps, MAX_STEP_CAP_US) if caps else None
 
 
 def cluster_accepts(space: SearchSpace, cluster_index: int, inner: InnerMetrics, memory: bool = True, limits: bool = True) -> bool:

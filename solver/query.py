@@ -32,6 +32,8 @@ Engine = Literal["cpsat", "brute"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 
 MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)
+MIN_TOKENS = 1  # at least one token: with 1e-300 tokens a job takes 1e-300 steps, and the step time a budget or
+# a deadline allows (SearchSpace.deadline_bound_us, budget_bound_cost_units) is float infinity
 MAX_BUDGET_USD = 1e12
 MAX_DEADLINE_HOURS = 1e6  # about 114 years
 TOKENS_PER_STEP_DEFAULT = 2**20  # default global batch: about a million tokens per optimizer step
@@ -66,7 +68,7 @@ class SolveQuery(BaseModel):
     model: str = Field(min_length=1)
     job: Job = Job()
     global_batch: Count | None = Field(default=None, ge=1, le=MAX_GLOBAL_BATCH, description="sequences per step")
-    tokens: Real = Field(default=1e9, gt=0, le=MAX_TOKENS, allow_inf_nan=False)
+    tokens: Real = Field(default=1e9, ge=MIN_TOKENS, le=MAX_TOKENS, allow_inf_nan=False)
     objective: Objective = "cost"
     gpus: tuple[str, ...] = Field(default=(), description="allowed GPU names; empty = all")
     providers: tuple[str, ...] = Field(default=(), description="allowed providers; empty = all")

@@ -6,7 +6,7 @@ Every plan `solve` returns has passed solver/verify.py's exact re-check inside `
 mismatch raises, which would be exit 1 here).
 
 The budget is fixed and the examples derandomised so CI is stable; set VRAMPLAN_FUZZ_EXAMPLES=N to
-explore with N random examples per property (the figures in notes/hostile.md come from that).
+explore with N random examples per property.
 """
 
 from __future__ import annotations
