@@ -39,7 +39,7 @@ def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | 
 def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, deadline: float):
     """Explain an infeasible answer; the solves it makes share what is left of --time-limit
     (time.perf_counter() deadline) and stop, as TimeLimitReached, once it is spent."""
-    miss = closest_miss(space)
+    miss = closest_miss(space, deadline)
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
     def solve_one(changed: SolveQuery):
@@ -53,7 +53,7 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, de
             return None
         return result.plans[0] if result.plans else None
 
-    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one)
+    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, deadline)
 
 
 def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,

@@ -5,6 +5,7 @@ states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from itertools import groupby, product
 
@@ -21,13 +22,16 @@ from vramplan.solver.tables import stage_slots
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 
 
-def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
+def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
     fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
     least memory first (candidates.memory_peaks): the first memory level with an accepted point
-    is that shape's closest miss."""
+    is that shape's closest miss. Past `deadline` (time.perf_counter(): what is left of
+    --time-limit) the shapes not yet visited are skipped: the closest miss found so far."""
     best: tuple[tuple[int, int], Choice] | None = None
     for shape in sorted({c.shape for c in space.clusters}):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
@@ -128,9 +132,10 @@ def _gib(num_bytes: int) -> str:
 
 
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
-            solve_one: Solver) -> Explanation:
-    conflicts = conflicting_restrictions(catalogue, query, space) if space.clusters else None
+            solve_one: Solver, deadline: float | None = None) -> Explanation:
+    """`deadline` (time.perf_counter()) bounds the conflict search as solve_one bounds the re-solves."""
     try:
+        conflicts = conflicting_restrictions(catalogue, query, space, deadline) if space.clusters else None
         if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
             conflicts = None  # found on the least parallel layouts; the full space has a plan without the rest
     except TimeLimitReached:

@@ -13,12 +13,14 @@ inner literals, cluster restrictions clauses on cluster literals, the budget cla
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
+from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
@@ -117,12 +119,15 @@ def _cluster_allowed(relaxed: SearchSpace, c: int, label: str, query: SolveQuery
     return checks.get(label, True)
 
 
-def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace) -> list[str] | None:
+def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
+                             deadline: float | None = None) -> list[str] | None:
     """Labels of a set of restrictions that cannot hold together; [] if nothing in the relaxed
     space fits at all (no restriction is to blame); None if the relaxed model is feasible with
-    every restriction too (then the user's space was empty for another reason)."""
+    every restriction too (then the user's space was empty for another reason). `deadline`
+    (time.perf_counter()): what is left of --time-limit; TimeLimitReached when it is spent
+    first (nothing is kept then)."""
     return shared_result(catalogue, lambda: ("conflicts", _conflicts_key(query)),
-                         lambda: _conflicting_restrictions(catalogue, query, space))
+                         lambda: _conflicting_restrictions(catalogue, query, space, deadline))
 
 
 # What the conflicts do not depend on: the objective and the answer's shape; the tokens only
@@ -135,7 +140,16 @@ def _conflicts_key(query: SolveQuery) -> str:
     return query.model_dump_json(exclude=NOT_IN_CONFLICTS if limits else NOT_IN_CONFLICTS | {"tokens"})
 
 
-def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace) -> list[str] | None:
+def _time_left_s(query: SolveQuery, deadline: float | None) -> float:
+    left = query.time_limit_s if deadline is None else min(query.time_limit_s, deadline - time.perf_counter())
+    if left <= 0:
+        raise TimeLimitReached
+    return left
+
+
+def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
+                              deadline: float | None) -> list[str] | None:
+    _time_left_s(query, deadline)
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
     model = cp_model.CpModel()
@@ -146,20 +160,24 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
         for label, a in assumption.items():
             if not _cluster_allowed(relaxed, c, label, query):
                 model.add_bool_or([a.Not(), lit.Not()])
-    deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
+    step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for shape, all_fitting in shape_table(relaxed).items():
+        _time_left_s(query, deadline)  # building the model over many offerings takes seconds
         members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
         fitting = _representatives(relaxed, query, all_fitting)
         inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
         for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
             _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner, metrics, lit,
-                               deadline, budget)
+                               step_bound_us, budget)
     model.add_assumptions(list(assumption.values()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = query.time_limit_s
+    solver.parameters.max_time_in_seconds = _time_left_s(query, deadline)
+    solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (see cpsat_engine)
     status = solver.solve(model)
+    if status == cp_model.UNKNOWN:
+        raise TimeLimitReached  # out of time before a conflict was proven
     if status != cp_model.INFEASIBLE:
         return None
     core = solver.sufficient_assumptions_for_infeasibility()
