@@ -182,7 +182,7 @@ class InventoryRows:
 
 
 def read_inventory(path: Path, fmt: str) -> InventoryRows:
-    header, rows = read_table(path, fmt)
+    header, rows = read_table(path, fmt, field="inventory")
     for name in header:
         if name not in INVENTORY_COLUMNS:
             raise _unknown(name, INVENTORY_COLUMNS, "inventory")

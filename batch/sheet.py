@@ -86,7 +86,7 @@ def require_extra(fmt: str, action: str) -> None:
             raise CommandFailure(f"{action} {fmt} needs {module}: pip install 'vramplan[{extra}]'") from None
 
 
-def _read_csv(path: Path) -> list[list[Any]]:
+def _read_csv(path: Path, field: str) -> list[list[Any]]:
     """Every row as text; a quote left open (which would swallow the rows after it) is an error."""
     csv.field_size_limit(CSV_FIELD_LIMIT)  # one huge cell is that row's error (rows.py), not the sheet's
     started = 1
@@ -100,16 +100,16 @@ def _read_csv(path: Path) -> list[list[Any]]:
             return rows
     except UnicodeDecodeError as error:
         byte = error.object[error.start]
-        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is 0x{byte:02x}); "
+        raise VramplanError(field, str(path), f"is not UTF-8 text (byte {error.start} is 0x{byte:02x}); "
                                                "save it as 'CSV UTF-8'") from None
     except csv.Error as error:
         if "unexpected end of data" in str(error):
-            raise VramplanError("jobs", str(path), f"line {started}: a quoted cell starts on this line and its quote "
+            raise VramplanError(field, str(path), f"line {started}: a quoted cell starts on this line and its quote "
                                                    "is never closed") from None
-        raise VramplanError("jobs", str(path), f"is not valid CSV: line {reader.line_num}: {error}") from None
+        raise VramplanError(field, str(path), f"is not valid CSV: line {reader.line_num}: {error}") from None
 
 
-def _read_frame(path: Path, fmt: str) -> list[list[Any]]:
+def _read_frame(path: Path, fmt: str, field: str) -> list[list[Any]]:
     require_extra(fmt, "reading")
     import pandas
 
@@ -119,15 +119,15 @@ def _read_frame(path: Path, fmt: str) -> list[list[Any]]:
             return [[plain(cell) for cell in row] for row in frame.itertuples(index=False)]
         frame = pandas.read_parquet(path)
     except MemoryError:
-        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: it needs more memory than there is") from None
+        raise VramplanError(field, str(path), f"cannot be read as {fmt}: it needs more memory than there is") from None
     except Exception as error:  # noqa: BLE001 - openpyxl, zipfile, XML and pyarrow raise many types
         reason = " ".join(str(error).split())[:200] or type(error).__name__
-        raise VramplanError("jobs", str(path), f"cannot be read as {fmt}: {reason}") from None
+        raise VramplanError(field, str(path), f"cannot be read as {fmt}: {reason}") from None
     header = [str(name) for name in frame.columns]
     return [header] + [[plain(cell) for cell in row] for row in frame.astype(object).itertuples(index=False)]
 
 
-def _read_jsonl(path: Path) -> list[list[Any]]:
+def _read_jsonl(path: Path, field: str) -> list[list[Any]]:
     """One object per line; the columns are every key of every record, in order of appearance."""
     records = []
     try:
@@ -140,37 +140,39 @@ def _read_jsonl(path: Path) -> list[list[Any]]:
                     record = json.loads(line)
                 except (json.JSONDecodeError, RecursionError) as error:
                     reason = getattr(error, "msg", "nested too deeply")
-                    raise VramplanError("jobs", str(path), f"line {number} is not JSON: {reason}") from None
+                    raise VramplanError(field, str(path), f"line {number} is not JSON: {reason}") from None
                 if not isinstance(record, dict):
-                    raise VramplanError("jobs", str(path), f"line {number} is not a JSON object")
+                    raise VramplanError(field, str(path), f"line {number} is not a JSON object")
                 records.append(record)
     except UnicodeDecodeError as error:
-        raise VramplanError("jobs", str(path), f"is not UTF-8 text (byte {error.start} is "
+        raise VramplanError(field, str(path), f"is not UTF-8 text (byte {error.start} is "
                                                f"0x{error.object[error.start]:02x})") from None
     header = list(dict.fromkeys(key for record in records for key in record))
     return [header] + [[record.get(name) for name in header] for record in records]
 
 
-def read_table(path: Path, fmt: str, warnings: list[str] | None = None) -> tuple[list[str], list[list[Any]]]:
-    """(header, rows): each row has exactly one cell per header column.
+def read_table(path: Path, fmt: str, warnings: list[str] | None = None,
+               field: str = "jobs") -> tuple[list[str], list[list[Any]]]:
+    """(header, rows): each row has exactly one cell per header column; errors name the file as
+    `field` (the option or argument it came from: jobs, inventory).
 
     Blank rows are skipped; those between rows of jobs are counted in one line appended to
     `warnings` (trailing ones, which spreadsheets export, are not)."""
     readers = {"csv": _read_csv, "jsonl": _read_jsonl}
     try:
-        table = readers[fmt](path) if fmt in readers else _read_frame(path, fmt)
+        table = readers[fmt](path, field) if fmt in readers else _read_frame(path, fmt, field)
     except OSError as error:
-        raise VramplanError("jobs", str(path), f"cannot be read: {error.strerror or error}") from None
+        raise VramplanError(field, str(path), f"cannot be read: {error.strerror or error}") from None
     while table and all(is_empty(cell) for cell in table[0]) and len(table) > 1 and fmt != "jsonl":
         table = table[1:]  # blank lines above the header
     if not table or not table[0]:
-        raise VramplanError("jobs", str(path), "is empty (no header row)")
+        raise VramplanError(field, str(path), "is empty (no header row)")
     header = ["" if is_empty(name) else str(name).strip() for name in table[0]]
     rows, blank, blank_before_last = [], [], []
     for number, row in enumerate(table[1:], 2):
         cells = list(row) + [None] * (len(header) - len(row))
         if any(not is_empty(cell) for cell in cells[len(header):]):
-            raise VramplanError("jobs", str(path), f"row {number} has more cells than the header's {len(header)}")
+            raise VramplanError(field, str(path), f"row {number} has more cells than the header's {len(header)}")
         cells = cells[: len(header)]
         if any(not is_empty(cell) for cell in cells):
             rows.append(cells)

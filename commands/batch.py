@@ -167,7 +167,7 @@ def models_dir_of(options: dict[str, Any]) -> Path:
 @catalogue_options
 @models_dir_option
 def batch(**options: Any) -> None:
-    """Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans.
+    """Solve every row of JOBS (CSV, XLSX, Parquet or JSON lines; one job per row) and write the plans.
 
     Columns are named like `solve`'s options in snake_case (model and seq_len are required); see
     the README for the schema. Exit code 3 when some rows are infeasible or errors.

@@ -283,3 +283,16 @@ def test_the_parquet_extra_excludes_pyarrow_14_0_0():
 def test_the_readme_says_the_cluster_address_must_be_trusted():
     text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert "`--address` must point at a cluster you trust" in text and "unpickle" in text
+
+
+def test_an_unreadable_inventory_is_named_as_the_inventory(tmp_path) -> None:
+    """batch/sheet.read_table named every unreadable file `jobs=`, so an empty fleet inventory
+    was reported as the jobs file."""
+    from vramplan.batch.fleet_sheet import read_inventory
+    from vramplan.models.errors import VramplanError
+
+    empty = tmp_path / "inventory.csv"
+    empty.write_text("")
+    with pytest.raises(VramplanError) as error:
+        read_inventory(empty, "csv")
+    assert str(error.value).startswith("inventory=")
