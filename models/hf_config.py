@@ -257,7 +257,10 @@ def architecture_from_config(config: dict[str, Any], name: str, source: str) -> 
         return Architecture(name=name, model_type=model_type, source=source, **fields)
     except ValidationError as error:
         first = error.errors()[0]
-        raise VramplanError("model", source, f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        original = first.get("ctx", {}).get("error")  # a whole-model check (e.g. heads) says it itself
+        reason = str(original) if isinstance(original, VramplanError) else first["msg"].removeprefix("Value error, ")
+        where = ".".join(map(str, first["loc"]))
+        raise VramplanError("model", source, f"{where}: {reason}" if where else reason) from None
 
 
 def architecture_from_config_file(path: Path, shown: str | None = None) -> Architecture:

@@ -190,7 +190,7 @@ def _forkserver_started(process: subprocess.Popen, output: Path) -> bool:
 
 
 def test_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
-    done = _ctrl_c_run(tmp_path, 40, _forkserver_started)  # the forkserver is importing the solver
+    done = _ctrl_c_run(tmp_path, 200, _forkserver_started)  # the forkserver is importing the solver
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) <= 2, done.stderr
@@ -296,3 +296,15 @@ def test_an_unreadable_inventory_is_named_as_the_inventory(tmp_path) -> None:
     with pytest.raises(VramplanError) as error:
         read_inventory(empty, "csv")
     assert str(error.value).startswith("inventory=")
+
+
+def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> None:
+    """The whole-model check's own message, not pydantic's ': : Value error, ...' wrapper."""
+    from vramplan.models.errors import VramplanError
+    from vramplan.models.hf_config import architecture_from_config
+
+    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 7,
+              "num_key_value_heads": 40, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 128}
+    with pytest.raises(VramplanError) as error:
+        architecture_from_config(config, name="cfg", source="cfg.json")
+    assert str(error.value) == "model='cfg.json': num_kv_heads=40: must divide num_attention_heads=7"
