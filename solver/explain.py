@@ -28,7 +28,7 @@ def closest_miss(space: SearchSpace) -> tuple[Choice, int] | None:
     is that shape's closest miss."""
     best: tuple[tuple[int, int], Choice] | None = None
     for shape in sorted({c.shape for c in space.clusters}):
-        members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
+        members = space.clusters_of_shape(shape)
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
             if best is not None and peak - limit > best[0][0]:

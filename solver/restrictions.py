@@ -19,6 +19,7 @@ from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
+from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
@@ -137,7 +138,7 @@ def _conflicts_key(query: SolveQuery) -> str:
 def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace) -> list[str] | None:
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
-    model = cp_model.CpModel()
+    model = LeanCpModel()
     cluster_lits = [model.new_bool_var(f"cluster[{c}]") for c in range(len(relaxed.clusters))]
     model.add_exactly_one(cluster_lits)
     assumption = {r.label: model.new_bool_var(r.label) for r in restrictions}
@@ -147,7 +148,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
                 model.add_bool_or([a.Not(), lit.Not()])
     deadline, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for shape, all_fitting in shape_table(relaxed).items():
-        members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
+        members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, query, all_fitting)
         inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
