@@ -124,7 +124,7 @@ class SearchSpace:
     tcs_index: list[int] = field(default_factory=list)  # per layout
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
-    layouts_of_shape: dict[tuple, list[int]] = field(default_factory=dict)  # cluster_layouts, filled on use
+    layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
     shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use
     evaluations_before: int = 0
 
@@ -185,11 +185,10 @@ class SearchSpace:
     def cluster_layouts(self, shape: tuple) -> list[int]:
         """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one
         instance; kept per shape (the branch-and-bound asks it for every cluster of every query)."""
-        layouts = self.layouts_of_shape.get(shape)
+        key = (shape[1], min(shape[2], MAX_TP))  # shapes of one count and TP reach share the list
+        layouts = self.layouts_of_shape.get(key)
         if layouts is None:
-            reach = min(shape[2], MAX_TP)
-            layouts = self.layouts_of_shape[shape] = [l for l in self.count_layouts[shape[1]]
-                                                      if self.layouts[l].tp <= reach]
+            layouts = self.layouts_of_shape[key] = [l for l in self.count_layouts[key[0]] if self.layouts[l].tp <= key[1]]
         return layouts
 
     def clusters_of_shape(self, shape: tuple) -> list[int]:
