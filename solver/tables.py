@@ -95,6 +95,10 @@ class Tables:
     global_batch: int
     evaluations: int = 0  # models/ evaluations made so far
     _memo: dict[tuple, object] = field(default_factory=dict)
+    # rank_states' values, shared (solver/table_memo.py) by the Tables of jobs that differ only in
+    # the sequence length and so in the global batch: model states read neither (nor the
+    # accumulation; tests/test_table_memo_states.py). None: this Tables' own memo.
+    states_memo: dict[tuple, ModelStates] | None = None
 
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
@@ -137,8 +141,15 @@ class Tables:
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
         """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
         plan = self._plan(layout, n, zero, offload, "none", precision, 1)
-        return self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
-                          precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
+        key = ("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload, precision, stage)
+        if self.states_memo is None:
+            return self._get(key, lambda: model_states(self.arch, self.job, plan, stage))
+        try:
+            return self.states_memo[key]
+        except KeyError:
+            self.evaluations += 1
+            value = self.states_memo[key] = model_states(self.arch, self.job, plan, stage)
+            return value
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)
