@@ -56,7 +56,7 @@ def host_ram_reason(space: SearchSpace) -> str | None:
     the offload plan that comes closest, its host RAM per node and the instance's limit."""
     best: tuple[int, int, int] | None = None  # (shortfall MiB per GPU, host MiB per GPU, cluster)
     for shape in sorted({c.shape for c in space.clusters}):
-        members = [c for c, cluster in enumerate(space.clusters) if cluster.shape == shape]
+        members = space.clusters_of_shape(shape)
         for peak, inner in shape_points(space, shape):  # least GPU memory first
             if peak > space.limit_mib[shape[0]]:
                 break

@@ -55,6 +55,7 @@ class _Search:
     models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, branch), or by value (model())
     timed_out: bool = False
     least_compute_us: dict[int, int | None] = field(default_factory=dict)  # per cluster (compute_step_us)
+    shape_branches: dict[tuple, list[Branch]] = field(default_factory=dict)  # per shape (branches)
 
     def __post_init__(self) -> None:
         # Without a deadline or budget no model depends on the query's limits (every step cap is
@@ -210,8 +211,8 @@ class _Search:
         mine = space.clusters[c]
         rank = (mine.price_units, space.offering_rank[c])
         return [(space.host_budget_mib_per_gpu[o], step_cap_us(space, o))
-                for o, other in enumerate(space.clusters)
-                if o != c and other.shape == mine.shape and (other.price_units, space.offering_rank[o]) < rank]
+                for o in space.clusters_of_shape(mine.shape)
+                if o != c and (space.clusters[o].price_units, space.offering_rank[o]) < rank]
 
     def point(self, unit: tuple[int, Branch], i: int, cap: int | None) -> tuple[Inner, int] | None:
         """The i-th best point of a cluster's branch if its step is within cap."""
@@ -299,8 +300,12 @@ class _Search:
 
     # -- the branch-and-bound ---------------------------------------------------------------
     def branches(self, c: int) -> list[Branch]:
+        """The (pp, tp) branches of a cluster's layouts, kept per shape (asked per cluster per search)."""
         space = self.space
-        return sorted({branch_of(space.layouts[l]) for l in space.cluster_layouts(space.clusters[c].shape)})
+        shape = space.clusters[c].shape
+        if shape not in self.shape_branches:
+            self.shape_branches[shape] = sorted({branch_of(space.layouts[l]) for l in space.cluster_layouts(shape)})
+        return self.shape_branches[shape]
 
     def best(self, k: int, order: str, step_below: int | None = None) -> list[tuple[tuple, Choice]]:
         """The k best points in `order`, with step < step_below if given."""

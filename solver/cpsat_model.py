@@ -35,6 +35,15 @@ from vramplan.solver.space import SearchSpace
 INT64_ROOM = 2**62
 
 
+class LeanCpModel(cp_model.CpModel):
+    """A CpModel without ortools' pre-PEP 8 aliases: CpModel.__init__ wraps each add_/new_/clear_
+    method again under its camelCase name, 1.7 ms a model (the 600-job profile: 2.0 s of 57 s for
+    1,295 unit models); vramplan calls only the snake_case names."""
+
+    def _add_pre_pep8_methods(self) -> None:
+        pass
+
+
 @dataclass
 class ClusterModel:
     """One cluster's model; `exclude` are (host budget, step cap) of same-hardware clusters that
@@ -86,7 +95,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         return None
     steps = space.step_tables(cluster.shape, layouts)
     space.fill_count(n, layouts)
-    model = cp_model.CpModel()
+    model = LeanCpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
     p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")
     # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.

@@ -32,7 +32,7 @@ def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Cho
     for shape in sorted({c.shape for c in space.clusters}):
         if deadline is not None and time.perf_counter() > deadline:
             break
-        members = [c for c, cl in enumerate(space.clusters) if cl.shape == shape]
+        members = space.clusters_of_shape(shape)
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
             if best is not None and peak - limit > best[0][0]:

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
+from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
@@ -152,7 +153,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     _time_left_s(query, deadline)
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
-    model = cp_model.CpModel()
+    model = LeanCpModel()
     cluster_lits = [model.new_bool_var(f"cluster[{c}]") for c in range(len(relaxed.clusters))]
     model.add_exactly_one(cluster_lits)
     assumption = {r.label: model.new_bool_var(r.label) for r in restrictions}
@@ -163,7 +164,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for shape, all_fitting in shape_table(relaxed).items():
         _time_left_s(query, deadline)  # building the model over many offerings takes seconds
-        members = [c for c, cl in enumerate(relaxed.clusters) if cl.shape == shape]
+        members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, query, all_fitting)
         inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))

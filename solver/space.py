@@ -58,10 +58,11 @@ class Cluster:
     num_instances: int
     price_units: int  # 1e-4 USD per hour for the whole cluster
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, int, int, float]:
         """What memory and step time depend on: (GPU, count, GPUs per instance, the offering's
-        network bandwidth between instances). Price does not."""
+        network bandwidth between instances). Price does not. Kept: the searches ask it per
+        cluster pair (cpsat_engine's exclusions), millions of times a batch."""
         return (self.gpu_index, self.count_index, self.offering.num_gpus, self.offering.network_bandwidth_gb_per_s)
 
 
@@ -123,6 +124,8 @@ class SearchSpace:
     tcs_index: list[int] = field(default_factory=list)  # per layout
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
+    layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
+    shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use
     evaluations_before: int = 0
 
     @functools.cached_property
@@ -180,8 +183,20 @@ class SearchSpace:
         return value
 
     def cluster_layouts(self, shape: tuple) -> list[int]:
-        """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one instance."""
-        return [l for l in self.count_layouts[shape[1]] if self.layouts[l].tp <= min(shape[2], MAX_TP)]
+        """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one
+        instance; kept per shape (the branch-and-bound asks it for every cluster of every query)."""
+        key = (shape[1], min(shape[2], MAX_TP))  # shapes of one count and TP reach share the list
+        layouts = self.layouts_of_shape.get(key)
+        if layouts is None:
+            layouts = self.layouts_of_shape[key] = [l for l in self.count_layouts[key[0]] if self.layouts[l].tp <= key[1]]
+        return layouts
+
+    def clusters_of_shape(self, shape: tuple) -> list[int]:
+        """The clusters of one shape (the same hardware at other prices), in cluster order."""
+        if not self.shape_members:
+            for c, cluster in enumerate(self.clusters):
+                self.shape_members.setdefault(cluster.shape, []).append(c)
+        return self.shape_members.get(shape, [])
 
     @property
     def steps(self) -> float:

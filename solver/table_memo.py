@@ -37,6 +37,7 @@ T = TypeVar("T")
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
 MAX_SPACES = 32  # whole search spaces kept, with what they tabulated on use
 MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
+STATES_SEQ_LEN = 1  # the sequence length of the key that model states share (they do not read it)
 MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
 # Query fields a search space does not depend on: it reads them from space.query when asked.
 NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
@@ -52,18 +53,34 @@ class TableMemo:
         self._spaces: OrderedDict[tuple, Any] = OrderedDict()  # (catalogue id, space key) -> SearchSpace
         self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
         self._units: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # family key -> (catalogue, UnitMemo)
+        self._states: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but seq_len) -> states
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
         """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
         key = (id(catalogue), model, job.model_dump_json(), global_batch)
         entry = self._jobs.get(key)
         if entry is None or entry[0] is not catalogue or not entry[1].matches(arch, job, global_batch):
-            entry = (catalogue, Tables(arch, job, global_batch))  # id() reused by a new catalogue
+            tables = Tables(arch, job, global_batch, states_memo=self._states_of(catalogue, model, job))
+            entry = (catalogue, tables)  # id() reused by a new catalogue
             self._jobs[key] = entry
             if len(self._jobs) > self.max_jobs:
                 self._jobs.popitem(last=False)
         else:
             self._jobs.move_to_end(key)
+        return entry[1]
+
+    def _states_of(self, catalogue: object, model: str, job: Any) -> dict:
+        """The model-state values shared by the jobs of one model that differ only in sequence
+        length (the batch benchmark's mix has five lengths per model and method; its jobs are
+        sorted by model and job, so one worker meets them in a row)."""
+        key = (id(catalogue), model, job.model_copy(update={"seq_len": STATES_SEQ_LEN}).model_dump_json())
+        entry = self._states.get(key)
+        if entry is None or entry[0] is not catalogue:
+            entry = self._states[key] = (catalogue, {})
+            if len(self._states) > self.max_jobs:
+                self._states.popitem(last=False)
+        else:
+            self._states.move_to_end(key)
         return entry[1]
 
     def space(self, catalogue: object, query: Any) -> Any | None:

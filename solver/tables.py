@@ -113,6 +113,10 @@ class Tables:
     global_batch: int
     evaluations: int = 0  # models/ evaluations made so far
     _memo: dict[tuple, object] = field(default_factory=dict)
+    # rank_states' values, shared (solver/table_memo.py) by the Tables of jobs that differ only in
+    # the sequence length and so in the global batch: model states read neither (nor the
+    # accumulation; tests/test_table_memo_states.py). None: this Tables' own memo.
+    states_memo: dict[tuple, ModelStates] | None = None
 
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
@@ -125,9 +129,23 @@ class Tables:
             value = self._memo[key] = compute()
             return value
 
+    def _called(self, key: tuple, compute):
+        """A method's value by its arguments: the terms' own keys need a Plan (zero_group,
+        grad_accum) built first, which costs ten times a dict lookup, and the integer tables ask
+        the same arguments again for every shape and space of the job. Not an evaluation."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
         host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
+        return self._called(("states_mib", layout, zero, offload, n, precision, stage),
+                            lambda: self._states_mib(layout, zero, offload, n, precision, stage))
+
+    def _states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         states = self.rank_states(layout, zero, offload, n, precision, stage)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
@@ -141,8 +159,15 @@ class Tables:
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
         """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
-        return self._get(("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload,
-                          precision, stage), lambda: model_states(self.arch, self.job, plan, stage))
+        key = ("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload, precision, stage)
+        if self.states_memo is None:
+            return self._get(key, lambda: model_states(self.arch, self.job, plan, stage))
+        try:
+            return self.states_memo[key]
+        except KeyError:
+            self.evaluations += 1
+            value = self.states_memo[key] = model_states(self.arch, self.job, plan, stage)
+            return value
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)
@@ -186,6 +211,11 @@ class Tables:
         group spans more. The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group,
         the ZeRO stage, the precision and, from ZeRO-2 on, the accumulation; ZeRO-3's per-layer
         collectives pay the group's ring latency (models.performance.dp_traffic)."""
+        return self._called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
+                            lambda: self._comm_s(layout, zero, n, micro, precision, gpu, per_instance, network_gb_per_s))
+
+    def _comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
+                network_gb_per_s: float) -> tuple[float, float]:
         plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if zero >= 2 else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
@@ -203,6 +233,11 @@ class Tables:
     def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
         """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
         parameter offload the accumulation's parameter streaming (models.performance)."""
+        return self._called(("optimizer_s", layout, zero, offload, n, micro, precision, gpu.name),
+                            lambda: self._optimizer_s(layout, zero, offload, n, micro, precision, gpu))
+
+    def _optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str,
+                     gpu: GpuSpec) -> float:
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if offload == "optimizer+params" else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, offload, accum)
@@ -224,6 +259,9 @@ class Tables:
 
     def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
+        return self._called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s))
+
+    def _bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", micro)
         return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
 
