@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from vramplan.batch.rows import check_columns, is_empty, parse_row
 from vramplan.batch.sheet import read_table
+from vramplan.models.numbers import parse_count
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError, closest_names, from_validation_error
 from vramplan.solver.fleet_inputs import FleetJob, Pool, PoolWindow
@@ -158,10 +159,11 @@ def _offering_name(catalogue: Catalogue, cells: dict[str, Any]) -> str:
 def _window(catalogue: Catalogue, offering: str, cells: dict[str, Any], start: datetime | None,
             times: dict[str, float | datetime]) -> PoolWindow:
     per_instance = catalogue.offering(offering).num_gpus
+    # The sheet's number grammar (models/numbers.py): `1e3` is a count, `1_000`, `true`, `2.5` are not.
     if not is_empty(cells.get("num_gpus")):
-        gpus = cells["num_gpus"]
+        gpus = parse_count("num_gpus", cells["num_gpus"])
     elif not is_empty(cells.get("instances")):
-        gpus = int(float(cells["instances"])) * per_instance
+        gpus = parse_count("instances", cells["instances"]) * per_instance
     else:
         raise VramplanError("num_gpus", "", "give num_gpus or instances")
     hours = {name: hours_from(start, name, value) for name, value in times.items()}

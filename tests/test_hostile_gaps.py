@@ -308,3 +308,24 @@ def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> 
     with pytest.raises(VramplanError) as error:
         architecture_from_config(config, name="cfg", source="cfg.json")
     assert str(error.value) == "model='cfg.json': num_kv_heads=40: must divide num_attention_heads=7"
+
+
+@pytest.mark.parametrize(("cell", "gpus"), [("1e3", 1000), ("64", 64), ("64.0", 64)])
+def test_inventory_counts_follow_the_sheet_grammar(tmp_path, cell, gpus) -> None:
+    """The fleet inventory's num_gpus reads like every other count (README: Input rules)."""
+    from vramplan.batch.fleet_sheet import _window
+    from vramplan.models.catalogue import load_catalogue
+
+    window = _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
+    assert window.num_gpus == gpus
+
+
+@pytest.mark.parametrize("cell", ["1_000", "true", "2.5", "\u0661\u0662"])
+def test_inventory_counts_refuse_what_the_sheet_refuses(cell) -> None:
+    from vramplan.batch.fleet_sheet import _window
+    from vramplan.models.catalogue import load_catalogue
+    from vramplan.models.errors import VramplanError
+
+    with pytest.raises(VramplanError) as error:
+        _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
+    assert str(error.value).startswith("num_gpus=")
