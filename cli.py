@@ -77,7 +77,7 @@ class VramplanGroup(click.Group):
 # that each short help here is the command's own.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "batch": ("vramplan.commands.batch", "batch",
-              "Solve every row of JOBS (CSV, XLSX or Parquet; one job per row) and write the plans."),
+              "Solve every row of JOBS (CSV, XLSX, Parquet or JSON lines; one job per row) and write the plans."),
     "estimate": ("vramplan.commands.estimate", "estimate_command",
                  "Memory per GPU, throughput and cost of one fixed training configuration."),
     "fleet": ("vramplan.commands.fleet", "fleet",
