@@ -20,6 +20,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
@@ -138,7 +139,7 @@ def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int]
         capacity = pool.capacity_gpus or 0
         edges = sorted({0, fleet.horizon_min, *(w.from_min for w in pool.windows or ()),
                         *(w.to_min for w in pool.windows or ())})
-        for begin, end in zip(edges, edges[1:]):
+        for begin, end in pairwise(edges):
             missing = capacity - (pool.gpus_at(begin) or 0)
             if missing > 0 and end > begin and begin < last and end > first:
                 items.append((model.new_fixed_size_interval_var(begin, end - begin, f"b{p}_{begin}"), missing))
