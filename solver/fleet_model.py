@@ -14,8 +14,8 @@ starts from the previous solution as a hint):
 3. a tie-break among the schedules that keep stage 2's proven optimum: cost for makespan and
    tardiness; for cost, the GPU-hours on committed pools (free at the margin, so without it the
    sizes there would be arbitrary; with it, smaller and longer plans leave room for more work).
-The served and cost stages, when a short probe does not prove them, get a hint from the energy relaxation
-(see FleetSession._two_runs) before CP-SAT runs again.
+The served and cost stages, when a probe does not prove them, continue with the large-neighbourhood
+search of fleet_lns.py (see FleetSession._two_runs; the energy relaxation's hint stays behind LNS_RELAX).
 A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
 keeps its best solution, value and bound; later stages then do not run.
 """
