@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 FIRST_SIZE_JOBS = 16  # jobs per neighbourhood at first; grows while neighbourhoods are proven quickly
 MIN_SIZE_JOBS, MAX_SIZE_JOBS = 8, 80
 SUBSOLVE_S = 1.0  # each neighbourhood's CP-SAT limit
+MAX_EMPTY_DRAWS = 100  # neighbourhoods in a row with no job in them before the search gives up
 QUICK_SHARE = 0.25  # a neighbourhood proven within this share of the limit grows the next one
 STOP_SLACK = 0.9  # a sub-solve that stopped before this fraction of its limit was interrupted (Ctrl-C)
 
@@ -182,11 +183,16 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
     size = FIRST_SIZE_JOBS
     began = time.perf_counter()
     optimal = bound is not None and value[0] <= bound
+    empty = 0
     while not optimal and (left := deadline_s - time.perf_counter()) > 0.05 and \
             stats.neighbourhoods != max_neighbourhoods:
         free, pools = _pick(fleet, best, rng, size, name)
-        if not free:
-            break
+        if not free:  # pools nobody uses (inventory dearer than the market): draw again, within reason
+            empty += 1
+            if empty > MAX_EMPTY_DRAWS:
+                break
+            continue
+        empty = 0
         limit = min(SUBSOLVE_S, left)
         solved = time.perf_counter()
         candidate, proven, stopped = _solve_neighbourhood(fleet, best, free, pools, name, budget, limit, workers,
