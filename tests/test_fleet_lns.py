@@ -1,0 +1,60 @@
+"""fleet_lns.improve on random tiny fleets: every incumbent valid, never worse, and the optimum.
+
+The fleets are the oracle's (tests/test_fleet_oracle.py); the LNS starts from the greedy schedule.
+"""
+
+from __future__ import annotations
+
+import time
+
+from vramplan.solver import fleet_lns
+from vramplan.solver.fleet_brute import brute_optimum
+from vramplan.solver.fleet_lns import LnsStats, improve, objective_value
+from vramplan.solver.fleet_sgs import greedy, valid
+from vramplan.solver.fleet_types import IntSchedule
+
+from tests.test_fleet_oracle import check_schedule, random_fleet
+
+
+def test_every_incumbent_is_valid_and_the_served_stage_never_gets_worse() -> None:
+    """From the greedy schedule or from nothing served: each new incumbent valid and strictly better."""
+    improved = 0
+    for seed in range(60):
+        fleet = random_fleet(seed, "cost")
+        start = greedy(fleet) if seed % 2 else IntSchedule(slot=[None] * len(fleet.jobs), start_min=[None] * len(fleet.jobs))
+        seen: list[IntSchedule] = []
+        best, stopped, _ = improve(fleet, start, "served", objective_value(fleet, start, "served"),
+                                   time.perf_counter() + 5, seed=seed, on_better=seen.append, max_neighbourhoods=6)
+        assert not stopped
+        for schedule in [best, *seen]:
+            assert valid(fleet, schedule)
+            check_schedule(fleet, schedule)
+        key = [fleet_lns.stage_key(fleet, s, "served") for s in (start, *seen)]
+        assert key == sorted(key, reverse=True) and len(set(key)) == len(key), seed  # strictly better each time
+        improved += len(seen) > 0
+    assert improved > 20
+
+
+def test_a_whole_fleet_neighbourhood_finds_and_proves_the_brute_force_optimum() -> None:
+    """With every job in the neighbourhood the LNS solves the cost stage at the optimal penalty;
+    it says so (proven) only when the neighbourhood held every job and pool, and the cost it proves
+    is the brute force's. A wrong budget or a cost counted wrongly would fail here."""
+    proven = 0
+    for seed in range(60):
+        fleet = random_fleet(seed, "cost")
+        penalty, cost, _ = brute_optimum(fleet)  # type: ignore[misc]
+        schedule = greedy(fleet)
+        if objective_value(fleet, schedule, "served") > penalty:
+            schedule, _, _ = improve(fleet, schedule, "served", 0, time.perf_counter() + 5, seed=seed,
+                                     max_neighbourhoods=20)
+        if objective_value(fleet, schedule, "served") > penalty:
+            continue
+        stats = LnsStats()
+        best, _, optimal = improve(fleet, schedule, "cost", penalty, time.perf_counter() + 5, seed=seed,
+                                   stats=stats, max_neighbourhoods=20)
+        assert valid(fleet, best) and objective_value(fleet, best, "served") <= penalty, seed
+        assert objective_value(fleet, best, "cost") >= cost, seed  # never below the true optimum
+        if optimal:
+            assert objective_value(fleet, best, "cost") == cost, seed
+            proven += 1
+    assert proven > 30
