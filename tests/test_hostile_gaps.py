@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -329,3 +330,22 @@ def test_inventory_counts_refuse_what_the_sheet_refuses(cell) -> None:
     with pytest.raises(VramplanError) as error:
         _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
     assert str(error.value).startswith("num_gpus=")
+
+
+def test_a_ctrl_c_while_the_helpers_start_reaches_the_batch() -> None:
+    """The forkserver and resource tracker start with SIGINT ignored; a Ctrl-C in those seconds
+    was lost (the batch process ignored it too and ran to the end). It must reach the batch's own
+    handler once they are up."""
+    script = textwrap.dedent("""
+        import os, signal
+        from multiprocessing import forkserver, resource_tracker
+        from vramplan.batch import backends
+        seen = []
+        signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+        forkserver.ensure_running = lambda: os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C mid-start
+        resource_tracker.ensure_running = lambda: None
+        backends.start_helpers_ignoring_ctrl_c()
+        print(seen == [signal.SIGINT], signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "True"], done.stderr
