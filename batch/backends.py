@@ -80,25 +80,21 @@ def start_helpers_ignoring_ctrl_c() -> None:
     exec, so a Ctrl-C while the forkserver is still importing the solver (the first seconds of a
     batch) prints no KeyboardInterrupt traceback, and the workers it forks ignore Ctrl-C from their
     first instruction (batch/worker.py then moves them out of the terminal's process group).
-
-    The batch process must not lose a Ctrl-C pressed meanwhile: SIGINT is blocked around the
-    start (Linux queues a blocked signal even while its action is SIG_IGN), the batch's own handler
-    is put back, and unblocking delivers the pending signal to it. Blocking alone is not enough:
-    the helpers are started through _posixsubprocess, which resets the child's signal mask."""
+    The batch process ignores Ctrl-C only while the two are spawned (fork + exec, milliseconds;
+    neither waits for the forkserver's imports); blocking the signal instead would not keep it:
+    numpy's and ortools' native threads, which do not block it, would take it and drop it."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be changed there; the pool starts its helpers as usual
     from multiprocessing import forkserver, resource_tracker
 
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         resource_tracker.ensure_running()
         forkserver.ensure_running()
     finally:
         signal.signal(signal.SIGINT, previous)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 class LocalBackend:
