@@ -71,7 +71,8 @@ def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> Non
     die with the batch process even when it is killed with -9.
 
     Ignoring SIGINT is not enough for Ctrl-C: CP-SAT installs its own SIGINT handler for each solve
-    (catch_sigint_signal) and leaves the default action behind, so the terminal's Ctrl-C, sent to
+    whose catch_sigint_signal is on (the planner's are off since; the fleet's keep it for their
+    best-so-far on Ctrl-C) and leaves the default action behind, so the terminal's Ctrl-C, sent to
     the whole foreground process group, killed every worker after its first solve (one spurious
     "worker process died" line, and a solve interrupted mid-search could come back 'feasible').
     A pool worker therefore leaves the terminal's process group: Ctrl-C reaches only the batch

@@ -11,12 +11,11 @@ what makes per-layer ZeRO-3 gathers over thousands of ranks slow (models/perform
 
 from __future__ import annotations
 
-from vramplan.models.units import ceil_div
+from vramplan.models.units import US_PER_S, ceil_div
 
 RING_BASE_US = 8.4  # tuning.cc baseLat[Ring][Simple]
 RING_NVLINK_STEP_US = 3.4  # hwLat[NVLINK][Ring][Simple]
 RING_NET_STEP_US = 9.6  # hwLat[NET][Ring][Simple]
-US_PER_S = 1_000_000
 
 
 def ring_latency_s(ranks: int, nodes: int) -> float:

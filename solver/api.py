@@ -10,7 +10,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import solve_cpsat
-from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, TimeLimitReached
+from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, time_left_s
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
@@ -43,10 +43,7 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, de
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
     def solve_one(changed: SolveQuery):
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            raise TimeLimitReached
-        update = {"top_k": 1, "pareto": False, "time_limit_s": min(changed.time_limit_s, left)}
+        update = {"top_k": 1, "pareto": False, "time_limit_s": time_left_s(changed.time_limit_s, deadline)}
         try:
             result = solve(catalogue, changed.model_copy(update=update), explain_infeasible=False)
         except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)

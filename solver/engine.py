@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from vramplan.solver.candidates import Choice
@@ -15,6 +16,15 @@ class SolverInternalError(RuntimeError):
 
 class TimeLimitReached(Exception):
     """The command's --time-limit passed before an explanation's next solve could start."""
+
+
+def time_left_s(limit_s: float, deadline: float | None) -> float:
+    """What a step of an explanation may spend: its own limit, at most what is left before
+    `deadline` (time.perf_counter()); TimeLimitReached when nothing is."""
+    left = limit_s if deadline is None else min(limit_s, deadline - time.perf_counter())
+    if left <= 0:
+        raise TimeLimitReached
+    return left
 
 
 @dataclass

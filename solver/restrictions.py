@@ -13,7 +13,6 @@ inner literals, cluster restrictions clauses on cluster literals, the budget cla
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -21,7 +20,7 @@ from ortools.sat.python import cp_model
 from vramplan.models.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
 from vramplan.solver.cpsat_model import LeanCpModel
-from vramplan.solver.engine import TimeLimitReached
+from vramplan.solver.engine import TimeLimitReached, time_left_s
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
@@ -141,16 +140,9 @@ def _conflicts_key(query: SolveQuery) -> str:
     return query.model_dump_json(exclude=NOT_IN_CONFLICTS if limits else NOT_IN_CONFLICTS | {"tokens"})
 
 
-def _time_left_s(query: SolveQuery, deadline: float | None) -> float:
-    left = query.time_limit_s if deadline is None else min(query.time_limit_s, deadline - time.perf_counter())
-    if left <= 0:
-        raise TimeLimitReached
-    return left
-
-
 def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
                               deadline: float | None) -> list[str] | None:
-    _time_left_s(query, deadline)
+    time_left_s(query.time_limit_s, deadline)
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
     model = LeanCpModel()
@@ -163,7 +155,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
                 model.add_bool_or([a.Not(), lit.Not()])
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
     for shape, all_fitting in shape_table(relaxed).items():
-        _time_left_s(query, deadline)  # building the model over many offerings takes seconds
+        time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, query, all_fitting)
         inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
@@ -174,7 +166,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     model.add_assumptions(list(assumption.values()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = _time_left_s(query, deadline)
+    solver.parameters.max_time_in_seconds = time_left_s(query.time_limit_s, deadline)
     solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (see cpsat_engine)
     status = solver.solve(model)
     if status == cp_model.UNKNOWN:

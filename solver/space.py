@@ -307,15 +307,10 @@ def _recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoic
     pins = query.pins
     choices = [RecomputeChoice(r) for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
     if pins.recompute is None and query.job.recompute_layers is None:
-        kind = _stack_presets()[query.job.stack].partial_recompute
+        kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
         layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})
         choices[-1:-1] = [RecomputeChoice("full", n) for n in layers]
     return choices
-
-
-@functools.cache
-def _stack_presets() -> dict:
-    return load_stacks()
 
 
 def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]:
