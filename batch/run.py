@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 BackendName = Literal["local", "ray", "dask", "serial"]
 BACKENDS: tuple[BackendName, ...] = ("local", "ray", "dask", "serial")
 CHUNKS_PER_WORKER = 8  # enough chunks for every worker to stay busy to the end
+GROUP_CHUNK_FACTOR = 4  # a default chunk keeps a (model, job, global batch) group whole up to 4x its size
 POLL_S = 0.2  # how often `stop` is checked while waiting
 MAX_FAILURES_IN_A_ROW = 12  # pool breaks (or lost tasks) with no chunk finished in between
 START_HINT = {"local": "; a script that runs a batch must start it under `if __name__ == '__main__':`"}
@@ -74,6 +75,7 @@ class JobPlan:
     answered: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     rows_of_job: list[list[int]] = field(default_factory=list)
+    groups: list[tuple[str, str, int]] = field(default_factory=list)  # per job: (model, job, global batch)
     architectures: dict[str, Architecture] = field(default_factory=dict)  # config files, read by the client
 
     @property
@@ -123,6 +125,7 @@ def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogu
     order = sorted(range(len(plan.jobs)), key=lambda job: (groups[job], job))
     plan.jobs = [plan.jobs[job] for job in order]
     plan.rows_of_job = [plan.rows_of_job[job] for job in order]
+    plan.groups = [groups[job] for job in order]
     return plan
 
 
@@ -130,6 +133,38 @@ def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int =
     """Rows per task: about CHUNKS_PER_WORKER tasks per worker, within [minimum, maximum]."""
     wanted = math.ceil(num_jobs / (max(1, parallelism) * CHUNKS_PER_WORKER))
     return max(1, min(maximum, max(minimum, wanted)))
+
+
+def group_chunks(groups: list, size: int, most: int) -> list[list[int]]:
+    """Consecutive jobs in chunks of about `size` that never split a (model, job, global batch)
+    group of at most `most` jobs: a worker's table memo serves a whole group, where two workers
+    sharing one would each tabulate its units (measured on two 480-job slices of the benchmark's
+    mix, chunks of 16 alternating between two memos: 17-20% more CPU than one memo). Larger groups
+    are cut into near-equal pieces of at most `most`."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    start = 0
+    while start < len(groups):
+        end = start
+        while end < len(groups) and groups[end] == groups[start]:
+            end += 1
+        members = list(range(start, end))
+        if len(members) > most:
+            if current:
+                chunks.append(current)
+                current = []
+            pieces = math.ceil(len(members) / most)
+            cuts = [len(members) * i // pieces for i in range(pieces + 1)]
+            chunks += [members[cuts[i]:cuts[i + 1]] for i in range(pieces)]
+        else:
+            if current and len(current) + len(members) > size:
+                chunks.append(current)
+                current = []
+            current += members
+        start = end
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def open_backend(options: BatchOptions, catalogue: Catalogue) -> Backend:
@@ -224,8 +259,12 @@ def run_batch(
         log.info("batch: %d rows, %d unique jobs, %d per task, backend %s (parallelism %d)",
                  total, len(plan.jobs), size, options.backend, backend.parallelism)
         chunks = _Chunks(backend, plan, options.max_retries, options.backend)
-        for start in range(0, len(plan.jobs), size):
-            chunks.submit(list(range(start, min(start + size, len(plan.jobs)))))
+        if options.chunk_size:  # exactly what was asked
+            pieces = [list(range(start, min(start + size, len(plan.jobs)))) for start in range(0, len(plan.jobs), size)]
+        else:
+            pieces = group_chunks(plan.groups, size, GROUP_CHUNK_FACTOR * size)
+        for members in pieces:
+            chunks.submit(members)
         failures_in_a_row = 0  # waits that brought lost chunks and nothing done
         while chunks.members:
             if stop is not None and stop.is_set():

@@ -158,7 +158,7 @@ def models_dir_of(options: dict[str, Any]) -> Path:
 @click.option("--address", default=None,
               help="Ray address (or RAY_ADDRESS), Dask scheduler address or scheduler file [default: local cluster].")
 @click.option("--chunk-size", type=click.IntRange(1, 10_000), default=None,
-              help="Rows per task [default: from the number of rows and workers].")
+              help="Rows per task, exactly [default: about 16 locally, rows of one model and job together].")
 @click.option("--resume", is_flag=True,
               help="Keep the rows the output (and its journal) already answer; solve the rest.")
 @click.option("--strict-columns", is_flag=True,

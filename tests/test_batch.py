@@ -34,7 +34,7 @@ from vramplan.batch.rows import (
     output_row,
     parse_row,
 )
-from vramplan.batch.run import BatchError, BatchOptions, check_versions, chunk_size, plan_jobs, run_batch
+from vramplan.batch.run import BatchError, BatchOptions, check_versions, chunk_size, group_chunks, plan_jobs, run_batch
 from vramplan.cli import main
 from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.errors import VramplanError
@@ -182,6 +182,31 @@ def test_identical_jobs_are_solved_once(catalogue, monkeypatch):
     assert len(calls) == 2  # the bad row never reached the solver; duplicates were fanned out
     assert sorted(answers) == list(range(6))
     assert answers[0] == answers[1] == answers[2] and answers[3] == answers[5] and answers[0] != answers[3]
+
+
+def test_group_chunks_keep_groups_whole():
+    # Groups of 3, 20, 5, 1, 70 and 2 jobs in plan order; chunks of about 8, groups whole up to 32.
+    groups = [g for g, n in (("a", 3), ("b", 20), ("c", 5), ("d", 1), ("e", 70), ("f", 2)) for _ in range(n)]
+    chunks = group_chunks(groups, 8, 32)
+    assert [job for chunk in chunks for job in chunk] == list(range(len(groups)))  # every job once, in order
+    assert [len(chunk) for chunk in chunks] == [3, 20, 6, 23, 23, 24, 2]
+    for chunk in chunks:
+        members = {groups[job] for job in chunk}
+        if groups[chunk[0]] != "e":  # only the 70-job group is larger than 32 and cut (in 3 near-equal pieces)
+            assert all(groups.count(g) == sum(groups[job] == g for job in chunk) for g in members)
+    assert group_chunks([], 8, 32) == []
+    assert group_chunks(["x"] * 5, 2, 8) == [[0, 1, 2, 3, 4]]
+
+
+def test_plan_jobs_records_each_jobs_group():
+    rows = [{"model": m, "seq_len": s, "tokens": "1e9"} for m, s in
+            (("llama-3.1-8b", 1024), ("gpt2-124m", 512), ("llama-3.1-8b", 1024), ("llama-3.1-8b", 2048))]
+    rows[2]["objective"] = "time"
+    plan = plan_jobs(enumerate(rows))
+    assert len(plan.groups) == len(plan.jobs) == 4
+    assert plan.groups == sorted(plan.groups)  # sorted, so that group_chunks sees each group in one run
+    assert [g[0] for g in plan.groups] == ["gpt2-124m", "llama-3.1-8b", "llama-3.1-8b", "llama-3.1-8b"]
+    assert plan.groups[1] == plan.groups[2] != plan.groups[3]  # same model and job; then another seq_len
 
 
 def test_chunk_size_bounds():
