@@ -26,11 +26,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from vramplan.batch.formats import FORMATS  # noqa: F401  (re-exported)
 from vramplan.batch.output_file import OutputTarget, write_output
 from vramplan.batch.rows import ANSWER_TYPES, is_empty
 from vramplan.models.errors import CommandFailure, VramplanError
 
-FORMATS = ("csv", "xlsx", "parquet", "jsonl")
 SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx",
                   ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 EXTRAS = {"xlsx": ("openpyxl", "xlsx"), "parquet": ("pyarrow", "parquet")}

@@ -21,7 +21,7 @@ import sys
 import time
 
 CASES = [["-c", "pass"], ["-m", "vramplan", "--help"]] + [
-    ["-m", "vramplan", name, "--help"] for name in ("estimate", "solve", "gpus", "models", "offerings", "batch")]
+    ["-m", "vramplan", name, "--help"] for name in ("estimate", "solve", "batch", "fleet", "gpus", "models", "offerings", "stacks")]
 
 
 def timed(argv: list[str]) -> tuple[float, float]:

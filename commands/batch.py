@@ -1,148 +1,22 @@
 """`vramplan batch`: solve every row of a capacity-planning spreadsheet, losing nothing.
 
-Flow: read the jobs and check the header (a misspelt column stops everything, exit 2; a column of the
-user's own is copied to the output unless --strict-columns); on
---resume take the rows already answered from the journal and the existing output; solve the
-rest (batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
-arrives; at the end write the output in input order atomically and delete the journal.
-Ctrl-C (or SIGTERM) stops the workers, writes the output with every finished row (unfinished rows
-have an empty status and say so in `error`), keeps the journal for --resume, and exits 130.
-
-Exit codes: 0 every row solved; 3 some rows infeasible or errors (all rows still written);
-1 the batch itself could not run; 2 bad input (unknown column, unreadable jobs file); 130 stopped.
+The options only: the work (reading the sheet, the journal, the backends, writing the output) is
+in commands/batch_run.py, imported when the command runs (`batch --help` stays quick).
 """
 
 from __future__ import annotations
 
-import signal
-import sys
-import threading
-import time
-from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
-from vramplan.batch.journal import (
-    Journal,
-    NoJournal,
-    journal_path,
-    parse_outcome,
-    read_journal,
-    row_key,
-    typed_answer,
-)
-from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
-from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
-from vramplan.batch.sheet import FORMATS, format_of, read_table, require_extra, write_table
-from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.options import catalogue_options, open_catalogue
-from vramplan.models.errors import VramplanError
-
-SOLVED = ("optimal", "feasible")
-BACKEND_MODULES = {"ray": "ray", "dask": "distributed"}
-NOT_SOLVED_MESSAGE = "not solved yet: the batch was interrupted; run the same command with --resume"
-
-
-def require_backend(backend: str) -> None:
-    """A missing engine is one clear line before anything runs."""
-    module = BACKEND_MODULES.get(backend)
-    if module is not None:
-        try:
-            __import__(module)
-        except ImportError:
-            raise click.ClickException(f"the {backend} backend needs {backend}: "
-                                       f"pip install 'vramplan[{backend}]'") from None
-
-
-def answer_header(input_columns: list[str]) -> list[str]:
-    """Answer columns; one that an input column already names (a pin such as zero) gets a plan_ prefix."""
-    taken = set(input_columns)
-    return [f"plan_{name}" if name in taken else name for name in ANSWER_COLUMNS]
-
-
-def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
-    """Rows of an earlier output whose input cells equal an input row's (the answer is a pure function)."""
-    try:
-        header, rows = read_table(output, fmt)
-    except (VramplanError, OSError, ValueError) as error:
-        click.echo(f"warning: cannot read {output} ({error}); not reusing its rows", err=True)
-        return {}
-    if header != columns + answer_header(columns):
-        click.echo(f"warning: {output} has other columns than this batch's output; not reusing its rows", err=True)
-        return {}
-    by_key: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
-        if answer is not None and answer["status"] in ANSWERED_STATUSES:
-            cells = row[: len(columns)]
-            by_key[row_key(cells, parse_outcome(_job_cells(columns, cells)))] = answer
-    return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
-
-
-def _resumed_answers(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
-    header, entries = read_journal(journal_path(output))
-    answers: dict[int, dict[str, Any]] = {}
-    if output.exists() and (header is None or header.get("trust_output")):
-        answers.update(_answers_from_output(output, fmt, columns, keys))
-    for entry in entries:
-        row, answer = entry["row"], entry["answer"]
-        if isinstance(row, int) and 0 <= row < len(keys) and entry["key"] == keys[row] and isinstance(answer, dict):
-            answers[row] = {column: answer.get(column) for column in ANSWER_COLUMNS}
-    return answers
-
-
-@contextmanager
-def _stop_on_signals(stop: threading.Event):
-    """First Ctrl-C/SIGTERM: set `stop` (the batch winds down); a second one acts as usual."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, frame: Any) -> None:
-        stop.set()
-        signal.signal(signum, previous[signum])
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-@contextmanager
-def _progress_bar(total: int, enabled: bool):
-    if not enabled:
-        yield lambda done, total_rows: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
-    from rich.text import Text
-
-    class RowsPerSecond(ProgressColumn):
-        def render(self, task: Any) -> Text:
-            return Text(f"{task.speed or 0:,.1f} rows/s")
-
-    columns = (TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), RowsPerSecond(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
-        task = progress.add_task("batch", total=total)
-        yield lambda done, total_rows: progress.update(task, completed=done)
-
+from vramplan.batch.formats import FORMATS
+from vramplan.commands.options import catalogue_options
 
 models_dir_option = click.option(
     "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="A `model` cell that is a path is read only inside this folder [default: the jobs file's folder].")
-
-
-def models_dir_of(options: dict[str, Any]) -> Path:
-    """The folder a sheet's config paths must stay in: --models-dir, else the jobs file's folder."""
-    return options.get("models_dir") or options["jobs"].resolve().parent
 
 
 @click.command("batch")
@@ -172,135 +46,6 @@ def batch(**options: Any) -> None:
     Columns are named like `solve`'s options in snake_case (model and seq_len are required); see
     the README for the schema. Exit code 3 when some rows are infeasible or errors.
     """
-    started = time.perf_counter()
-    target = output_target(options["output"])
-    fmt = format_of(options["output"], options["output_format"])
-    require_extra(fmt, "writing")
-    require_backend(options["backend"])
-    if options["resume"] and target.special:
-        raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
-    journal_file = None if target.special else journal_path(target.real)
-    refuse_inputs(target, _files_read(options), journal_file)
-    columns, table = _read_jobs(options)
-    catalogue = open_catalogue(options)
-    refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
-    with lock_output(target):
-        _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
+    from vramplan.commands.batch_run import run_batch_command  # the machinery, only when the command runs
 
-
-def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
-    """The cells of a row that make its job (the user's own columns only travel to the output)."""
-    return {name: cell for name, cell in zip(columns, cells) if name in INPUT_COLUMNS}
-
-
-def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
-    """The resume key of each row: its cells and what they parse to (batch/journal.py)."""
-    return [row_key(cells, parse_outcome(_job_cells(columns, cells))) for cells in table]
-
-
-def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """The jobs sheet and its header, checked; one warning line per oddity (unless -q)."""
-    warnings: list[str] = []
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings)
-    extra = check_columns(columns, strict=options["strict_columns"])
-    if extra:
-        names = ", ".join(repr(name) for name in extra)
-        plural = len(extra) > 1
-        warnings.append(f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} not vramplan's: "
-                        "copied to the output unchanged (--strict-columns makes them errors)")
-    if not options["quiet"]:
-        for warning in warnings:
-            click.echo(f"warning: {warning}", err=True)
-    return columns, table
-
-
-def _workers(options: dict[str, Any]) -> int | None:
-    """--workers, clamped to the CPUs this process may use for the local pool (one warning line)."""
-    from vramplan.batch.backends import default_workers  # loads the solver: not for --help
-
-    workers, available = options["workers"], default_workers()
-    if options["backend"] == "local" and workers is not None and workers > available:
-        if not options["quiet"]:
-            click.echo(f"warning: --workers {workers}: this machine runs {available} at once; using {available}",
-                       err=True)
-        return available
-    return workers
-
-
-def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
-    """Every file the run reads: the output may be none of them (nor may its journal)."""
-    return [("jobs", options["jobs"]), ("gpus-csv", options.get("gpus_csv")),
-            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
-
-
-def _config_files_read(columns: list[str], table: list[list[Any]], catalogue: Any,
-                       models_dir: Path) -> list[tuple[str, Path | None]]:
-    """The config.json files the sheet's model cells name (read inside the models folder): the
-    output may not replace one of them either."""
-    from vramplan.models.config_file import config_path
-
-    if "model" not in columns:
-        return []
-    at, found = columns.index("model"), {}
-    names = {name.lower() for name in catalogue.architectures}
-    for cells in table:
-        cell = cells[at] if at < len(cells) else None
-        if not isinstance(cell, str) or not cell.strip() or cell.strip().lower() in names:
-            continue
-        try:
-            path = config_path(cell.strip(), models_dir)
-        except VramplanError:  # outside the folder or missing: the row's own error, read by no one
-            continue
-        if path is not None:
-            found.setdefault(path, None)
-    return [("model config", path) for path in found]
-
-
-def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
-                   columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
-    from vramplan.batch.run import BatchError, BatchOptions, run_batch  # loads ortools: not for --help
-
-    output = target.real
-    keys = _row_keys(columns, table)
-    answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
-    journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
-               if journal_file is not None else NoJournal())
-    reused = len(answers)
-    todo = [(i, _job_cells(columns, cells)) for i, cells in enumerate(table) if i not in answers]
-    batch_options = BatchOptions(backend=options["backend"], workers=_workers(options), address=options["address"],
-                                 chunk_size=options["chunk_size"], models_dir=models_dir_of(options))
-    stop = threading.Event()
-    show = not options["quiet"] and sys.stderr.isatty()
-    try:
-        with _stop_on_signals(stop), _progress_bar(len(table), show) as progress:
-            progress(reused, len(table))
-            for i, answer in run_batch(catalogue, todo, batch_options,
-                                       lambda done, total: progress(reused + done, len(table)), stop):
-                answers[i] = answer
-                journal.append(i, keys[i], answer)
-    except BatchError as error:
-        finished = len(answers) - reused
-        kept = f"; the {finished} rows finished are kept in {journal.path}: run again with --resume" if finished else ""
-        raise click.ClickException(f"{error}{kept}") from None
-    finally:
-        journal.close()
-    output = target.given
-    complete = len(answers) == len(table)
-    unsolved = dict.fromkeys(ANSWER_COLUMNS) | {"status": None, "error": NOT_SOLVED_MESSAGE}
-    rows = [cells + [answers.get(i, unsolved)[c] for c in ANSWER_COLUMNS] for i, cells in enumerate(table)]
-    write_table(target, fmt, columns + answer_header(columns), rows, answer_start=len(columns))
-    if complete:
-        journal.remove()
-    statuses = Counter(answer["status"] for answer in answers.values())
-    if not options["quiet"]:
-        counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
-        click.echo(f"{len(answers)} of {len(table)} rows answered ({counts or 'none'}); {reused} reused from an "
-                   f"earlier run; {time.perf_counter() - started:,.1f} s -> {output}", err=True)
-    if stop.is_set():
-        click.echo(f"interrupted: {len(answers)} of {len(table)} rows written to {output}; "
-                   f"finish with --resume", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if not complete:  # cannot happen: every row is answered unless stopped
-        raise click.ClickException("internal error: some rows have no answer")
-    if any(status not in SOLVED for status in statuses.elements()):
-        sys.exit(EXIT_INFEASIBLE)
+    run_batch_command(options)

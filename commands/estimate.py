@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
@@ -55,6 +54,8 @@ def estimate_command(**options: Any) -> None:
 
     Exit code 3 when the plan does not fit.
     """
+    from pydantic import ValidationError
+
     from vramplan.commands import output, render_estimate  # loaded when the command runs, not on --help
     from vramplan.models.estimate import estimate
     from vramplan.models.setup import Plan

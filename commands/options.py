@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
-from vramplan.models.errors import VramplanError, from_validation_error
-from vramplan.models.numbers import parse_count, parse_positive, parse_real
-from vramplan.models.setup import (
+# Only plain constants at import time: a command's --help builds these options, and pydantic,
+# the models and the solver are imported when the command runs (bench/help_bench.py).
+from vramplan.models.choices import (
+    CUBLAS_WORKSPACE_MIB,
+    CUDA_CONTEXT_MIB,
     LOSSES,
     MASTER_WEIGHTS,
     METHODS,
+    NCCL_MIB,
     OFFLOADS,
     OPTIMIZERS,
     PRECISIONS,
@@ -22,13 +24,14 @@ from vramplan.models.setup import (
     RECOMPUTES,
     SELECTIVES,
     STACKS,
-    Job,
-    RuntimeReserve,
 )
-from vramplan.solver.query_fields import estimate_recompute, job_from_fields
+from vramplan.models.errors import VramplanError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from vramplan.models.catalogue import Catalogue
+    from vramplan.models.setup import Job
 
 FORMATS = ("table", "json", "csv")
 
@@ -37,21 +40,24 @@ class GrammarNumber(click.ParamType):
     """A number in the one grammar of models/numbers.py (the batch sheet's too); its range is checked
     by the pydantic field it fills."""
 
-    def __init__(self, name: str, parse: Callable[[str, Any], Any]) -> None:
-        self.name, self._parse = name, parse
+    def __init__(self, name: str, parser: str) -> None:
+        self.name, self._parser = name, parser  # a models.numbers function, imported when a value comes
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return value  # a default already parsed
+        from vramplan.models import numbers
+
+        parse: Callable[[str, Any], Any] = getattr(numbers, self._parser)
         try:
-            return self._parse(param.name if param is not None and param.name else "value", value)
+            return parse(param.name if param is not None and param.name else "value", value)
         except VramplanError as error:  # one line naming the option as typed, exit 2
             self.fail(f"{error.value!r} {error.reason}", param, ctx)
 
 
-COUNT = GrammarNumber("integer", parse_count)
-REAL = GrammarNumber("number", parse_real)
-POSITIVE = GrammarNumber("number", parse_positive)
+COUNT = GrammarNumber("integer", "parse_count")
+REAL = GrammarNumber("number", "parse_real")
+POSITIVE = GrammarNumber("number", "parse_positive")
 
 
 def _stack(*decorators: Callable) -> Callable:
@@ -120,9 +126,9 @@ job_options = _stack(
                       "[default: the stack's]."),
     click.option("--capacity-fraction", type=REAL, default=0.9, show_default=True,
                  help="Plan to at most this fraction of GPU (and host) memory."),
-    click.option("--cuda-context-mib", type=COUNT, default=RuntimeReserve().cuda_context_mib, show_default=True),
-    click.option("--cublas-workspace-mib", type=COUNT, default=RuntimeReserve().cublas_workspace_mib, show_default=True),
-    click.option("--nccl-mib", type=COUNT, default=RuntimeReserve().nccl_mib, show_default=True,
+    click.option("--cuda-context-mib", type=COUNT, default=CUDA_CONTEXT_MIB, show_default=True),
+    click.option("--cublas-workspace-mib", type=COUNT, default=CUBLAS_WORKSPACE_MIB, show_default=True),
+    click.option("--nccl-mib", type=COUNT, default=NCCL_MIB, show_default=True,
                  help="NCCL buffers, counted when more than one GPU."),
     click.option("--tokens", type=POSITIVE, default=1e9, show_default=True, help="Tokens to train on (2e9 works)."),
     click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True),
@@ -136,6 +142,8 @@ ZERO_CHOICE = click.Choice(["0", "1", "2", "3"])
 
 def validation_error(error: ValidationError) -> VramplanError:
     """The first pydantic error as a one-line VramplanError naming the field and value."""
+    from vramplan.models.errors import from_validation_error
+
     return from_validation_error(error)
 
 
@@ -152,6 +160,8 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_job(options: dict[str, Any]) -> Job:
+    from pydantic import ValidationError
+
     from vramplan.solver.query_fields import job_from_fields
 
     try:
@@ -162,6 +172,8 @@ def build_job(options: dict[str, Any]) -> Job:
 
 def estimate_recompute_option(options: dict[str, Any]) -> str:
     """`--recompute` as given, else the --stack preset's default."""
+    from vramplan.solver.query_fields import estimate_recompute
+
     return estimate_recompute(option_fields(options))
 
 

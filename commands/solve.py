@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
+
 from vramplan.commands.exits import EXIT_INFEASIBLE
 from vramplan.commands.options import (
     COUNT,
@@ -23,12 +23,18 @@ from vramplan.commands.options import (
     output_options,
     validation_error,
 )
-from vramplan.solver.query import OBJECTIVES, SolveQuery, SolveResult
-from vramplan.solver.query_fields import query_from_fields
+from vramplan.solver.choices import OBJECTIVES
+
+if TYPE_CHECKING:
+    from vramplan.solver.query import SolveQuery, SolveResult
 
 
 def build_query(options: dict[str, Any]) -> SolveQuery:
     """Repeatable --gpu/--provider also accept ';'- or ','-separated lists."""
+    from pydantic import ValidationError
+
+    from vramplan.solver.query_fields import query_from_fields
+
     pictures = bool(options.get("plot_path") or options.get("report_path"))  # they draw the front
     try:
         return query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"] or pictures,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic only to type it: the CLI's --help imports this module
+    from pydantic import ValidationError
 
 
 _RANGE_ERRORS = {"greater_than": (">", "gt"), "greater_than_equal": (">=", "ge"), "less_than": ("<", "lt"),

@@ -10,45 +10,43 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The domains' names, re-exported: models and the CLI import them from here or from models.choices.
+from vramplan.models.choices import (  # noqa: F401
+    Method,
+    Precision,
+    Optimizer,
+    Accounting,
+    Attention,
+    Kernels,
+    Recompute,
+    Offload,
+    ZeroStage,
+    Stack,
+    MasterWeights,
+    Loss,
+    Selective,
+    PartialRecompute,
+    QloraPrep,
+    METHODS,
+    PRECISIONS,
+    OPTIMIZERS,
+    RECOMPUTES,
+    OFFLOADS,
+    ZERO_STAGES,
+    STACKS,
+    MASTER_WEIGHTS,
+    LOSSES,
+    SELECTIVES,
+    QLORA_PREPS,
+    MAX_GPUS,
+    MAX_PLAN_GPUS,
+    MAX_GLOBAL_BATCH,
+    CUDA_CONTEXT_MIB,
+    CUBLAS_WORKSPACE_MIB,
+    NCCL_MIB,
+)
 from vramplan.models.errors import VramplanError
 from vramplan.models.numbers import Count, Real
-
-Method = Literal["full", "lora", "qlora"]
-Precision = Literal["bf16", "fp16", "fp32", "fp8"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adamw-8bit-paged"]
-Accounting = Literal["zero", "hf"]
-Attention = Literal["flash", "eager"]
-Kernels = Literal["eager", "fused"]
-Recompute = Literal["none", "selective", "op", "full"]
-Offload = Literal["none", "optimizer", "optimizer+params"]
-ZeroStage = Literal[0, 1, 2, 3]
-# Training-stack recipes (models/recipe.py, loss.py, recompute.py, fragmentation.py; presets in
-# catalogues/stacks.csv, read by models/stack.py).
-Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth"]
-MasterWeights = Literal["fp32", "none"]
-Loss = Literal["eager", "chunked", "fused"]
-Selective = Literal["attention", "op"]
-# Which partial full recompute a stack can run (catalogues/stacks.csv `partial_recompute`): none; any
-# number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
-PartialRecompute = Literal["none", "any", "every-nth"]
-QloraPrep = Literal["16bit", "peft"]
-
-METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
-PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp32", "fp8")
-OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "adamw-8bit-paged")
-RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "op", "full")
-OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
-ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
-STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth")
-MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
-LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
-SELECTIVES: tuple[Selective, ...] = ("attention", "op")
-QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
-
-# Domains shared by estimate, solve and batch (README "Input rules").
-MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
-MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
-MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
 
 
 class _Frozen(BaseModel):
@@ -61,9 +59,9 @@ class RuntimeReserve(_Frozen):
     Defaults and their sources are documented in models/overhead.py and the README.
     """
 
-    cuda_context_mib: Count = Field(default=600, ge=0, le=65536)
-    cublas_workspace_mib: Count = Field(default=64, ge=0, le=65536)
-    nccl_mib: Count = Field(default=512, ge=0, le=65536, description="only when more than one GPU")
+    cuda_context_mib: Count = Field(default=CUDA_CONTEXT_MIB, ge=0, le=65536)
+    cublas_workspace_mib: Count = Field(default=CUBLAS_WORKSPACE_MIB, ge=0, le=65536)
+    nccl_mib: Count = Field(default=NCCL_MIB, ge=0, le=65536, description="only when more than one GPU")
 
 
 class Job(_Frozen):

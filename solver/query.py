@@ -15,6 +15,7 @@ from vramplan.models.results import (
     ModelInfo,
     PerformanceReport,
 )
+from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
 from vramplan.models.setup import (
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
@@ -26,8 +27,6 @@ from vramplan.models.setup import (
     recompute_label,
 )
 
-Objective = Literal["cost", "time", "throughput", "hourly"]
-OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "throughput", "hourly")
 Engine = Literal["cpsat", "brute"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 

@@ -1,0 +1,152 @@
+"""What `vramplan fleet` does; commands/fleet.py declares the options and imports this module only
+when the command runs, so that `fleet --help` loads no pydantic, solver or sheet machinery.
+
+Flow: read jobs.csv (a batch sheet plus deadline, earliest_start, priority, required, pools) and
+inventory.csv (exit 2 on a bad inventory row or an unknown column; a bad job row becomes an error
+row); ask the planner for every job's plans per pool and size; schedule with CP-SAT; write one row
+per job row in input order, the per-pool use to stderr (and --pools-out), and --plot a Gantt chart.
+
+Ctrl-C: CP-SAT stops its search and keeps the best schedule so far, which is written (status
+feasible, interrupted) before exiting 130; an interrupt before any schedule writes every row as
+an error row saying so.
+
+Exit codes: 0 every row scheduled (on time, or late under --objective tardiness); 3 some rows
+unserved or errors (all rows still written); 2 bad input; 1 the run itself failed; 130 stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vramplan.batch.fleet_sheet import (
+    fleet_start,
+    inventory_pools,
+    market_pools,
+    read_inventory,
+    read_jobs,
+    resolve_jobs,
+)
+from vramplan.batch.output_file import lock_output, output_target, refuse_inputs
+from vramplan.batch.sheet import format_of, require_extra, write_table
+from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
+from vramplan.commands.fleet_output import (
+    POOL_COLUMNS,
+    answer_cells,
+    output_header,
+    pool_rows,
+    summary_lines,
+)
+from vramplan.commands.options import open_catalogue
+from vramplan.models.errors import VramplanError
+
+INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
+
+
+def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
+    quotas: dict[str, int] = {}
+    for value in values:
+        provider, _, number = value.partition("=")
+        try:
+            gpus = int(number)
+        except ValueError:
+            raise VramplanError("quota", value, "must be PROVIDER=GPUS, e.g. aws=64") from None
+        if not provider.strip() or gpus < 0:
+            raise VramplanError("quota", value, "must be PROVIDER=GPUS with GPUS >= 0, e.g. aws=64")
+        quotas[provider.strip()] = gpus
+    return quotas
+
+
+def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
+    """Every file the run reads: no output may be one of them (batch/output_file.py)."""
+    return [("jobs", options["jobs"]), ("inventory", options["inventory"]), ("gpus-csv", options.get("gpus_csv")),
+            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+
+
+def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> None:
+    """Atomically over a regular file, directly into a device or pipe, under the output's lock."""
+    target = output_target(path)
+    with lock_output(target):
+        write_table(target, fmt, header, rows, answer_start=len(header))  # types inferred per column
+
+
+def run_fleet_command(options: dict[str, Any]) -> None:
+    """The fleet command's flow (module docstring)."""
+    from vramplan.solver.fleet import finish, prepare, session
+    from vramplan.solver.fleet_inputs import FleetQuery
+
+    output: Path = options["output"]
+    fmt = format_of(output, options["fmt"])
+    require_extra(fmt, "writing")
+    for path in (output, options["pools_out"]):
+        if path is not None:
+            refuse_inputs(output_target(path), _files_read(options), None)
+    catalogue = open_catalogue(options)
+    jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
+    inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))
+    start: datetime | None = fleet_start(jobs, inventory, options["start"])
+    pools = inventory_pools(catalogue, inventory, start, str(options["inventory"]))
+    quotas = parse_quotas(options["quota"])
+    if quotas and options["market"] == "off":
+        raise VramplanError("quota", options["quota"][0], "applies to the market: add --market on")
+    if options["market"] == "on":
+        pools += market_pools(catalogue, quotas)
+    if not pools:
+        raise VramplanError("inventory", str(options["inventory"]), "has no pools (and --market is off)")
+    resolve_jobs(jobs, start, [p.name for p in pools], catalogue)
+    valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
+    query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
+                       horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],
+                       num_workers=options["workers"], random_seed=options["seed"])
+    header = output_header(jobs.header, start is not None)
+    click.echo(f"fleet: {len(valid)} jobs ({len(jobs.rows) - len(valid)} error rows), {len(pools)} pools; "
+               f"asking the planner for each job's plans per pool and size", err=True)
+    result, interrupted = None, False
+    try:
+        prepared = prepare(catalogue, query)
+        running = session(prepared)
+    except KeyboardInterrupt:  # still asking the planner or building the model: no schedule yet
+        prepared, interrupted = None, True
+    if prepared is not None:
+        began = time.perf_counter()
+        try:
+            schedule = running.run()
+        except KeyboardInterrupt:  # between CP-SAT stages (inside one, CP-SAT stops by itself)
+            schedule = running.best
+            if schedule is not None:
+                schedule.interrupted = True
+        if schedule is not None:
+            try:
+                result = finish(prepared, schedule, time.perf_counter() - began)
+            except KeyboardInterrupt:  # while explaining: the schedule stands, without explanations
+                schedule.interrupted = True
+                result = finish(prepared, schedule, time.perf_counter() - began, explain=False)
+        interrupted = schedule is None or schedule.interrupted
+    by_row = dict(zip(valid, result.assignments)) if result is not None else {}
+    rows = []
+    for i, row in enumerate(jobs.rows):
+        error = jobs.errors[i] if jobs.jobs[i] is None else INTERRUPTED_BEFORE
+        rows.append(list(row) + answer_cells(by_row.get(i), error, start))
+    _write(output, fmt, header, rows)
+    if result is not None:
+        for line in summary_lines(result):
+            click.echo(line, err=True)
+        if options["pools_out"] is not None:
+            _write(options["pools_out"], format_of(options["pools_out"], None), list(POOL_COLUMNS), pool_rows(result.pools))
+        if options["plot"] is not None:
+            id_index = jobs.header.index("id") if "id" in jobs.header else None
+            labels = [str(jobs.rows[i][id_index]) if id_index is not None else f"row {i + 2}" for i in valid]
+            from vramplan.commands.fleet_plot import plot_gantt
+
+            plot_gantt(options["plot"], query, result, labels)
+    if interrupted:
+        click.echo(f"interrupted: wrote the best schedule so far to {output}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    statuses = [cells[len(jobs.header)] for cells in rows]
+    if any(status in ("unserved", "error") for status in statuses):
+        sys.exit(EXIT_INFEASIBLE)
