@@ -15,6 +15,7 @@ from vramplan.commands.render_text import (
     render,
     table_width,
 )
+from vramplan.solver.layouts import Layout, layout_label
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 if TYPE_CHECKING:
@@ -55,10 +56,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
 def layout_text(plan: SolvedPlan) -> str:
     """The parallel layout in Megatron's terms: 'TP8+SP x PP16 x DP8' (degrees of 1 left out), 'DP64'."""
     p = plan.plan
-    parts = [f"TP{p.tp}{'+SP' if p.sequence_parallel and p.tp > 1 else ''}" if p.tp > 1 else "",
-             f"PP{p.pp}" + (f"/v{p.vpp}" if p.vpp > 1 else "") if p.pp > 1 else "",
-             f"CP{p.cp}" if p.cp > 1 else "", f"DP{p.dp}", f"EP{p.ep}" if p.ep > 1 else ""]
-    return " x ".join(part for part in parts if part)
+    return layout_label(Layout(p.tp, p.pp, p.cp, p.ep, p.vpp, p.sequence_parallel and p.tp > 1), p.dp)
 
 
 def search_line(result: SolveResult) -> str:

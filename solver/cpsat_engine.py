@@ -4,11 +4,11 @@ branch (pipeline depth x TP degree, branch_of).
 Memory and step time do not depend on the price, and for a fixed cluster every objective
 (cost = price x step, time, hourly) orders its points by step time, then the inner tie. So the
 search is exact as a branch-and-bound: clusters are visited in the order of a lower bound of
-their objective (price x the fastest compute any fitting recompute x precision allows, from the
-tables alone), each cluster's CP-SAT model yields its points best first under a step-time cutoff
-derived from the incumbent (the k-th best so far), and the search stops at the first cluster
-whose bound exceeds the incumbent. The products (price x step) are formed in Python integers,
-never inside CP-SAT, so no objective can overflow int64.
+their objective (solver/cpsat_bounds.py: price x a step-time bound from the tables alone, refined
+in tiers as a unit reaches the front), each cluster's CP-SAT model yields its points best first
+under a step-time cutoff derived from the incumbent (the k-th best so far), and the search stops
+at the first cluster whose bound exceeds the incumbent. The products (price x step) are formed
+in Python integers, never inside CP-SAT, so no objective can overflow int64.
 
 Top-k keeps the k best keys; the Pareto sweep repeats the search in (cost, step) order with
 "strictly faster than the previous point" as a step cap. A cluster model keeps the points it
@@ -25,26 +25,15 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from vramplan.models.units import to_us
-from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us, tail_us
+from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us
+from vramplan.solver.cpsat_bounds import Branch, UnitBounds, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
-from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
 
 _UNBOUNDED = None
-Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
-
-
-def branch_of(layout: Layout) -> Branch:
-    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
-    tables small. CP-SAT's presolve of the table constraints grows faster than the tables: the
-    joint tp x pp model took 0.7-5 s per 512-GPU cluster, one per pp 0.03-0.3 s, and one per
-    (pp, tp) cut the mix's CPU by a third again (README, batch benchmark); each branch gets its
-    own bound, so the branch-and-bound still builds only the branches that can win."""
-    return layout.pp, layout.tp
 
 
 @dataclass
@@ -54,10 +43,11 @@ class _Search:
     stats: SearchStats = field(default_factory=SearchStats)
     models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, branch), or by value (model())
     timed_out: bool = False
-    least_compute_us: dict[int, int | None] = field(default_factory=dict)  # per cluster (compute_step_us)
     shape_branches: dict[tuple, list[Branch]] = field(default_factory=dict)  # per shape (branches)
+    bounds: UnitBounds = field(init=False)
 
     def __post_init__(self) -> None:
+        self.bounds = UnitBounds(self.space)
         # Without a deadline or budget no model depends on the query's limits (every step cap is
         # None): the models, and the points each found best first, are kept by value (the
         # cluster's shape, branch, host budget and the host budgets of the cheaper same-hardware
@@ -66,128 +56,6 @@ class _Search:
         self.shared_models = query.deadline_hours is None and query.budget_usd is None
         if self.shared_models:
             self.models = self.space.shared.cluster_models
-
-    # -- bounds from the tables ------------------------------------------------------------
-    def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
-        """A lower bound of the cluster's step time on a branch (None: nothing can fit);
-        memory=False skips the memory relaxation (cheaper, looser)."""
-        host = self.space.host_budget_mib_per_gpu[c] if memory else None
-        shape = self.space.clusters[c].shape
-        key = (self.space.unit_shape(shape), branch, host)
-        bounds = self.space.shared.lower_bounds  # the family's queries share the bounds
-        if key not in bounds:
-            bounds[key] = self._lower_step_us(shape, branch, host)
-        return bounds[key]
-
-    def _lower_step_us(self, shape: tuple, branch: Branch, host_mib: int | None) -> int | None:
-        """Relaxation: over the branch's layouts and the recompute x precision the GPU runs,
-        the least of compute + model-parallel collectives + the smallest bubble (the largest
-        accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
-        budget, only the layout x precision x recompute for which some ZeRO x offload within that
-        host RAM fits every checked pipeline rank with each rank's leanest activations and
-        buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
-        the first that fits."""
-        terms = self._time_terms(shape, branch)
-        if host_mib is None:
-            return terms[0][0] if terms else None
-        g, n = shape[0], shape[1]
-        limit = self.space.limit_mib[g]
-        for bound, l, p, r in terms:
-            if self._leanest(n, l, p, None, host_mib) <= limit and self._leanest(n, l, p, r, host_mib) <= limit:
-                return bound
-        return None
-
-    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
-        """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
-        branch, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
-        space = self.space
-        key = (space.unit_shape(shape), branch)
-        if key in space.shared.time_terms:
-            index = space.layout_index
-            return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
-        g, n, per_instance, network = shape
-        tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
-        terms = []
-        for l in space.cluster_layouts(shape):
-            layout = space.layouts[l]
-            if branch_of(layout) != branch:
-                continue
-            most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
-            for p, precision in enumerate(space.precisions):
-                if (g, p) not in space.valid_gpu_precision:
-                    continue
-                comm = self._least_comm_us(layout, count, precision, gpu, per_instance, network)
-                for r, recompute in enumerate(space.recomputes):
-                    compute_s = space.compute_s[g, n, r, p]
-                    compute = to_us(compute_s)
-                    bound = (compute + max(comm - compute, tail_us(comm, space.arch.num_layers))
-                             + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
-                                                       compute_s))
-                             + to_us(tables.bubble_s(layout, count, most_accum, compute_s)))
-                    terms.append((bound, l, p, r))
-        terms.sort()
-        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
-        return terms
-
-    def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
-        """The least data-parallel traffic time of any ZeRO stage: traffic grows with the
-        accumulation (models.performance.communication_bytes_per_step; tests/test_cpsat_bounds.py),
-        so a micro-batch of global batch / dp (accumulation 1) gives each stage's least; the two
-        phases' windows sum to the compute, so exposed >= max(traffic - compute, one layer's tail)."""
-        micro = self.space.global_batch * layout.model_parallel // n
-        zeros = sorted({z for z, _ in self.space.zero_offloads})
-        return min(sum(to_us(x) for x in self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance,
-                                                                   network))
-                   for zero in zeros)
-
-    def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:
-        """A lower bound of the most loaded checked rank's memory (MiB) for a count, layout,
-        precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
-        host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
-        buffers (none when r is None). Any plan's memory is at least this."""
-        space = self.space
-        key = (space.counts[n], space.layouts[l], p, r, host_mib)
-        leanest = space.shared.leanest_mib
-        if key not in leanest:
-            space.fill_count(n, [l])
-            dynamic = [0, 0, 0]
-            if r is not None:
-                dynamic = [min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j)
-                               for b in space.valid_batches[n, l]) for j in range(3)]
-            fitting = [max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(3))
-                       for zf in range(len(space.zero_offloads)) if space.host_mib_per_gpu[zf, n, p, l] <= host_mib]
-            leanest[key] = min(fitting) if fitting else _huge()
-        return leanest[key]
-
-    def compute_step_us(self, c: int) -> int | None:
-        """A first, cheap lower bound of the cluster's step time: its least compute over the
-        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
-        Asked for every branch of every cluster, so kept per cluster."""
-        if c not in self.least_compute_us:
-            space = self.space
-            g, n, _, _ = space.clusters[c].shape
-            times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
-                     for r in range(len(space.recomputes))
-                     if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
-            self.least_compute_us[c] = to_us(min(times)) if times else None
-        return self.least_compute_us[c]
-
-    def primary_bound(self, c: int, branch: Branch, order: str, tier: int = 2) -> tuple[int, ...] | None:
-        """The objective's lower bound on a cluster's branch, by tier: 0 the least compute,
-        1 the time terms (lower_step_us without memory), 2 with the memory relaxation. Each tier
-        is at least the one before."""
-        if tier == 0:
-            lower = self.compute_step_us(c)
-        else:
-            lower = self.lower_step_us(c, branch, memory=tier == 2)
-        if lower is None:
-            return None
-        price = self.space.clusters[c].price_units
-        if order in ("cost", "pareto"):
-            return (price * lower,)
-        if order == "hourly":
-            return (price, lower)
-        return (lower,)
 
     # -- one cluster's points, best first ---------------------------------------------------
     def model(self, unit: tuple[int, Branch]) -> ClusterModel | None:
@@ -226,7 +94,7 @@ class _Search:
             return None
         found = self._next(m, cap)
         if found is None:
-            m.exhausted_at_cap = cap if cap is not None else _huge()
+            m.exhausted_at_cap = cap if cap is not None else huge()
             return None
         m.points.append(found)
         return self._here(m, found)
@@ -320,8 +188,8 @@ class _Search:
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
         heap = [(b, 0, c, branch) for c in range(len(space.clusters)) for branch in self.branches(c)
-                if (b := self.primary_bound(c, branch, order, tier=0)) is not None
-                and (caps[c] is None or self.compute_step_us(c) <= caps[c])]
+                if (b := self.bounds.primary_bound(c, branch, order, tier=0)) is not None
+                and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c])]
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
@@ -332,8 +200,8 @@ class _Search:
                 self.timed_out = True
                 break
             if tier < 2:
-                fine = self.primary_bound(c, branch, order, tier=tier + 1)
-                if fine is not None and (caps[c] is None or self.lower_step_us(c, branch, tier == 1) <= caps[c]):
+                fine = self.bounds.primary_bound(c, branch, order, tier=tier + 1)
+                if fine is not None and (caps[c] is None or self.bounds.lower_step_us(c, branch, tier == 1) <= caps[c]):
                     heapq.heappush(heap, (fine, tier + 1, c, branch))
                 continue
             for i in range(k):
@@ -370,10 +238,6 @@ class _Search:
             else:
                 caps.append(worst[0])
         return min(caps) if caps else _UNBOUNDED
-
-
-def _huge() -> int:
-    return 2**63 - 1
 
 
 def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int) -> EngineResult:

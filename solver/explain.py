@@ -14,6 +14,7 @@ from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, shape_points
 from vramplan.solver.engine import TimeLimitReached
+from vramplan.solver.layouts import layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
 from vramplan.solver.space import SearchSpace, divisors
@@ -62,18 +63,13 @@ def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
                 total = max(_states_bytes(space.tables.rank_states(layout, zero, offload, n, precision, stage))
                             for stage in stages)
                 if best is None or total < best[0]:
-                    parallel = f", {_layout_words(layout)}" if layout.model_parallel * layout.ep > 1 else ""
+                    parallel = f", {layout_label(layout)}" if layout.model_parallel * layout.ep > 1 else ""
                     best = (total, f"ZeRO-{zero}, offload {offload}{parallel}, {n} GPU{'s' if n > 1 else ''}")
     return best if best is not None else (0, "")
 
 
 def _states_bytes(states) -> int:
     return states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
-
-
-def _layout_words(layout) -> str:
-    return " x ".join(f"{name} {value}" for name, value in (("TP", layout.tp), ("PP", layout.pp), ("CP", layout.cp),
-                                                            ("EP", layout.ep)) if value > 1)
 
 
 def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) -> Iterator[tuple[str, SolveQuery]]:

@@ -17,7 +17,7 @@ from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.fleet_model import build
+from vramplan.solver.fleet_build import build
 from vramplan.solver.fleet_types import (
     MINUTES_PER_HOUR,
     IntFleet,

@@ -46,6 +46,16 @@ class Layout(NamedTuple):
         return (self.model_parallel * self.ep, self.tp, self.pp, self.cp, self.ep, self.vpp, not self.sp)
 
 
+def layout_label(layout: Layout, dp: int | None = None) -> str:
+    """The layout in Megatron's terms, degrees of 1 left out: 'TP8+SP x PP16/v2 x CP2 x DP8 x EP4';
+    DP only when given (then always, 'DP64' for pure data parallelism)."""
+    parts = [f"TP{layout.tp}{'+SP' if layout.sp else ''}" if layout.tp > 1 else "",
+             f"PP{layout.pp}" + (f"/v{layout.vpp}" if layout.vpp > 1 else "") if layout.pp > 1 else "",
+             f"CP{layout.cp}" if layout.cp > 1 else "", f"DP{dp}" if dp is not None else "",
+             f"EP{layout.ep}" if layout.ep > 1 else ""]
+    return " x ".join(part for part in parts if part)
+
+
 def _powers(limit: int) -> list[int]:
     return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
 

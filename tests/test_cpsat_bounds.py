@@ -1,4 +1,4 @@
-"""The branch-and-bound's lower bounds (solver/cpsat_engine.py) never exceed a real point's step
+"""The branch-and-bound's lower bounds (solver/cpsat_bounds.py) never exceed a real point's step
 time: a bound above a point would prune it and return a worse plan as "optimal". Checked point by
 point against the brute-force enumeration of the same space, on seeded queries that span
 instances (data-parallel and pipeline traffic over the offering's network), and the property of
@@ -14,7 +14,7 @@ from vramplan.models.catalogue import load_catalogue
 from vramplan.models.performance import communication_bytes_per_step
 from vramplan.models.setup import Job, Plan
 from vramplan.solver.brute import feasible_points
-from vramplan.solver.cpsat_engine import _Search
+from vramplan.solver.cpsat_bounds import UnitBounds
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import build_space
 
@@ -46,16 +46,16 @@ def _query(seed: int) -> SolveQuery:
 @pytest.mark.parametrize("seed", range(12))
 def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
     space = build_space(CATALOGUE, _query(seed))
-    search = _Search(space, deadline=float("inf"))
+    bounds = UnitBounds(space)
     points = feasible_points(space)
     assert points, "the query should have plans"
     crossing = 0
     for choice, metrics in points:
         layout = space.layouts[choice.layout]
         branch = (layout.pp, layout.tp)
-        cheap = search.compute_step_us(choice.cluster)
-        timing = search.lower_step_us(choice.cluster, branch, memory=False)
-        refined = search.lower_step_us(choice.cluster, branch)
+        cheap = bounds.compute_step_us(choice.cluster)
+        timing = bounds.lower_step_us(choice.cluster, branch, memory=False)
+        refined = bounds.lower_step_us(choice.cluster, branch)
         assert cheap is not None and timing is not None and refined is not None
         assert cheap <= timing <= refined <= metrics.step_us, (choice, cheap, timing, refined, metrics.step_us)
         crossing += space.clusters[choice.cluster].num_gpus > space.clusters[choice.cluster].offering.num_gpus

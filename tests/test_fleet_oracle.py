@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from vramplan.solver import fleet_model
+from vramplan.solver import fleet_build, fleet_model
 from vramplan.solver.fleet_brute import brute_optimum
 from vramplan.solver.fleet_model import FleetSession
 from vramplan.solver.fleet_sgs import cheapen, left_shift, repair, valid
@@ -136,13 +136,13 @@ def test_the_energy_relaxation_never_costs_more_than_the_optimum() -> None:
         fleet = random_fleet(seed, "cost")
         penalty, cost, _ = brute_optimum(fleet)  # type: ignore[misc]
         none: list[int | None] = [None] * len(fleet.jobs)
-        slots = fleet_model._relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
+        slots = fleet_build.relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
         assert slots is not None, seed
         relaxed = sum(job.slots[c].cost_cents for job, c in zip(fleet.jobs, slots) if c is not None)
         assert relaxed <= cost, seed
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(fleet_model, "_add_energy_cuts", lambda *args: None)
-            loose = fleet_model._relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
+            patch.setattr(fleet_build, "add_energy_cuts", lambda *args: None)
+            loose = fleet_build.relaxed_assignment(fleet, penalty, 20.0, 1, 0, none, set(), set())
         bites += relaxed > sum(job.slots[c].cost_cents for job, c in zip(fleet.jobs, loose) if c is not None)
     assert bites > 0
 

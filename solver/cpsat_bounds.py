@@ -1,0 +1,165 @@
+"""Lower bounds of a cluster's step time and objective for the CP-SAT engine's branch-and-bound
+(solver/cpsat_engine.py), from the integer tables alone, in three tiers that never decrease:
+0 the least compute of the cluster's GPU and count, 1 the time terms (compute, model-parallel
+collectives, the smallest bubble and the least exposed data-parallel traffic), 2 the time terms
+of the first layout x precision x recompute whose leanest memory fits the GPU. Every bound is at
+most the step time of every point it covers (tests/test_cpsat_bounds.py checks it point by point
+against the brute-force enumeration), so pruning on it is exact.
+
+The values are kept by value in the family's UnitMemo (solver/space.py): queries of one model,
+job, global batch and pins share them whatever clusters they allow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vramplan.models.units import to_us
+from vramplan.solver.candidates import tail_us
+from vramplan.solver.layouts import Layout
+from vramplan.solver.space import SearchSpace
+
+Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
+
+
+def branch_of(layout: Layout) -> Branch:
+    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
+    tables small. CP-SAT's presolve of the table constraints grows faster than the tables: the
+    joint tp x pp model took 0.7-5 s per 512-GPU cluster, one per pp 0.03-0.3 s, and one per
+    (pp, tp) cut the mix's CPU by a third again (README, batch benchmark); each branch gets its
+    own bound, so the branch-and-bound still builds only the branches that can win."""
+    return layout.pp, layout.tp
+
+
+def huge() -> int:
+    """Larger than any step time or memory in the tables: 'nothing fits' in a min()."""
+    return 2**63 - 1
+
+
+@dataclass
+class UnitBounds:
+    """The bounds of one space's (cluster, branch) units."""
+
+    space: SearchSpace
+    least_compute_us: dict[int, int | None] = field(default_factory=dict)  # per cluster (compute_step_us)
+
+    def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
+        """A lower bound of the cluster's step time on a branch (None: nothing can fit);
+        memory=False skips the memory relaxation (cheaper, looser)."""
+        host = self.space.host_budget_mib_per_gpu[c] if memory else None
+        shape = self.space.clusters[c].shape
+        key = (self.space.unit_shape(shape), branch, host)
+        bounds = self.space.shared.lower_bounds  # the family's queries share the bounds
+        if key not in bounds:
+            bounds[key] = self._lower_step_us(shape, branch, host)
+        return bounds[key]
+
+    def _lower_step_us(self, shape: tuple, branch: Branch, host_mib: int | None) -> int | None:
+        """Relaxation: over the branch's layouts and the recompute x precision the GPU runs,
+        the least of compute + model-parallel collectives + the smallest bubble (the largest
+        accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
+        budget, only the layout x precision x recompute for which some ZeRO x offload within that
+        host RAM fits every checked pipeline rank with each rank's leanest activations and
+        buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
+        the first that fits."""
+        terms = self._time_terms(shape, branch)
+        if host_mib is None:
+            return terms[0][0] if terms else None
+        g, n = shape[0], shape[1]
+        limit = self.space.limit_mib[g]
+        for bound, l, p, r in terms:
+            if self._leanest(n, l, p, None, host_mib) <= limit and self._leanest(n, l, p, r, host_mib) <= limit:
+                return bound
+        return None
+
+    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
+        """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
+        branch, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
+        space = self.space
+        key = (space.unit_shape(shape), branch)
+        if key in space.shared.time_terms:
+            index = space.layout_index
+            return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
+        g, n, per_instance, network = shape
+        tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
+        terms = []
+        for l in space.cluster_layouts(shape):
+            layout = space.layouts[l]
+            if branch_of(layout) != branch:
+                continue
+            most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
+            for p, precision in enumerate(space.precisions):
+                if (g, p) not in space.valid_gpu_precision:
+                    continue
+                comm = self._least_comm_us(layout, count, precision, gpu, per_instance, network)
+                for r, recompute in enumerate(space.recomputes):
+                    compute_s = space.compute_s[g, n, r, p]
+                    compute = to_us(compute_s)
+                    bound = (compute + max(comm - compute, tail_us(comm, space.arch.num_layers))
+                             + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
+                                                       compute_s))
+                             + to_us(tables.bubble_s(layout, count, most_accum, compute_s)))
+                    terms.append((bound, l, p, r))
+        terms.sort()
+        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
+        return terms
+
+    def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
+        """The least data-parallel traffic time of any ZeRO stage: traffic grows with the
+        accumulation (models.performance.communication_bytes_per_step; tests/test_cpsat_bounds.py),
+        so a micro-batch of global batch / dp (accumulation 1) gives each stage's least; the two
+        phases' windows sum to the compute, so exposed >= max(traffic - compute, one layer's tail)."""
+        micro = self.space.global_batch * layout.model_parallel // n
+        zeros = sorted({z for z, _ in self.space.zero_offloads})
+        return min(sum(to_us(x) for x in self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance,
+                                                                   network))
+                   for zero in zeros)
+
+    def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:
+        """A lower bound of the most loaded checked rank's memory (MiB) for a count, layout,
+        precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
+        host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
+        buffers (none when r is None). Any plan's memory is at least this."""
+        space = self.space
+        key = (space.counts[n], space.layouts[l], p, r, host_mib)
+        leanest = space.shared.leanest_mib
+        if key not in leanest:
+            space.fill_count(n, [l])
+            dynamic = [0, 0, 0]
+            if r is not None:
+                dynamic = [min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j)
+                               for b in space.valid_batches[n, l]) for j in range(3)]
+            fitting = [max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(3))
+                       for zf in range(len(space.zero_offloads)) if space.host_mib_per_gpu[zf, n, p, l] <= host_mib]
+            leanest[key] = min(fitting) if fitting else huge()
+        return leanest[key]
+
+    def compute_step_us(self, c: int) -> int | None:
+        """A first, cheap lower bound of the cluster's step time: its least compute over the
+        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
+        Asked for every branch of every cluster, so kept per cluster."""
+        if c not in self.least_compute_us:
+            space = self.space
+            g, n, _, _ = space.clusters[c].shape
+            times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
+                     for r in range(len(space.recomputes))
+                     if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
+            self.least_compute_us[c] = to_us(min(times)) if times else None
+        return self.least_compute_us[c]
+
+    def primary_bound(self, c: int, branch: Branch, order: str, tier: int = 2) -> tuple[int, ...] | None:
+        """The objective's lower bound on a cluster's branch, by tier: 0 the least compute,
+        1 the time terms (lower_step_us without memory), 2 with the memory relaxation. Each tier
+        is at least the one before."""
+        if tier == 0:
+            lower = self.compute_step_us(c)
+        else:
+            lower = self.lower_step_us(c, branch, memory=tier == 2)
+        if lower is None:
+            return None
+        price = self.space.clusters[c].price_units
+        if order in ("cost", "pareto"):
+            return (price * lower,)
+        if order == "hourly":
+            return (price, lower)
+        return (lower,)
