@@ -41,7 +41,7 @@ class UnitBounds:
     """The bounds of one space's (cluster, branch) units."""
 
     space: SearchSpace
-    least_compute_us: dict[int, int | None] = field(default_factory=dict)  # per cluster (compute_step_us)
+    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # per (GPU, count) index
 
     def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
         """A lower bound of the cluster's step time on a branch (None: nothing can fit);
@@ -137,23 +137,24 @@ class UnitBounds:
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the
         recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
-        Asked for every branch of every cluster, so kept per cluster."""
-        if c not in self.least_compute_us:
+        The same for every cluster of one GPU and count: kept per (GPU, count)."""
+        g, n, _, _ = self.space.clusters[c].shape
+        if (g, n) not in self.least_compute_us:
             space = self.space
-            g, n, _, _ = space.clusters[c].shape
             times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
                      for r in range(len(space.recomputes))
                      if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
-            self.least_compute_us[c] = to_us(min(times)) if times else None
-        return self.least_compute_us[c]
+            self.least_compute_us[g, n] = to_us(min(times)) if times else None
+        return self.least_compute_us[g, n]
 
-    def primary_bound(self, c: int, branch: Branch, order: str, tier: int = 2) -> tuple[int, ...] | None:
-        """The objective's lower bound on a cluster's branch, by tier: 0 the least compute,
-        1 the time terms (lower_step_us without memory), 2 with the memory relaxation. Each tier
-        is at least the one before."""
+    def primary_bound(self, c: int, branch: Branch | None, order: str, tier: int = 2) -> tuple[int, ...] | None:
+        """The objective's lower bound on a cluster's branch, by tier: 0 the least compute (the
+        same on every branch: None will do), 1 the time terms (lower_step_us without memory), 2
+        with the memory relaxation. Each tier is at least the one before."""
         if tier == 0:
             lower = self.compute_step_us(c)
         else:
+            assert branch is not None, "tiers 1 and 2 are per branch"
             lower = self.lower_step_us(c, branch, memory=tier == 2)
         if lower is None:
             return None

@@ -187,9 +187,11 @@ class _Search:
         caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
-        heap = [(b, 0, c, branch) for c in range(len(space.clusters)) for branch in self.branches(c)
-                if (b := self.bounds.primary_bound(c, branch, order, tier=0)) is not None
-                and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c])]
+        heap = []
+        for c in range(len(space.clusters)):  # tier 0 is the same on every branch of a cluster
+            bound = self.bounds.primary_bound(c, None, order, tier=0)
+            if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]):
+                heap += [(bound, 0, c, branch) for branch in self.branches(c)]
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
