@@ -21,7 +21,7 @@ from vramplan.cli import COMMANDS, main
 # declares its options from plain constants (models/choices.py, solver/choices.py, batch/formats.py)
 # and imports pydantic, the models, the solver and the sheet machinery when it runs: pydantic alone
 # is ~60 ms, the models ~150 ms, the batch rows and journal ~300 ms (bench/help_bench.py).
-HEAVY = ("ortools", "pandas", "rich", "pydantic", "vramplan.models.setup", "vramplan.solver.query",
+HEAVY = ("ortools", "pandas", "rich", "matplotlib", "pydantic", "vramplan.models.setup", "vramplan.solver.query",
          "vramplan.batch.rows")
 CHEAP_HELP = ["estimate", "solve", "batch", "fleet", "gpus", "models", "offerings", "stacks"]
 
