@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from itertools import groupby, product
+from itertools import combinations, groupby, product
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
@@ -16,7 +16,7 @@ from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, s
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.layouts import layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
-from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions
+from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions, restrictions_of
 from vramplan.solver.space import SearchSpace, divisors
 from vramplan.solver.tables import stage_slots
 
@@ -70,6 +70,29 @@ def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
 
 def _states_bytes(states) -> int:
     return states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
+
+
+MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 full solves
+
+
+def smallest_conflict(query: SolveQuery, solve_one: Solver, known_feasible: list[str] | None = None) -> list[str] | None:
+    """The fewest of the query's restrictions that alone leave nothing to fit, by full solves of
+    the relaxed query with each subset put back, smallest first (putting a restriction back only
+    shrinks the space, so the first infeasible subset is a smallest conflict; [] when nothing fits
+    even without restrictions). Used when the conflict model, which sees only the least parallel
+    layouts, named a set the full space can meet (`known_feasible`: it and its subsets are not
+    solved again); None with more than MAX_CONFLICT_SEARCH_RESTRICTIONS restrictions."""
+    labels = sorted(r.label for r in restrictions_of(query))
+    if len(labels) > MAX_CONFLICT_SEARCH_RESTRICTIONS:
+        return None
+    skip = set(known_feasible) if known_feasible is not None else None
+    for size in range(len(labels)):
+        for subset in combinations(labels, size):
+            if skip is not None and set(subset) <= skip:
+                continue
+            if solve_one(only_restrictions(query, list(subset))) is None:
+                return list(subset)
+    return labels  # only all of them together: the user's query, known to be infeasible
 
 
 def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) -> Iterator[tuple[str, SolveQuery]]:
@@ -133,7 +156,9 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     try:
         conflicts = conflicting_restrictions(catalogue, query, space, deadline) if space.clusters else None
         if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
-            conflicts = None  # found on the least parallel layouts; the full space has a plan without the rest
+            # Found on the least parallel layouts only: the full space has a plan under these
+            # restrictions (model parallelism), so ask the full space which ones conflict.
+            conflicts = smallest_conflict(query, solve_one, known_feasible=conflicts)
     except TimeLimitReached:
         conflicts = None  # not confirmed on the full space in time
     states_bytes, how = leanest_model_states(space)

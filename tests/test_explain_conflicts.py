@@ -1,0 +1,76 @@
+"""Conflicting restrictions when the conflict model's answer needs model parallelism.
+
+The conflict model (solver/restrictions.py) enumerates the least parallel layouts only, so for a
+model that fits only with TP x PP it can name a restriction the full space meets: Llama 3.1 70B
+at 8k on RTX 4090s alone "conflicts" on data parallelism, yet 64 of them fit with TP 4 x PP 8.
+The explanation then asks the full space (explain.smallest_conflict): the real conflict is the
+GPU type together with the GPU limit. Before, it reported no conflict at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from vramplan.models.catalogue import load_catalogue
+from vramplan.models.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.explain import smallest_conflict
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.restrictions import only_restrictions, restrictions_of
+
+CATALOGUE = load_catalogue()
+GPU, LIMIT = "--gpu rtx4090-24gb", "--max-gpus 4"
+QUERY = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), gpus=("rtx4090-24gb",), max_gpus=4)
+
+
+def test_the_conflict_of_a_model_parallel_job_is_found_on_the_full_space() -> None:
+    result = solve(CATALOGUE, QUERY)
+    assert result.status == "infeasible"
+    assert result.explanation.conflicting_restrictions == [GPU, LIMIT]
+    assert f"conflicting restrictions: {GPU}, {LIMIT}" in result.explanation.summary
+    # Each alone leaves plans (the GPU type with TP x PP on more of them; four bigger GPUs), so the
+    # set is the smallest: neither restriction is the conflict by itself.
+    alone = {label: solve(CATALOGUE, only_restrictions(QUERY, [label])) for label in (GPU, LIMIT)}
+    assert {label: r.status for label, r in alone.items()} == {GPU: "optimal", LIMIT: "optimal"}
+    plan = alone[GPU].plans[0].plan
+    assert plan.gpu == "rtx4090-24gb" and plan.tp * plan.pp > 1
+
+
+def _fake_solver(conflict: set[str], calls: list[frozenset[str]]):
+    """A solve_one whose query is infeasible exactly when it keeps every label of `conflict`."""
+    def solve_one(query: SolveQuery):
+        kept = frozenset(r.label for r in restrictions_of(query))
+        calls.append(kept)
+        return None if conflict <= kept else object()
+    return solve_one
+
+
+THREE = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("l40s-48gb",), max_gpus=8,
+                   pins={"zero": 1, "offload": "none"})
+
+
+@pytest.mark.parametrize(("conflict", "expected"), [
+    ({"--max-gpus 8", "--zero 1"}, ["--max-gpus 8", "--zero 1"]),
+    ({"--offload none"}, ["--offload none"]),
+    (set(), []),
+])
+def test_smallest_conflict_is_the_first_infeasible_subset_smallest_first(conflict, expected) -> None:
+    query = THREE
+    assert len(restrictions_of(query)) == 4  # gpu, max-gpus, zero, offload: over the limit of 3
+    assert smallest_conflict(query, _fake_solver(conflict, [])) is None
+    three = query.model_copy(update={"gpus": ()})
+    labels = sorted(r.label for r in restrictions_of(three))
+    assert labels == ["--max-gpus 8", "--offload none", "--zero 1"]
+    calls: list[frozenset[str]] = []
+    assert smallest_conflict(three, _fake_solver(conflict, calls)) == expected
+    assert all(len(a) <= len(b) for a, b in zip(calls, calls[1:]))  # smallest subsets first
+
+
+def test_smallest_conflict_skips_what_is_known_to_fit_and_falls_back_to_all() -> None:
+    three = THREE.model_copy(update={"gpus": ()})
+    labels = sorted(r.label for r in restrictions_of(three))
+    calls: list[frozenset[str]] = []
+    # Only all three together conflict; {max-gpus, zero} is known to fit, so it and its subsets
+    # are not solved again: 8 subsets of three labels less the 4 it covers, less the full set.
+    found = smallest_conflict(three, _fake_solver(set(labels), calls), ["--max-gpus 8", "--zero 1"])
+    assert found == labels
+    assert len(calls) == 3 and frozenset({"--max-gpus 8", "--zero 1"}) not in calls and frozenset() not in calls
