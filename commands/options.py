@@ -25,7 +25,7 @@ from vramplan.models.choices import (
     SELECTIVES,
     STACKS,
 )
-from vramplan.models.errors import VramplanError
+from vramplan.models.errors import VramplanError, from_validation_error
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -142,8 +142,6 @@ ZERO_CHOICE = click.Choice(["0", "1", "2", "3"])
 
 def validation_error(error: ValidationError) -> VramplanError:
     """The first pydantic error as a one-line VramplanError naming the field and value."""
-    from vramplan.models.errors import from_validation_error
-
     return from_validation_error(error)
 
 
