@@ -126,6 +126,28 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
 def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True) -> InnerMetrics | None:
     """Memory (the most loaded checked rank) and integer step time of inner decisions on a shape;
     None if invalid or (with memory=True) over the GPU's limit."""
+    metrics = _memory_metrics(space, shape, inner, memory)
+    if metrics is None:
+        return None
+    g, n, _, _ = shape
+    zf, r, p, b, l = inner
+    t = space.step_tables(shape, [l])
+    zero = space.zero_offloads[zf][0]
+    compute = space.compute_s[g, n, r, p]
+    comm = tuple(to_us(x) for x in t.comm_s[zero, b, p, l])
+    exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
+    step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
+    return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
+
+
+def memory_metrics(space: SearchSpace, shape: tuple, inner: Inner) -> InnerMetrics | None:
+    """inner_metrics without the step time (step_us 0): memory and host RAM only, for whoever
+    reads nothing else (the conflict model of a query without budget or deadline); None if
+    invalid or over the GPU's limit."""
+    return _memory_metrics(space, shape, inner, True)
+
+
+def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:
     g, n, per_instance, _ = shape
     zf, r, p, b, l = inner
     if (g, p) not in space.valid_gpu_precision or space.layouts[l].tp > min(per_instance, MAX_TP):
@@ -138,13 +160,7 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     if memory and total > space.limit_mib[g]:
         return None
     static = space.static_mib[zf, n, p, l, j] + space.buffer_mib[b, p, l]
-    t = space.step_tables(shape, [l])
-    zero = space.zero_offloads[zf][0]
-    compute = space.compute_s[g, n, r, p]
-    comm = tuple(to_us(x) for x in t.comm_s[zero, b, p, l])
-    exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
-    step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
-    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], step)
+    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], 0)
 
 
 # A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
@@ -260,29 +276,33 @@ def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]
     return memory_peaks(space, g, n, min(per_instance, MAX_TP))
 
 
-def shape_table(space: SearchSpace) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
+def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
-    restriction model reads it; the engines do not). Memory comes from memory_peaks, so only
-    what fits gets a step time. Kept by value in the space's UnitMemo: a shape's table depends on
-    nothing else, and the relaxed spaces of a batch's infeasible rows (solver/restrictions.py)
-    share their shapes."""
+    restriction model reads it; the engines do not); timed=False leaves the step times out
+    (step_us 0, least inner tie first), for a model that reads only memory and host RAM. Memory
+    comes from memory_peaks, so only what fits gets a step time. Kept by value in the space's
+    UnitMemo: a shape's table depends on nothing else, and the relaxed spaces of a batch's
+    infeasible rows (solver/restrictions.py) share their shapes."""
     table = {}
     for shape in sorted({c.shape for c in space.clusters}):
-        key = space.unit_shape(shape)
+        key = (space.unit_shape(shape), timed)
         if key not in space.shared.fitting:
-            space.shared.fitting[key] = (space.layouts, _fitting(space, shape))
+            space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed))
         layouts, fitting = space.shared.fitting[key]
-        table[shape] = [(space.renumber(inner, layouts), metrics) for inner, metrics in fitting]
+        if layouts == space.layouts:  # numbered alike (read only: callers sort copies)
+            table[shape] = fitting
+        else:
+            table[shape] = [(space.renumber(inner, layouts), metrics) for inner, metrics in fitting]
     return table
 
 
-def _fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, InnerMetrics]]:
+def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
     limit = space.limit_mib[shape[0]]
     fitting = []
     for peak, inner in shape_points(space, shape):
         if peak > limit:
             break
-        metrics = inner_metrics(space, shape, inner)
+        metrics = inner_metrics(space, shape, inner) if timed else memory_metrics(space, shape, inner)
         if metrics is not None:
             fitting.append((inner, metrics))
     fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))

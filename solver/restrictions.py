@@ -154,7 +154,8 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
             if not _cluster_allowed(relaxed, c, label, query):
                 model.add_bool_or([a.Not(), lit.Not()])
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
-    for shape, all_fitting in shape_table(relaxed).items():
+    timed = step_bound_us is not None or budget is not None  # else no clause reads a step time
+    for shape, all_fitting in shape_table(relaxed, timed).items():
         time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, query, all_fitting)

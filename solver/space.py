@@ -85,7 +85,7 @@ class UnitMemo:
     leanest_mib: dict[tuple, int] = field(default_factory=dict)
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
-    fitting: dict[tuple, tuple] = field(default_factory=dict)  # shape -> (layouts its points index, shape_table's points)
+    fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
 
 
 @dataclass

@@ -74,3 +74,23 @@ def test_smallest_conflict_skips_what_is_known_to_fit_and_falls_back_to_all() ->
     found = smallest_conflict(three, _fake_solver(set(labels), calls), ["--max-gpus 8", "--zero 1"])
     assert found == labels
     assert len(calls) == 3 and frozenset({"--max-gpus 8", "--zero 1"}) not in calls and frozenset() not in calls
+
+
+@pytest.mark.parametrize("query", [
+    QUERY,
+    SolveQuery(model="mixtral-8x7b", job=Job(seq_len=4096), gpus=("a100-sxm-40gb",), max_gpus=8, pins={"offload": "none"}),
+])
+def test_untimed_shape_tables_hold_the_same_points_without_step_times(query: SolveQuery) -> None:
+    """Without a budget or deadline the conflict model reads only memory and host RAM, so its
+    shape tables skip the step times (candidates.shape_table(timed=False)): the same fitting
+    points with the same memory and host RAM per shape, step_us 0."""
+    from vramplan.solver.candidates import shape_table
+    from vramplan.solver.restrictions import relaxed_query
+    from vramplan.solver.space import build_space
+
+    relaxed = build_space(CATALOGUE, relaxed_query(query))
+    timed, untimed = shape_table(relaxed, True), shape_table(relaxed, False)
+    assert timed.keys() == untimed.keys() and sum(map(len, timed.values())) > 0
+    for shape in timed:
+        assert {inner: m._replace(step_us=0) for inner, m in timed[shape]} == dict(untimed[shape])
+        assert all(m.step_us == 0 for _, m in untimed[shape]) and all(m.step_us > 0 for _, m in timed[shape])
