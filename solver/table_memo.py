@@ -54,13 +54,15 @@ class TableMemo:
         self._results: OrderedDict[tuple, Any] = OrderedDict()  # small results by what determines them
         self._units: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # family key -> (catalogue, UnitMemo)
         self._states: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but seq_len) -> states
+        self._times: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but optimizer, batch) -> times
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
         """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
         key = (id(catalogue), model, job.model_dump_json(), global_batch)
         entry = self._jobs.get(key)
         if entry is None or entry[0] is not catalogue or not entry[1].matches(arch, job, global_batch):
-            tables = Tables(arch, job, global_batch, states_memo=self._states_of(catalogue, model, job))
+            tables = Tables(arch, job, global_batch, states_memo=self._states_of(catalogue, model, job),
+                            time_memo=self._time_of(catalogue, model, job, global_batch))
             entry = (catalogue, tables)  # id() reused by a new catalogue
             self._jobs[key] = entry
             if len(self._jobs) > self.max_jobs:
@@ -81,6 +83,19 @@ class TableMemo:
                 self._states.popitem(last=False)
         else:
             self._states.move_to_end(key)
+        return entry[1]
+
+    def _time_of(self, catalogue: object, model: str, job: Any, global_batch: int) -> dict:
+        """The time-side values (solver/tables.py time_memo) shared by the jobs of one model and
+        global batch that differ only in the optimizer."""
+        key = (id(catalogue), model, job.model_dump_json(exclude={"optimizer"}), global_batch)
+        entry = self._times.get(key)
+        if entry is None or entry[0] is not catalogue:
+            entry = self._times[key] = (catalogue, {})
+            if len(self._times) > self.max_jobs:
+                self._times.popitem(last=False)
+        else:
+            self._times.move_to_end(key)
         return entry[1]
 
     def space(self, catalogue: object, query: Any) -> Any | None:

@@ -117,6 +117,11 @@ class Tables:
     # the sequence length and so in the global batch: model states read neither (nor the
     # accumulation; tests/test_table_memo_states.py). None: this Tables' own memo.
     states_memo: dict[tuple, ModelStates] | None = None
+    # The time-side terms' values (compute, data-parallel traffic, TP/PP/CP/EP time, bubble, the
+    # forward's share), shared by the Tables of jobs that differ only in the optimizer: none of
+    # those models/ functions reads it (the explanation's 8-bit mitigation re-solves the same job
+    # with another optimizer). None: this Tables' own memo.
+    time_memo: dict[tuple, object] | None = None
 
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
@@ -127,6 +132,25 @@ class Tables:
         except KeyError:
             self.evaluations += cost
             value = self._memo[key] = compute()
+            return value
+
+    def _time_get(self, key: tuple, compute, cost: int = 1):
+        """_get in the time-side memo (time_memo when shared)."""
+        memo = self._memo if self.time_memo is None else self.time_memo
+        try:
+            return memo[key]
+        except KeyError:
+            self.evaluations += cost
+            value = memo[key] = compute()
+            return value
+
+    def _time_called(self, key: tuple, compute):
+        """_called in the time-side memo (time_memo when shared)."""
+        memo = self._memo if self.time_memo is None else self.time_memo
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute()
             return value
 
     def _called(self, key: tuple, compute):
@@ -203,7 +227,7 @@ class Tables:
         """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count."""
         def compute() -> float:
             return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
-        return self._get(("compute", gpu.name, n, recompute, precision), compute)
+        return self._time_get(("compute", gpu.name, n, recompute, precision), compute)
 
     def comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
                network_gb_per_s: float) -> tuple[float, float]:
@@ -211,7 +235,7 @@ class Tables:
         group spans more. The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group,
         the ZeRO stage, the precision and, from ZeRO-2 on, the accumulation; ZeRO-3's per-layer
         collectives pay the group's ring latency (models.performance.dp_traffic)."""
-        return self._called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
+        return self._time_called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
                             lambda: self._comm_s(layout, zero, n, micro, precision, gpu, per_instance, network_gb_per_s))
 
     def _comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
@@ -219,16 +243,16 @@ class Tables:
         plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if zero >= 2 else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
-        traffic = self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan))
+        traffic = self._time_get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan))
         crossing = crosses_nodes(dp_group_span(plan), per_instance)
-        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
+        return self._time_get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
                          lambda: dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s,
                                                   dp_ring_latency_s(plan, per_instance)))
 
     def forward_share(self, recompute: RecomputeChoice) -> float:
         """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
         plan = self._plan(Layout(), 1, 0, "none", recompute, "bf16", 1)
-        return self._get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share)
+        return self._time_get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share)
 
     def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
         """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
@@ -254,16 +278,16 @@ class Tables:
                     + pp_p2p_s(self.arch, self.job, plan, gpu, n > per_instance, network_gb_per_s)
                     + cp_exposed_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s, compute_s)
                     + ep_time_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s))
-        return self._get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
+        return self._time_get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
                          compute, 4)
 
     def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
-        return self._called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s))
+        return self._time_called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s))
 
     def _bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", micro)
-        return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
+        return self._time_get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
 
     def _replica_plan(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> Plan:
         """One micro-batch of global batch / dp sequences: what per-step totals depend on."""

@@ -44,3 +44,41 @@ def test_answers_with_shared_states_are_those_without() -> None:
     alone = [solve(CATALOGUE, q) for q in queries]
     assert [r.plans for r in shared] == [r.plans for r in alone]
     assert len(memo._states) == 1
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b"])
+def test_time_terms_read_no_optimizer(model: str) -> None:
+    """The time-side terms the Tables of jobs that differ only in the optimizer share
+    (solver/tables.py time_memo): compute, data-parallel traffic and its phase times, TP/PP/CP/EP
+    time, the bubble and the forward's share read no optimizer. Checked on the models/ functions
+    for each optimizer, so a change that starts reading it fails here rather than in the answers."""
+    from vramplan.models.flops import plan_flops_per_token
+    from vramplan.models.parallel_time import cp_exposed_s, ep_time_s, pp_bubble_s, pp_p2p_s, tp_time_s
+    from vramplan.models.performance import compute_time_s, dp_traffic
+
+    arch, gpu = CATALOGUE.architecture(model), CATALOGUE.gpu("h100-sxm-80gb")
+    for zero, (tp, pp, cp, ep), recompute in product([0, 2, 3], [(1, 1, 1, 1), (2, 2, 1, 2), (2, 1, 2, 1)],
+                                                     ["none", "full"]):
+        plan = Plan(gpu="-", num_gpus=32, zero=zero, tp=tp, pp=pp, cp=cp, ep=ep, recompute=recompute, grad_accum=4,
+                    sequence_parallel=tp > 1)
+        seen = set()
+        for optimizer in ("adamw", "adamw-8bit", "sgd", "adamw-8bit-paged"):
+            job = Job(seq_len=4096, optimizer=optimizer)
+            seen.add((compute_time_s(arch, job, plan, gpu), dp_traffic(arch, job, plan),
+                      tp_time_s(arch, job, plan, gpu, 1.0), pp_p2p_s(arch, job, plan, gpu, True, 50.0),
+                      cp_exposed_s(arch, job, plan, gpu, 8, 50.0, 1.0), ep_time_s(arch, job, plan, gpu, 8, 50.0),
+                      pp_bubble_s(plan, 1.0), plan_flops_per_token(arch, job, plan).forward_share))
+        assert len(seen) == 1, (zero, tp, pp, cp, ep, recompute)
+
+
+def test_answers_with_shared_time_terms_are_those_without() -> None:
+    """The explanation's 8-bit mitigation after the AdamW solve: one time memo, the same answers."""
+    queries = [SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096, optimizer=optimizer), tokens=1e9, max_gpus=16)
+               for optimizer in ("adamw", "adamw-8bit")]
+    memo = TableMemo()
+    shared = [solve(CATALOGUE, q, tables=memo) for q in queries]
+    alone = [solve(CATALOGUE, q) for q in queries]
+    assert [r.plans for r in shared] == [r.plans for r in alone]
+    assert len(memo._times) == 1 and len(memo._jobs) == 2
+    # The second job found the first one's time terms: fewer models/ evaluations than alone.
+    assert shared[1].search.evaluations < alone[1].search.evaluations
