@@ -76,27 +76,13 @@ class TableMemo:
         length (the batch benchmark's mix has five lengths per model and method; its jobs are
         sorted by model and job, so one worker meets them in a row)."""
         key = (id(catalogue), model, job.model_copy(update={"seq_len": STATES_SEQ_LEN}).model_dump_json())
-        entry = self._states.get(key)
-        if entry is None or entry[0] is not catalogue:
-            entry = self._states[key] = (catalogue, {})
-            if len(self._states) > self.max_jobs:
-                self._states.popitem(last=False)
-        else:
-            self._states.move_to_end(key)
-        return entry[1]
+        return _kept(self._states, key, catalogue, dict, self.max_jobs)
 
     def _time_of(self, catalogue: object, model: str, job: Any, global_batch: int) -> dict:
         """The time-side values (solver/tables.py time_memo) shared by the jobs of one model and
         global batch that differ only in the optimizer."""
         key = (id(catalogue), model, job.model_dump_json(exclude={"optimizer"}), global_batch)
-        entry = self._times.get(key)
-        if entry is None or entry[0] is not catalogue:
-            entry = self._times[key] = (catalogue, {})
-            if len(self._times) > self.max_jobs:
-                self._times.popitem(last=False)
-        else:
-            self._times.move_to_end(key)
-        return entry[1]
+        return _kept(self._times, key, catalogue, dict, self.max_jobs)
 
     def space(self, catalogue: object, query: Any) -> Any | None:
         """A kept space of a query that differs from this one only in NOT_IN_SPACE, bound to it."""
@@ -114,15 +100,7 @@ class TableMemo:
 
     def units(self, catalogue: object, query: Any, make: Callable[[], T]) -> T:
         """The UnitMemo (solver/space.py) of the query's family, made on first use."""
-        key = (id(catalogue), _family_key(query))
-        entry = self._units.get(key)
-        if entry is None or entry[0] is not catalogue:
-            entry = self._units[key] = (catalogue, make())
-            if len(self._units) > MAX_UNIT_MEMOS:
-                self._units.popitem(last=False)
-        else:
-            self._units.move_to_end(key)
-        return entry[1]
+        return _kept(self._units, (id(catalogue), _family_key(query)), catalogue, make, MAX_UNIT_MEMOS)
 
     def result(self, catalogue: object, key: tuple, compute: Callable[[], T]) -> T:
         """compute(), once per key (and catalogue); the last MAX_RESULTS kept."""
@@ -136,6 +114,19 @@ class TableMemo:
         if len(self._results) > MAX_RESULTS:
             self._results.popitem(last=False)
         return value
+
+
+def _kept(store: OrderedDict, key: tuple, catalogue: object, make: Callable[[], T], most: int) -> T:
+    """store[key]'s value, made on first use (or when id(catalogue) was reused by a new
+    catalogue), most recently used last; beyond `most` entries the least recent is dropped."""
+    entry = store.get(key)
+    if entry is None or entry[0] is not catalogue:
+        entry = store[key] = (catalogue, make())
+        if len(store) > most:
+            store.popitem(last=False)
+    else:
+        store.move_to_end(key)
+    return entry[1]
 
 
 def _space_key(query: Any) -> str:

@@ -126,17 +126,14 @@ class Tables:
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
 
-    def _get(self, key: tuple, compute, cost: int = 1):
-        try:
-            return self._memo[key]
-        except KeyError:
-            self.evaluations += cost
-            value = self._memo[key] = compute()
-            return value
+    def __post_init__(self) -> None:
+        # Not shared: both kinds of value live in this Tables' own memo (their keys differ).
+        self.states_memo = self._memo if self.states_memo is None else self.states_memo
+        self.time_memo = self._memo if self.time_memo is None else self.time_memo
 
-    def _time_get(self, key: tuple, compute, cost: int = 1):
-        """_get in the time-side memo (time_memo when shared)."""
-        memo = self._memo if self.time_memo is None else self.time_memo
+    def _get(self, key: tuple, compute, cost: int = 1, memo: dict | None = None):
+        """A models/ value, computed once per key in `memo` (default: this Tables' own)."""
+        memo = self._memo if memo is None else memo
         try:
             return memo[key]
         except KeyError:
@@ -144,23 +141,15 @@ class Tables:
             value = memo[key] = compute()
             return value
 
-    def _time_called(self, key: tuple, compute):
-        """_called in the time-side memo (time_memo when shared)."""
-        memo = self._memo if self.time_memo is None else self.time_memo
-        try:
-            return memo[key]
-        except KeyError:
-            value = memo[key] = compute()
-            return value
-
-    def _called(self, key: tuple, compute):
+    def _called(self, key: tuple, compute, memo: dict | None = None):
         """A method's value by its arguments: the terms' own keys need a Plan (zero_group,
         grad_accum) built first, which costs ten times a dict lookup, and the integer tables ask
         the same arguments again for every shape and space of the job. Not an evaluation."""
+        memo = self._memo if memo is None else memo
         try:
-            return self._memo[key]
+            return memo[key]
         except KeyError:
-            value = self._memo[key] = compute()
+            value = memo[key] = compute()
             return value
 
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
@@ -184,14 +173,7 @@ class Tables:
         """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         key = ("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload, precision, stage)
-        if self.states_memo is None:
-            return self._get(key, lambda: model_states(self.arch, self.job, plan, stage))
-        try:
-            return self.states_memo[key]
-        except KeyError:
-            self.evaluations += 1
-            value = self.states_memo[key] = model_states(self.arch, self.job, plan, stage)
-            return value
+        return self._get(key, lambda: model_states(self.arch, self.job, plan, stage), memo=self.states_memo)
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)
@@ -227,7 +209,7 @@ class Tables:
         """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count."""
         def compute() -> float:
             return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
-        return self._time_get(("compute", gpu.name, n, recompute, precision), compute)
+        return self._get(("compute", gpu.name, n, recompute, precision), compute, memo=self.time_memo)
 
     def comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
                network_gb_per_s: float) -> tuple[float, float]:
@@ -235,24 +217,26 @@ class Tables:
         group spans more. The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group,
         the ZeRO stage, the precision and, from ZeRO-2 on, the accumulation; ZeRO-3's per-layer
         collectives pay the group's ring latency (models.performance.dp_traffic)."""
-        return self._time_called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
-                            lambda: self._comm_s(layout, zero, n, micro, precision, gpu, per_instance, network_gb_per_s))
+        return self._called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
+                            lambda: self._comm_s(layout, zero, n, micro, precision, gpu, per_instance, network_gb_per_s),
+                            memo=self.time_memo)
 
     def _comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
                 network_gb_per_s: float) -> tuple[float, float]:
         plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if zero >= 2 else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
-        traffic = self._time_get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan))
+        traffic = self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan), memo=self.time_memo)
         crossing = crosses_nodes(dp_group_span(plan), per_instance)
-        return self._time_get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
+        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
                          lambda: dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s,
-                                                  dp_ring_latency_s(plan, per_instance)))
+                                                  dp_ring_latency_s(plan, per_instance)), memo=self.time_memo)
 
     def forward_share(self, recompute: RecomputeChoice) -> float:
         """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
         plan = self._plan(Layout(), 1, 0, "none", recompute, "bf16", 1)
-        return self._time_get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share)
+        return self._get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share,
+                         memo=self.time_memo)
 
     def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
         """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
@@ -278,16 +262,18 @@ class Tables:
                     + pp_p2p_s(self.arch, self.job, plan, gpu, n > per_instance, network_gb_per_s)
                     + cp_exposed_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s, compute_s)
                     + ep_time_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s))
-        return self._time_get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
-                         compute, 4)
+        return self._get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
+                         compute, 4, memo=self.time_memo)
 
     def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
-        return self._time_called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s))
+        return self._called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s),
+                            memo=self.time_memo)
 
     def _bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
         plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", micro)
-        return self._time_get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s))
+        return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s),
+                         memo=self.time_memo)
 
     def _replica_plan(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> Plan:
         """One micro-batch of global batch / dp sequences: what per-step totals depend on."""
