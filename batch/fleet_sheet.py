@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from vramplan.batch.rows import check_columns, is_empty, parse_row
 from vramplan.batch.sheet import read_table
-from vramplan.models.numbers import parse_count
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError, closest_names, from_validation_error
+from vramplan.models.numbers import parse_count
 from vramplan.solver.fleet_inputs import FleetJob, Pool, PoolWindow
 from vramplan.solver.query_fields import split_list
 

@@ -31,6 +31,11 @@ def branch_of(layout: Layout) -> Branch:
     return layout.pp, layout.tp
 
 
+def branch_layouts(space: SearchSpace, shape: tuple, branch: Branch) -> list[int]:
+    """The layouts of a cluster shape on one branch (what one unit's bound and CP-SAT model cover)."""
+    return [l for l in space.cluster_layouts(shape) if branch_of(space.layouts[l]) == branch]
+
+
 def huge() -> int:
     """Larger than any step time or memory in the tables: 'nothing fits' in a min()."""
     return 2**63 - 1
@@ -83,10 +88,8 @@ class UnitBounds:
         g, n, per_instance, network = shape
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
-        for l in space.cluster_layouts(shape):
+        for l in branch_layouts(space, shape, branch):
             layout = space.layouts[l]
-            if branch_of(layout) != branch:
-                continue
             most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
             for p, precision in enumerate(space.precisions):
                 if (g, p) not in space.valid_gpu_precision:

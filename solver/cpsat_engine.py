@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us
-from vramplan.solver.cpsat_bounds import Branch, UnitBounds, branch_of, huge
+from vramplan.solver.cpsat_bounds import Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
 from vramplan.solver.space import SearchSpace
@@ -68,7 +68,7 @@ class _Search:
                    tuple(exclusions))
         if key not in self.models:
             space = self.space
-            layouts = [l for l in space.cluster_layouts(space.clusters[c].shape) if branch_of(space.layouts[l]) == branch]
+            layouts = branch_layouts(space, space.clusters[c].shape, branch)
             self.models[key] = build_cluster_model(space, c, step_cap_us(space, c), exclusions, layouts)
             self.stats.models_built += self.models[key] is not None
         return self.models[key]
