@@ -70,7 +70,7 @@ class Cluster:
 class UnitMemo:
     """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
     (pp, tp) branch): step-time lower bounds per (shape, branch, host budget), their sorted terms
-    per (shape, branch), least memory per (count, layout, precision, recompute, host budget), the
+    per (shape, branch), least memory per (count, layout, precision, recompute) by host budget, the
     CP-SAT models with the points they found per (shape, branch, host budget, exclusions), and the
     explanations' fitting points per shape.
 
@@ -82,7 +82,7 @@ class UnitMemo:
     all of them (their domains follow from the job, the global batch and the pins)."""
 
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
-    leanest_mib: dict[tuple, int] = field(default_factory=dict)
+    leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
     fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
