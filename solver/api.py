@@ -9,7 +9,7 @@ from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
-from vramplan.solver.cpsat_engine import solve_cpsat
+from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
 from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, time_left_s
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
@@ -42,15 +42,37 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, de
     miss = closest_miss(space, deadline)
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
+    def bounded(changed: SolveQuery) -> SolveQuery:
+        return changed.model_copy(update={"top_k": 1, "pareto": False,
+                                          "time_limit_s": time_left_s(changed.time_limit_s, deadline)})
+
     def solve_one(changed: SolveQuery):
-        update = {"top_k": 1, "pareto": False, "time_limit_s": time_left_s(changed.time_limit_s, deadline)}
         try:
-            result = solve(catalogue, changed.model_copy(update=update), explain_infeasible=False)
+            result = solve(catalogue, bounded(changed), explain_infeasible=False)
         except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)
             return None
         return result.plans[0] if result.plans else None
 
-    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, deadline)
+    def fits(changed: SolveQuery) -> bool:
+        try:
+            return plan_exists(catalogue, bounded(changed))
+        except VramplanError:
+            return False
+
+    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, deadline, fits)
+
+
+def plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
+    """Whether any plan of the query's space fits (within --time-limit), without searching for
+    the best: the first point the CP-SAT engine meets, re-checked in exact bytes like any plan
+    (the brute-force engine answers by its full enumeration)."""
+    space = build_space(catalogue, query)
+    if query.engine == "cpsat":
+        choice = find_cpsat(space)
+    else:
+        choices = run_engine(space).choices
+        choice = choices[0] if choices else None
+    return choice is not None and verified_plan(space, choice) is not None
 
 
 def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,

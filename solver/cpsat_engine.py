@@ -256,6 +256,34 @@ def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
     return result
 
 
+def find_cpsat(space: SearchSpace) -> Choice | None:
+    """Any point of the space (None: none, or none found within --time-limit): what the
+    explanation's yes/no questions need (does this relaxed query fit?). The order is free when
+    nothing is optimised, so the units most likely to hold a point come first: the largest GPU
+    memory, then the most GPUs (ZeRO and model parallelism shard more). A unit is skipped on its
+    bounds when it cannot fit (memory, or the deadline's and budget's step cap) and its CP-SAT
+    model asked for one point otherwise; an infeasible space is exhausted as by solve_cpsat."""
+    search = _Search(space, time.monotonic() + space.query.time_limit_s)
+    by_room = sorted(range(len(space.clusters)),
+                     key=lambda c: (-space.limit_mib[space.clusters[c].gpu_index], -space.clusters[c].num_gpus, c))
+    for c in by_room:
+        cap = step_cap_us(space, c)
+        for branch in search.branches(c):
+            if time.monotonic() > search.deadline:
+                return None
+            lower = search.bounds.lower_step_us(c, branch)
+            if lower is None or (cap is not None and lower > cap):
+                continue
+            found = search.point((c, branch), 0, None)
+            if found is not None:
+                choice = Choice(c, *found[0])
+                metrics = evaluate(space, choice)
+                if metrics is None or metrics.step_us != found[1]:
+                    raise SolverInternalError(f"CP-SAT chose {choice}, which the integer tables do not accept as it did")
+                return choice
+    return None
+
+
 def _pareto(search: _Search, max_points: int) -> list[Choice]:
     """Cheapest plan, then the cheapest strictly faster one, until none is faster."""
     front: list[Choice] = []

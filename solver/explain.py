@@ -21,6 +21,7 @@ from vramplan.solver.space import SearchSpace, divisors
 from vramplan.solver.tables import stage_slots
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
+Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)
 
 
 def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Choice, int] | None:
@@ -75,9 +76,9 @@ def _states_bytes(states) -> int:
 MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 full solves
 
 
-def smallest_conflict(query: SolveQuery, solve_one: Solver, known_feasible: list[str] | None = None) -> list[str] | None:
-    """The fewest of the query's restrictions that alone leave nothing to fit, by full solves of
-    the relaxed query with each subset put back, smallest first (putting a restriction back only
+def smallest_conflict(query: SolveQuery, fits: Fits, known_feasible: list[str] | None = None) -> list[str] | None:
+    """The fewest of the query's restrictions that alone leave nothing to fit, by asking whether
+    the relaxed query with each subset put back fits (full space, any plan), smallest first (putting a restriction back only
     shrinks the space, so the first infeasible subset is a smallest conflict; [] when nothing fits
     even without restrictions). Used when the conflict model, which sees only the least parallel
     layouts, named a set the full space can meet (`known_feasible`: it and its subsets are not
@@ -90,7 +91,7 @@ def smallest_conflict(query: SolveQuery, solve_one: Solver, known_feasible: list
         for subset in combinations(labels, size):
             if skip is not None and set(subset) <= skip:
                 continue
-            if solve_one(only_restrictions(query, list(subset))) is None:
+            if not fits(only_restrictions(query, list(subset))):
                 return list(subset)
     return labels  # only all of them together: the user's query, known to be infeasible
 
@@ -151,14 +152,18 @@ def _gib(num_bytes: int) -> str:
 
 
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
-            solve_one: Solver, deadline: float | None = None) -> Explanation:
-    """`deadline` (time.perf_counter()) bounds the conflict search as solve_one bounds the re-solves."""
+            solve_one: Solver, deadline: float | None = None, fits: Fits | None = None) -> Explanation:
+    """`deadline` (time.perf_counter()) bounds the conflict search as solve_one bounds the re-solves;
+    `fits` answers its yes/no questions (default: whether solve_one finds a plan)."""
+    if fits is None:
+        def fits(changed: SolveQuery) -> bool:
+            return solve_one(changed) is not None
     try:
         conflicts = conflicting_restrictions(catalogue, query, space, deadline) if space.clusters else None
-        if conflicts is not None and solve_one(only_restrictions(query, conflicts)) is not None:
+        if conflicts is not None and fits(only_restrictions(query, conflicts)):
             # Found on the least parallel layouts only: the full space has a plan under these
             # restrictions (model parallelism), so ask the full space which ones conflict.
-            conflicts = smallest_conflict(query, solve_one, known_feasible=conflicts)
+            conflicts = smallest_conflict(query, fits, known_feasible=conflicts)
     except TimeLimitReached:
         conflicts = None  # not confirmed on the full space in time
     states_bytes, how = leanest_model_states(space)
