@@ -337,7 +337,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     job = query.job
     global_batch = query.effective_global_batch
     batch_divisors = divisors(global_batch)
-    layouts = layout_domain(arch, job, query.pins, query.max_gpus)
+    if tables is None or not tables.matches(arch, job, global_batch):
+        tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
+    layouts = tables.kept(("layout-domain", query.pins.model_dump_json(), query.max_gpus),
+                          lambda: layout_domain(arch, job, query.pins, query.max_gpus))
     sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
                     if mp * d <= query.max_gpus})
     offerings = _offerings(catalogue, query)
@@ -371,8 +374,6 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    if tables is None or not tables.matches(arch, job, global_batch):
-        tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
     space.tables, space.evaluations_before = tables, tables.evaluations
     space.shared = shared_units(catalogue, query, UnitMemo)
     fill_layout_domains(space)

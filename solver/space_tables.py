@@ -20,40 +20,58 @@ if TYPE_CHECKING:
 
 def fill_layout_domains(space: SearchSpace) -> None:
     """Per count, the layouts whose degrees divide it (EP carved from dp x cp), their data-parallel
-    degree and the micro-batches that keep global batch = micro x accumulation x dp exact."""
-    space.tcs = sorted({(lay.tp, lay.cp, lay.sp) for lay in space.layouts})
-    space.tcs_index = [space.tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
+    degree and the micro-batches that keep global batch = micro x accumulation x dp exact. Kept in
+    the Tables by the domains they index (every query of the job with those counts, layouts and
+    micro-batches shares one copy; nothing writes them after)."""
+    key = ("layout-domains", tuple(space.counts), tuple(space.layouts), tuple(space.micro_batches))
+    space.tcs, space.tcs_index, space.count_layouts, space.valid_batches = space.tables.kept(
+        key, lambda: _layout_domains(space))
+
+
+def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
+    tcs = sorted({(lay.tp, lay.cp, lay.sp) for lay in space.layouts})
+    tcs_index = [tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
+    count_layouts: dict[int, list[int]] = {}
+    valid_batches: dict[tuple[int, int], list[int]] = {}
     for n_i, n in enumerate(space.counts):
-        space.count_layouts[n_i] = []
+        count_layouts[n_i] = []
         for l, lay in enumerate(space.layouts):
             if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
                 continue
             dp = n // lay.model_parallel
             batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             if batches:
-                space.count_layouts[n_i].append(l)
-                space.valid_batches[n_i, l] = batches
+                count_layouts[n_i].append(l)
+                valid_batches[n_i, l] = batches
+    return tcs, tcs_index, count_layouts, valid_batches
 
 
 def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     """The tables every count shares; each count's own (model states, host RAM, pipeline slots)
-    are filled on first use (SearchSpace.fill_count)."""
+    are filled on first use (SearchSpace.fill_count). The micro-batch buffers and activation
+    keys are kept in the Tables by the domains they index, like the layout domains."""
     _fill_valid_precisions(space)
-    used = sorted({p for _, p in space.valid_gpu_precision})
-    lay_of = space.layouts
-    for l, lay in enumerate(lay_of):
-        for (b, micro), p in product(enumerate(space.micro_batches), used):
-            space.buffer_mib[b, p, l] = tables.buffer_mib(lay, micro, space.precisions[p])
-    for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
-        enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs)
-    ):
-        space.micro_keys[r, b, p, t] = MicroKey(tp, cp, sp, recompute, micro, space.precisions[p])
+    used = tuple(sorted({p for _, p in space.valid_gpu_precision}))
+    domains = (tuple(space.layouts), tuple(space.micro_batches), tuple(space.precisions), used)
+    space.buffer_mib = tables.kept(("buffer-table", *domains), lambda: _buffer_table(space, tables, used))
+    space.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), lambda: _micro_keys(space, used))
     permille = space.job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
         host_mib = int(cluster.offering.host_memory_gib * 1024)
         on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
         space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
+
+
+def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> dict[tuple[int, int, int], int]:
+    return {(b, p, l): tables.buffer_mib(lay, micro, space.precisions[p])
+            for l, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
+
+
+def _micro_keys(space: SearchSpace, used: tuple[int, ...]) -> dict[tuple[int, int, int, int], MicroKey]:
+    return {(r, b, p, t): MicroKey(tp, cp, sp, recompute, micro, space.precisions[p])
+            for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
+                enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs))}
 
 
 def fill_count(space: SearchSpace, n_i: int, l: int) -> None:

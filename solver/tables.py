@@ -152,6 +152,11 @@ class Tables:
             value = memo[key] = compute()
             return value
 
+    def kept(self, key: tuple, compute):
+        """A value the integer tables derive from this job's domains (solver/space_tables.py),
+        computed once per key; not a models/ evaluation."""
+        return self._called(key, compute)
+
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
         host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
