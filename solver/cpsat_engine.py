@@ -187,11 +187,14 @@ class _Search:
         caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
+        # Tier 0 is the same on every branch of a cluster: one entry per cluster (branch ()),
+        # which sorts just before the cluster's branches and is replaced by them when it reaches
+        # the front, so clusters the search never reaches cost no branch list and no heap entries.
         heap = []
-        for c in range(len(space.clusters)):  # tier 0 is the same on every branch of a cluster
+        for c in range(len(space.clusters)):
             bound = self.bounds.primary_bound(c, None, order, tier=0)
             if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]):
-                heap += [(bound, 0, c, branch) for branch in self.branches(c)]
+                heap.append((bound, 0, c, ()))
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
         while heap:
@@ -201,6 +204,10 @@ class _Search:
             if time.monotonic() > self.deadline:
                 self.timed_out = True
                 break
+            if not branch:
+                for each in self.branches(c):
+                    heapq.heappush(heap, (bound, 0, c, each))
+                continue
             if tier < 2:
                 fine = self.bounds.primary_bound(c, branch, order, tier=tier + 1)
                 if fine is not None and (caps[c] is None or self.bounds.lower_step_us(c, branch, tier == 1) <= caps[c]):
