@@ -220,10 +220,7 @@ class _Search:
                 found = self.point((c, branch), i, cap)
                 if found is None:
                     break
-                choice = Choice(c, *found[0])
-                metrics = evaluate(space, choice)
-                if metrics is None or metrics.step_us != found[1]:
-                    raise SolverInternalError(f"CP-SAT chose {choice}, which the integer tables do not accept as it did")
+                choice, metrics = _checked(space, c, found)
                 key = objective_key(space, metrics, order)
                 if len(kept) == k and key >= kept[-1][0]:
                     break
@@ -283,12 +280,18 @@ def find_cpsat(space: SearchSpace) -> Choice | None:
                 continue
             found = search.point((c, branch), 0, None)
             if found is not None:
-                choice = Choice(c, *found[0])
-                metrics = evaluate(space, choice)
-                if metrics is None or metrics.step_us != found[1]:
-                    raise SolverInternalError(f"CP-SAT chose {choice}, which the integer tables do not accept as it did")
-                return choice
+                return _checked(space, c, found)[0]
     return None
+
+
+def _checked(space: SearchSpace, c: int, found: tuple[Inner, int]):
+    """The point CP-SAT found on cluster c, with its metrics re-read from the integer tables
+    (they must accept it at the step time the model gave)."""
+    choice = Choice(c, *found[0])
+    metrics = evaluate(space, choice)
+    if metrics is None or metrics.step_us != found[1]:
+        raise SolverInternalError(f"CP-SAT chose {choice}, which the integer tables do not accept as it did")
+    return choice, metrics
 
 
 def _pareto(search: _Search, max_points: int) -> list[Choice]:
