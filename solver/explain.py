@@ -73,16 +73,17 @@ def _states_bytes(states) -> int:
     return states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
 
 
-MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 full solves
+MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 questions
 
 
 def smallest_conflict(query: SolveQuery, fits: Fits, known_feasible: list[str] | None = None) -> list[str] | None:
     """The fewest of the query's restrictions that alone leave nothing to fit, by asking whether
-    the relaxed query with each subset put back fits (full space, any plan), smallest first (putting a restriction back only
-    shrinks the space, so the first infeasible subset is a smallest conflict; [] when nothing fits
-    even without restrictions). Used when the conflict model, which sees only the least parallel
-    layouts, named a set the full space can meet (`known_feasible`: it and its subsets are not
-    solved again); None with more than MAX_CONFLICT_SEARCH_RESTRICTIONS restrictions."""
+    the relaxed query with each subset put back fits (full space, any plan), smallest first
+    (putting a restriction back only shrinks the space, so the first infeasible subset is a
+    smallest conflict; [] when nothing fits even without restrictions). Used when the conflict
+    model, which sees only the least parallel layouts, named a set the full space can meet
+    (`known_feasible`: it and its subsets are not asked again); None with more than
+    MAX_CONFLICT_SEARCH_RESTRICTIONS restrictions."""
     labels = sorted(r.label for r in restrictions_of(query))
     if len(labels) > MAX_CONFLICT_SEARCH_RESTRICTIONS:
         return None
