@@ -72,7 +72,10 @@ def plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
     else:
         choices = run_engine(space).choices
         choice = choices[0] if choices else None
-    return choice is not None and verified_plan(space, choice) is not None
+    if choice is None:
+        return False
+    verified_plan(space, choice)  # raises SolverInternalError unless it fits in exact bytes
+    return True
 
 
 def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from vramplan.models.units import to_us
 from vramplan.solver.candidates import tail_us
@@ -146,11 +147,7 @@ class UnitBounds:
             options = sorted((space.host_mib_per_gpu[zf, n, p, l],
                               max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(3)))
                              for zf in range(len(space.zero_offloads)))
-            hosts_mib, least_mib = [], []
-            for host, mib in options:
-                hosts_mib.append(host)
-                least_mib.append(min(mib, least_mib[-1]) if least_mib else mib)
-            memo[key] = (hosts_mib, least_mib)
+            memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]
 
     def compute_step_us(self, c: int) -> int | None:
