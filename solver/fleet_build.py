@@ -11,6 +11,8 @@ cumulative and no start times: a cheap hint, repaired into a real schedule by fl
 
 from __future__ import annotations
 
+import signal
+import threading
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -173,6 +175,22 @@ def relaxed_assignment(fleet: IntFleet, served: int | None, limit_s: float, work
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     solver.parameters.max_time_in_seconds = max(0.01, limit_s)
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if solve_keeping_ctrl_c(solver, model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return [next((c for c, lit in lits.items() if solver.boolean_value(lit)), None) for lits in literals]
+
+
+def solve_keeping_ctrl_c(solver: cp_model.CpSolver, model: cp_model.CpModel,
+                         callback: cp_model.CpSolverSolutionCallback | None = None):
+    """solver.solve(model, callback), and Python's SIGINT handler back afterwards. CP-SAT stops a
+    solve on Ctrl-C with its own handler and, done, leaves SIG_DFL behind: the next Ctrl-C (in the
+    LNS, whose lanes leave SIGINT to Python) would kill the process before the best schedule so far
+    was written. Measured on the 200 x 10 fleet: killed by SIGINT 16 s in (the served stage's LNS)."""
+    if threading.current_thread() is not threading.main_thread():
+        return solver.solve(model, callback)
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        return solver.solve(model, callback)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)

@@ -27,7 +27,7 @@ import time
 from ortools.sat.python import cp_model
 
 from vramplan.solver.engine import SolverInternalError
-from vramplan.solver.fleet_build import build, relaxed_assignment
+from vramplan.solver.fleet_build import build, relaxed_assignment, solve_keeping_ctrl_c
 from vramplan.solver.fleet_lns import improve, objective_value, stage_key
 from vramplan.solver.fleet_sgs import cheapen, greedy, repair, valid
 from vramplan.solver.fleet_types import (
@@ -135,7 +135,7 @@ class FleetSession:
         solver.parameters.cp_model_probing_level = 0
         recorder = _Recorder(self)
         began = time.perf_counter()
-        code = solver.solve(self.model, recorder)
+        code = solve_keeping_ctrl_c(solver, self.model, recorder)
         if code == cp_model.MODEL_INVALID:
             raise SolverInternalError(f"CP-SAT MODEL_INVALID: {self.model.validate()}")
         report = StageReport(name=name, status=_STATUS[code], wall_s=time.perf_counter() - began,

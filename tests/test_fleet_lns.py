@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from vramplan.solver import fleet_lns
 from vramplan.solver.fleet_brute import brute_optimum
 from vramplan.solver.fleet_lns import LnsStats, improve, objective_value
@@ -16,15 +18,18 @@ from vramplan.solver.fleet_types import IntSchedule
 from tests.test_fleet_oracle import check_schedule, random_fleet
 
 
-def test_every_incumbent_is_valid_and_the_served_stage_never_gets_worse() -> None:
-    """From the greedy schedule or from nothing served: each new incumbent valid and strictly better."""
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_every_incumbent_is_valid_and_the_served_stage_never_gets_worse(lanes: int) -> None:
+    """From the greedy schedule or from nothing served: each new incumbent valid and strictly better,
+    with one neighbourhood at a time and with two at once (a lane's result is merged into the
+    incumbent another lane may have changed meanwhile: it must be re-checked, never trusted)."""
     improved = 0
     for seed in range(60):
         fleet = random_fleet(seed, "cost")
         start = greedy(fleet) if seed % 2 else IntSchedule(slot=[None] * len(fleet.jobs), start_min=[None] * len(fleet.jobs))
         seen: list[IntSchedule] = []
         best, stopped, _ = improve(fleet, start, "served", objective_value(fleet, start, "served"),
-                                   time.perf_counter() + 5, seed=seed, on_better=seen.append, max_neighbourhoods=6)
+                                   time.perf_counter() + 5, lanes, seed=seed, on_better=seen.append, max_neighbourhoods=6)
         assert not stopped
         for schedule in [best, *seen]:
             assert valid(fleet, schedule)
@@ -35,7 +40,8 @@ def test_every_incumbent_is_valid_and_the_served_stage_never_gets_worse() -> Non
     assert improved > 20
 
 
-def test_a_whole_fleet_neighbourhood_finds_and_proves_the_brute_force_optimum() -> None:
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_a_whole_fleet_neighbourhood_finds_and_proves_the_brute_force_optimum(lanes: int) -> None:
     """With every job in the neighbourhood the LNS solves the cost stage at the optimal penalty;
     it says so (proven) only when the neighbourhood held every job and pool, and the cost it proves
     is the brute force's. A wrong budget or a cost counted wrongly would fail here."""
@@ -50,7 +56,7 @@ def test_a_whole_fleet_neighbourhood_finds_and_proves_the_brute_force_optimum() 
         if objective_value(fleet, schedule, "served") > penalty:
             continue
         stats = LnsStats()
-        best, _, optimal = improve(fleet, schedule, "cost", penalty, time.perf_counter() + 5, seed=seed,
+        best, _, optimal = improve(fleet, schedule, "cost", penalty, time.perf_counter() + 5, lanes, seed=seed,
                                    stats=stats, max_neighbourhoods=20)
         assert valid(fleet, best) and objective_value(fleet, best, "served") <= penalty, seed
         assert objective_value(fleet, best, "cost") >= cost, seed  # never below the true optimum
