@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.candidates import cluster_accepts, inner_metrics, shape_points
+from vramplan.solver.candidates import cluster_accepts, inner_metrics, memory_metrics, shape_points, step_cap_us
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace, plannable
 
@@ -57,12 +57,17 @@ def host_ram_reason(space: SearchSpace) -> str | None:
     best: tuple[int, int, int] | None = None  # (shortfall MiB per GPU, host MiB per GPU, cluster)
     for shape in sorted({c.shape for c in space.clusters}):
         members = space.clusters_of_shape(shape)
+        # Only a budget or a deadline (a step cap) reads the step time: without one, the shape's
+        # step-time tables are not filled for every offload point under the limit (910 (shape,
+        # layout) tables for the benchmark sample's 29 host-RAM reasons).
+        timed = any(step_cap_us(space, c) is not None for c in members)
         for peak, inner in shape_points(space, shape):  # least GPU memory first
             if peak > space.limit_mib[shape[0]]:
                 break
             if not space.host_mib_per_gpu[inner.zero_offload, shape[1], inner.precision, inner.layout]:
                 continue  # no offload: nothing on the host
-            metrics = inner_metrics(space, shape, inner, memory=False)
+            metrics = inner_metrics(space, shape, inner, memory=False) if timed else \
+                memory_metrics(space, shape, inner, memory=False)
             if metrics is None:
                 continue
             for c in members:

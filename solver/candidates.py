@@ -140,11 +140,11 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
 
 
-def memory_metrics(space: SearchSpace, shape: tuple, inner: Inner) -> InnerMetrics | None:
+def memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True) -> InnerMetrics | None:
     """inner_metrics without the step time (step_us 0): memory and host RAM only, for whoever
-    reads nothing else (the conflict model of a query without budget or deadline); None if
-    invalid or over the GPU's limit."""
-    return _memory_metrics(space, shape, inner, True)
+    reads nothing else (the conflict model and the host-RAM reason of a query without budget or
+    deadline); None if invalid or (with memory=True) over the GPU's limit."""
+    return _memory_metrics(space, shape, inner, memory)
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:

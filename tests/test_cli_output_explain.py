@@ -74,3 +74,14 @@ def test_host_ram_that_binds_is_named_with_its_limit():
     need = float(re.search(r"needs ([\d,.]+) GiB of host RAM per node", text).group(1).replace(",", ""))
     assert need > g5.host_memory_gib * 0.9
     assert not re.search(r"-[\d.]+ GiB over", text)
+
+
+def test_host_ram_reason_is_the_same_with_a_deadline_that_does_not_bind():
+    # Without budget or deadline the reason reads only memory tables (binding.host_ram_reason);
+    # with a step cap it reads each point's step time too. A deadline no plan comes near (a
+    # million hours) must name the same plan, host RAM and limit.
+    query = ("solve", "--model", "llama-3.1-70b", "--seq-len", "2048", "--global-batch", "8", "--gpu", "a10g-24gb",
+             "--offload", "optimizer+params", "--num-gpus", "1")
+    def reason(text: str) -> str:
+        return re.search(r"host RAM is the binding resource[^;]*", text).group(0)
+    assert reason(why(*query)) == reason(why(*query, "--deadline-hours", "1000000"))
