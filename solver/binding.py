@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.candidates import cluster_accepts, inner_metrics, memory_metrics, shape_points, step_cap_us
+from vramplan.solver.candidates import cluster_accepts, inner_metrics, shape_points, step_cap_us
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace, plannable
 
@@ -66,8 +66,7 @@ def host_ram_reason(space: SearchSpace) -> str | None:
                 break
             if not space.host_mib_per_gpu[inner.zero_offload, shape[1], inner.precision, inner.layout]:
                 continue  # no offload: nothing on the host
-            metrics = inner_metrics(space, shape, inner, memory=False) if timed else \
-                memory_metrics(space, shape, inner, memory=False)
+            metrics = inner_metrics(space, shape, inner, memory=False, timed=timed)
             if metrics is None:
                 continue
             for c in members:

@@ -123,12 +123,15 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
     return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
 
 
-def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True) -> InnerMetrics | None:
+def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
+                  timed: bool = True) -> InnerMetrics | None:
     """Memory (the most loaded checked rank) and integer step time of inner decisions on a shape;
-    None if invalid or (with memory=True) over the GPU's limit."""
+    None if invalid or (with memory=True) over the GPU's limit. timed=False leaves the step time
+    out (step_us 0) for whoever reads only memory and host RAM (no budget or deadline caps the
+    step): the shape's step-time tables are then not filled."""
     metrics = _memory_metrics(space, shape, inner, memory)
-    if metrics is None:
-        return None
+    if metrics is None or not timed:
+        return metrics
     g, n, _, _ = shape
     zf, r, p, b, l = inner
     t = space.step_tables(shape, [l])
@@ -138,13 +141,6 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
     step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
     return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
-
-
-def memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True) -> InnerMetrics | None:
-    """inner_metrics without the step time (step_us 0): memory and host RAM only, for whoever
-    reads nothing else (the conflict model and the host-RAM reason of a query without budget or
-    deadline); None if invalid or (with memory=True) over the GPU's limit."""
-    return _memory_metrics(space, shape, inner, memory)
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:
@@ -302,7 +298,7 @@ def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner,
     for peak, inner in shape_points(space, shape):
         if peak > limit:
             break
-        metrics = inner_metrics(space, shape, inner) if timed else memory_metrics(space, shape, inner)
+        metrics = inner_metrics(space, shape, inner, timed=timed)
         if metrics is not None:
             fitting.append((inner, metrics))
     fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))

@@ -35,7 +35,6 @@ MIN_SIZE_JOBS, MAX_SIZE_JOBS = 8, 80
 SUBSOLVE_S = 1.0  # each neighbourhood's CP-SAT limit
 MAX_EMPTY_DRAWS = 100  # neighbourhoods in a row with no job in them before the search gives up
 QUICK_SHARE = 0.25  # a neighbourhood proven within this share of the limit grows the next one
-STOP_SLACK = 0.9  # a sub-solve that stopped before this fraction of its limit was interrupted (Ctrl-C)
 
 
 @dataclass
@@ -94,8 +93,8 @@ def _pick(fleet: IntFleet, schedule: IntSchedule, rng: random.Random, size: int,
 
 def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int], pools: set[int], name: str,
                          budget: int, limit_s: float, solver: cp_model.CpSolver,
-                         seed: int) -> tuple[IntSchedule | None, bool, bool]:
-    """(better schedule or None, proven optimal, stopped early) for the freed jobs, all others fixed;
+                         seed: int) -> tuple[IntSchedule | None, bool]:
+    """(better schedule or None, proven optimal) for the freed jobs, all others fixed;
     run in a lane's thread with one CP-SAT worker (`solver` is the main thread's, for stop_search)."""
     model = cp_model.CpModel()
     penalties = fleet.unserved_penalties()
@@ -163,16 +162,14 @@ def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int]
     # Lanes solve at once: CP-SAT's own SIGINT handler, installed and restored by each solve, would
     # be left behind by the overlapping ones; Ctrl-C reaches the main thread instead (improve()).
     solver.parameters.catch_sigint_signal = False
-    began = time.perf_counter()
     code = solver.solve(model)
-    stopped = code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and time.perf_counter() - began < STOP_SLACK * limit_s
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, False, stopped
+        return None, False
     slot, start_min = list(schedule.slot), list(schedule.start_min)
     for j in free:
         slot[j] = next((c for c, lit in literals[j].items() if solver.boolean_value(lit)), None)
         start_min[j] = solver.value(starts[j]) if slot[j] is not None else None
-    return IntSchedule(slot=slot, start_min=start_min), code == cp_model.OPTIMAL, stopped
+    return IntSchedule(slot=slot, start_min=start_min), code == cp_model.OPTIMAL
 
 
 def _merged(best: IntSchedule, candidate: IntSchedule, free: list[int]) -> IntSchedule:
@@ -226,9 +223,7 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
                 done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
                 for task in done:
                     free, pools, _, limit, solved = running.pop(task)
-                    candidate, proven, stopped = task.result()
-                    if stopped:
-                        raise KeyboardInterrupt
+                    candidate, proven = task.result()
                     stats.neighbourhoods += 1
                     stats.proven += proven
                     quick = time.perf_counter() - solved < QUICK_SHARE * limit
@@ -248,7 +243,7 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
                         if on_better is not None:
                             on_better(best)
                     optimal = optimal or whole or bound is not None and value[0] <= bound
-        except KeyboardInterrupt:  # Ctrl-C (or a lane's solve stopped): the incumbent stands
+        except KeyboardInterrupt:  # Ctrl-C: the incumbent stands
             for _, _, solver, _, _ in running.values():
                 solver.stop_search()
             return best, True, False

@@ -83,6 +83,7 @@ class FleetSession:
         self.started = time.perf_counter()
         self.best: IntSchedule | None = None
         self.stage_name: Stage | None = None
+        self.interrupted = False  # a stage or the LNS stopped early (Ctrl-C): later stages do not run
 
     def keep(self, schedule: IntSchedule) -> None:
         """`schedule` becomes the answer so far unless, in the served or cost stage, the one kept

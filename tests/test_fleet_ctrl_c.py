@@ -23,7 +23,6 @@ CHILD = textwrap.dedent("""
     from vramplan.solver.fleet_model import FleetSession
 
     session = FleetSession(random_fleet(3, "cost"), 5.0)
-    session.interrupted = False
     report = session._stage("served", 1.0)
     try:
         signal.raise_signal(signal.SIGINT)
