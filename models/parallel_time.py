@@ -79,8 +79,13 @@ def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s:
     return _seconds(forward, link) + max(0.0, _seconds(backward, link) - backward_compute_s)
 
 
+def bubble_s(pp: int, vpp: int, grad_accum, compute_s: float):
+    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (grad_accum may be an array)."""
+    return compute_s * (pp - 1) / (vpp * grad_accum)
+
+
 def pp_bubble_s(plan: Plan, compute_s: float) -> float:
-    return compute_s * (plan.pp - 1) / (plan.vpp * plan.grad_accum)
+    return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
 
 
 def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 BYTES_PER_GB = 10**9
 BYTES_PER_GIB = 2**30
 BYTES_PER_MIB = 2**20
@@ -39,3 +41,8 @@ US_PER_S = 1_000_000
 def to_us(seconds: float) -> int:
     """Seconds as whole microseconds, rounded up."""
     return math.ceil(seconds * US_PER_S)
+
+
+def to_us_array(seconds: np.ndarray) -> np.ndarray:
+    """to_us of every element (the same float product, rounded up), as int64."""
+    return np.ceil(seconds * US_PER_S).astype(np.int64)

@@ -16,7 +16,8 @@ import bisect
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from vramplan.models.units import to_us
+from vramplan.models.parallel_time import bubble_s
+from vramplan.models.units import BYTES_PER_MIB, to_us, to_us_array
 from vramplan.solver.candidates import tail_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
@@ -90,35 +91,37 @@ class UnitBounds:
         g, n, per_instance, network = shape
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
-        for l in branch_layouts(space, shape, branch):
+        zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+        ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+        names = tuple(space.precisions[p] for p in ps)
+        for l in branch_layouts(space, shape, branch) if ps else ():
             layout = space.layouts[l]
-            most_accum = min(space.micro_batches[b] for b in space.valid_batches[n, l])
-            for p, precision in enumerate(space.precisions):
-                if (g, p) not in space.valid_gpu_precision:
-                    continue
-                comm = self._least_comm_us(layout, count, precision, gpu, per_instance, network)
+            # The least bubble: the largest accumulation (the smallest micro-batch) of the layout.
+            accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, l]))
+            for p, comm in zip(ps, self._least_comm_us(layout, count, zeros, names, gpu, per_instance, network)):
+                precision = space.precisions[p]
                 for r, recompute in enumerate(space.recomputes):
                     compute_s = space.compute_s[g, n, r, p]
                     compute = to_us(compute_s)
                     bound = (compute + max(comm - compute, tail_us(comm, space.arch.num_layers))
                              + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
                                                        compute_s))
-                             + to_us(tables.bubble_s(layout, count, most_accum, compute_s)))
+                             + to_us(bubble_s(layout.pp, layout.vpp, accum, compute_s)))
                     terms.append((bound, l, p, r))
         terms.sort()
         space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
         return terms
 
-    def _least_comm_us(self, layout, n: int, precision: str, gpu, per_instance: int, network: float) -> int:
-        """The least data-parallel traffic time of any ZeRO stage: traffic grows with the
-        accumulation (models.performance.communication_bytes_per_step; tests/test_cpsat_bounds.py),
-        so a micro-batch of global batch / dp (accumulation 1) gives each stage's least; the two
-        phases' windows sum to the compute, so exposed >= max(traffic - compute, one layer's tail)."""
+    def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
+                       per_instance: int, network: float) -> list[int]:
+        """Per precision, the least data-parallel traffic time of any ZeRO stage: traffic grows
+        with the accumulation (models.performance.communication_bytes_per_step;
+        tests/test_cpsat_bounds.py), so a micro-batch of global batch / dp (accumulation 1) gives
+        each stage's least; the two phases' windows sum to the compute, so exposed >= max(traffic
+        - compute, one layer's tail)."""
         micro = self.space.global_batch * layout.model_parallel // n
-        zeros = sorted({z for z, _ in self.space.zero_offloads})
-        return min(sum(to_us(x) for x in self.space.tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance,
-                                                                   network))
-                   for zero in zeros)
+        forward, backward = self.space.tables.comm_s(layout, n, zeros, (micro,), precisions, gpu, per_instance, network)
+        return (to_us_array(forward) + to_us_array(backward)).min(axis=0)[0].tolist()
 
     def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:
         """A lower bound of the most loaded checked rank's memory (MiB) for a count, layout,
@@ -149,6 +152,34 @@ class UnitBounds:
                              for zf in range(len(space.zero_offloads)))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]
+
+    def may_fit(self, c: int) -> bool:
+        """False when no plan of the cluster's GPU count can fit its GPU and host memory, whatever
+        the layout: model states are never held less than once, so the most loaded rank holds at
+        least 1/n of the single-GPU plan's states on the GPU and 1/n of its offloaded states in
+        host RAM (models.model_states shards every tensor with a ceiling; TP, PP and EP only add
+        replicas). One check per (count, host budget, limit), no layout tabulated."""
+        space = self.space
+        g, n, _, _ = space.clusters[c].shape
+        host, limit = space.host_budget_mib_per_gpu[c], space.limit_mib[g]
+        precisions = tuple(p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision)
+        key = (space.counts[n], host, limit, precisions)
+        memo = space.shared.count_fits
+        if key not in memo:
+            count = space.counts[n]
+            memo[key] = any(-(-gpu_mib // count) <= limit and -(-host_mib // count) <= host
+                            for zf in range(len(space.zero_offloads)) for p in precisions
+                            for gpu_mib, host_mib in (self._single_gpu_states_mib(zf, p),))
+        return memo[key]
+
+    def _single_gpu_states_mib(self, zf: int, p: int) -> tuple[int, int]:
+        """(GPU, host) MiB of the model states of the job on one GPU, no parallelism: what the
+        ranks of any plan hold at least once between them (rounded down: a lower bound)."""
+        space = self.space
+        zero, offload = space.zero_offloads[zf]
+        states = space.tables.rank_states(Layout(), zero, offload, 1, space.precisions[p], 0)
+        gpu = states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
+        return gpu // BYTES_PER_MIB, states.host_bytes_per_gpu // BYTES_PER_MIB
 
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the

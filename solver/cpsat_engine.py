@@ -156,6 +156,11 @@ class _Search:
         params.max_presolve_iterations = 1
         params.linearization_level = 0
         params.search_branching = cp_model.FIXED_SEARCH
+        # No symmetry detection, SAT inprocessing or table compression either: 2.53 -> 1.96 ms a
+        # solve over 400 unit models of the batch benchmark's sample, every status and optimum alike.
+        params.symmetry_level = 0
+        params.use_sat_inprocessing = False
+        params.table_compression_level = 0
         code = solver.solve(m.model)
         self.stats.solves += 1
         if code == cp_model.MODEL_INVALID:
@@ -193,7 +198,8 @@ class _Search:
         heap = []
         for c in range(len(space.clusters)):
             bound = self.bounds.primary_bound(c, None, order, tier=0)
-            if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]):
+            if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]) \
+                    and self.bounds.may_fit(c):
                 heap.append((bound, 0, c, ()))
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
@@ -271,6 +277,8 @@ def find_cpsat(space: SearchSpace) -> Choice | None:
     by_room = sorted(range(len(space.clusters)),
                      key=lambda c: (-space.limit_mib[space.clusters[c].gpu_index], -space.clusters[c].num_gpus, c))
     for c in by_room:
+        if not search.bounds.may_fit(c):
+            continue
         cap = step_cap_us(space, c)
         for branch in search.branches(c):
             if time.monotonic() > search.deadline:

@@ -135,23 +135,29 @@ class StepTables:
 
 
 def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) -> None:
-    """One layout's step-time terms on a cluster shape."""
+    """One layout's step-time terms on a cluster shape, each family of terms as one grid."""
     g, n_i, per_instance, network = shape
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
-    zeros = sorted({z for z, _ in space.zero_offloads})
+    zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
     layout = space.layouts[l]
-    for p, precision in enumerate(space.precisions):
-        if (g, p) not in space.valid_gpu_precision:
-            continue
+    ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+    if not ps:
+        return
+    batches = space.valid_batches[n_i, l]
+    micros = tuple(space.micro_batches[b] for b in batches)
+    names = tuple(space.precisions[p] for p in ps)
+    for p, precision in zip(ps, names):
         for r, recompute in enumerate(space.recomputes):
             compute = space.compute_s[g, n_i, r, p]
             out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
-            for b in space.valid_batches[n_i, l]:
-                out.bubble_us[r, p, l, b] = to_us(tables.bubble_s(layout, n, space.micro_batches[b], compute))
-        for b in space.valid_batches[n_i, l]:
-            micro = space.micro_batches[b]
-            for zero in zeros:
-                out.comm_s[zero, b, p, l] = tables.comm_s(layout, zero, n, micro, precision, gpu, per_instance, network)
-            for zf, (zero, offload) in enumerate(space.zero_offloads):
-                out.optimizer_us[zf, b, p, l] = to_us(tables.optimizer_s(layout, zero, offload, n, micro, precision, gpu))
+            for b, bubble in zip(batches, tables.bubble_us(layout, n, micros, compute).tolist()):
+                out.bubble_us[r, p, l, b] = bubble
+    forward, backward = (grid.tolist() for grid in tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance,
+                                                                  network))
+    optimizer = tables.optimizer_us(layout, n, tuple(space.zero_offloads), micros, names, gpu).tolist()
+    for (i, b), (k, p) in product(enumerate(batches), enumerate(ps)):
+        for z, zero in enumerate(zeros):
+            out.comm_s[zero, b, p, l] = (forward[z][i][k], backward[z][i][k])
+        for zf in range(len(space.zero_offloads)):
+            out.optimizer_us[zf, b, p, l] = optimizer[zf][i][k]

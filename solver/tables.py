@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from vramplan.models.activations import (
     MicrobatchActivations,
     microbatch_activations,
@@ -26,12 +28,14 @@ from vramplan.models.parallel_overhead import num_communicators
 from vramplan.models.parallel_time import (
     cp_exposed_s,
     ep_time_s,
-    pp_bubble_s,
+    bubble_s,
     pp_p2p_s,
     tp_time_s,
 )
 from vramplan.models.flops import plan_flops_per_token
 from vramplan.models.performance import (
+    DpTraffic,
+    OptimizerTraffic,
     compute_time_s,
     crosses_nodes,
     dp_group_span,
@@ -42,7 +46,7 @@ from vramplan.models.performance import (
     optimizer_traffic,
 )
 from vramplan.models.setup import Job, Plan
-from vramplan.models.units import bytes_to_mib_ceil
+from vramplan.models.units import bytes_to_mib_ceil, to_us_array
 from vramplan.solver.layouts import Layout, layout_plan
 
 
@@ -216,26 +220,37 @@ class Tables:
             return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
         return self._get(("compute", gpu.name, n, recompute, precision), compute, memo=self.time_memo)
 
-    def comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
-               network_gb_per_s: float) -> tuple[float, float]:
-        """Data-parallel / ZeRO traffic time (forward, backward); it leaves the instance when the DP
-        group spans more. The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group,
-        the ZeRO stage, the precision and, from ZeRO-2 on, the accumulation; ZeRO-3's per-layer
-        collectives pay the group's ring latency (models.performance.dp_traffic)."""
-        return self._called(("comm_s", layout, zero, n, micro, precision, gpu.name, per_instance, network_gb_per_s),
-                            lambda: self._comm_s(layout, zero, n, micro, precision, gpu, per_instance, network_gb_per_s),
-                            memo=self.time_memo)
+    def comm_s(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
+               precisions: tuple[str, ...], gpu: GpuSpec, per_instance: int,
+               network_gb_per_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Data-parallel / ZeRO traffic time (forward, backward) of every (ZeRO stage, micro-batch,
+        precision) of a layout and count on a shape: arrays (zeros, micros, precisions) of seconds.
+        The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group, the ZeRO stage, the
+        precision and, from ZeRO-2 on, the accumulation (GPU-independent, kept per layout and
+        count); models.performance.dp_phase_times_s turns the whole grid into seconds at once
+        (the same float operations per cell as one plan's). It leaves the instance when the DP
+        group spans more; ZeRO-3's per-layer collectives pay the group's ring latency."""
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            traffic = self._called(("traffic-grid", layout, n, zeros, micros, precisions),
+                                   lambda: self._traffic_grid(layout, n, zeros, micros, precisions), memo=self.time_memo)
+            plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precisions[0], micros[0])
+            crossing = crosses_nodes(dp_group_span(plan), per_instance)  # the DP group's span: tp x cp x dp
+            return dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s, dp_ring_latency_s(plan, per_instance))
+        return self._get(("comm-grid", layout, n, zeros, micros, precisions, gpu.name, per_instance, network_gb_per_s),
+                         compute, len(zeros) * len(micros) * len(precisions), memo=self.time_memo)
 
-    def _comm_s(self, layout: Layout, zero: int, n: int, micro: int, precision: str, gpu: GpuSpec, per_instance: int,
-                network_gb_per_s: float) -> tuple[float, float]:
+    def _traffic_grid(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
+                      precisions: tuple[str, ...]) -> DpTraffic:
+        cells = [[[self._traffic(layout, zero, n, micro, precision) for precision in precisions] for micro in micros]
+                 for zero in zeros]
+        return DpTraffic(*(np.array([[[getattr(cell, name) for cell in row] for row in plane] for plane in cells])
+                           for name in ("forward_bytes", "backward_bytes", "forward_collectives", "backward_collectives")))
+
+    def _traffic(self, layout: Layout, zero: int, n: int, micro: int, precision: str) -> DpTraffic:
         plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if zero >= 2 else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
-        traffic = self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan), memo=self.time_memo)
-        crossing = crosses_nodes(dp_group_span(plan), per_instance)
-        return self._get(("comm", *key, gpu.name, crossing, network_gb_per_s, per_instance),
-                         lambda: dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s,
-                                                  dp_ring_latency_s(plan, per_instance)), memo=self.time_memo)
+        return self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan), memo=self.time_memo)
 
     def forward_share(self, recompute: RecomputeChoice) -> float:
         """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
@@ -243,19 +258,26 @@ class Tables:
         return self._get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share,
                          memo=self.time_memo)
 
-    def optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str, gpu: GpuSpec) -> float:
-        """The optimizer step: the rank's shard (tp, pp, ep) over the DP x CP group, and with
-        parameter offload the accumulation's parameter streaming (models.performance)."""
-        return self._called(("optimizer_s", layout, zero, offload, n, micro, precision, gpu.name),
-                            lambda: self._optimizer_s(layout, zero, offload, n, micro, precision, gpu))
+    def optimizer_us(self, layout: Layout, n: int, zero_offloads: tuple[tuple[int, str], ...], micros: tuple[int, ...],
+                     precisions: tuple[str, ...], gpu: GpuSpec) -> np.ndarray:
+        """The optimizer step of every (ZeRO x offload, micro-batch, precision), whole microseconds
+        (array): the rank's shard (tp, pp, ep) over the DP x CP group, and with parameter offload
+        the accumulation's parameter streaming (models.performance); the traffic is GPU-independent."""
+        def compute() -> np.ndarray:
+            cells = [[[self._optimizer_traffic(layout, zero, offload, n, micro, precision) for precision in precisions]
+                      for micro in micros] for zero, offload in zero_offloads]
+            grid = OptimizerTraffic(*(np.array([[[getattr(cell, name) for cell in row] for row in plane] for plane in cells])
+                                      for name in ("hbm_bytes", "host_bytes", "pcie_bytes")))
+            return to_us_array(optimizer_time_from_traffic(grid, gpu))
+        return self._get(("optimizer-grid", layout, n, zero_offloads, micros, precisions, gpu.name), compute,
+                         len(zero_offloads) * len(micros) * len(precisions))
 
-    def _optimizer_s(self, layout: Layout, zero: int, offload: str, n: int, micro: int, precision: str,
-                     gpu: GpuSpec) -> float:
+    def _optimizer_traffic(self, layout: Layout, zero: int, offload: str, n: int, micro: int,
+                           precision: str) -> OptimizerTraffic:
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)
         accum = plan.grad_accum if offload == "optimizer+params" else None
         key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, offload, accum)
-        work = self._get(("opt-traffic", *key), lambda: optimizer_traffic(self.arch, self.job, plan))
-        return self._get(("opt", *key, gpu.name), lambda: optimizer_time_from_traffic(work, gpu))
+        return self._get(("opt-traffic", *key), lambda: optimizer_traffic(self.arch, self.job, plan))
 
     def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:
@@ -270,15 +292,15 @@ class Tables:
         return self._get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
                          compute, 4, memo=self.time_memo)
 
-    def bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
-        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute (models.parallel_time)."""
-        return self._called(("bubble_s", layout, n, micro, compute_s), lambda: self._bubble_s(layout, n, micro, compute_s),
-                            memo=self.time_memo)
+    def bubble_us(self, layout: Layout, n: int, micros: tuple[int, ...], compute_s: float) -> np.ndarray:
+        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute at each micro-batch
+        (models.parallel_time.bubble_s), whole microseconds (array)."""
+        accums = np.array([self.accumulation(layout, n, micro) for micro in micros])
+        return to_us_array(bubble_s(layout.pp, layout.vpp, accums, compute_s))
 
-    def _bubble_s(self, layout: Layout, n: int, micro: int, compute_s: float) -> float:
-        plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", micro)
-        return self._get(("bubble", layout.pp, layout.vpp, plan.grad_accum, compute_s), lambda: pp_bubble_s(plan, compute_s),
-                         memo=self.time_memo)
+    def accumulation(self, layout: Layout, n: int, micro: int) -> int:
+        """Gradient-accumulation steps of a micro-batch: global batch = micro x accumulation x dp."""
+        return max(1, self.global_batch // (micro * (n // layout.model_parallel)))
 
     def _replica_plan(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> Plan:
         """One micro-batch of global batch / dp sequences: what per-step totals depend on."""

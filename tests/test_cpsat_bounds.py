@@ -57,6 +57,24 @@ def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
         timing = bounds.lower_step_us(choice.cluster, branch, memory=False)
         refined = bounds.lower_step_us(choice.cluster, branch)
         assert cheap is not None and timing is not None and refined is not None
+        assert bounds.may_fit(choice.cluster), choice
         assert cheap <= timing <= refined <= metrics.step_us, (choice, cheap, timing, refined, metrics.step_us)
         crossing += space.clusters[choice.cluster].num_gpus > space.clusters[choice.cluster].offering.num_gpus
     assert crossing, "some points should span instances"
+
+
+@pytest.mark.parametrize(("offload", "count"), [("none", 16), ("optimizer", 2)])
+def test_count_bound_drops_only_counts_that_cannot_hold_the_states(offload: str, count: int) -> None:
+    """may_fit: 1/n of the single-GPU states per GPU (and of the offloaded ones per GPU of host RAM).
+    A 70B full fine-tune (~1.1 TiB of states) cannot fit 16 L40S (48 GB each) without offload
+    however it is split, nor 2 with the optimizer states in host RAM; the brute force finds no plan
+    at a count the bound drops."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=2048), global_batch=32, tokens=1e9, max_gpus=32,
+                       gpus=("l40s-48gb",), pins=Pins(offload=offload))
+    space = build_space(CATALOGUE, query)
+    bounds = UnitBounds(space)
+    fitting_counts = {space.clusters[c].num_gpus for c in range(len(space.clusters)) if bounds.may_fit(c)}
+    dropped = {space.clusters[c].num_gpus for c in range(len(space.clusters))} - fitting_counts
+    assert count in dropped and fitting_counts, (dropped, fitting_counts)
+    points = feasible_points(space)
+    assert points and all(space.clusters[choice.cluster].num_gpus in fitting_counts for choice, _ in points)
