@@ -27,6 +27,7 @@ import time
 from ortools.sat.python import cp_model
 
 from vramplan.solver.engine import SolverInternalError
+from vramplan.solver.fleet_bound import BackgroundBound
 from vramplan.solver.fleet_build import build, relaxed_assignment, solve_keeping_ctrl_c
 from vramplan.solver.fleet_lns import improve, objective_value, stage_key
 from vramplan.solver.fleet_sgs import cheapen, greedy, repair, valid
@@ -54,6 +55,7 @@ LNS_STAGES = ("served", "cost")  # stages whose second run is preceded by fleet_
 LNS_PROBE_SHARE = 0.3  # of an LNS stage: CP-SAT alone, long enough (under load) for its LP bound
 LNS_RELAX = False  # whether an LNS stage takes the relaxation's hint first
 FINAL_SHARE = 0.3  # of a two-run stage: CP-SAT's last run from the LNS incumbent (its bound, maybe a proof)
+BOUNDED_PROBE_SHARE = 0.1  # of the cost stage when fleet_bound's background bound already runs
 INTERRUPT_SLACK = 0.9  # a stage that stopped before this fraction of its limit was interrupted
 
 
@@ -84,6 +86,7 @@ class FleetSession:
         self.best: IntSchedule | None = None
         self.stage_name: Stage | None = None
         self.interrupted = False  # a stage or the LNS stopped early (Ctrl-C): later stages do not run
+        self.background: BackgroundBound | None = None  # the cost stage's column-generation bound
 
     def keep(self, schedule: IntSchedule) -> None:
         """`schedule` becomes the answer so far unless, in the served or cost stage, the one kept
@@ -175,21 +178,29 @@ class FleetSession:
         began = time.perf_counter()
         lns = name in LNS_STAGES and (served is not None or name == "served")
         solved = False
-        probe = self._stage(name, limit_s * (LNS_PROBE_SHARE if lns else PROBE_SHARE))
+        # With the time-indexed bound running since the served stage, CP-SAT's probe is only a quick
+        # chance of a proof (its LP bound is the weaker one): the search gets the rest.
+        bounded = lns and name == "cost" and self.background is not None and served is not None and \
+            self.background.bound(served) is not None
+        probe = self._stage(name, limit_s * (BOUNDED_PROBE_SHARE if bounded else LNS_PROBE_SHARE if lns else PROBE_SHARE))
         left = limit_s - (time.perf_counter() - began)
         if probe.status in ("optimal", "infeasible") or self.interrupted or left <= 0.01:
             return probe
+        if lns and self.fleet.objective == "cost" and self.background is None and self.best is not None:
+            # Unproven by CP-SAT: the time-indexed bound (fleet_bound.py) runs beside the search from now on.
+            budget = served if served is not None else objective_value(self.fleet, self.best, "served")
+            self.background = BackgroundBound(self.fleet, budget, self.best, self.started + self.time_limit_s)
         if probe.value is not None and (served is not None or name == "served") and left >= MIN_RELAX_S and \
                 (not lns or LNS_RELAX):
             self._relaxed_hint(name, served, probe.value, left * RELAX_SHARE)
         if lns and self.best is not None:
             budget = served if served is not None else objective_value(self.fleet, self.best, "served")
             # With the probe's bound in hand, the search takes the rest; else CP-SAT runs again at the end for one.
-            until = began + limit_s * (1 - FINAL_SHARE * (probe.bound is None))
+            until = began + limit_s * (1 - FINAL_SHARE * (probe.bound is None and not bounded))
             _, stopped, solved = improve(self.fleet, self.best, name, budget, until, self.num_workers,
                                          self.random_seed, on_better=self.keep, bound=probe.bound)
             self.interrupted = self.interrupted or stopped
-        final = not self.interrupted and (not lns or probe.bound is None and not solved)
+        final = not self.interrupted and (not lns or probe.bound is None and not solved and not bounded)
         report = self._stage(name, limit_s - (time.perf_counter() - began)) if final else \
             StageReport(name=name, status="feasible")
         if probe.first_solution_s is not None:
@@ -199,7 +210,8 @@ class FleetSession:
             # The incumbent may be the LNS's (CP-SAT's last run found nothing better, or no time was left).
             report.value = objective_value(self.fleet, self.best, name)
             report.status = "feasible"
-        bounds = [b for b in (probe.bound, report.bound) if b is not None] + [report.value] * (lns and solved)
+        background = self.background.bound(served) if name == "cost" and self.background and served is not None else None
+        bounds = [b for b in (probe.bound, report.bound, background) if b is not None] + [report.value] * (lns and solved)
         report.bound = max(bounds) if bounds else None
         if report.status == "feasible" and report.value is not None and report.bound is not None and \
                 report.value <= report.bound and not self.interrupted:
@@ -241,6 +253,14 @@ class FleetSession:
             self.best = candidate
 
     def run(self) -> IntSchedule:
+        try:
+            return self._run()
+        finally:
+            if self.background is not None:
+                self.background.stop()
+                self.background = None
+
+    def _run(self) -> IntSchedule:
         self.interrupted = False
         self.best = greedy(self.fleet)  # the hint of the first stage, and the answer should it find none
         names: list[Stage] = ["served", self.fleet.objective]
@@ -264,6 +284,8 @@ class FleetSession:
             if report is not None and report.value is not None:
                 # Keep this stage's level (its optimum, or the best found at the time limit).
                 self.model.add(self.objectives[name] <= report.value)
+                if name == "served" and self.background is not None:
+                    self.background.set_budget(report.value)
         if self.best is None:
             self.best = IntSchedule(slot=[None] * len(self.fleet.jobs), start_min=[None] * len(self.fleet.jobs))
         self.best.stages = reports
