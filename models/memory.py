@@ -3,7 +3,7 @@ capacity x capacity_fraction, evaluated in exact integer bytes (per-mille arithm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vramplan.models.activations import Activations, activations
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
@@ -124,7 +124,9 @@ def stage_memory(
 def memory_per_gpu(
     arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
 ) -> MemoryBreakdown:
-    """Memory of the most loaded rank (the pipeline stage with the largest total; the lowest on ties)."""
+    """Memory of the most loaded rank (the pipeline stage with the largest total; the lowest on
+    ties), with the host RAM of the rank that offloads the most: a node may hold any stage."""
     check_compatible(arch, job, plan, gpu, offering)
-    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch.num_layers, plan.pp)]
-    return max(stages, key=lambda m: (m.total_bytes, -m.stage))
+    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan.pp)]
+    worst = max(stages, key=lambda m: (m.total_bytes, -m.stage))
+    return replace(worst, host_bytes=max(m.host_bytes for m in stages))

@@ -120,7 +120,8 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
         return None
     space.fill_count(n, [l])
     buffers = space.buffer_mib[b, p, l]
-    return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
+    return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j)
+            for j in range(space.num_slots)]
 
 
 def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
@@ -151,7 +152,7 @@ def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool
     slots = memory_slots_mib(space, n, inner)
     if slots is None:
         return None
-    j = max(range(3), key=lambda k: (slots[k], -k))
+    j = max(range(space.num_slots), key=lambda k: (slots[k], -k))
     total = slots[j]
     if memory and total > space.limit_mib[g]:
         return None
@@ -259,9 +260,10 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple[in
         space.fill_count(n, [l])
         batches = space.valid_batches[n, l]
         zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
-        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in range(3)] for p in precisions] for zf in zfs],
+        js = range(space.num_slots)
+        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in js] for p in precisions] for zf in zfs],
                           dtype=np.int64)  # (zf, p, j)
-        dynamic = np.array([[[[space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j) for j in range(3)]
+        dynamic = np.array([[[[space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j) for j in js]
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
         grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1)))
     return grids

@@ -143,12 +143,12 @@ class UnitBounds:
         memo = space.shared.leanest_mib
         if key not in memo:
             space.fill_count(n, [l])
-            dynamic = [0, 0, 0]
+            dynamic = [0] * space.num_slots
             if r is not None:
                 dynamic = [min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j)
-                               for b in space.valid_batches[n, l]) for j in range(3)]
+                               for b in space.valid_batches[n, l]) for j in range(space.num_slots)]
             options = sorted((space.host_mib_per_gpu[zf, n, p, l],
-                              max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(3)))
+                              max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(space.num_slots)))
                              for zf in range(len(space.zero_offloads)))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]

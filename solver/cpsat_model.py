@@ -104,6 +104,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
     model.add_allowed_assignments([lb, l, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
     zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
+    slots = range(space.num_slots)  # the checked pipeline ranks (tables.stage_slots)
     ps, ls = (p, precisions), (l, layouts)
 
     # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
@@ -122,7 +123,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
         lay, b_ = pairs[k]
         base = compute_us(i, jj) + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
-        return (*(dynamic_mib(i, jj, k, j) for j in range(3)), base)
+        return (*(dynamic_mib(i, jj, k, j) for j in slots), base)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
@@ -131,11 +132,11 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
-        *(space.static_mib[i, n, jj, lay, j] for j in range(3)), space.host_mib_per_gpu[i, n, jj, lay]),
-        ("static0", "static1", "static2", "host_mib"))
+        *(space.static_mib[i, n, jj, lay, j] for j in slots), space.host_mib_per_gpu[i, n, jj, lay]),
+        (*(f"static{j}" for j in slots), "host_mib"))
     *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
-                            ("activations0", "activations1", "activations2", "compute_parallel_bubble_us"))
-    for j in range(3):  # memory of each checked pipeline rank
+                            (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us"))
+    for j in slots:  # memory of each checked pipeline rank
         model.add(static[j] + dynamic[j] <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
     fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: windows_us(space, k, space.compute_s[g, n, k, jj]),

@@ -59,7 +59,7 @@ def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     for n_i, n in enumerate(space.counts):
         for l in space.count_layouts[n_i]:
             layout = space.layouts[l]
-            stages = set(stage_slots(space.arch.num_layers, layout.pp))
+            stages = set(stage_slots(space.arch, layout.pp))
             for (zero, offload), precision in product(space.zero_offloads, space.precisions):
                 total = max(_states_bytes(space.tables.rank_states(layout, zero, offload, n, precision, stage))
                             for stage in stages)

@@ -39,7 +39,7 @@ from vramplan.solver.space_tables import (
     fill_memory_tables,
     fill_step_tables,
 )
-from vramplan.solver.tables import MicroKey, RecomputeChoice, StageSlot, Tables
+from vramplan.solver.tables import MIN_STAGE_SLOTS, MicroKey, RecomputeChoice, StageSlot, Tables, num_stage_slots
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ class SearchSpace:
     precisions: list[str]
     micro_batches: list[int]
     layouts: list[Layout]
+    num_slots: int = MIN_STAGE_SLOTS  # pipeline ranks checked per layout (tables.stage_slots)
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
     # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
     static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
@@ -375,6 +376,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
+    pps = tuple(sorted({layout.pp for layout in layouts}))
+    space.num_slots = tables.kept(("stage-slots", pps), lambda: num_stage_slots(arch, pps))
     space.tables, space.evaluations_before = tables, tables.evaluations
     space.shared = shared_units(catalogue, query, UnitMemo)
     fill_layout_domains(space)

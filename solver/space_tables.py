@@ -78,7 +78,7 @@ def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
     """Model states, host RAM and pipeline slots of count index n_i and layout l."""
     tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
     used = sorted({p for _, p in space.valid_gpu_precision})
-    stages = stage_slots(space.arch.num_layers, layout.pp)
+    stages = stage_slots(space.arch, layout.pp, space.num_slots)
     for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
         precision = space.precisions[p]
         hosts = []

@@ -88,12 +88,22 @@ class MicroKey(NamedTuple):
     precision: str
 
 
-def stage_slots(num_layers: int, pp: int) -> tuple[int, int, int]:
-    """The pipeline ranks whose memory is checked: the first, the last and another candidate
-    (models.parallel.candidate_stages: the most loaded rank is among them)."""
-    candidates = candidate_stages(num_layers, pp)
-    other = next((s for s in candidates if s not in (0, pp - 1)), 0)
-    return (0, pp - 1, other)
+MIN_STAGE_SLOTS = 3  # the first, the last and one more rank: every stack of one kind of layer
+
+
+def stage_slots(arch: Architecture, pp: int, num_slots: int = MIN_STAGE_SLOTS) -> tuple[int, ...]:
+    """The pipeline ranks whose memory is checked (models.parallel.candidate_stages: the most
+    loaded rank is among them): the first, the last, then the other candidates, padded to
+    num_slots with the first (a repeated rank checks nothing new). Mixed stacks of layers
+    have up to four candidates in the catalogue (num_stage_slots)."""
+    candidates = candidate_stages(arch, pp)
+    slots = (0, pp - 1, *(s for s in candidates if s not in (0, pp - 1)))
+    return slots + (0,) * (num_slots - len(slots))
+
+
+def num_stage_slots(arch: Architecture, pps: tuple[int, ...]) -> int:
+    """How many pipeline ranks a space checks per layout: enough for its layouts' candidates."""
+    return max(MIN_STAGE_SLOTS, *(len(stage_slots(arch, pp, 0)) for pp in pps))
 
 
 def stage_slot(num_layers: int, layout: Layout, accum: int, stage: int) -> StageSlot:

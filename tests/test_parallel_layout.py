@@ -52,7 +52,19 @@ def test_uneven_layers_go_to_the_ranks_before_the_last() -> None:
     assert stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
     assert stage_layers(80, 8) == (10,) * 8
     assert stage_layers(10, 4) == (2, 3, 3, 2)
-    assert candidate_stages(126, 16) == (0, 1, 15)
+    assert candidate_stages(CATALOGUE.architecture("llama-3.1-405b"), 16) == (0, 1, 15)  # 126 layers
+
+
+def test_mixed_stacks_check_every_set_of_layers_a_rank_can_hold() -> None:
+    """Ranks holding different kinds of layer are candidates of their own: DeepSeek-V2-Lite's
+    rank 0 holds the dense first layer, ranks 1 and 2 seven MoE layers each, which hold 7.7% more
+    parameters than rank 0 (and so more host RAM under ZeRO-Offload); Llama 4 Maverick's ranks
+    alternate between more dense and more MoE layers."""
+    lite = CATALOGUE.architecture("deepseek-v2-lite")
+    assert stage_layers(27, 4) == (7, 7, 7, 6)
+    assert candidate_stages(lite, 4) == (0, 1, 3)
+    assert rank_params(lite, 1, 4, 1, 1).total > 1.07 * rank_params(lite, 1, 4, 1, 0).total
+    assert candidate_stages(CATALOGUE.architecture("llama-4-maverick"), 16) == (0, 1, 2, 15)
 
 
 def test_expert_parallel_keeps_its_experts_and_shards_them_over_expert_dp() -> None:

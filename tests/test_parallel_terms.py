@@ -14,7 +14,10 @@ from vramplan.models.parallel import candidate_stages
 from vramplan.models.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
-MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gpt2-1.5b", "mixtral-8x7b", "qwen2.5-7b")
+# Stacks of one kind of layer, and mixed ones: DeepSeek's first dense layer, Gemma's local/global
+# attention, Llama 4's alternating MoE layers (models.parallel.candidate_stages).
+MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gpt2-1.5b", "mixtral-8x7b", "qwen2.5-7b", "deepseek-v2-lite", "gemma-2-9b",
+          "gemma-3-27b", "llama-4-maverick")
 GPU = CATALOGUE.gpu("h100-sxm-80gb")
 
 
@@ -52,13 +55,16 @@ def cases(count: int) -> list[tuple[str, Job, Plan]]:
 @pytest.mark.parametrize(("model", "job", "plan"), cases(150))
 def test_terms_sum_to_every_stage_total_and_the_max_is_the_estimate(model: str, job: Job, plan: Plan) -> None:
     arch = CATALOGUE.architecture(model)
-    totals = {}
+    totals, hosts = {}, {}
     for stage in range(plan.pp):
         terms = memory_terms(arch, job, plan, stage)
         assert all(value >= 0 for value in terms.values()), terms
         totals[stage] = sum(terms.values())
-        assert totals[stage] == stage_memory(arch, job, plan, GPU, None, stage).total_bytes
+        stage_total = stage_memory(arch, job, plan, GPU, None, stage)
+        assert totals[stage] == stage_total.total_bytes
+        hosts[stage] = stage_total.host_bytes
     worst = memory_per_gpu(arch, job, plan, GPU)
     assert worst.total_bytes == max(totals.values())  # the candidate stages find the most loaded rank
-    assert worst.stage in candidate_stages(arch.num_layers, plan.pp)
+    assert worst.stage in candidate_stages(arch, plan.pp)
     assert totals[worst.stage] == worst.total_bytes
+    assert worst.host_bytes == max(hosts.values())  # the node's host RAM: the rank that offloads the most
