@@ -12,7 +12,6 @@ host RAM; `optimizer+params` (ZeRO-3 only) keeps the 16-bit parameter partition 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -44,7 +43,9 @@ class ModelStates:
 
 
 def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
-    return math.ceil(num_params * bytes_per_param)
+    """ceil(num_params x bytes_per_param), in integers (a Fraction product costs ten times more:
+    the solver asks this for every ZeRO stage, offload, precision and pipeline rank)."""
+    return -(-num_params * bytes_per_param.numerator // bytes_per_param.denominator)
 
 
 def _shard(num_params: int, num_ranks: int) -> int:

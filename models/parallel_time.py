@@ -62,6 +62,41 @@ def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
     return arch.num_layers / plan.pp
 
 
+@dataclass(frozen=True)
+class ParallelTraffic:
+    """What a plan's model parallelism moves per optimizer step, and what hides it: everything of
+    the TP/PP/CP/EP terms that does not depend on the GPU or the offering (parallel_traffic).
+    parallel_seconds turns it into seconds on a shape, with the same float operations as the
+    *_time_s functions (which are built from the same two halves)."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    tp_forward_bytes: float  # the forward's collectives, recomputed layers' included: exposed
+    tp_backward_bytes: float  # the backward's: hidden behind the backward GEMMs
+    forward_share: float  # of the executed FLOPs (models.flops): the rest is the backward's window
+    pp_bytes: float  # p2p of hidden states forward and gradients backward
+    cp_bytes: float  # the K/V ring
+    attention_flops: int  # forward FLOPs per token: attention (CP's window) ...
+    forward_flops: int  # ... of the whole forward (layers + attention + logits)
+    ep_bytes: float  # the all-to-alls
+
+
+def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
+    if plan.tp == 1:
+        return 0.0, 0.0
+    e = activation_bytes(plan.precision)
+    activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
+    per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
+    return forward, 2 * per_collective
+
+
+def _tp_seconds(forward_bytes: float, backward_bytes: float, link_gb_per_s: float, backward_compute_s: float) -> float:
+    return _seconds(forward_bytes, link_gb_per_s) + max(0.0, _seconds(backward_bytes, link_gb_per_s) - backward_compute_s)
+
+
 def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
     """Exposed TP collectives: the forward's (and the recomputed forward's) in full; the backward's
     overlap the backward GEMMs (Megatron LinearWithGradAccumulationAndAsyncCommunication issues the
@@ -69,14 +104,9 @@ def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s:
     grad-input and weight-gradient GEMMs), exposed only beyond the backward compute."""
     if plan.tp == 1:
         return 0.0
-    e = activation_bytes(plan.precision)
-    activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
-    per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
-    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
-    backward = 2 * per_collective
-    link = gpu.intra_node_bandwidth_gb_per_s
+    forward, backward = _tp_bytes(arch, job, plan)
     backward_compute_s = compute_s * (1 - plan_flops_per_token(arch, job, plan).forward_share)
-    return _seconds(forward, link) + max(0.0, _seconds(backward, link) - backward_compute_s)
+    return _tp_seconds(forward, backward, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
 
 
 def bubble_s(pp: int, vpp: int, grad_accum, compute_s: float):
@@ -88,16 +118,44 @@ def pp_bubble_s(plan: Plan, compute_s: float) -> float:
     return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
 
 
-def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:
+def _pp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     if plan.pp == 1:
         return 0.0
     e = activation_bytes(plan.precision)
     # Each TP rank sends 1/tp of the hidden states: the SP shard, or without SP Megatron's
     # scatter-gather optimisation (Narayanan et al. 2021 sec. 4.1; p2p_communication scatter_gather_tensors).
     hidden = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size / plan.tp
-    volume = 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
+    return 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
+
+
+def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:
+    if plan.pp == 1:
+        return 0.0
     link = network_gb_per_s if spans_instances else gpu.intra_node_bandwidth_gb_per_s
-    return _seconds(volume, link)
+    return _seconds(_pp_bytes(arch, job, plan), link)
+
+
+def _cp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
+    if plan.cp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
+    per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
+    return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+
+
+def _cp_seconds(volume: float, link_gb_per_s: float, compute_s: float, attention_flops: int, forward_flops: int) -> float:
+    attention_s = compute_s * attention_flops / forward_flops  # the ring hides behind the attention blocks
+    return max(0.0, _seconds(volume, link_gb_per_s) - attention_s)
+
+
+def _forward_flops(arch: Architecture, job: Job) -> tuple[int, int]:
+    layers, attention, logits = forward_flops_per_token(arch, job.seq_len)
+    return attention, layers + attention + logits
+
+
+def _cp_link(plan_tp: int, plan_cp: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return network_gb_per_s if plan_tp * plan_cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
 
 
 def cp_exposed_s(
@@ -106,17 +164,11 @@ def cp_exposed_s(
 ) -> float:
     if plan.cp == 1:
         return 0.0
-    e = activation_bytes(plan.precision)
-    kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
-    per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
-    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
-    link = network_gb_per_s if plan.tp * plan.cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
-    layers, attention, logits = forward_flops_per_token(arch, job.seq_len)
-    attention_s = compute_s * attention / (layers + attention + logits)
-    return max(0.0, _seconds(volume, link) - attention_s)
+    link = _cp_link(plan.tp, plan.cp, gpu, gpus_per_instance, network_gb_per_s)
+    return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_forward_flops(arch, job))
 
 
-def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+def _ep_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     if plan.ep == 1:
         return 0.0
     e = activation_bytes(plan.precision)
@@ -124,9 +176,41 @@ def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_i
     if plan.sequence_parallel and plan.tp > 1:
         routed /= plan.tp
     per_layer = 4 * routed * (plan.ep - 1) / plan.ep  # dispatch + combine, forward + backward
-    volume = per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
-    link = network_gb_per_s if plan.tp * plan.cp * plan.ep > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
-    return _seconds(volume, link)
+    return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+
+
+def _ep_link(tp: int, cp: int, ep: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return network_gb_per_s if tp * cp * ep > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+
+
+def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    if plan.ep == 1:
+        return 0.0
+    link = _ep_link(plan.tp, plan.cp, plan.ep, gpu, gpus_per_instance, network_gb_per_s)
+    return _seconds(_ep_bytes(arch, job, plan), link)
+
+
+def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
+    """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
+    tp_forward, tp_backward = _tp_bytes(arch, job, plan)
+    share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
+    attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
+    return ParallelTraffic(plan.tp, plan.pp, plan.cp, plan.ep, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
+                           _cp_bytes(arch, job, plan), attention, forward, _ep_bytes(arch, job, plan))
+
+
+def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
+                     network_gb_per_s: float, compute_s: float) -> float:
+    """TP + PP p2p + CP + EP seconds of a plan's traffic on a shape: the sum of tp_time_s, pp_p2p_s,
+    cp_exposed_s and ep_time_s, float for float (tests/test_step_grids.py)."""
+    t = traffic
+    intra = gpu.intra_node_bandwidth_gb_per_s
+    tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if t.tp > 1 else 0.0
+    pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if t.pp > 1 else 0.0
+    cp = _cp_seconds(t.cp_bytes, _cp_link(t.tp, t.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
+                     t.attention_flops, t.forward_flops) if t.cp > 1 else 0.0
+    ep = _seconds(t.ep_bytes, _ep_link(t.tp, t.cp, t.ep, gpu, gpus_per_instance, network_gb_per_s)) if t.ep > 1 else 0.0
+    return tp + pp + cp + ep
 
 
 def parallel_time(

@@ -25,13 +25,7 @@ from vramplan.models.overhead import overhead
 from vramplan.models.parallel import candidate_stages, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
 from vramplan.models.parallel_overhead import num_communicators
-from vramplan.models.parallel_time import (
-    cp_exposed_s,
-    ep_time_s,
-    bubble_s,
-    pp_p2p_s,
-    tp_time_s,
-)
+from vramplan.models.parallel_time import bubble_s, parallel_seconds, parallel_traffic
 from vramplan.models.flops import plan_flops_per_token
 from vramplan.models.performance import (
     DpTraffic,
@@ -292,15 +286,13 @@ class Tables:
     def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:
         """TP collectives + PP p2p + CP's exposed ring + EP all-to-all (models.parallel_time): each
-        moves micro-batch x accumulation = global batch / dp sequences per step, whatever the split."""
-        def compute() -> float:
-            plan = self._replica_plan(layout, n, recompute, precision)
-            return (tp_time_s(self.arch, self.job, plan, gpu, compute_s)
-                    + pp_p2p_s(self.arch, self.job, plan, gpu, n > per_instance, network_gb_per_s)
-                    + cp_exposed_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s, compute_s)
-                    + ep_time_s(self.arch, self.job, plan, gpu, per_instance, network_gb_per_s))
-        return self._get(("parallel", layout, n, recompute, precision, gpu.name, per_instance, network_gb_per_s, compute_s),
-                         compute, 4, memo=self.time_memo)
+        moves micro-batch x accumulation = global batch / dp sequences per step, whatever the split.
+        The traffic is kept per (layout, count, recompute, precision); its seconds on a shape are
+        a few float operations (models.parallel_time.parallel_seconds)."""
+        traffic = self._get(("parallel-traffic", layout, n, recompute, precision),
+                            lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, recompute, precision)),
+                            memo=self.time_memo)
+        return parallel_seconds(traffic, gpu, n > per_instance, per_instance, network_gb_per_s, compute_s)
 
     def bubble_us(self, layout: Layout, n: int, micros: tuple[int, ...], compute_s: float) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute at each micro-batch

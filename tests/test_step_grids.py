@@ -54,3 +54,39 @@ def test_grids_equal_one_plan_at_a_time(model: str, layout: Layout, n: int, per_
     bubbles = tables.bubble_us(layout, n, micros, 1.7)
     assert bubbles.tolist() == [to_us(pp_bubble_s(_plan(tables, layout, n, 0, "none", "bf16", m), 1.7)) for m in micros]
     assert layout.pp == 1 or bubbles.max() > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_parallel_seconds_equal_the_four_terms(seed: int) -> None:
+    """parallel_seconds(parallel_traffic(plan)) on a shape is tp_time_s + pp_p2p_s + cp_exposed_s +
+    ep_time_s of the plan, float for float, whichever degrees, precision, recompute and links."""
+    import random
+
+    from vramplan.models.parallel_time import (
+        cp_exposed_s,
+        ep_time_s,
+        parallel_seconds,
+        parallel_traffic,
+        pp_p2p_s,
+        tp_time_s,
+    )
+    from vramplan.models.setup import Plan
+
+    rng = random.Random(seed)
+    model = rng.choice(["llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b"])
+    arch = CATALOGUE.architecture(model)
+    job = Job(seq_len=rng.choice([4096, 32768]))
+    for _ in range(40):
+        tp, pp, cp = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4]), rng.choice([1, 2, 4])
+        dp = rng.choice([1, 2, 4])
+        ep = rng.choice([e for e in (1, 2, 4, 8) if arch.num_experts % max(e, 1) == 0 and (dp * cp) % e == 0] or [1])
+        plan = Plan(gpu="-", num_gpus=tp * pp * cp * dp, tp=tp, pp=pp, cp=cp, ep=ep, sequence_parallel=rng.random() < 0.5,
+                    recompute=rng.choice(["none", "selective", "full"]), precision=rng.choice(["bf16", "fp32"]),
+                    micro_batch=rng.choice([1, 2]), grad_accum=rng.choice([1, 4]))
+        gpu = CATALOGUE.gpu(rng.choice(["h100-sxm-80gb", "l40s-48gb"]))
+        per_instance, network, compute = rng.choice([4, 8]), rng.choice([25.0, 50.0]), rng.uniform(0.1, 30.0)
+        spans = plan.num_gpus > per_instance
+        expected = (tp_time_s(arch, job, plan, gpu, compute) + pp_p2p_s(arch, job, plan, gpu, spans, network)
+                    + cp_exposed_s(arch, job, plan, gpu, per_instance, network, compute)
+                    + ep_time_s(arch, job, plan, gpu, per_instance, network))
+        assert parallel_seconds(parallel_traffic(arch, job, plan), gpu, spans, per_instance, network, compute) == expected

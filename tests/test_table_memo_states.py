@@ -53,7 +53,14 @@ def test_time_terms_read_no_optimizer(model: str) -> None:
     time, the bubble and the forward's share read no optimizer. Checked on the models/ functions
     for each optimizer, so a change that starts reading it fails here rather than in the answers."""
     from vramplan.models.flops import plan_flops_per_token
-    from vramplan.models.parallel_time import cp_exposed_s, ep_time_s, pp_bubble_s, pp_p2p_s, tp_time_s
+    from vramplan.models.parallel_time import (
+        cp_exposed_s,
+        ep_time_s,
+        parallel_traffic,
+        pp_bubble_s,
+        pp_p2p_s,
+        tp_time_s,
+    )
     from vramplan.models.performance import compute_time_s, dp_traffic
 
     arch, gpu = CATALOGUE.architecture(model), CATALOGUE.gpu("h100-sxm-80gb")
@@ -67,7 +74,8 @@ def test_time_terms_read_no_optimizer(model: str) -> None:
             seen.add((compute_time_s(arch, job, plan, gpu), dp_traffic(arch, job, plan),
                       tp_time_s(arch, job, plan, gpu, 1.0), pp_p2p_s(arch, job, plan, gpu, True, 50.0),
                       cp_exposed_s(arch, job, plan, gpu, 8, 50.0, 1.0), ep_time_s(arch, job, plan, gpu, 8, 50.0),
-                      pp_bubble_s(plan, 1.0), plan_flops_per_token(arch, job, plan).forward_share))
+                      pp_bubble_s(plan, 1.0), plan_flops_per_token(arch, job, plan).forward_share,
+                      parallel_traffic(arch, job, plan)))
         assert len(seen) == 1, (zero, tp, pp, cp, ep, recompute)
 
 
