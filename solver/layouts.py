@@ -69,9 +69,20 @@ def _degrees(limit: int, pin: int | None) -> list[int]:
     return _powers(limit) if pin is None else [pin]
 
 
-def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> list[Layout]:
-    """The layouts valid for the model and job on some cluster (the instance size and the count
-    are checked per cluster), most preferred first."""
+def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int,
+                  valid: list[Layout] | None = None) -> list[Layout]:
+    """The layouts valid for the model and job on some cluster of at most max_gpus GPUs (the
+    instance size and the count are checked per cluster), most preferred first; `valid` is
+    valid_layouts' answer when the caller keeps it (it does not depend on max_gpus)."""
+    layouts = [lay for lay in (valid_layouts(arch, job, pins) if valid is None else valid) if lay.model_parallel <= max_gpus]
+    if not layouts:
+        _raise_for_pins(arch, job, pins, max_gpus)
+    return layouts
+
+
+def valid_layouts(arch: Architecture, job: Job, pins: Pins) -> list[Layout]:
+    """Every layout models.parallel.check_layout accepts for the model, job and pins, most
+    preferred first."""
     cp_limit = MAX_CP if job.seq_len >= CP_FROM_SEQ_LEN and job.attention == "flash" else 1
     tps = _degrees(MAX_TP, pins.tp)
     pps = _degrees(min(MAX_PP, arch.num_layers), pins.pp)
@@ -82,11 +93,9 @@ def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> li
     for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
         sp = tp > 1 if pins.sequence_parallel is None else pins.sequence_parallel
         layout = Layout(tp, pp, cp, ep, vpp, sp)
-        if (vpp > 1 and pp == 1) or tp * pp * cp > max_gpus or valid_layout_error(arch, job, layout, tp) is not None:
+        if (vpp > 1 and pp == 1) or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
-    if not layouts:
-        _raise_for_pins(arch, job, pins, max_gpus)
     return sorted(layouts, key=Layout.preference)
 
 

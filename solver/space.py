@@ -28,7 +28,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision, check_job
 from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
 from vramplan.models.units import US_PER_S
-from vramplan.solver.layouts import MAX_TP, Layout, layout_domain
+from vramplan.solver.layouts import MAX_TP, Layout, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.space_tables import (
@@ -253,7 +253,8 @@ class SearchSpace:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
@@ -341,8 +342,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     batch_divisors = divisors(global_batch)
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
-    layouts = tables.kept(("layout-domain", query.pins.model_dump_json(), query.max_gpus),
-                          lambda: layout_domain(arch, job, query.pins, query.max_gpus))
+    pins = query.pins.model_dump_json()
+    valid = tables.kept(("valid-layouts", pins), lambda: valid_layouts(arch, job, query.pins))
+    layouts = tables.kept(("layout-domain", pins, query.max_gpus),
+                          lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid))
     sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
                     if mp * d <= query.max_gpus})
     offerings = _offerings(catalogue, query)
