@@ -4,7 +4,9 @@
 collectives, the smallest bubble and the least exposed data-parallel traffic), 2 the time terms
 of the first layout x precision x recompute whose leanest memory fits the GPU. Every bound is at
 most the step time of every point it covers (tests/test_cpsat_bounds.py checks it point by point
-against the brute-force enumeration), so pruning on it is exact.
+against the brute-force enumeration), so pruning on it is exact. Before any tier, may_fit drops
+the clusters whose GPU count cannot hold the job's model states at all (1/n of them per GPU, in
+GPU memory and host RAM): no layout is tabulated for them.
 
 The values are kept by value in the family's UnitMemo (solver/space.py): queries of one model,
 job, global batch and pins share them whatever clusters they allow.
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from vramplan.models.parallel_time import bubble_s
-from vramplan.models.units import BYTES_PER_MIB, to_us, to_us_array
+from vramplan.models.units import BYTES_PER_MIB, ceil_div, to_us, to_us_array
 from vramplan.solver.candidates import tail_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
@@ -166,10 +168,10 @@ class UnitBounds:
         key = (space.counts[n], host, limit, precisions)
         memo = space.shared.count_fits
         if key not in memo:
+            shares = (self._single_gpu_states_mib(zf, p) for zf in range(len(space.zero_offloads)) for p in precisions)
             count = space.counts[n]
-            memo[key] = any(-(-gpu_mib // count) <= limit and -(-host_mib // count) <= host
-                            for zf in range(len(space.zero_offloads)) for p in precisions
-                            for gpu_mib, host_mib in (self._single_gpu_states_mib(zf, p),))
+            memo[key] = any(ceil_div(gpu_mib, count) <= limit and ceil_div(host_mib, count) <= host
+                            for gpu_mib, host_mib in shares)
         return memo[key]
 
     def _single_gpu_states_mib(self, zf: int, p: int) -> tuple[int, int]:
