@@ -8,7 +8,7 @@ the second query of a batch sheet's group only evaluates what the first did not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -103,6 +103,12 @@ def num_stage_slots(arch: Architecture, pps: tuple[int, ...]) -> int:
 def stage_slot(num_layers: int, layout: Layout, accum: int, stage: int) -> StageSlot:
     return StageSlot(stage_layers(num_layers, layout.pp)[stage], inflight_chunks(layout.pp, accum, layout.vpp, stage),
                      layout.vpp, stage == 0, stage == layout.pp - 1)
+
+
+def _stack(cells: list[list[list]], kind: type):
+    """A grid of dataclass cells (axes: outer, middle, inner) as one `kind` whose fields are arrays."""
+    return kind(*(np.array([[[getattr(cell, f.name) for cell in row] for row in plane] for plane in cells])
+                  for f in fields(kind)))
 
 
 @lru_cache(maxsize=1 << 17)
@@ -245,10 +251,8 @@ class Tables:
 
     def _traffic_grid(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
                       precisions: tuple[str, ...]) -> DpTraffic:
-        cells = [[[self._traffic(layout, zero, n, micro, precision) for precision in precisions] for micro in micros]
-                 for zero in zeros]
-        return DpTraffic(*(np.array([[[getattr(cell, name) for cell in row] for row in plane] for plane in cells])
-                           for name in ("forward_bytes", "backward_bytes", "forward_collectives", "backward_collectives")))
+        return _stack([[[self._traffic(layout, zero, n, micro, precision) for precision in precisions] for micro in micros]
+                       for zero in zeros], DpTraffic)
 
     def _traffic(self, layout: Layout, zero: int, n: int, micro: int, precision: str) -> DpTraffic:
         plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
@@ -267,13 +271,12 @@ class Tables:
         """The optimizer step of every (ZeRO x offload, micro-batch, precision), whole microseconds
         (array): the rank's shard (tp, pp, ep) over the DP x CP group, and with parameter offload
         the accumulation's parameter streaming (models.performance); the traffic is GPU-independent."""
-        def compute() -> np.ndarray:
-            cells = [[[self._optimizer_traffic(layout, zero, offload, n, micro, precision) for precision in precisions]
-                      for micro in micros] for zero, offload in zero_offloads]
-            grid = OptimizerTraffic(*(np.array([[[getattr(cell, name) for cell in row] for row in plane] for plane in cells])
-                                      for name in ("hbm_bytes", "host_bytes", "pcie_bytes")))
-            return to_us_array(optimizer_time_from_traffic(grid, gpu))
-        return self._get(("optimizer-grid", layout, n, zero_offloads, micros, precisions, gpu.name), compute,
+        def traffic() -> OptimizerTraffic:
+            return _stack([[[self._optimizer_traffic(layout, zero, offload, n, micro, precision) for precision in precisions]
+                            for micro in micros] for zero, offload in zero_offloads], OptimizerTraffic)
+        grid = self._called(("optimizer-traffic-grid", layout, n, zero_offloads, micros, precisions), traffic)
+        return self._get(("optimizer-grid", layout, n, zero_offloads, micros, precisions, gpu.name),
+                         lambda: to_us_array(optimizer_time_from_traffic(grid, gpu)),
                          len(zero_offloads) * len(micros) * len(precisions))
 
     def _optimizer_traffic(self, layout: Layout, zero: int, offload: str, n: int, micro: int,
