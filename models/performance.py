@@ -180,19 +180,18 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
 
 
-def communication_time_from_bytes(
-    num_bytes: float, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None = None
-) -> float:
-    return num_bytes / (communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) * BYTES_PER_GB)
-
-
 def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,
                      latency_s: float) -> tuple[float, float]:
     """(forward, backward) seconds of the traffic: bytes at the link's rate plus each collective's latency."""
-    return (communication_time_from_bytes(traffic.forward_bytes, gpu, crossing, network_gb_per_s)
-            + traffic.forward_collectives * latency_s,
-            communication_time_from_bytes(traffic.backward_bytes, gpu, crossing, network_gb_per_s)
-            + traffic.backward_collectives * latency_s)
+    return dp_phase_times_on_link_s(traffic, communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s), latency_s)
+
+
+def dp_phase_times_on_link_s(traffic: DpTraffic, link_gb_per_s: float, latency_s: float) -> tuple[float, float]:
+    """dp_phase_times_s on a link of link_gb_per_s (communication_bandwidth_gb_per_s); the traffic's
+    fields may be arrays (the solver's grids)."""
+    rate = link_gb_per_s * BYTES_PER_GB
+    return (traffic.forward_bytes / rate + traffic.forward_collectives * latency_s,
+            traffic.backward_bytes / rate + traffic.backward_collectives * latency_s)
 
 
 def dp_ring_latency_s(plan: Plan, gpus_per_node: int) -> float:

@@ -30,10 +30,11 @@ from vramplan.models.flops import plan_flops_per_token
 from vramplan.models.performance import (
     DpTraffic,
     OptimizerTraffic,
+    communication_bandwidth_gb_per_s,
     compute_time_s,
     crosses_nodes,
     dp_group_span,
-    dp_phase_times_s,
+    dp_phase_times_on_link_s,
     dp_ring_latency_s,
     dp_traffic,
     optimizer_time_from_traffic,
@@ -240,13 +241,17 @@ class Tables:
         count); models.performance.dp_phase_times_s turns the whole grid into seconds at once
         (the same float operations per cell as one plan's). It leaves the instance when the DP
         group spans more; ZeRO-3's per-layer collectives pay the group's ring latency."""
+        plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precisions[0], micros[0])
+        crossing = crosses_nodes(dp_group_span(plan), per_instance)  # the DP group's span: tp x cp x dp
+        link, latency = communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s), dp_ring_latency_s(plan, per_instance)
+
         def compute() -> tuple[np.ndarray, np.ndarray]:
             traffic = self._called(("traffic-grid", layout, n, zeros, micros, precisions),
                                    lambda: self._traffic_grid(layout, n, zeros, micros, precisions), memo=self.time_memo)
-            plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precisions[0], micros[0])
-            crossing = crosses_nodes(dp_group_span(plan), per_instance)  # the DP group's span: tp x cp x dp
-            return dp_phase_times_s(traffic, gpu, crossing, network_gb_per_s, dp_ring_latency_s(plan, per_instance))
-        return self._get(("comm-grid", layout, n, zeros, micros, precisions, gpu.name, per_instance, network_gb_per_s),
+            return dp_phase_times_on_link_s(traffic, link, latency)
+        # Kept by the link's rate and latency: the shapes of GPUs and offerings that move the
+        # layout's traffic alike share the grid.
+        return self._get(("comm-grid", layout, n, zeros, micros, precisions, link, latency),
                          compute, len(zeros) * len(micros) * len(precisions), memo=self.time_memo)
 
     def _traffic_grid(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
