@@ -162,6 +162,9 @@ class UnitBounds:
         host RAM (models.model_states shards every tensor with a ceiling; TP, PP and EP only add
         replicas). One check per (count, host budget, limit), no layout tabulated."""
         space = self.space
+        fits = space.cluster_fits.get(c)
+        if fits is not None:
+            return fits
         g, n, _, _ = space.clusters[c].shape
         host, limit = space.host_budget_mib_per_gpu[c], space.limit_mib[g]
         precisions = tuple(p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision)
@@ -172,6 +175,7 @@ class UnitBounds:
             count = space.counts[n]
             memo[key] = any(ceil_div(gpu_mib, count) <= limit and ceil_div(host_mib, count) <= host
                             for gpu_mib, host_mib in shares)
+        space.cluster_fits[c] = memo[key]
         return memo[key]
 
     def _single_gpu_states_mib(self, zf: int, p: int) -> tuple[int, int]:

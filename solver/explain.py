@@ -54,7 +54,15 @@ def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Cho
 def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     """The fewest model-state bytes per GPU any plan of the space holds (weights + gradients +
     optimizer states on its most loaded checked pipeline rank), and how (ZeRO stage, offload,
-    layout, GPUs): over every count, layout, ZeRO x offload and precision of the space."""
+    layout, GPUs): over every count, layout, ZeRO x offload and precision of the space. Kept in
+    the family's UnitMemo by the counts and layouts (the rest of the domain is the family's)."""
+    key = (tuple(space.counts), tuple(space.layouts))
+    if key not in space.shared.leanest_states:
+        space.shared.leanest_states[key] = _leanest_model_states(space)
+    return space.shared.leanest_states[key]
+
+
+def _leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     best = None
     for n_i, n in enumerate(space.counts):
         for l in space.count_layouts[n_i]:

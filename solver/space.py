@@ -71,8 +71,9 @@ class UnitMemo:
     """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
     (pp, tp) branch): step-time lower bounds per (shape, branch, host budget), their sorted terms
     per (shape, branch), least memory per (count, layout, precision, recompute) by host budget, the
-    CP-SAT models with the points they found per (shape, branch, host budget, exclusions), and the
-    explanations' fitting points per shape.
+    CP-SAT models with the points they found per (shape, branch, host budget, exclusions), whether
+    a GPU count can hold the model states at all per (count, host budget, limit), and the
+    explanations' fitting points per shape and leanest model states per (counts, layouts).
 
     Keyed by values (GPU name, GPU count, Layout; SearchSpace.unit_shape), never by one query's
     domain indices, because none of it depends on which GPUs, providers, prices or GPU limit a
@@ -87,6 +88,7 @@ class UnitMemo:
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
     fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
+    leanest_states: dict[tuple, tuple[int, str]] = field(default_factory=dict)  # (counts, layouts) -> explain.leanest_model_states
 
 
 @dataclass
@@ -114,7 +116,8 @@ class SearchSpace:
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
-    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # candidates.memory_peaks grids, filled on use
+    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)
+    cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
