@@ -15,7 +15,7 @@ job, global batch and pins share them whatever clusters they allow.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import accumulate
 
 from vramplan.models.parallel_time import bubble_s
@@ -51,7 +51,6 @@ class UnitBounds:
     """The bounds of one space's (cluster, branch) units."""
 
     space: SearchSpace
-    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # per (GPU, count) index
 
     def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
         """A lower bound of the cluster's step time on a branch (None: nothing can fit);
@@ -190,15 +189,17 @@ class UnitBounds:
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the
         recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
-        The same for every cluster of one GPU and count: kept per (GPU, count)."""
-        g, n, _, _ = self.space.clusters[c].shape
-        if (g, n) not in self.least_compute_us:
-            space = self.space
+        The same for every cluster of one GPU and count: kept per (GPU, count) in the space (every
+        search of the space asks it for every cluster)."""
+        space = self.space
+        g, n, _, _ = space.clusters[c].shape
+        kept = space.least_compute_us
+        if (g, n) not in kept:
             times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
                      for r in range(len(space.recomputes))
                      if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
-            self.least_compute_us[g, n] = to_us(min(times)) if times else None
-        return self.least_compute_us[g, n]
+            kept[g, n] = to_us(min(times)) if times else None
+        return kept[g, n]
 
     def primary_bound(self, c: int, branch: Branch | None, order: str, tier: int = 2) -> tuple[int, ...] | None:
         """The objective's lower bound on a cluster's branch, by tier: 0 the least compute (the

@@ -189,7 +189,9 @@ class _Search:
         # the memory tables of a (count, layout) are only filled for units that get that far.
         # A unit whose step-time bound already breaks the deadline or the budget (step_cap_us)
         # is dropped at the tier that shows it, without a model.
-        caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
+        caps: list[int | None] = [None] * len(space.clusters)
+        if space.deadline_bound_us is not None or space.budget_bound_cost_units is not None:
+            caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
         # Tier 0 is the same on every branch of a cluster: one entry per cluster (branch ()),
@@ -197,9 +199,10 @@ class _Search:
         # the front, so clusters the search never reaches cost no branch list and no heap entries.
         heap = []
         for c in range(len(space.clusters)):
+            if not self.bounds.may_fit(c):
+                continue
             bound = self.bounds.primary_bound(c, None, order, tier=0)
-            if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]) \
-                    and self.bounds.may_fit(c):
+            if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]):
                 heap.append((bound, 0, c, ()))
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
