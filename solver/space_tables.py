@@ -79,18 +79,18 @@ def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
     tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
     used = sorted({p for _, p in space.valid_gpu_precision})
     stages = stage_slots(space.arch, layout.pp, space.num_slots)
+    distinct = tuple(dict.fromkeys(stages))  # slots repeat the first rank (pp = 1: every slot)
     for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
         precision = space.precisions[p]
-        hosts = []
+        states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            static, host = tables.states_mib(layout, zero, offload, n, precision, stage)
-            space.static_mib[zf, n_i, p, l, j] = static
-            hosts.append(host)
-        space.host_mib_per_gpu[zf, n_i, p, l] = max(hosts)
+            space.static_mib[zf, n_i, p, l, j] = states[stage][0]
+        space.host_mib_per_gpu[zf, n_i, p, l] = max(host for _, host in states.values())
     for b in space.valid_batches[n_i, l]:
         accum = space.global_batch // (space.micro_batches[b] * n // layout.model_parallel)
+        ranks = {stage: stage_slot(space.arch.num_layers, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            space.slots[n_i, l, b, j] = stage_slot(space.arch.num_layers, layout, accum, stage)
+            space.slots[n_i, l, b, j] = ranks[stage]
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
