@@ -18,14 +18,16 @@ The peak comes at the start of backward: on top of everything kept, the largest 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from vramplan.models.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.lora import adapted_modules
 from vramplan.models.loss import loss_cost
-from vramplan.models.parallel import sequence_parallel_active, stage_layers
+from vramplan.models.parallel import sequence_parallel_active, stage_layer_kinds, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.params import LayerGroup, layer_groups
 from vramplan.models.precision import activation_bytes
@@ -106,6 +108,8 @@ class MicrobatchActivations:
     terms: tuple[Term, ...]
     num_layers: int = 1  # the model's decoder layers, which all_layers_bytes covers
     all_layers_bytes: int = 0  # kept by all the model's decoder layers, summed kind by kind (before offloading)
+    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model and what they keep.
+    kinds: tuple[tuple[tuple[bool, bool, bool], int, int], ...] = ()
     largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
     activation_offload: bool = False
     fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/fragmentation.py)
@@ -139,6 +143,8 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         terms=tuple(terms),
         num_layers=arch.num_layers,
         all_layers_bytes=sum(keep.layers_bytes for _, keep, _ in kinds),
+        kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes)
+                    for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
         largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
         activation_offload=job.activation_offload,
         fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
@@ -147,15 +153,24 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
 
 
 def stage_activations(
-    micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool
+    micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool,
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...] | None = None,
 ) -> Activations:
     """A pipeline rank holding `layers` decoder layers in `vpp` chunks, `chunks` of which are in
     flight (parallel_activations.inflight_chunks); the first rank keeps the embedding's
     activations for the same micro-batches, the last one micro-batch's output layer. The rank's
-    layers keep their share (layers / num_layers) of what all the model's layers keep, kind by
-    kind (models/params.layer_groups; exact for one kind of layer and with pp = 1); activation
-    offloading then leaves the layer in use and the one being prefetched on the GPU."""
-    kept = ceil_div(chunks * layers * micro.all_layers_bytes, vpp * micro.num_layers)
+    layers of each kind keep their share of what the model's layers of that kind keep (`held`:
+    models.parallel.stage_layer_kinds; None: layers / num_layers of every kind, exact for one
+    kind of layer and with pp = 1). Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
+    every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
+    holding two of them keeps 20% more than the average share said. Activation offloading then
+    leaves the layer in use and the one being prefetched on the GPU."""
+    if held is None or not micro.kinds:
+        kept = ceil_div(chunks * layers * micro.all_layers_bytes, vpp * micro.num_layers)
+    else:
+        by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
+        share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
+        kept = math.ceil(chunks * share / vpp)
     offloaded = 0
     if micro.activation_offload:
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
@@ -177,4 +192,5 @@ def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Act
     micro = microbatch_activations(arch, job, plan)
     chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
     layers = stage_layers(arch.num_layers, plan.pp)[stage]
-    return stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1)
+    return stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1,
+                             stage_layer_kinds(arch, plan.pp, stage))

@@ -21,7 +21,7 @@ from vramplan.models.activations import MicrobatchActivations, microbatch_activa
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
-from vramplan.models.parallel import stage_layers
+from vramplan.models.parallel import stage_layer_kinds, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
 from vramplan.models.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
 
@@ -54,7 +54,8 @@ def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> di
                                             plan.recompute, plan.micro_batch)
     chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
     layers = stage_layers(arch.num_layers, plan.pp)[stage]
-    acts = stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1)
+    acts = stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1,
+                             stage_layer_kinds(arch, plan.pp, stage))
     over = overhead(arch, job, plan)
     terms = {
         "weights": states.weights_bytes,

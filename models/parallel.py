@@ -16,6 +16,8 @@ layer (Megatron-Core's pipeline_model_parallel_layout) and a chunk counts layers
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.errors import VramplanError
 from vramplan.models.params import layer_group_counts
@@ -47,14 +49,20 @@ def candidate_stages(arch: Architecture, pp: int) -> tuple[int, ...]:
     more parameters on a middle rank than on the first of its layer count: Llama 4 Maverick at
     pp 16 holds 6% more on rank 1 than on rank 0, and up to 1.9x the host RAM per GPU under
     ZeRO-Offload."""
-    counts = stage_layers(arch.num_layers, pp)
     first: dict[tuple, int] = {}
-    start = 0
-    for rank, count in enumerate(counts):
-        held = layer_group_counts(arch, start, start + count)
-        first.setdefault(tuple(sorted((g.moe, g.local, g.qk_norm, n) for g, n in held)), rank)
-        start += count
+    for rank in range(pp):
+        first.setdefault(stage_layer_kinds(arch, pp, rank), rank)
     return tuple(sorted(set(first.values()) | {pp - 1}))
+
+
+@lru_cache(maxsize=4096)
+def stage_layer_kinds(arch: Architecture, pp: int, stage: int) -> tuple[tuple[tuple[bool, bool, bool], int], ...]:
+    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm) as
+    models/params.LayerGroup names them) and how many of each, sorted: what its model states and
+    activations depend on besides its position."""
+    counts = stage_layers(arch.num_layers, pp)
+    start = sum(counts[:stage])
+    return tuple(sorted(((g.moe, g.local, g.qk_norm), n) for g, n in layer_group_counts(arch, start, start + counts[stage])))
 
 
 def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:

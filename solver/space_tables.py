@@ -88,7 +88,7 @@ def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
         space.host_mib_per_gpu[zf, n_i, p, l] = max(host for _, host in states.values())
     for b in space.valid_batches[n_i, l]:
         accum = space.global_batch // (space.micro_batches[b] * n // layout.model_parallel)
-        ranks = {stage: stage_slot(space.arch.num_layers, layout, accum, stage) for stage in distinct}
+        ranks = {stage: stage_slot(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
             space.slots[n_i, l, b, j] = ranks[stage]
 

@@ -22,7 +22,7 @@ from vramplan.models.activations import (
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
-from vramplan.models.parallel import candidate_stages, stage_layers
+from vramplan.models.parallel import candidate_stages, stage_layer_kinds, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
 from vramplan.models.parallel_overhead import num_communicators
 from vramplan.models.parallel_time import bubble_s, parallel_seconds, parallel_traffic
@@ -55,6 +55,7 @@ class StageSlot(NamedTuple):
     vpp: int
     first: bool
     last: bool
+    held: tuple  # the kinds of layer it holds (models.parallel.stage_layer_kinds)
 
 
 class RecomputeChoice(NamedTuple):
@@ -101,9 +102,9 @@ def num_stage_slots(arch: Architecture, pps: tuple[int, ...]) -> int:
     return max(MIN_STAGE_SLOTS, *(len(stage_slots(arch, pp, 0)) for pp in pps))
 
 
-def stage_slot(num_layers: int, layout: Layout, accum: int, stage: int) -> StageSlot:
-    return StageSlot(stage_layers(num_layers, layout.pp)[stage], inflight_chunks(layout.pp, accum, layout.vpp, stage),
-                     layout.vpp, stage == 0, stage == layout.pp - 1)
+def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> StageSlot:
+    return StageSlot(stage_layers(arch.num_layers, layout.pp)[stage], inflight_chunks(layout.pp, accum, layout.vpp, stage),
+                     layout.vpp, stage == 0, stage == layout.pp - 1, stage_layer_kinds(arch, layout.pp, stage))
 
 
 def _stack(cells: list[list[list]], kind: type):

@@ -102,3 +102,27 @@ def test_vocab_parallel_logits_split_by_tp() -> None:
     tp8 = activations(llama, JOB, Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, sequence_parallel=True)).output_layer_bytes
     log_probs = 4 * S * llama.vocab_size
     assert one - tp8 >= log_probs * 7 // 8
+
+
+def test_a_rank_keeps_its_own_layers_activations_kind_by_kind() -> None:
+    """Llama 4 Maverick alternates dense and MoE layers (HF runs every expert on every token, so a
+    MoE layer keeps about twice the model's average layer). At pp 16 (3 layers a rank) ranks of the
+    same size hold different kinds: per micro-batch in flight each keeps the sum of its own layers,
+    not 3/48 of the whole model (which left rank 1 20% of its memory short)."""
+    from vramplan.models.activations import microbatch_activations
+    from vramplan.models.parallel import stage_layer_kinds
+
+    arch, job = CATALOGUE.architecture("llama-4-maverick"), Job(seq_len=4096)
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, pp=16, grad_accum=32)
+    micro = microbatch_activations(arch, job, plan)
+    per_layer = {kind: kept // count for kind, count, kept in micro.kinds}
+    assert max(per_layer.values()) > 1.9 * micro.all_layers_bytes / micro.num_layers  # the kinds differ
+    shares = {}
+    for stage in range(1, 15):  # middle ranks: no embedding, no output layer
+        held = stage_layer_kinds(arch, 16, stage)
+        chunks = inflight_chunks(16, 32, 1, stage)
+        acts = activations(arch, job, plan, stage)
+        kept = acts.layers_bytes - chunks * micro.shared_bytes
+        assert kept == chunks * sum(n * per_layer[kind] for kind, n in held)
+        shares[held] = kept // chunks
+    assert len(shares) == 3 and max(shares.values()) > 1.9 * min(shares.values())  # one MoE layer or two
