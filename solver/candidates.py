@@ -120,8 +120,7 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
         return None
     space.fill_count(n, [l])
     buffers = space.buffer_mib[b, p, l]
-    return [space.static_mib[zf, n, p, l, j] + buffers + space.activation_mib(r, b, p, l, n, j)
-            for j in range(space.num_slots)]
+    return [space.static_mib[zf, n, p, l, j] + buffers + mib for j, mib in enumerate(space.ranks_activation_mib(r, b, p, l, n))]
 
 
 def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
@@ -263,7 +262,7 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple[in
         js = range(space.num_slots)
         static = np.array([[[space.static_mib[zf, n, p, l, j] for j in js] for p in precisions] for zf in zfs],
                           dtype=np.int64)  # (zf, p, j)
-        dynamic = np.array([[[[space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j) for j in js]
+        dynamic = np.array([[[[space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
         grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1)))
     return grids

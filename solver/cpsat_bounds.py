@@ -146,8 +146,9 @@ class UnitBounds:
             space.fill_count(n, [l])
             dynamic = [0] * space.num_slots
             if r is not None:
-                dynamic = [min(space.buffer_mib[b, p, l] + space.activation_mib(r, b, p, l, n, j)
-                               for b in space.valid_batches[n, l]) for j in range(space.num_slots)]
+                dynamic = [min(column) for column in zip(*(
+                    [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+                    for b in space.valid_batches[n, l]))]
             options = sorted((space.host_mib_per_gpu[zf, n, p, l],
                               max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(space.num_slots)))
                              for zf in range(len(space.zero_offloads)))

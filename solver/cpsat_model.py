@@ -112,18 +112,14 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     # on the rank's layers and in-flight chunks (pp, vpp, accumulation): SearchSpace.activation_mib.
     # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
     # + max(comm - window, tail) + optimizer.
-    def dynamic_mib(i: int, jj: int, k: int, j: int) -> int:
-        lay, b_ = pairs[k]
-        return space.buffer_mib[b_, jj, lay] + space.activation_mib(i, b_, jj, lay, n, j)
-
-    def compute_us(i: int, jj: int) -> int:
-        return to_us(space.compute_s[g, n, i, jj])
+    compute_us = {(i, jj): to_us(space.compute_s[g, n, i, jj]) for i in range(nr) for jj in precisions}
 
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
         lay, b_ = pairs[k]
-        base = compute_us(i, jj) + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
-        return (*(dynamic_mib(i, jj, k, j) for j in slots), base)
+        base = compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
+        buffers = space.buffer_mib[b_, jj, lay]
+        return (*(buffers + mib for mib in space.ranks_activation_mib(i, b_, jj, lay, n)), base)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""

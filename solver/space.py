@@ -39,7 +39,15 @@ from vramplan.solver.space_tables import (
     fill_memory_tables,
     fill_step_tables,
 )
-from vramplan.solver.tables import MIN_STAGE_SLOTS, MicroKey, RecomputeChoice, StageSlot, Tables, num_stage_slots
+from vramplan.solver.tables import (
+    MIN_STAGE_SLOTS,
+    MicroKey,
+    RecomputeChoice,
+    StageSlot,
+    Tables,
+    num_stage_slots,
+    stage_slots,
+)
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +126,8 @@ class SearchSpace:
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)
     cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
-    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)  # candidates.memory_peaks grids, filled on use
+    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
+    aliases_of_pp: dict[int, tuple[int, ...]] = field(default_factory=dict)  # slot_aliases  # candidates.memory_peaks grids, filled on use
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
@@ -187,6 +196,23 @@ class SearchSpace:
             value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
                 self.micro_keys[r, b, p, self.tcs_index[l]], self.slots[n, l, b, j])
         return value
+
+    def ranks_activation_mib(self, r: int, b: int, p: int, l: int, n: int) -> list[int]:
+        """activation_mib of every checked rank j, each distinct rank once (slots repeat the first
+        rank: with pp = 1 every slot is rank 0)."""
+        aliases = self.slot_aliases(self.layouts[l].pp)
+        values = [0] * len(aliases)
+        for j, alias in enumerate(aliases):
+            values[j] = self.activation_mib(r, b, p, l, n, j) if alias == j else values[alias]
+        return values
+
+    def slot_aliases(self, pp: int) -> tuple[int, ...]:
+        """For each checked slot of a pipeline depth, the first slot that checks the same rank."""
+        aliases = self.aliases_of_pp.get(pp)
+        if aliases is None:
+            stages = stage_slots(self.arch, pp, self.num_slots)
+            aliases = self.aliases_of_pp[pp] = tuple(stages.index(stage) for stage in stages)
+        return aliases
 
     def cluster_layouts(self, shape: tuple) -> list[int]:
         """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one
