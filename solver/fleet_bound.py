@@ -28,8 +28,8 @@ from vramplan.solver.fleet_types import IntFleet, IntSchedule
 
 log = logging.getLogger(__name__)
 
-SMOOTHINGS = (0.8,)  # duals priced at these mixes of the best point so far and the master's
-PRICE_ALL = False
+SMOOTHING = 0.8  # duals priced at this mix of the best point so far and the master's (0.5: 480 rounds, 0.8: 390)
+SUPPORT_EVERY, SUPPORT_MIN = 10, 0.01  # rounds between snapshots of the master's slots; least share kept
 SAFETY = 1e-9  # relative slack taken off the float Lagrangian value before rounding up
 Column = list[tuple[int, int]]  # (item, end bucket) on one machine
 
@@ -69,6 +69,7 @@ class CostBound:
         self.center: tuple[np.ndarray, np.ndarray] | None = None
         self.best = -math.inf
         self.rounds = self.rebuilds = 0
+        self.support: dict[int, frozenset[int]] = {}  # per job, the slots of the master's last solution
         self.kept: list[tuple[int, Column]] = []
         self._master()
         for machine, column in self._columns_of(schedule) if schedule is not None else ():
@@ -82,6 +83,7 @@ class CostBound:
         # masters of the 200 x 10 fleet IMPRECISE and gave no duals at all.
         lp.SetSolverSpecificParametersAsString("solution_feasibility_tolerance: 1e-4")
         self.lp = lp
+        self.column_vars: list[pywraplp.Variable] = []
         self.cover = [lp.Constraint(1.0, lp.infinity()) for _ in self.fleet.jobs]
         self.penalty_row = lp.Constraint(-lp.infinity(), self.budget / self.penalty_unit)
         self.machine_rows = [lp.Constraint(-lp.infinity(), float(m.count)) for m in self.machines]
@@ -106,6 +108,7 @@ class CostBound:
         items = self.items
         var = self.lp.NumVar(0, self.lp.infinity(), "")
         self.kept.append((machine, column))
+        self.column_vars.append(var)
         cover: dict[int, float] = {}
         busy: dict[int, int] = {}
         cost = 0.0
@@ -213,18 +216,36 @@ class CostBound:
         if duals is None:
             return False
         master = self.scale * self.lp.Objective().Value()
-        smoothings = [a for a in SMOOTHINGS if self.center is not None] + [0.0]
-        added = False
-        for a in smoothings:
-            point = duals[:2] if a == 0.0 else tuple(a * c + (1 - a) * x for c, x in zip(self.center, duals[:2]))
-            columns = self._evaluate(*point)
+        if self.rounds % SUPPORT_EVERY == 1:
+            self.support = self._support()
+        points = [duals[:2]]
+        if self.center is not None:
+            points.insert(0, tuple(SMOOTHING * c + (1 - SMOOTHING) * x for c, x in zip(self.center, duals[:2])))
+        for pi, prices in points:
+            columns = self._evaluate(pi, prices)
             improving = [(m, c) for m, c in enumerate(columns) if c and self._reduced_profit(m, c, duals) > 1e-6]
             for machine, column in improving:
                 self._add_column(machine, column)
-            added = added or bool(improving)
-            if added and not PRICE_ALL:
-                break
-        return added and master - self.best > max(1.0, 1e-7 * abs(master))
+            if improving:
+                return master - self.best > max(1.0, 1e-7 * abs(master))
+        return False
+
+    def _support(self) -> dict[int, frozenset[int]]:
+        """Per job the slots the master's solution uses (its share above SUPPORT_MIN): the search's
+        restricted neighbourhoods (fleet_lns.improve) offer a job only these and its own."""
+        share: dict[tuple[int, int], float] = {}
+        items = self.items
+        for (_, column), var in zip(self.kept, self.column_vars):
+            y = var.solution_value()
+            if y > 1e-9:
+                for i, _ in column:
+                    key = (int(items.job[i]), int(items.slot[i]))
+                    share[key] = share.get(key, 0.0) + y / int(items.copies[i])
+        support: dict[int, set[int]] = {}
+        for (j, c), value in share.items():
+            if value > SUPPORT_MIN:
+                support.setdefault(j, set()).add(c)
+        return {j: frozenset(slots) for j, slots in support.items()}
 
     def run(self, deadline_s: float, max_rounds: int | None = None) -> int | None:
         """Rounds until `deadline_s` (time.perf_counter), convergence or `max_rounds`; the bound."""
@@ -267,6 +288,10 @@ class BackgroundBound:
 
     def bound(self, budget: int) -> int | None:
         return None if self.bounder is None else self.bounder.bound(budget)
+
+    def support(self) -> dict[int, frozenset[int]] | None:
+        """The master's latest slots per job (a snapshot, replaced whole), None before any."""
+        return None if self.bounder is None or not self.bounder.support else self.bounder.support
 
     def stop(self) -> None:
         self._stopped.set()

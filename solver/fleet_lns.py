@@ -34,6 +34,7 @@ FIRST_SIZE_JOBS = 16  # jobs per neighbourhood at first; grows while neighbourho
 MIN_SIZE_JOBS, MAX_SIZE_JOBS = 8, 80
 SUBSOLVE_S = 1.0  # each neighbourhood's CP-SAT limit
 MAX_EMPTY_DRAWS = 100  # neighbourhoods in a row with no job in them before the search gives up
+RESTRICTED_SHARE = 0.8  # of the neighbourhoods, when a support is given (improve)
 QUICK_SHARE = 0.25  # a neighbourhood proven within this share of the limit grows the next one
 
 
@@ -92,8 +93,8 @@ def _pick(fleet: IntFleet, schedule: IntSchedule, rng: random.Random, size: int,
 
 
 def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int], pools: set[int], name: str,
-                         budget: int, limit_s: float, solver: cp_model.CpSolver,
-                         seed: int) -> tuple[IntSchedule | None, bool]:
+                         budget: int, limit_s: float, solver: cp_model.CpSolver, seed: int,
+                         support: dict[int, frozenset[int]] | None = None) -> tuple[IntSchedule | None, bool]:
     """(better schedule or None, proven optimal) for the freed jobs, all others fixed;
     run in a lane's thread with one CP-SAT worker (`solver` is the main thread's, for stop_search)."""
     model = cp_model.CpModel()
@@ -111,7 +112,8 @@ def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int]
         end = model.new_int_var(job.release_min, latest, f"e{j}")
         chosen = {}
         for c, slot in enumerate(job.slots):
-            if slot.pool not in pools or not fleet.usable(job, slot):
+            if slot.pool not in pools or not fleet.usable(job, slot) or support and j in support and \
+                    c not in support[j] and c != schedule.slot[j] and fleet.pools[slot.pool].windows is not None:
                 continue
             literal = model.new_bool_var(f"x{j}_{c}")
             interval = model.new_optional_interval_var(start, slot.duration_min, end, literal, f"i{j}_{c}")
@@ -183,7 +185,8 @@ def _merged(best: IntSchedule, candidate: IntSchedule, free: list[int]) -> IntSc
 
 def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, deadline_s: float, workers: int = 1,
             seed: int = 0, stats: LnsStats | None = None, on_better=None,
-            max_neighbourhoods: int | None = None, bound: int | None = None) -> tuple[IntSchedule, bool, bool]:
+            max_neighbourhoods: int | None = None, bound: int | None = None,
+            support=None) -> tuple[IntSchedule, bool, bool]:
     """(the best schedule found, interrupted, proven optimal): neighbourhoods until `deadline_s`, or
     until the stage's value reaches `bound`, or until one neighbourhood holding every job and every
     pool is solved to optimality (then that is the stage's optimum); `on_better` sees every new
@@ -203,7 +206,7 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
     began = time.perf_counter()
     optimal = bound is not None and value[0] <= bound
     empty, started = 0, 0
-    running: dict[futures.Future, tuple[list[int], set[int], cp_model.CpSolver, float, float]] = {}
+    running: dict[futures.Future, tuple[list[int], set[int], cp_model.CpSolver, float, float, bool]] = {}
     with futures.ThreadPoolExecutor(max(1, workers)) as lanes:
         try:
             while True:
@@ -215,21 +218,24 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
                         continue
                     empty, started = 0, started + 1
                     solver, limit = cp_model.CpSolver(), min(SUBSOLVE_S, left)
+                    # `support()`: per job the slots of fleet_bound's LP solution; RESTRICTED_SHARE of the
+                    # neighbourhoods offer a freed job only those (and its own), so CP-SAT proves them faster.
+                    restricted = support() if support is not None and rng.random() < RESTRICTED_SHARE else None
                     task = lanes.submit(_solve_neighbourhood, fleet, best, free, pools, name, budget, limit, solver,
-                                        rng.randrange(2**31))
-                    running[task] = (free, pools, solver, limit, time.perf_counter())
+                                        rng.randrange(2**31), restricted)
+                    running[task] = (free, pools, solver, limit, time.perf_counter(), restricted is not None)
                 if not running:
                     break
                 done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
                 for task in done:
-                    free, pools, _, limit, solved = running.pop(task)
+                    free, pools, _, limit, solved, narrowed = running.pop(task)
                     candidate, proven = task.result()
                     stats.neighbourhoods += 1
                     stats.proven += proven
                     quick = time.perf_counter() - solved < QUICK_SHARE * limit
                     size = min(MAX_SIZE_JOBS, size + 1) if proven and quick else size if proven else \
                         max(MIN_SIZE_JOBS, size - 2)
-                    whole = proven and len(free) == len(fleet.jobs) and len(pools) == len(fleet.pools)
+                    whole = proven and not narrowed and len(free) == len(fleet.jobs) and len(pools) == len(fleet.pools)
                     if candidate is None:
                         optimal = optimal or whole
                         continue
@@ -244,7 +250,7 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
                             on_better(best)
                     optimal = optimal or whole or bound is not None and value[0] <= bound
         except KeyboardInterrupt:  # Ctrl-C: the incumbent stands
-            for _, _, solver, _, _ in running.values():
+            for _, _, solver, *_ in running.values():
                 solver.stop_search()
             return best, True, False
     log.info("fleet lns %s: %d neighbourhoods (%d proven, %d improving), value %s, last size %d", name,

@@ -55,6 +55,7 @@ LNS_STAGES = ("served", "cost")  # stages whose second run is preceded by fleet_
 LNS_PROBE_SHARE = 0.3  # of an LNS stage: CP-SAT alone, long enough (under load) for its LP bound
 LNS_RELAX = False  # whether an LNS stage takes the relaxation's hint first
 FINAL_SHARE = 0.3  # of a two-run stage: CP-SAT's last run from the LNS incumbent (its bound, maybe a proof)
+EARLY_BOUND_SLOTS = 2000  # usable slots from which the bound starts with the first LNS stage's probe
 BOUNDED_PROBE_SHARE = 0.1  # of the cost stage when fleet_bound's background bound already runs
 INTERRUPT_SLACK = 0.9  # a stage that stopped before this fraction of its limit was interrupted
 
@@ -98,6 +99,8 @@ class FleetSession:
             return
         schedule.stages = self.best.stages if self.best is not None else []
         self.best = schedule
+        if name == "served" and self.background is not None:
+            self.background.set_budget(objective_value(self.fleet, schedule, "served"))
 
     def read(self, values: cp_model.CpSolverSolutionCallback | cp_model.CpSolver) -> IntSchedule:
         slots: list[int | None] = []
@@ -180,16 +183,16 @@ class FleetSession:
         solved = False
         # With the time-indexed bound running since the served stage, CP-SAT's probe is only a quick
         # chance of a proof (its LP bound is the weaker one): the search gets the rest.
+        if lns and len(self.v.start) and sum(map(len, self.v.literals)) >= EARLY_BOUND_SLOTS:
+            self._start_background(served)  # a large fleet: CP-SAT's probe will not prove it
         bounded = lns and name == "cost" and self.background is not None and served is not None and \
             self.background.bound(served) is not None
         probe = self._stage(name, limit_s * (BOUNDED_PROBE_SHARE if bounded else LNS_PROBE_SHARE if lns else PROBE_SHARE))
         left = limit_s - (time.perf_counter() - began)
         if probe.status in ("optimal", "infeasible") or self.interrupted or left <= 0.01:
             return probe
-        if lns and self.fleet.objective == "cost" and self.background is None and self.best is not None:
-            # Unproven by CP-SAT: the time-indexed bound (fleet_bound.py) runs beside the search from now on.
-            budget = served if served is not None else objective_value(self.fleet, self.best, "served")
-            self.background = BackgroundBound(self.fleet, budget, self.best, self.started + self.time_limit_s)
+        if lns:
+            self._start_background(served)  # unproven by CP-SAT: the time-indexed bound runs beside the search
         if probe.value is not None and (served is not None or name == "served") and left >= MIN_RELAX_S and \
                 (not lns or LNS_RELAX):
             self._relaxed_hint(name, served, probe.value, left * RELAX_SHARE)
@@ -197,8 +200,9 @@ class FleetSession:
             budget = served if served is not None else objective_value(self.fleet, self.best, "served")
             # With the probe's bound in hand, the search takes the rest; else CP-SAT runs again at the end for one.
             until = began + limit_s * (1 - FINAL_SHARE * (probe.bound is None and not bounded))
+            support = self.background.support if name == "cost" and self.background is not None else None
             _, stopped, solved = improve(self.fleet, self.best, name, budget, until, self.num_workers,
-                                         self.random_seed, on_better=self.keep, bound=probe.bound)
+                                         self.random_seed, on_better=self.keep, bound=probe.bound, support=support)
             self.interrupted = self.interrupted or stopped
         final = not self.interrupted and (not lns or probe.bound is None and not solved and not bounded)
         report = self._stage(name, limit_s - (time.perf_counter() - began)) if final else \
@@ -220,6 +224,13 @@ class FleetSession:
             probe.wall_s = report.wall_s
             return probe
         return report
+
+    def _start_background(self, served: int | None) -> None:
+        """The cost stage's time-indexed bound (fleet_bound.py) in a thread until the time limit, from
+        the incumbent at its served penalty (lowered as the served stage improves, see keep)."""
+        if self.fleet.objective == "cost" and self.background is None and self.best is not None:
+            budget = served if served is not None else objective_value(self.fleet, self.best, "served")
+            self.background = BackgroundBound(self.fleet, budget, self.best, self.started + self.time_limit_s)
 
     def _relaxed_hint(self, name: Stage, served: int | None, value: int, limit_s: float) -> None:
         """Replace the hint (self.best) by a valid schedule from the energy relaxation that is

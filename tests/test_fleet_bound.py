@@ -81,6 +81,8 @@ def test_one_machine_pool_counts_whole_jobs_in_its_windows() -> None:
     assert brute_optimum(fleet) == (0, 30, 2 * 8 * 40)
     bounder = CostBound(fleet, 0, schedule=greedy(fleet))
     assert bounder.run(time.perf_counter() + 20) == 30
+    # The master's solution, as the search's restricted neighbourhoods see it: all three jobs, on their usable slots.
+    assert set(bounder.support) == {0, 1, 2} and all(slots <= {0, 1} for slots in bounder.support.values())
 
 
 def test_the_penalty_price_is_the_best_multiplier() -> None:

@@ -64,3 +64,24 @@ def test_a_whole_fleet_neighbourhood_finds_and_proves_the_brute_force_optimum(la
             assert objective_value(fleet, best, "cost") == cost, seed
             proven += 1
     assert proven > 30
+
+
+def test_restricted_neighbourhoods_keep_jobs_on_their_support_and_prove_nothing(monkeypatch) -> None:
+    """Neighbourhoods narrowed to fleet_bound's support (here: no slot at all) may only keep a job
+    on its own slot, move it to an unbounded pool or leave it unserved; they never prove the stage,
+    even when they hold every job and pool, and every incumbent stays valid."""
+    monkeypatch.setattr(fleet_lns, "RESTRICTED_SHARE", 1.0)
+    for seed in range(40):
+        fleet = random_fleet(seed, "cost")
+        start = greedy(fleet)
+        budget = objective_value(fleet, start, "served")
+        seen: list[IntSchedule] = []
+        best, _, optimal = improve(fleet, start, "cost", budget, time.perf_counter() + 5, 2, seed=seed,
+                                   on_better=seen.append, max_neighbourhoods=10,
+                                   support=lambda: {j: frozenset() for j in range(len(fleet.jobs))})
+        assert not optimal, seed
+        for schedule in [best, *seen]:
+            assert valid(fleet, schedule)
+            for j, (before, after) in enumerate(zip(start.slot, schedule.slot)):
+                moved = after is not None and after != before
+                assert not moved or fleet.pools[fleet.jobs[j].slots[after].pool].windows is None, seed
