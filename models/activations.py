@@ -18,7 +18,6 @@ The peak comes at the start of backward: on top of everything kept, the largest 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -170,7 +169,7 @@ def stage_activations(
     else:
         by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
         share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
-        kept = math.ceil(chunks * share / vpp)
+        kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
     offloaded = 0
     if micro.activation_offload:
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
