@@ -87,7 +87,7 @@ def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
             space.static_mib[zf, n_i, p, l, j] = states[stage][0]
         space.host_mib_per_gpu[zf, n_i, p, l] = max(host for _, host in states.values())
     for b in space.valid_batches[n_i, l]:
-        accum = space.global_batch // (space.micro_batches[b] * n // layout.model_parallel)
+        accum = tables.accumulation(layout, n, space.micro_batches[b])
         ranks = {stage: stage_slot(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
             space.slots[n_i, l, b, j] = ranks[stage]

@@ -116,10 +116,14 @@ def _stack(cells: list[list[list]], kind: type):
 @lru_cache(maxsize=1 << 17)
 def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str, micro: int,
                  global_batch: int) -> Plan:
-    dp = n // layout.model_parallel
     return layout_plan(layout, gpu="", num_gpus=n, zero=zero, recompute=recompute.mode,
                        recompute_layers=recompute.layers, precision=precision,
-                       micro_batch=micro, grad_accum=max(1, global_batch // (micro * dp)), offload=offload)
+                       micro_batch=micro, grad_accum=accumulation(global_batch, layout, n, micro), offload=offload)
+
+
+def accumulation(global_batch: int, layout: Layout, n: int, micro: int) -> int:
+    """Gradient-accumulation steps of a micro-batch on n GPUs: global batch = micro x accumulation x dp."""
+    return max(1, global_batch // (micro * (n // layout.model_parallel)))
 
 
 @dataclass
@@ -239,8 +243,8 @@ class Tables:
         precision) of a layout and count on a shape: arrays (zeros, micros, precisions) of seconds.
         The traffic depends on the rank's shard (tp, pp, ep), the DP x CP group, the ZeRO stage, the
         precision and, from ZeRO-2 on, the accumulation (GPU-independent, kept per layout and
-        count); models.performance.dp_phase_times_s turns the whole grid into seconds at once
-        (the same float operations per cell as one plan's). It leaves the instance when the DP
+        count); models.performance.dp_phase_times_on_link_s turns the whole grid into seconds at
+        once (the same float operations per cell as one plan's). It leaves the instance when the DP
         group spans more; ZeRO-3's per-layer collectives pay the group's ring latency."""
         plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precisions[0], micros[0])
         crossing = crosses_nodes(dp_group_span(plan), per_instance)  # the DP group's span: tp x cp x dp
@@ -310,8 +314,8 @@ class Tables:
         return to_us_array(bubble_s(layout.pp, layout.vpp, accums, compute_s))
 
     def accumulation(self, layout: Layout, n: int, micro: int) -> int:
-        """Gradient-accumulation steps of a micro-batch: global batch = micro x accumulation x dp."""
-        return max(1, self.global_batch // (micro * (n // layout.model_parallel)))
+        """Gradient-accumulation steps of a micro-batch of this job's global batch on n GPUs."""
+        return accumulation(self.global_batch, layout, n, micro)
 
     def _replica_plan(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> Plan:
         """One micro-batch of global batch / dp sequences: what per-step totals depend on."""
