@@ -36,12 +36,16 @@ Column = list[tuple[int, int]]  # (item, end bucket) on one machine
 
 def best_penalty_price(pi: np.ndarray, penalties: np.ndarray, market: np.ndarray, budget: float) -> float:
     """max over theta >= 0 of -theta budget + sum_j min(0, market_j - pi_j, theta penalty_j - pi_j): the
-    unserved and market part of the Lagrangian, concave in theta with breakpoints where a job's
-    penalty price meets its cover price."""
+    unserved and market part of the Lagrangian. It is concave in theta; job j's term rises with
+    slope penalty_j until theta reaches tau_j = (pi_j + min(0, market_j - pi_j)) / penalty_j, so the
+    slope is -budget plus the penalties of the jobs with tau_j > theta, and the best theta is the
+    largest tau_j at which those penalties reach the budget (0 when they never do)."""
     floor = np.minimum(0.0, market - pi)
-    candidates = np.concatenate(([0.0], np.maximum(0.0, (pi + floor) / penalties)))
-    values = -candidates * budget + np.minimum(floor[None, :], candidates[:, None] * penalties[None, :] - pi[None, :]).sum(1)
-    return float(values.max())
+    tau = np.maximum(0.0, (pi + floor) / penalties)
+    order = np.argsort(-tau)
+    reach = int(np.searchsorted(np.cumsum(penalties[order]), budget))
+    candidates = [0.0] + [float(tau[order[k]]) for k in (reach - 1, reach, reach + 1) if 0 <= k < len(tau)]
+    return max(-theta * budget + float(np.minimum(floor, theta * penalties - pi).sum()) for theta in candidates)
 
 
 class CostBound:
@@ -62,7 +66,7 @@ class CostBound:
         self.partial = [(k, int(b)) for k, m in enumerate(self.machines)
                         for b in np.flatnonzero((m.capacity > 0) & (m.capacity < m.count))]
         costs = [s.cost_cents for job in fleet.jobs for s in job.slots if s.cost_cents > 0]
-        # GLOP in units of the mean slot cost (in cents some masters were IMPRECISE), penalties in the budget's.
+        # GLOP in units of the mean slot cost (in cents some masters were IMPRECISE), penalties in the largest's.
         self.scale = max(1.0, sum(costs) / len(costs)) if costs else 1.0
         self.penalty_unit = float(max(1.0, budget, *self.penalties))
         self.points: list[tuple[float, np.ndarray]] = []  # (value without the penalty part, cover duals)
