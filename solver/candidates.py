@@ -17,10 +17,7 @@ plus models.parallel_time's TP/PP/CP/EP terms.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import NamedTuple
-
-import numpy as np
 
 from vramplan.models.performance import overlap_windows_s
 from vramplan.models.units import US_PER_S, to_us
@@ -219,88 +216,3 @@ def hardware_key(space: SearchSpace, choice: Choice) -> tuple:
     """The same cluster (GPU, count, instance size, network) and decisions under another price
     (a list/ row, another provider): top-k and Pareto show each once, at its best price."""
     return (space.clusters[choice.cluster].shape, choice.inner)
-
-
-def explained_layouts(space: SearchSpace) -> list[int]:
-    """Explanations (closest miss, conflicting restrictions) enumerate points, so they keep to the
-    least parallel layout of the space (layouts are sorted by preference): data parallelism
-    unless a degree is pinned. explain.py checks a reported conflict on the full space."""
-    return [0]
-
-
-def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tuple[int, Inner]]:
-    """(MiB of the most loaded checked rank, inner point) for every explained inner point a count
-    can take on GPU g with TP up to `reach`, least memory first. The same numbers as
-    memory_slots_mib, tabulated by term: static per (ZeRO x offload, precision) and activations
-    + buffers per (recompute, micro-batch, precision), added on a grid rather than point by point
-    (the grid is cached on the space: memory does not depend on the network or the price), and
-    points are made only as far as a caller reads."""
-    key = (g, n, reach)
-    if key not in space.peaks:
-        grids = _peak_grids(space, g, n, reach)
-        peaks = np.concatenate([grid.ravel() for _, _, _, grid in grids]) if grids else np.zeros(0, dtype=np.int64)
-        offsets = np.cumsum([0] + [grid.size for _, _, _, grid in grids])
-        space.peaks[key] = (grids, peaks, offsets, np.argsort(peaks, kind="stable"))
-    grids, peaks, offsets, order = space.peaks[key]
-    for flat in order:
-        k = int(np.searchsorted(offsets, flat, side="right")) - 1
-        l, precisions, batches, grid = grids[k]
-        zf, r, b_i, p_i = np.unravel_index(int(flat - offsets[k]), grid.shape)
-        yield int(peaks[flat]), Inner(int(zf), int(r), precisions[p_i], batches[b_i], l)
-
-
-def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple[int, list[int], list[int], np.ndarray]]:
-    """Per explained layout: (layout, precisions, micro-batches, peak MiB over (zf, r, b, p))."""
-    grids = []
-    precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
-    for l in explained_layouts(space):
-        if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
-            continue
-        space.fill_count(n, [l])
-        batches = space.valid_batches[n, l]
-        zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
-        js = range(space.num_slots)
-        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in js] for p in precisions] for zf in zfs],
-                          dtype=np.int64)  # (zf, p, j)
-        dynamic = np.array([[[[space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
-                              for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
-        grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1)))
-    return grids
-
-
-def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
-    g, n, per_instance, _ = shape
-    return memory_peaks(space, g, n, min(per_instance, MAX_TP))
-
-
-def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
-    """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
-    restriction model reads it; the engines do not); timed=False leaves the step times out
-    (step_us 0, least inner tie first), for a model that reads only memory and host RAM. Memory
-    comes from memory_peaks, so only what fits gets a step time. Kept by value in the space's
-    UnitMemo: a shape's table depends on nothing else, and the relaxed spaces of a batch's
-    infeasible rows (solver/restrictions.py) share their shapes."""
-    table = {}
-    for shape in sorted({c.shape for c in space.clusters}):
-        key = (space.unit_shape(shape), timed)
-        if key not in space.shared.fitting:
-            space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed))
-        layouts, fitting = space.shared.fitting[key]
-        if layouts == space.layouts:  # numbered alike (read only: callers sort copies)
-            table[shape] = fitting
-        else:
-            table[shape] = [(space.renumber(inner, layouts), metrics) for inner, metrics in fitting]
-    return table
-
-
-def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
-    limit = space.limit_mib[shape[0]]
-    fitting = []
-    for peak, inner in shape_points(space, shape):
-        if peak > limit:
-            break
-        metrics = inner_metrics(space, shape, inner, timed=timed)
-        if metrics is not None:
-            fitting.append((inner, metrics))
-    fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
-    return fitting

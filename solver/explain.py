@@ -12,7 +12,8 @@ from itertools import combinations, groupby, product
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB, ceil_div
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
-from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics, shape_points
+from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
+from vramplan.solver.fitting import shape_points
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.layouts import Layout, layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
@@ -27,7 +28,7 @@ Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.p
 def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
     fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
-    least memory first (candidates.memory_peaks): the first memory level with an accepted point
+    least memory first (fitting.memory_peaks): the first memory level with an accepted point
     is that shape's closest miss. Past `deadline` (time.perf_counter(): what is left of
     --time-limit) the shapes not yet visited are skipped: the closest miss found so far."""
     best: tuple[tuple[int, int], Choice] | None = None

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue import Catalogue
-from vramplan.solver.candidates import Inner, InnerMetrics, shape_table
+from vramplan.solver.candidates import Inner, InnerMetrics
+from vramplan.solver.fitting import shape_table
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import TimeLimitReached, time_left_s
 from vramplan.solver.query import Pins, SolveQuery

@@ -124,10 +124,10 @@ class SearchSpace:
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
-    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)
+    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids, filled on use
     cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
     least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
-    aliases_of_pp: dict[int, tuple[int, ...]] = field(default_factory=dict)  # slot_aliases  # candidates.memory_peaks grids, filled on use
+    aliases_of_pp: dict[int, tuple[int, ...]] = field(default_factory=dict)  # slot_aliases
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)

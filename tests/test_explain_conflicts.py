@@ -84,7 +84,7 @@ def test_untimed_shape_tables_hold_the_same_points_without_step_times(query: Sol
     """Without a budget or deadline the conflict model reads only memory and host RAM, so its
     shape tables skip the step times (candidates.shape_table(timed=False)): the same fitting
     points with the same memory and host RAM per shape, step_us 0."""
-    from vramplan.solver.candidates import shape_table
+    from vramplan.solver.fitting import shape_table
     from vramplan.solver.restrictions import relaxed_query
     from vramplan.solver.space import build_space
 

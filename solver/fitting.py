@@ -1,0 +1,130 @@
+"""The explanations' memory grids: every explained inner point of a shape by its most loaded
+checked rank's memory (memory_peaks), and per shape the points that fit (shape_table, which the
+conflicting-restrictions model reads). The same numbers as candidates.memory_slots_mib and
+inner_metrics, tabulated term by term on numpy grids; the engines do not read them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from vramplan.solver.candidates import Inner, InnerMetrics, inner_metrics, inner_tie
+from vramplan.solver.layouts import MAX_TP
+from vramplan.solver.space import SearchSpace
+
+
+def explained_layouts(space: SearchSpace) -> list[int]:
+    """Explanations (closest miss, conflicting restrictions) enumerate points, so they keep to the
+    least parallel layout of the space (layouts are sorted by preference): data parallelism
+    unless a degree is pinned. explain.py checks a reported conflict on the full space."""
+    return [0]
+
+
+def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tuple[int, Inner]]:
+    """(MiB of the most loaded checked rank, inner point) for every explained inner point a count
+    can take on GPU g with TP up to `reach`, least memory first. The same numbers as
+    memory_slots_mib, tabulated by term: static per (ZeRO x offload, precision) and activations
+    + buffers per (recompute, micro-batch, precision), added on a grid rather than point by point
+    (the grid is cached on the space: memory does not depend on the network or the price), and
+    points are made only as far as a caller reads."""
+    grids, peaks, offsets, order = _peaks(space, g, n, reach)
+    for flat in order:
+        k = int(np.searchsorted(offsets, flat, side="right")) - 1
+        l, precisions, batches, grid = grids[k][:4]
+        zf, r, b_i, p_i = np.unravel_index(int(flat - offsets[k]), grid.shape)
+        yield int(peaks[flat]), Inner(int(zf), int(r), precisions[p_i], batches[b_i], l)
+
+
+def _peaks(space: SearchSpace, g: int, n: int, reach: int) -> tuple:
+    """(grids, their peaks flattened, each grid's offset, the peaks' ascending order), kept on the space."""
+    key = (g, n, reach)
+    if key not in space.peaks:
+        grids = _peak_grids(space, g, n, reach)
+        peaks = np.concatenate([grid[3].ravel() for grid in grids]) if grids else np.zeros(0, dtype=np.int64)
+        offsets = np.cumsum([0] + [grid[3].size for grid in grids])
+        space.peaks[key] = (grids, peaks, offsets, np.argsort(peaks, kind="stable"))
+    return space.peaks[key]
+
+
+def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
+    """Per explained layout: (layout, precisions, micro-batches, peak MiB over (zf, r, b, p), and
+    its two terms per checked rank j: static (zf, p, j) and buffers + activations (r, b, p, j))."""
+    grids = []
+    precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+    for l in explained_layouts(space):
+        if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
+            continue
+        space.fill_count(n, [l])
+        batches = space.valid_batches[n, l]
+        zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
+        js = range(space.num_slots)
+        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in js] for p in precisions] for zf in zfs],
+                          dtype=np.int64)  # (zf, p, j)
+        dynamic = np.array([[[[space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+                              for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
+        grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1),
+                      static, dynamic))
+    return grids
+
+
+def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
+    g, n, per_instance, _ = shape
+    return memory_peaks(space, g, n, min(per_instance, MAX_TP))
+
+
+def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
+    """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
+    restriction model reads it; the engines do not); timed=False leaves the step times out
+    (step_us 0, least inner tie first), for a model that reads only memory and host RAM. Memory
+    comes from memory_peaks, so only what fits gets a step time. Kept by value in the space's
+    UnitMemo: a shape's table depends on nothing else, and the relaxed spaces of a batch's
+    infeasible rows (solver/restrictions.py) share their shapes."""
+    table = {}
+    for shape in sorted({c.shape for c in space.clusters}):
+        # Untimed, a shape's table is its GPU's and count's memory alone (and the TP its instance allows).
+        gpu, count, per_instance, _ = space.unit_shape(shape)
+        key = (space.unit_shape(shape), timed) if timed else (gpu, count, min(per_instance, MAX_TP), timed)
+        if key not in space.shared.fitting:
+            space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed) if timed else _memory_fitting(space, shape))
+        layouts, fitting = space.shared.fitting[key]
+        if layouts == space.layouts:  # numbered alike (read only: callers sort copies)
+            table[shape] = fitting
+        else:
+            table[shape] = [(space.renumber(inner, layouts), metrics) for inner, metrics in fitting]
+    return table
+
+
+def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
+    limit = space.limit_mib[shape[0]]
+    fitting = []
+    for peak, inner in shape_points(space, shape):
+        if peak > limit:
+            break
+        metrics = inner_metrics(space, shape, inner, timed=timed)
+        if metrics is not None:
+            fitting.append((inner, metrics))
+    fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
+    return fitting
+
+
+def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, InnerMetrics]]:
+    """_fitting without step times, from the memory grids at once: every point whose most loaded
+    checked rank fits, least inner tie first, with inner_metrics' memory split (the static part is
+    that of the first most loaded rank, plus the buffers) and host RAM."""
+    g, n, per_instance, _ = shape
+    fitting = []
+    grids = _peaks(space, g, n, min(per_instance, MAX_TP))[0]
+    for l, precisions, batches, peak, static, dynamic in grids:
+        zf, r, b, p = np.nonzero(peak <= space.limit_mib[g])
+        order = np.lexsort((p, -b, r, zf))  # candidates.inner_tie: zf, r, larger micro-batch first, p
+        zf, r, b, p = zf[order], r[order], b[order], p[order]
+        rank = (static[zf, p, :] + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
+        static_mib = static[zf, p, rank] + np.array([space.buffer_mib[batches[i], precisions[k], l]
+                                                     for i, k in zip(b.tolist(), p.tolist())], dtype=np.int64)
+        host = np.array([space.host_mib_per_gpu[z, n, precisions[k], l] for z, k in zip(zf.tolist(), p.tolist())],
+                        dtype=np.int64)
+        for z, rr, i, k, total, st, h in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist(), peak[zf, r, b, p].tolist(),
+                                             static_mib.tolist(), host.tolist()):
+            fitting.append((Inner(z, rr, precisions[k], batches[i], l), InnerMetrics(st, total - st, h, 0)))
+    return fitting
