@@ -114,11 +114,17 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
     for n_i, gpu_indices in sorted(gpus_by_count.items()):
         if not space.count_layouts[n_i]:
             continue
-        for (p, precision), (r, recompute), g in product(enumerate(space.precisions), enumerate(space.recomputes),
-                                                         sorted(gpu_indices)):
-            if (g, p) in space.valid_gpu_precision:
-                space.compute_s[g, n_i, r, p] = tables.compute_s(
-                    space.gpus[g], space.layouts[space.count_layouts[n_i][0]], space.counts[n_i], recompute, precision)
+        layout, n = space.layouts[space.count_layouts[n_i][0]], space.counts[n_i]
+        for g in sorted(gpu_indices):
+            ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+            # One GPU and count's compute times, kept in the Tables for every space of the job by
+            # value (the same precision index names another precision in a space with other pins).
+            names = tuple(space.precisions[p] for p in ps)
+            row = tables.kept(("compute-row", space.gpus[g].name, n, names, tuple(space.recomputes)), lambda: [
+                tables.compute_s(space.gpus[g], layout, n, recompute, precision)
+                for precision, recompute in product(names, space.recomputes)])
+            for (p, r), seconds in zip(product(ps, range(len(space.recomputes))), row):
+                space.compute_s[g, n_i, r, p] = seconds
 
 
 @dataclass
