@@ -55,6 +55,7 @@ class TableMemo:
         self._units: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # family key -> (catalogue, UnitMemo)
         self._states: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but seq_len) -> states
         self._times: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but optimizer, batch) -> times
+        self._last_space_key: tuple[Any, str] = (None, "")
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
         """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
@@ -86,17 +87,25 @@ class TableMemo:
 
     def space(self, catalogue: object, query: Any) -> Any | None:
         """A kept space of a query that differs from this one only in NOT_IN_SPACE, bound to it."""
-        entry = self._spaces.get((id(catalogue), _space_key(query)))
+        key = (id(catalogue), self._space_key(query))
+        entry = self._spaces.get(key)
         if entry is None or entry[0] is not catalogue:
             return None
-        self._spaces.move_to_end((id(catalogue), _space_key(query)))
+        self._spaces.move_to_end(key)
         kept = entry[1]  # the copy shares the tables; its evaluations count from now
         return dataclasses.replace(kept, query=query, evaluations_before=kept.tables.evaluations)
 
     def keep_space(self, catalogue: object, query: Any, space: Any) -> None:
-        self._spaces[id(catalogue), _space_key(query)] = (catalogue, space)
+        self._spaces[id(catalogue), self._space_key(query)] = (catalogue, space)
         if len(self._spaces) > MAX_SPACES:
             self._spaces.popitem(last=False)
+
+    def _space_key(self, query: Any) -> str:
+        """_space_key of the query, kept for the query last asked (a space is looked up, then
+        kept: one JSON dump of the query instead of two)."""
+        if self._last_space_key[0] is not query:
+            self._last_space_key = (query, _space_key(query))
+        return self._last_space_key[1]
 
     def units(self, catalogue: object, query: Any, make: Callable[[], T]) -> T:
         """The UnitMemo (solver/space.py) of the query's family, made on first use."""
