@@ -11,7 +11,8 @@ from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.candidates import cluster_accepts, inner_metrics, step_cap_us
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import SolvedPlan, SolveQuery
-from vramplan.solver.space import SearchSpace, plannable
+from vramplan.solver.space import SearchSpace
+from vramplan.solver.space_domains import plannable
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 

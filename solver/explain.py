@@ -18,7 +18,8 @@ from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.layouts import Layout, layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions, restrictions_of
-from vramplan.solver.space import SearchSpace, divisors
+from vramplan.solver.space import SearchSpace
+from vramplan.solver.space_domains import divisors
 from vramplan.solver.tables import stage_slots
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]

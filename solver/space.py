@@ -14,10 +14,9 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, field
-from itertools import product
 from typing import Any
 
-from vramplan.models.catalogue import Catalogue, load_stacks
+from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.cost import (
     SECONDS_PER_HOUR,
@@ -25,11 +24,19 @@ from vramplan.models.cost import (
     num_instances,
 )
 from vramplan.models.errors import VramplanError
-from vramplan.models.memory import check_gpu_precision, check_job
-from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan
+from vramplan.models.memory import check_job
+from vramplan.models.setup import Job, Plan
 from vramplan.models.units import US_PER_S
 from vramplan.solver.layouts import MAX_TP, Layout, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
+from vramplan.solver.space_domains import (
+    allowed_counts,
+    divisors,
+    gpu_runs,
+    pinned_domains,
+    query_offerings,
+    recompute_domain,
+)
 from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.space_tables import (
     StepTables,
@@ -52,7 +59,6 @@ from vramplan.solver.tables import (
 log = logging.getLogger(__name__)
 
 PRICE_UNITS_PER_USD = 10_000
-HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
 
 
 @dataclass(frozen=True)
@@ -282,83 +288,6 @@ class SearchSpace:
         return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
 
 
-def divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
-
-
-def _allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
-    """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
-    per = offering.num_gpus
-    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)]
-    if query.max_nodes is not None:
-        counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
-    if query.pins.num_gpus is not None:
-        counts = [n for n in counts if n == query.pins.num_gpus]
-    return counts
-
-
-def plannable(offering: Offering, query: SolveQuery) -> bool:
-    """list/ rows are reference prices nobody rents: plans use them only when --provider names them."""
-    return offering.rentable or offering.provider in query.providers
-
-
-def _offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
-    for name in query.gpus:
-        catalogue.gpu(name)  # unknown names are errors with suggestions
-    known_providers = {o.provider for o in catalogue.offerings.values()}
-    for provider in query.providers:
-        if provider not in known_providers:
-            raise VramplanError("provider", provider, f"no offering; known: {', '.join(sorted(known_providers))}")
-    chosen = [
-        o
-        for o in catalogue.offerings.values()
-        if (not query.gpus or o.gpu in query.gpus)
-        and (not query.providers or o.provider in query.providers)
-        and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
-        and plannable(o, query)
-    ]
-    return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
-
-
-def _runs(gpu: GpuSpec, precision: str) -> bool:
-    try:
-        check_gpu_precision(gpu, precision)
-    except VramplanError:
-        return False
-    return True
-
-
-# Partial full recompute the solver tries, as shares of each stage's layers, by what the stack can
-# run (catalogues/stacks.csv partial_recompute): Megatron any count, torchtitan every 2nd / 4th block.
-PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 4), (1, 2), (3, 4)), "every-nth": ((1, 4), (1, 2))}
-
-
-def _recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice]:
-    """Recompute modes, least recompute first (the tie-break), with the stack's partial full
-    recompute before full when neither the mode nor the job's recompute_layers is fixed."""
-    pins = query.pins
-    choices = [RecomputeChoice(r) for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
-    if pins.recompute is None and query.job.recompute_layers is None:
-        kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
-        layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})
-        choices[-1:-1] = [RecomputeChoice("full", n) for n in layers]
-    return choices
-
-
-def _domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]:
-    pins = query.pins
-    zero_offloads = [
-        (z, f)
-        for z, f in product(ZERO_STAGES, OFFLOADS)
-        if (f == "none" or (f == "optimizer" and z >= 1) or (f == "optimizer+params" and z == 3))
-        and (pins.zero is None or z == pins.zero)
-        and (pins.offload is None or f == pins.offload)
-    ]
-    precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
-    return zero_offloads, precisions
-
-
 def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
     """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
     the models/ terms an earlier query evaluated (without it, an active solver/table_memo.py
@@ -378,17 +307,17 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
                           lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid))
     sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
                     if mp * d <= query.max_gpus})
-    offerings = _offerings(catalogue, query)
+    offerings = query_offerings(catalogue, query)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in _allowed_counts(o, query, sizes)})
+    counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
-    zero_offloads, precisions = _domains(query)
-    recomputes = _recompute_domain(query, arch.num_layers)
+    zero_offloads, precisions = pinned_domains(query)
+    recomputes = recompute_domain(query, arch.num_layers)
     for precision in precisions:
         check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
-    if query.pins.precision is not None and gpus and not any(_runs(g, query.pins.precision) for g in gpus):
+    if query.pins.precision is not None and gpus and not any(gpu_runs(g, query.pins.precision) for g in gpus):
         raise VramplanError("precision", query.pins.precision,
                             f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
 
@@ -398,7 +327,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
                                                  f"have at most {widest} GPUs per instance")
     clusters = []
     for offering in offerings:
-        for n in _allowed_counts(offering, query, sizes):
+        for n in allowed_counts(offering, query, sizes):
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(

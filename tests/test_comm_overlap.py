@@ -32,7 +32,8 @@ from vramplan.models.performance import (
 from vramplan.models.setup import Job, Plan
 from vramplan.models.units import BYTES_PER_GB
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space import PARTIAL_RECOMPUTE_SHARES, build_space
+from vramplan.solver.space import build_space
+from vramplan.solver.space_domains import PARTIAL_RECOMPUTE_SHARES
 from vramplan.solver.tables import RecomputeChoice
 
 CATALOGUE = load_catalogue()

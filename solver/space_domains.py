@@ -1,0 +1,95 @@
+"""The domains of a query's search space: the offerings it may rent, the GPU counts each offering
+rents (any count up to one instance, whole instances beyond), and the ZeRO x offload, precision
+and recompute values its pins leave. solver/space.py builds the space from them."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from vramplan.models.catalogue import Catalogue, load_stacks
+from vramplan.models.catalogue_schema import GpuSpec, Offering
+from vramplan.models.cost import num_instances
+from vramplan.models.errors import VramplanError
+from vramplan.models.memory import check_gpu_precision
+from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.tables import RecomputeChoice
+
+HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
+    """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
+    per = offering.num_gpus
+    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)]
+    if query.max_nodes is not None:
+        counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
+    if query.pins.num_gpus is not None:
+        counts = [n for n in counts if n == query.pins.num_gpus]
+    return counts
+
+
+def plannable(offering: Offering, query: SolveQuery) -> bool:
+    """list/ rows are reference prices nobody rents: plans use them only when --provider names them."""
+    return offering.rentable or offering.provider in query.providers
+
+
+def query_offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
+    for name in query.gpus:
+        catalogue.gpu(name)  # unknown names are errors with suggestions
+    known_providers = {o.provider for o in catalogue.offerings.values()}
+    for provider in query.providers:
+        if provider not in known_providers:
+            raise VramplanError("provider", provider, f"no offering; known: {', '.join(sorted(known_providers))}")
+    chosen = [
+        o
+        for o in catalogue.offerings.values()
+        if (not query.gpus or o.gpu in query.gpus)
+        and (not query.providers or o.provider in query.providers)
+        and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
+        and plannable(o, query)
+    ]
+    return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
+
+
+def gpu_runs(gpu: GpuSpec, precision: str) -> bool:
+    try:
+        check_gpu_precision(gpu, precision)
+    except VramplanError:
+        return False
+    return True
+
+
+# Partial full recompute the solver tries, as shares of each stage's layers, by what the stack can
+# run (catalogues/stacks.csv partial_recompute): Megatron any count, torchtitan every 2nd / 4th block.
+PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 4), (1, 2), (3, 4)), "every-nth": ((1, 4), (1, 2))}
+
+
+def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice]:
+    """Recompute modes, least recompute first (the tie-break), with the stack's partial full
+    recompute before full when neither the mode nor the job's recompute_layers is fixed."""
+    pins = query.pins
+    choices = [RecomputeChoice(r) for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
+    if pins.recompute is None and query.job.recompute_layers is None:
+        kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
+        layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})
+        choices[-1:-1] = [RecomputeChoice("full", n) for n in layers]
+    return choices
+
+
+def pinned_domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]:
+    pins = query.pins
+    zero_offloads = [
+        (z, f)
+        for z, f in product(ZERO_STAGES, OFFLOADS)
+        if (f == "none" or (f == "optimizer" and z >= 1) or (f == "optimizer+params" and z == 3))
+        and (pins.zero is None or z == pins.zero)
+        and (pins.offload is None or f == pins.offload)
+    ]
+    precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
+    return zero_offloads, precisions
