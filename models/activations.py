@@ -105,9 +105,8 @@ class MicrobatchActivations:
     layer_peak_bytes: int  # one layer's backward working set (rebuilt part + gradient temporaries)
     loss_peak_bytes: int  # the loss's backward temporaries (last rank)
     terms: tuple[Term, ...]
-    num_layers: int = 1  # the model's decoder layers, which all_layers_bytes covers
-    all_layers_bytes: int = 0  # kept by all the model's decoder layers, summed kind by kind (before offloading)
-    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model and what they keep.
+    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model and what
+    # they keep together (before offloading).
     kinds: tuple[tuple[tuple[bool, bool, bool], int, int], ...] = ()
     largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
     activation_offload: bool = False
@@ -140,8 +139,6 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         layer_peak_bytes=max(kind[2] for kind in kinds),
         loss_peak_bytes=ceil_div(loss.backward_extra_bytes, tp),
         terms=tuple(terms),
-        num_layers=arch.num_layers,
-        all_layers_bytes=sum(keep.layers_bytes for _, keep, _ in kinds),
         kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes)
                     for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
         largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
@@ -153,23 +150,19 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
 
 def stage_activations(
     micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool,
-    held: tuple[tuple[tuple[bool, bool, bool], int], ...] | None = None,
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...],
 ) -> Activations:
     """A pipeline rank holding `layers` decoder layers in `vpp` chunks, `chunks` of which are in
     flight (parallel_activations.inflight_chunks); the first rank keeps the embedding's
     activations for the same micro-batches, the last one micro-batch's output layer. The rank's
     layers of each kind keep their share of what the model's layers of that kind keep (`held`:
-    models.parallel.stage_layer_kinds; None: layers / num_layers of every kind, exact for one
-    kind of layer and with pp = 1). Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
+    models.parallel.stage_layer_kinds). Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
     every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
     holding two of them keeps 20% more than the average share said. Activation offloading then
     leaves the layer in use and the one being prefetched on the GPU."""
-    if held is None or not micro.kinds:
-        kept = ceil_div(chunks * layers * micro.all_layers_bytes, vpp * micro.num_layers)
-    else:
-        by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
-        share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
-        kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
+    by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
+    share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
+    kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
     offloaded = 0
     if micro.activation_offload:
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)

@@ -154,8 +154,8 @@ def _forward_flops(arch: Architecture, job: Job) -> tuple[int, int]:
     return attention, layers + attention + logits
 
 
-def _cp_link(plan_tp: int, plan_cp: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    return network_gb_per_s if plan_tp * plan_cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+def _cp_link(tp: int, cp: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return network_gb_per_s if tp * cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
 
 
 def cp_exposed_s(
