@@ -41,6 +41,11 @@ class ModelStates:
     num_trainable_params: int
     paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator (recipe.py)
 
+    @property
+    def gpu_bytes(self) -> int:
+        """Weights + gradients + optimizer states: what stays in GPU memory."""
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_states_bytes
+
 
 def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
     """ceil(num_params x bytes_per_param), in integers (a Fraction product costs ten times more:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from vramplan.models.parallel_time import bubble_s
-from vramplan.models.units import BYTES_PER_MIB, ceil_div, to_us, to_us_array
+from vramplan.models.units import BYTES_PER_MIB, to_us, to_us_array
 from vramplan.solver.candidates import tail_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
@@ -157,10 +157,8 @@ class UnitBounds:
 
     def may_fit(self, c: int) -> bool:
         """False when no plan of the cluster's GPU count can fit its GPU and host memory, whatever
-        the layout: model states are never held less than once, so the most loaded rank holds at
-        least 1/n of the single-GPU plan's states on the GPU and 1/n of its offloaded states in
-        host RAM (models.model_states shards every tensor with a ceiling; TP, PP and EP only add
-        replicas). One check per (count, host budget, limit), no layout tabulated."""
+        the layout (Tables.least_share_bytes: the most loaded rank holds at least 1/n of the
+        single-GPU plan's states). One check per (count, host budget, limit), no layout tabulated."""
         space = self.space
         fits = space.cluster_fits.get(c)
         if fits is not None:
@@ -171,21 +169,12 @@ class UnitBounds:
         key = (space.counts[n], host, limit, precisions)
         memo = space.shared.count_fits
         if key not in memo:
-            shares = (self._single_gpu_states_mib(zf, p) for zf in range(len(space.zero_offloads)) for p in precisions)
-            count = space.counts[n]
-            memo[key] = any(ceil_div(gpu_mib, count) <= limit and ceil_div(host_mib, count) <= host
-                            for gpu_mib, host_mib in shares)
+            shares = (space.tables.least_share_bytes(zero, offload, space.precisions[p], space.counts[n])
+                      for zero, offload in space.zero_offloads for p in precisions)
+            memo[key] = any(gpu <= limit * BYTES_PER_MIB and host_bytes <= host * BYTES_PER_MIB
+                            for gpu, host_bytes in shares)
         space.cluster_fits[c] = memo[key]
         return memo[key]
-
-    def _single_gpu_states_mib(self, zf: int, p: int) -> tuple[int, int]:
-        """(GPU, host) MiB of the model states of the job on one GPU, no parallelism: what the
-        ranks of any plan hold at least once between them (rounded down: a lower bound)."""
-        space = self.space
-        zero, offload = space.zero_offloads[zf]
-        states = space.tables.rank_states(Layout(), zero, offload, 1, space.precisions[p], 0)
-        gpu = states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
-        return gpu // BYTES_PER_MIB, states.host_bytes_per_gpu // BYTES_PER_MIB
 
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 from itertools import combinations, groupby, product
 
 from vramplan.models.catalogue import Catalogue
-from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB, ceil_div
+from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.engine import TimeLimitReached
-from vramplan.solver.layouts import Layout, layout_label
+from vramplan.solver.layouts import layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions, restrictions_of
 from vramplan.solver.space import SearchSpace
@@ -67,17 +67,16 @@ def leanest_model_states(space: SearchSpace) -> tuple[int, str]:
 def _leanest_model_states(space: SearchSpace) -> tuple[int, str]:
     """The first least (count, layout, ZeRO x offload, precision) in the space's order. A count
     whose ranks hold at least 1/n of the single-GPU states (states are never held less than once:
-    cpsat_bounds.UnitBounds.may_fit) above the least of the largest count cannot hold the least,
-    and is not walked."""
+    Tables.least_share_bytes) above the least of the largest count cannot hold the least, and is
+    not walked."""
     if not space.counts:
         return (0, "")
-    singles = [_states_bytes(space.tables.rank_states(Layout(), zero, offload, 1, precision, 0))
-               for (zero, offload), precision in product(space.zero_offloads, space.precisions)]
     largest = _count_leanest(space, len(space.counts) - 1)
     best = None
     for n_i, n in enumerate(space.counts):
         bars = [found[0] for found in (largest, best) if found is not None]
-        if bars and min(ceil_div(single, n) for single in singles) > min(bars):
+        if bars and min(space.tables.least_share_bytes(zero, offload, precision, n)[0]
+                        for (zero, offload), precision in product(space.zero_offloads, space.precisions)) > min(bars):
             continue
         found = _count_leanest(space, n_i)
         if found is not None and (best is None or found[0] < best[0]):
@@ -92,16 +91,12 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
         layout = space.layouts[l]
         stages = set(stage_slots(space.arch, layout.pp))
         for (zero, offload), precision in product(space.zero_offloads, space.precisions):
-            total = max(_states_bytes(space.tables.rank_states(layout, zero, offload, n, precision, stage))
+            total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)
             if best is None or total < best[0]:
                 parallel = f", {layout_label(layout)}" if layout.model_parallel * layout.ep > 1 else ""
                 best = (total, f"ZeRO-{zero}, offload {offload}{parallel}, {n} GPU{'s' if n > 1 else ''}")
     return best
-
-
-def _states_bytes(states) -> int:
-    return states.weights_bytes + states.gradients_bytes + states.optimizer_states_bytes
 
 
 MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 questions

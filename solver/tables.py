@@ -41,7 +41,7 @@ from vramplan.models.performance import (
     optimizer_traffic,
 )
 from vramplan.models.setup import Job, Plan
-from vramplan.models.units import bytes_to_mib_ceil, to_us_array
+from vramplan.models.units import bytes_to_mib_ceil, ceil_div, to_us_array
 from vramplan.solver.layouts import Layout, layout_plan
 
 
@@ -199,6 +199,14 @@ class Tables:
         plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         key = ("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload, precision, stage)
         return self._get(key, lambda: model_states(self.arch, self.job, plan, stage), memo=self.states_memo)
+
+    def least_share_bytes(self, zero: int, offload: str, precision: str, n: int) -> tuple[int, int]:
+        """(GPU, host) bytes of model states that the most loaded of n ranks holds at least, whatever
+        the layout: 1/n of the single-GPU plan's (rounded up). States are never held less than once
+        between the ranks (models.model_states shards every tensor with a ceiling; TP, PP and EP
+        only add replicas), so the ranks hold them all and the most loaded at least the average."""
+        states = self.rank_states(Layout(), zero, offload, 1, precision, 0)
+        return ceil_div(states.gpu_bytes, n), ceil_div(states.host_bytes_per_gpu, n)
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)
