@@ -34,6 +34,7 @@ from vramplan.solver.space import SearchSpace
 log = logging.getLogger(__name__)
 
 _UNBOUNDED = None
+LAST_TIER = 3  # cpsat_bounds.UnitBounds.step_bound_us
 
 
 @dataclass
@@ -217,9 +218,9 @@ class _Search:
                 for each in self.branches(c):
                     heapq.heappush(heap, (bound, 0, c, each))
                 continue
-            if tier < 2:
+            if tier < LAST_TIER:
                 fine = self.bounds.primary_bound(c, branch, order, tier=tier + 1)
-                if fine is not None and (caps[c] is None or self.bounds.lower_step_us(c, branch, tier == 1) <= caps[c]):
+                if fine is not None and (caps[c] is None or self.bounds.step_bound_us(c, branch, tier + 1) <= caps[c]):
                     heapq.heappush(heap, (fine, tier + 1, c, branch))
                 continue
             for i in range(k):
@@ -286,7 +287,7 @@ def find_cpsat(space: SearchSpace) -> Choice | None:
         for branch in search.branches(c):
             if time.monotonic() > search.deadline:
                 return None
-            lower = search.bounds.lower_step_us(c, branch)
+            lower = search.bounds.step_bound_us(c, branch, LAST_TIER)
             if lower is None or (cap is not None and lower > cap):
                 continue
             found = search.point((c, branch), 0, None)

@@ -49,18 +49,23 @@ def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
     bounds = UnitBounds(space)
     points = feasible_points(space)
     assert points, "the query should have plans"
-    crossing = 0
+    crossing = tight = tighter = 0
     for choice, metrics in points:
         layout = space.layouts[choice.layout]
         branch = (layout.pp, layout.tp)
         cheap = bounds.compute_step_us(choice.cluster)
         timing = bounds.lower_step_us(choice.cluster, branch, memory=False)
         refined = bounds.lower_step_us(choice.cluster, branch)
-        assert cheap is not None and timing is not None and refined is not None
+        fitted = bounds.fitted_step_us(choice.cluster, branch)
+        assert cheap is not None and timing is not None and refined is not None and fitted is not None
         assert bounds.may_fit(choice.cluster), choice
-        assert cheap <= timing <= refined <= metrics.step_us, (choice, cheap, timing, refined, metrics.step_us)
+        assert cheap <= timing <= refined <= fitted <= metrics.step_us, (choice, cheap, timing, refined, fitted,
+                                                                         metrics.step_us)
+        tight += fitted == metrics.step_us
+        tighter += fitted > refined
         crossing += space.clusters[choice.cluster].num_gpus > space.clusters[choice.cluster].offering.num_gpus
     assert crossing, "some points should span instances"
+    assert tight and tighter, "tier 3 should be exact at some unit's best point, and tighter than tier 2"
 
 
 @pytest.mark.parametrize(("offload", "count"), [("none", 16), ("optimizer", 2)])
