@@ -1,8 +1,10 @@
 """Lower bounds of a cluster's step time and objective for the CP-SAT engine's branch-and-bound
-(solver/cpsat_engine.py), from the integer tables alone, in three tiers that never decrease:
+(solver/cpsat_engine.py), from the integer tables alone, in four tiers that never decrease:
 0 the least compute of the cluster's GPU and count, 1 the time terms (compute, model-parallel
 collectives, the smallest bubble and the least exposed data-parallel traffic), 2 the time terms
-of the first layout x precision x recompute whose leanest memory fits the GPU. Every bound is at
+of the first layout x precision x recompute whose leanest memory fits the GPU, 3 the step time
+per layout x precision x recompute x ZeRO-offload whose leanest memory fits (its own traffic and
+optimizer step), least over the micro-batches, for a unit about to get a model. Every bound is at
 most the step time of every point it covers (tests/test_cpsat_bounds.py checks it point by point
 against the brute-force enumeration), so pruning on it is exact. Before any tier, may_fit drops
 the clusters whose GPU count cannot hold the job's model states at all (1/n of them per GPU, in
