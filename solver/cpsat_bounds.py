@@ -1,10 +1,11 @@
 """Lower bounds of a cluster's step time and objective for the CP-SAT engine's branch-and-bound
-(solver/cpsat_engine.py), from the integer tables alone, in four tiers that never decrease:
-0 the least compute of the cluster's GPU and count, 1 the time terms (compute, model-parallel
-collectives, the smallest bubble and the least exposed data-parallel traffic), 2 the time terms
-of the first layout x precision x recompute whose leanest memory fits the GPU, 3 the step time
-per layout x precision x recompute x ZeRO-offload whose leanest memory fits (its own traffic and
-optimizer step), least over the micro-batches, for a unit about to get a model. Every bound is at
+(solver/cpsat_engine.py), from the integer tables alone, in five tiers that never decrease:
+0 the least compute of the cluster's GPU and count, 1 + the model-parallel collectives and the
+smallest bubble, 2 + the least exposed data-parallel traffic, 3 the tier-2 terms of the first
+layout x precision x recompute whose leanest memory fits the GPU, 4 the step time per layout x
+precision x recompute x ZeRO-offload whose leanest memory fits (its own traffic and optimizer
+step), least over the micro-batches, for a unit about to get a model. Each tier costs more than
+the one before and is asked only of the units the one before could not prune. Every bound is at
 most the step time of every point it covers (tests/test_cpsat_bounds.py checks it point by point
 against the brute-force enumeration), so pruning on it is exact. Before any tier, may_fit drops
 the clusters whose GPU count cannot hold the job's model states at all (1/n of them per GPU, in
@@ -26,6 +27,7 @@ from vramplan.solver.candidates import exposed_us, tail_us, windows_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
 
+LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model
 Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
 
 
@@ -85,34 +87,65 @@ class UnitBounds:
 
     def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
         """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
-        branch, least first; kept (with Layouts, not indices) in the family's UnitMemo."""
+        branch, least first: the model-parallel terms (_parallel_terms) plus the least exposed
+        data-parallel traffic; kept (with Layouts, not indices) in the family's UnitMemo."""
         space = self.space
         key = (space.unit_shape(shape), branch)
         if key in space.shared.time_terms:
             index = space.layout_index
             return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
         g, n, per_instance, network = shape
-        tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
-        terms = []
+        gpu, count = space.gpus[g], space.counts[n]
         zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
         ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
         names = tuple(space.precisions[p] for p in ps)
+        comms = {l: dict(zip(ps, self._least_comm_us(space.layouts[l], count, zeros, names, gpu, per_instance, network)))
+                 for l in branch_layouts(space, shape, branch)} if ps else {}
+        terms = []
+        for rest, l, p, r in self._parallel_terms(shape, branch):
+            compute = to_us(space.compute_s[g, n, r, p])
+            comm = comms[l][p]
+            terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), l, p, r))
+        terms.sort()
+        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
+        return terms
+
+    def parallel_step_us(self, c: int, branch: Branch) -> int | None:
+        """Tier 1: the least of compute + model-parallel collectives + the smallest bubble over
+        the branch's layouts and the recompute x precision the GPU runs, without the data-parallel
+        traffic (whose grids cost most of tier 2: on the batch benchmark's sample this tier keeps
+        20,281 of 31,472 units from ever tabulating it)."""
+        terms = self._parallel_terms(self.space.clusters[c].shape, branch)
+        return terms[0][0] if terms else None
+
+    def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
+        """(compute + model-parallel collectives + the least bubble, layout, precision, recompute),
+        least first; kept like _time_terms."""
+        space = self.space
+        key = (space.unit_shape(shape), branch)
+        memo = space.shared.parallel_terms
+        if key in memo:
+            index = space.layout_index
+            return [(bound, index[layout], p, r) for bound, layout, p, r in memo[key]]
+        g, n, per_instance, network = shape
+        tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
+        terms = []
+        ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
         for l in branch_layouts(space, shape, branch) if ps else ():
             layout = space.layouts[l]
             # The least bubble: the largest accumulation (the smallest micro-batch) of the layout.
             accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, l]))
-            for p, comm in zip(ps, self._least_comm_us(layout, count, zeros, names, gpu, per_instance, network)):
+            for p in ps:
                 precision = space.precisions[p]
                 for r, recompute in enumerate(space.recomputes):
                     compute_s = space.compute_s[g, n, r, p]
-                    compute = to_us(compute_s)
-                    bound = (compute + max(comm - compute, tail_us(comm, space.arch.num_layers))
+                    bound = (to_us(compute_s)
                              + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
                                                        compute_s))
                              + to_us(bubble_s(layout.pp, layout.vpp, accum, compute_s)))
                     terms.append((bound, l, p, r))
         terms.sort()
-        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
+        memo[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
         return terms
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
@@ -136,12 +169,12 @@ class UnitBounds:
         return least_mib[i - 1] if i else huge()
 
     def fitted_step_us(self, c: int, branch: Branch) -> int | None:
-        """Tier 3, asked only of a unit about to get a CP-SAT model: a lower bound of the unit's
+        """The last tier, asked only of a unit about to get a CP-SAT model: a lower bound of the unit's
         step time over the (layout, precision, recompute, ZeRO x offload) whose leanest memory fits
         (every checked rank with its leanest activations and buffers, the host RAM within the
         instance's budget), each the least over the micro-batches of the exact step time (compute,
         collectives, bubble, exposed data-parallel traffic and the optimizer step of that ZeRO x
-        offload). Tier 2 takes the least traffic of any ZeRO stage and no optimizer step, which is
+        offload). Tier 3 takes the least traffic of any ZeRO stage and no optimizer step, which is
         up to 190x lower where only ZeRO-3 with offloaded states fits (the sample's units that got
         a model and no point under the incumbent's cap: median 2.8x). Needs the step tables the
         model reads anyway. None: nothing fits."""
@@ -246,15 +279,17 @@ class UnitBounds:
 
     def step_bound_us(self, c: int, branch: Branch | None, tier: int) -> int | None:
         """The step-time lower bound of a tier: 0 the least compute (the same on every branch:
-        None will do), 1 the time terms (lower_step_us without memory), 2 with the memory
-        relaxation, 3 per fitting ZeRO x offload (fitted_step_us). Each tier is at least the one
-        before."""
+        None will do), 1 + the model-parallel collectives and bubble (parallel_step_us), 2 + the
+        data-parallel traffic (lower_step_us without memory), 3 with the memory relaxation, 4 per
+        fitting ZeRO x offload (fitted_step_us). Each tier is at least the one before."""
         if tier == 0:
             return self.compute_step_us(c)
-        assert branch is not None, "tiers 1 to 3 are per branch"
-        if tier == 3:
+        assert branch is not None, "tiers 1 to 4 are per branch"
+        if tier == 1:
+            return self.parallel_step_us(c, branch)
+        if tier == LAST_TIER:
             return self.fitted_step_us(c, branch)
-        return self.lower_step_us(c, branch, memory=tier == 2)
+        return self.lower_step_us(c, branch, memory=tier == 3)
 
     def primary_bound(self, c: int, branch: Branch | None, order: str, tier: int) -> tuple[int, ...] | None:
         """The objective's lower bound on a cluster's branch at a tier (step_bound_us)."""

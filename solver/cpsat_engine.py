@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us
-from vramplan.solver.cpsat_bounds import Branch, UnitBounds, branch_layouts, branch_of, huge
+from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
 from vramplan.solver.space import SearchSpace
@@ -34,7 +34,6 @@ from vramplan.solver.space import SearchSpace
 log = logging.getLogger(__name__)
 
 _UNBOUNDED = None
-LAST_TIER = 3  # cpsat_bounds.UnitBounds.step_bound_us
 
 
 @dataclass

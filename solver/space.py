@@ -97,7 +97,8 @@ class UnitMemo:
     all of them (their domains follow from the job, the global batch and the pins)."""
 
     lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
-    fitted_bounds: dict[tuple, int | None] = field(default_factory=dict)  # tier 3 per (shape, branch, host budget)
+    fitted_bounds: dict[tuple, int | None] = field(default_factory=dict)  # last tier per (shape, branch, host budget)
+    parallel_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     count_fits: dict[tuple, bool] = field(default_factory=dict)  # (count, host budget, limit, precisions)
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
