@@ -23,6 +23,7 @@ from vramplan.models.performance import overlap_windows_s
 from vramplan.models.units import US_PER_S, to_us
 from vramplan.solver.layouts import MAX_TP
 from vramplan.solver.space import SearchSpace
+from vramplan.solver.space_tables import StepTables
 
 
 class Inner(NamedTuple):
@@ -129,15 +130,19 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     metrics = _memory_metrics(space, shape, inner, memory)
     if metrics is None or not timed:
         return metrics
+    step = step_us(space, space.step_tables(shape, [inner.layout]), shape, inner)
+    return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
+
+
+def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> int:
+    """The integer step time of inner decisions on a shape, from its step tables t (the layout
+    tabulated): the sum the module docstring writes and the CP-SAT model states."""
     g, n, _, _ = shape
     zf, r, p, b, l = inner
-    t = space.step_tables(shape, [l])
-    zero = space.zero_offloads[zf][0]
     compute = space.compute_s[g, n, r, p]
-    comm = tuple(to_us(x) for x in t.comm_s[zero, b, p, l])
+    comm = tuple(to_us(x) for x in t.comm_s[space.zero_offloads[zf][0], b, p, l])
     exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
-    step = to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
-    return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
+    return to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:

@@ -23,7 +23,7 @@ from itertools import accumulate, product
 
 from vramplan.models.parallel_time import bubble_s
 from vramplan.models.units import BYTES_PER_MIB, to_us, to_us_array
-from vramplan.solver.candidates import exposed_us, tail_us, windows_us
+from vramplan.solver.candidates import Inner, step_us, tail_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace
 
@@ -190,7 +190,7 @@ class UnitBounds:
     def _fitted_step_us(self, shape: tuple, branch: Branch, host_mib: int) -> int | None:
         space = self.space
         g, n, _, _ = shape
-        limit, layers = space.limit_mib[g], space.arch.num_layers
+        limit = space.limit_mib[g]
         layouts = branch_layouts(space, shape, branch)
         steps = space.step_tables(shape, layouts)
         space.fill_count(n, layouts)
@@ -198,20 +198,15 @@ class UnitBounds:
         for l, p, r in product(layouts, range(len(space.precisions)), range(len(space.recomputes))):
             if (g, p) not in space.valid_gpu_precision:
                 continue
-            compute_s = space.compute_s[g, n, r, p]
-            base = to_us(compute_s) + steps.parallel_us[r, p, l]
-            batches = space.valid_batches[n, l]
-            if best is not None and base >= best:
+            # compute + collectives: a part of every step here (the other terms are >= 0)
+            if best is not None and to_us(space.compute_s[g, n, r, p]) + steps.parallel_us[r, p, l] >= best:
                 continue
-            windows = windows_us(space, r, compute_s)
             dynamic = self._leanest_dynamic(n, l, p, r)
-            for zf, (zero, _) in enumerate(space.zero_offloads):
+            for zf in range(len(space.zero_offloads)):
                 if space.host_mib_per_gpu[zf, n, p, l] > host_mib or any(
                         space.static_mib[zf, n, p, l, j] + dynamic[j] > limit for j in range(space.num_slots)):
                     continue
-                bound = base + min(steps.bubble_us[r, p, l, b] + steps.optimizer_us[zf, b, p, l]
-                                   + exposed_us(tuple(to_us(x) for x in steps.comm_s[zero, b, p, l]), windows, layers)
-                                   for b in batches)
+                bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, l)) for b in space.valid_batches[n, l])
                 if best is None or bound < best:
                     best = bound
         return best
