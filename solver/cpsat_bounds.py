@@ -89,11 +89,10 @@ class UnitBounds:
         """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
         branch, least first: the model-parallel terms (_parallel_terms) plus the least exposed
         data-parallel traffic; kept (with Layouts, not indices) in the family's UnitMemo."""
+        return self._kept_terms(self.space.shared.time_terms, shape, branch, self._compute_time_terms)
+
+    def _compute_time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
         space = self.space
-        key = (space.unit_shape(shape), branch)
-        if key in space.shared.time_terms:
-            index = space.layout_index
-            return [(bound, index[layout], p, r) for bound, layout, p, r in space.shared.time_terms[key]]
         g, n, per_instance, network = shape
         gpu, count = space.gpus[g], space.counts[n]
         zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
@@ -106,8 +105,6 @@ class UnitBounds:
             compute = to_us(space.compute_s[g, n, r, p])
             comm = comms[l][p]
             terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), l, p, r))
-        terms.sort()
-        space.shared.time_terms[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
         return terms
 
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:
@@ -121,12 +118,10 @@ class UnitBounds:
     def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
         """(compute + model-parallel collectives + the least bubble, layout, precision, recompute),
         least first; kept like _time_terms."""
+        return self._kept_terms(self.space.shared.parallel_terms, shape, branch, self._compute_parallel_terms)
+
+    def _compute_parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
         space = self.space
-        key = (space.unit_shape(shape), branch)
-        memo = space.shared.parallel_terms
-        if key in memo:
-            index = space.layout_index
-            return [(bound, index[layout], p, r) for bound, layout, p, r in memo[key]]
         g, n, per_instance, network = shape
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
@@ -144,9 +139,17 @@ class UnitBounds:
                                                        compute_s))
                              + to_us(bubble_s(layout.pp, layout.vpp, accum, compute_s)))
                     terms.append((bound, l, p, r))
-        terms.sort()
-        memo[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in terms]
         return terms
+
+    def _kept_terms(self, memo: dict, shape: tuple, branch: Branch, compute) -> list[tuple[int, int, int, int]]:
+        """compute(shape, branch)'s (bound, layout, precision, recompute) terms, least first, kept
+        in a family memo with Layouts (values), not this space's layout indices."""
+        space = self.space
+        key = (space.unit_shape(shape), branch)
+        if key not in memo:
+            memo[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in sorted(compute(shape, branch))]
+        index = space.layout_index
+        return [(bound, index[layout], p, r) for bound, layout, p, r in memo[key]]
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
                        per_instance: int, network: float) -> list[int]:
