@@ -83,8 +83,8 @@ class Cluster:
 @dataclass
 class UnitMemo:
     """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
-    (pp, tp) branch): step-time lower bounds per (shape, branch, host budget), their sorted terms
-    per (shape, branch), least memory per (count, layout, precision, recompute) by host budget, the
+    (pp, tp) branch): step-time lower bounds per (shape, branch, host budget) and their sorted
+    terms per (shape, branch) for every tier (solver/cpsat_bounds.py), least memory per (count, layout, precision, recompute) by host budget, the
     CP-SAT models with the points they found per (shape, branch, host budget, exclusions), whether
     a GPU count can hold the model states at all per (count, host budget, limit), and the
     explanations' fitting points per shape and leanest model states per (counts, layouts).
