@@ -90,13 +90,18 @@ def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
     return relaxed.model_copy(update=update)
 
 
-def _inner_allowed(space: SearchSpace, relaxed: SearchSpace, inner: Inner, label: str, query: SolveQuery) -> bool:
-    values = _inner_values(relaxed, inner)
-    for name in PINNED_INNER_FIELDS:
-        pinned = getattr(query.pins, name)
-        if pinned is not None and label == pin_label(name, pinned):
-            return values[name] == pinned
-    return True
+def _pinned_fields(query: SolveQuery) -> dict[str, tuple[str, object]]:
+    """The query's pins of inner decisions by restriction label: label -> (field, pinned value)."""
+    pins = ((name, getattr(query.pins, name)) for name in PINNED_INNER_FIELDS)
+    return {pin_label(name, value): (name, value) for name, value in pins if value is not None}
+
+
+def _inner_allowed(relaxed: SearchSpace, inner: Inner, label: str, pinned: dict[str, tuple[str, object]]) -> bool:
+    """Whether the restriction `label` allows the inner decisions (only inner pins restrict them)."""
+    if label not in pinned:
+        return True
+    name, value = pinned[label]
+    return _inner_values(relaxed, inner)[name] == value
 
 
 def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
@@ -156,14 +161,16 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
                 model.add_bool_or([a.Not(), lit.Not()])
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
     timed = step_bound_us is not None or budget is not None  # else no clause reads a step time
+    pinned = _pinned_fields(query)
     for shape, all_fitting in shape_table(relaxed, timed).items():
         time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, query, all_fitting)
-        inner_lits = [model.new_bool_var(f"inner{shape}[{i}]") for i in range(len(fitting))]
+        prefix = f"inner{shape}"
+        inner_lits = [model.new_bool_var(f"{prefix}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
         for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
-            _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner, metrics, lit,
+            _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner, metrics, lit,
                                step_bound_us, budget)
     model.add_assumptions(list(assumption.values()))
     solver = cp_model.CpSolver()
@@ -197,6 +204,8 @@ def _representatives(relaxed: SearchSpace, query: SolveQuery,
     pinned = [name for name in PINNED_INNER_FIELDS if getattr(query.pins, name) is not None]
 
     def signature(inner: Inner) -> tuple:
+        if not pinned:  # one group: no restriction reads an inner value
+            return ()
         values = _inner_values(relaxed, inner)
         return tuple(values[name] for name in pinned)
 
@@ -210,10 +219,10 @@ def _representatives(relaxed: SearchSpace, query: SolveQuery,
     return kept
 
 
-def _add_inner_clauses(model, relaxed, space, query, members, cluster_lits, assumption, inner: Inner,
+def _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner: Inner,
                        metrics: InnerMetrics, lit, deadline, budget) -> None:
     for label, a in assumption.items():
-        if not _inner_allowed(space, relaxed, inner, label, query):
+        if not _inner_allowed(relaxed, inner, label, pinned):
             model.add_bool_or([a.Not(), lit.Not()])
     if deadline is not None and metrics.step_us > deadline:
         model.add_bool_or([assumption[f"--deadline-hours {query.deadline_hours:g}"].Not(), lit.Not()])
