@@ -133,6 +133,7 @@ class SearchSpace:
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids, filled on use
+    representatives: dict[tuple, list] = field(default_factory=dict)  # restrictions._representatives per (shape, timed, pinned fields)
     cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
     least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
     aliases_of_pp: dict[int, tuple[int, ...]] = field(default_factory=dict)  # slot_aliases
