@@ -13,6 +13,7 @@ inner literals, cluster restrictions clauses on cluster literals, the budget cla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -23,7 +24,7 @@ from vramplan.solver.fitting import shape_table
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import TimeLimitReached, time_left_s
 from vramplan.solver.query import Pins, SolveQuery
-from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.space import Cluster, SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
 
 
@@ -113,16 +114,16 @@ def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
             "cp": layout.cp, "ep": layout.ep, "vpp": layout.vpp, "sequence_parallel": layout.sp}
 
 
-def _cluster_allowed(relaxed: SearchSpace, c: int, label: str, query: SolveQuery) -> bool:
-    cluster = relaxed.clusters[c]
-    checks = {
-        f"--gpu {','.join(query.gpus)}": cluster.offering.gpu in query.gpus,
-        f"--provider {','.join(query.providers)}": cluster.offering.provider in query.providers,
-        f"--max-gpus {query.max_gpus}": cluster.num_gpus <= query.max_gpus,
-        f"--max-nodes {query.max_nodes}": query.max_nodes is None or cluster.num_instances <= query.max_nodes,
-        f"--num-gpus {query.pins.num_gpus}": cluster.num_gpus == query.pins.num_gpus,
+def _cluster_checks(query: SolveQuery) -> dict[str, Callable[[Cluster], bool]]:
+    """What each cluster restriction (restrictions_of's label) allows; restrictions not here
+    allow every cluster."""
+    return {
+        f"--gpu {','.join(query.gpus)}": lambda cluster: cluster.offering.gpu in query.gpus,
+        f"--provider {','.join(query.providers)}": lambda cluster: cluster.offering.provider in query.providers,
+        f"--max-gpus {query.max_gpus}": lambda cluster: cluster.num_gpus <= query.max_gpus,
+        f"--max-nodes {query.max_nodes}": lambda cluster: query.max_nodes is None or cluster.num_instances <= query.max_nodes,
+        f"--num-gpus {query.pins.num_gpus}": lambda cluster: cluster.num_gpus == query.pins.num_gpus,
     }
-    return checks.get(label, True)
 
 
 def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
@@ -155,9 +156,11 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     cluster_lits = [model.new_bool_var(f"cluster[{c}]") for c in range(len(relaxed.clusters))]
     model.add_exactly_one(cluster_lits)
     assumption = {r.label: model.new_bool_var(r.label) for r in restrictions}
+    checks = _cluster_checks(query)
     for c, lit in enumerate(cluster_lits):
         for label, a in assumption.items():
-            if not _cluster_allowed(relaxed, c, label, query):
+            check = checks.get(label)
+            if check is not None and not check(relaxed.clusters[c]):
                 model.add_bool_or([a.Not(), lit.Not()])
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
     timed = step_bound_us is not None or budget is not None  # else no clause reads a step time
