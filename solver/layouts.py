@@ -80,6 +80,11 @@ def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int,
     return layouts
 
 
+# The pins valid_layouts and layout_domain read (the explanation's "more GPUs" re-solves pin
+# only num_gpus: they share the domain instead of validating every layout again).
+LAYOUT_PINS = frozenset({"tp", "pp", "cp", "ep", "vpp", "sequence_parallel"})
+
+
 def valid_layouts(arch: Architecture, job: Job, pins: Pins) -> list[Layout]:
     """Every layout models.parallel.check_layout accepts for the model, job and pins, most
     preferred first."""

@@ -27,7 +27,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_job
 from vramplan.models.setup import Job, Plan
 from vramplan.models.units import US_PER_S
-from vramplan.solver.layouts import MAX_TP, Layout, layout_domain, valid_layouts
+from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, Layout, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
     allowed_counts,
@@ -304,7 +304,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     batch_divisors = divisors(global_batch)
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
-    pins = query.pins.model_dump_json()
+    pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what the layout domain reads of the pins
     valid = tables.kept(("valid-layouts", pins), lambda: valid_layouts(arch, job, query.pins))
     layouts = tables.kept(("layout-domain", pins, query.max_gpus),
                           lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid))
