@@ -26,7 +26,7 @@ from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.lora import adapted_modules
 from vramplan.models.loss import loss_cost
-from vramplan.models.parallel import sequence_parallel_active, stage_layer_kinds, stage_layers
+from vramplan.models.parallel import sequence_parallel_active, stage_layer_kinds
 from vramplan.models.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.params import LayerGroup, layer_groups
 from vramplan.models.precision import activation_bytes
@@ -149,14 +149,14 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
 
 
 def stage_activations(
-    micro: MicrobatchActivations, layers: int, chunks: int, vpp: int, first: bool, last: bool,
+    micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
     held: tuple[tuple[tuple[bool, bool, bool], int], ...],
 ) -> Activations:
-    """A pipeline rank holding `layers` decoder layers in `vpp` chunks, `chunks` of which are in
-    flight (parallel_activations.inflight_chunks); the first rank keeps the embedding's
-    activations for the same micro-batches, the last one micro-batch's output layer. The rank's
-    layers of each kind keep their share of what the model's layers of that kind keep (`held`:
-    models.parallel.stage_layer_kinds). Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
+    """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
+    in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
+    first rank keeps the embedding's activations for the same micro-batches, the last one
+    micro-batch's output layer. The rank's layers of each kind keep their share of what the
+    model's layers of that kind keep. Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
     every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
     holding two of them keeps 20% more than the average share said. Activation offloading then
     leaves the layer in use and the one being prefetched on the GPU."""
@@ -165,6 +165,7 @@ def stage_activations(
     kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
     offloaded = 0
     if micro.activation_offload:
+        layers = sum(n for _, n in held)
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
     return Activations(
         per_layer_bytes=micro.per_layer_bytes,
@@ -181,8 +182,10 @@ def stage_activations(
 def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
     """Pipeline rank `stage`'s activations at its peak (models/parallel_activations.py: TP/SP
     shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
-    micro = microbatch_activations(arch, job, plan)
-    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
-    layers = stage_layers(arch.num_layers, plan.pp)[stage]
-    return stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1,
-                             stage_layer_kinds(arch, plan.pp, stage))
+    return rank_activations(arch, plan, microbatch_activations(arch, job, plan), stage)
+
+
+def rank_activations(arch: Architecture, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
+    """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
+    return stage_activations(micro, inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage), plan.vpp, stage == 0,
+                             stage == plan.pp - 1, stage_layer_kinds(arch, plan.pp, stage))

@@ -17,11 +17,10 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 
 from __future__ import annotations
 
-from vramplan.models.activations import MicrobatchActivations, microbatch_activations, stage_activations
+from vramplan.models.activations import MicrobatchActivations, microbatch_activations, rank_activations
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
-from vramplan.models.parallel import stage_layer_kinds, stage_layers
 from vramplan.models.parallel_activations import inflight_chunks
 from vramplan.models.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
 
@@ -52,10 +51,8 @@ def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> di
                               plan.zero_group)
     micro = activation_bytes_per_microbatch(arch, job, plan.precision, plan.tp, plan.cp, plan.sequence_parallel,
                                             plan.recompute, plan.micro_batch)
-    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)
-    layers = stage_layers(arch.num_layers, plan.pp)[stage]
-    acts = stage_activations(micro, layers, chunks, plan.vpp, stage == 0, stage == plan.pp - 1,
-                             stage_layer_kinds(arch, plan.pp, stage))
+    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)  # what the shared terms are kept for
+    acts = rank_activations(arch, plan, micro, stage)
     over = overhead(arch, job, plan)
     terms = {
         "weights": states.weights_bytes,

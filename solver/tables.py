@@ -22,7 +22,7 @@ from vramplan.models.activations import (
 from vramplan.models.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.model_states import ModelStates, model_states
 from vramplan.models.overhead import overhead
-from vramplan.models.parallel import candidate_stages, stage_layer_kinds, stage_layers
+from vramplan.models.parallel import candidate_stages, stage_layer_kinds
 from vramplan.models.parallel_activations import inflight_chunks
 from vramplan.models.parallel_overhead import num_communicators
 from vramplan.models.parallel_time import bubble_s, parallel_seconds, parallel_traffic
@@ -47,15 +47,14 @@ from vramplan.solver.layouts import Layout, layout_plan
 
 class StageSlot(NamedTuple):
     """Where a checked pipeline rank sits: models.activations.stage_activations' arguments after
-    the micro-batch (its decoder layers, the micro-batches in flight, the virtual stages, whether
-    it is the first and the last rank)."""
+    the micro-batch (the micro-batches in flight, the virtual stages, whether it is the first and
+    the last rank, its decoder layers by kind)."""
 
-    layers: int
     chunks: int
     vpp: int
     first: bool
     last: bool
-    held: tuple  # the kinds of layer it holds (models.parallel.stage_layer_kinds)
+    held: tuple  # the kinds of layer it holds and how many (models.parallel.stage_layer_kinds)
 
 
 class RecomputeChoice(NamedTuple):
@@ -103,8 +102,8 @@ def num_stage_slots(arch: Architecture, pps: tuple[int, ...]) -> int:
 
 
 def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> StageSlot:
-    return StageSlot(stage_layers(arch.num_layers, layout.pp)[stage], inflight_chunks(layout.pp, accum, layout.vpp, stage),
-                     layout.vpp, stage == 0, stage == layout.pp - 1, stage_layer_kinds(arch, layout.pp, stage))
+    return StageSlot(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
+                     stage_layer_kinds(arch, layout.pp, stage))
 
 
 def _stack(cells: list[list[list]], kind: type):
