@@ -168,7 +168,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     for shape, all_fitting in shape_table(relaxed, timed).items():
         time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
-        fitting = _representatives(relaxed, query, shape, timed, all_fitting)
+        fitting = _representatives(relaxed, pinned, shape, timed, all_fitting)
         prefix = f"inner{shape}"
         inner_lits = [model.new_bool_var(f"{prefix}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
@@ -198,7 +198,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
 PINNED_INNER_FIELDS = ("zero", "offload", "recompute", "micro_batch", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
 
 
-def _representatives(relaxed: SearchSpace, query: SolveQuery, shape: tuple, timed: bool,
+def _representatives(relaxed: SearchSpace, pinned_fields: dict[str, tuple[str, object]], shape: tuple, timed: bool,
                      fitting: list[tuple[Inner, InnerMetrics]]) -> list[tuple[Inner, InnerMetrics]]:
     """Inner decisions that differ in what a restriction can see: grouped by the values of the
     pinned fields, and within a group only those not dominated in (step time, host RAM), which
@@ -206,7 +206,7 @@ def _representatives(relaxed: SearchSpace, query: SolveQuery, shape: tuple, time
     assumption model small enough to prove infeasible in milliseconds. Kept on the relaxed space
     (`fitting` is its shape_table's, which depends on the shape and `timed` alone) per which
     fields are pinned: the batch rows of one job share the relaxed space."""
-    pinned = [name for name in PINNED_INNER_FIELDS if getattr(query.pins, name) is not None]
+    pinned = [name for name, _ in pinned_fields.values()]  # _pinned_fields: in PINNED_INNER_FIELDS order
     key = (shape, timed, tuple(pinned))
     if key not in relaxed.representatives:
         relaxed.representatives[key] = _undominated(relaxed, pinned, fitting)
