@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -112,8 +113,7 @@ def _solve_neighbourhood(fleet: IntFleet, schedule: IntSchedule, free: list[int]
         end = model.new_int_var(job.release_min, latest, f"e{j}")
         chosen = {}
         for c, slot in enumerate(job.slots):
-            if slot.pool not in pools or not fleet.usable(job, slot) or support and j in support and \
-                    c not in support[j] and c != schedule.slot[j] and fleet.pools[slot.pool].windows is not None:
+            if slot.pool not in pools or not fleet.usable(job, slot) or _narrowed_out(fleet, schedule, support, j, c):
                 continue
             literal = model.new_bool_var(f"x{j}_{c}")
             interval = model.new_optional_interval_var(start, slot.duration_min, end, literal, f"i{j}_{c}")
@@ -183,10 +183,18 @@ def _merged(best: IntSchedule, candidate: IntSchedule, free: list[int]) -> IntSc
     return IntSchedule(slot=slot, start_min=start_min)
 
 
+def _narrowed_out(fleet: IntFleet, schedule: IntSchedule, support: dict[int, frozenset[int]] | None, j: int,
+                  c: int) -> bool:
+    """Whether a narrowed neighbourhood leaves out job j's slot c: a slot of a bounded pool that is
+    neither in the LP solution's support for the job nor the job's current slot."""
+    return bool(support) and j in support and c not in support[j] and c != schedule.slot[j] and \
+        fleet.pools[fleet.jobs[j].slots[c].pool].windows is not None
+
+
 def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, deadline_s: float, workers: int = 1,
             seed: int = 0, stats: LnsStats | None = None, on_better=None,
             max_neighbourhoods: int | None = None, bound: int | None = None,
-            support=None) -> tuple[IntSchedule, bool, bool]:
+            support: Callable[[], dict[int, frozenset[int]] | None] | None = None) -> tuple[IntSchedule, bool, bool]:
     """(the best schedule found, interrupted, proven optimal): neighbourhoods until `deadline_s`, or
     until the stage's value reaches `bound`, or until one neighbourhood holding every job and every
     pool is solved to optimality (then that is the stage's optimum); `on_better` sees every new
