@@ -84,10 +84,11 @@ class Cluster:
 class UnitMemo:
     """What the branch-and-bound (solver/cpsat_engine.py) works out per unit (cluster shape x
     (pp, tp) branch): step-time lower bounds per (shape, branch, host budget) and their sorted
-    terms per (shape, branch) for every tier (solver/cpsat_bounds.py), least memory per (count, layout, precision, recompute) by host budget, the
-    CP-SAT models with the points they found per (shape, branch, host budget, exclusions), whether
-    a GPU count can hold the model states at all per (count, host budget, limit), and the
-    explanations' fitting points per shape and leanest model states per (counts, layouts).
+    terms per (shape, branch) for every tier (solver/cpsat_bounds.py), least memory per (count,
+    layout, precision, recompute) by host budget, the CP-SAT models with the points they found per
+    (shape, branch, host budget, exclusions), whether a GPU count can hold the model states at all
+    per (count, host budget, limit), and the explanations' fitting points per shape and leanest
+    model states per (counts, layouts).
 
     Keyed by values (GPU name, GPU count, Layout; SearchSpace.unit_shape), never by one query's
     domain indices, because none of it depends on which GPUs, providers, prices or GPU limit a
