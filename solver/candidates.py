@@ -16,11 +16,8 @@ plus models.parallel_time's TP/PP/CP/EP terms.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-from vramplan.models.performance import overlap_windows_s
-from vramplan.models.units import US_PER_S, to_us
 from vramplan.solver.layouts import MAX_TP
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_tables import StepTables
@@ -92,13 +89,6 @@ def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
             space.offering_rank[choice.cluster])
 
 
-def windows_us(space: SearchSpace, r: int, compute_s: float) -> tuple[int, int]:
-    """(forward, backward) overlap windows in whole microseconds, rounded down (hide no more than
-    the model's: models.performance.overlap_windows_s)."""
-    share = space.tables.forward_share(space.recomputes[r])
-    return tuple(math.floor(w * US_PER_S) for w in overlap_windows_s(compute_s, share))
-
-
 def exposed_us(comm_us: tuple[int, int], window_us: tuple[int, int], num_layers: int) -> int:
     """The integer form of models.performance.exposed_communication_s: each phase's traffic beyond
     its window, and at least one layer's share of the whole (tail_us)."""
@@ -137,12 +127,9 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
 def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> int:
     """The integer step time of inner decisions on a shape, from its step tables t (the layout
     tabulated): the sum the module docstring writes and the CP-SAT model states."""
-    g, n, _, _ = shape
     zf, r, p, b, l = inner
-    compute = space.compute_s[g, n, r, p]
-    comm = tuple(to_us(x) for x in t.comm_s[space.zero_offloads[zf][0], b, p, l])
-    exposed = exposed_us(comm, windows_us(space, r, compute), space.arch.num_layers)
-    return to_us(compute) + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
+    exposed = exposed_us(t.comm_us[space.zero_offloads[zf][0], b, p, l], t.windows_us[r, p], space.arch.num_layers)
+    return t.compute_us[r, p] + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:

@@ -215,11 +215,17 @@ class UnitBounds:
         return best
 
     def _leanest_dynamic(self, n: int, l: int, p: int, r: int) -> list[int]:
-        """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB)."""
+        """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB);
+        kept in the family's UnitMemo by value (it reads neither the GPU nor the host budget: the
+        last tier asks it again for every shape and host budget of the count)."""
         space = self.space
-        return [min(column) for column in zip(*(
-            [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
-            for b in space.valid_batches[n, l]))]
+        key = (space.counts[n], space.layouts[l], p, r)
+        memo = space.shared.leanest_dynamic
+        if key not in memo:
+            memo[key] = [min(column) for column in zip(*(
+                [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+                for b in space.valid_batches[n, l]))]
+        return memo[key]
 
     def _leanest_by_host(self, n: int, l: int, p: int, r: int | None) -> tuple[list[int], list[int]]:
         """The ZeRO x offload choices' host RAM per GPU, ascending, and the least memory of those

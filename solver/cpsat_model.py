@@ -28,8 +28,7 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.models.units import to_us
-from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us, windows_us
+from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us
 from vramplan.solver.space import SearchSpace
 
 INT64_ROOM = 2**62
@@ -112,7 +111,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     # on the rank's layers and in-flight chunks (pp, vpp, accumulation): SearchSpace.activation_mib.
     # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
     # + max(comm - window, tail) + optimizer.
-    compute_us = {(i, jj): to_us(space.compute_s[g, n, i, jj]) for i in range(nr) for jj in precisions}
+    compute_us = steps.compute_us
 
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
@@ -124,7 +123,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
         lay, b_ = pairs[k]
-        forward, backward = (to_us(x) for x in steps.comm_s[space.zero_offloads[i][0], b_, jj, lay])
+        forward, backward = steps.comm_us[space.zero_offloads[i][0], b_, jj, lay]
         return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
@@ -135,7 +134,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     for j in slots:  # memory of each checked pipeline rank
         model.add(static[j] + dynamic[j] <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
-    fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: windows_us(space, k, space.compute_s[g, n, k, jj]),
+    fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj],
                                     ("fwd_window_us", "bwd_window_us"))
     fwd, bwd, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us"))
     fwd_exposed = model.new_int_var(0, max(0, _upper(fwd)), "fwd_exposed_us")

@@ -5,13 +5,15 @@ module only writes its tables (units as there: MiB, microseconds)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 
 from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision
-from vramplan.models.units import to_us
+from vramplan.models.performance import overlap_windows_s
+from vramplan.models.units import US_PER_S, to_us, to_us_array
 from vramplan.solver.tables import MicroKey, Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
@@ -129,15 +131,24 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
 
 @dataclass
 class StepTables:
-    """One shape's step-time terms in whole microseconds (candidates.inner_metrics adds them):
-    data-parallel traffic seconds (forward, backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel
-    collectives TP + PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
+    """One shape's step-time terms in whole microseconds (candidates.step_us adds them): the
+    compute and its (forward, backward) overlap windows (r, p), data-parallel traffic (forward,
+    backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
+    PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
 
-    comm_s: dict[tuple[int, int, int, int], tuple[float, float]] = field(default_factory=dict)
+    compute_us: dict[tuple[int, int], int] = field(default_factory=dict)
+    windows_us: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    comm_us: dict[tuple[int, int, int, int], tuple[int, int]] = field(default_factory=dict)
     optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
     bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     layouts: set[int] = field(default_factory=set)  # the layouts tabulated so far
+
+
+def windows_us(forward_share: float, compute_s: float) -> tuple[int, int]:
+    """(forward, backward) overlap windows in whole microseconds, rounded down (hide no more than
+    the model's: models.performance.overlap_windows_s)."""
+    return tuple(math.floor(w * US_PER_S) for w in overlap_windows_s(compute_s, forward_share))
 
 
 def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) -> None:
@@ -155,15 +166,18 @@ def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) 
     for p, precision in zip(ps, names):
         for r, recompute in enumerate(space.recomputes):
             compute = space.compute_s[g, n_i, r, p]
+            if (r, p) not in out.compute_us:  # the same on every layout of the shape
+                out.compute_us[r, p] = to_us(compute)
+                out.windows_us[r, p] = windows_us(tables.forward_share(recompute), compute)
             out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
             for b, bubble in zip(batches, tables.bubble_us(layout, n, micros, compute).tolist()):
                 out.bubble_us[r, p, l, b] = bubble
-    forward, backward = (grid.tolist() for grid in tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance,
+    forward, backward = (to_us_array(grid).tolist() for grid in tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance,
                                                                   network))
     optimizer = tables.optimizer_us(layout, n, tuple(space.zero_offloads), micros, names, gpu).tolist()
     for (i, b), (k, p) in product(enumerate(batches), enumerate(ps)):
         for z, zero in enumerate(zeros):
-            out.comm_s[zero, b, p, l] = (forward[z][i][k], backward[z][i][k])
+            out.comm_us[zero, b, p, l] = (forward[z][i][k], backward[z][i][k])
         for zf in range(len(space.zero_offloads)):
             out.optimizer_us[zf, b, p, l] = optimizer[zf][i][k]
