@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from vramplan.models.catalogue_schema import Architecture
 from vramplan.models.lora import trainable_params
@@ -153,8 +154,11 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
 
 
+@lru_cache(maxsize=1024)
 def recipe_state_bytes(job: Job, precision: str) -> tuple[Fraction, Fraction, Fraction]:
-    """(weight, gradient, optimizer-state) bytes per trainable parameter under the job's recipe."""
+    """(weight, gradient, optimizer-state) bytes per trainable parameter under the job's recipe
+    (kept per job and precision: the solver's tables ask it for every ZeRO stage, offload and
+    pipeline rank, and its Fractions cost more than model_states' integer arithmetic)."""
     if job.method == "qlora" and job.qlora_prep == "peft":  # fp32 adapters: no master copy needed
         return Fraction(FP32_BYTES), Fraction(FP32_BYTES), optimizer_state_bytes_per_param(job, "fp32")
     return (trainable_weight_bytes_per_param(job, precision), gradient_state_bytes_per_param(job, precision),  # type: ignore[arg-type]
