@@ -10,11 +10,11 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
-from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, time_left_s
+from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, TimeLimitReached, time_left_s
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo, shared_result, using
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
@@ -63,15 +63,30 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, de
 
 
 def plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
-    """Whether any plan of the query's space fits (within --time-limit), without searching for
-    the best: the first point the CP-SAT engine meets, re-checked in exact bytes like any plan
-    (the brute-force engine answers by its full enumeration)."""
+    """Whether any plan of the query's space fits, without searching for the best: the first point
+    the CP-SAT engine meets, re-checked in exact bytes like any plan (the brute-force engine
+    answers by its full enumeration). TimeLimitReached when --time-limit runs out before the
+    answer is known (a "no" is never a guess). Rows of a batch ask the same questions of one job
+    (the relaxed query, each subset of restrictions): answers are kept in the active memo by
+    everything that decides them, not by the time left."""
+    return shared_result(catalogue, lambda: ("exists", query.model_dump_json(exclude=NOT_IN_EXISTS)),
+                         lambda: _plan_exists(catalogue, query))
+
+
+# What a yes/no answer does not depend on: the objective, the answer's shape, the time it was
+# given (a time-out raises instead of answering).
+NOT_IN_EXISTS = {"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s"}
+
+
+def _plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
     space = build_space(catalogue, query)
     if query.engine == "cpsat":
         choice = find_cpsat(space)
     else:
-        choices = run_engine(space).choices
-        choice = choices[0] if choices else None
+        outcome = run_engine(space)
+        if outcome.status == "unknown":
+            raise TimeLimitReached
+        choice = outcome.choices[0] if outcome.choices else None
     if choice is None:
         return False
     verified_plan(space, choice)  # raises SolverInternalError unless it fits in exact bytes

@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us
 from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
-from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError
+from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError, TimeLimitReached
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
@@ -270,7 +270,7 @@ def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
 
 
 def find_cpsat(space: SearchSpace) -> Choice | None:
-    """Any point of the space (None: none, or none found within --time-limit): what the
+    """Any point of the space (None: none; TimeLimitReached when --time-limit runs out first): what the
     explanation's yes/no questions need (does this relaxed query fit?). The order is free when
     nothing is optimised, so the units most likely to hold a point come first: the largest GPU
     memory, then the most GPUs (ZeRO and model parallelism shard more). A unit is skipped on its
@@ -285,13 +285,15 @@ def find_cpsat(space: SearchSpace) -> Choice | None:
         cap = step_cap_us(space, c)
         for branch in search.branches(c):
             if time.monotonic() > search.deadline:
-                return None
+                raise TimeLimitReached
             lower = search.bounds.step_bound_us(c, branch, LAST_TIER)
             if lower is None or (cap is not None and lower > cap):
                 continue
             found = search.point((c, branch), 0, None)
             if found is not None:
                 return _checked(space, c, found)[0]
+            if search.timed_out:  # CP-SAT stopped at the limit: "no point" is not proven
+                raise TimeLimitReached
     return None
 
 

@@ -15,8 +15,10 @@ from vramplan.models.setup import Job
 from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.candidates import evaluate
 from vramplan.solver.cpsat_engine import find_cpsat
+from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import build_space
+from vramplan.solver.table_memo import TableMemo, using
 from vramplan.solver.verify import verified_plan
 
 CATALOGUE = load_catalogue()
@@ -39,7 +41,10 @@ def test_plan_exists_answers_as_the_full_solve_does(query: SolveQuery) -> None:
     solved = solve(CATALOGUE, query, explain_infeasible=False)
     assert solved.status in ("optimal", "infeasible")
     assert plan_exists(CATALOGUE, query) is (solved.status == "optimal")
-    assert plan_exists(CATALOGUE, query.model_copy(update={"engine": "brute"})) is (solved.status == "optimal")
+    # The brute force proves "no plan" by enumerating every point (about 12 s for the budget case):
+    # a time-out raises TimeLimitReached rather than answering no, so it gets the time it needs.
+    brute = query.model_copy(update={"engine": "brute", "time_limit_s": 120})
+    assert plan_exists(CATALOGUE, brute) is (solved.status == "optimal")
     space = build_space(CATALOGUE, query)
     choice = find_cpsat(space)
     assert (choice is None) is (solved.status == "infeasible")
@@ -52,6 +57,21 @@ def test_plan_exists_answers_as_the_full_solve_does(query: SolveQuery) -> None:
             assert plan.cost.usd_total <= query.budget_usd
         if query.deadline_hours is not None:
             assert plan.cost.hours <= query.deadline_hours
+
+
+def test_a_time_out_is_not_an_answer() -> None:
+    """Out of time, the yes/no question raises instead of answering no: a conflict the explanation
+    names must be proven (tests/test_explain_deadline.py), and the batch memo keeps answers only."""
+    query = QUERIES[5].model_copy(update={"time_limit_s": 1e-6})
+    with pytest.raises(TimeLimitReached):
+        plan_exists(CATALOGUE, query)
+    with pytest.raises(TimeLimitReached):
+        plan_exists(CATALOGUE, query.model_copy(update={"engine": "brute"}))
+    fits = QUERIES[4]
+    with using(TableMemo()):  # a time-out is not kept: the same question with time answers
+        with pytest.raises(TimeLimitReached):
+            plan_exists(CATALOGUE, fits.model_copy(update={"time_limit_s": 1e-6}))
+        assert plan_exists(CATALOGUE, fits) is True
 
 
 def test_the_budget_case_is_one_the_roomiest_cluster_breaks() -> None:
