@@ -217,9 +217,10 @@ class UnitBounds:
     def _leanest_dynamic(self, n: int, l: int, p: int, r: int) -> list[int]:
         """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB);
         kept in the family's UnitMemo by value (it reads neither the GPU nor the host budget: the
-        last tier asks it again for every shape and host budget of the count)."""
+        last tier asks it again for every shape and host budget of the count) and by the number of
+        checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
         space = self.space
-        key = (space.counts[n], space.layouts[l], p, r)
+        key = (space.counts[n], space.layouts[l], p, r, space.num_slots)
         memo = space.shared.leanest_dynamic
         if key not in memo:
             memo[key] = [min(column) for column in zip(*(

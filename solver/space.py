@@ -102,7 +102,7 @@ class UnitMemo:
     parallel_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     count_fits: dict[tuple, bool] = field(default_factory=dict)  # (count, host budget, limit, precisions)
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
-    leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r) -> per checked rank
+    leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
     fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
