@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from itertools import accumulate, product
+from itertools import accumulate
 
 from vramplan.models.parallel_time import bubble_s
 from vramplan.models.units import BYTES_PER_MIB, to_us, to_us_array
@@ -191,27 +191,29 @@ class UnitBounds:
         return memo[key]
 
     def _fitted_step_us(self, shape: tuple, branch: Branch, host_mib: int) -> int | None:
+        """The (layout, precision, recompute) are visited in the order of their tier-1 terms
+        (compute + collectives + the least bubble: at most every step time of theirs), so the first
+        term at or above the best bound so far ends the walk; a layout's memory and step tables
+        are only filled when one of its terms gets that far and fits."""
         space = self.space
         g, n, _, _ = shape
         limit = space.limit_mib[g]
-        layouts = branch_layouts(space, shape, branch)
-        steps = space.step_tables(shape, layouts)
-        space.fill_count(n, layouts)
         best = None
-        for l, p, r in product(layouts, range(len(space.precisions)), range(len(space.recomputes))):
-            if (g, p) not in space.valid_gpu_precision:
-                continue
-            # compute + collectives: a part of every step here (the other terms are >= 0)
-            if best is not None and to_us(space.compute_s[g, n, r, p]) + steps.parallel_us[r, p, l] >= best:
-                continue
+        for rest, l, p, r in self._parallel_terms(shape, branch):
+            if best is not None and rest >= best:
+                break
+            space.fill_count(n, [l])
             dynamic = self._leanest_dynamic(n, l, p, r)
-            for zf in range(len(space.zero_offloads)):
-                if space.host_mib_per_gpu[zf, n, p, l] > host_mib or any(
-                        space.static_mib[zf, n, p, l, j] + dynamic[j] > limit for j in range(space.num_slots)):
-                    continue
-                bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, l)) for b in space.valid_batches[n, l])
-                if best is None or bound < best:
-                    best = bound
+            fitting = [zf for zf in range(len(space.zero_offloads))
+                       if space.host_mib_per_gpu[zf, n, p, l] <= host_mib
+                       and all(space.static_mib[zf, n, p, l, j] + dynamic[j] <= limit for j in range(space.num_slots))]
+            if not fitting:
+                continue
+            steps = space.step_tables(shape, [l])
+            bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, l))
+                        for zf in fitting for b in space.valid_batches[n, l])
+            if best is None or bound < best:
+                best = bound
         return best
 
     def _leanest_dynamic(self, n: int, l: int, p: int, r: int) -> list[int]:
