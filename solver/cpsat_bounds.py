@@ -179,8 +179,8 @@ class UnitBounds:
         collectives, bubble, exposed data-parallel traffic and the optimizer step of that ZeRO x
         offload). Tier 3 takes the least traffic of any ZeRO stage and no optimizer step, which is
         up to 190x lower where only ZeRO-3 with offloaded states fits (the sample's units that got
-        a model and no point under the incumbent's cap: median 2.8x). Needs the step tables the
-        model reads anyway. None: nothing fits."""
+        a model and no point under the incumbent's cap: median 2.8x). Fills the memory and step
+        tables (which the model reads too) of the layouts its walk reaches. None: nothing fits."""
         space = self.space
         shape = space.clusters[c].shape
         host = space.host_budget_mib_per_gpu[c]

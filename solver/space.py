@@ -205,8 +205,18 @@ class SearchSpace:
         value = self.activations_mib.get(key)
         if value is None:
             value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_keys[r, b, p, self.tcs_index[l]], self.slots[n, l, b, j])
+                self.micro_key(r, b, p, self.tcs_index[l]), self.slots[n, l, b, j])
         return value
+
+    def micro_key(self, r: int, b: int, p: int, t: int) -> MicroKey:
+        """What one micro-batch's activations depend on, for recompute r, micro-batch b, precision p
+        and the t-th distinct (tp, cp, sp); made on first use and kept with the domains' Tables."""
+        micro = self.micro_keys.get((r, b, p, t))
+        if micro is None:
+            tp, cp, sp = self.tcs[t]
+            micro = self.micro_keys[r, b, p, t] = MicroKey(tp, cp, sp, self.recomputes[r], self.micro_batches[b],
+                                                           self.precisions[p])
+        return micro
 
     def ranks_activation_mib(self, r: int, b: int, p: int, l: int, n: int) -> list[int]:
         """activation_mib of every checked rank j, each distinct rank once (slots repeat the first

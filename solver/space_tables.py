@@ -14,7 +14,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_gpu_precision
 from vramplan.models.performance import overlap_windows_s
 from vramplan.models.units import US_PER_S, to_us, to_us_array
-from vramplan.solver.tables import MicroKey, Tables, stage_slot, stage_slots
+from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
     from vramplan.solver.space import SearchSpace
@@ -56,7 +56,8 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     used = tuple(sorted({p for _, p in space.valid_gpu_precision}))
     domains = (tuple(space.layouts), tuple(space.micro_batches), tuple(space.precisions), used)
     space.buffer_mib = tables.kept(("buffer-table", *domains), lambda: _buffer_table(space, tables, used))
-    space.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), lambda: _micro_keys(space, used))
+    # Filled on use (SearchSpace.activation_mib): a space reads a few of the keys its domains allow.
+    space.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), dict)
     permille = space.job.capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
@@ -68,12 +69,6 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
 def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> dict[tuple[int, int, int], int]:
     return {(b, p, l): tables.buffer_mib(lay, micro, space.precisions[p])
             for l, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
-
-
-def _micro_keys(space: SearchSpace, used: tuple[int, ...]) -> dict[tuple[int, int, int, int], MicroKey]:
-    return {(r, b, p, t): MicroKey(tp, cp, sp, recompute, micro, space.precisions[p])
-            for (r, recompute), (b, micro), p, (t, (tp, cp, sp)) in product(
-                enumerate(space.recomputes), enumerate(space.micro_batches), used, enumerate(space.tcs))}
 
 
 def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
