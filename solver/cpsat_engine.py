@@ -161,6 +161,11 @@ class _Search:
         params.symmetry_level = 0
         params.use_sat_inprocessing = False
         params.table_compression_level = 0
+        # Without a step cap, no presolve at all: 5.89 -> 4.36 ms a solve over 200 captured unit
+        # models of the batch benchmark's sample, every optimum alike (the objective orders every
+        # point strictly, so the same optimum is the same point). Under a cap (an assumption), the
+        # one presolve pass stays: it proves most capped models empty at once (0.4 against 2.7 ms).
+        params.cp_model_presolve = bool(assumptions)
         code = solver.solve(m.model)
         self.stats.solves += 1
         if code == cp_model.MODEL_INVALID:
