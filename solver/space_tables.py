@@ -168,8 +168,8 @@ def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) 
                                                                network, compute))
             for b, bubble in zip(batches, tables.bubble_us(layout, n, micros, compute).tolist()):
                 out.bubble_us[r, p, l, b] = bubble
-    forward, backward = (to_us_array(grid).tolist() for grid in tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance,
-                                                                  network))
+    traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
+    forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up
     optimizer = tables.optimizer_us(layout, n, tuple(space.zero_offloads), micros, names, gpu).tolist()
     for (i, b), (k, p) in product(enumerate(batches), enumerate(ps)):
         for z, zero in enumerate(zeros):
