@@ -94,7 +94,8 @@ class _Search:
             return None
         found = self._next(m, cap)
         if found is None:
-            m.exhausted_at_cap = cap if cap is not None else huge()
+            if not self.timed_out:  # a time-out proves nothing: the model (maybe the family's) stays open
+                m.exhausted_at_cap = cap if cap is not None else huge()
             return None
         m.points.append(found)
         return self._here(m, found)

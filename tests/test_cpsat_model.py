@@ -158,3 +158,31 @@ def test_pinned_degrees_are_honoured_and_verified() -> None:
     plan = solve(CATALOGUE, query).plans[0]
     assert (plan.plan.tp, plan.plan.pp, plan.plan.dp, plan.plan.sequence_parallel) == (8, 2, 1, True)
     assert plan.plan.micro_batch * plan.plan.grad_accum * plan.plan.dp == 64 and plan.memory.fits
+
+
+def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(monkeypatch) -> None:
+    """Unit models are kept by value for every query of the family (solver/space.py UnitMemo): one
+    whose solve ran out of --time-limit must not be remembered as having no further point, or a
+    later row of the batch, asking under an incumbent's step cap, would be told the unit is empty."""
+    import time
+
+    from vramplan.solver import cpsat_engine
+    from vramplan.solver.table_memo import TableMemo, using
+
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("h100-sxm-80gb",), max_gpus=8)
+    with using(TableMemo()):
+        space = build_space(CATALOGUE, query)
+        first = cpsat_engine._Search(space, time.monotonic() + 60)
+        unit = (0, first.branches(0)[0])
+        real = cpsat_engine._Search._solve
+
+        def out_of_time(self, m, objective, assumptions):
+            self.timed_out = True
+            return None
+        monkeypatch.setattr(cpsat_engine._Search, "_solve", out_of_time)
+        assert first.point(unit, 0, None) is None and first.timed_out
+        monkeypatch.setattr(cpsat_engine._Search, "_solve", real)
+        later = cpsat_engine._Search(space, time.monotonic() + 60)  # the next row: the same unit model
+        found = later.point(unit, 0, 2**40)
+    alone = cpsat_engine._Search(build_space(CATALOGUE, query), time.monotonic() + 60).point(unit, 0, None)
+    assert found is not None and found == alone
