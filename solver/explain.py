@@ -102,22 +102,17 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
 MAX_CONFLICT_SEARCH_RESTRICTIONS = 3  # subsets of at most 3 restrictions: at most 7 questions
 
 
-def smallest_conflict(query: SolveQuery, fits: Fits, known_feasible: list[str] | None = None) -> list[str] | None:
+def smallest_conflict(query: SolveQuery, fits: Fits) -> list[str] | None:
     """The fewest of the query's restrictions that alone leave nothing to fit, by asking whether
     the relaxed query with each subset put back fits (full space, any plan), smallest first
     (putting a restriction back only shrinks the space, so the first infeasible subset is a
-    smallest conflict; [] when nothing fits even without restrictions). Used when the conflict
-    model, which sees only the least parallel layouts, named a set the full space can meet
-    (`known_feasible`: it and its subsets are not asked again); None with more than
+    smallest conflict; [] when nothing fits even without restrictions); None with more than
     MAX_CONFLICT_SEARCH_RESTRICTIONS restrictions."""
     labels = sorted(r.label for r in restrictions_of(query))
     if len(labels) > MAX_CONFLICT_SEARCH_RESTRICTIONS:
         return None
-    skip = set(known_feasible) if known_feasible is not None else None
     for size in range(len(labels)):
         for subset in combinations(labels, size):
-            if skip is not None and set(subset) <= skip:
-                continue
             if not fits(only_restrictions(query, list(subset))):
                 return list(subset)
     return labels  # only all of them together: the user's query, known to be infeasible
@@ -195,9 +190,10 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         elif space.clusters:
             conflicts = conflicting_restrictions(catalogue, query, space, deadline)
             if conflicts is not None and fits(only_restrictions(query, conflicts)):
-                # Found on the least parallel layouts only: the full space has a plan under these
-                # restrictions (model parallelism), so ask the full space which ones conflict.
-                conflicts = smallest_conflict(query, fits, known_feasible=conflicts)
+                # Found on the least parallel layouts only, and the full space has a plan under
+                # these restrictions (model parallelism): not a conflict, and too many
+                # restrictions to search the subsets, so none is named.
+                conflicts = None
     except TimeLimitReached:
         conflicts = None  # not confirmed on the full space in time
     states_bytes, how = leanest_model_states(space)

@@ -65,15 +65,14 @@ def test_smallest_conflict_is_the_first_infeasible_subset_smallest_first(conflic
     assert all(len(a) <= len(b) for a, b in zip(calls, calls[1:]))  # smallest subsets first
 
 
-def test_smallest_conflict_skips_what_is_known_to_fit_and_falls_back_to_all() -> None:
+def test_smallest_conflict_falls_back_to_all_after_every_smaller_subset() -> None:
     three = THREE.model_copy(update={"gpus": ()})
     labels = sorted(r.label for r in restrictions_of(three))
     calls: list[frozenset[str]] = []
-    # Only all three together conflict; {max-gpus, zero} is known to fit, so it and its subsets
-    # are not solved again: 8 subsets of three labels less the 4 it covers, less the full set.
-    found = smallest_conflict(three, _fake_solver(set(labels), calls), ["--max-gpus 8", "--zero 1"])
+    # Only all three together conflict: every smaller subset (1 + 3 + 3) is asked, and fits.
+    found = smallest_conflict(three, _fake_solver(set(labels), calls))
     assert found == labels
-    assert len(calls) == 3 and frozenset({"--max-gpus 8", "--zero 1"}) not in calls and frozenset() not in calls
+    assert len(calls) == 7 and frozenset() in calls and frozenset(labels) not in calls
 
 
 @pytest.mark.parametrize("query", [
