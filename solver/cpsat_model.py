@@ -111,12 +111,11 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     # on the rank's layers and in-flight chunks (pp, vpp, accumulation): SearchSpace.activation_mib.
     # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
     # + max(comm - window, tail) + optimizer.
-    compute_us = steps.compute_us
 
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
         lay, b_ = pairs[k]
-        base = compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
+        base = steps.compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
         return (*(buffers + mib for mib in space.ranks_activation_mib(i, b_, jj, lay, n)), base)
 
