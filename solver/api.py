@@ -69,13 +69,13 @@ def plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
     answer is known (a "no" is never a guess). Rows of a batch ask the same questions of one job
     (the relaxed query, each subset of restrictions): answers are kept in the active memo by
     everything that decides them, not by the time left."""
-    return shared_result(catalogue, lambda: ("exists", query.model_dump_json(exclude=NOT_IN_EXISTS)),
+    return shared_result(catalogue, lambda: ("exists", query.feasibility_key(NOT_IN_EXISTS)),
                          lambda: _plan_exists(catalogue, query))
 
 
 # What a yes/no answer does not depend on: the objective, the answer's shape, the time it was
-# given (a time-out raises instead of answering).
-NOT_IN_EXISTS = {"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s"}
+# given (a time-out raises instead of answering); the tokens only through the budget and deadline.
+NOT_IN_EXISTS = frozenset({"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s"})
 
 
 def _plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:

@@ -88,6 +88,13 @@ class SolveQuery(BaseModel):
     def effective_global_batch(self) -> int:
         return self.global_batch if self.global_batch is not None else default_global_batch(self.job.seq_len)
 
+    def feasibility_key(self, ignored: frozenset[str]) -> str:
+        """The query as JSON without the `ignored` fields, and without the tokens when no budget or
+        deadline reads them (tokens only scale time and cost): the key under which the batch memo
+        keeps answers that depend on what fits, not on what is optimised."""
+        limits = self.budget_usd is not None or self.deadline_hours is not None
+        return self.model_dump_json(exclude=set(ignored) if limits else set(ignored) | {"tokens"})
+
     @model_validator(mode="after")
     def _pins_fit_the_limits(self) -> SolveQuery:
         if self.pins.num_gpus is not None and self.pins.num_gpus > self.max_gpus:

@@ -133,18 +133,13 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
     every restriction too (then the user's space was empty for another reason). `deadline`
     (time.perf_counter()): what is left of --time-limit; TimeLimitReached when it is spent
     first (nothing is kept then)."""
-    return shared_result(catalogue, lambda: ("conflicts", _conflicts_key(query)),
+    return shared_result(catalogue, lambda: ("conflicts", query.feasibility_key(NOT_IN_CONFLICTS)),
                          lambda: _conflicting_restrictions(catalogue, query, space, deadline))
 
 
-# What the conflicts do not depend on: the objective and the answer's shape; the tokens only
-# through the budget and the deadline.
-NOT_IN_CONFLICTS = {"objective", "top_k", "pareto", "engine", "num_workers", "random_seed"}
-
-
-def _conflicts_key(query: SolveQuery) -> str:
-    limits = query.budget_usd is not None or query.deadline_hours is not None
-    return query.model_dump_json(exclude=NOT_IN_CONFLICTS if limits else NOT_IN_CONFLICTS | {"tokens"})
+# What the conflicts do not depend on: the objective and the answer's shape (the tokens only
+# through the budget and the deadline: SolveQuery.feasibility_key).
+NOT_IN_CONFLICTS = frozenset({"objective", "top_k", "pareto", "engine", "num_workers", "random_seed"})
 
 
 def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,

@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
 MAX_SPACES = 32  # whole search spaces kept, with what they tabulated on use
-MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions) kept
+MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions, yes/no answers) kept
 STATES_SEQ_LEN = 1  # the sequence length of the key that model states share (they do not read it)
 MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
 # Query fields a search space does not depend on: it reads them from space.query when asked.
