@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vramplan.batch.gc_pacing import GcPacing
 from vramplan.batch.rows import error_row, output_row
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.errors import VramplanError, from_validation_error
@@ -35,6 +36,8 @@ PARENT_POLL_S = 0.5  # where there is no pidfd
 _worker_catalogue: Catalogue | None = None
 # The models/ values behind the integer tables, per (model, job, global batch), for every chunk.
 _tables = TableMemo()
+# The cyclic collector skips what the memo keeps from one chunk to the next (batch/gc_pacing.py).
+_gc_pacing = GcPacing()
 
 
 def package_version() -> str:
@@ -61,8 +64,14 @@ def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]],
                 memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
     """(this worker's vramplan version, one answer row per job, in order). With `memo`, the
     solves share this process's table memo (solver/table_memo.py): the same answers, sooner."""
-    tables = _tables if memo else None
-    return package_version(), [solve_job(catalogue, job, tables) for job in jobs]
+    if not memo:
+        return package_version(), [solve_job(catalogue, job) for job in jobs]
+    answers = []
+    for job in jobs:
+        answers.append(solve_job(catalogue, job, _tables))
+        _gc_pacing.after_row()
+    _gc_pacing.after_chunk()
+    return package_version(), answers
 
 
 def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> None:

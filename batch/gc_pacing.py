@@ -1,0 +1,39 @@
+"""Keep CPython's cyclic garbage collector off a batch worker's table memo.
+
+A worker's memo (solver/table_memo.py) grows to hundreds of thousands of container objects
+(tables, bounds, cluster models) that live for the whole batch and form almost no reference
+cycles. CPython's full collections scan every tracked object, and one is triggered each time the
+tracked objects grow by a quarter: on 2,000 rows of the batch benchmark's mix, 32 full collections
+took 13.7 s of 61.5 s CPU and freed 1,320 objects in all (gen 0 and 1: 3.5 s for 931 objects;
+the garbage is import-time functions, cells and types, no table or CP-SAT model).
+
+So the worker freezes what is alive after each row (gc.freeze: collections skip those objects;
+O(1), the generations' lists are spliced), and a collection only sees the objects the row in
+progress made. Frozen objects still die by reference counting; only a cycle among them would
+outlive its use, so after each chunk, once the frozen objects have doubled since the last full
+collection, everything is unfrozen, collected and frozen again: memory stays within twice what
+a fully collected worker holds, at one full collection per doubling."""
+
+from __future__ import annotations
+
+import gc
+
+MIN_FULL_COLLECTION_OBJECTS = 100_000  # below this many frozen objects a full collection is cheap anyway
+
+
+class GcPacing:
+    """after_row() once a row is answered, after_chunk() once a chunk is."""
+
+    def __init__(self) -> None:
+        self.frozen_after_full = 0  # frozen objects right after the last full collection
+
+    def after_row(self) -> None:
+        gc.freeze()
+
+    def after_chunk(self) -> None:
+        # gc.get_freeze_count() walks the frozen list (~1 ms per 10^5 objects): once a chunk.
+        if gc.get_freeze_count() > max(2 * self.frozen_after_full, MIN_FULL_COLLECTION_OBJECTS):
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self.frozen_after_full = gc.get_freeze_count()

@@ -1,0 +1,74 @@
+"""batch/gc_pacing.py: a batch worker freezes what survives each row, so CPython's cyclic
+collector stops rescanning the table memo, and still frees a frozen reference cycle once the
+frozen objects have doubled. Its CPU effect is measured in bench/, never timed here."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from vramplan.batch import gc_pacing, worker as batch_worker
+from vramplan.batch.run import plan_jobs
+from vramplan.models.catalogue import load_catalogue
+from vramplan.solver.table_memo import TableMemo
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def _cycle() -> weakref.ref:
+    """A reference cycle (only the cyclic collector frees it), reachable only through the weakref."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+@pytest.fixture(autouse=True)
+def unfrozen():
+    gc.collect()
+    yield
+    gc.unfreeze()
+    gc.collect()
+
+
+def test_a_frozen_cycle_waits_for_the_doubling_then_is_freed(monkeypatch):
+    monkeypatch.setattr(gc_pacing, "MIN_FULL_COLLECTION_OBJECTS", 0)
+    pacing = gc_pacing.GcPacing()
+    pacing.after_row()  # everything alive now is frozen
+    pacing.frozen_after_full = gc.get_freeze_count()  # as if a full collection had just run
+    alive = _cycle()
+    pacing.after_row()  # the cycle is frozen while still in use ...
+    gc.collect()
+    assert alive() is not None  # ... so collections skip it (what spares the memo's objects)
+    pacing.after_chunk()  # fewer than twice the frozen objects of the last full collection
+    assert alive() is not None
+    pacing.frozen_after_full = gc.get_freeze_count() // 2 - 1  # the frozen objects have doubled
+    pacing.after_chunk()
+    assert alive() is None  # unfrozen, collected, frozen again
+    assert pacing.frozen_after_full == gc.get_freeze_count() > 0
+
+
+def test_garbage_of_the_row_in_progress_is_still_collected():
+    pacing = gc_pacing.GcPacing()
+    pacing.after_row()
+    dead = _cycle()  # made after the freeze: an ordinary young cycle
+    gc.collect()
+    assert dead() is None
+
+
+def test_a_batch_chunk_freezes_what_its_rows_keep(monkeypatch):
+    catalogue = load_catalogue()
+    plan = plan_jobs(enumerate([{"model": "gpt2-124m", "seq_len": "1024", "gpus": "h100-sxm-80gb", "max_gpus": "2"}]))
+    monkeypatch.setattr(batch_worker, "_tables", TableMemo())
+    monkeypatch.setattr(batch_worker, "_gc_pacing", gc_pacing.GcPacing())
+    gc.unfreeze()
+    _, answers = batch_worker.solve_chunk(catalogue, plan.jobs)
+    assert answers[0]["status"] == "optimal"
+    assert gc.get_freeze_count() > 0
+    spaces = batch_worker._tables._spaces  # the memo's store of spaces, a tracked container
+    assert spaces and gc.is_tracked(spaces)
+    assert id(spaces) not in {id(obj) for obj in gc.get_objects()}  # in no generation: frozen
