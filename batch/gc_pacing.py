@@ -17,23 +17,21 @@ a fully collected worker holds, at one full collection per doubling."""
 from __future__ import annotations
 
 import gc
-
-MIN_FULL_COLLECTION_OBJECTS = 100_000  # below this many frozen objects a full collection is cheap anyway
+import sys
 
 
 class GcPacing:
     """after_row() once a row is answered, after_chunk() once a chunk is."""
 
     def __init__(self) -> None:
-        self.frozen_after_full = 0  # frozen objects right after the last full collection
+        self.blocks_after_full = sys.getallocatedblocks()  # at the last full collection (or at start)
 
     def after_row(self) -> None:
         gc.freeze()
 
     def after_chunk(self) -> None:
-        # gc.get_freeze_count() walks the frozen list (~1 ms per 10^5 objects): once a chunk.
-        if gc.get_freeze_count() > max(2 * self.frozen_after_full, MIN_FULL_COLLECTION_OBJECTS):
+        if sys.getallocatedblocks() > 2 * self.blocks_after_full:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            self.frozen_after_full = gc.get_freeze_count()
+            self.blocks_after_full = sys.getallocatedblocks()

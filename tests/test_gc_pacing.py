@@ -5,6 +5,7 @@ frozen objects have doubled. Its CPU effect is measured in bench/, never timed h
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import pytest
@@ -35,21 +36,20 @@ def unfrozen():
     gc.collect()
 
 
-def test_a_frozen_cycle_waits_for_the_doubling_then_is_freed(monkeypatch):
-    monkeypatch.setattr(gc_pacing, "MIN_FULL_COLLECTION_OBJECTS", 0)
+def test_a_frozen_cycle_waits_for_the_doubling_then_is_freed():
     pacing = gc_pacing.GcPacing()
     pacing.after_row()  # everything alive now is frozen
-    pacing.frozen_after_full = gc.get_freeze_count()  # as if a full collection had just run
     alive = _cycle()
     pacing.after_row()  # the cycle is frozen while still in use ...
     gc.collect()
     assert alive() is not None  # ... so collections skip it (what spares the memo's objects)
-    pacing.after_chunk()  # fewer than twice the frozen objects of the last full collection
+    pacing.after_chunk()  # fewer than twice the allocated blocks of the last full collection
     assert alive() is not None
-    pacing.frozen_after_full = gc.get_freeze_count() // 2 - 1  # the frozen objects have doubled
+    pacing.blocks_after_full = sys.getallocatedblocks() // 2 - 1  # as if the heap had doubled since
     pacing.after_chunk()
     assert alive() is None  # unfrozen, collected, frozen again
-    assert pacing.frozen_after_full == gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() > 0
+    assert pacing.blocks_after_full > sys.getallocatedblocks() // 2  # the new reference
 
 
 def test_garbage_of_the_row_in_progress_is_still_collected():
