@@ -178,7 +178,8 @@ class LocalBackend:
 
 
 class SerialBackend:
-    """Solves in this process, one chunk per wait(): for debugging and the Python API."""
+    """Solves in this process, one chunk per wait(): for debugging and the Python API. It leaves
+    this process's garbage collector as it is (no gc.freeze: batch/gc_pacing.py is for workers)."""
 
     min_chunk_size = 1
     max_chunk_size = 16
@@ -198,7 +199,7 @@ class SerialBackend:
         if not self._queue:
             return []
         chunk, jobs = self._queue.pop(0)
-        version, answers = batch_worker.solve_chunk(self._catalogue, jobs)
+        version, answers = batch_worker.solve_chunk(self._catalogue, jobs, pace_gc=False)
         return [ChunkDone(chunk, version, answers)]
 
     def close(self, cancel: bool) -> None:

@@ -60,17 +60,22 @@ def solve_job(catalogue: Catalogue, job: dict[str, Any], tables: TableMemo | Non
         return error_row(f"internal error: {type(error).__name__}: {error}")
 
 
-def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]],
-                memo: bool = True) -> tuple[str, list[dict[str, Any]]]:
+def solve_chunk(catalogue: Catalogue, jobs: list[dict[str, Any]], memo: bool = True,
+                pace_gc: bool = True) -> tuple[str, list[dict[str, Any]]]:
     """(this worker's vramplan version, one answer row per job, in order). With `memo`, the
-    solves share this process's table memo (solver/table_memo.py): the same answers, sooner."""
+    solves share this process's table memo (solver/table_memo.py): the same answers, sooner.
+    With `pace_gc` (a worker process: pool, Ray or Dask), the cyclic collector skips what each
+    row leaves alive (batch/gc_pacing.py); the serial backend runs in the caller's process and
+    leaves its collector alone."""
     if not memo:
         return package_version(), [solve_job(catalogue, job) for job in jobs]
     answers = []
     for job in jobs:
         answers.append(solve_job(catalogue, job, _tables))
-        _gc_pacing.after_row()
-    _gc_pacing.after_chunk()
+        if pace_gc:
+            _gc_pacing.after_row()
+    if pace_gc:
+        _gc_pacing.after_chunk()
     return package_version(), answers
 
 

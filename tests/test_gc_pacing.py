@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 from vramplan.batch import gc_pacing, worker as batch_worker
-from vramplan.batch.run import plan_jobs
+from vramplan.batch.run import BatchOptions, plan_jobs, run_batch
 from vramplan.models.catalogue import load_catalogue
 from vramplan.solver.table_memo import TableMemo
 
@@ -72,3 +72,12 @@ def test_a_batch_chunk_freezes_what_its_rows_keep(monkeypatch):
     spaces = batch_worker._tables._spaces  # the memo's store of spaces, a tracked container
     assert spaces and gc.is_tracked(spaces)
     assert id(spaces) not in {id(obj) for obj in gc.get_objects()}  # in no generation: frozen
+
+
+def test_the_serial_backend_leaves_the_callers_collector_alone(monkeypatch):
+    monkeypatch.setattr(batch_worker, "_tables", TableMemo())
+    gc.unfreeze()
+    rows = [{"model": "gpt2-124m", "seq_len": "1024", "gpus": "h100-sxm-80gb", "max_gpus": "2"}]
+    answers = list(run_batch(load_catalogue(), enumerate(rows), BatchOptions(backend="serial")))
+    assert answers[0][1]["status"] == "optimal"
+    assert gc.get_freeze_count() == 0
