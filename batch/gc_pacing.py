@@ -10,9 +10,11 @@ the garbage is import-time functions, cells and types, no table or CP-SAT model)
 So the worker freezes what is alive after each row (gc.freeze: collections skip those objects;
 O(1), the generations' lists are spliced), and a collection only sees the objects the row in
 progress made. Frozen objects still die by reference counting; only a cycle among them would
-outlive its use, so after each chunk, once the frozen objects have doubled since the last full
-collection, everything is unfrozen, collected and frozen again: memory stays within twice what
-a fully collected worker holds, at one full collection per doubling."""
+outlive its use, so after each chunk, once the process's allocated blocks have doubled since the
+last full collection, everything is unfrozen, collected and frozen again: memory stays within
+twice what a fully collected worker holds, at one full collection per doubling. The blocks are a
+counter (sys.getallocatedblocks); gc.get_freeze_count walks the frozen list, 0.3 s at 850,000
+scattered objects, a quarter of the CPU when asked after every chunk."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """batch/gc_pacing.py: a batch worker freezes what survives each row, so CPython's cyclic
 collector stops rescanning the table memo, and still frees a frozen reference cycle once the
-frozen objects have doubled. Its CPU effect is measured in bench/, never timed here."""
+process's allocated blocks have doubled. Its CPU effect is measured in bench/, never timed here."""
 
 from __future__ import annotations
 
