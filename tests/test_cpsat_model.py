@@ -4,6 +4,7 @@ whole instances, and the search report."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -11,9 +12,11 @@ from vramplan.cli import main
 from vramplan.models.catalogue import Catalogue, load_catalogue
 from vramplan.models.catalogue_schema import Offering
 from vramplan.models.setup import Job
+from vramplan.solver import cpsat_engine
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import build_space
+from vramplan.solver.table_memo import TableMemo, using
 
 CATALOGUE = load_catalogue()
 
@@ -164,11 +167,6 @@ def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(monkeypatc
     """Unit models are kept by value for every query of the family (solver/space.py UnitMemo): one
     whose solve ran out of --time-limit must not be remembered as having no further point, or a
     later row of the batch, asking under an incumbent's step cap, would be told the unit is empty."""
-    import time
-
-    from vramplan.solver import cpsat_engine
-    from vramplan.solver.table_memo import TableMemo, using
-
     query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("h100-sxm-80gb",), max_gpus=8)
     with using(TableMemo()):
         space = build_space(CATALOGUE, query)
