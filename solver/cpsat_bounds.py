@@ -96,7 +96,7 @@ class UnitBounds:
         g, n, per_instance, network = shape
         gpu, count = space.gpus[g], space.counts[n]
         zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
-        ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+        ps = space.gpu_precisions[g]
         names = tuple(space.precisions[p] for p in ps)
         comms = {l: dict(zip(ps, self._least_comm_us(space.layouts[l], count, zeros, names, gpu, per_instance, network)))
                  for l in branch_layouts(space, shape, branch)} if ps else {}
@@ -125,7 +125,7 @@ class UnitBounds:
         g, n, per_instance, network = shape
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
-        ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+        ps = space.gpu_precisions[g]
         for l in branch_layouts(space, shape, branch) if ps else ():
             layout = space.layouts[l]
             # The least bubble: the largest accumulation (the smallest micro-batch) of the layout.
@@ -258,7 +258,7 @@ class UnitBounds:
             return fits
         g, n, _, _ = space.clusters[c].shape
         host, limit = space.host_budget_mib_per_gpu[c], space.limit_mib[g]
-        precisions = tuple(p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision)
+        precisions = space.gpu_precisions[g]
         key = (space.counts[n], host, limit, precisions)
         memo = space.shared.count_fits
         if key not in memo:
@@ -278,9 +278,8 @@ class UnitBounds:
         g, n, _, _ = space.clusters[c].shape
         kept = space.least_compute_us
         if (g, n) not in kept:
-            times = [space.compute_s[g, n, r, p] for p in range(len(space.precisions))
-                     for r in range(len(space.recomputes))
-                     if (g, p) in space.valid_gpu_precision and (g, n, r, p) in space.compute_s]
+            times = [space.compute_s[g, n, r, p] for p in space.gpu_precisions[g]
+                     for r in range(len(space.recomputes)) if (g, n, r, p) in space.compute_s]
             kept[g, n] = to_us(min(times)) if times else None
         return kept[g, n]
 

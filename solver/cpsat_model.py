@@ -87,7 +87,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     cluster = space.clusters[cluster_index]
     g, n, _, _ = cluster.shape
     nz, nr, np_, nb = len(space.zero_offloads), len(space.recomputes), len(space.precisions), len(space.micro_batches)
-    precisions = [p for p in range(np_) if (g, p) in space.valid_gpu_precision]
+    precisions = list(space.gpu_precisions[g])
     if layouts is None:
         layouts = space.cluster_layouts(cluster.shape)
     if not precisions or not layouts:

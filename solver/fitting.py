@@ -51,7 +51,7 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     """Per explained layout: (layout, precisions, micro-batches, peak MiB over (zf, r, b, p), and
     its two terms per checked rank j: static (zf, p, j) and buffers + activations (r, b, p, j))."""
     grids = []
-    precisions = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+    precisions = space.gpu_precisions[g]
     for l in explained_layouts(space):
         if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
             continue

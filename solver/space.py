@@ -144,6 +144,7 @@ class SearchSpace:
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
     timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, layouts filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
+    gpu_precisions: list[tuple[int, ...]] = field(default_factory=list)  # per GPU: the p of valid_gpu_precision, ascending
     count_layouts: dict[int, list[int]] = field(default_factory=dict)  # n -> layouts whose degrees divide it
     valid_batches: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, l) -> micro-batches
     tcs: list[tuple[int, int, bool]] = field(default_factory=list)  # distinct (tp, cp, sp) of the layouts

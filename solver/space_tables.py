@@ -100,6 +100,8 @@ def _fill_valid_precisions(space: SearchSpace) -> None:
         if not pinned and precision == "fp16" and gpu.bf16_dense_tflops > 0:
             continue  # unpinned half precision means bf16 where the GPU has it, fp16 where not (V100)
         space.valid_gpu_precision.add((g, p))
+    space.gpu_precisions = [tuple(p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision)
+                            for g in range(len(space.gpus))]
 
 
 def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
@@ -113,7 +115,7 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
             continue
         layout, n = space.layouts[space.count_layouts[n_i][0]], space.counts[n_i]
         for g in sorted(gpu_indices):
-            ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+            ps = space.gpu_precisions[g]
             # One GPU and count's compute times, kept in the Tables for every space of the job by
             # value (the same precision index names another precision in a space with other pins).
             names = tuple(space.precisions[p] for p in ps)
@@ -152,7 +154,7 @@ def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) 
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
     zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
     layout = space.layouts[l]
-    ps = [p for p in range(len(space.precisions)) if (g, p) in space.valid_gpu_precision]
+    ps = space.gpu_precisions[g]
     if not ps:
         return
     batches = space.valid_batches[n_i, l]
