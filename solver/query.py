@@ -61,6 +61,9 @@ class Pins(BaseModel):
     sequence_parallel: bool | None = None
 
 
+DEFAULT_MAX_GPUS = 512  # the GPU limit of a query that sets none (`--max-gpus`, the batch's `max_gpus`)
+
+
 class SolveQuery(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,7 +74,7 @@ class SolveQuery(BaseModel):
     objective: Objective = "cost"
     gpus: tuple[str, ...] = Field(default=(), description="allowed GPU names; empty = all")
     providers: tuple[str, ...] = Field(default=(), description="allowed providers; empty = all")
-    max_gpus: Count = Field(default=512, ge=1, le=MAX_GPUS)
+    max_gpus: Count = Field(default=DEFAULT_MAX_GPUS, ge=1, le=MAX_GPUS)
     max_nodes: Count | None = Field(default=None, ge=1, le=MAX_GPUS)
     budget_usd: Real | None = Field(default=None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
     deadline_hours: Real | None = Field(default=None, gt=0, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)

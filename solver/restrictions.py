@@ -23,7 +23,7 @@ from vramplan.solver.candidates import Inner, InnerMetrics
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import TimeLimitReached, time_left_s
-from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import Cluster, SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result
 
@@ -39,7 +39,7 @@ def restrictions_of(query: SolveQuery) -> list[Restriction]:
         labels.append(f"--gpu {','.join(query.gpus)}")
     if query.providers:
         labels.append(f"--provider {','.join(query.providers)}")
-    if query.max_gpus < query.effective_global_batch:
+    if query.max_gpus < unrestricted_max_gpus(query):
         labels.append(f"--max-gpus {query.max_gpus}")
     if query.max_nodes is not None:
         labels.append(f"--max-nodes {query.max_nodes}")
@@ -60,11 +60,20 @@ def pin_label(name: str, value) -> str:
     return f"--{option} {value}"
 
 
+def unrestricted_max_gpus(query: SolveQuery) -> int:
+    """The GPU limit of the relaxed query: the default limit (or the global batch, when larger).
+    Not the global batch alone: with tensor, pipeline and context parallelism a plan runs
+    tp x pp x cp x dp GPUs, more than the global batch's dp, so a limit at the global batch is
+    still a restriction (Llama 4 Scout at 8k with recompute pinned off fits on 512 GPUs, not on
+    128: that pin alone is no conflict)."""
+    return max(DEFAULT_MAX_GPUS, query.effective_global_batch)
+
+
 def relaxed_query(query: SolveQuery) -> SolveQuery:
     """The query without the restrictions (a pinned precision stays: it is part of the job)."""
     return query.model_copy(
         update={
-            "gpus": (), "providers": (), "max_gpus": max(query.max_gpus, query.effective_global_batch),
+            "gpus": (), "providers": (), "max_gpus": max(query.max_gpus, unrestricted_max_gpus(query)),
             "max_nodes": None, "budget_usd": None, "deadline_hours": None,
             "pins": Pins(precision=query.pins.precision), "global_batch": query.effective_global_batch,
         }

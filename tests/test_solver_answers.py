@@ -12,6 +12,7 @@ from vramplan.solver.api import _objective_report, solve
 from vramplan.solver.candidates import Choice, evaluate
 from vramplan.solver.engine import EngineResult, SolverInternalError
 from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.restrictions import restrictions_of
 from vramplan.solver.space import build_space
 
 CATALOGUE = load_catalogue()
@@ -80,7 +81,14 @@ def test_seventy_b_on_two_a100s_is_explained() -> None:
 
 
 def test_nothing_in_catalogue_fits_blames_no_restriction() -> None:
-    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), global_batch=1, max_gpus=1)
+    # Eager attention keeps each layer's 128k x 128k scores: no layout of up to 512 GPUs holds
+    # them (the closest plan is ~12,967 GiB over). One GPU for Llama 3.1 405B at 8k was the old
+    # case, but `--max-gpus 1` is a restriction: with TP x PP it fits on 64 GPUs at global batch 1.
+    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=131072, attention="eager"), global_batch=1)
+    assert restrictions_of(query) == []
+    assert solve(CATALOGUE, query.model_copy(update={"job": Job(seq_len=8192)})).status == "optimal"
+    assert solve(CATALOGUE, query.model_copy(update={"job": Job(seq_len=8192), "max_gpus": 1})
+                 ).explanation.conflicting_restrictions == ["--max-gpus 1"]
     result = solve(CATALOGUE, query)
     assert result.status == "infeasible"
     assert result.explanation.conflicting_restrictions == []
