@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+from vramplan.batch.rows import INPUT_COLUMNS
+from vramplan.commands.solve import solve_command
 from vramplan.models.catalogue import load_catalogue
 from vramplan.models.setup import Job
 from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.explain import smallest_conflict
-from vramplan.solver.query import SolveQuery
+from vramplan.solver.query import DEFAULT_MAX_GPUS, SolveQuery
 from vramplan.solver.restrictions import only_restrictions, relaxed_query, restrictions_of
 
 CATALOGUE = load_catalogue()
@@ -135,3 +137,11 @@ def test_the_relaxed_query_keeps_the_default_gpu_limit_not_the_global_batch() ->
     assert plan.num_gpus > 128 and plan.recompute == "none"  # only model parallelism beyond the batch fits
     result = solve(CATALOGUE, SCOUT)
     assert result.explanation.conflicting_restrictions == ["--gpu rtx4090-24gb,l4-24gb", "--max-gpus 8"]
+
+
+def test_the_relaxed_gpu_limit_is_the_default_a_user_gets() -> None:
+    """`vramplan solve` without --max-gpus and a batch row with an empty max_gpus search up to the
+    same limit the explanations relax to (SolveQuery's default)."""
+    option = next(p for p in solve_command.params if p.name == "max_gpus")
+    assert option.default == DEFAULT_MAX_GPUS == SolveQuery(model="gpt2-124m", job=Job(seq_len=512)).max_gpus
+    assert INPUT_COLUMNS["max_gpus"][0] == str(DEFAULT_MAX_GPUS)
