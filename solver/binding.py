@@ -49,8 +49,11 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
     if query.pins.num_gpus is not None:
         limits.append(f"--num-gpus {query.pins.num_gpus}")
     where = offerings[0].name if len(offerings) == 1 else f"any of the {len(offerings)} allowed offerings"
-    return (f"no GPU count within {', '.join(limits)} divides the global batch of {query.effective_global_batch} "
-            f"and rents whole instances of {where}")
+    # Counts are a data-parallel degree dividing the global batch times a model-parallel size
+    # (space_domains.gpu_counts).
+    return (f"no GPU count within {', '.join(limits)} is a divisor of the global batch of "
+            f"{query.effective_global_batch} times a model-parallel size (TP x PP x CP) and rents whole "
+            f"instances of {where}")
 
 
 def host_ram_reason(space: SearchSpace) -> str | None:

@@ -17,9 +17,14 @@ from vramplan.solver.fitting import shape_points
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.layouts import layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
-from vramplan.solver.restrictions import conflicting_restrictions, only_restrictions, restrictions_of
-from vramplan.solver.space import SearchSpace
-from vramplan.solver.space_domains import divisors
+from vramplan.solver.restrictions import (
+    conflicting_restrictions,
+    only_restrictions,
+    restrictions_of,
+    unrestricted_max_gpus,
+)
+from vramplan.solver.space import SearchSpace, kept_valid_layouts
+from vramplan.solver.space_domains import gpu_counts
 from vramplan.solver.tables import stage_slots
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
@@ -137,7 +142,12 @@ def _mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue) ->
             update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})})
     if pins.offload == "none":
         yield "allow ZeRO-Offload (unpin --offload)", query.model_copy(update={"pins": pins.model_copy(update={"offload": None})})
-    larger = [n for n in divisors(space.global_batch) if n > max(space.counts, default=0)]
+    # Every count a plan can run beyond the largest the user's space has, up to the GPU limit the
+    # conflict search relaxes to: a divisor of the global batch times a model-parallel size (a
+    # model that fits only with model parallelism beyond the batch needs more GPUs than it has sequences).
+    sizes = {layout.model_parallel for layout in kept_valid_layouts(space.tables, query)}
+    most = max(space.counts, default=pins.num_gpus or 0)  # an empty space's pinned count is the one to exceed
+    larger = [n for n in gpu_counts(sizes, space.global_batch, unrestricted_max_gpus(query)) if n > most]
     for n in larger:
         yield f"more GPUs ({n})", query.model_copy(update={
             "pins": pins.model_copy(update={"num_gpus": n}), "max_gpus": max(query.max_gpus, n), "max_nodes": None})

@@ -32,6 +32,7 @@ from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
     allowed_counts,
     divisors,
+    gpu_counts,
     gpu_runs,
     pinned_domains,
     query_offerings,
@@ -304,6 +305,13 @@ class SearchSpace:
         return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
 
 
+def kept_valid_layouts(tables: Tables, query: SolveQuery) -> list[Layout]:
+    """Every layout valid for the query's model, job and layout pins (layouts.valid_layouts),
+    kept with the job's tables."""
+    pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what valid_layouts reads of the pins
+    return tables.kept(("valid-layouts", pins), lambda: valid_layouts(tables.arch, tables.job, query.pins))
+
+
 def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
     """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
     the models/ terms an earlier query evaluated (without it, an active solver/table_memo.py
@@ -318,11 +326,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
     pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what the layout domain reads of the pins
-    valid = tables.kept(("valid-layouts", pins), lambda: valid_layouts(arch, job, query.pins))
+    valid = kept_valid_layouts(tables, query)
     layouts = tables.kept(("layout-domain", pins, query.max_gpus),
                           lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid))
-    sizes = sorted({mp * d for mp in {lay.model_parallel for lay in layouts} for d in batch_divisors
-                    if mp * d <= query.max_gpus})
+    sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
     offerings = query_offerings(catalogue, query)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}

@@ -23,6 +23,12 @@ def divisors(n: int) -> list[int]:
     return small + [n // d for d in reversed(small) if d * d != n]
 
 
+def gpu_counts(model_parallel_sizes: set[int], global_batch: int, max_gpus: int) -> list[int]:
+    """The GPU counts a layout domain can run, ascending: a model-parallel size (TP x PP x CP,
+    experts sharded inside) times a data-parallel degree that divides the global batch, up to max_gpus."""
+    return sorted({mp * d for mp in model_parallel_sizes for d in divisors(global_batch) if mp * d <= max_gpus})
+
+
 def allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
     """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
     per = offering.num_gpus

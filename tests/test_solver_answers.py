@@ -80,6 +80,34 @@ def test_seventy_b_on_two_a100s_is_explained() -> None:
     assert why.over_limit_bytes > 0
 
 
+def test_more_gpus_tries_counts_beyond_the_global_batch() -> None:
+    """Llama 4 Scout at 8k has a global batch of 128 sequences; without activation checkpointing it
+    fits only on 512 B200s (pipeline x expert parallelism x 128 data-parallel replicas would not
+    do; `vramplan solve --model llama-4-scout --seq-len 8192 --recompute none --gpu b200-180gb`).
+    The "more GPUs" change used to try only divisors of the global batch, so it never named 512."""
+    query = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192), gpus=("b200-180gb",), max_gpus=64,
+                       objective="time", pins=Pins(recompute="none"))
+    assert query.effective_global_batch == 128
+    result = solve(CATALOGUE, query)
+    assert result.status == "infeasible"
+    more = [m for m in result.explanation.mitigations if m.change.startswith("more GPUs")]
+    assert [(m.change, m.fits) for m in more] == [("more GPUs (512)", True)]  # 128 and 256 do not fit
+    assert more[0].plan.num_gpus == 512 and more[0].plan.dp <= 128 and more[0].plan.recompute == "none"
+    assert solve(CATALOGUE, query.model_copy(update={"max_gpus": 256})).status == "infeasible"
+
+
+def test_an_empty_space_of_a_pinned_count_is_explained_in_counts_a_plan_can_run() -> None:
+    """3 GPUs is no divisor of the global batch (1,024) times a model-parallel size (powers of two):
+    nothing to search, and "more GPUs" starts above the pinned 3, not at 1."""
+    query = SolveQuery(model="gpt2-124m", job=Job(seq_len=1024), pins=Pins(num_gpus=3))
+    result = solve(CATALOGUE, query)
+    assert result.status == "infeasible" and result.space_size == 0
+    assert ("no GPU count within --max-gpus 512, --num-gpus 3 is a divisor of the global batch of 1024 times a "
+            "model-parallel size") in result.explanation.summary
+    more = next(m for m in result.explanation.mitigations if m.change.startswith("more GPUs"))
+    assert more.change == "more GPUs (4)" and more.fits and more.plan.num_gpus == 4
+
+
 def test_nothing_in_catalogue_fits_blames_no_restriction() -> None:
     # Eager attention keeps each layer's 128k x 128k scores: no layout of up to 512 GPUs holds
     # them (the closest plan is ~12,967 GiB over). One GPU for Llama 3.1 405B at 8k was the old
