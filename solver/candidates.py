@@ -106,7 +106,7 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
     zf, r, p, b, l = inner
     if l not in space.count_layouts[n] or b not in space.valid_batches[n, l]:
         return None
-    space.fill_count(n, [l])
+    space.fill_count(n, [l], (p,))
     buffers = space.buffer_mib[b, p, l]
     return [space.static_mib[zf, n, p, l, j] + buffers + mib for j, mib in enumerate(space.ranks_activation_mib(r, b, p, l, n))]
 

@@ -202,7 +202,7 @@ class UnitBounds:
         for rest, l, p, r in self._parallel_terms(shape, branch):
             if best is not None and rest >= best:
                 break
-            space.fill_count(n, [l])
+            space.fill_count(n, [l], (p,))
             dynamic = self._leanest_dynamic(n, l, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
                        if space.host_mib_per_gpu[zf, n, p, l] <= host_mib
@@ -240,7 +240,7 @@ class UnitBounds:
         key = (space.counts[n], space.layouts[l], p, r)
         memo = space.shared.leanest_mib
         if key not in memo:
-            space.fill_count(n, [l])
+            space.fill_count(n, [l], (p,))
             dynamic = [0] * space.num_slots if r is None else self._leanest_dynamic(n, l, p, r)
             options = sorted((space.host_mib_per_gpu[zf, n, p, l],
                               max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(space.num_slots)))

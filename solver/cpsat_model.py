@@ -93,7 +93,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     if not precisions or not layouts:
         return None
     steps = space.step_tables(cluster.shape, layouts)
-    space.fill_count(n, layouts)
+    space.fill_count(n, layouts, precisions)
     model = LeanCpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
     p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")

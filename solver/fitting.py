@@ -55,7 +55,7 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     for l in explained_layouts(space):
         if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
             continue
-        space.fill_count(n, [l])
+        space.fill_count(n, [l], precisions)
         batches = space.valid_batches[n, l]
         zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
         js = range(space.num_slots)

@@ -42,7 +42,8 @@ from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, 
 from vramplan.solver.space_tables import (
     StepTables,
     fill_compute_tables,
-    fill_count,
+    fill_slots,
+    fill_states,
     fill_layout_domains,
     fill_memory_tables,
     fill_step_tables,
@@ -133,7 +134,8 @@ class SearchSpace:
     micro_keys: dict[tuple[int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t)
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
-    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in static_mib, host_mib_per_gpu, slots
+    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in slots
+    filled_states: set[tuple[int, int, int]] = field(default_factory=set)  # (n, l, p) in static_mib, host_mib_per_gpu
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids, filled on use
     representatives: dict[tuple, list] = field(default_factory=dict)  # restrictions._representatives per (shape, timed, pinned fields)
@@ -190,14 +192,20 @@ class SearchSpace:
                 tables.layouts.add(l)
         return tables
 
-    def fill_count(self, n: int, layouts: list[int]) -> None:
-        """Tabulate count index n's model states, host RAM and pipeline slots for these layouts
-        on first use: the branch-and-bound's bounds prune most (count, layout) pairs before
-        anything needs them."""
+    def fill_count(self, n: int, layouts: list[int], precisions: tuple[int, ...] | list[int]) -> None:
+        """Tabulate count index n's pipeline slots, and its model states and host RAM in these
+        precisions, for these layouts on first use: the branch-and-bound's bounds prune most
+        (count, layout) pairs before anything needs them, and a bound or model reads only its
+        GPU's precisions (a space with V100s runs fp16 too: 38% of the states the batch sample's
+        bounds tabulated were fp16 ones while every precision was filled)."""
         for l in layouts:
             if (n, l) not in self.filled_counts:
-                fill_count(self, n, l)
+                fill_slots(self, n, l)
                 self.filled_counts.add((n, l))
+            for p in precisions:
+                if (n, l, p) not in self.filled_states:
+                    fill_states(self, n, l, p)
+                    self.filled_states.add((n, l, p))
 
     def activation_mib(self, r: int, b: int, p: int, l: int, n: int, j: int) -> int:
         """Activations of checked pipeline rank j (stage_slots) in MiB, tabulated on first use:

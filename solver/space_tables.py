@@ -71,20 +71,26 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
             for l, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
 
 
-def fill_count(space: SearchSpace, n_i: int, l: int) -> None:
-    """Model states, host RAM and pipeline slots of count index n_i and layout l."""
+def fill_states(space: SearchSpace, n_i: int, l: int, p: int) -> None:
+    """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
-    used = sorted({p for _, p in space.valid_gpu_precision})
     stages = stage_slots(space.arch, layout.pp, space.num_slots)
     distinct = tuple(dict.fromkeys(stages))  # slots repeat the first rank (pp = 1: every slot)
-    for (zf, (zero, offload)), p in product(enumerate(space.zero_offloads), used):
-        precision = space.precisions[p]
+    precision = space.precisions[p]
+    for zf, (zero, offload) in enumerate(space.zero_offloads):
         states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
         for j, stage in enumerate(stages):
             space.static_mib[zf, n_i, p, l, j] = states[stage][0]
         space.host_mib_per_gpu[zf, n_i, p, l] = max(host for _, host in states.values())
+
+
+def fill_slots(space: SearchSpace, n_i: int, l: int) -> None:
+    """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
+    layout, n = space.layouts[l], space.counts[n_i]
+    stages = stage_slots(space.arch, layout.pp, space.num_slots)
+    distinct = tuple(dict.fromkeys(stages))
     for b in space.valid_batches[n_i, l]:
-        accum = tables.accumulation(layout, n, space.micro_batches[b])
+        accum = space.tables.accumulation(layout, n, space.micro_batches[b])
         ranks = {stage: stage_slot(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
             space.slots[n_i, l, b, j] = ranks[stage]
