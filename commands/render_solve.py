@@ -9,6 +9,7 @@ from vramplan.commands.render_text import (
     count,
     efficiency_note,
     fit_lines,
+    gib,
     memory_table,
     new_table,
     percent,
@@ -22,10 +23,12 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 # (header, right-aligned) of the wide layout; a narrow screen shows _NARROW_COLUMNS instead.
+# GiB/GPU: the most loaded GPU's memory (runner-ups at the same cost often differ only there: ZeRO-2
+# offloads the gradients ZeRO-1 keeps), dropped last.
 _PLAN_COLUMNS = (("#", True), ("GPUs", True), ("offering", False), ("ZeRO", True), ("recompute", False),
-                 ("offload", False), ("mb x acc", True), ("tokens/s", True), ("MFU", True), ("days", True),
-                 ("USD/h", True), ("USD total", True), ("vs best", True), ("layout", False))
-_DROP_ORDER = ("mb x acc", "offload", "USD/h", "recompute", "tokens/s", "layout", "MFU")
+                 ("offload", False), ("mb x acc", True), ("GiB/GPU", True), ("tokens/s", True), ("MFU", True),
+                 ("days", True), ("USD/h", True), ("USD total", True), ("vs best", True), ("layout", False))
+_DROP_ORDER = ("mb x acc", "offload", "USD/h", "recompute", "tokens/s", "layout", "MFU", "GiB/GPU")
 _NARROW_COLUMNS = (("#", True), ("plan", False), ("days", True), ("USD total", True), ("vs best", True))
 
 
@@ -47,7 +50,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
     p = plan.plan
     worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute_label, p.offload,
-            f"{p.micro_batch} x {p.grad_accum}", f"{plan.performance.tokens_per_s:,.0f}",
+            f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
             f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse,
             layout_text(plan)]
@@ -95,8 +98,9 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
         table.add_column(header, justify="right" if right else "left")
     for plan, cells in zip(plans, rows):
         p = plan.plan
-        stacked = f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n{cells[13]}"
-        table.add_row(cells[0], stacked, cells[9], cells[11], cells[12])
+        stacked = (f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n"
+                   f"{cells[7]} GiB per GPU\n{cells[14]}")
+        table.add_row(cells[0], stacked, cells[10], cells[12], cells[13])
     return table
 
 

@@ -56,13 +56,14 @@ def _plans_rows(result: SolveResult, plans: list[SolvedPlan]) -> list[list[objec
         p, perf, cost = plan.plan, plan.performance, plan.cost
         worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
         rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute_label, p.offload,
-                     f"{p.micro_batch} x {p.grad_accum}", f"{perf.tokens_per_s:,.0f}", percent(perf.mfu_fraction),
+                     f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{perf.tokens_per_s:,.0f}",
+                     percent(perf.mfu_fraction),
                      f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", f"{cost.usd_total:,.0f}", worse])
     return rows
 
 
-PLAN_HEADERS = ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "tokens/s", "MFU", "hours",
-                "USD/h", "USD total", "vs best")
+PLAN_HEADERS = ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "GiB/GPU", "tokens/s", "MFU",
+                "hours", "USD/h", "USD total", "vs best")
 TEXT_COLUMNS = {1, 2, 4, 5}  # left-aligned
 
 

@@ -76,10 +76,28 @@ def test_wide_solve_table_has_every_column_and_narrow_stacks_the_plan():
     assert any(line.strip().startswith(f"TP{plan['tp']}") for line in lines[first + 3:first + 6])  # the layout
 
 
+def test_runner_ups_show_their_memory_per_gpu():
+    """Runner-ups at the same cost often differ only in memory (ZeRO-2 offloads the gradients that
+    ZeRO-1 with an offloaded optimizer keeps): the table shows each plan's most loaded GPU in GiB,
+    as its JSON reports it, and keeps that column longest as the screen narrows."""
+    import json
+
+    args = ["solve", "--model", "llama-3.1-405b", "--seq-len", "8192"]
+    plans = json.loads(run([*args, "--format", "json"], None).stdout)["plans"]
+    text = run(args, None).stdout
+    header = next(line for line in text.splitlines() if line.startswith("#") and "GPUs" in line)
+    assert "GiB/GPU" in header
+    for index, plan in enumerate(plans, start=1):
+        row = next(line for line in text.splitlines() if line.startswith(f"{index} ") and " x " in line)
+        assert f" {plan['memory']['total_bytes'] / 2**30:,.2f} " in row
+    assert len({plan["memory"]["total_bytes"] for plan in plans}) > 1  # same cost, different memory
+
+
 def test_medium_width_drops_the_least_telling_columns_first():
     text = run(HEADLINE, 120).stdout
     header = next(line for line in text.splitlines() if line.startswith("#") and "GPUs" in line)
-    assert "offering" in header and "tokens/s" in header and "vs best" in header
+    # Memory per GPU outlasts tokens/s (days and USD total already say how fast): a memory planner's column.
+    assert "offering" in header and "GiB/GPU" in header and "vs best" in header
     assert "mb x acc" not in header and "offload" not in header
 
 
