@@ -12,6 +12,7 @@ from vramplan.solver.candidates import (
     evaluate,
     hardware_key,
     objective_key,
+    stage_twin_key,
 )
 from vramplan.solver.engine import EngineResult, SearchStats
 from vramplan.solver.space import SearchSpace
@@ -72,10 +73,12 @@ def solve_brute(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
         return EngineResult(status="infeasible")
     best: list[Choice] = []
     seen = set()
-    for choice, _ in sorted(points, key=lambda item: objective_key(space, item[1])):
+    for choice, metrics in sorted(points, key=lambda item: objective_key(space, item[1])):
         if (hardware := hardware_key(space, choice)) in seen:
             continue  # the same plan at a higher price (another offering of the same hardware)
-        seen.add(hardware)
+        if (twin := stage_twin_key(space, choice, metrics)) in seen:
+            continue  # the same plan under a higher ZeRO stage that changes nothing
+        seen.update((hardware, twin))
         best.append(choice)
         if len(best) == top_k:
             break

@@ -208,3 +208,14 @@ def hardware_key(space: SearchSpace, choice: Choice) -> tuple:
     """The same cluster (GPU, count, instance size, network) and decisions under another price
     (a list/ row, another provider): top-k and Pareto show each once, at its best price."""
     return (space.clusters[choice.cluster].shape, choice.inner)
+
+
+def stage_twin_key(space: SearchSpace, choice: Choice, metrics: Metrics) -> tuple:
+    """A point as a top-k list shows it, but its ZeRO stage: two points with the same key differ
+    only in the stage and hold, offload and take exactly alike (ZeRO-0 to 3 with one rank in the
+    DP x CP group shard nothing), so the list shows one plan, at its least stage (the inner tie
+    orders it first), not the same plan under several stage numbers."""
+    zf, r, p, b, l = choice.inner
+    n = space.clusters[choice.cluster].count_index
+    return (space.clusters[choice.cluster].shape, r, p, b, l, space.zero_offloads[zf][1], metrics.static_mib,
+            metrics.activation_mib, space.host_mib_per_gpu[zf, n, p, l], metrics.step_us)

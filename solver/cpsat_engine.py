@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, step_cap_us
+from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, stage_twin_key, step_cap_us
 from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError, TimeLimitReached
@@ -228,19 +228,26 @@ class _Search:
                 if fine is not None and (caps[c] is None or self.bounds.step_bound_us(c, branch, tier + 1) <= caps[c]):
                     heapq.heappush(heap, (fine, tier + 1, c, branch))
                 continue
-            for i in range(k):
+            i = taken = 0
+            while taken < k:
                 cap = self._cap(c, order, kept, k, step_below)
                 if cap == "prune":
                     break
                 found = self.point((c, branch), i, cap)
                 if found is None:
                     break
+                i += 1
                 choice, metrics = _checked(space, c, found)
                 key = objective_key(space, metrics, order)
                 if len(kept) == k and key >= kept[-1][0]:
                     break
+                if k > 1:  # a list shows a plan once, not under several ZeRO stages that change nothing
+                    twin = stage_twin_key(space, choice, metrics)
+                    if any(stage_twin_key(space, other, evaluate(space, other)) == twin for _, other in kept):
+                        continue
                 bisect.insort(kept, (key, choice))
                 del kept[k:]
+                taken += 1
         return kept
 
     def _cap(self, c: int, order: str, kept, k: int, step_below: int | None):

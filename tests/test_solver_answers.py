@@ -44,6 +44,31 @@ def test_top_k_plans_are_distinct_and_ordered() -> None:
     assert values == sorted(values)
 
 
+def _without_stage(plan) -> tuple:
+    """A listed plan as the user compares it, ZeRO stage aside: decisions, memory and step time."""
+    return (plan.plan.model_copy(update={"zero": 0}).model_dump_json(), plan.memory.total_bytes,
+            plan.performance.step_time_s)
+
+
+def test_top_k_lists_a_plan_once_not_under_several_zero_stages() -> None:
+    """With one rank in the DP x CP group ZeRO-1, 2 and 3 (no offload) shard nothing: the same
+    memory, traffic and time as ZeRO-0. The headline's plan (TP 8, DP 1) used to come back as its
+    own runner-up, "ZeRO-1 ... +0.0%"; GPT-2 on one GPU listed ZeRO-0 to 3 of one plan. Both
+    engines list each plan once, at its least stage."""
+    headline = solve(CATALOGUE, HEADLINE.model_copy(update={"top_k": 3})).plans
+    assert len({_without_stage(plan) for plan in headline}) == 3
+    small = SolveQuery(model="gpt2-124m", job=Job(seq_len=512), gpus=("h100-sxm-80gb",), providers=("lambda",),
+                       max_gpus=1, top_k=4)
+    plans = solve(CATALOGUE, small).plans
+    assert [p.plan for p in plans] == [p.plan for p in solve(CATALOGUE, small.model_copy(update={"engine": "brute"})).plans]
+    assert len({_without_stage(plan) for plan in plans}) == 4
+    assert all(p.plan.zero == 0 for p in plans)  # one GPU: every stage the same plan, listed at ZeRO-0
+    # A stage that does change something stays: ZeRO-2 offloads the gradients ZeRO-1 keeps.
+    big = solve(CATALOGUE, SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), top_k=3)).plans
+    assert [(p.plan.zero, p.plan.offload) for p in big[:2]] == [(1, "optimizer"), (2, "optimizer")]
+    assert big[1].memory.total_bytes < big[0].memory.total_bytes
+
+
 def test_pareto_front_trades_cost_for_time() -> None:
     result = solve(CATALOGUE, HEADLINE.model_copy(update={"pareto": True, "gpus": ("h100-sxm-80gb", "a100-sxm-80gb")}))
     front = result.pareto
