@@ -97,10 +97,10 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
     for header, right in _NARROW_COLUMNS:
         table.add_column(header, justify="right" if right else "left")
     for plan, cells in zip(plans, rows):
-        p = plan.plan
-        stacked = (f"{cells[1]}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n"
-                   f"{cells[7]} GiB per GPU\n{cells[14]}")
-        table.add_row(cells[0], stacked, cells[10], cells[12], cells[13])
+        p, cell = plan.plan, {header: text for (header, _), text in zip(_PLAN_COLUMNS, cells)}
+        stacked = (f"{cell['GPUs']}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n"
+                   f"{cell['GiB/GPU']} GiB per GPU\n{cell['layout']}")
+        table.add_row(cell["#"], stacked, cell["days"], cell["USD total"], cell["vs best"])
     return table
 
 

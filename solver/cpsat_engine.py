@@ -212,6 +212,7 @@ class _Search:
                 heap.append((bound, 0, c, ()))
         heapq.heapify(heap)
         kept: list[tuple[tuple, Choice]] = []
+        twins: set[tuple] = set()  # stage_twin_key of every point kept (k > 1), as the brute-force engine's `seen`
         while heap:
             bound, tier, c, branch = heapq.heappop(heap)
             if len(kept) == k and bound > kept[-1][0][:len(bound)]:
@@ -242,9 +243,12 @@ class _Search:
                 if len(kept) == k and key >= kept[-1][0]:
                     break
                 if k > 1:  # a list shows a plan once, not under several ZeRO stages that change nothing
+                    # A twin comes after its least stage (the same unit, a larger inner tie); one
+                    # whose twin was pushed out of the list is past the list's end too (checked above).
                     twin = stage_twin_key(space, choice, metrics)
-                    if any(stage_twin_key(space, other, evaluate(space, other)) == twin for _, other in kept):
+                    if twin in twins:
                         continue
+                    twins.add(twin)
                 bisect.insort(kept, (key, choice))
                 del kept[k:]
                 taken += 1
