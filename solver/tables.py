@@ -132,6 +132,7 @@ class Tables:
     global_batch: int
     evaluations: int = 0  # models/ evaluations made so far
     _memo: dict[tuple, object] = field(default_factory=dict)
+    _group_memo: dict[tuple, tuple[int, int, int]] = field(default_factory=dict)  # _groups by (layout, n)
     # rank_states' values, shared (solver/table_memo.py) by the Tables of jobs that differ only in
     # the sequence length and so in the global batch: model states read neither (nor the
     # accumulation; tests/test_table_memo_states.py). None: this Tables' own memo.
@@ -183,21 +184,34 @@ class Tables:
                             lambda: self._states_mib(layout, zero, offload, n, precision, stage))
 
     def _states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
-        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
         states = self.rank_states(layout, zero, offload, n, precision, stage)
+        zero_group, _, communicators = self._groups(layout, n)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
         # the ZeRO-3 live module (tp): models/memory_terms.py's table of what each term depends on.
-        base = self._get(("overhead", zero, precision, layout.tp, num_communicators(plan), plan.zero_group > 1),
-                         lambda: self._overhead_base_bytes(plan))
+        base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1),
+                         lambda: self._overhead_base_bytes(self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)))
         static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
                                                      states.optimizer_states_bytes, base))
         return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
 
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
         """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
-        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)
-        key = ("states", layout.tp, layout.pp, layout.ep, plan.zero_group, plan.expert_dp, zero, offload, precision, stage)
-        return self._get(key, lambda: model_states(self.arch, self.job, plan, stage), memo=self.states_memo)
+        zero_group, expert_dp, _ = self._groups(layout, n)
+        key = ("states", layout.tp, layout.pp, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
+        return self._get(key, lambda: model_states(self.arch, self.job,
+                                                   self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1), stage),
+                         memo=self.states_memo)
+
+    def _groups(self, layout: Layout, n: int) -> tuple[int, int, int]:
+        """(ZeRO group, expert-data-parallel group, communicators) of a layout on n GPUs, read off
+        one Plan per (layout, n) (models.setup.Plan, models.parallel_overhead.num_communicators):
+        the memo keys of the states and traffic terms need them for every ZeRO stage, offload,
+        precision and micro-batch, and a Plan costs ten times a dict lookup."""
+        groups = self._group_memo.get((layout, n))
+        if groups is None:
+            plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, "bf16", 1)
+            groups = self._group_memo[layout, n] = (plan.zero_group, plan.expert_dp, num_communicators(plan))
+        return groups
 
     def least_share_bytes(self, zero: int, offload: str, precision: str, n: int) -> tuple[int, int]:
         """(GPU, host) bytes of model states that the most loaded of n ranks holds at least, whatever
@@ -272,10 +286,10 @@ class Tables:
                        for zero in zeros], DpTraffic)
 
     def _traffic(self, layout: Layout, zero: int, n: int, micro: int, precision: str) -> DpTraffic:
-        plan = self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)
-        accum = plan.grad_accum if zero >= 2 else None
-        key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, precision, accum)
-        return self._get(("traffic", *key), lambda: dp_traffic(self.arch, self.job, plan), memo=self.time_memo)
+        accum = self.accumulation(layout, n, micro) if zero >= 2 else None
+        key = (layout.tp, layout.pp, layout.ep, self._groups(layout, n)[0], zero, precision, accum)
+        return self._get(("traffic", *key), lambda: dp_traffic(
+            self.arch, self.job, self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)), memo=self.time_memo)
 
     def forward_share(self, recompute: RecomputeChoice) -> float:
         """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
@@ -298,10 +312,10 @@ class Tables:
 
     def _optimizer_traffic(self, layout: Layout, zero: int, offload: str, n: int, micro: int,
                            precision: str) -> OptimizerTraffic:
-        plan = self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)
-        accum = plan.grad_accum if offload == "optimizer+params" else None
-        key = (layout.tp, layout.pp, layout.ep, plan.zero_group, zero, offload, accum)
-        return self._get(("opt-traffic", *key), lambda: optimizer_traffic(self.arch, self.job, plan))
+        accum = self.accumulation(layout, n, micro) if offload == "optimizer+params" else None
+        key = (layout.tp, layout.pp, layout.ep, self._groups(layout, n)[0], zero, offload, accum)
+        return self._get(("opt-traffic", *key), lambda: optimizer_traffic(
+            self.arch, self.job, self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)))
 
     def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:
