@@ -262,11 +262,21 @@ class UnitBounds:
         key = (space.counts[n], host, limit, precisions)
         memo = space.shared.count_fits
         if key not in memo:
-            shares = (space.tables.least_share_bytes(zero, offload, space.precisions[p], space.counts[n])
-                      for zero, offload in space.zero_offloads for p in precisions)
             memo[key] = any(gpu <= limit * BYTES_PER_MIB and host_bytes <= host * BYTES_PER_MIB
-                            for gpu, host_bytes in shares)
+                            for gpu, host_bytes in self._least_shares(n, precisions))
         space.cluster_fits[c] = memo[key]
+        return memo[key]
+
+    def _least_shares(self, n: int, precisions: tuple[int, ...]) -> list[tuple[int, int]]:
+        """(GPU, host) bytes the most loaded of a count's ranks holds at least, per ZeRO x offload
+        and precision (Tables.least_share_bytes); kept in the family's UnitMemo by the count and
+        precisions, as may_fit asks them again for every host budget and GPU limit."""
+        space = self.space
+        key = (space.counts[n], precisions)
+        memo = space.shared.count_shares
+        if key not in memo:
+            memo[key] = [space.tables.least_share_bytes(zero, offload, space.precisions[p], space.counts[n])
+                         for zero, offload in space.zero_offloads for p in precisions]
         return memo[key]
 
     def compute_step_us(self, c: int) -> int | None:

@@ -65,17 +65,19 @@ def _var(model: cp_model.CpModel, values: list[int], name: str) -> cp_model.IntV
     return model.new_int_var_from_domain(cp_model.Domain.from_values(values), name)
 
 
-def _upper(var: cp_model.IntVar) -> int:
-    return list(var.proto.domain)[-1]
-
-
 def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[int]]], fn,
-           names: tuple[str, ...]) -> list[cp_model.IntVar]:
+           names: tuple[str, ...], uppers: dict[str, int]) -> list[cp_model.IntVar]:
     """Terms tabulated over the same few decisions, linked by one table constraint (one allowed
-    tuple per combination of the decisions' values, the terms' values after them)."""
+    tuple per combination of the decisions' values, the terms' values after them); each term's
+    largest value goes to uppers[name] (reading it back from the variable's proto domain cost
+    45 us a call)."""
     rows = [(*values, *fn(*values)) for values in product(*(domain for _, domain in decisions))]
     arity = len(decisions)
-    targets = [_var(model, sorted({row[arity + k] for row in rows}), name) for k, name in enumerate(names)]
+    targets = []
+    for k, name in enumerate(names):
+        values = sorted({row[arity + k] for row in rows})
+        targets.append(_var(model, values, name))
+        uppers[name] = values[-1]
     model.add_allowed_assignments([var for var, _ in decisions] + targets, rows)
     return targets
 
@@ -105,6 +107,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
     slots = range(space.num_slots)  # the checked pipeline ranks (tables.stage_slots)
     ps, ls = (p, precisions), (l, layouts)
+    uppers: dict[str, int] = {}  # each tabulated term's largest value (_table)
 
     # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
     # the activations being micro-batch pieces (tp, cp, sp, recompute, micro-batch, precision)
@@ -127,20 +130,22 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.static_mib[i, n, jj, lay, j] for j in slots), space.host_mib_per_gpu[i, n, jj, lay]),
-        (*(f"static{j}" for j in slots), "host_mib"))
+        (*(f"static{j}" for j in slots), "host_mib"), uppers)
     *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
-                            (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us"))
+                            (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us"), uppers)
     for j in slots:  # memory of each checked pipeline rank
         model.add(static[j] + dynamic[j] <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
     fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj],
-                                    ("fwd_window_us", "bwd_window_us"))
-    fwd, bwd, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us"))
-    fwd_exposed = model.new_int_var(0, max(0, _upper(fwd)), "fwd_exposed_us")
+                                    ("fwd_window_us", "bwd_window_us"), uppers)
+    fwd, bwd, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us"),
+                                 uppers)
+    fwd_exposed = model.new_int_var(0, max(0, uppers["fwd_comm_us"]), "fwd_exposed_us")
     model.add_max_equality(fwd_exposed, [fwd - fwd_window, 0])
-    bwd_exposed = model.new_int_var(0, max(0, _upper(bwd), _upper(tail)), "bwd_exposed_us")
+    bwd_exposed = model.new_int_var(0, max(0, uppers["bwd_comm_us"], uppers["tail_us"]), "bwd_exposed_us")
     model.add_max_equality(bwd_exposed, [bwd - bwd_window, tail])
-    step_ub = _upper(base) + _upper(fwd) + max(_upper(bwd), _upper(tail)) + _upper(opt)
+    step_ub = (uppers["compute_parallel_bubble_us"] + uppers["fwd_comm_us"] + max(uppers["bwd_comm_us"], uppers["tail_us"])
+               + uppers["optimizer_us"])
     if step_cap is not None:
         step_ub = min(step_ub, step_cap)
     if step_ub < 0:

@@ -103,6 +103,7 @@ class UnitMemo:
     fitted_bounds: dict[tuple, int | None] = field(default_factory=dict)  # last tier per (shape, branch, host budget)
     parallel_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
     count_fits: dict[tuple, bool] = field(default_factory=dict)  # (count, host budget, limit, precisions)
+    count_shares: dict[tuple, list[tuple[int, int]]] = field(default_factory=dict)  # (count, precisions) -> least shares
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
