@@ -217,17 +217,21 @@ class UnitBounds:
         return best
 
     def _leanest_dynamic(self, n: int, l: int, p: int, r: int) -> list[int]:
-        """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB);
-        kept in the family's UnitMemo by value (it reads neither the GPU nor the host budget: the
-        last tier asks it again for every shape and host budget of the count) and by the number of
-        checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
+        """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB):
+        those of the smallest, since every rank's activations and buffers never fall as the
+        micro-batch grows (each term holds micro-batch x tokens, and a pipeline rank's in-flight
+        micro-batches min(depth, accumulation) fall no faster than the micro-batch grows, the
+        accumulation being global batch / (micro-batch x dp): tests/test_cpsat_bounds.py checks it
+        on every architecture), so the other micro-batches' activations are not tabulated for a
+        bound. Kept in the family's UnitMemo by value (it reads neither the GPU nor the host
+        budget: the last tier asks it again for every shape and host budget of the count) and by
+        the number of checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
         space = self.space
         key = (space.counts[n], space.layouts[l], p, r, space.num_slots)
         memo = space.shared.leanest_dynamic
         if key not in memo:
-            memo[key] = [min(column) for column in zip(*(
-                [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
-                for b in space.valid_batches[n, l]))]
+            b = space.valid_batches[n, l][0]  # micro_batches ascend, so valid_batches do too
+            memo[key] = [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
         return memo[key]
 
     def _leanest_by_host(self, n: int, l: int, p: int, r: int | None) -> tuple[list[int], list[int]]:

@@ -11,11 +11,13 @@ import random
 import pytest
 
 from vramplan.models.catalogue import load_catalogue
+from vramplan.models.errors import VramplanError
 from vramplan.models.performance import communication_bytes_per_step
 from vramplan.models.setup import Job, Plan
 from vramplan.solver.brute import feasible_points
 from vramplan.solver.cpsat_bounds import LAST_TIER, UnitBounds
 from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space import build_space
 
 CATALOGUE = load_catalogue()
@@ -90,3 +92,42 @@ def test_count_bound_drops_only_counts_that_cannot_hold_the_states(offload: str,
     assert count in dropped and fitting_counts, (dropped, fitting_counts)
     points = feasible_points(space)
     assert points and all(space.clusters[choice.cluster].num_gpus in fitting_counts for choice, _ in points)
+
+
+def _monotone_cases() -> list[tuple[str, dict]]:
+    """Every architecture under the default recipe, and the recipes whose activation terms are
+    shaped otherwise (chunked and fused loss, activation offload, partial recompute, LoRA/QLoRA)."""
+    cases = [(model, {"stack": "hf"}) for model in sorted(CATALOGUE.architectures)]
+    cases += [("llama-3.1-8b", {"stack": stack}) for stack in ("torchtune", "unsloth", "torchtitan", "megatron", "litgpt")]
+    cases += [("llama-3.1-8b", {"stack": "hf", "method": "lora"}), ("mixtral-8x7b", {"stack": "hf", "method": "qlora"})]
+    return cases
+
+
+@pytest.mark.parametrize(("model", "fields"), _monotone_cases(), ids=lambda value: str(value))
+def test_activations_never_fall_as_the_micro_batch_grows(model: str, fields: dict) -> None:
+    """_leanest_dynamic takes each rank's least activations + buffers at the smallest valid
+    micro-batch; that is a lower bound only if they never fall as the micro-batch grows (in flight
+    on a pipeline rank: min(depth, accumulation) micro-batches, accumulation = global batch /
+    (micro-batch x dp)). Checked on every count, layout (pipelined ones included, interleaved with
+    --vpp 2), precision, recompute and checked rank of each space."""
+    for vpp in (None, 2):
+        query = query_from_fields({"model": model, "seq_len": 1024, "global_batch": 64, "max_gpus": 16,
+                                   "gpus": "h100-sxm-80gb", "tokens": 1e9, "vpp": vpp, **fields})
+        try:
+            space = build_space(CATALOGUE, query)
+        except VramplanError:
+            assert vpp is not None, "only the pinned interleaving may not apply to a model"
+            continue
+        pipelined = 0
+        for n, layouts in space.count_layouts.items():
+            for l in layouts:
+                batches = space.valid_batches[n, l]
+                space.fill_count(n, [l], space.gpu_precisions[0])
+                pipelined += space.layouts[l].pp > 1 and len(batches) > 1
+                for p in space.gpu_precisions[0]:
+                    for r in range(len(space.recomputes)):
+                        rows = [[space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+                                for b in batches]
+                        for j, column in enumerate(zip(*rows)):
+                            assert list(column) == sorted(column), (space.counts[n], space.layouts[l], p, r, j, column)
+        assert pipelined or vpp is None, "interleaved pipelines should be checked"
