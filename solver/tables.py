@@ -107,9 +107,13 @@ def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> St
 
 
 def _stack(cells: list[list[list]], kind: type):
-    """A grid of dataclass cells (axes: outer, middle, inner) as one `kind` whose fields are arrays."""
-    return kind(*(np.array([[[getattr(cell, f.name) for cell in row] for row in plane] for plane in cells])
-                  for f in fields(kind)))
+    """A grid of dataclass cells (axes: outer, middle, inner) as one `kind` whose fields are float64
+    arrays (byte and collective counts below 2^53, so each value is the cell's exactly, and the
+    grid's float operations give each cell what the scalar ones give it: tests/test_step_grids.py)."""
+    names = [f.name for f in fields(kind)]
+    values = [getattr(cell, name) for plane in cells for row in plane for cell in row for name in names]
+    grid = np.array(values, dtype=np.float64).reshape(len(cells), len(cells[0]), len(cells[0][0]), len(names))
+    return kind(*(grid[..., i] for i in range(len(names))))
 
 
 @lru_cache(maxsize=1 << 17)
