@@ -79,16 +79,17 @@ class UnitBounds:
         if host_mib is None:
             return terms[0][0] if terms else None
         g, n = shape[0], shape[1]
-        limit = self.space.limit_mib[g]
-        for bound, l, p, r in terms:
+        limit, index = self.space.limit_mib[g], self.space.layout_index
+        for bound, layout, p, r in terms:
+            l = index[layout]
             if self._leanest(n, l, p, None, host_mib) <= limit and self._leanest(n, l, p, r, host_mib) <= limit:
                 return bound
         return None
 
-    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
-        """(step-time lower bound, layout, precision, recompute) of a shape's layouts on a
+    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
+        """(step-time lower bound, Layout, precision, recompute) of a shape's layouts on a
         branch, least first: the model-parallel terms (_parallel_terms) plus the least exposed
-        data-parallel traffic; kept (with Layouts, not indices) in the family's UnitMemo."""
+        data-parallel traffic; kept in the family's UnitMemo."""
         return self._kept_terms(self.space.shared.time_terms, shape, branch, self._compute_time_terms)
 
     def _compute_time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
@@ -101,7 +102,8 @@ class UnitBounds:
         comms = {l: dict(zip(ps, self._least_comm_us(space.layouts[l], count, zeros, names, gpu, per_instance, network)))
                  for l in branch_layouts(space, shape, branch)} if ps else {}
         terms = []
-        for rest, l, p, r in self._parallel_terms(shape, branch):
+        for rest, layout, p, r in self._parallel_terms(shape, branch):
+            l = space.layout_index[layout]
             compute = to_us(space.compute_s[g, n, r, p])
             comm = comms[l][p]
             terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), l, p, r))
@@ -115,8 +117,8 @@ class UnitBounds:
         terms = self._parallel_terms(self.space.clusters[c].shape, branch)
         return terms[0][0] if terms else None
 
-    def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
-        """(compute + model-parallel collectives + the least bubble, layout, precision, recompute),
+    def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
+        """(compute + model-parallel collectives + the least bubble, Layout, precision, recompute),
         least first; kept like _time_terms."""
         return self._kept_terms(self.space.shared.parallel_terms, shape, branch, self._compute_parallel_terms)
 
@@ -141,15 +143,15 @@ class UnitBounds:
                     terms.append((bound, l, p, r))
         return terms
 
-    def _kept_terms(self, memo: dict, shape: tuple, branch: Branch, compute) -> list[tuple[int, int, int, int]]:
+    def _kept_terms(self, memo: dict, shape: tuple, branch: Branch, compute) -> list[tuple[int, Layout, int, int]]:
         """compute(shape, branch)'s (bound, layout, precision, recompute) terms, least first, kept
-        in a family memo with Layouts (values), not this space's layout indices."""
+        in a family memo with Layouts (values), not this space's layout indices: the callers that
+        walk them look up the index of each term they reach (space.layout_index)."""
         space = self.space
         key = (space.unit_shape(shape), branch)
         if key not in memo:
             memo[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in sorted(compute(shape, branch))]
-        index = space.layout_index
-        return [(bound, index[layout], p, r) for bound, layout, p, r in memo[key]]
+        return memo[key]
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
                        per_instance: int, network: float) -> list[int]:
@@ -199,9 +201,10 @@ class UnitBounds:
         g, n, _, _ = shape
         limit = space.limit_mib[g]
         best = None
-        for rest, l, p, r in self._parallel_terms(shape, branch):
+        for rest, layout, p, r in self._parallel_terms(shape, branch):
             if best is not None and rest >= best:
                 break
+            l = space.layout_index[layout]
             space.fill_count(n, [l], (p,))
             dynamic = self._leanest_dynamic(n, l, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
