@@ -8,10 +8,7 @@ Ray and Dask backends live in batch/cluster.py and are imported only when chosen
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import signal
-import threading
 from collections import deque
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
@@ -19,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vramplan.batch import worker as batch_worker
+from vramplan.batch.pool import pool_context, start_helpers_ignoring_ctrl_c
 from vramplan.models.catalogue import Catalogue
 
 log = logging.getLogger(__name__)
@@ -63,38 +61,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
-
-
-def pool_context() -> multiprocessing.context.BaseContext:
-    """forkserver where the platform has it (workers fork from a clean process that already imported
-    the solver), else spawn; never plain fork from a process that may hold threads."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["vramplan.batch.worker"])
-        return context
-    return multiprocessing.get_context("spawn")
-
-
-def start_helpers_ignoring_ctrl_c() -> None:
-    """Start the forkserver and the resource tracker with SIGINT ignored. They inherit that through
-    exec, so a Ctrl-C while the forkserver is still importing the solver (the first seconds of a
-    batch) prints no KeyboardInterrupt traceback, and the workers it forks ignore Ctrl-C from their
-    first instruction (batch/worker.py then moves them out of the terminal's process group).
-    The batch process ignores Ctrl-C only while the two are spawned (fork + exec, milliseconds;
-    neither waits for the forkserver's imports); blocking the signal instead would not keep it:
-    numpy's and ortools' native threads, which do not block it, would take it and drop it."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    if threading.current_thread() is not threading.main_thread():
-        return  # signal handlers can only be changed there; the pool starts its helpers as usual
-    from multiprocessing import forkserver, resource_tracker
-
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        resource_tracker.ensure_running()
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 class LocalBackend:

@@ -40,6 +40,7 @@ from vramplan.batch.backends import (
     SerialBackend,
     default_workers,
 )
+from vramplan.batch.pool import start_helpers_ignoring_ctrl_c
 from vramplan.batch.rows import error_row, parse_row
 from vramplan.models.catalogue import Catalogue
 from vramplan.models.catalogue_schema import Architecture
@@ -238,6 +239,11 @@ def run_batch(
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
+    if options.backend == "local":
+        # The forkserver imports the solver (about a second) while this process plans the rows
+        # (the batch command started it before reading the sheet; starting it again is a no-op);
+        # the pool forks its workers from it once the plan is made.
+        start_helpers_ignoring_ctrl_c()
     plan = plan_jobs(rows, catalogue, options.models_dir)
     if plan.architectures:
         catalogue = replace(catalogue, architectures={**catalogue.architectures, **plan.architectures})

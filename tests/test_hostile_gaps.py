@@ -192,7 +192,7 @@ def _forkserver_started(process: subprocess.Popen, output: Path) -> bool:
 def _forkserver_importing(process: subprocess.Popen, output: Path) -> bool:
     """The forkserver is up and (for the next second or two) importing the solver. The short wait
     keeps the signal out of the milliseconds in which the batch process itself ignores Ctrl-C
-    while spawning it (batch/backends.start_helpers_ignoring_ctrl_c)."""
+    while spawning it (batch/pool.start_helpers_ignoring_ctrl_c)."""
     if not _forkserver_started(process, output):
         return False
     time.sleep(0.2)
