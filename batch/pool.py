@@ -1,6 +1,6 @@
-"""The local backend's process helpers, without the solver's imports: the batch command starts
-the forkserver (which imports the solver once, for every worker it forks) before it reads the
-sheet, so that import runs beside the reading and planning of the rows."""
+"""The local backend's process helpers, without the solver's imports: batch/run.py starts the
+forkserver (which imports the solver once, for every worker it forks) before it plans the rows,
+so that import runs beside the planning."""
 
 from __future__ import annotations
 

@@ -240,9 +240,10 @@ def run_batch(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
     if options.backend == "local":
-        # The forkserver imports the solver (about a second) while this process plans the rows
-        # (the batch command started it before reading the sheet; starting it again is a no-op);
-        # the pool forks its workers from it once the plan is made.
+        # The forkserver imports the solver (about a second) while this process plans the rows;
+        # the pool forks its workers from it once the plan is made. (Started here, inside the
+        # batch command's Ctrl-C handling, not before the sheet is read: there, a Ctrl-C that
+        # came while a loaded machine spawned it was lost.)
         start_helpers_ignoring_ctrl_c()
     plan = plan_jobs(rows, catalogue, options.models_dir)
     if plan.architectures:

@@ -271,10 +271,6 @@ def run_batch_command(options: dict[str, Any]) -> None:
         raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
     journal_file = None if target.special else journal_path(target.real)
     refuse_inputs(target, _files_read(options), journal_file)
-    if options["backend"] == "local":  # the workers' forkserver imports the solver while the sheet is read
-        from vramplan.batch.pool import start_helpers_ignoring_ctrl_c
-
-        start_helpers_ignoring_ctrl_c()
     columns, table = _read_jobs(options)
     catalogue = open_catalogue(options)
     refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
