@@ -71,14 +71,21 @@ def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[
     tuple per combination of the decisions' values, the terms' values after them); each term's
     largest value goes to uppers[name] (reading it back from the variable's proto domain cost
     45 us a call)."""
+    # A decision with one value (one precision, a pinned ZeRO stage or recompute) is fixed by its
+    # domain: its column would repeat that value in every row (CP-SAT expands a table into one
+    # clause per row and cell, so the solve's cost grows with the cells).
     rows = [(*values, *fn(*values)) for values in product(*(domain for _, domain in decisions))]
-    arity = len(decisions)
+    columns = [k for k, (_, domain) in enumerate(decisions) if len(domain) > 1]
+    if len(columns) < len(decisions):
+        kept = [*columns, *range(len(decisions), len(decisions) + len(names))]
+        rows = [tuple(row[k] for k in kept) for row in rows]
+    arity = len(columns)
     targets = []
     for k, name in enumerate(names):
         values = sorted({row[arity + k] for row in rows})
         targets.append(_var(model, values, name))
         uppers[name] = values[-1]
-    model.add_allowed_assignments([var for var, _ in decisions] + targets, rows)
+    model.add_allowed_assignments([decisions[k][0] for k in columns] + targets, rows)
     return targets
 
 
@@ -105,7 +112,11 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
     model.add_allowed_assignments([lb, l, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
     zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
-    slots = range(space.num_slots)  # the checked pipeline ranks (tables.stage_slots)
+    # The checked pipeline ranks (tables.stage_slots) that are some layout's own rank: a slot that
+    # repeats an earlier rank on every layout of the model (every slot but the first when pp = 1)
+    # would only repeat that rank's columns and constraint.
+    pps = {space.layouts[lay].pp for lay in layouts}
+    slots = [j for j in range(space.num_slots) if any(space.slot_aliases(pp)[j] == j for pp in pps)]
     ps, ls = (p, precisions), (l, layouts)
     uppers: dict[str, int] = {}  # each tabulated term's largest value (_table)
 
@@ -120,7 +131,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         lay, b_ = pairs[k]
         base = steps.compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
-        return (*(buffers + mib for mib in space.ranks_activation_mib(i, b_, jj, lay, n)), base)
+        ranks = space.ranks_activation_mib(i, b_, jj, lay, n)
+        return (*(buffers + ranks[j] for j in slots), base)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
@@ -133,8 +145,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         (*(f"static{j}" for j in slots), "host_mib"), uppers)
     *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
                             (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us"), uppers)
-    for j in slots:  # memory of each checked pipeline rank
-        model.add(static[j] + dynamic[j] <= space.limit_mib[g])
+    for rank_static, rank_dynamic in zip(static, dynamic):  # memory of each checked pipeline rank
+        model.add(rank_static + rank_dynamic <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
     fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj],
                                     ("fwd_window_us", "bwd_window_us"), uppers)

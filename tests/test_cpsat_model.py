@@ -184,3 +184,32 @@ def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(monkeypatc
         found = later.point(unit, 0, 2**40)
     alone = cpsat_engine._Search(build_space(CATALOGUE, query), time.monotonic() + 60).point(unit, 0, None)
     assert found is not None and found == alone
+
+
+def test_unit_models_tabulate_each_distinct_rank_once_and_no_fixed_column() -> None:
+    """CP-SAT expands a table constraint into a clause per row and cell, so a unit model leaves out
+    what repeats: a checked pipeline slot that names the same rank as an earlier one on every layout
+    of the model (with pp = 1 every slot is rank 0), and a decision with one value (here the pinned
+    precision). What is left still checks every distinct rank: the pipelined branch keeps the
+    first and the last stage's memory."""
+    from vramplan.solver.cpsat_bounds import branch_layouts, branch_of
+    from vramplan.solver.cpsat_model import build_cluster_model
+    from vramplan.solver.tables import stage_slots
+
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=64, gpus=H100, max_gpus=16,
+                       pins=Pins(precision="bf16"))
+    space = build_space(CATALOGUE, query)
+    c = next(i for i, cluster in enumerate(space.clusters) if cluster.num_gpus == 16)
+    shape = space.clusters[c].shape
+    branches = sorted({branch_of(space.layouts[l]) for l in space.cluster_layouts(shape)})
+    assert {pp for pp, _ in branches} >= {1, 2}
+    for branch in branches:
+        unit = build_cluster_model(space, c, None, [], branch_layouts(space, shape, branch))
+        proto = unit.model.proto
+        names = [proto.variables[i].name for i in range(len(proto.variables))]
+        ranks = len(set(stage_slots(space.arch, branch[0], space.num_slots)))
+        assert sum(name.startswith("static") for name in names) == ranks
+        assert sum(name.startswith("activations") for name in names) == ranks
+        precision = names.index("p")
+        tables = [proto.constraints[i].table for i in range(len(proto.constraints)) if proto.constraints[i].has_table()]
+        assert tables and all(precision not in [e.vars[0] for e in table.exprs] for table in tables)
