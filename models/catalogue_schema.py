@@ -225,6 +225,13 @@ class Architecture(_Row):
             raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
         return self
 
+    def __hash__(self) -> int:
+        """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
+        a name with other values only compare. The functools caches of models/ are keyed by the
+        architecture (400,000 hashes over the batch benchmark's 1,363-row sample); pydantic's
+        frozen-model hash hashes all 44 fields each time (2 us, 3% of that sample's CPU)."""
+        return hash(self.name)
+
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 1

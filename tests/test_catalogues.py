@@ -537,3 +537,19 @@ def test_model_directory_with_config_json(catalogue, tmp_path):
     (model_dir / "config.json").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     arch = catalogue.architecture(str(model_dir))
     assert arch.name == "llama-3.1-8b" and count_params(arch).total == 8_030_261_248
+
+
+def test_architecture_and_job_hashes_agree_with_equality() -> None:
+    """Architecture and Job hash a few fields (the functools caches of models/ hash them hundreds
+    of thousands of times a batch): equal values must still hash alike, and values that differ
+    only outside those fields must stay distinct keys."""
+    from vramplan.models.setup import Job
+
+    arch = load_catalogue().architectures["llama-3.1-8b"]
+    twin = type(arch).model_validate(arch.model_dump())
+    deeper = arch.model_copy(update={"num_layers": arch.num_layers + 1})
+    assert twin is not arch and twin == arch and hash(twin) == hash(arch)
+    assert deeper != arch and {arch: 1, deeper: 2, twin: 3} == {arch: 3, deeper: 2}
+    job, other = Job(seq_len=4096), Job(seq_len=4096, lora_rank=8)
+    assert Job(seq_len=4096) == job and hash(Job(seq_len=4096)) == hash(job)
+    assert other != job and len({job: 1, other: 2, Job(seq_len=4096): 3}) == 2
