@@ -100,6 +100,33 @@ def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
     return relaxed.model_copy(update=update)
 
 
+# What decides a query's plans besides its restrictions: equal in two queries, or neither space
+# says anything of the other's (pricing and providers decide which offerings exist: an empty
+# provider list is not all of them, as list/ rows need --provider list).
+_SAME_SPACE_FIELDS = ("model", "job", "tokens", "pricing", "providers")
+
+
+def within(query: SolveQuery, bound: SolveQuery) -> bool:
+    """Whether every plan of `query` is a plan of `bound`: the same model, job, global batch,
+    tokens, pricing and providers, and every restriction of `bound` held by `query` too (its GPUs
+    among bound's, its GPU and node limits, budget and deadline at most bound's, bound's pins
+    pinned alike). A query within one that nothing fits has nothing to fit either."""
+    if any(getattr(query, name) != getattr(bound, name) for name in _SAME_SPACE_FIELDS):
+        return False
+    if query.effective_global_batch != bound.effective_global_batch:
+        return False
+    if bound.gpus and not (query.gpus and set(query.gpus) <= set(bound.gpus)):  # no GPUs named: all of them
+        return False
+    if query.max_gpus > bound.max_gpus:
+        return False
+    for name in ("max_nodes", "budget_usd", "deadline_hours"):
+        limit = getattr(bound, name)
+        if limit is not None and (getattr(query, name) is None or getattr(query, name) > limit):
+            return False
+    pins = query.pins.model_dump()
+    return all(value is None or pins[name] == value for name, value in bound.pins.model_dump().items())
+
+
 def _pinned_fields(query: SolveQuery) -> dict[str, tuple[str, object]]:
     """The query's pins of inner decisions by restriction label: label -> (field, pinned value)."""
     pins = ((name, getattr(query.pins, name)) for name in PINNED_INNER_FIELDS)
