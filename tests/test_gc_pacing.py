@@ -31,7 +31,9 @@ def _cycle() -> weakref.ref:
 @pytest.fixture(autouse=True)
 def unfrozen():
     gc.collect()
+    thresholds = gc.get_threshold()
     yield
+    gc.set_threshold(*thresholds)
     gc.unfreeze()
     gc.collect()
 
@@ -69,6 +71,7 @@ def test_a_batch_chunk_freezes_what_its_rows_keep(monkeypatch):
     _, answers = batch_worker.solve_chunk(catalogue, plan.jobs)
     assert answers[0]["status"] == "optimal"
     assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[0] == gc_pacing.YOUNG_OBJECTS  # young collections per 50,000 new objects
     spaces = batch_worker._tables._spaces  # the memo's store of spaces, a tracked container
     assert spaces and gc.is_tracked(spaces)
     assert id(spaces) not in {id(obj) for obj in gc.get_objects()}  # in no generation: frozen
@@ -78,6 +81,7 @@ def test_the_serial_backend_leaves_the_callers_collector_alone(monkeypatch):
     monkeypatch.setattr(batch_worker, "_tables", TableMemo())
     gc.unfreeze()
     rows = [{"model": "gpt2-124m", "seq_len": "1024", "gpus": "h100-sxm-80gb", "max_gpus": "2"}]
+    thresholds = gc.get_threshold()
     answers = list(run_batch(load_catalogue(), enumerate(rows), BatchOptions(backend="serial")))
     assert answers[0][1]["status"] == "optimal"
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
