@@ -179,14 +179,14 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     sample, 405 counts were proven one at a time not to fit, 1.1 s of its 28 s of CPU)."""
     found: list[Mitigation] = []
     empty = [conflict] if conflict is not None else []  # queries nothing fits
-    asked: list[SolveQuery] = []
+    asked = None  # the cover last asked of `fits` (the "more GPUs" counts come one after another)
     more_gpus_fitted = False
     for change, changed, cover in _mitigations(query, space, catalogue):
         if change.startswith("more GPUs") and more_gpus_fitted:
             continue
         try:
-            if cover is not None and fits is not None and not any(cover is q for q in asked):
-                asked.append(cover)
+            if cover is not None and fits is not None and cover is not asked:
+                asked = cover
                 if not fits(cover):
                     empty.append(cover)
             plan = None if any(within(changed, q) for q in empty) else solve_one(changed)
@@ -254,8 +254,8 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
     elif conflicts == []:
         parts.append("no restriction is to blame: nothing in the catalogue fits this job")
-    # A conflict proven (by `fits`: nothing of the relaxed query with these restrictions fits;
-    # [] when nothing of the relaxed query fits at all).
+    # A proven conflict: nothing of the relaxed query with these restrictions fits (asked of
+    # `fits`; all of them: the user's query, infeasible; []: the relaxed query itself).
     conflict = only_restrictions(query, conflicts) if conflicts is not None else None
     fixes = mitigations(query, space, catalogue, solve_one, fits, conflict)
     fitting = [m for m in fixes if m.fits]

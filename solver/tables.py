@@ -177,8 +177,9 @@ class Tables:
             return value
 
     def kept(self, key: tuple, compute):
-        """A value the integer tables derive from this job's domains (solver/space_tables.py),
-        computed once per key; not a models/ evaluation."""
+        """A value the integer tables derive from this job's domains (solver/space_tables.py), or a
+        plan's re-evaluation (solver/verify.py), computed once per key; not counted as a models/
+        evaluation of the tables."""
         return self._called(key, compute)
 
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
