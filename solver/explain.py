@@ -185,11 +185,13 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
         if change.startswith("more GPUs") and more_gpus_fitted:
             continue
         try:
-            if cover is not None and fits is not None and cover is not asked:
-                asked = cover
-                if not fits(cover):
+            known_empty = any(within(changed, q) for q in empty)
+            if not known_empty and cover is not None and fits is not None and cover is not asked:
+                asked = cover  # asked once, and only when the conflict does not already cover the counts
+                known_empty = not fits(cover)
+                if known_empty:
                     empty.append(cover)
-            plan = None if any(within(changed, q) for q in empty) else solve_one(changed)
+            plan = None if known_empty else solve_one(changed)
         except TimeLimitReached:
             found.append(Mitigation(change=change, fits=False, tried=False))
             break
