@@ -15,7 +15,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.performance import communication_bytes_per_step
 from vramplan.models.setup import Job, Plan
 from vramplan.solver.brute import feasible_points
-from vramplan.solver.cpsat_bounds import LAST_TIER, UnitBounds
+from vramplan.solver.cpsat_bounds import LAST_TIER, UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space import build_space
@@ -75,6 +75,24 @@ def test_lower_bounds_hold_at_every_feasible_point(seed: int) -> None:
     # and the ZeRO x offload's own traffic and optimizer step. (The memory tier 3 only rises above
     # tier 2 on units whose fastest terms cannot fit, which these spaces' feasible points never sit on.)
     assert tighter[0] and tighter[1] and tighter[3], tighter
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_branch_layouts_partition_each_shapes_layouts_in_order(seed: int) -> None:
+    """branch_layouts reads a grouping made once per count and TP reach: for every cluster shape,
+    each branch's layouts are exactly the shape's layouts on that branch, in cluster_layouts' order,
+    and the branches together hold every layout of the shape once."""
+    space = build_space(CATALOGUE, _query(seed).model_copy(update={"gpus": ()}))
+    shapes = {cluster.shape for cluster in space.clusters}
+    assert len({shape[2] for shape in shapes}) > 1, "the shapes should differ in GPUs per instance (TP reach)"
+    for shape in shapes:
+        layouts = space.cluster_layouts(shape)
+        branches = {branch_of(space.layouts[l]) for l in layouts}
+        assert len(branches) > 1 or len(layouts) == 1
+        for branch in branches:
+            assert branch_layouts(space, shape, branch) == [l for l in layouts if branch_of(space.layouts[l]) == branch]
+        assert sorted(l for branch in branches for l in branch_layouts(space, shape, branch)) == sorted(layouts)
+        assert branch_layouts(space, shape, (999, 999)) == []
 
 
 @pytest.mark.parametrize(("offload", "count"), [("none", 16), ("optimizer", 2)])
