@@ -157,7 +157,7 @@ class SearchSpace:
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
     layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
-    layout_groups: dict[tuple[int, int], dict] = field(default_factory=dict)  # (n, TP reach): cluster_layout_groups
+    layout_groups: dict[tuple, dict] = field(default_factory=dict)  # (group, n, TP reach): cluster_layout_groups
     shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use
     evaluations_before: int = 0
 
@@ -258,10 +258,9 @@ class SearchSpace:
         return layouts
 
     def cluster_layout_groups(self, shape: tuple, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
-        """cluster_layouts(shape) by group(layout), each group in that order; the grouping is made
-        once per count and TP reach (the branch-and-bound asks a shape's layouts of one branch,
-        solver/cpsat_bounds.branch_layouts, ~50,000 times on the batch benchmark's 1,363-row sample)."""
-        key = _reach(shape)
+        """cluster_layouts(shape) by group(layout), in that order, made once per group, count and TP
+        reach (cpsat_bounds.branch_layouts asks ~50,000 times on the batch benchmark's 1,363-row sample)."""
+        key = (group, *_reach(shape))
         groups = self.layout_groups.get(key)
         if groups is None:
             groups = self.layout_groups[key] = {}
