@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from vramplan.solver.layouts import MAX_TP
+from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_tables import StepTables
 
@@ -135,7 +135,7 @@ def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> in
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:
     g, n, per_instance, _ = shape
     zf, r, p, b, l = inner
-    if (g, p) not in space.valid_gpu_precision or space.layouts[l].tp > min(per_instance, MAX_TP):
+    if (g, p) not in space.valid_gpu_precision or space.layouts[l].tp > tp_reach(per_instance):
         return None
     slots = memory_slots_mib(space, n, inner)
     if slots is None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vramplan.solver.candidates import Inner, InnerMetrics, inner_metrics, inner_tie
-from vramplan.solver.layouts import MAX_TP
+from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 
 
@@ -70,7 +70,7 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
 
 def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
     g, n, per_instance, _ = shape
-    return memory_peaks(space, g, n, min(per_instance, MAX_TP))
+    return memory_peaks(space, g, n, tp_reach(per_instance))
 
 
 def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
@@ -84,7 +84,7 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, 
     for shape in sorted({c.shape for c in space.clusters}):
         # Untimed, a shape's table is its GPU's and count's memory alone (and the TP its instance allows).
         gpu, count, per_instance, _ = space.unit_shape(shape)
-        key = (space.unit_shape(shape), timed) if timed else (gpu, count, min(per_instance, MAX_TP), timed)
+        key = (space.unit_shape(shape), timed) if timed else (gpu, count, tp_reach(per_instance), timed)
         if key not in space.shared.fitting:
             space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed) if timed else _memory_fitting(space, shape))
         layouts, fitting = space.shared.fitting[key]
@@ -114,7 +114,7 @@ def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, Inner
     that of the first most loaded rank, plus the buffers) and host RAM."""
     g, n, per_instance, _ = shape
     fitting = []
-    grids = _peaks(space, g, n, min(per_instance, MAX_TP))[0]
+    grids = _peaks(space, g, n, tp_reach(per_instance))[0]
     for l, precisions, batches, peak, static, dynamic in grids:
         zf, r, b, p = np.nonzero(peak <= space.limit_mib[g])
         order = np.lexsort((p, -b, r, zf))  # candidates.inner_tie: zf, r, larger micro-batch first, p

@@ -28,6 +28,12 @@ MAX_TP, MAX_PP, MAX_CP, MAX_EP, VPPS = 8, 16, 8, 8, (1,)
 CP_FROM_SEQ_LEN = 16384
 
 
+def tp_reach(gpus_per_instance: int) -> int:
+    """The largest TP degree a cluster with this many GPUs per instance can run (TP stays inside one
+    instance's NVLink domain, and no layout goes past MAX_TP)."""
+    return min(gpus_per_instance, MAX_TP)
+
+
 class Layout(NamedTuple):
     tp: int = 1
     pp: int = 1

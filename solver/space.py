@@ -28,7 +28,7 @@ from vramplan.models.errors import VramplanError
 from vramplan.models.memory import check_job
 from vramplan.models.setup import Job, Plan
 from vramplan.models.units import US_PER_S
-from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, Layout, layout_domain, valid_layouts
+from vramplan.solver.layouts import LAYOUT_PINS, Layout, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
     allowed_counts,
@@ -329,7 +329,7 @@ class SearchSpace:
 
 def _reach(shape: tuple) -> tuple[int, int]:
     """(count index, TP reach): what a cluster shape's layouts depend on (TP inside one instance)."""
-    return shape[1], min(shape[2], MAX_TP)
+    return shape[1], tp_reach(shape[2])
 
 
 def kept_valid_layouts(tables: Tables, query: SolveQuery) -> list[Layout]:
