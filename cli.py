@@ -45,7 +45,7 @@ def _exit_code(invoke) -> int:
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         # Imported here, not at the top: models.errors loads pydantic, which `vramplan --help` does not need.
-        from vramplan.models.errors import CommandFailure, VramplanError
+        from vramplan.models.core.errors import CommandFailure, VramplanError
 
         if isinstance(error, (VramplanError, CommandFailure)):
             _say(f"error: {error}", err=True)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from vramplan.batch import worker as batch_worker
 from vramplan.batch.pool import pool_context, start_helpers_ignoring_ctrl_c
-from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue
 
 log = logging.getLogger(__name__)
 

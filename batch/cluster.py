@@ -15,7 +15,7 @@ from typing import Any
 
 from vramplan.batch.backends import BatchError, ChunkDone, ChunkLost, Outcome
 from vramplan.batch.worker import package_version, solve_chunk
-from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue
 
 log = logging.getLogger(__name__)
 

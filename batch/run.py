@@ -1,7 +1,7 @@
 """Batch execution: solve many spreadsheet rows on a backend, yield each answer as it completes.
 
     for row_index, answer in run_batch(catalogue, rows, BatchOptions(backend="local")):
-        ...  # answer: the answer columns of batch/rows.py (status, error, plan, memory, cost)
+        ...  # answer: the answer columns of sheets/rows.py (status, error, plan, memory, cost)
 
 - Rows are validated here, in the client: a bad row is answered at once with status=error and
   never travels. Identical jobs (the same SolveQuery, whatever the `id` or the spelling of a
@@ -41,10 +41,10 @@ from vramplan.batch.backends import (
     default_workers,
 )
 from vramplan.batch.pool import start_helpers_ignoring_ctrl_c
-from vramplan.batch.rows import error_row, parse_row
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.errors import VramplanError
+from vramplan.sheets.rows import error_row, parse_row
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.errors import VramplanError
 
 log = logging.getLogger(__name__)
 

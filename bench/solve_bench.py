@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vramplan.models.catalogue import load_catalogue  # noqa: E402
-from vramplan.models.setup import Job  # noqa: E402
+from vramplan.models.catalogue.catalogue import load_catalogue  # noqa: E402
+from vramplan.models.core.setup import Job  # noqa: E402
 from vramplan.solver.api import solve  # noqa: E402
 from vramplan.solver.query import SolveQuery, SolveResult  # noqa: E402
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from vramplan.batch.formats import FORMATS
+from vramplan.sheets.formats import FORMATS
 from vramplan.commands.options import catalogue_options
 
 models_dir_option = click.option(

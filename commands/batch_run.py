@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from vramplan.batch.journal import (
+from vramplan.sheets.journal import (
     Journal,
     NoJournal,
     journal_path,
@@ -36,12 +36,12 @@ from vramplan.batch.journal import (
     row_key,
     typed_answer,
 )
-from vramplan.batch.output_file import OutputTarget, lock_output, output_target, refuse_inputs
-from vramplan.batch.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
-from vramplan.batch.sheet import format_of, read_table, require_extra, write_table
+from vramplan.sheets.output_file import OutputTarget, lock_output, output_target, refuse_inputs
+from vramplan.sheets.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
+from vramplan.sheets.sheet_files import format_of, read_table, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.options import open_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.core.errors import VramplanError
 
 SOLVED = ("optimal", "feasible")
 BACKEND_MODULES = {"ray": "ray", "dask": "distributed"}
@@ -148,7 +148,7 @@ def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
 
 
 def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
-    """The resume key of each row: its cells and what they parse to (batch/journal.py)."""
+    """The resume key of each row: its cells and what they parse to (sheets/journal.py)."""
     return [row_key(cells, parse_outcome(_job_cells(columns, cells))) for cells in table]
 
 
@@ -191,7 +191,7 @@ def _config_files_read(columns: list[str], table: list[list[Any]], catalogue: An
                        models_dir: Path) -> list[tuple[str, Path | None]]:
     """The config.json files the sheet's model cells name (read inside the models folder): the
     output may not replace one of them either."""
-    from vramplan.models.config_file import config_path
+    from vramplan.models.catalogue.config_file import config_path
 
     if "model" not in columns:
         return []

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vramplan.models.errors import CommandFailure
-from vramplan.solver.fleet_inputs import FleetQuery, FleetResult
+from vramplan.models.core.errors import CommandFailure
+from vramplan.fleet.inputs import FleetQuery, FleetResult
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from vramplan.batch.fleet_sheet import (
+from vramplan.fleet.sheet import (
     fleet_start,
     inventory_pools,
     market_pools,
@@ -32,8 +32,8 @@ from vramplan.batch.fleet_sheet import (
     read_jobs,
     resolve_jobs,
 )
-from vramplan.batch.output_file import lock_output, output_target, refuse_inputs
-from vramplan.batch.sheet import format_of, require_extra, write_table
+from vramplan.sheets.output_file import lock_output, output_target, refuse_inputs
+from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.fleet_output import (
     POOL_COLUMNS,
@@ -43,7 +43,7 @@ from vramplan.commands.fleet_output import (
     summary_lines,
 )
 from vramplan.commands.options import open_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.core.errors import VramplanError
 
 INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
 
@@ -63,7 +63,7 @@ def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
 
 
 def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
-    """Every file the run reads: no output may be one of them (batch/output_file.py)."""
+    """Every file the run reads: no output may be one of them (sheets/output_file.py)."""
     return [("jobs", options["jobs"]), ("inventory", options["inventory"]), ("gpus-csv", options.get("gpus_csv")),
             ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
 
@@ -77,8 +77,8 @@ def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> No
 
 def run_fleet_command(options: dict[str, Any]) -> None:
     """The fleet command's flow (module docstring)."""
-    from vramplan.solver.fleet import finish, prepare, session
-    from vramplan.solver.fleet_inputs import FleetQuery
+    from vramplan.fleet.planner import finish, prepare, session
+    from vramplan.fleet.inputs import FleetQuery
 
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])

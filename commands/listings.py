@@ -41,7 +41,7 @@ def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], colum
 @output_options
 def gpus(**options: Any) -> None:
     """List the GPU catalogue."""
-    from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+    from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 
     catalogue = open_catalogue(options)
     rows = [g.model_dump() for g in catalogue.gpus.values()]
@@ -56,7 +56,7 @@ def gpus(**options: Any) -> None:
 def models(**options: Any) -> None:
     """List the architecture catalogue with exact parameter counts."""
     from vramplan.commands.render_text import count
-    from vramplan.models.params import count_params
+    from vramplan.models.architecture.params import count_params
 
     catalogue = open_catalogue(options)
     rows = []
@@ -91,7 +91,7 @@ STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"
 @output_options
 def stacks(**options: Any) -> None:
     """List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."""
-    from vramplan.models.catalogue import load_stacks
+    from vramplan.models.catalogue.catalogue import load_stacks
 
     rows = [preset.model_dump() for preset in load_stacks().values()]
     _listing(rows, rows, STACK_COLUMNS, "Training stacks (recipe defaults; sources: --format json)", options)

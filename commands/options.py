@@ -10,7 +10,7 @@ import click
 
 # Only plain constants at import time: a command's --help builds these options, and pydantic,
 # the models and the solver are imported when the command runs (bench/help_bench.py).
-from vramplan.models.choices import (
+from vramplan.models.core.choices import (
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
     LOSSES,
@@ -25,19 +25,19 @@ from vramplan.models.choices import (
     SELECTIVES,
     STACKS,
 )
-from vramplan.models.errors import VramplanError, from_validation_error
+from vramplan.models.core.errors import VramplanError, from_validation_error
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-    from vramplan.models.catalogue import Catalogue
-    from vramplan.models.setup import Job
+    from vramplan.models.catalogue.catalogue import Catalogue
+    from vramplan.models.core.setup import Job
 
 FORMATS = ("table", "json", "csv")
 
 
 class GrammarNumber(click.ParamType):
-    """A number in the one grammar of models/numbers.py (the batch sheet's too); its range is checked
+    """A number in the one grammar of models/core/numbers.py (the batch sheet's too); its range is checked
     by the pydantic field it fills."""
 
     def __init__(self, name: str, parser: str) -> None:
@@ -46,8 +46,7 @@ class GrammarNumber(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return value  # a default already parsed
-        from vramplan.models import numbers
-
+        from vramplan.models.core import numbers
         parse: Callable[[str, Any], Any] = getattr(numbers, self._parser)
         try:
             return parse(param.name if param is not None and param.name else "value", value)
@@ -176,6 +175,6 @@ def estimate_recompute_option(options: dict[str, Any]) -> str:
 
 
 def open_catalogue(options: dict[str, Any]) -> Catalogue:
-    from vramplan.models.catalogue import load_catalogue
+    from vramplan.models.catalogue.catalogue import load_catalogue
 
     return load_catalogue(options.get("gpus_csv"), options.get("offerings_csv"), options.get("models_csv"))

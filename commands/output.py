@@ -87,7 +87,7 @@ def _cell(value: Any) -> Any:
 
 def csv_text(rows: Iterable[Mapping[str, Any]]) -> str:
     """CSV with every text cell (header included) neutralised like batch output (OWASP CSV injection)."""
-    from vramplan.batch.sheet import neutralise
+    from vramplan.sheets.sheet_files import neutralise
 
     def safe(value: Any) -> Any:
         value = _cell(value)

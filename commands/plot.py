@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vramplan.commands.render_text import count
-from vramplan.models.results import PILLARS, MemoryReport
-from vramplan.models.units import BYTES_PER_GIB
+from vramplan.models.core.results import PILLARS, MemoryReport
+from vramplan.models.core.units import BYTES_PER_GIB
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -33,7 +33,7 @@ def require_matplotlib(image: Path | None = None) -> None:
     """Fail before any work: an image name without a known extension is bad input (exit 2), a
     missing extra one line naming it (exit 1)."""
     if image is not None and image.suffix.lower() not in IMAGE_SUFFIXES:
-        from vramplan.models.errors import VramplanError
+        from vramplan.models.core.errors import VramplanError
 
         raise VramplanError("plot", str(image), f"must end in {', '.join(IMAGE_SUFFIXES)}")
     _pyplot()

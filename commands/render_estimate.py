@@ -6,7 +6,7 @@ from typing import Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
 from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, percent, render
-from vramplan.models.results import EstimateResult
+from vramplan.models.core.results import EstimateResult
 
 
 def plan_line(result: EstimateResult) -> str:

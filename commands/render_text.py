@@ -7,8 +7,8 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen
-from vramplan.models.results import PILLARS, MemoryReport, PerformanceReport
-from vramplan.models.units import BYTES_PER_GIB
+from vramplan.models.core.results import PILLARS, MemoryReport, PerformanceReport
+from vramplan.models.core.units import BYTES_PER_GIB
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
     from rich.table import Table

@@ -9,7 +9,7 @@ from html import escape
 from vramplan.commands import plot
 from vramplan.commands.render_solve import objective_text, plan_summary
 from vramplan.commands.render_text import count, efficiency_note, gib, percent
-from vramplan.models.results import PILLARS, MemoryReport
+from vramplan.models.core.results import PILLARS, MemoryReport
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 STYLE = """

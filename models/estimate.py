@@ -6,16 +6,16 @@ here, in exact bytes.
 
 from __future__ import annotations
 
-from vramplan.models.calibration import compute_efficiency
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
-from vramplan.models.errors import VramplanError
-from vramplan.models.lora import trainable_params
-from vramplan.models.memory import MemoryBreakdown, memory_per_gpu
-from vramplan.models.params import count_params
-from vramplan.models.performance import Performance, performance
-from vramplan.models.results import (
+from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.time.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.architecture.params import count_params
+from vramplan.models.time.performance import Performance, performance
+from vramplan.models.core.results import (
     ActivationDetail,
     CostReport,
     EstimateResult,
@@ -24,7 +24,7 @@ from vramplan.models.results import (
     OverheadDetail,
     PerformanceReport,
 )
-from vramplan.models.setup import Job, Plan
+from vramplan.models.core.setup import Job, Plan
 
 HOURS_PER_DAY = 24
 

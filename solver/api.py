@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.candidates import cluster_accepts, inner_metrics, step_cap_us
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import SolvedPlan, SolveQuery

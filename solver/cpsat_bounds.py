@@ -21,8 +21,8 @@ import bisect
 from dataclasses import dataclass
 from itertools import accumulate
 
-from vramplan.models.parallel_time import bubble_s
-from vramplan.models.units import BYTES_PER_MIB, to_us
+from vramplan.models.time.parallel_time import bubble_s
+from vramplan.models.core.units import BYTES_PER_MIB, to_us
 from vramplan.solver.candidates import Inner, step_us, tail_us
 from vramplan.solver.layouts import Layout
 from vramplan.solver.space import SearchSpace

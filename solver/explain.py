@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Iterator
 from itertools import combinations, groupby, product
 
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.units import BYTES_PER_GIB, BYTES_PER_MIB
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.fitting import shape_points

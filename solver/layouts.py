@@ -1,6 +1,6 @@
 """The parallel layouts a query searches: (tp, pp, cp, ep, vpp, sequence parallelism).
 
-Megatron-Core's rank layout (models/parallel.py): num_gpus = tp x pp x cp x dp, expert
+Megatron-Core's rank layout (models/architecture/parallel.py): num_gpus = tp x pp x cp x dp, expert
 parallelism carved from the dp x cp ranks. The solver searches power-of-two degrees (what
 Megatron and torchtitan users run, and what keeps dp integral on power-of-two clusters):
 tp up to one instance's GPUs (NVLink) and 8, pp up to 16 stages (Llama 3 405B ran 16), vpp 1, 2
@@ -18,10 +18,10 @@ from __future__ import annotations
 from itertools import product
 from typing import NamedTuple
 
-from vramplan.models.catalogue_schema import Architecture, GpuSpec
-from vramplan.models.errors import VramplanError
-from vramplan.models.parallel import check_layout
-from vramplan.models.setup import Job, Plan
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.architecture.parallel import check_layout
+from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query import Pins
 
 MAX_TP, MAX_PP, MAX_CP, MAX_EP, VPPS = 8, 16, 8, 8, (1,)

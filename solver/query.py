@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from vramplan.models.cost import Pricing
-from vramplan.models.errors import VramplanError
-from vramplan.models.numbers import Count, Real
-from vramplan.models.results import (
+from vramplan.models.time.cost import Pricing
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import Count, Real
+from vramplan.models.core.results import (
     CostReport,
     MemoryReport,
     ModelInfo,
     PerformanceReport,
 )
 from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
-from vramplan.models.setup import (
+from vramplan.models.core.setup import (
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
     Job,

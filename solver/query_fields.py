@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vramplan.models.catalogue import load_stacks
-from vramplan.models.setup import Job, RuntimeReserve
-from vramplan.models.stack import plan_recompute, with_preset
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.core.setup import Job, RuntimeReserve
+from vramplan.models.catalogue.stack import plan_recompute, with_preset
 from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
               "capacity_fraction")
-# Training-stack recipe fields (models/stack.py): unset ones come from the --stack preset.
+# Training-stack recipe fields (models/catalogue/stack.py): unset ones come from the --stack preset.
 STACK_FIELDS = ("stack", "master_weights", "loss", "loss_chunks", "selective", "recompute_layers",
                 "optimizer_in_backward", "activation_offload", "qlora_prep", "fragmentation_fraction")
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from vramplan.models.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.cpsat_model import LeanCpModel

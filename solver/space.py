@@ -17,17 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vramplan.models.catalogue import Catalogue
-from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.cost import (
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
     instance_price_usd_per_hour,
     num_instances,
 )
-from vramplan.models.errors import VramplanError
-from vramplan.models.memory import check_job
-from vramplan.models.setup import Job, Plan
-from vramplan.models.units import US_PER_S
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.memory import check_job
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import US_PER_S
 from vramplan.solver.layouts import LAYOUT_PINS, Layout, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from itertools import product
 
-from vramplan.models.catalogue import Catalogue, load_stacks
-from vramplan.models.catalogue_schema import GpuSpec, Offering
-from vramplan.models.cost import num_instances
-from vramplan.models.errors import VramplanError
-from vramplan.models.memory import check_gpu_precision
-from vramplan.models.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
+from vramplan.models.catalogue.catalogue import Catalogue, load_stacks
+from vramplan.models.core.catalogue_schema import GpuSpec, Offering
+from vramplan.models.time.cost import num_instances
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.memory import check_gpu_precision
+from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.tables import RecomputeChoice
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 
-from vramplan.models.errors import VramplanError
-from vramplan.models.memory import check_gpu_precision
-from vramplan.models.performance import overlap_windows_s
-from vramplan.models.units import US_PER_S, to_us, to_us_array
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.memory import check_gpu_precision
+from vramplan.models.time.performance import overlap_windows_s
+from vramplan.models.core.units import US_PER_S, to_us, to_us_array
 from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:

@@ -14,20 +14,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vramplan.models.activations import (
+from vramplan.models.memory.activations import (
     MicrobatchActivations,
     microbatch_activations,
     stage_activations,
 )
-from vramplan.models.catalogue_schema import Architecture, GpuSpec
-from vramplan.models.model_states import ModelStates, model_states
-from vramplan.models.overhead import overhead
-from vramplan.models.parallel import candidate_stages, stage_layer_kinds
-from vramplan.models.parallel_activations import inflight_chunks
-from vramplan.models.parallel_overhead import num_communicators
-from vramplan.models.parallel_time import bubble_s, parallel_seconds, parallel_traffic
-from vramplan.models.flops import plan_flops_per_token
-from vramplan.models.performance import (
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.memory.model_states import ModelStates, model_states
+from vramplan.models.memory.overhead import overhead
+from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds
+from vramplan.models.memory.parallel_activations import inflight_chunks
+from vramplan.models.memory.parallel_overhead import num_communicators
+from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic
+from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.performance import (
     DpTraffic,
     OptimizerTraffic,
     communication_bandwidth_gb_per_s,
@@ -40,8 +40,8 @@ from vramplan.models.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
-from vramplan.models.setup import Job, Plan
-from vramplan.models.units import bytes_to_mib_ceil, ceil_div, to_us_array
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div, to_us_array
 from vramplan.solver.layouts import Layout, layout_plan
 
 
@@ -192,7 +192,7 @@ class Tables:
         states = self.rank_states(layout, zero, offload, n, precision, stage)
         zero_group, _, communicators = self._groups(layout, n)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
-        # the ZeRO-3 live module (tp): models/memory_terms.py's table of what each term depends on.
+        # the ZeRO-3 live module (tp): models/memory/memory_terms.py's table of what each term depends on.
         base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1),
                          lambda: self._overhead_base_bytes(self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)))
         static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,

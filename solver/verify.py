@@ -4,11 +4,11 @@ floating-point time, and its objective recomputed; a disagreement is an internal
 from __future__ import annotations
 
 from vramplan.models.estimate import estimate_plan
-from vramplan.models.results import EstimateResult
+from vramplan.models.core.results import EstimateResult
 from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
-from vramplan.models.units import US_PER_S
+from vramplan.models.core.units import US_PER_S
 from vramplan.solver.space import PRICE_UNITS_PER_USD, SearchSpace
 
 # Integer step times round compute, the forward and backward traffic (or the tail), the optimizer

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.memory import MemoryBreakdown, memory_per_gpu
-from vramplan.models.setup import Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.core.setup import Plan
 from vramplan.solver.query_fields import estimate_recompute, job_from_fields
 
 DATA = Path(__file__).parent / "data" / "measured_peaks.csv"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.activation_terms import Shape, layer_terms, output_terms
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activation_terms import Shape, layer_terms, output_terms
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 MIB = 2**20

@@ -1,4 +1,4 @@
-"""The family registry (models/hf_families.py): every supported model_type maps its config.json onto
+"""The family registry (models/catalogue/hf_families.py): every supported model_type maps its config.json onto
 the parts, and the memory model reads only the parts. Golden counts: transformers 5.24 on the meta
 device (tests/golden_params.py); configs: the models' published config.json (tests/fixtures)."""
 
@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from golden_params import HF_PARAM_COUNTS
 
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
-from vramplan.models.flops import forward_flops_per_token
-from vramplan.models.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_config
-from vramplan.models.params import count_params, layer_groups
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.time.flops import forward_flops_per_token
+from vramplan.models.catalogue.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_config
+from vramplan.models.architecture.params import count_params, layer_groups
+from vramplan.models.core.setup import Job, Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf_configs"
@@ -144,8 +144,10 @@ def test_catalogue_names_are_case_insensitive() -> None:
     assert CATALOGUE.architecture("Qwen3-8B") is CATALOGUE.architecture("qwen3-8b")
 
 
-MEMORY_MODEL = ("params.py", "activation_terms.py", "activations.py", "flops.py", "lora.py", "model_states.py",
-                "memory.py", "overhead.py", "performance.py", "estimate.py")
+# Every module of the memory, time and estimate model (models/catalogue/ maps config.json's
+# model_type to architecture fields; nothing after it may branch on the family's name).
+MEMORY_MODEL = sorted(str(path.relative_to(ROOT / "models")) for path in (ROOT / "models").rglob("*.py")
+                      if path.relative_to(ROOT / "models").parts[0] != "catalogue")
 
 
 @pytest.mark.parametrize("module", MEMORY_MODEL)

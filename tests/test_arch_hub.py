@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("huggingface_hub")
 
-from vramplan.models.catalogue import load_catalogue  # noqa: E402
-from vramplan.models.errors import VramplanError  # noqa: E402
-from vramplan.models.params import count_params  # noqa: E402
+from vramplan.models.catalogue.catalogue import load_catalogue  # noqa: E402
+from vramplan.models.core.errors import VramplanError  # noqa: E402
+from vramplan.models.architecture.params import count_params  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf_configs"
 REVISION = "0123456789abcdef0123456789abcdef01234567"

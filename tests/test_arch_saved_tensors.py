@@ -29,9 +29,9 @@ pytest.importorskip("transformers")
 from transformers import AutoConfig  # noqa: E402
 
 from tests.tools.saved_tensors_probe import SMALL_CONFIGS, probe  # noqa: E402
-from vramplan.models.activation_terms import Shape, layer_terms  # noqa: E402
-from vramplan.models.hf_config import architecture_from_config  # noqa: E402
-from vramplan.models.params import layer_group  # noqa: E402
+from vramplan.models.memory.activation_terms import Shape, layer_terms  # noqa: E402
+from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
+from vramplan.models.architecture.params import layer_group  # noqa: E402
 
 B, S, E = 2, 64, 2
 # family -> {attn: measured / estimated per layer, in layer order}
@@ -101,8 +101,8 @@ def _peak_kwargs(name: str) -> tuple[str, dict]:
 @pytest.mark.parametrize(("name", "attn", "checkpointing"), PEAK_CASES)
 def test_activation_pillar_bounds_measured_peak(name: str, attn: str, checkpointing: bool) -> None:
     from tests.test_saved_tensors import _measured_activation_peak
-    from vramplan.models.activations import activations
-    from vramplan.models.setup import Job, Plan
+    from vramplan.models.memory.activations import activations
+    from vramplan.models.core.setup import Job, Plan
 
     model_type, kwargs = _peak_kwargs(name)
     arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch import journal as batch_journal
+from vramplan.sheets import journal as batch_journal
 from vramplan.batch import run as solver_batch
-from vramplan.batch import sheet as batch_sheet
+from vramplan.sheets import sheet_files as batch_sheet
 from vramplan.batch import worker as batch_worker
 from vramplan.batch.backends import ChunkDone, ChunkLost
-from vramplan.batch.rows import (
+from vramplan.sheets.rows import (
     ANSWER_COLUMNS,
     INPUT_COLUMNS,
     _Cells,
@@ -36,8 +36,8 @@ from vramplan.batch.rows import (
 )
 from vramplan.batch.run import BatchError, BatchOptions, check_versions, chunk_size, group_chunks, plan_jobs, run_batch
 from vramplan.cli import main
-from vramplan.models.catalogue import Catalogue, load_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
+from vramplan.models.core.errors import VramplanError
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from vramplan.batch import worker as batch_worker
 from vramplan.batch.run import BatchError, BatchOptions, run_batch
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}
 ROWS = (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch import output_file
+from vramplan.sheets import output_file
 from vramplan.cli import main
 
 ROW = "model,seq_len,gpus,max_gpus\nllama-3.1-8b,2048,h100-sxm-80gb,8\n"
@@ -127,7 +127,7 @@ def test_a_stale_temporary_file_of_a_killed_run_is_removed(tmp_path):
 SIGTERM_DURING_WRITE = """
 import os, signal, sys
 from pathlib import Path
-from vramplan.batch import output_file
+from vramplan.sheets import output_file
 real_fsync = os.fsync
 def fsync_then_sigterm(fd):
     real_fsync(fd)
@@ -164,8 +164,7 @@ def test_an_unwritable_output_names_the_file(tmp_path, monkeypatch):
 
 
 def test_a_journal_that_cannot_be_written_names_it(tmp_path, monkeypatch):
-    from vramplan.batch import journal as batch_journal
-
+    from vramplan.sheets import journal as batch_journal
     def full(self, record):
         if "row" in record:
             raise OSError(28, "No space left on device")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch.rows import MAX_CELL_CHARS
+from vramplan.sheets.rows import MAX_CELL_CHARS
 from vramplan.cli import main
 
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}
@@ -169,12 +169,12 @@ def test_more_workers_than_cpus_is_clamped_with_one_warning(tmp_path):
 WORKER_BUG = """
 import sys
 from vramplan.batch import worker
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 def broken(catalogue, query, **kwargs):
     raise RuntimeError("a bug")
 worker.solve = broken
 worker.init_pool_worker(load_catalogue())
-from vramplan.batch.rows import parse_row
+from vramplan.sheets.rows import parse_row
 job = parse_row({"model": "llama-3.1-8b", "seq_len": "2048"}).model_dump(mode="json")
 answer = worker.solve_job(worker._worker_catalogue, job)
 print(answer["status"], answer["error"])

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch.rows import check_columns, misspells, output_row, parse_row
+from vramplan.sheets.rows import check_columns, misspells, output_row, parse_row
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
 from vramplan.solver.api import solve
 
 FAST = {"gpus": "h100-sxm-80gb", "max_gpus": "8"}

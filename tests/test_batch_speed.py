@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from vramplan.batch import worker as batch_worker
-from vramplan.batch.rows import output_row, parse_row
+from vramplan.sheets.rows import output_row, parse_row
 from vramplan.batch.run import plan_jobs
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver import tables as solver_tables
 from vramplan.solver.api import solve
 from vramplan.solver.table_memo import TableMemo

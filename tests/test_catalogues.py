@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from vramplan.models.catalogue import ARCHITECTURES_CSV, GPUS_CSV, OFFERINGS_CSV, load_catalogue
-from vramplan.models.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.errors import VramplanError
-from vramplan.models.params import count_params
+from vramplan.models.catalogue.catalogue import ARCHITECTURES_CSV, GPUS_CSV, OFFERINGS_CSV, load_catalogue
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.architecture.params import count_params
 
 TESTS_DIR = Path(__file__).resolve().parent
 CATALOGUE_DIR = TESTS_DIR.parent / "catalogues"
@@ -543,7 +543,7 @@ def test_architecture_and_job_hashes_agree_with_equality() -> None:
     """Architecture and Job hash a few fields (the functools caches of models/ hash them hundreds
     of thousands of times a batch): equal values must still hash alike, and values that differ
     only outside those fields must stay distinct keys."""
-    from vramplan.models.setup import Job
+    from vramplan.models.core.setup import Job
 
     arch = load_catalogue().architectures["llama-3.1-8b"]
     twin = type(arch).model_validate(arch.model_dump())

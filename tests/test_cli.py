@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 from vramplan.models.estimate import estimate
-from vramplan.models.results import PILLARS, EstimateResult
-from vramplan.models.setup import Job, Plan
+from vramplan.models.core.results import PILLARS, EstimateResult
+from vramplan.models.core.setup import Job, Plan
 
 TESTS_DIR = Path(__file__).resolve().parent
 HF_CONFIGS = TESTS_DIR / "fixtures" / "hf_configs"

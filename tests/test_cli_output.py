@@ -29,10 +29,10 @@ def run(args: list[str], columns: int | None):
 
 @pytest.fixture(scope="module")
 def headline_result():
-    from vramplan.models.catalogue import load_catalogue
+    from vramplan.models.catalogue.catalogue import load_catalogue
     from vramplan.solver.api import solve
     from vramplan.solver.query import SolveQuery
-    from vramplan.models.setup import Job
+    from vramplan.models.core.setup import Job
 
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost",
                        top_k=3, pareto=True)
@@ -210,7 +210,7 @@ def test_user_text_has_no_internal_wording(args):
 def test_borrowed_efficiency_is_said_in_the_table_and_json():
     import json
 
-    # MI300X (CDNA3) has no published calibration run: models/calibration.py reuses Hopper's.
+    # MI300X (CDNA3) has no published calibration run: models/time/calibration.py reuses Hopper's.
     mi300x = ["estimate", "--model", "llama-3.1-8b", "--gpu", "mi300x-192gb", "--num-gpus", "8", "--zero", "3"]
     table = run(mi300x, None).stdout
     perf = json.loads(run([*mi300x, "--format", "json"], None).stdout)["performance"]

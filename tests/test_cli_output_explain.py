@@ -11,7 +11,7 @@ import re
 from click.testing import CliRunner
 
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 
 HEADLINE = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
             "--tokens", "2e9"]

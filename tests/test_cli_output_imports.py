@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from vramplan.cli import COMMANDS, main
 
 # Not on any --help: the group lists the commands without importing them, and each command's module
-# declares its options from plain constants (models/choices.py, solver/choices.py, batch/formats.py)
+# declares its options from plain constants (models/core/choices.py, solver/choices.py, sheets/formats.py)
 # and imports pydantic, the models, the solver and the sheet machinery when it runs: pydantic alone
 # is ~60 ms, the models ~150 ms, the batch rows and journal ~300 ms (bench/help_bench.py).
-HEAVY = ("ortools", "pandas", "rich", "matplotlib", "pydantic", "vramplan.models.setup", "vramplan.solver.query",
-         "vramplan.batch.rows")
+HEAVY = ("ortools", "pandas", "rich", "matplotlib", "pydantic", "vramplan.models.core.setup", "vramplan.solver.query",
+         "vramplan.sheets.rows")
 CHEAP_HELP = ["estimate", "solve", "batch", "fleet", "gpus", "models", "offerings", "stacks"]
 
 PROBE = """

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.calibration import COMMUNICATION_EFFICIENCY
-from vramplan.models.catalogue import load_catalogue, load_stacks
-from vramplan.models.collectives import group_nodes, ring_latency_s
-from vramplan.models.flops import plan_flops_per_token, training_flops_per_token
-from vramplan.models.parallel_time import tp_time_s
-from vramplan.models.performance import (
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.catalogue.catalogue import load_catalogue, load_stacks
+from vramplan.models.time.collectives import group_nodes, ring_latency_s
+from vramplan.models.time.flops import plan_flops_per_token, training_flops_per_token
+from vramplan.models.time.parallel_time import tp_time_s
+from vramplan.models.time.performance import (
     communication_phases_s,
     compute_time_s,
     dp_traffic,
@@ -29,8 +29,8 @@ from vramplan.models.performance import (
     overlap_windows_s,
     performance,
 )
-from vramplan.models.setup import Job, Plan
-from vramplan.models.units import BYTES_PER_GB
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space import build_space
 from vramplan.solver.space_domains import PARTIAL_RECOMPUTE_SHARES

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
-from vramplan.models.performance import communication_bytes_per_step
-from vramplan.models.setup import Job, Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.time.performance import communication_bytes_per_step
+from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.brute import feasible_points
 from vramplan.solver.cpsat_bounds import LAST_TIER, UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query import Pins, SolveQuery

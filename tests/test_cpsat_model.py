@@ -9,9 +9,9 @@ import time
 import pytest
 from click.testing import CliRunner
 from vramplan.cli import main
-from vramplan.models.catalogue import Catalogue, load_catalogue
-from vramplan.models.catalogue_schema import Offering
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
+from vramplan.models.core.catalogue_schema import Offering
+from vramplan.models.core.setup import Job
 from vramplan.solver import cpsat_engine
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
@@ -103,7 +103,7 @@ def _offering(instance_type: str, gpus: int, price: float) -> Offering:
 def test_equal_price_prefers_fewer_larger_instances() -> None:
     """16 GPUs as 2 x 8-GPU nodes or 16 x 1-GPU pods, same price per GPU and network: pinned
     data-parallel (tp = pp = 1) both cross instances, so memory and bandwidth tie; the pods' ZeRO-3
-    rings take 15 network hops instead of 1 (NCCL's ring latency, models/collectives.py), so the
+    rings take 15 network hops instead of 1 (NCCL's ring latency, models/time/collectives.py), so the
     two whole nodes come first and the pods second, no faster."""
     pods, node = _offering("pod1", 1, 3.0), _offering("node8", 8, 24.0)
     catalogue = Catalogue(gpus=CATALOGUE.gpus, offerings={o.name: o for o in (pods, node)},
@@ -147,7 +147,7 @@ def test_shared_tables_give_the_same_answer_with_fewer_evaluations() -> None:
 @pytest.mark.parametrize(("pins", "field"), [({"tp": 3}, "tp"), ({"tp": 16}, "tp"), ({"ep": 2}, "ep")])
 def test_a_bad_pinned_degree_is_an_error_naming_it(pins: dict, field: str) -> None:
     """tp must divide Llama-3.1-70B's 64 heads and stay in one 8-GPU instance; a dense model has no experts."""
-    from vramplan.models.errors import VramplanError
+    from vramplan.models.core.errors import VramplanError
 
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=H100, pins=Pins(**pins))
     with pytest.raises(VramplanError) as error:

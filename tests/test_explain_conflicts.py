@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.batch.rows import INPUT_COLUMNS
+from vramplan.sheets.rows import INPUT_COLUMNS
 from vramplan.commands.solve import solve_command
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.explain import smallest_conflict
 from vramplan.solver.query import DEFAULT_MAX_GPUS, SolveQuery

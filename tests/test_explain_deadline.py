@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import _explanation, solve
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.explain import closest_miss

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.explain import _count_leanest, _leanest_model_states
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space import build_space

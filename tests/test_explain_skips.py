@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.explain import mitigations
 from vramplan.solver.query import Pins, SolveQuery

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import solve
-from vramplan.solver.fleet import plan_fleet
-from vramplan.solver.fleet_candidates import CandidateCache, cluster_sizes
-from vramplan.solver.fleet_inputs import FleetJob, FleetQuery, Pool, PoolWindow
+from vramplan.fleet.planner import plan_fleet
+from vramplan.fleet.candidates import CandidateCache, cluster_sizes
+from vramplan.fleet.inputs import FleetJob, FleetQuery, Pool, PoolWindow
 from vramplan.solver.query import SolveQuery
 
 CATALOGUE = load_catalogue()

@@ -1,4 +1,4 @@
-"""The cost stage's column-generation bound (solver/fleet_bound.py) against the brute-force oracle.
+"""The cost stage's column-generation bound (fleet/bound.py) against the brute-force oracle.
 
 A bound is only worth reporting if it is a relaxation: on every seeded tiny fleet (the oracle
 tests' fleets: a pool with two windows, one of them maybe empty, and a bounded or unbounded
@@ -16,10 +16,10 @@ import time
 import numpy as np
 
 from tests.test_fleet_oracle import random_fleet
-from vramplan.solver.fleet_bound import CostBound, best_penalty_price
-from vramplan.solver.fleet_brute import brute_optimum
-from vramplan.solver.fleet_sgs import greedy
-from vramplan.solver.fleet_types import IntFleet, IntJob, IntPool, IntSchedule, Slot, Window
+from vramplan.fleet.bound import CostBound, best_penalty_price
+from vramplan.fleet.brute import brute_optimum
+from vramplan.fleet.sgs import greedy
+from vramplan.fleet.domain import IntFleet, IntJob, IntPool, IntSchedule, Slot, Window
 
 SEEDS = range(150)
 

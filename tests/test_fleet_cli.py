@@ -162,8 +162,7 @@ def test_the_shipped_example_schedules_and_plots(tmp_path: Path) -> None:
 def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path, monkeypatch) -> None:
     """KeyboardInterrupt inside the CP-SAT stages: the schedule found so far (here the greedy first
     schedule) is written, every row present, and the exit code is 130."""
-    from vramplan.solver import fleet_model
-
+    from vramplan.fleet import model as fleet_model
     def interrupted(self, name, limit_s):
         raise KeyboardInterrupt
 
@@ -176,8 +175,7 @@ def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path
 
 
 def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, monkeypatch) -> None:
-    from vramplan.solver import fleet as solver_fleet
-
+    from vramplan.fleet import planner as solver_fleet
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
@@ -190,7 +188,7 @@ def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, 
 
 @pytest.mark.parametrize("which", ["jobs.csv", "inventory.csv"])
 def test_the_schedule_never_overwrites_an_input(tmp_path: Path, which: str) -> None:
-    """The batch sheet's rule (batch/output_file.py) holds for fleet too: -o naming an input is
+    """The batch sheet's rule (sheets/output_file.py) holds for fleet too: -o naming an input is
     refused before any work and the input is left byte for byte."""
     jobs_csv = write(tmp_path / "jobs.csv", JOB_HEADER, [{"id": "a", **GOOD_JOB}])
     inventory = write(tmp_path / "inventory.csv", INVENTORY_HEADER, POOLS)

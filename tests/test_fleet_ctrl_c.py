@@ -20,7 +20,7 @@ CHILD = textwrap.dedent("""
     import signal, sys
     sys.path.insert(0, sys.argv[1])
     from tests.test_fleet_oracle import random_fleet
-    from vramplan.solver.fleet_model import FleetSession
+    from vramplan.fleet.model import FleetSession
 
     session = FleetSession(random_fleet(3, "cost"), 5.0)
     report = session._stage("served", 1.0)

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from vramplan.solver import fleet_lns
-from vramplan.solver.fleet_brute import brute_optimum
-from vramplan.solver.fleet_lns import LnsStats, improve, objective_value
-from vramplan.solver.fleet_sgs import greedy, valid
-from vramplan.solver.fleet_types import IntSchedule
+from vramplan.fleet import lns as fleet_lns
+from vramplan.fleet.brute import brute_optimum
+from vramplan.fleet.lns import LnsStats, improve, objective_value
+from vramplan.fleet.sgs import greedy, valid
+from vramplan.fleet.domain import IntSchedule
 
 from tests.test_fleet_oracle import check_schedule, random_fleet
 

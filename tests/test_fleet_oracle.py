@@ -13,11 +13,13 @@ from dataclasses import replace
 
 import pytest
 
-from vramplan.solver import fleet_build, fleet_model
-from vramplan.solver.fleet_brute import brute_optimum
-from vramplan.solver.fleet_model import FleetSession
-from vramplan.solver.fleet_sgs import cheapen, left_shift, repair, valid
-from vramplan.solver.fleet_types import (
+from vramplan.fleet import build as fleet_build
+
+from vramplan.fleet import model as fleet_model
+from vramplan.fleet.brute import brute_optimum
+from vramplan.fleet.model import FleetSession
+from vramplan.fleet.sgs import cheapen, left_shift, repair, valid
+from vramplan.fleet.domain import (
     FLEET_OBJECTIVES,
     IntFleet,
     IntJob,

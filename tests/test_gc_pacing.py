@@ -12,7 +12,7 @@ import pytest
 
 from vramplan.batch import gc_pacing, worker as batch_worker
 from vramplan.batch.run import BatchOptions, plan_jobs, run_batch
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 from vramplan.solver.table_memo import TableMemo
 
 

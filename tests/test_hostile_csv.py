@@ -1,5 +1,5 @@
 """CSV injection outside batch (issue 11): every CSV the tool writes neutralises formula cells the
-way batch output does (batch/sheet.py neutralise: a leading apostrophe before = + - @ tab CR)."""
+way batch output does (sheets/sheet_files.py neutralise: a leading apostrophe before = + - @ tab CR)."""
 
 from __future__ import annotations
 

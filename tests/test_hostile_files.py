@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from vramplan.cli import main
-from vramplan.models.config_file import MAX_CONFIG_BYTES, config_path, json_depth, read_config_json
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.config_file import MAX_CONFIG_BYTES, config_path, json_depth, read_config_json
+from vramplan.models.core.errors import VramplanError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
 SECRET = "sk-live-0123456789abcdef"
@@ -102,7 +102,7 @@ def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, key, value):
 def test_null_kv_heads_still_means_multi_head_attention():
     config = llama() | {"num_key_value_heads": None}
     assert read_config_json  # the reader accepts null: transformers' LlamaConfig reads it as MHA
-    from vramplan.models.hf_config import architecture_from_config
+    from vramplan.models.catalogue.hf_config import architecture_from_config
 
     arch = architecture_from_config(config, name="x", source="x")
     assert arch.num_kv_heads == arch.num_attention_heads == 32

@@ -20,11 +20,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from vramplan.batch.rows import INPUT_COLUMNS, error_row, parse_row
+from vramplan.sheets.rows import INPUT_COLUMNS, error_row, parse_row
 from vramplan.batch.run import BatchOptions, run_batch
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
 
 EXPLORE = int(os.environ.get("VRAMPLAN_FUZZ_EXAMPLES", "0"))
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch import journal as batch_journal
-from vramplan.batch import output_file
+from vramplan.sheets import journal as batch_journal
+from vramplan.sheets import output_file
 from vramplan.cli import main
 
 ROW = "model,seq_len,gpus,max_gpus\nllama-3.1-8b,2048,h100-sxm-80gb,8\n"
@@ -208,8 +208,7 @@ def test_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
 
 def test_an_unreachable_hub_is_one_line(monkeypatch, caplog):
     huggingface_hub = pytest.importorskip("huggingface_hub")
-    from vramplan.models import hf_hub
-
+    from vramplan.models.catalogue.catalogue import hf_hub
     def unreachable(repo_id, filename, **kwargs):
         for attempt in range(5):  # what huggingface_hub's http_backoff logs before it gives up
             logging.getLogger("huggingface_hub.utils._http").warning("'Name or service not known' thrown")
@@ -298,8 +297,8 @@ def test_the_readme_says_the_cluster_address_must_be_trusted():
 def test_an_unreadable_inventory_is_named_as_the_inventory(tmp_path) -> None:
     """batch/sheet.read_table named every unreadable file `jobs=`, so an empty fleet inventory
     was reported as the jobs file."""
-    from vramplan.batch.fleet_sheet import read_inventory
-    from vramplan.models.errors import VramplanError
+    from vramplan.fleet.sheet import read_inventory
+    from vramplan.models.core.errors import VramplanError
 
     empty = tmp_path / "inventory.csv"
     empty.write_text("")
@@ -310,8 +309,8 @@ def test_an_unreadable_inventory_is_named_as_the_inventory(tmp_path) -> None:
 
 def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> None:
     """The whole-model check's own message, not pydantic's ': : Value error, ...' wrapper."""
-    from vramplan.models.errors import VramplanError
-    from vramplan.models.hf_config import architecture_from_config
+    from vramplan.models.core.errors import VramplanError
+    from vramplan.models.catalogue.hf_config import architecture_from_config
 
     config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 7,
               "num_key_value_heads": 40, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 128}
@@ -323,8 +322,8 @@ def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> 
 @pytest.mark.parametrize(("cell", "gpus"), [("1e3", 1000), ("64", 64), ("64.0", 64)])
 def test_inventory_counts_follow_the_sheet_grammar(tmp_path, cell, gpus) -> None:
     """The fleet inventory's num_gpus reads like every other count (README: Input rules)."""
-    from vramplan.batch.fleet_sheet import _window
-    from vramplan.models.catalogue import load_catalogue
+    from vramplan.fleet.sheet import _window
+    from vramplan.models.catalogue.catalogue import load_catalogue
 
     window = _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
     assert window.num_gpus == gpus
@@ -332,9 +331,9 @@ def test_inventory_counts_follow_the_sheet_grammar(tmp_path, cell, gpus) -> None
 
 @pytest.mark.parametrize("cell", ["1_000", "true", "2.5", "\u0661\u0662"])
 def test_inventory_counts_refuse_what_the_sheet_refuses(cell) -> None:
-    from vramplan.batch.fleet_sheet import _window
-    from vramplan.models.catalogue import load_catalogue
-    from vramplan.models.errors import VramplanError
+    from vramplan.fleet.sheet import _window
+    from vramplan.models.catalogue.catalogue import load_catalogue
+    from vramplan.models.core.errors import VramplanError
 
     with pytest.raises(VramplanError) as error:
         _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})

@@ -10,11 +10,11 @@ from importlib import resources
 import pytest
 from click.testing import CliRunner
 
-from vramplan.batch.rows import parse_row
+from vramplan.sheets.rows import parse_row
 from vramplan.cli import main
-from vramplan.models.catalogue import MAX_CATALOGUE_ROWS
-from vramplan.models.errors import VramplanError
-from vramplan.models.numbers import parse_count, parse_positive, parse_real
+from vramplan.models.catalogue.catalogue import MAX_CATALOGUE_ROWS
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import parse_count, parse_positive, parse_real
 
 
 def run(*args: str):

@@ -1,15 +1,23 @@
-"""The architecture test (DESIGN section 1): imports flow
-cli.py -> commands/ -> batch/ -> solver/ -> models/ -> catalogues/ (data).
+"""The architecture test (docs/design.md section 1, docs/layout.md): imports flow one way,
+cli.py -> commands/ -> {batch/, fleet/} -> sheets/ -> solver/ -> models/ -> catalogues/ (data),
+and inside models/ core <- architecture <- {catalogue, memory} <- time <- estimate.py.
 
 Every .py file is parsed with `ast` (nothing is imported or executed) and checked. Module names
-are those of the installed package (`vramplan.models.params`); the rules compare the subpackage.
+are those of the installed package (`vramplan.models.architecture.params`); a rule compares the
+layer (the subpackage, and for models/ its own subpackage).
 
-- models/ never imports ortools or click, nor solver/, batch/ or the CLI;
-- solver/ never imports click, batch/ or the CLI, never calls print(), never opens files;
-- batch/ never imports click or the CLI (it is a library: the CLI turns its errors into exit codes);
+- a package imports only packages below it: models/ never imports solver/, sheets/, batch/,
+  fleet/ or the CLI; solver/ never sheets/ and above; sheets/ never batch/, fleet/ or the CLI;
+  batch/ and fleet/ never each other nor the CLI;
+- inside models/, a subpackage imports only itself and those below it (catalogue and memory are
+  siblings: neither imports the other);
+- fleet/ uses only the solver's public names (`from vramplan.solver import solve`), never a solver
+  submodule;
+- models/ never imports ortools or click; solver/, sheets/, batch/ and fleet/ never import click;
+  solver/ and fleet/ never call print() and solver/ never opens files;
 - the CLI (cli.py, __main__.py, commands/) never imports ortools, and imports pandas only inside
   the functions that need it (`--help` must not pay for either);
-- only models/catalogue.py refers to the `catalogues` package or its CSV files;
+- only models/catalogue/catalogue.py refers to the `catalogues` package or its CSV files;
 - no test reads the workspace's shared folder (tests must run from the repository alone).
 
 Each violation names the file and the line. The checkers are also run on synthetic sources to
@@ -26,7 +34,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE_LOADER = "models/catalogue.py"
+CATALOGUE_LOADER = "models/catalogue/catalogue.py"
 
 # Built by concatenation so that this file does not itself contain the strings it forbids.
 UP_SHARED = ".." + "/shared"
@@ -51,7 +59,7 @@ PACKAGE = "vramplan"
 
 
 def module_name(path: str) -> str:
-    """'models/params.py' -> 'vramplan.models.params'; 'solver/__init__.py' -> 'vramplan.solver';
+    """'models/architecture/params.py' -> 'vramplan.models.architecture.params'; 'solver/__init__.py' -> 'vramplan.solver';
     the repository root is the package itself ('cli.py' -> 'vramplan.cli')."""
     parts = [PACKAGE] + list(Path(path).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -134,39 +142,75 @@ def called_names(tree: ast.Module) -> list[tuple[int, str]]:
 
 # --- the rules --------------------------------------------------------------------------------------
 
+# The layers, lowest first; a layer imports only layers of a lower rank (or its own).
+LAYER_RANK = {"catalogues": 0, "models": 1, "solver": 2, "sheets": 3, "batch": 4, "fleet": 4, "cli": 5}
+# models/ subpackages (estimate = models/estimate.py, the top), lowest first.
+MODELS_RANK = {"core": 0, "architecture": 1, "catalogue": 2, "memory": 2, "time": 3, "estimate": 4}
+NO_CLICK = ("models", "solver", "sheets", "batch", "fleet")
+
 
 def layer_of(path: str) -> str | None:
-    if path.startswith("models/"):
-        return "models"
-    if path.startswith("solver/"):
-        return "solver"
-    if path.startswith("batch/"):
-        return "batch"
-    if path.startswith("commands/") or ("/" not in path and path.endswith(".py")):
+    folder = path.split("/")[0]
+    if folder in ("models", "solver", "sheets", "batch", "fleet"):
+        return folder
+    if folder == "commands" or ("/" not in path and path.endswith(".py")):
         return "cli"
-    if path.startswith("tests/"):
+    if folder == "tests":
         return "tests"
     return None
 
 
-def forbidden_import(layer: str, module: str, at_module_level: bool = True) -> str | None:
+def layer_of_module(module: str) -> str | None:
+    """The layer an imported module belongs to (None: not vramplan's, e.g. ortools)."""
     top = top_level(module)
-    if layer == "models":
-        if top in ("ortools", "click"):
-            return f"models/ imports {module} (models/ is plain Python: no ortools, no click)"
-        if top in ("solver", "batch") or is_cli_module(module):
-            return f"models/ imports {module} (imports flow cli -> batch -> solver -> models, never back)"
-    if layer == "solver":
-        if top == "click" or top == "batch" or is_cli_module(module):
-            return f"solver/ imports {module} (the solver knows nothing of batch sheets or the CLI)"
-    if layer == "batch":
-        if top == "click" or is_cli_module(module):
-            return f"batch/ imports {module} (batch is a library; the CLI turns its errors into exit codes)"
+    if is_cli_module(module):
+        return "cli"
+    return top if top in LAYER_RANK else None
+
+
+def models_part(name: str) -> str | None:
+    """'models/memory/x.py' or 'vramplan.models.memory.x' -> 'memory'; models/estimate.py -> 'estimate'."""
+    parts = name.removesuffix(".py").replace("/", ".").split(".")
+    if parts[0] == PACKAGE:
+        parts = parts[1:]
+    if len(parts) < 2 or parts[0] != "models":
+        return None
+    return parts[1] if parts[1] in MODELS_RANK else None
+
+
+def solver_public() -> frozenset[str]:
+    """The names solver/__init__.py exports (the keys of its _PUBLIC table), read with ast."""
+    tree = ast.parse((ROOT / "solver" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_PUBLIC" for t in node.targets):
+            assert isinstance(node.value, ast.Dict)
+            return frozenset(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+    raise AssertionError("solver/__init__.py has no _PUBLIC table")
+
+
+def forbidden_import(layer: str, module: str, at_module_level: bool = True, path: str = "") -> str | None:
+    top = top_level(module)
+    if layer in NO_CLICK and top == "click":
+        return f"{layer}/ imports {module} (only the CLI uses click; it turns errors into exit codes)"
+    if layer == "models" and top == "ortools":
+        return f"models/ imports {module} (models/ is plain Python: no ortools, no click)"
     if layer == "cli":
         if top == "ortools":
             return f"the CLI imports {module} (cli never imports ortools; call solver/)"
         if top == "pandas" and at_module_level:
             return f"the CLI imports {module} at module level (import it inside the function that needs it)"
+    target = layer_of_module(module)
+    if layer in LAYER_RANK and target is not None and target != layer and LAYER_RANK[target] >= LAYER_RANK[layer]:
+        return (f"{layer}/ imports {module} (imports flow cli -> commands -> {{batch, fleet}} -> sheets -> solver "
+                "-> models, never back or sideways)")
+    parts = module.split(".")
+    if layer == "fleet" and parts[:2] == [PACKAGE, "solver"] and len(parts) > 2 and parts[2] not in solver_public():
+        return f"fleet/ imports {module} (fleet/ uses only the solver's public names: from vramplan.solver import ...)"
+    if layer == "models":
+        own, other = models_part(path), models_part(module)
+        if own is not None and other is not None and other != own and MODELS_RANK[other] >= MODELS_RANK[own]:
+            return (f"models/{own} imports {module} (inside models/: core <- architecture <- "
+                    "{catalogue, memory} <- time <- estimate)")
     return None
 
 
@@ -189,10 +233,10 @@ def check_source(source: str, path: str) -> list[Violation]:
     tree, violations = parse(source, path)
     if tree is None or layer is None:
         return violations
-    if layer in ("models", "solver", "batch", "cli"):
+    if layer in LAYER_RANK:
         top_lines = module_level_lines(tree)
         for line, module in imported_modules(tree, path):
-            reason = forbidden_import(layer, module, at_module_level=line in top_lines)
+            reason = forbidden_import(layer, module, at_module_level=line in top_lines, path=path)
             if reason:
                 violations.append(Violation(path, line, reason))
         if path != CATALOGUE_LOADER:
@@ -204,11 +248,11 @@ def check_source(source: str, path: str) -> list[Violation]:
                     violations.append(
                         Violation(path, line, f"refers to {text!r}; only {CATALOGUE_LOADER} reads catalogues/")
                     )
-    if layer == "solver":
+    if layer in ("solver", "fleet"):
         for line, name in called_names(tree):
             if name == "print":
-                violations.append(Violation(path, line, "solver/ calls print() (use logging; the CLI prints)"))
-            if name == "open":
+                violations.append(Violation(path, line, f"{layer}/ calls print() (use logging; the CLI prints)"))
+            if name == "open" and layer == "solver":
                 violations.append(Violation(path, line, "solver/ calls open() (the solver never opens files)"))
     if layer == "tests":
         for line, text in string_constants(tree, skip_docstrings=False):
@@ -220,7 +264,7 @@ def check_source(source: str, path: str) -> list[Violation]:
 
 
 def checked_files() -> list[str]:
-    paths = [p for folder in ("models", "solver", "batch", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
+    paths = [p for folder in ("models", "solver", "sheets", "batch", "fleet", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
     paths += ROOT.glob("*.py")
     return sorted(p.relative_to(ROOT).as_posix() for p in paths if "__pycache__" not in p.parts)
 
@@ -247,7 +291,7 @@ def test_the_files_are_found():
     assert "tests/test_import_rules.py" in files
 
 
-@pytest.mark.parametrize("layer", ["models", "solver", "batch", "cli", "tests"])
+@pytest.mark.parametrize("layer", ["models", "solver", "sheets", "batch", "fleet", "cli", "tests"])
 def test_layer_obeys_the_rules(layer):
     violations = violations_in(layer)
     assert not violations, "\n".join(map(str, violations))
@@ -270,7 +314,28 @@ SYNTHETIC_VIOLATIONS = {
     "models-import-solver": ("models/x.py", "from solver.search import solve\n", 1, "solver"),
     "models-relative-solver": ("models/x.py", "from ..solver import search\n", 1, "solver"),
     "models-import-cli": ("models/x.py", "import cli_output\n", 1, "cli_output"),
-    "models-import-batch": ("models/x.py", "from vramplan.batch.rows import parse_row\n", 1, "batch"),
+    "models-import-sheets": ("models/x.py", "from vramplan.sheets.rows import parse_row\n", 1, "sheets"),
+    "models-import-batch": ("models/x.py", "from vramplan.batch.run import run_batch\n", 1, "batch"),
+    "solver-import-sheets": ("solver/x.py", "from vramplan.sheets.rows import parse_row\n", 1, "sheets"),
+    "solver-import-fleet": ("solver/x.py", "from vramplan.fleet.planner import prepare\n", 1, "fleet"),
+    "sheets-import-batch": ("sheets/x.py", "from vramplan.batch.run import run_batch\n", 1, "batch"),
+    "sheets-import-fleet": ("sheets/x.py", "from vramplan.fleet.inputs import Pool\n", 1, "fleet"),
+    "sheets-import-click": ("sheets/x.py", "import click\n", 1, "click"),
+    "batch-import-fleet": ("batch/x.py", "from vramplan.fleet.planner import prepare\n", 1, "fleet"),
+    "fleet-import-batch": ("fleet/x.py", "from vramplan.batch import run\n", 1, "batch"),
+    "fleet-import-commands": ("fleet/x.py", "from vramplan.commands.fleet_output import rows\n", 1, "commands"),
+    "fleet-import-solver-internal": ("fleet/x.py", "from vramplan.solver.space import build_space\n", 1, "public names"),
+    "fleet-print": ("fleet/x.py", "print(1)\n", 1, "print"),
+    "models-core-import-architecture": (
+        "models/core/x.py", "from vramplan.models.architecture.params import count_params\n", 1, "inside models"),
+    "models-memory-import-catalogue": (
+        "models/memory/x.py", "from vramplan.models.catalogue.catalogue import Catalogue\n", 1, "inside models"),
+    "models-catalogue-import-memory": (
+        "models/catalogue/x.py", "from vramplan.models.memory.precision import HALF_BYTES\n", 1, "inside models"),
+    "models-memory-import-time": (
+        "models/memory/x.py", "from vramplan.models.time.flops import step_flops\n", 1, "inside models"),
+    "models-time-import-estimate": (
+        "models/time/x.py", "from vramplan.models.estimate import estimate\n", 1, "inside models"),
     "models-import-vramplan-solver": ("models/x.py", "from vramplan.solver import api\n", 1, "solver"),
     "solver-import-batch": ("solver/x.py", "from vramplan.batch import run\n", 1, "batch"),
     "solver-relative-commands": ("solver/x.py", "from ..commands import output\n", 1, "commands"),
@@ -281,9 +346,9 @@ SYNTHETIC_VIOLATIONS = {
     "main-import-ortools": ("__main__.py", "import ortools\n", 1, "ortools"),
     "models-dynamic-ortools": ("models/x.py", "import importlib\nimportlib.import_module('ortools')\n", 2, "ortools"),
     "models-reads-catalogues": (
-        "models/memory.py", "from importlib import resources\nresources.files('catalogues')\n", 2, "catalogues"),
-    "models-names-gpus-csv": ("models/memory.py", "NAME = 'gpus.csv'\n", 1, "gpus.csv"),
-    "models-imports-catalogues": ("models/memory.py", "import catalogues\n", 1, "catalogues"),
+        "models/memory/memory.py", "from importlib import resources\nresources.files('catalogues')\n", 2, "catalogues"),
+    "models-names-gpus-csv": ("models/memory/memory.py", "NAME = 'gpus.csv'\n", 1, "gpus.csv"),
+    "models-imports-catalogues": ("models/memory/memory.py", "import catalogues\n", 1, "catalogues"),
     "solver-import-click": ("solver/x.py", "import click\n", 1, "click"),
     "solver-import-cli": ("solver/x.py", "from cli import main\n", 1, "cli"),
     "solver-print": ("solver/x.py", "def f(x):\n    print(x)\n", 2, "print"),
@@ -316,6 +381,12 @@ SYNTHETIC_CLEAN = {
     "cli-uses-click-and-solver": ("cli.py", "import click\nfrom solver import search\nprint('ok')\n"),
     "commands-pandas-in-function": ("commands/x.py", "def read():\n    import pandas\n    return pandas\n"),
     "batch-uses-solver-and-files": ("batch/x.py", "from vramplan.solver.api import solve\nopen('x')\n"),
+    "batch-uses-sheets": ("batch/x.py", "from vramplan.sheets.rows import parse_row\n"),
+    "fleet-uses-public-solver-and-sheets": (
+        "fleet/x.py", "from vramplan.solver import SolveQuery, solve\nfrom vramplan.sheets.sheet_files import read_table\n"),
+    "models-time-uses-memory": ("models/time/x.py", "from vramplan.models.memory.recompute import recompute_layers\n"),
+    "models-estimate-uses-all": ("models/estimate.py", "from vramplan.models.catalogue.catalogue import Catalogue\n"),
+    "models-memory-uses-own": ("models/memory/x.py", "from vramplan.models.memory.precision import HALF_BYTES\n"),
     "tests-use-fixtures": ("tests/test_x.py", "from pathlib import Path\nP = Path(__file__).parent / 'fixtures'\n"),
     "other-folder": ("bench/x.py", "import ortools\nprint(1)\n"),
 }

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.model_states import model_states
-from vramplan.models.parallel_states import rank_params
-from vramplan.models.params import count_params
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.memory.model_states import model_states
+from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.architecture.params import count_params
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 MIB = 2**20

@@ -6,13 +6,13 @@ from fractions import Fraction
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.catalogue_schema import GpuSpec
-from vramplan.models.memory import memory_per_gpu
-from vramplan.models.model_states import frozen_base_bytes, model_states, zero_partition
-from vramplan.models.params import count_params
-from vramplan.models.precision import gradient_bytes_per_param, nf4_bytes_per_param, optimizer_bytes_per_param
-from vramplan.models.setup import Job, Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.catalogue_schema import GpuSpec
+from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.memory.model_states import frozen_base_bytes, model_states, zero_partition
+from vramplan.models.architecture.params import count_params
+from vramplan.models.memory.precision import gradient_bytes_per_param, nf4_bytes_per_param, optimizer_bytes_per_param
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 GB = 10**9

@@ -89,7 +89,7 @@ def test_a_users_own_package_of_the_same_name_is_left_alone(tmp_path, name):
     code = (
         f"import {name}\n"
         f"assert {name}.MINE, {name}.__file__\n"
-        "from vramplan.models.catalogue import load_catalogue\n"
+        "from vramplan.models.catalogue.catalogue import load_catalogue\n"
         "from vramplan.cli import main\n"
         "print(len(load_catalogue().gpus))\n"
     )

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.activation_terms import Term
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.parallel_activations import inflight_chunks, shard_term
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activation_terms import Term
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.memory.parallel_activations import inflight_chunks, shard_term
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 GPT3 = CATALOGUE.architecture("gpt3-175b")
@@ -109,8 +109,8 @@ def test_a_rank_keeps_its_own_layers_activations_kind_by_kind() -> None:
     MoE layer keeps about twice the model's average layer). At pp 16 (3 layers a rank) ranks of the
     same size hold different kinds: per micro-batch in flight each keeps the sum of its own layers,
     not 3/48 of the whole model (which left rank 1 20% of its memory short)."""
-    from vramplan.models.activations import microbatch_activations
-    from vramplan.models.parallel import stage_layer_kinds
+    from vramplan.models.memory.activations import microbatch_activations
+    from vramplan.models.architecture.parallel import stage_layer_kinds
 
     arch, job = CATALOGUE.architecture("llama-4-maverick"), Job(seq_len=4096)
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, pp=16, grad_accum=32)

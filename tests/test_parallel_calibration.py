@@ -1,10 +1,10 @@
-"""Predicted vs published throughput of model-parallel runs (the time model of models/parallel_time.py).
+"""Predicted vs published throughput of model-parallel runs (the time model of models/time/parallel_time.py).
 
 Published runs, A100 80GB (312 dense TFLOPS), s = 2048, v = 51200, GPT layers (4h MLP):
 - Korthikanti et al. arXiv:2205.05198 Table 5, SP + selective recompute, MFU / HFU:
   175B (h 12288, a 96, L 96) TP 8 x PP 8 on 64 GPUs, global batch 64: 51.4% / 52.8%;
   530B (h 20480, a 128, L 105) TP 8 x PP 35 on 280 GPUs, global batch 280: 56.0% / 57.0%.
-  The Ampere matmul efficiency is fitted to these two (models/calibration.py), so they must agree
+  The Ampere matmul efficiency is fitted to these two (models/time/calibration.py), so they must agree
   closely; everything else is a prediction.
 - Narayanan et al. 2021 (arXiv:2104.04473) Table 1 / NVIDIA/Megatron-LM README weak scaling, full
   recompute, no SP; its percentages count the recomputed forward (eq. 3: 96 B s l h^2 ...), so
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.performance import performance
-from vramplan.models.setup import Job, Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.time.performance import performance
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 GPT = CATALOGUE.architecture("gpt3-175b").model_copy(update={"vocab_size": 51200, "learned_position_embeddings": False})

@@ -9,14 +9,14 @@ import pytest
 from click.testing import CliRunner
 
 from vramplan.cli import main
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import estimate
-from vramplan.models.memory import memory_per_gpu
-from vramplan.models.params import count_params
-from vramplan.models.parallel import candidate_stages, stage_layers
-from vramplan.models.parallel_states import rank_params
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.architecture.params import count_params
+from vramplan.models.architecture.parallel import candidate_stages, stage_layers
+from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 H100 = CATALOGUE.gpu("h100-sxm-80gb")

@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.errors import VramplanError
-from vramplan.models.memory import memory_per_gpu, stage_memory
-from vramplan.models.memory_terms import memory_terms
-from vramplan.models.parallel import candidate_stages
-from vramplan.models.setup import Job, Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.memory import memory_per_gpu, stage_memory
+from vramplan.models.memory.memory_terms import memory_terms
+from vramplan.models.architecture.parallel import candidate_stages
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 # Stacks of one kind of layer, and mixed ones: DeepSeek's first dense layer, Gemma's local/global

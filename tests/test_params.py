@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from golden_params import HF_PARAM_COUNTS
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.params import count_params
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.architecture.params import count_params
 
 CATALOGUE = load_catalogue()
 

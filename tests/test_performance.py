@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.calibration import compute_efficiency
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.cost import cost, num_instances
-from vramplan.models.flops import korthikanti_model_flops_per_iteration, training_flops_per_token
-from vramplan.models.performance import communication_bytes_per_step, performance
-from vramplan.models.setup import Job, Plan
+from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.time.cost import cost, num_instances
+from vramplan.models.time.flops import korthikanti_model_flops_per_iteration, training_flops_per_token
+from vramplan.models.time.performance import communication_bytes_per_step, performance
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 GPT3 = CATALOGUE.architecture("gpt3-175b")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.candidates import evaluate
 from vramplan.solver.cpsat_engine import find_cpsat

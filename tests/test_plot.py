@@ -12,11 +12,11 @@ pytest.importorskip("matplotlib")
 
 from vramplan.cli import main  # noqa: E402
 from vramplan.commands import plot  # noqa: E402
-from vramplan.models.catalogue import load_catalogue  # noqa: E402
+from vramplan.models.catalogue.catalogue import load_catalogue  # noqa: E402
 from vramplan.models.estimate import estimate  # noqa: E402
-from vramplan.models.results import PILLARS  # noqa: E402
-from vramplan.models.setup import Job, Plan  # noqa: E402
-from vramplan.models.units import BYTES_PER_GIB  # noqa: E402
+from vramplan.models.core.results import PILLARS  # noqa: E402
+from vramplan.models.core.setup import Job, Plan  # noqa: E402
+from vramplan.models.core.units import BYTES_PER_GIB  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ESTIMATE = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8", "--zero", "3"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.memory import memory_per_gpu
-from vramplan.models.model_states import model_states
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.memory.model_states import model_states
+from vramplan.models.core.setup import Job, Plan
 
 CATALOGUE = load_catalogue()
 ARCHS = st.sampled_from(sorted(CATALOGUE.architectures))

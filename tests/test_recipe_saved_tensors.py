@@ -1,6 +1,6 @@
 """Optional (needs torch + transformers, CI skips it): what autograd really keeps under the chunked
 loss, and what torchtitan's per-op SAC policy saves of a real Hugging Face Llama layer, on CPU,
-against models/loss.py and models/recompute.py."""
+against models/memory/loss.py and models/memory/recompute.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ pytest.importorskip("transformers")
 
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
-from vramplan.models.activation_terms import Shape
-from vramplan.models.catalogue_schema import Architecture
-from vramplan.models.loss import loss_cost
-from vramplan.models.recompute import op_sac_saved_bytes
-from vramplan.models.setup import Job
+from vramplan.models.memory.activation_terms import Shape
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.memory.loss import loss_cost
+from vramplan.models.memory.recompute import op_sac_saved_bytes
+from vramplan.models.core.setup import Job
 
 H, HEADS, KV, F_WIDTH, V = 64, 4, 2, 176, 1000
 TINY = Architecture(name="tiny-llama", model_type="llama", num_layers=1, hidden_size=H, num_attention_heads=HEADS,

@@ -1,4 +1,4 @@
-"""Training-stack recipes (models/recipe.py, loss.py, recompute.py, fragmentation.py, stack.py):
+"""Training-stack recipes (models/memory/recipe.py, loss.py, recompute.py, fragmentation.py, stack.py):
 each byte count follows from what the cited implementation keeps."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import json
 
 from click.testing import CliRunner
 from vramplan.cli import main
-from vramplan.models.activation_terms import Shape
-from vramplan.models.activations import activations
-from vramplan.models.catalogue import load_catalogue, load_stacks
-from vramplan.models.loss import loss_cost
-from vramplan.models.memory import memory_per_gpu
-from vramplan.models.model_states import frozen_base_bytes, model_states
-from vramplan.models.params import count_params, layer_linear_modules
-from vramplan.models.setup import Job, Plan
+from vramplan.models.memory.activation_terms import Shape
+from vramplan.models.memory.activations import activations
+from vramplan.models.catalogue.catalogue import load_catalogue, load_stacks
+from vramplan.models.memory.loss import loss_cost
+from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.memory.model_states import frozen_base_bytes, model_states
+from vramplan.models.architecture.params import count_params, layer_linear_modules
+from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query_fields import estimate_recompute, job_from_fields
 
 CATALOGUE = load_catalogue()

@@ -25,10 +25,10 @@ pytest.importorskip("transformers")
 from transformers import AutoConfig  # noqa: E402
 
 from tests.tools.saved_tensors_probe import build_model, probe  # noqa: E402
-from vramplan.models.activation_terms import Shape, Term, layer_terms  # noqa: E402
-from vramplan.models.activations import activations  # noqa: E402
-from vramplan.models.hf_config import architecture_from_config  # noqa: E402
-from vramplan.models.setup import Job, Plan  # noqa: E402
+from vramplan.models.memory.activation_terms import Shape, Term, layer_terms  # noqa: E402
+from vramplan.models.memory.activations import activations  # noqa: E402
+from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
+from vramplan.models.core.setup import Job, Plan  # noqa: E402
 
 SMALL = {
     "llama-gqa": ("llama", dict(num_hidden_layers=2, hidden_size=96, num_attention_heads=6, num_key_value_heads=2,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
+from vramplan.models.catalogue.catalogue import load_catalogue
 from vramplan.models.estimate import estimate
-from vramplan.models.setup import Job, Plan
+from vramplan.models.core.setup import Job, Plan
 from vramplan.solver import verify
 from vramplan.solver.api import _objective_report, solve
 from vramplan.solver.candidates import Choice, evaluate

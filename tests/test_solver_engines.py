@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from vramplan.models.catalogue import Catalogue, load_catalogue
-from vramplan.models.setup import Job
+from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 

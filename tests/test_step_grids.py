@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.parallel_time import pp_bubble_s
-from vramplan.models.performance import communication_phases_s, optimizer_time_s
-from vramplan.models.setup import Job
-from vramplan.models.units import to_us
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.time.parallel_time import pp_bubble_s
+from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
+from vramplan.models.core.setup import Job
+from vramplan.models.core.units import to_us
 from vramplan.solver.layouts import Layout, layout_plan
 from vramplan.solver.tables import Tables
 
@@ -62,7 +62,7 @@ def test_parallel_seconds_equal_the_four_terms(seed: int) -> None:
     ep_time_s of the plan, float for float, whichever degrees, precision, recompute and links."""
     import random
 
-    from vramplan.models.parallel_time import (
+    from vramplan.models.time.parallel_time import (
         cp_exposed_s,
         ep_time_s,
         parallel_seconds,
@@ -70,7 +70,7 @@ def test_parallel_seconds_equal_the_four_terms(seed: int) -> None:
         pp_p2p_s,
         tp_time_s,
     )
-    from vramplan.models.setup import Plan
+    from vramplan.models.core.setup import Plan
 
     rng = random.Random(seed)
     model = rng.choice(["llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b"])

@@ -10,9 +10,9 @@ from itertools import product
 
 import pytest
 
-from vramplan.models.catalogue import load_catalogue
-from vramplan.models.model_states import model_states
-from vramplan.models.setup import Job, Plan
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.memory.model_states import model_states
+from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.api import solve
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.table_memo import TableMemo
@@ -52,8 +52,8 @@ def test_time_terms_read_no_optimizer(model: str) -> None:
     (solver/tables.py time_memo): compute, data-parallel traffic and its phase times, TP/PP/CP/EP
     time, the bubble and the forward's share read no optimizer. Checked on the models/ functions
     for each optimizer, so a change that starts reading it fails here rather than in the answers."""
-    from vramplan.models.flops import plan_flops_per_token
-    from vramplan.models.parallel_time import (
+    from vramplan.models.time.flops import plan_flops_per_token
+    from vramplan.models.time.parallel_time import (
         cp_exposed_s,
         ep_time_s,
         parallel_traffic,
@@ -61,7 +61,7 @@ def test_time_terms_read_no_optimizer(model: str) -> None:
         pp_p2p_s,
         tp_time_s,
     )
-    from vramplan.models.performance import compute_time_s, dp_traffic
+    from vramplan.models.time.performance import compute_time_s, dp_traffic
 
     arch, gpu = CATALOGUE.architecture(model), CATALOGUE.gpu("h100-sxm-80gb")
     for zero, (tp, pp, cp, ep), recompute in product([0, 2, 3], [(1, 1, 1, 1), (2, 2, 1, 2), (2, 1, 2, 1)],

@@ -21,7 +21,7 @@ the meta device (no memory is allocated, so 671B costs nothing) and counts param
 * ``active``     -- parameters used per token: total minus, in every MoE layer, the routed-expert
                     parameters of the (num_experts - experts_per_token) experts a token skips.
 
-It also checks that the catalogue row equals what vramplan's own mapping (models/hf_config.py)
+It also checks that the catalogue row equals what vramplan's own mapping (models/catalogue/hf_config.py)
 reads from the fixture, so the CSV and the fixtures cannot drift apart silently, and exits 1 on
 any mismatch.
 """
@@ -120,11 +120,11 @@ def count(row: dict[str, str]) -> tuple[dict[str, int], list[str]]:
 
 
 def cross_check(row: dict[str, str]) -> list[str]:
-    """The catalogue row must equal vramplan's reading of the fixture (models/hf_config.py)."""
+    """The catalogue row must equal vramplan's reading of the fixture (models/catalogue/hf_config.py)."""
     sys.path.insert(0, str(ROOT.parent))
-    from vramplan.models.catalogue import parse_rows
-    from vramplan.models.catalogue_schema import Architecture
-    from vramplan.models.hf_config import architecture_from_config_file
+    from vramplan.models.catalogue.catalogue import parse_rows
+    from vramplan.models.core.catalogue_schema import Architecture
+    from vramplan.models.catalogue.hf_config import architecture_from_config_file
 
     fixture = FIXTURES / f"{row['name']}.json"
     if not fixture.exists():

@@ -1,0 +1,161 @@
+"""Candidate plans of each job on each pool: the planner's best plan per cluster size.
+
+A job can run smaller and longer or larger and shorter: per pool we ask `solver.api.solve` (which
+re-checks every plan in exact bytes through models/) for the cheapest plan at each GPU count,
+with the count pinned and the catalogue narrowed to the pool's offering (a market pool: to its
+provider's offerings, plus the unpinned optimum, so one job on the market gets `vramplan
+solve`'s own answer). Plans that another plan beats on GPUs, hours and cost at once are dropped.
+
+Cache: for a fixed GPU count the best plan does not depend on the token budget (wall time and
+cost are linear in it; the plan minimises step time x price), so plans are cached by the job's
+query at a reference budget and scaled; a job with a budget or a deadline on its own plan (which
+make the plan depend on tokens) is cached with its tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.catalogue_schema import Offering
+from vramplan.models.time.cost import num_instances
+from vramplan.models.core.errors import VramplanError
+from vramplan.solver import solve
+from vramplan.fleet.inputs import Pool
+from vramplan.solver import SolvedPlan, SolveQuery
+
+log = logging.getLogger(__name__)
+
+REFERENCE_TOKENS = 1e9
+MARKET_MAX_GPUS_DEFAULT = 512
+CANDIDATE_TIME_LIMIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    pool: int
+    plan: SolvedPlan
+    gpus: int  # whole instances' GPUs: what the plan blocks in its pool
+    hours: float
+    usd_marginal: float  # 0 on a committed pool
+
+
+@dataclass
+class CandidateCache:
+    plans: dict[tuple, SolvedPlan | None] = field(default_factory=dict)
+    calls: int = 0
+    hits: int = 0
+    solve_s: float = 0.0
+
+
+def pool_offering(catalogue: Catalogue, pool: Pool) -> Offering:
+    """The pool's offering, its price replaced by the pool's own where given."""
+    offering = catalogue.offering(pool.offering or "")
+    if pool.price_usd_per_gpu_hour is None:
+        return offering
+    per_instance = pool.price_usd_per_gpu_hour * offering.num_gpus
+    return offering.model_copy(update={"price_usd_per_hour": per_instance, "spot_price_usd_per_hour": per_instance})
+
+
+def _narrowed(catalogue: Catalogue, offerings: list[Offering]) -> Catalogue:
+    return Catalogue(gpus=catalogue.gpus, offerings={o.name: o for o in offerings}, architectures=catalogue.architectures)
+
+
+def pool_capacity(pool: Pool) -> int | None:
+    return None if pool.windows is None else max((w.num_gpus for w in pool.windows), default=0)
+
+
+def cluster_sizes(per_instance: int, most_gpus: int) -> list[int]:
+    """1, 2, 4 ... up to one instance, then 1, 2, 4 ... whole instances, and the most that fits."""
+    sizes = {n for n in (2**k for k in range(20)) if n <= min(per_instance, most_gpus)}
+    instances = most_gpus // per_instance
+    sizes |= {per_instance * k for k in (2**i for i in range(20)) if k <= instances}
+    if instances:
+        sizes.add(per_instance * instances)
+    return sorted(sizes)
+
+
+def _scaled(plan: SolvedPlan, factor: float) -> SolvedPlan:
+    if factor == 1.0:
+        return plan
+    cost = plan.cost.model_copy(update={"tokens": plan.cost.tokens * factor, "hours": plan.cost.hours * factor,
+                                        "days": plan.cost.days * factor, "usd_total": plan.cost.usd_total * factor})
+    return plan.model_copy(update={"cost": cost, "objective_value": cost.usd_total})
+
+
+def _best_plan(catalogue: Catalogue, offerings: list[Offering], query: SolveQuery, num_gpus: int | None,
+               cache: CandidateCache) -> SolvedPlan | None:
+    scalable = query.budget_usd is None and query.deadline_hours is None
+    reference = query.model_copy(update={"tokens": REFERENCE_TOKENS}) if scalable else query
+    key = (tuple((o.name, o.price_usd_per_hour, o.spot_price_usd_per_hour) for o in offerings), reference, num_gpus)
+    if key in cache.plans:
+        cache.hits += 1
+    else:
+        cache.calls += 1
+        began = time.perf_counter()
+        pins = reference.pins if num_gpus is None else reference.pins.model_copy(update={"num_gpus": num_gpus})
+        changed = reference.model_copy(update={"objective": "cost", "top_k": 1, "pareto": False, "pins": pins,
+                                               "time_limit_s": CANDIDATE_TIME_LIMIT_S,
+                                               "max_gpus": max(reference.max_gpus, num_gpus or 1)})
+        try:
+            result = solve(_narrowed(catalogue, offerings), SolveQuery.model_validate(changed.model_dump()),
+                           explain_infeasible=False)
+            cache.plans[key] = result.plans[0] if result.plans else None
+        except VramplanError as error:  # e.g. a precision this GPU cannot run
+            log.info("no plan for %s on %s: %s", query.model, [o.name for o in offerings], error)
+            cache.plans[key] = None
+        cache.solve_s += time.perf_counter() - began
+    plan = cache.plans[key]
+    return None if plan is None else _scaled(plan, query.tokens / reference.tokens)
+
+
+def _undominated(candidates: list[Candidate]) -> list[Candidate]:
+    """Drop a plan when another has no more GPUs, hours and cost (ties: keep the first, fewest GPUs)."""
+    kept: list[Candidate] = []
+    for c in sorted(candidates, key=lambda c: (c.gpus, c.hours, c.usd_marginal)):
+        if not any(k.gpus <= c.gpus and k.hours <= c.hours and k.usd_marginal <= c.usd_marginal for k in kept):
+            kept.append(c)
+    return kept
+
+
+def _allowed(query: SolveQuery, offering: Offering) -> bool:
+    return (not query.gpus or offering.gpu in query.gpus) and (not query.providers or offering.provider in query.providers)
+
+
+def pool_candidates(catalogue: Catalogue, query: SolveQuery, pool_index: int, pool: Pool,
+                    cache: CandidateCache) -> list[Candidate]:
+    """The job's undominated plans on one pool (empty when nothing fits it)."""
+    capacity = pool_capacity(pool)
+    if pool.offering is not None:
+        offerings = [pool_offering(catalogue, pool)]
+    else:
+        offerings = [o for o in catalogue.offerings.values() if o.provider == pool.market_provider]
+    offerings = [o for o in offerings if _allowed(query, o)]
+    if not offerings:
+        return []
+    most = min(query.max_gpus, capacity if capacity is not None else query.max_gpus)
+    per_instance = min(o.num_gpus for o in offerings)
+    sizes: list[int | None] = list(cluster_sizes(per_instance, most))
+    if query.pins.num_gpus is not None:
+        sizes = [query.pins.num_gpus] if query.pins.num_gpus <= most else []
+    elif pool.offering is None:
+        sizes.append(None)  # the planner's own optimum on this provider
+    candidates = []
+    for size in sizes:
+        plan = _best_plan(catalogue, offerings, query, size, cache)
+        if plan is None:
+            continue
+        offering = catalogue.offering(plan.plan.offering) if pool.offering is None else offerings[0]
+        gpus = num_instances(plan.plan.num_gpus, offering) * offering.num_gpus
+        if capacity is not None and gpus > capacity:
+            continue
+        usd = 0.0 if pool.committed else plan.cost.usd_total
+        candidates.append(Candidate(pool=pool_index, plan=plan, gpus=gpus, hours=plan.cost.hours, usd_marginal=usd))
+    return _undominated(candidates)
+
+
+def duration_min(hours: float) -> int:
+    return max(1, math.ceil(hours * 60 - 1e-9))

@@ -1,0 +1,122 @@
+"""Why a job went unserved, and the smallest change that would serve it.
+
+For a job with usable slots, the change is found by re-solving the fleet with every job the
+schedule serves still served and this job served too:
+- a later deadline: the earliest end this job can have (deadline removed, capacity as is);
+- more GPUs: per bounded pool of its slots, the fewest extra GPUs (whole instances, the same
+  number at every minute) found by bisection; adding the GPUs of its smallest slot always works,
+  so the bisection has an upper end.
+The binding pool is the one with the smallest extra capacity, its window the job's own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from itertools import pairwise
+
+from ortools.sat.python import cp_model
+
+from vramplan.fleet.build import build
+from vramplan.fleet.domain import (
+    MINUTES_PER_HOUR,
+    IntFleet,
+    IntJob,
+    IntPool,
+    IntSchedule,
+    Window,
+)
+
+EXPLAIN_TIME_LIMIT_S = 2.0
+
+
+def _hours(minutes: int) -> str:
+    return f"{minutes / MINUTES_PER_HOUR:g} h"
+
+
+def _feasible(fleet: IntFleet, served: list[int], minimise_end_of: int | None = None) -> int | None:
+    """With the jobs `served` all served: None if impossible (or unproven), else the job's end (or 0)."""
+    model, v, _ = build(fleet)
+    for j in served:
+        model.add(v.unserved[j] == 0)
+    if minimise_end_of is not None:
+        model.minimize(v.end[minimise_end_of])
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = EXPLAIN_TIME_LIMIT_S
+    solver.parameters.num_workers = 1
+    code = solver.solve(model)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return solver.value(v.end[minimise_end_of]) if minimise_end_of is not None else 0
+
+
+def _with_extra(pool: IntPool, extra_gpus: int, horizon_min: int) -> IntPool:
+    points = sorted({0, horizon_min, *(w.from_min for w in pool.windows or ()), *(w.to_min for w in pool.windows or ())})
+    windows = tuple(Window(s, e, (pool.gpus_at(s) or 0) + extra_gpus) for s, e in pairwise(points) if s < e)
+    return replace(pool, windows=windows)
+
+
+def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int) -> int | None:
+    job = fleet.jobs[j]
+    upper = min(s.gpus for s in job.slots if s.pool == p and fleet.usable(job, s))
+    low, high = 0, -(-upper // step)  # in instances; high always suffices
+    while high - low > 1:
+        middle = (low + high) // 2
+        pools = list(fleet.pools)
+        pools[p] = _with_extra(fleet.pools[p], middle * step, fleet.horizon_min)
+        if _feasible(replace(fleet, pools=tuple(pools)), served + [j]) is not None:
+            high = middle
+        else:
+            low = middle
+    return high * step
+
+
+def _window_text(fleet: IntFleet, job: IntJob) -> str:
+    return f"{job.release_min / MINUTES_PER_HOUR:g}-{_hours(fleet.latest_end(job))}"
+
+
+def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps: list[int],
+                     budget_s: float = 10.0) -> str:
+    """One line: the binding pool and window, and the smallest extra capacity or later deadline."""
+    job = fleet.jobs[j]
+    usable = [s for s in job.slots if fleet.usable(job, s)]
+    if not usable:
+        fastest = min(job.slots, key=lambda s: s.duration_min)
+        capacity = fleet.pools[fastest.pool].capacity_gpus
+        if capacity is not None and all(s.gpus > (fleet.pools[s.pool].capacity_gpus or 0) for s in job.slots):
+            smallest = min(job.slots, key=lambda s: s.gpus)
+            return (f"every plan needs more GPUs than its pool has: the smallest takes {smallest.gpus} GPUs of "
+                    f"pool {fleet.pools[smallest.pool].name} ({fleet.pools[smallest.pool].capacity_gpus} GPUs); "
+                    f"add {smallest.gpus - (fleet.pools[smallest.pool].capacity_gpus or 0)} GPUs to it")
+        needed = job.release_min + fastest.duration_min
+        return (f"the window {_window_text(fleet, job)} is shorter than the fastest plan "
+                f"({_hours(fastest.duration_min)} on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs); "
+                f"a deadline of {_hours(needed)} would fit it" + (" (the horizon ends first: raise --horizon-days)"
+                                                                   if needed > fleet.horizon_min else ""))
+    started = time.perf_counter()
+    served = [i for i, c in enumerate(schedule.slot) if c is not None]
+    proven = bool(schedule.stages) and schedule.stages[0].name == "served" and schedule.stages[0].status == "optimal"
+    if not proven and _feasible(fleet, served + [j]) is not None:
+        return ("it fits beside the scheduled jobs as they are: the solve stopped at its time limit before "
+                "serving it; a longer --time-limit would")
+    parts = []
+    options = []
+    for p in sorted({s.pool for s in usable if fleet.pools[s.pool].windows is not None}):
+        if time.perf_counter() - started > budget_s:
+            break
+        extra = _extra_gpus(fleet, served, j, p, max(1, pool_steps[p]))
+        if extra is not None:
+            options.append((extra, p))
+    if options:
+        extra, p = min(options)
+        parts.append(f"pool {fleet.pools[p].name} is full over the job's window {_window_text(fleet, job)}; "
+                     f"+{extra} GPUs of pool {fleet.pools[p].name} would serve it")
+    if job.deadline_min is not None and fleet.hard_deadlines and time.perf_counter() - started <= budget_s:
+        relaxed = list(fleet.jobs)
+        relaxed[j] = replace(job, deadline_min=None)
+        end = _feasible(replace(fleet, jobs=tuple(relaxed)), served + [j], minimise_end_of=j)
+        if end is not None:
+            parts.append(f"or a deadline of {_hours(end)} (+{_hours(end - job.deadline_min)})")
+    if not parts:
+        return f"capacity over the window {_window_text(fleet, job)} is taken by jobs of higher priority"
+    return "; ".join(parts)

@@ -1,0 +1,150 @@
+"""The fleet question (jobs on pools) and its answer, as pydantic types; hours from the plan's start."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vramplan.models.core.errors import VramplanError
+from vramplan.fleet.domain import FleetObjective
+from vramplan.solver import SolvedPlan, SolveQuery
+
+HOURS_PER_DAY = 24
+QUARTER_DAYS = 91
+
+
+class PoolWindow(BaseModel):
+    """num_gpus GPUs from from_hours to to_hours (None = the end of the horizon)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    from_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    to_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    num_gpus: int = Field(ge=0, le=1_000_000)
+
+
+class Pool(BaseModel):
+    """Inventory (one offering, bounded by windows) or one provider of the on-demand market."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    offering: str | None = None  # catalogue key provider/instance_type; None for a market pool
+    market_provider: str | None = None
+    committed: bool = False  # already paid for: marginal cost 0, idle time reported
+    price_usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    windows: tuple[PoolWindow, ...] | None = None  # None = unbounded (a market provider without a quota)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Pool:
+        if (self.offering is None) == (self.market_provider is None):
+            raise VramplanError("pool", self.name, "needs exactly one of an offering or a market provider")
+        for a, b in zip(sorted(self.windows or (), key=lambda w: w.from_hours), sorted(self.windows or (), key=lambda w: w.from_hours)[1:]):
+            if a.to_hours is None or a.to_hours > b.from_hours:
+                raise VramplanError("available_from", b.from_hours, f"pool {self.name!r} has overlapping windows")
+        return self
+
+
+class FleetJob(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: SolveQuery
+    earliest_start_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # from the plan's start
+    priority: float = Field(default=1.0, ge=0, le=10_000, allow_inf_nan=False)
+    required: bool = False
+    pools: tuple[str, ...] = ()  # pools the job may run on; empty = any
+
+    @model_validator(mode="after")
+    def _deadline_after_start(self) -> FleetJob:
+        if self.deadline_hours is not None and self.deadline_hours <= self.earliest_start_hours:
+            raise VramplanError("deadline", self.deadline_hours,
+                                f"is not after earliest_start ({self.earliest_start_hours:g} h from the start)")
+        return self
+
+
+class FleetQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    jobs: tuple[FleetJob, ...]
+    pools: tuple[Pool, ...]
+    objective: FleetObjective = "cost"
+    horizon_hours: float = Field(default=QUARTER_DAYS * HOURS_PER_DAY, gt=0, allow_inf_nan=False)
+    time_limit_s: float = Field(default=60.0, gt=0, le=86_400, allow_inf_nan=False)
+    num_workers: int = Field(default=2, ge=1, le=64)
+    random_seed: int = 0
+    explain_limit: int = Field(default=20, ge=0, description="unserved jobs to explain with extra solves")
+
+    @model_validator(mode="after")
+    def _unique_pools(self) -> FleetQuery:
+        names = [p.name for p in self.pools]
+        for name in names:
+            if names.count(name) > 1:
+                raise VramplanError("pool", name, "appears twice")
+        for job in self.jobs:
+            for name in job.pools:
+                if name not in names:
+                    raise VramplanError("pools", name, f"is not a pool of the inventory ({', '.join(names)})")
+        return self
+
+
+JobStatus = Literal["scheduled", "late", "unserved"]
+
+
+class Assignment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: JobStatus
+    pool: str | None = None
+    start_hours: float | None = None
+    end_hours: float | None = None
+    plan: SolvedPlan | None = None
+    pool_gpus: int | None = None  # GPUs the plan blocks in its pool (whole instances)
+    usd_marginal: float | None = None
+    late_hours: float | None = None
+    explanation: str | None = None
+
+
+class PoolUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pool: str
+    offering: str | None
+    committed: bool
+    gpu_hours_available: float | None  # None: unbounded market
+    gpu_hours_used: float
+    idle_gpu_hours: float | None
+    utilisation: float | None
+    num_jobs: int
+    usd_marginal: float
+
+
+class StageSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    status: str
+    value: float | None
+    bound: float | None
+    gap: float | None
+    wall_s: float
+    first_solution_s: float | None
+
+
+class FleetResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["optimal", "feasible", "unknown"]
+    objective: FleetObjective
+    objective_value: float | None  # USD, hours (makespan) or priority-weighted hours late
+    best_bound: float | None
+    gap: float | None
+    interrupted: bool = False
+    stages: list[StageSummary]
+    assignments: list[Assignment]
+    pools: list[PoolUsage]
+    usd_marginal_total: float
+    num_candidates: int
+    candidate_time_s: float
+    solve_time_s: float

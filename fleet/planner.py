@@ -1,0 +1,205 @@
+"""plan_fleet(): many training jobs on one finite GPU inventory (and optionally the market).
+
+prepare() asks the planner for every job's candidate plans per pool and turns the question into
+integers (fleet/domain.py); FleetSession (fleet/model.py) schedules them with
+CP-SAT; finish() turns any schedule (the proven one, or the best so far on Ctrl-C) back into
+hours, plans and dollars, explains the unserved jobs and sums each pool's use.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.errors import VramplanError
+from vramplan.solver import solve
+from vramplan.fleet.candidates import (
+    Candidate,
+    CandidateCache,
+    duration_min,
+    pool_candidates,
+)
+from vramplan.fleet.explain import explain_unserved
+from vramplan.fleet.inputs import (
+    Assignment,
+    FleetQuery,
+    FleetResult,
+    PoolUsage,
+    StageSummary,
+)
+from vramplan.fleet.model import FleetSession
+from vramplan.fleet.sgs import left_shift
+from vramplan.fleet.domain import (
+    CENTS_PER_USD,
+    MINUTES_PER_HOUR,
+    WEIGHT_SCALE,
+    IntFleet,
+    IntJob,
+    IntPool,
+    IntSchedule,
+    Slot,
+    Window,
+    check_bounds,
+)
+
+
+@dataclass
+class Prepared:
+    query: FleetQuery
+    candidates: list[list[Candidate]]  # per job
+    no_plan: list[str | None]  # per job: why no pool runs it (None when some pool does)
+    fleet: IntFleet
+    pool_steps: list[int]  # GPUs per instance of each pool (the unit of extra capacity)
+    candidate_time_s: float
+
+
+def _minutes(hours: float, up: bool) -> int:
+    value = hours * MINUTES_PER_HOUR
+    return math.ceil(value - 1e-9) if up else math.floor(value + 1e-9)
+
+
+def _int_pool(pool, horizon_min: int) -> IntPool:
+    if pool.windows is None:
+        return IntPool(pool.name, None)
+    windows = tuple(Window(_minutes(w.from_hours, up=True),
+                           horizon_min if w.to_hours is None else min(horizon_min, _minutes(w.to_hours, up=False)),
+                           w.num_gpus) for w in pool.windows)
+    return IntPool(pool.name, tuple(w for w in windows if w.to_min > w.from_min), committed=pool.committed)
+
+
+def _no_plan_reason(catalogue: Catalogue, query: FleetQuery, j: int) -> str:
+    """The planner's own explanation on the pools' offerings (or the whole market)."""
+    job_query = query.jobs[j].query
+    pools = [p for p in query.pools if not query.jobs[j].pools or p.name in query.jobs[j].pools]
+    names = {p.offering for p in pools if p.offering is not None}
+    providers = {p.market_provider for p in pools if p.market_provider is not None}
+    offerings = {name: o for name, o in catalogue.offerings.items() if name in names or o.provider in providers}
+    narrowed = Catalogue(gpus=catalogue.gpus, offerings=offerings, architectures=catalogue.architectures)
+    result = solve(narrowed, job_query.model_copy(update={"objective": "cost", "top_k": 1, "pareto": False}))
+    if result.explanation is None:
+        return "no plan of this job fits any pool's GPUs"
+    text = result.explanation.summary.rstrip(".")
+    if result.explanation.smallest_change:
+        text += f". Smallest change: {result.explanation.smallest_change}"
+    return "no plan fits any pool: " + " ".join(text.split())
+
+
+def prepare(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> Prepared:
+    began = time.perf_counter()
+    cache = cache or CandidateCache()
+    horizon_min = _minutes(query.horizon_hours, up=False)
+    candidates: list[list[Candidate]] = []
+    no_plan: list[str | None] = []
+    for j, job in enumerate(query.jobs):
+        found = [c for p, pool in enumerate(query.pools) if not job.pools or pool.name in job.pools
+                 for c in pool_candidates(catalogue, job.query, p, pool, cache)]
+        candidates.append(found)
+        try:
+            no_plan.append(None if found else _no_plan_reason(catalogue, query, j))
+        except VramplanError as error:  # e.g. a model that is neither a catalogue name nor a config
+            no_plan.append(f"no plan: {error}")
+    jobs = []
+    for job, found in zip(query.jobs, candidates):
+        slots = tuple(Slot(pool=c.pool, gpus=c.gpus, duration_min=duration_min(c.hours),
+                           cost_cents=math.ceil(c.usd_marginal * CENTS_PER_USD - 1e-9)) for c in found)
+        deadline = None if job.deadline_hours is None else _minutes(job.deadline_hours, up=False)
+        jobs.append(IntJob(release_min=_minutes(job.earliest_start_hours, up=True), deadline_min=deadline,
+                           weight=round(job.priority * WEIGHT_SCALE), required=job.required, slots=slots))
+    fleet = IntFleet(jobs=tuple(jobs), pools=tuple(_int_pool(p, horizon_min) for p in query.pools),
+                     horizon_min=horizon_min, objective=query.objective)
+    check_bounds(fleet)
+    steps = [catalogue.offering(p.offering).num_gpus if p.offering else 1 for p in query.pools]
+    return Prepared(query, candidates, no_plan, fleet, steps, time.perf_counter() - began)
+
+
+def session(prepared: Prepared) -> FleetSession:
+    q = prepared.query
+    return FleetSession(prepared.fleet, q.time_limit_s, num_workers=q.num_workers, random_seed=q.random_seed)
+
+
+def _stage_value(name: str, value: int | None) -> float | None:
+    if value is None:
+        return None
+    return value / CENTS_PER_USD if name == "cost" else value / MINUTES_PER_HOUR if name in (
+        "makespan", "committed_gpu_hours") else (
+        value / WEIGHT_SCALE / MINUTES_PER_HOUR if name == "tardiness" else value / WEIGHT_SCALE)
+
+
+def _assignment(prepared: Prepared, schedule: IntSchedule, j: int, explain: bool) -> Assignment:
+    fleet = prepared.fleet
+    c = schedule.slot[j]
+    if c is None:
+        text = prepared.no_plan[j]
+        if text is None:
+            text = explain_unserved(fleet, schedule, j, prepared.pool_steps) if explain else \
+                "not served by the best schedule found before the solve stopped"
+        if fleet.jobs[j].required:
+            text = "required, but cannot be served: " + text
+        return Assignment(status="unserved", explanation=text)
+    candidate = prepared.candidates[j][c]
+    start = schedule.start_min[j] or 0
+    end = start + fleet.jobs[j].slots[c].duration_min
+    deadline = fleet.jobs[j].deadline_min
+    late = max(0, end - deadline) if deadline is not None else 0
+    return Assignment(status="late" if late else "scheduled", pool=prepared.query.pools[candidate.pool].name,
+                      start_hours=start / MINUTES_PER_HOUR, end_hours=end / MINUTES_PER_HOUR, plan=candidate.plan,
+                      pool_gpus=candidate.gpus,
+                      usd_marginal=round(candidate.usd_marginal, 2), late_hours=late / MINUTES_PER_HOUR)
+
+
+def _pool_usage(prepared: Prepared, schedule: IntSchedule) -> list[PoolUsage]:
+    usages = []
+    for p, (pool, int_pool) in enumerate(zip(prepared.query.pools, prepared.fleet.pools)):
+        chosen = [(j, c) for j, c in enumerate(schedule.slot) if c is not None and prepared.candidates[j][c].pool == p]
+        used = sum(prepared.fleet.jobs[j].slots[c].gpus * prepared.fleet.jobs[j].slots[c].duration_min
+                   for j, c in chosen) / MINUTES_PER_HOUR
+        available = None if int_pool.windows is None else sum(
+            w.gpus * (w.to_min - w.from_min) for w in int_pool.windows) / MINUTES_PER_HOUR
+        usages.append(PoolUsage(
+            pool=pool.name, offering=pool.offering or pool.market_provider, committed=pool.committed,
+            gpu_hours_available=available, gpu_hours_used=round(used, 2),
+            idle_gpu_hours=None if available is None else round(available - used, 2),
+            utilisation=None if not available else round(used / available, 4), num_jobs=len(chosen),
+            usd_marginal=round(sum(prepared.candidates[j][c].usd_marginal for j, c in chosen), 2)))
+    return usages
+
+
+def finish(prepared: Prepared, schedule: IntSchedule, solve_time_s: float, explain: bool = True) -> FleetResult:
+    explain = explain and not schedule.interrupted
+    schedule = left_shift(prepared.fleet, schedule)
+    assignments = []
+    explained = 0
+    for j in range(len(prepared.fleet.jobs)):
+        may_explain = explain and explained < prepared.query.explain_limit
+        explained += schedule.slot[j] is None and prepared.no_plan[j] is None and may_explain
+        assignments.append(_assignment(prepared, schedule, j, may_explain))
+    primary = next((s for s in schedule.stages if s.name == prepared.query.objective), None)
+    stages = [StageSummary(name=s.name, status=s.status, value=_stage_value(s.name, s.value),
+                           bound=_stage_value(s.name, s.bound), gap=s.gap, wall_s=round(s.wall_s, 3),
+                           first_solution_s=s.first_solution_s) for s in schedule.stages]
+    primary_summary = next((s for s in stages if s.name == prepared.query.objective), None)
+    return FleetResult(
+        status=schedule.status,  # type: ignore[arg-type]
+        objective=prepared.query.objective,
+        objective_value=primary_summary.value if primary_summary else None,
+        best_bound=primary_summary.bound if primary_summary else None,
+        gap=primary.gap if primary else None,
+        interrupted=schedule.interrupted,
+        stages=stages,
+        assignments=assignments,
+        pools=_pool_usage(prepared, schedule),
+        usd_marginal_total=round(sum(a.usd_marginal or 0.0 for a in assignments), 2),
+        num_candidates=sum(len(c) for c in prepared.candidates),
+        candidate_time_s=round(prepared.candidate_time_s, 3),
+        solve_time_s=round(solve_time_s, 3),
+    )
+
+
+def plan_fleet(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> FleetResult:
+    """Candidates, the CP-SAT schedule, explanations: the whole fleet answer in one call."""
+    prepared = prepare(catalogue, query, cache)
+    began = time.perf_counter()
+    schedule = session(prepared).run()
+    return finish(prepared, schedule, time.perf_counter() - began)

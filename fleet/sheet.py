@@ -1,0 +1,276 @@
+"""The fleet's spreadsheets: jobs.csv (a batch sheet plus scheduling columns) and inventory.csv.
+
+Times are hours from the plan's start (a number) or dates/timestamps (ISO 8601 text, or date
+cells of XLSX/Parquet). The start is --start, else the earliest date among earliest_start and
+available_from; a sheet with dates only in deadline/available_to needs --start. A bad job row is
+an error row of the output (status=error), never a lost row; a bad inventory row stops the run
+(exit 2): without its pools no schedule means anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from vramplan.sheets.rows import check_columns, is_empty, parse_row
+from vramplan.sheets.sheet_files import read_table
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
+from vramplan.models.core.numbers import parse_count
+from vramplan.fleet.inputs import FleetJob, Pool, PoolWindow
+from vramplan.solver import split_list
+
+# Columns the fleet adds to a batch sheet: name -> (default, what it is). Order = README order.
+FLEET_JOB_COLUMNS: dict[str, tuple[str, str]] = {
+    "deadline": ("none", "latest end: a date, or hours from the start"),
+    "earliest_start": ("0 (the start)", "earliest start: a date, or hours from the start"),
+    "priority": ("1", "weight of each hour late (tardiness) and of leaving the job unserved"),
+    "required": ("false", "true: serve this job before any optional one"),
+    "pools": ("any", "pools the job may run on, separated by ;"),
+}
+INVENTORY_COLUMNS: dict[str, tuple[str, str]] = {
+    "pool": ("required", "name of the pool; several rows of one pool are its availability windows"),
+    "offering": ("-", "catalogue offering provider/instance_type (or give gpu and provider)"),
+    "gpu": ("-", "GPU name, with provider: the provider's largest instance of that GPU"),
+    "provider": ("-", "provider, with gpu"),
+    "num_gpus": ("-", "GPUs in the pool during this window (or give instances)"),
+    "instances": ("-", "instances in the pool during this window"),
+    "available_from": ("0 (the start)", "a date, or hours from the start"),
+    "available_to": ("the horizon", "a date, or hours from the start"),
+    "committed": ("false", "true: already paid for (marginal cost 0, idle time reported)"),
+    "price_usd_per_gpu_hour": ("the catalogue's", "your price per GPU-hour for this pool"),
+}
+TRUE, FALSE = ("true", "yes", "1", "y"), ("false", "no", "0", "n")
+MARKET_PREFIX = "market:"
+
+
+def parse_bool(field_name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE or text in FALSE:
+        return text in TRUE
+    raise VramplanError(field_name, value, "must be true or false")
+
+
+def parse_priority(value: Any) -> float:
+    try:
+        priority = float(value)
+    except (TypeError, ValueError):
+        raise VramplanError("priority", value, "must be a number >= 0") from None
+    if not 0 <= priority <= 10_000:
+        raise VramplanError("priority", value, "must be between 0 and 10000")
+    return priority
+
+
+def parse_time(field_name: str, value: Any) -> float | datetime:
+    """Hours from the start (a number >= 0) or a timestamp."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        hours = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            hours = float(text)
+        except ValueError:
+            try:
+                return datetime.fromisoformat(text).replace(tzinfo=None)
+            except ValueError:
+                raise VramplanError(field_name, value, "is neither hours from the start nor a date "
+                                                       "(YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None
+    if not hours >= 0 or hours == float("inf"):
+        raise VramplanError(field_name, value, "must be a finite number of hours >= 0")
+    return hours
+
+
+def hours_from(start: datetime | None, field_name: str, value: float | datetime) -> float:
+    if isinstance(value, float):
+        return value
+    if start is None:
+        raise VramplanError(field_name, value.isoformat(), "is a date, but no start is known: pass --start")
+    hours = (value - start) / timedelta(hours=1)
+    if hours < 0:
+        raise VramplanError(field_name, value.isoformat(), f"is before the plan's start {start.isoformat()}")
+    return hours
+
+
+@dataclass
+class JobRows:
+    header: list[str]
+    rows: list[list[Any]]
+    jobs: list[FleetJob | None]  # per row; None = an error row
+    errors: list[str | None]
+    times: list[dict[str, float | datetime]] = field(default_factory=list)
+
+
+def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
+    close = closest_names(name, known, limit=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known columns: {', '.join(known)}"
+    return VramplanError("column", name, f"unknown {what} column; {hint}")
+
+
+def read_jobs(path: Path, fmt: str) -> JobRows:
+    header, rows = read_table(path, fmt)
+    check_columns([name for name in header if name not in FLEET_JOB_COLUMNS])
+    jobs: list[FleetJob | None] = []
+    errors: list[str | None] = []
+    times: list[dict[str, float | datetime]] = []
+    for row in rows:
+        cells = dict(zip(header, row))
+        batch = {name: value for name, value in cells.items() if name not in FLEET_JOB_COLUMNS}
+        fleet = {name: value for name, value in cells.items() if name in FLEET_JOB_COLUMNS and not is_empty(value)}
+        try:
+            query = parse_row(batch)
+            row_times = {name: parse_time(name, fleet[name]) for name in ("deadline", "earliest_start") if name in fleet}
+            extra = {"priority": parse_priority(fleet.get("priority", 1.0)),
+                     "required": parse_bool("required", fleet.get("required", False)),
+                     "pools": split_list(fleet.get("pools")) or ()}
+            jobs.append(FleetJob.model_construct(query=query, **extra))  # validated once the start is known
+            times.append(row_times)
+            errors.append(None)
+        except VramplanError as error:
+            jobs.append(None)
+            times.append({})
+            errors.append(" ".join(str(error).split()))
+    return JobRows(header, rows, jobs, errors, times)
+
+
+def _offering_name(catalogue: Catalogue, cells: dict[str, Any]) -> str:
+    if not is_empty(cells.get("offering")):
+        return catalogue.offering(str(cells["offering"]).strip()).name
+    gpu, provider = cells.get("gpu"), cells.get("provider")
+    if is_empty(gpu) or is_empty(provider):
+        raise VramplanError("offering", "", "give an offering, or a gpu and a provider")
+    gpu = catalogue.gpu(str(gpu).strip()).name
+    matches = [o for o in catalogue.offerings_for(gpu) if o.provider == str(provider).strip()]
+    if not matches:
+        providers = sorted({o.provider for o in catalogue.offerings_for(gpu)})
+        raise VramplanError("provider", provider, f"has no {gpu} offering; providers of {gpu}: {', '.join(providers)}")
+    return max(matches, key=lambda o: (o.num_gpus, o.name)).name
+
+
+def _window(catalogue: Catalogue, offering: str, cells: dict[str, Any], start: datetime | None,
+            times: dict[str, float | datetime]) -> PoolWindow:
+    per_instance = catalogue.offering(offering).num_gpus
+    # The sheet's number grammar (models/core/numbers.py): `1e3` is a count, `1_000`, `true`, `2.5` are not.
+    if not is_empty(cells.get("num_gpus")):
+        gpus = parse_count("num_gpus", cells["num_gpus"])
+    elif not is_empty(cells.get("instances")):
+        gpus = parse_count("instances", cells["instances"]) * per_instance
+    else:
+        raise VramplanError("num_gpus", "", "give num_gpus or instances")
+    hours = {name: hours_from(start, name, value) for name, value in times.items()}
+    try:
+        window = PoolWindow(from_hours=hours.get("available_from", 0.0), to_hours=hours.get("available_to"),
+                            num_gpus=gpus)
+    except ValidationError as error:
+        raise from_validation_error(error, cells) from None
+    if window.to_hours is not None and window.to_hours <= window.from_hours:
+        raise VramplanError("available_to", cells.get("available_to"), "is not after available_from")
+    return window
+
+
+@dataclass
+class InventoryRows:
+    rows: list[dict[str, Any]]
+    times: list[dict[str, float | datetime]]
+
+
+def read_inventory(path: Path, fmt: str) -> InventoryRows:
+    header, rows = read_table(path, fmt, field="inventory")
+    for name in header:
+        if name not in INVENTORY_COLUMNS:
+            raise _unknown(name, INVENTORY_COLUMNS, "inventory")
+    if "pool" not in header:
+        raise VramplanError("column", "pool", "is required in the inventory")
+    cells_list, times = [], []
+    for number, row in enumerate(rows, 2):
+        cells = {name: value for name, value in zip(header, row) if not is_empty(value)}
+        try:
+            if "pool" not in cells:
+                raise VramplanError("pool", "", "is required; the cell is empty")
+            times.append({name: parse_time(name, cells[name]) for name in ("available_from", "available_to")
+                          if name in cells})
+        except VramplanError as error:
+            raise VramplanError("inventory", str(path), f"row {number}: {error}") from None
+        cells_list.append(cells)
+    return InventoryRows(cells_list, times)
+
+
+def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datetime | None, origin: str) -> list[Pool]:
+    """Rows grouped by pool name (first appearance order); one offering and one price per pool."""
+    grouped: dict[str, list[tuple[int, dict[str, Any], dict]]] = {}
+    for number, (cells, times) in enumerate(zip(inventory.rows, inventory.times), 2):
+        grouped.setdefault(str(cells["pool"]).strip(), []).append((number, cells, times))
+    pools = []
+    for name, rows in grouped.items():
+        number = rows[0][0]
+        try:
+            if name.startswith(MARKET_PREFIX):
+                raise VramplanError("pool", name, f"names starting {MARKET_PREFIX!r} are the market's (--market)")
+            offerings = set()
+            windows = []
+            for number, cells, times in rows:
+                offering = _offering_name(catalogue, cells)
+                offerings.add(offering)
+                windows.append(_window(catalogue, offering, cells, start, times))
+            if len(offerings) > 1:
+                raise VramplanError("offering", sorted(offerings)[1], f"pool {name!r} has rows of different offerings")
+            first = rows[0][1]
+            pool = Pool(name=name, offering=offerings.pop(), windows=tuple(windows),
+                        committed=parse_bool("committed", first.get("committed", False)),
+                        price_usd_per_gpu_hour=None if is_empty(first.get("price_usd_per_gpu_hour"))
+                        else float(first["price_usd_per_gpu_hour"]))
+        except ValidationError as error:
+            raise VramplanError("inventory", origin, f"row {number}: {from_validation_error(error)}") from None
+        except (VramplanError, ValueError) as error:
+            raise VramplanError("inventory", origin, f"row {number}: {error}") from None
+        pools.append(pool)
+    return pools
+
+
+def market_pools(catalogue: Catalogue, quotas: dict[str, int]) -> list[Pool]:
+    """One pool per provider of the offerings catalogue; a quota bounds its GPUs at every moment."""
+    providers = sorted({o.provider for o in catalogue.offerings.values()})
+    for provider in quotas:
+        if provider not in providers:
+            raise VramplanError("quota", provider, f"is not a provider of the catalogue ({', '.join(providers)})")
+    return [Pool(name=MARKET_PREFIX + p, market_provider=p,
+                 windows=None if p not in quotas else (PoolWindow(num_gpus=quotas[p]),)) for p in providers]
+
+
+def fleet_start(jobs: JobRows, inventory: InventoryRows, start: datetime | None) -> datetime | None:
+    """--start, else the earliest date among earliest_start and available_from cells."""
+    if start is not None:
+        return start
+    dates = [t["earliest_start"] for t in jobs.times if isinstance(t.get("earliest_start"), datetime)]
+    dates += [t["available_from"] for t in inventory.times if isinstance(t.get("available_from"), datetime)]
+    return min(dates) if dates else None
+
+
+def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], catalogue: Catalogue) -> None:
+    """Hours from the start for each job row; a bad time, pool or model turns the row into an error row."""
+    for i, job in enumerate(jobs.jobs):
+        if job is None:
+            continue
+        try:
+            catalogue.architecture(job.query.model)
+            for name in job.pools:
+                if name not in pool_names:
+                    close = closest_names(name, pool_names, limit=1)
+                    hint = f"did you mean {close[0]!r}?" if close else f"pools: {', '.join(pool_names)}"
+                    raise VramplanError("pools", name, f"is not a pool of the inventory; {hint}")
+            hours = {f"{name}_hours": hours_from(start, name, value) for name, value in jobs.times[i].items()}
+            jobs.jobs[i] = FleetJob(query=job.query, priority=float(job.priority), required=job.required,
+                                    pools=job.pools, **hours)
+        except ValidationError as error:
+            jobs.jobs[i], jobs.errors[i] = None, str(from_validation_error(error, {"priority": job.priority}))
+        except (VramplanError, ValueError) as error:
+            jobs.jobs[i], jobs.errors[i] = None, " ".join(str(error).split())

@@ -1,0 +1,100 @@
+"""The parallel layout of a plan: which layers each pipeline rank holds, and which layouts are valid.
+
+Megatron-Core's rank layout (megatron/core/parallel_state.py): num_gpus = tp * pp * cp * dp, tensor
+parallel ranks innermost (one NVLink domain), expert parallelism carved from the dp * cp ranks
+(expert_tp = tp, expert_dp = dp * cp / ep). Sequence parallelism only exists with TP: Megatron's
+arguments.py turns `--sequence-parallel` off when tp == 1, and so does `sequence_parallel_active`.
+
+Pipeline stages (megatron/core/transformer/transformer_block.py get_num_layers_to_build): rank 0
+holds the embedding, rank pp-1 the final norm, the output layer and the loss. When pp does not
+divide the layers, the remainder goes one each to the ranks just before the last (never the last,
+which also holds lm_head and the loss; rank 0 only once every middle rank has one), the split a
+Megatron user writes with --decoder-first/last-pipeline-num-layers. Interleaved 1F1B (vpp > 1)
+needs at least vpp layers per rank; where they do not divide, the rank's chunks differ by one
+layer (Megatron-Core's pipeline_model_parallel_layout) and a chunk counts layers / vpp on average.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.architecture.params import layer_group_counts
+from vramplan.models.core.setup import Job, Plan
+
+
+def sequence_parallel_active(plan: Plan) -> bool:
+    return plan.sequence_parallel and plan.tp > 1
+
+
+def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Decoder layers held by each pipeline rank (summed over its virtual chunks)."""
+    if pp > num_layers:
+        raise VramplanError("pp", pp, f"more pipeline stages than the {num_layers} layers")
+    base, extra = divmod(num_layers, pp)
+    counts = [base] * pp
+    for rank in range(pp - 1 - extra, pp - 1):  # the ranks just before the last
+        counts[rank] += 1
+    return tuple(counts)
+
+
+def candidate_stages(arch: Architecture, pp: int) -> tuple[int, ...]:
+    """The pipeline ranks that can be the most loaded (in GPU memory, and in host RAM under
+    offload): the last (lm_head, loss) and, for each distinct set of layers a rank holds (how
+    many of each kind of layer: models/params.layer_group_counts), the first rank holding it
+    (earlier ranks keep more micro-batches in flight; ranks with the same layers hold the same
+    model states). One kind of layer: one candidate per layer count. Mixed stacks (DeepSeek's
+    first dense layers, Llama 4's alternating MoE layers, Gemma's local/global attention) can put
+    more parameters on a middle rank than on the first of its layer count: Llama 4 Maverick at
+    pp 16 holds 6% more on rank 1 than on rank 0, and up to 1.9x the host RAM per GPU under
+    ZeRO-Offload."""
+    first: dict[tuple, int] = {}
+    for rank in range(pp):
+        first.setdefault(stage_layer_kinds(arch, pp, rank), rank)
+    return tuple(sorted(set(first.values()) | {pp - 1}))
+
+
+@lru_cache(maxsize=4096)
+def stage_layer_kinds(arch: Architecture, pp: int, stage: int) -> tuple[tuple[tuple[bool, bool, bool], int], ...]:
+    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm) as
+    models/params.LayerGroup names them) and how many of each, sorted: what its model states and
+    activations depend on besides its position."""
+    counts = stage_layers(arch.num_layers, pp)
+    start = sum(counts[:stage])
+    return tuple(sorted(((g.moe, g.local, g.qk_norm), n) for g, n in layer_group_counts(arch, start, start + counts[stage])))
+
+
+def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
+    """KV heads on one TP rank; when tp > kv heads each rank keeps a replica of one group."""
+    return max(1, num_kv_heads // tp)
+
+
+def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
+    """Layouts no Megatron/torchtitan run can take; each is a one-line error naming the field."""
+    tp, pp, cp, ep, vpp = plan.tp, plan.pp, plan.cp, plan.ep, plan.vpp
+    if tp > 1:
+        if tp > gpus_per_instance:
+            raise VramplanError("tp", tp, f"TP stays inside one instance's NVLink domain ({gpus_per_instance} GPUs of {gpu.name})")
+        if arch.num_attention_heads % tp:
+            raise VramplanError("tp", tp, f"must divide the {arch.num_attention_heads} attention heads of {arch.name}")
+        if arch.num_kv_heads % tp and tp % arch.num_kv_heads:
+            raise VramplanError(
+                "tp", tp, f"must divide the {arch.num_kv_heads} KV heads of {arch.name} or be a multiple of them (replicated KV)"
+            )
+        if arch.intermediate_size % tp:
+            raise VramplanError("tp", tp, f"must divide the MLP width {arch.intermediate_size} of {arch.name}")
+    if ep > 1 and not arch.is_moe:
+        raise VramplanError("ep", ep, f"{arch.name} has no experts")
+    if arch.num_experts % ep:
+        raise VramplanError("ep", ep, f"must divide the {arch.num_experts} experts of {arch.name}")
+    if cp > 1:
+        if job.seq_len % (2 * cp):
+            raise VramplanError("cp", cp, f"seq_len {job.seq_len} must be divisible by 2*cp (load-balanced CP chunks)")
+        if job.attention != "flash":
+            raise VramplanError("cp", cp, "context parallelism runs on fused/flash attention (TE), not eager")
+    if vpp > 1 and min(stage_layers(arch.num_layers, pp)) < vpp:
+        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
+    stage_layers(arch.num_layers, pp)
+    if job.method != "full" and tp * pp * cp * ep > 1:
+        raise VramplanError("method", job.method, "LoRA/QLoRA are modelled data-parallel only (tp = pp = cp = ep = 1)")

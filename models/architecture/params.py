@@ -1,0 +1,247 @@
+"""Exact parameter counts, matrix by matrix, as Hugging Face transformers builds each architecture.
+
+The counts follow the parts of models/catalogue_schema.Architecture, never the family name; the
+family only names the modules (`_MODULE_NAMES`, the attribute names of transformers'
+`modeling_<type>.py`, which PEFT's `target_modules` match). Layouts (transformers 5.24):
+- attention: q/k/v/o_proj (q: h -> a*d, k,v: h -> kv*d, o: a*dv -> h), or one fused q/k/v
+  projection (GPT-2 `c_attn`, GPT-NeoX / Falcon `query_key_value`, Phi-3 `qkv_proj`); MLA
+  (DeepSeek-V2/V3 `modeling_deepseek_v3.py`): q_a_proj (h -> r_q) + q_a_layernorm + q_b_proj
+  (r_q -> a*d), or q_proj when q_lora_rank is 0; kv_a_proj_with_mqa (h -> r_kv + d_rope) +
+  kv_a_layernorm + kv_b_proj (r_kv -> a*(d - d_rope + dv)); o_proj (a*dv -> h).
+- QK norms: per head_dim (Qwen3, Gemma 3: 2d weights), over the whole width (OLMo 2: (a + kv)*d),
+  or an unweighted L2 norm (Llama 4).
+- MLP: gate/up (h -> f) and down (f -> h), one fused gate_up (Phi-3), or up/down for an ungated
+  MLP. MoE layers: a router (h -> E, no bias), E experts (gate, up, down each), and an optional
+  shared expert MLP; MoE models may keep dense layers (first_dense_layers, moe_layer_interval)
+  whose MLP width is dense_intermediate_size.
+- norms: norms_per_layer of them (LayerNorm weight + bias, RMSNorm a weight); a final norm;
+  lm_head unless tied.
+Tests compare every catalogue row against counts from transformers itself (tests/golden_params.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from vramplan.models.core.catalogue_schema import Architecture
+
+_DEFAULT_NAMES = {
+    "q": "q_proj", "k": "k_proj", "v": "v_proj", "qkv": "qkv_proj", "o": "o_proj",
+    "q_a": "q_a_proj", "q_b": "q_b_proj", "kv_a": "kv_a_proj_with_mqa", "kv_b": "kv_b_proj",
+    "gate": "gate_proj", "up": "up_proj", "gate_up": "gate_up_proj", "down": "down_proj",
+    "router": "gate", "expert_gate": "experts.gate_proj", "expert_up": "experts.up_proj",
+    "expert_down": "experts.down_proj", "shared": "shared_experts",
+}
+_MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
+    "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
+    "gpt_neox": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
+    "falcon": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
+    "starcoder2": {"up": "c_fc", "down": "c_proj"},
+    "mixtral": {"expert_gate": "w1", "expert_up": "w3", "expert_down": "w2"},
+    "llama4": {"router": "router", "shared": "shared_expert"},
+    "llama4_text": {"router": "router", "shared": "shared_expert"},
+}
+
+
+def module_name(arch: Architecture, role: str) -> str:
+    return _MODULE_NAMES.get(arch.model_type, {}).get(role, _DEFAULT_NAMES[role])
+
+
+@dataclass(frozen=True)
+class LinearModule:
+    """One weight matrix of a decoder layer, named as Hugging Face names it (PEFT target names)."""
+
+    name: str
+    in_features: int
+    out_features: int
+    has_bias: bool
+    copies_per_layer: int = 1  # MoE experts repeat the expert matrices
+
+    @property
+    def num_params(self) -> int:
+        return self.copies_per_layer * (self.in_features * self.out_features + self.has_bias * self.out_features)
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Decoder layers that are built alike: `count` of them, in a model of several kinds."""
+
+    count: int
+    moe: bool  # routed experts (else a dense MLP)
+    local: bool  # sliding-window / chunked attention (else global)
+    qk_norm: bool
+    modules: tuple[LinearModule, ...]
+
+
+def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
+    h, a, k, d = arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
+    dv = arch.value_head_dim
+    name = lambda role: module_name(arch, role)  # noqa: E731
+    out = LinearModule(name("o"), a * dv, h, has_bias=arch.linear_bias)
+    if arch.is_mla:
+        if arch.q_lora_rank:
+            q = (LinearModule(name("q_a"), h, arch.q_lora_rank, has_bias=arch.qkv_bias),
+                 LinearModule(name("q_b"), arch.q_lora_rank, a * d, has_bias=False))
+        else:
+            q = (LinearModule(name("q"), h, a * d, has_bias=False),)
+        rope = arch.qk_rope_head_dim
+        kv = (LinearModule(name("kv_a"), h, arch.kv_lora_rank + rope, has_bias=arch.qkv_bias),
+              LinearModule(name("kv_b"), arch.kv_lora_rank, a * (d - rope + dv), has_bias=False))
+        return q + kv + (out,)
+    if arch.fused_qkv:
+        return (LinearModule(name("qkv"), h, (a + 2 * k) * d, has_bias=arch.qkv_bias), out)
+    return (
+        LinearModule(name("q"), h, a * d, has_bias=arch.qkv_bias),
+        LinearModule(name("k"), h, k * d, has_bias=arch.qkv_bias),
+        LinearModule(name("v"), h, k * dv, has_bias=arch.qkv_bias),
+        out,
+    )
+
+
+def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -> tuple[LinearModule, ...]:
+    h = arch.hidden_size
+    name = lambda role: prefix + module_name(arch, role)  # noqa: E731
+    down = LinearModule(name("down"), width, h, has_bias=bias)
+    if arch.mlp_kind in ("gelu", "gelu_new"):
+        return (LinearModule(name("up"), h, width, has_bias=bias), down)
+    if arch.fused_gate_up:
+        return (LinearModule(name("gate_up"), h, 2 * width, has_bias=bias), down)
+    return (LinearModule(name("gate"), h, width, has_bias=bias), LinearModule(name("up"), h, width, has_bias=bias), down)
+
+
+def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
+    h, f, experts = arch.hidden_size, arch.intermediate_size, arch.num_experts
+    name = lambda role: module_name(arch, role)  # noqa: E731
+    modules = (
+        LinearModule(name("router"), h, experts, has_bias=False),
+        LinearModule(name("expert_gate"), h, f, has_bias=False, copies_per_layer=experts),
+        LinearModule(name("expert_up"), h, f, has_bias=False, copies_per_layer=experts),
+        LinearModule(name("expert_down"), f, h, has_bias=False, copies_per_layer=experts),
+    )
+    if arch.shared_expert_intermediate_size:
+        modules += _mlp_modules(arch, arch.shared_expert_intermediate_size, False, module_name(arch, "shared") + ".")
+    return modules
+
+
+def _layer_key(arch: Architecture, index: int) -> tuple[bool, bool, bool]:
+    local = arch.layer_is_local(index)
+    qk_norm = arch.qk_norm != "none" and (local or arch.qk_norm_on_global_layers or arch.local_attention == "none")
+    return arch.layer_is_moe(index), local, qk_norm
+
+
+@lru_cache(maxsize=256)
+def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
+    """The kinds of decoder layer, in order of first appearance, with how many there are."""
+    counts: dict[tuple[bool, bool, bool], int] = {}
+    for index in range(arch.num_layers):
+        key = _layer_key(arch, index)
+        counts[key] = counts.get(key, 0) + 1
+    attention = _attention_modules(arch)
+    dense = _mlp_modules(arch, arch.dense_intermediate_size or arch.intermediate_size, arch.linear_bias)
+    groups = []
+    for (moe, local, qk_norm), count in counts.items():
+        modules = attention + (_moe_modules(arch) if moe else dense)
+        groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules))
+    return tuple(groups)
+
+
+def layer_group(arch: Architecture, index: int) -> LayerGroup:
+    key = _layer_key(arch, index)
+    return next(g for g in layer_groups(arch) if (g.moe, g.local, g.qk_norm) == key)
+
+
+@lru_cache(maxsize=4096)
+def layer_group_counts(arch: Architecture, start: int, stop: int) -> tuple[tuple[LayerGroup, int], ...]:
+    """The kinds of decoder layer among layers [start, stop), with how many of each (in order of
+    first appearance). Cached: the solver asks it for every pipeline rank of every layout, and a
+    LayerGroup is costly to hash, so the counting is keyed by the layer's kind flags instead."""
+    by_key = {(g.moe, g.local, g.qk_norm): g for g in layer_groups(arch)}
+    held: dict[tuple[bool, bool, bool], int] = {}
+    for index in range(start, stop):
+        key = _layer_key(arch, index)
+        held[key] = held.get(key, 0) + 1
+    return tuple((by_key[key], count) for key, count in held.items())
+
+
+@lru_cache(maxsize=256)
+def layer_linear_modules(arch: Architecture) -> tuple[LinearModule, ...]:
+    """The linear (matmul) modules of the last decoder layer (a MoE layer in a MoE model), in forward order."""
+    return layer_group(arch, arch.num_layers - 1).modules
+
+
+def norm_params(arch: Architecture, width: int | None = None) -> int:
+    """Parameters of one norm: LayerNorm has weight and bias, RMSNorm (and Cohere's LayerNorm) a weight."""
+    width = arch.hidden_size if width is None else width
+    return 2 * width if arch.norm_kind == "layernorm" else width
+
+
+def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
+    """Norm weights of one layer: its block norms, MLA's two latent norms, and QK norms."""
+    total = arch.norms_per_layer * norm_params(arch)
+    if arch.is_mla:
+        total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
+    if group.qk_norm and arch.qk_norm == "head":
+        total += 2 * arch.head_dim
+    elif group.qk_norm and arch.qk_norm == "width":
+        total += (arch.num_attention_heads + arch.num_kv_heads) * arch.head_dim
+    return total
+
+
+def _inactive_expert_params(arch: Architecture, group: LayerGroup) -> int:
+    per_expert = sum(m.num_params // m.copies_per_layer for m in group.modules if m.copies_per_layer > 1)
+    return (arch.num_experts - arch.experts_per_token) * per_expert if group.moe else 0
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Exact parameter counts of one architecture."""
+
+    embedding: int  # token embedding (+ learned position embedding)
+    per_layer: int  # decoder layer 0
+    per_layer_linear: int  # of which matmul weights and their biases
+    num_layers: int
+    final_norm: int
+    lm_head: int  # 0 when tied to the token embedding
+    inactive_per_layer: int  # MoE: expert parameters a token does not use, in layer 0
+    layers: int  # all decoder layers (= num_layers * per_layer when every layer is alike)
+    layers_linear: int  # their matmul weights and biases
+    inactive: int  # expert parameters a token does not use, all layers
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.layers + self.final_norm + self.lm_head
+
+    @property
+    def active(self) -> int:
+        """Parameters a token passes through (MoE: only experts_per_token experts)."""
+        return self.total - self.inactive
+
+    @property
+    def blocks_linear(self) -> int:
+        """All matmul weights and biases of the decoder layers (what LoRA targets and QLoRA quantises)."""
+        return self.layers_linear
+
+
+@lru_cache(maxsize=256)
+def count_params(arch: Architecture) -> ParamCounts:
+    h = arch.hidden_size
+    groups = layer_groups(arch)
+    linear = {g: sum(m.num_params for m in g.modules) for g in groups}
+    size = {g: linear[g] + layer_norm_params(arch, g) for g in groups}
+    first = layer_group(arch, 0)
+    embedding = arch.vocab_size * h
+    if arch.learned_position_embeddings:
+        embedding += arch.max_position_embeddings * h
+    return ParamCounts(
+        embedding=embedding,
+        per_layer=size[first],
+        per_layer_linear=linear[first],
+        num_layers=arch.num_layers,
+        final_norm=norm_params(arch),
+        lm_head=0 if arch.tie_word_embeddings else arch.vocab_size * h,
+        inactive_per_layer=_inactive_expert_params(arch, first),
+        layers=sum(g.count * size[g] for g in groups),
+        layers_linear=sum(g.count * linear[g] for g in groups),
+        inactive=sum(g.count * _inactive_expert_params(arch, g) for g in groups),
+    )

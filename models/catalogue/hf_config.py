@@ -1,0 +1,271 @@
+"""A Hugging Face config.json as an Architecture, through the same schema as catalogue rows.
+
+One generic reader for every family: models/catalogue/hf_families.py says, per model_type, where each value
+lives, what the transformers 5.24 config class defaults it to, and which parts the modeling code
+fixes. Values are type-checked as they are read (a count is an int and never a bool), and every
+problem is one VramplanError naming the config key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.catalogue.config_file import read_config_json
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.catalogue.hf_families import FAMILIES, SUPPORTED_MODEL_TYPES, TEXT_CONFIG_TYPES, Family
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "architecture_from_config", "architecture_from_config_file"]
+
+_COMMON_KEYS: dict[str, str | list[str] | tuple[str, ...]] = {
+    "num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads",
+    "experts_per_token": "num_experts_per_tok", "dropout": ("attention_dropout",),
+}
+_MISSING = object()
+_SWIGLU_ACTS = ("silu", "swish")
+_GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
+
+
+def _show(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Reader:
+    """Typed access to one config dict through its family's key names and defaults."""
+
+    def __init__(self, config: dict[str, Any], family: Family, source: str) -> None:
+        self.config, self.family, self.source = config, family, source
+
+    def _names(self, key: str) -> str | list[str] | tuple[str, ...]:
+        return self.family.keys.get(key, _COMMON_KEYS.get(key, key))
+
+    def has(self, key: str) -> bool:
+        return self.raw(key, _MISSING) is not _MISSING
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        names = self._names(key)
+        if isinstance(names, tuple):  # several keys read together
+            values = tuple(self.config.get(n, _MISSING) for n in names)
+            if all(v is _MISSING for v in values):
+                return self.family.defaults.get(key, default)
+            fallback = self.family.defaults.get(key, (None,) * len(names))
+            return tuple(fallback[i] if v is _MISSING else v for i, v in enumerate(values))
+        for name in [names] if isinstance(names, str) else names:
+            if name in self.config:
+                return self.config[name]
+        return self.family.defaults.get(key, default)
+
+    def key(self, key: str) -> str:
+        names = self._names(key)
+        if isinstance(names, str):
+            return names
+        return next((n for n in names if n in self.config), names[0])
+
+    def count(self, key: str, minimum: int = 1, optional: bool = False) -> int | None:
+        value = self.raw(key, _MISSING)
+        if value is _MISSING or (value is None and optional):
+            if optional:
+                return None
+            raise VramplanError("model", self.source, f"config.json lacks {self.key(key)!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise VramplanError(self.key(key), _show(value), f"must be a whole number >= {minimum} in {self.source}")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.raw(key, False)
+        if not isinstance(value, bool):
+            raise VramplanError(self.key(key), _show(value), f"must be true or false in {self.source}")
+        return value
+
+    def number(self, key: str) -> float | None:
+        value = self.raw(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise VramplanError(self.key(key), _show(value), f"must be a number in {self.source}")
+        return float(value)
+
+    def unsupported(self, key: str, why: str) -> VramplanError:
+        return VramplanError(self.key(key), _show(self.raw(key)), f"{why} (in {self.source})")
+
+
+def _mlp_kind(c: _Reader, gated: bool) -> str:
+    act = c.raw("hidden_act")
+    if gated and act in _SWIGLU_ACTS:
+        return "swiglu"
+    if gated and act in _GELU_ACTS:
+        return "geglu"
+    if not gated and act in _GELU_ACTS:
+        return "gelu_new" if act == "gelu_new" else "gelu"
+    raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new)")
+
+
+def _dropout(c: _Reader) -> float:
+    values = {v for v in c.raw("dropout") if v is not None}
+    if len(values) > 1:
+        raise c.unsupported("dropout", "these dropout probabilities differ; vramplan models one for all")
+    value = values.pop() if values else 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise c.unsupported("dropout", "must be a number")
+    return float(value)
+
+
+def _global_every(c: _Reader, types: list[Any]) -> int:
+    """Period N of the global layers in a local/global layer list (layer i global iff (i+1) % N == 0)."""
+    is_global = [t == "full_attention" for t in types]
+    if not any(is_global):
+        return 0
+    every = is_global.index(True) + 1
+    if any(g != ((i + 1) % every == 0) for i, g in enumerate(is_global)):
+        raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
+    return every
+
+
+def _attention_window(c: _Reader, layers: int) -> dict[str, Any]:
+    if c.has("use_sliding_window") and c.flag("use_sliding_window"):
+        raise c.unsupported("use_sliding_window", "Qwen sliding windows above max_window_layers are not modelled")
+    if c.has("use_sliding_window") or not c.has("sliding_window") or c.raw("sliding_window") is None:
+        return {}
+    window = c.count("sliding_window")
+    types = c.config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        every = _global_every(c, types)
+    elif isinstance(c.config.get("no_rope_layers"), list) and c.config["no_rope_layers"]:  # Llama 4: NoPE = global
+        every = _global_every(c, ["full_attention" if not r else "chunked" for r in c.config["no_rope_layers"]])
+    elif c.has("global_every"):
+        every = c.count("global_every")
+    else:
+        every = 0
+    return {"local_attention": c.family.parts.get("local_attention", "sliding"), "attention_window": window,
+            "global_attention_every": every}
+
+
+def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
+    experts = c.count("num_experts", optional=True) if c.has("num_experts") else None
+    if not experts or experts == 1:
+        return {"num_experts": 1, "experts_per_token": 1}
+    expert_width = c.count("moe_intermediate_size") if c.has("moe_intermediate_size") else intermediate
+    fields = {"num_experts": experts, "experts_per_token": c.count("experts_per_token"), "intermediate_size": expert_width}
+    if c.has("moe_intermediate_size"):
+        fields["dense_intermediate_size"] = c.count("dense_intermediate_size") if c.has("dense_intermediate_size") else intermediate
+    if c.has("shared_experts"):
+        fields["shared_expert_intermediate_size"] = (c.count("shared_experts", minimum=0, optional=True) or 0) * expert_width
+    if c.has("first_dense_layers"):
+        fields["first_dense_layers"] = c.count("first_dense_layers", minimum=0)
+    only_dense = c.config.get("mlp_only_layers") or []
+    if only_dense:
+        if only_dense != list(range(len(only_dense))):
+            raise c.unsupported("mlp_only_layers", "only leading dense layers are modelled")
+        fields["first_dense_layers"] = len(only_dense)
+    if c.has("moe_layer_freq") and c.count("moe_layer_freq") != 1:
+        raise c.unsupported("moe_layer_freq", "only 1 (every layer past first_k_dense_replace) is modelled")
+    if c.has("moe_layer_interval"):
+        fields["moe_layer_interval"] = c.count("moe_layer_interval")
+    return fields
+
+
+def _rotary_factor(c: _Reader) -> float:
+    """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else the default."""
+    names = c._names("partial_rotary_factor")
+    rope = c.config.get("rope_parameters")
+    if any(n in c.config for n in ([names] if isinstance(names, str) else names)):
+        value = c.raw("partial_rotary_factor")
+    elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
+        value = rope["partial_rotary_factor"]
+    else:
+        value = c.family.defaults.get("partial_rotary_factor", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise c.unsupported("partial_rotary_factor", "must be a number in (0, 1]")
+    return float(value)
+
+
+def _falcon_shape(c: _Reader, heads: int) -> dict[str, Any]:
+    """FalconConfig: kv heads from new_decoder_architecture / multi_query; 1 or 2 norms (modeling_falcon.py)."""
+    if c.flag("alibi"):
+        raise c.unsupported("alibi", "ALiBi position biases are not modelled")
+    new = c.flag("new_decoder_architecture")
+    kv = (c.count("num_kv_heads", optional=True) or heads) if new else (1 if c.flag("multi_query") else heads)
+    parallel = c.flag("parallel_attn") or new
+    two_norms = not c.flag("parallel_attn") or (new and c.raw("num_ln_in_parallel_attn") in (None, 2))
+    return {"num_kv_heads": kv, "parallel_attention_mlp": parallel, "norms_per_layer": 2 if two_norms else 1}
+
+
+def _fields(c: _Reader) -> dict[str, Any]:
+    parts = dict(c.family.parts)
+    gated = parts.pop("gated_mlp", True)
+    layers = c.count("num_layers")
+    hidden = c.count("hidden_size")
+    heads = c.count("num_attention_heads")
+    intermediate = c.count("intermediate_size", optional=True) or 4 * hidden  # GPT-2 n_inner / Falcon ffn
+    attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
+    if attention_bias != mlp_bias:
+        raise VramplanError("model", c.source, "attention_bias and mlp_bias differ; vramplan models o_proj and MLP biases together")
+    fields: dict[str, Any] = {
+        "num_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
+        "num_kv_heads": c.count("num_kv_heads", optional=True) or heads,
+        "head_dim": c.count("head_dim", optional=True) or hidden // heads,
+        "intermediate_size": intermediate, "vocab_size": c.count("vocab_size"),
+        "max_position_embeddings": c.count("max_position_embeddings"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings"), "learned_position_embeddings": False,
+        "qkv_bias": attention_bias, "linear_bias": attention_bias, "mlp_kind": _mlp_kind(c, gated),
+        "norm_kind": "rmsnorm", "norms_per_layer": 2, "dropout_prob": _dropout(c),
+        "final_logit_softcapping": c.number("final_logit_softcapping"),
+        "attn_logit_softcapping": c.number("attn_logit_softcapping"),
+    }
+    fields.update(_attention_window(c, layers))
+    fields.update(_moe(c, layers, intermediate))
+    if c.has("kv_lora_rank"):  # MLA: q/k heads are nope + rope wide, values v_head_dim
+        fields.update(num_kv_heads=heads, q_lora_rank=c.count("q_lora_rank", optional=True) or 0,
+                      kv_lora_rank=c.count("kv_lora_rank"), qk_rope_head_dim=c.count("qk_rope_head_dim"),
+                      head_dim=c.count("qk_nope_head_dim") + c.count("qk_rope_head_dim"), v_head_dim=c.count("v_head_dim"))
+    fields["partial_rotary_factor"] = _rotary_factor(c)
+    if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
+        parts["parallel_attention_mlp"] = False
+    if c.has("use_qk_norm") and c.flag("use_qk_norm"):
+        if "qk_norm_on_global_layers" not in parts:
+            raise c.unsupported("use_qk_norm", "Cohere's per-head LayerNorm QK norm is not modelled")
+        parts["qk_norm"] = "l2"
+    parts["qkv_bias"] = parts.get("qkv_bias", False) or attention_bias
+    fields.update(parts)
+    if c.has("multi_query"):
+        fields.update(_falcon_shape(c, heads))
+    return fields
+
+
+def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str, Any]]:
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise VramplanError(  # never echo a value read from the file (it may hold anything)
+            "model", source, f"its model_type is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    if model_type in TEXT_CONFIG_TYPES:
+        text = config.get("text_config")
+        if not isinstance(text, dict):
+            raise VramplanError("model", source, f"a {model_type} config.json needs a text_config object")
+        model_type, config = TEXT_CONFIG_TYPES[model_type], text
+    return model_type, FAMILIES[model_type], config
+
+
+def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
+    model_type, family, config = _family(config, source)
+    fields = _fields(_Reader(config, family, source))
+    try:
+        return Architecture(name=name, model_type=model_type, source=source, **fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        original = first.get("ctx", {}).get("error")  # a whole-model check (e.g. heads) says it itself
+        reason = str(original) if isinstance(original, VramplanError) else first["msg"].removeprefix("Value error, ")
+        where = ".".join(map(str, first["loc"]))
+        raise VramplanError("model", source, f"{where}: {reason}" if where else reason) from None
+
+
+def architecture_from_config_file(path: Path, shown: str | None = None) -> Architecture:
+    """`shown`: how errors and the architecture's source name the file (default: the path)."""
+    shown = str(path) if shown is None else shown
+    config = read_config_json(path, shown)
+    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    return architecture_from_config(config, name=name.lower() or "model", source=shown)

@@ -1,0 +1,155 @@
+"""The family registry: how each Hugging Face model_type's config.json maps onto the parts.
+
+Data, one entry per model_type (as torchtitan keeps one `ModelArgs` per model):
+- `keys`: where a part's value lives when the family names it differently from the common
+  spelling (`num_hidden_layers`, `hidden_size`, `num_key_value_heads`, ...);
+- `defaults`: the value the transformers 5.24 config class (`<Type>Config.__init__`) uses when
+  config.json omits the key;
+- `parts`: what the family's modeling code fixes whatever the config says (norm kind and
+  placement, fused projections, QK norms, hard-coded biases);
+- `text_config`: the decoder sits in config.json's `text_config` (multimodal checkpoints).
+models/catalogue/hf_config.py reads any family through this table; the memory model only sees the parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Family:
+    keys: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, Any] = field(default_factory=dict)
+    text_config: bool = False
+
+
+_LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
+                   "mlp_bias": False, "hidden_act": "silu", "dropout": (0.0,)}
+_QWEN_DEFAULTS = {**_LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
+_MOE_KEYS = {"num_experts": "num_local_experts"}
+# transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
+_QWEN_MOE_KEYS = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
+_MLA_KEYS = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
+             "shared_experts": "n_shared_experts"}
+_MLA_PARTS = {"router_fp32": True}  # DeepseekV2/V3 gate: F.linear(hidden_states.type(torch.float32), ...)
+_MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                 "v_head_dim": 128, "moe_layer_freq": 1}
+_NEOX_MLP = {"gated_mlp": False, "fused_qkv": True, "norm_kind": "layernorm", "parallel_attention_mlp": True}
+_FALCON_PARTS = {**_NEOX_MLP, "eager_softmax_fp32": False}  # modeling_falcon: softmax(..., dtype=hidden_states.dtype)
+
+FAMILIES: dict[str, Family] = {
+    # GPT2Config: n_layer 12, n_embd 768, n_head 12, n_inner None (4h), n_positions 1024, vocab 50257,
+    # activation gelu_new, resid/embd/attn_pdrop 0.1; modeling_gpt2: Conv1D c_attn with biases, LayerNorm.
+    "gpt2": Family(
+        keys={"num_layers": "n_layer", "hidden_size": "n_embd", "num_attention_heads": "n_head",
+              "intermediate_size": "n_inner", "max_position_embeddings": "n_positions",
+              "hidden_act": "activation_function", "dropout": ("resid_pdrop", "embd_pdrop", "attn_pdrop")},
+        defaults={"num_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": None,
+                  "max_position_embeddings": 1024, "vocab_size": 50257, "hidden_act": "gelu_new",
+                  "dropout": (0.1, 0.1, 0.1), "tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True},
+        parts={"learned_position_embeddings": True, "fused_qkv": True, "norm_kind": "layernorm",
+               "eager_softmax_fp32": False, "gated_mlp": False},
+    ),
+    "llama": Family(defaults={**_LLAMA_DEFAULTS}),
+    "mistral": Family(defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
+    "mixtral": Family(keys=_MOE_KEYS, defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32,
+                                                "num_experts": 8, "experts_per_token": 2}),
+    # Qwen2Attention hard-codes bias=True on q/k/v (modeling_qwen2.py).
+    "qwen2": Family(defaults={**_QWEN_DEFAULTS}, parts={"qkv_bias": True}),
+    "qwen3": Family(defaults={**_QWEN_DEFAULTS}, parts={"qk_norm": "head"}),
+    "qwen3_moe": Family(
+        keys=_QWEN_MOE_KEYS,
+        defaults={**_QWEN_DEFAULTS, "num_experts": 128, "experts_per_token": 8,
+                  "moe_intermediate_size": 768, "moe_layer_interval": 1},
+        parts={"qk_norm": "head"},
+    ),
+    # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
+    # sliding window 4096 on every other layer, attention logits soft-capped at 50.
+    "gemma2": Family(
+        keys={"hidden_act": ["hidden_activation", "hidden_act"]},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True,
+                  "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096, "global_every": 2,
+                  "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0},
+        parts={"norm_kind": "rmsnorm_offset", "norm_position": "sandwich", "norms_per_layer": 4},
+    ),
+    "gemma3_text": Family(
+        keys={"global_every": "sliding_window_pattern", "hidden_act": ["hidden_activation", "hidden_act"]},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "tie_word_embeddings": True,
+                  "vocab_size": 262208, "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096, "global_every": 6,
+                  "final_logit_softcapping": None, "attn_logit_softcapping": None},
+        parts={"norm_kind": "rmsnorm_offset", "norm_position": "sandwich", "norms_per_layer": 4, "qk_norm": "head"},
+    ),
+    # Phi3: fused qkv_proj and gate_up_proj, no biases.
+    "phi3": Family(
+        keys={"dropout": ("resid_pdrop", "embd_pdrop", "attention_dropout")},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096, "dropout": (0.0, 0.0, 0.0),
+                  "sliding_window": None},
+        parts={"fused_qkv": True, "fused_gate_up": True},
+    ),
+    # OLMo 2: no pre-norms; RMSNorm (weight applied in fp32) after attention and after the MLP, and
+    # q_norm / k_norm over the whole projection width.
+    "olmo2": Family(
+        defaults={**_LLAMA_DEFAULTS},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "post", "qk_norm": "width"},
+    ),
+    # DeepSeek-V2/V3: MLA, routed + shared experts, first_k_dense_replace dense layers.
+    "deepseek_v2": Family(keys=_MLA_KEYS, defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "first_dense_layers": 0,
+                                                    "shared_experts": 2, "num_experts": 64, "experts_per_token": None,
+                                                    "moe_intermediate_size": 1407}, parts=_MLA_PARTS),
+    "deepseek_v3": Family(keys=_MLA_KEYS, defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "max_position_embeddings": 4096,
+                                                    "first_dense_layers": 3, "shared_experts": 1, "num_experts": 256,
+                                                    "experts_per_token": 8, "moe_intermediate_size": 2048}, parts=_MLA_PARTS),
+    # Llama 4: MoE every interleave_moe_layer_step-th layer (top-1 routed + a shared expert of
+    # intermediate_size), dense layers of intermediate_size_mlp; chunked attention with RoPE and an
+    # unweighted L2 QK norm on 3 of every 4 layers, global NoPE attention on the 4th.
+    "llama4_text": Family(
+        keys={"num_experts": "num_local_experts", "moe_layer_interval": "interleave_moe_layer_step",
+              "dense_intermediate_size": "intermediate_size_mlp", "moe_intermediate_size": "intermediate_size",
+              "sliding_window": "attention_chunk_size", "global_every": "no_rope_layer_interval"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "num_experts": 16, "experts_per_token": 1,
+                  "moe_layer_interval": 1, "dense_intermediate_size": 16384, "sliding_window": 8192,
+                  "global_every": 4, "use_qk_norm": True, "shared_experts": 1},
+        # Llama4TextMoe.forward: routed_in = hidden_states.repeat(num_experts, 1) * router scores
+        parts={"local_attention": "chunked", "qk_norm_on_global_layers": False, "moe_all_experts": True},
+    ),
+    # GPT-NeoX: fused query_key_value, parallel attention + MLP (use_parallel_residual), LayerNorms,
+    # biases everywhere, RoPE on rotary_pct of each head.
+    "gpt_neox": Family(
+        keys={"partial_rotary_factor": "rotary_pct", "dropout": ("attention_dropout", "hidden_dropout")},
+        defaults={**_LLAMA_DEFAULTS, "hidden_act": "gelu", "attention_bias": True, "mlp_bias": True,
+                  "partial_rotary_factor": 0.25, "dropout": (0.0, 0.0), "use_parallel_residual": True},
+        parts={**_NEOX_MLP},
+    ),
+    "falcon": Family(
+        keys={"num_layers": ["num_hidden_layers", "n_layer"], "num_attention_heads": ["num_attention_heads", "n_head"],
+              "num_kv_heads": ["num_kv_heads", "n_head_kv"], "intermediate_size": "ffn_hidden_size",
+              "hidden_act": "activation", "attention_bias": "bias",
+              "mlp_bias": "bias", "dropout": ("attention_dropout", "hidden_dropout")},
+        defaults={**_LLAMA_DEFAULTS, "hidden_act": "gelu", "intermediate_size": None, "tie_word_embeddings": True,
+                  "dropout": (0.0, 0.0), "num_kv_heads": None, "multi_query": True,
+                  "new_decoder_architecture": False, "parallel_attn": True, "num_ln_in_parallel_attn": None,
+                  "alibi": False},
+        parts={**_FALCON_PARTS},
+    ),
+    # Cohere: one LayerNorm without bias feeding attention and MLP in parallel; tied embeddings.
+    "cohere": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "use_qk_norm": False},
+        parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1},
+    ),
+    # StarCoder2: biases on every linear (use_bias), LayerNorm, c_fc / c_proj gelu_pytorch_tanh MLP.
+    "starcoder2": Family(
+        keys={"attention_bias": "use_bias", "mlp_bias": "use_bias",
+              "dropout": ("attention_dropout", "residual_dropout", "embedding_dropout")},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096, "tie_word_embeddings": True,
+                  "hidden_act": "gelu_pytorch_tanh", "attention_bias": True, "mlp_bias": True, "sliding_window": None,
+                  "dropout": (0.0, 0.0, 0.0)},
+        parts={"norm_kind": "layernorm", "gated_mlp": False},
+    ),
+}
+FAMILIES["gemma3"] = Family(text_config=True)
+FAMILIES["llama4"] = Family(text_config=True)
+# model_types whose decoder lives in config.json's text_config, and the model_type to read it as.
+TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)

@@ -1,0 +1,81 @@
+"""Training stacks as data: the schema of catalogues/stacks.csv and how a preset fills a job.
+
+A stack preset gives the default of every recipe option (master weights, loss, recompute and what
+`selective` means, optimizer, optimizer-in-backward, activation offload, kernels, accounting,
+attention, QLoRA preparation, fragmentation reserve) as that stack runs by default; each row cites
+the stack's source in its `source` column (catalogues/README.md documents the columns). An option
+the user gives explicitly always wins over the preset. The default stack is `hf`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+from vramplan.models.core.catalogue_schema import _Row
+from vramplan.models.core.errors import unknown_name_error
+from vramplan.models.core.setup import (
+    Accounting,
+    Attention,
+    Kernels,
+    Loss,
+    MasterWeights,
+    Optimizer,
+    PartialRecompute,
+    QloraPrep,
+    Recompute,
+    Selective,
+    Stack,
+)
+
+DEFAULT_STACK: Stack = "hf"
+
+
+class StackPreset(_Row):
+    """One training stack's defaults (one row of catalogues/stacks.csv)."""
+
+    name: Stack
+    master_weights: MasterWeights
+    loss: Loss
+    loss_chunks: int = Field(ge=1, le=4096)
+    recompute: Recompute = Field(description="default of `estimate --recompute` (solve still chooses)")
+    selective: Selective
+    partial_recompute: PartialRecompute = Field(description="which partial full recompute `solve` may choose")
+    optimizer: Optimizer
+    optimizer_in_backward: bool
+    activation_offload: bool
+    kernels: Kernels
+    accounting: Accounting
+    attention: Attention
+    qlora_prep: QloraPrep
+    fragmentation_fraction: float = Field(ge=0, le=4)
+    description: str
+    source: str
+
+
+# Preset columns that are Job fields (recompute is a Plan decision: see plan_recompute).
+PRESET_JOB_FIELDS = ("master_weights", "loss", "loss_chunks", "selective", "optimizer", "optimizer_in_backward",
+                     "activation_offload", "kernels", "accounting", "attention", "qlora_prep",
+                     "fragmentation_fraction")
+
+
+def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> dict[str, Any]:
+    """The flat fields with every unset (None) recipe field taken from the chosen stack's preset."""
+    resolved = dict(fields)
+    name = resolved.get("stack") or DEFAULT_STACK
+    if name not in presets:
+        raise unknown_name_error("stack", name, presets)
+    preset = presets[name]
+    resolved["stack"] = name
+    for field in PRESET_JOB_FIELDS:
+        if resolved.get(field) is None:
+            resolved[field] = getattr(preset, field)
+    return resolved
+
+
+def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> Recompute:
+    """`estimate`'s recompute: the explicit option, else the stack's default."""
+    if fields.get("recompute") is not None:
+        return fields["recompute"]
+    return presets[fields.get("stack") or DEFAULT_STACK].recompute

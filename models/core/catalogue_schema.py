@@ -1,0 +1,257 @@
+"""Pydantic schemas of the three catalogues: the single source of truth for their columns.
+
+The CSV header of each catalogue must equal the field order of its model
+(tests/test_catalogues.py checks it), and catalogues/README.md documents every
+column. Units are in the column names: GB = 1e9 bytes, GiB/MiB = 2^30/2^20 bytes,
+bandwidths in GB/s (decimal), throughput in dense (non-sparse) TFLOPS.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import Count, Real
+
+LIST_PROVIDER = "list"  # offerings.csv rows that are reference prices, not rentable instances
+_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
+
+# Domains of the numeric columns (catalogues/README.md): plausible hardware and prices, all finite.
+MIN_TFLOPS, MAX_TFLOPS = 0.1, 100_000  # per GPU, dense (B200: 2,250 bf16; V100: 15.7 fp32)
+MIN_GB_PER_S, MAX_GB_PER_S = 0.1, 100_000  # per GPU, one direction (B200 HBM3e: 8,000; 1 Gb/s NIC: 0.125)
+MIN_USD_PER_HOUR, MAX_USD_PER_HOUR = 0.0001, 10_000  # per instance-hour (p5en.48xlarge: about 63)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    @field_validator("source", check_fields=False)
+    @classmethod
+    def _source_is_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("every catalogue row needs a source")
+        return value
+
+
+class GpuSpec(_Row):
+    """One accelerator model (one row of catalogues/gpus.csv)."""
+
+    name: str = Field(description="catalogue key, lower-case, e.g. h100-sxm-80gb")
+    vendor: Literal["nvidia", "amd"]
+    architecture: str = Field(description="chip generation, e.g. hopper")
+    memory_marketed_gb: Real = Field(ge=0.1, le=100_000, description="capacity as marketed, decimal GB")
+    memory_usable_mib: Count = Field(
+        ge=64, le=100_000_000, description="total memory the driver reports (nvidia-smi / rocm-smi), MiB; the bound uses this"
+    )
+    bf16_dense_tflops: Real = Field(ge=0, le=MAX_TFLOPS, description="dense BF16 tensor TFLOPS; 0 = unsupported")
+    fp16_dense_tflops: Real = Field(ge=MIN_TFLOPS, le=MAX_TFLOPS, description="dense FP16 tensor TFLOPS")
+    fp32_dense_tflops: Real = Field(ge=MIN_TFLOPS, le=MAX_TFLOPS, description="dense FP32 (IEEE, non-tensor) TFLOPS")
+    fp8_supported: bool
+    fp8_dense_tflops: Real = Field(ge=0, le=MAX_TFLOPS, description="dense FP8 tensor TFLOPS; 0 when unsupported")
+    hbm_bandwidth_gb_per_s: Real = Field(ge=MIN_GB_PER_S, le=MAX_GB_PER_S)
+    intra_node_bandwidth_gb_per_s: Real = Field(
+        ge=MIN_GB_PER_S, le=MAX_GB_PER_S, description="GPU-to-GPU bandwidth inside a node, per GPU, one direction"
+    )
+    gpus_per_node: Count = Field(ge=1, le=72)
+    network_bandwidth_gb_per_s: Real = Field(
+        ge=MIN_GB_PER_S, le=MAX_GB_PER_S, description="scale-out network bandwidth per GPU across nodes, one direction"
+    )
+    source: str
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_key(cls, value: str) -> str:
+        if not _NAME_PATTERN.match(value):
+            raise ValueError(f"name {value!r} must be lower-case letters, digits, '.' and '-'")
+        return value
+
+    @field_validator("bf16_dense_tflops", "fp8_dense_tflops")
+    @classmethod
+    def _zero_or_plausible(cls, value: float) -> float:
+        if 0 < value < MIN_TFLOPS:
+            raise ValueError(f"must be 0 (unsupported) or at least {MIN_TFLOPS} TFLOPS")
+        return value
+
+    @model_validator(mode="after")
+    def _fp8_is_consistent(self) -> GpuSpec:
+        if self.fp8_supported != (self.fp8_dense_tflops > 0):
+            raise VramplanError(
+                "fp8_supported", self.fp8_supported, f"must be true exactly when fp8_dense_tflops > 0 (is {self.fp8_dense_tflops})"
+            )
+        return self
+
+    @property
+    def memory_usable_bytes(self) -> int:
+        return self.memory_usable_mib * 2**20
+
+
+class Offering(_Row):
+    """One way to buy GPUs (one row of catalogues/offerings.csv): an instance type of a provider."""
+
+    provider: str = Field(description="e.g. aws, lambda, runpod, list")
+    instance_type: str
+    gpu: str = Field(description="a name in the GPU catalogue")
+    num_gpus: Count = Field(ge=1, le=72, description="GPUs per instance")
+    price_usd_per_hour: Real = Field(ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="on-demand USD per instance-hour")
+    spot_price_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="spot USD per instance-hour")
+    host_memory_gib: Real = Field(ge=1, le=1_000_000, description="host (CPU) RAM per instance, GiB")
+    network_bandwidth_gb_per_s: Real | None = Field(
+        default=None, ge=0.001, le=MAX_GB_PER_S,  # 100 Mbps pods are 0.0125
+        description="scale-out bandwidth per GPU between instances, one direction, GB/s; empty = the GPU's usual fabric",
+    )
+    price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
+    source: str
+
+    @field_validator("provider", "instance_type", "gpu")
+    @classmethod
+    def _no_slash(cls, value: str) -> str:
+        if not value or "/" in value:
+            raise ValueError(f"{value!r} must be non-empty and contain no '/'")
+        return value
+
+    @field_validator("price_date")
+    @classmethod
+    def _is_a_date(cls, value: str) -> str:
+        if not re.match(r"^\d{4}-\d{2}(-\d{2})?$", value):
+            raise ValueError(f"price_date {value!r} must be YYYY-MM or YYYY-MM-DD")
+        return value
+
+    @property
+    def name(self) -> str:
+        """Catalogue key: provider/instance_type."""
+        return f"{self.provider}/{self.instance_type}"
+
+    @property
+    def price_usd_per_gpu_hour(self) -> float:
+        return self.price_usd_per_hour / self.num_gpus
+
+    @property
+    def rentable(self) -> bool:
+        """False for `list/` rows: reference list prices of a GPU, not an instance anyone rents."""
+        return self.provider != LIST_PROVIDER
+
+
+# The parts an architecture is made of (README "### Architectures"; models/arch_layers.py turns them
+# into per-layer kinds). Values name what the implementation computes, not the family:
+# - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
+#   formula), swiglu / geglu (gated: act(gate) * up).
+# - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
+#   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
+#   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
+MlpKind = Literal["gelu", "gelu_new", "swiglu", "geglu"]
+NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_weight", "rmsnorm_offset"]
+NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
+QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
+LocalAttention = Literal["none", "sliding", "chunked"]
+ModelType = Literal[
+    "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
+    "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
+    "starcoder2",
+]
+
+
+class Architecture(_Row):
+    """A transformer decoder (one row of catalogues/architectures.csv, or a Hugging Face config.json)."""
+
+    name: str
+    model_type: ModelType = Field(description="Hugging Face model_type the row was read as (names its linear modules)")
+    num_layers: Count = Field(ge=1, le=1024)
+    hidden_size: Count = Field(ge=1, le=1_000_000)
+    num_attention_heads: Count = Field(ge=1, le=65_536)
+    num_kv_heads: Count = Field(ge=1, le=65_536)
+    head_dim: Count = Field(ge=1, le=65_536, description="query/key head width (MLA: nope + rope part)")
+    intermediate_size: Count = Field(ge=1, le=10_000_000, description="MLP width (per expert for MoE)")
+    vocab_size: Count = Field(ge=1, le=100_000_000)
+    max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
+    tie_word_embeddings: bool
+    learned_position_embeddings: bool
+    qkv_bias: bool
+    linear_bias: bool = Field(description="bias on the attention output and MLP linears (GPT-2 style)")
+    mlp_kind: MlpKind
+    norm_kind: NormKind
+    norms_per_layer: Count = Field(ge=1, le=4)
+    dropout_prob: Real = Field(ge=0, lt=1, description="dropout on embeddings, attention probs, residuals")
+    num_experts: Count = Field(ge=1, le=4096, description="routed experts of a MoE layer; 1 for a dense MLP")
+    experts_per_token: Count = Field(ge=1, le=4096)
+    final_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    norm_position: NormPosition = "pre"
+    parallel_attention_mlp: bool = Field(default=False, description="attention and MLP read the same input (GPT-J style)")
+    qk_norm: QkNorm = "none"
+    qk_norm_on_global_layers: bool = Field(default=True, description="Llama 4 norms q/k only on its RoPE (chunked) layers")
+    fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
+    eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")
+    attn_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    q_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: query down-projection rank; 0 = a full q_proj")
+    kv_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: compressed key/value rank; 0 = not MLA")
+    qk_rope_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: the rotary part of head_dim (shared by all heads)")
+    v_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="value head width when it differs from head_dim; 0 = head_dim")
+    local_attention: LocalAttention = "none"
+    attention_window: Count = Field(default=0, ge=0, le=10_000_000, description="sliding window / chunk length, tokens; 0 = none")
+    global_attention_every: int = Field(
+        default=0, ge=0, description="with local attention, layer i attends globally when (i + 1) % this == 0; 0 = never"
+    )
+    partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
+    dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
+    first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000, description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
+    moe_layer_interval: Count = Field(default=1, ge=1, le=10_000_000, description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
+    shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="width of the always-on shared expert MLP; 0 = none")
+    router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    moe_all_experts: bool = Field(
+        default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
+    )
+    source: str
+
+    @model_validator(mode="after")
+    def _shapes_are_consistent(self) -> Architecture:
+        if self.num_attention_heads % self.num_kv_heads:
+            raise VramplanError(
+                "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
+            )
+        if self.experts_per_token > self.num_experts:
+            raise VramplanError(
+                "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
+            )
+        if (self.local_attention == "none") != (self.attention_window == 0):
+            raise VramplanError(
+                "attention_window", self.attention_window, f"must be > 0 exactly when local_attention is set (is {self.local_attention})"
+            )
+        if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.head_dim:
+            raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
+        if self.q_lora_rank and not self.kv_lora_rank:
+            raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
+        return self
+
+    def __hash__(self) -> int:
+        """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
+        a name with other values only compare. The functools caches of models/ are keyed by the
+        architecture (400,000 hashes over the batch benchmark's 1,363-row sample); pydantic's
+        frozen-model hash hashes all 44 fields each time (2 us, 3% of that sample's CPU)."""
+        return hash(self.name)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels RoPE rotates per head (MLA: the shared rope part; NeoX: rotary_pct of head_dim)."""
+        return self.qk_rope_head_dim if self.is_mla else int(self.head_dim * self.partial_rotary_factor)
+
+    def layer_is_moe(self, index: int) -> bool:
+        return self.is_moe and index >= self.first_dense_layers and (index + 1) % self.moe_layer_interval == 0
+
+    def layer_is_local(self, index: int) -> bool:
+        every = self.global_attention_every
+        return self.local_attention != "none" and not (every and (index + 1) % every == 0)

@@ -1,0 +1,51 @@
+"""The value domains of the job and plan fields (choices and limits), as plain constants.
+
+The pydantic models (models/core/setup.py) and the command line's options (commands/options.py) both
+read them from here: `--help` builds its choices without importing pydantic.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Method = Literal["full", "lora", "qlora"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adamw-8bit-paged"]
+Accounting = Literal["zero", "hf"]
+Attention = Literal["flash", "eager"]
+Kernels = Literal["eager", "fused"]
+Recompute = Literal["none", "selective", "op", "full"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+ZeroStage = Literal[0, 1, 2, 3]
+# Training-stack recipes (models/memory/recipe.py, loss.py, recompute.py, fragmentation.py; presets in
+# catalogues/stacks.csv, read by models/catalogue/stack.py).
+Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth"]
+MasterWeights = Literal["fp32", "none"]
+Loss = Literal["eager", "chunked", "fused"]
+Selective = Literal["attention", "op"]
+# Which partial full recompute a stack can run (catalogues/stacks.csv `partial_recompute`): none; any
+# number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
+PartialRecompute = Literal["none", "any", "every-nth"]
+QloraPrep = Literal["16bit", "peft"]
+
+METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
+PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp32", "fp8")
+OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "adamw-8bit-paged")
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "op", "full")
+OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
+ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
+STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth")
+MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
+LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
+SELECTIVES: tuple[Selective, ...] = ("attention", "op")
+QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
+
+# Domains shared by estimate, solve and batch (README "Input rules").
+MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
+MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
+MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
+
+# The runtime reserve's defaults (models/core/setup.py RuntimeReserve; sources in models/memory/overhead.py).
+CUDA_CONTEXT_MIB = 600
+CUBLAS_WORKSPACE_MIB = 64
+NCCL_MIB = 512

@@ -1,0 +1,180 @@
+"""What the user trains (Job) and how one configuration trains it (Plan): the inputs of every formula.
+
+A Job is fixed by the user's question; a Plan holds the decision variables the solver chooses.
+Both are validated pydantic models, so an impossible value never reaches a formula.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# The domains' names, re-exported: models and the CLI import them from here or from models.choices.
+from vramplan.models.core.choices import (  # noqa: F401
+    Method,
+    Precision,
+    Optimizer,
+    Accounting,
+    Attention,
+    Kernels,
+    Recompute,
+    Offload,
+    ZeroStage,
+    Stack,
+    MasterWeights,
+    Loss,
+    Selective,
+    PartialRecompute,
+    QloraPrep,
+    METHODS,
+    PRECISIONS,
+    OPTIMIZERS,
+    RECOMPUTES,
+    OFFLOADS,
+    ZERO_STAGES,
+    STACKS,
+    MASTER_WEIGHTS,
+    LOSSES,
+    SELECTIVES,
+    QLORA_PREPS,
+    MAX_GPUS,
+    MAX_PLAN_GPUS,
+    MAX_GLOBAL_BATCH,
+    CUDA_CONTEXT_MIB,
+    CUBLAS_WORKSPACE_MIB,
+    NCCL_MIB,
+)
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import Count, Real
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RuntimeReserve(_Frozen):
+    """Per-GPU memory a training process holds besides tensors it allocates itself (MiB).
+
+    Defaults and their sources are documented in models/memory/overhead.py and the README.
+    """
+
+    cuda_context_mib: Count = Field(default=CUDA_CONTEXT_MIB, ge=0, le=65536)
+    cublas_workspace_mib: Count = Field(default=CUBLAS_WORKSPACE_MIB, ge=0, le=65536)
+    nccl_mib: Count = Field(default=NCCL_MIB, ge=0, le=65536, description="only when more than one GPU")
+
+
+class Job(_Frozen):
+    """The training job: what is trained and with which recipe choices the user fixed."""
+
+    method: Method = "full"
+    lora_rank: Count = Field(default=16, ge=1, le=65536)
+    lora_targets: tuple[str, ...] | None = Field(
+        default=None, description="PEFT target_modules names; None = every linear module of the blocks"
+    )
+    qlora_bits: Literal[4, 8] = 4
+    optimizer: Optimizer = "adamw"
+    accounting: Accounting = "zero"
+    attention: Attention = "flash"
+    kernels: Kernels = "eager"
+    seq_len: Count = Field(default=2048, ge=1, le=1_048_576)
+    capacity_fraction: Real = Field(default=0.9, gt=0, le=1)
+    reserve: RuntimeReserve = RuntimeReserve()
+    # Training-stack recipe choices; the defaults are the hf stack's preset (catalogues/stacks.csv).
+    stack: Stack = Field(default="hf", description="the training stack whose preset filled the unset options")
+    master_weights: MasterWeights = Field(default="fp32", description="none = pure 16-bit (bf16-true)")
+    loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
+    selective: Selective = Field(default="attention", description="what --recompute selective means")
+    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+    qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")
+    fragmentation_fraction: float = Field(default=1.0, ge=0, le=4, description="reserve x largest transient")
+    loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
+
+    def __hash__(self) -> int:
+        """A few fields' hash (equal jobs have them equal, so this agrees with ==): the functools
+        caches of models/ hash the job 110,000 times over the batch benchmark's 1,363-row sample,
+        and pydantic's frozen-model hash hashes all 21 fields (and the reserve's 3) each time."""
+        return hash((self.method, self.seq_len, self.optimizer, self.stack))
+
+    @property
+    def capacity_per_mille(self) -> int:
+        """The capacity fraction as an integer per-mille, the form the integer bound uses."""
+        return round(self.capacity_fraction * 1000)
+
+
+def recompute_label(mode: str, layers: int | None) -> str:
+    """A recompute as tables and sentences show it: the mode, and the layers a partial full recompute checkpoints."""
+    return mode if layers is None else f"{mode} ({layers} layers)"
+
+
+class Plan(_Frozen):
+    """One training configuration on one kind of GPU: the solver's decision variables."""
+
+    gpu: str
+    offering: str | None = Field(default=None, description="provider/instance_type, None = no price")
+    num_gpus: Count = Field(default=1, ge=1, le=MAX_PLAN_GPUS)
+    zero: ZeroStage = 0
+    recompute: Recompute = "none"
+    # Megatron --recompute-num-layers as a decision (models/memory/recompute.py recomputed_layers): the
+    # solver's partial recompute; None = the job's recompute_layers (every layer when that is None too).
+    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
+    precision: Precision = "bf16"
+    micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
+    grad_accum: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
+    offload: Offload = "none"
+    # Model parallelism (models/architecture/parallel.py): tensor, pipeline, context, expert degrees, virtual
+    # pipeline stages per rank (interleaved 1F1B) and Megatron sequence parallelism with TP.
+    tp: int = Field(default=1, ge=1, le=1024)
+    pp: int = Field(default=1, ge=1, le=1024)
+    cp: int = Field(default=1, ge=1, le=1024)
+    ep: int = Field(default=1, ge=1, le=1024)
+    vpp: int = Field(default=1, ge=1, le=1024)
+    sequence_parallel: bool = False
+
+    @property
+    def recompute_label(self) -> str:
+        return recompute_label(self.recompute, self.recompute_layers)
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree: num_gpus = tp * pp * cp * dp (Megatron's rank layout)."""
+        return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def zero_group(self) -> int:
+        """Ranks ZeRO / the distributed optimizer shard dense states over: DP x CP (Megatron-Core
+        builds its distributed optimizer on the data-parallel group with context parallelism)."""
+        return self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Expert-data-parallel degree: EP is carved from the DP x CP ranks (Megatron-Core
+        parallel_state: expert_data_parallel = world / (expert_tp * ep * pp), expert_tp = tp)."""
+        return self.dp * self.cp // self.ep
+
+    @property
+    def global_batch(self) -> int:
+        return self.micro_batch * self.grad_accum * self.dp
+
+    @model_validator(mode="after")
+    def _offload_needs_zero(self) -> Plan:
+        if self.offload == "optimizer" and self.zero == 0:
+            raise VramplanError("offload", self.offload, "needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
+        if self.offload == "optimizer+params" and self.zero != 3:
+            raise VramplanError("offload", self.offload, "needs ZeRO stage 3 (DeepSpeed offload_param)")
+        return self
+
+    @model_validator(mode="after")
+    def _degrees_divide(self) -> Plan:
+        model_parallel = self.tp * self.pp * self.cp
+        if self.num_gpus % model_parallel:
+            raise VramplanError(
+                "num_gpus", self.num_gpus, f"must be a multiple of tp*pp*cp = {self.tp}*{self.pp}*{self.cp} = {model_parallel}"
+            )
+        if (self.dp * self.cp) % self.ep:
+            raise VramplanError("ep", self.ep, f"must divide dp*cp = {self.dp * self.cp} (EP is carved from the DP x CP ranks)")
+        if self.vpp > 1 and self.pp == 1:
+            raise VramplanError("vpp", self.vpp, "virtual pipeline stages need pp > 1")
+        return self

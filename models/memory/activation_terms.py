@@ -1,0 +1,282 @@
+"""Which tensors a decoder layer saves for backward, term by term, for two implementations.
+
+Notation: T = b*s tokens of one micro-batch, e = bytes of a 16-bit (or fp32) activation,
+h hidden, a heads, k kv heads, d head dim, f MLP width, v vocab, E experts, K experts per token.
+Terms with a literal 4 are fp32, with 8 int64, with 1 bool (CUDA dropout masks).
+
+kernels="eager": the module code of Hugging Face transformers 5.24 on CUDA. Every term was measured
+with torch.autograd.graph.saved_tensors_hooks on CPU (tests/tools/saved_tensors_probe.py; the
+optional test tests/test_saved_tensors.py re-measures them); two CUDA facts come from the ATen
+source instead: dropout saves a 1-byte bool mask (fused native_dropout) and LayerNorm keeps fp32
+mean/rstd. Highlights: HF RMSNorm upcasts to fp32 and saves that copy (4Th) and the normalised
+value (eTh); SwiGLU saves gate, up, act(gate) and the product (4eTf); GPT-2's gelu_new is a
+Python formula that saves four f-wide intermediates; eager attention saves the fp32 softmax
+(4 b a s^2) and its 16-bit cast, with K/V repeated to a heads; SDPA/flash saves q, k and v at their
+own head counts, the output (which is o_proj's input) and an fp32 logsumexp. Under autocast (the
+"hf" accounting: fp32 weights, 16-bit compute), norms run in fp32 and every linear saves its own
+16-bit cast of its input.
+
+kernels="fused": Megatron-Core / Transformer Engine kernels, as Korthikanti et al. account them
+(arXiv:2205.05198 sec. 4.1): a norm saves its input and fp32 statistics, a linear its input, GELU
+its input, fused SwiGLU the gate/up GEMM output, dropout a 1-byte mask; eager ("core") attention
+saves Q, K, V (K/V repeated for GQA), softmax output, dropout mask and dropped probabilities. For
+the GPT layer this sums to exactly s*b*h*34 + 5*a*s^2*b plus the fp32 norm statistics
+(16 bytes per token, which the paper neglects).
+
+A Term flagged `attention_core` is what selective recompute (Korthikanti sec. 5) recomputes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.params import LayerGroup, layer_group
+from vramplan.models.core.setup import Attention, Kernels
+
+INT64 = 8
+FP32 = 4
+BOOL = 1
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    num_bytes: int
+    attention_core: bool = False
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The sizes one micro-batch's activations are built from."""
+
+    b: int
+    s: int
+    e: int  # bytes per activation element
+    autocast: bool = False  # fp32 weights with 16-bit autocast (HF Trainer AMP)
+
+    @property
+    def t(self) -> int:
+        return self.b * self.s
+
+
+def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
+          rows: int = 1, input_saved: bool = True) -> list[Term]:
+    """One norm over `width` channels (`rows` independent norms per token: per-head QK norms).
+    input_saved=False: the input is already saved by another norm (parallel attention + MLP)."""
+    t, e = x.t, x.e
+    w = arch.hidden_size if width is None else width
+    kind = arch.norm_kind
+    if kernels == "fused" or kind == "layernorm":
+        stats = 2 * FP32 * t * rows if kind in ("layernorm", "layernorm_nobias") else FP32 * t * rows
+        return [Term(f"{name}.input", e * t * w)] * input_saved + [Term(f"{name}.stats", stats)]
+    if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
+        return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
+                Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * w // rows)]
+    terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
+    if kind == "rmsnorm_offset":  # Gemma: fp32 normalised value and (1 + w) in fp32
+        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.one_plus_weight", FP32 * w // rows)]
+    if kind == "rmsnorm_fp32_weight":  # OLMo 2: weight * x in fp32, then cast
+        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w)]
+    normed = FP32 if x.autocast else e  # under autocast the whole norm runs in fp32
+    return terms + [Term(f"{name}.normed", normed * t * w)]
+
+
+def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """QK norms on q (a*d) and k (kv*d): per head (Qwen3, Gemma 3), whole width (OLMo 2), or L2 (Llama 4:
+    x * rsqrt(mean(x^2)), which saves the fp32 input and rsqrt only)."""
+    a, k, d = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
+    if arch.qk_norm == "l2":
+        return [Term("qk_norm.input_fp32", FP32 * x.t * (a + k) * d), Term("qk_norm.rsqrt", FP32 * x.t * (a + k))]
+    per_head = arch.qk_norm == "head"
+    return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1)
+            + _norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1))
+
+
+def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) -> list[Term]:
+    """Input saved by the linears that read one tensor: shared, or one cast each under autocast."""
+    copies = num_linears if x.autocast else 1
+    return [Term(f"{name}.linear_input", copies * x.e * x.t * arch.hidden_size)]
+
+
+def _mla(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """MLA's low-rank projections (modeling_deepseek_v3.py): the q_a / kv_a latents are normed, and
+    q_b_proj / kv_b_proj save their inputs (the normed latents times the norm weight); the decoupled
+    rope key is concatenated into k, so it is part of attn.k (measured)."""
+    terms = []
+    if arch.q_lora_rank:
+        terms += _norm(arch, kernels, x, "q_a_norm", arch.q_lora_rank)
+        terms.append(Term("attn.q_b_input", x.e * x.t * arch.q_lora_rank))
+    terms += _norm(arch, kernels, x, "kv_a_norm", arch.kv_lora_rank)
+    return terms + [Term("attn.kv_b_input", x.e * x.t * arch.kv_lora_rank)]
+
+
+def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Shape) -> list[Term]:
+    t, b, s, e = x.t, x.b, x.s, x.e
+    a, k, d, dv = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.value_head_dim
+    scores = b * a * s * s
+    dropout = arch.dropout_prob > 0
+    rotated = not arch.learned_position_embeddings  # RoPE writes new q and k; v stays a view
+    if arch.fused_qkv and kernels == "eager" and (attention == "flash" or not rotated):
+        # q, k, v are views of one projection output, which autograd keeps whole (measured, GPT-2/Phi-3/NeoX)
+        qkv = [Term("attn.qkv_output", e * t * (a * d + 2 * k * d))]
+        if rotated:
+            qkv += [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d)]
+    elif attention == "flash" and arch.is_mla:
+        # v is a view of kv_b_proj's output (k_nope | v per head), so SDPA keeps that whole storage;
+        # k is a new tensor (k_nope | shared k_rope). Reasoned from the view, as for fused q/k/v: on CPU,
+        # SDPA runs MLA's unequal head widths through its math path (tests/test_arch_saved_tensors.py).
+        kv_b_output = e * t * a * (d - arch.qk_rope_head_dim + dv)
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * a * d), Term("attn.kv_b_output", kv_b_output)]
+    elif attention == "flash":
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
+    else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
+        qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
+    out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
+    if arch.fused_qkv and rotated and attention == "flash" and kernels == "eager":
+        # RoPE on a view of the fused projection writes q head-major, so SDPA's output comes back
+        # head-major and reshaping it for the output projection copies it (measured: NeoX, Phi-3)
+        out.append(Term("attn.output_copy", e * t * a * dv))
+    if attention == "flash":
+        core = [Term("attn.logsumexp", FP32 * t * a, attention_core=True)]
+    else:
+        fp32_softmax = kernels == "eager" and arch.eager_softmax_fp32
+        core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * scores, attention_core=True)]
+        if fp32_softmax and e != FP32:  # the cast back is a new tensor unless activations are fp32
+            core.append(Term("attn.softmax_cast", e * scores, attention_core=True))
+        if arch.attn_logit_softcapping:
+            core.append(Term("attn.softcap_tanh", e * scores, attention_core=True))
+        if dropout:
+            core += [Term("attn.dropout_mask", BOOL * scores, attention_core=True),
+                     Term("attn.dropout_output", e * scores, attention_core=True)]
+    return qkv + core + out
+
+
+def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str = "mlp") -> list[Term]:
+    t, e = x.t, x.e
+    if arch.mlp_kind == "gelu" or (arch.mlp_kind == "gelu_new" and kernels == "fused"):
+        return [Term(f"{name}.gelu_input", e * t * f), Term(f"{name}.fc2_input", e * t * f)]  # act input, down input
+    if arch.mlp_kind == "gelu_new":  # x (pow input), tanh output, 1 + tanh, 0.5 * x; then c_proj's input
+        return [Term(f"{name}.gelu_new_intermediates", 4 * e * t * f), Term(f"{name}.c_proj_input", e * t * f)]
+    if kernels == "fused":  # one [T, 2f] gate/up GEMM output, the down input
+        return [Term(f"{name}.gate_up_output", 2 * e * t * f), Term(f"{name}.down_input", e * t * f)]
+    # act input (gate), up output, act output, product (= down input)
+    return [Term(f"{name}.gate_up_act_product", 4 * e * t * f)]
+
+
+def _mlp(arch: Architecture, kernels: Kernels, x: Shape, moe: bool) -> list[Term]:
+    if moe:
+        return _moe(arch, kernels, x)
+    return _dense_mlp(arch, kernels, x, arch.dense_intermediate_size or arch.intermediate_size)
+
+
+def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    t, e, h, f = x.t, x.e, arch.hidden_size, arch.intermediate_size
+    n_experts, top_k = arch.num_experts, arch.experts_per_token
+    tk = t * top_k
+    router = [Term("moe.router_softmax_fp32", FP32 * t * n_experts),
+              Term("moe.routing", INT64 * tk + FP32 * t + FP32 * tk)]  # top-k indices, sum, weights
+    if arch.router_fp32 and kernels == "eager":  # DeepSeek's gate saves the fp32 copy of its input
+        router.append(Term("moe.router_input_fp32", FP32 * t * h))
+    if arch.moe_all_experts and kernels == "eager":
+        # HF Llama 4: top-k indices, sigmoid scores (fp32), the E-times repeated tokens and their
+        # score-scaled copy (the experts' bmm input), gate_up, act, product for all E x T rows (measured)
+        et = n_experts * t
+        router = [Term("moe.routing", INT64 * tk + FP32 * t * n_experts + e * et)]
+        experts = [Term("moe.repeated_input", 2 * e * et * h), Term("moe.gate_up_act_product", 4 * e * et * f)]
+    elif kernels == "fused":  # permuted tokens, fc1 output, fc2 input, unpermute input
+        experts = [Term("moe.permuted_input", e * tk * h), Term("moe.fc1_output", 2 * e * tk * f),
+                   Term("moe.fc2_input", e * tk * f), Term("moe.expert_output", e * tk * h)]
+    else:  # transformers grouped_mm experts: gathered tokens, gate_up, act, product, down output, indices
+        experts = [Term("moe.gathered_input", e * tk * h), Term("moe.gate_up_act_product", 4 * e * tk * f),
+                   Term("moe.expert_output", e * tk * h), Term("moe.indices", 28 * tk + FP32 * n_experts)]
+    shared = []
+    if arch.shared_expert_intermediate_size:  # reads the router's input (no extra linear input)
+        shared = _dense_mlp(arch, kernels, x, arch.shared_expert_intermediate_size, "moe.shared_expert")
+    return router + experts + shared
+
+
+def _dropout_mask(arch: Architecture, x: Shape, name: str) -> list[Term]:
+    if arch.dropout_prob <= 0:
+        return []
+    return [Term(f"{name}.dropout_mask", BOOL * x.t * arch.hidden_size)]
+
+
+def _lora(arch: Architecture, x: Shape, adapters: int, rank: int) -> list[Term]:
+    """lora_B saves lora_A's output (e*T*r) per adapter; lora_A shares the base linear's input."""
+    return [Term("lora.a_outputs", adapters * x.e * x.t * rank)] if adapters else []
+
+
+def layer_terms(
+    arch: Architecture, kernels: Kernels, attention: Attention, x: Shape, lora_adapters: int = 0, lora_rank: int = 0,
+    group: LayerGroup | None = None,
+) -> list[Term]:
+    """Everything one decoder layer (of `group`'s kind; default the last layer's) saves for backward
+    with no recompute."""
+    group = layer_group(arch, arch.num_layers - 1) if group is None else group
+    sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
+    one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
+    attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3
+    mlp_linears = 1 if arch.mlp_kind in ("gelu", "gelu_new") or arch.fused_gate_up else 2
+    terms = _norm(arch, kernels, x, "attn_norm")
+    terms += _linear_inputs(arch, x, "attn", attn_linears + (mlp_linears if one_input else 0))
+    if arch.is_mla:
+        terms += _mla(arch, kernels, x)
+    if group.qk_norm:
+        terms += _qk_norm(arch, kernels, x)
+    terms += _attention(arch, kernels, attention, x)
+    if sandwich:
+        terms += _norm(arch, kernels, x, "post_attn_norm")
+    terms += _dropout_mask(arch, x, "attn_residual")
+    if not one_input:
+        terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
+        terms += _linear_inputs(arch, x, "mlp", mlp_linears)
+    terms += _mlp(arch, kernels, x, group.moe)
+    if sandwich:
+        terms += _norm(arch, kernels, x, "post_mlp_norm")
+    terms += _dropout_mask(arch, x, "mlp_residual")
+    terms += _lora(arch, x, lora_adapters, lora_rank)
+    return terms
+
+
+def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
+    terms = [Term("embedding.token_ids", INT64 * x.t)]
+    if arch.learned_position_embeddings:
+        terms.append(Term("embedding.position_ids", INT64 * x.s))
+    return terms + _dropout_mask(arch, x, "embedding")
+
+
+def shared_terms(arch: Architecture, x: Shape) -> list[Term]:
+    """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
+    if arch.learned_position_embeddings:
+        return []
+    rope_bytes = FP32 if x.autocast else x.e
+    return [Term("rope.cos_sin", 2 * rope_bytes * x.s * arch.rotary_dim)]
+
+
+def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """Final norm, lm_head input and the loss's saved fp32 log-probabilities and targets."""
+    t, v = x.t, arch.vocab_size
+    terms = _norm(arch, kernels, x, "final_norm") + [Term("lm_head.input", x.e * t * arch.hidden_size)]
+    # At b = 1 the shifted targets are a view of the (s + 1)-long padded labels (measured).
+    targets = INT64 * (t + 1 if x.b == 1 else t)
+    terms += [Term("loss.log_probs_fp32", FP32 * t * v), Term("loss.targets", targets),
+              Term("loss.total_weight", FP32)]
+    if arch.final_logit_softcapping and kernels == "eager":
+        terms.append(Term("loss.softcap_tanh", x.e * t * v))
+    if kernels == "eager":  # HF returns the logits in the model output; a training loop holds it
+        terms.append(Term("output.logits", x.e * t * v))
+    return terms
+
+
+def loss_backward_extra_bytes(arch: Architecture, kernels: Kernels, x: Shape) -> int:
+    """Temporaries at the start of backward, in the loss.
+
+    eager: cross_entropy's backward allocates the fp32 gradient of the log-probabilities and of the
+    fp32 logits (2 x 4Tv), measured with MemTracker (peak = post-forward + 8Tv - 8T).
+    fused: Megatron's cross entropy writes its gradient into the saved softmax in place and casts it
+    to 16-bit for the output layer's backward: e*T*v.
+    """
+    if kernels == "eager":
+        return 2 * FP32 * x.t * arch.vocab_size
+    return x.e * x.t * arch.vocab_size

@@ -1,0 +1,191 @@
+"""The activations pillar: what is kept between forward and backward, plus the backward's peak.
+
+kept = embedding + shared (RoPE cos/sin) + L x per-layer + output layer, where per-layer is
+- recompute "none": every term of models/activation_terms.layer_terms;
+- "selective": all but the attention core (Korthikanti sec. 5: sbh*34 for the GPT layer);
+- "full": only the layer input, e*T*h (Korthikanti: 2sbh; HF gradient checkpointing measured the
+  same); HF additionally keeps the 4-D eager attention mask (e*b*s^2) alive once for all layers;
+- "op", partial full recompute and activation offloading: models/memory/recompute.py.
+The output layer and the loss (eager, chunked, fused) are models/memory/loss.py; the fragmentation
+reserve (a fraction of the largest transient block) is models/memory/fragmentation.py.
+
+The peak comes at the start of backward: on top of everything kept, the largest of
+- the loss's gradient temporaries (models/memory/loss.py), and
+- one layer's backward: under recompute, the recomputed part of that layer is rebuilt (Chen et al.
+  arXiv:1604.06174: the peak holds one segment being rebuilt) and its gradients are produced,
+  which layer_backward_temporaries bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from vramplan.models.memory.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
+from vramplan.models.architecture.lora import adapted_modules
+from vramplan.models.memory.loss import loss_cost
+from vramplan.models.architecture.parallel import sequence_parallel_active, stage_layer_kinds
+from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
+from vramplan.models.architecture.params import LayerGroup, layer_groups
+from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import ceil_div
+
+
+@dataclass(frozen=True)
+class Activations:
+    per_layer_bytes: int
+    layers_bytes: int
+    embedding_bytes: int
+    output_layer_bytes: int
+    backward_peak_extra_bytes: int
+    terms: tuple[Term, ...]  # one layer's no-recompute saved set, for explanations
+    fragmentation_reserve_bytes: int = 0  # models/memory/fragmentation.py
+    offloaded_bytes: int = 0  # saved activations in host memory (activation offloading)
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.embedding_bytes + self.layers_bytes + self.output_layer_bytes + self.backward_peak_extra_bytes
+                + self.fragmentation_reserve_bytes)
+
+
+def _sum(terms: list[Term]) -> int:
+    return sum(term.num_bytes for term in terms)
+
+
+def activation_shape(job: Job, plan: Plan) -> Shape:
+    """One rank's micro-batch: context parallelism gives it seq_len / cp tokens of each sequence."""
+    e = activation_bytes(plan.precision)
+    fp32_weights = job.accounting == "hf" or (job.method == "qlora" and job.qlora_prep == "peft")
+    autocast = job.kernels == "eager" and fp32_weights and plan.precision in ("bf16", "fp16")
+    return Shape(b=plan.micro_batch, s=job.seq_len // plan.cp, e=e, autocast=autocast)
+
+
+def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
+    """One layer's saved tensors with no recompute (LoRA adapters included); default the last layer's kind."""
+    x = activation_shape(job, plan)
+    adapters = rank = 0
+    if job.method != "full":
+        used = arch.experts_per_token
+        modules = None if group is None else group.modules
+        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets, modules))
+        rank = job.lora_rank
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group)
+
+
+def layer_backward_temporaries(
+    arch: Architecture, x: Shape, group: LayerGroup | None = None, tp: int = 1, sequence_parallel: bool = False
+) -> int:
+    """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
+    the gradients of two f-wide tensors per routed token while producing them, and the norms'
+    backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
+    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py). Under TP the f-wide
+    gradients are / tp, the h-wide ones too with sequence parallelism."""
+    if group is not None and not group.moe:
+        widths = arch.dense_intermediate_size or arch.intermediate_size
+    else:
+        widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
+    mlp = ceil_div(2 * x.e * x.t * widths, tp)
+    norms = 2 * FP32 * x.t * arch.hidden_size
+    return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
+
+
+@dataclass(frozen=True)
+class MicrobatchActivations:
+    """One micro-batch on one rank, before pipelining: depends on tp, cp, sequence parallelism,
+    recompute, micro-batch size, precision and the job's recipe only (the solver tabulates it)."""
+
+    per_layer_bytes: int  # kept per decoder layer (the kind of layer that keeps the most)
+    shared_bytes: int  # kept once per model chunk forward (RoPE tables, HF's causal mask)
+    embedding_bytes: int  # kept by the first rank
+    output_layer_bytes: int  # kept by the last rank
+    layer_peak_bytes: int  # one layer's backward working set (rebuilt part + gradient temporaries)
+    loss_peak_bytes: int  # the loss's backward temporaries (last rank)
+    terms: tuple[Term, ...]
+    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model and what
+    # they keep together (before offloading).
+    kinds: tuple[tuple[tuple[bool, bool, bool], int, int], ...] = ()
+    largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
+    activation_offload: bool = False
+    fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/memory/fragmentation.py)
+    last_fragmentation_bytes: int = 0  # reserve on the last rank (the loss's transient included)
+
+
+def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
+    x = activation_shape(job, plan)
+    tp, sp = plan.tp, sequence_parallel_active(plan)
+    layer_input = x.e * x.t * arch.hidden_size
+    layer_input = ceil_div(layer_input, tp) if sp else layer_input
+    kinds = []  # (its sharded terms, what its layers keep, backward peak bytes) per kind of layer
+    for group in layer_groups(arch):
+        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp)
+        keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
+        kinds.append((group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp)))
+    terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
+    shared = _sum(shared_terms(arch, x))
+    if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
+        shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
+    loss = loss_cost(arch, job, x)
+    # The output layer is vocab-parallel: the loss's temporaries are / tp, and so (like the layers'
+    # f-wide gradients) are the transient blocks the fragmentation reserve is sized from.
+    return MicrobatchActivations(
+        per_layer_bytes=largest_keep.per_layer_bytes,
+        shared_bytes=shared,
+        embedding_bytes=_sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)),
+        output_layer_bytes=_sum(shard_terms(list(loss.kept), arch, tp, sp)),
+        layer_peak_bytes=max(kind[2] for kind in kinds),
+        loss_peak_bytes=ceil_div(loss.backward_extra_bytes, tp),
+        terms=tuple(terms),
+        kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes)
+                    for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
+        largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
+        activation_offload=job.activation_offload,
+        fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
+        last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
+    )
+
+
+def stage_activations(
+    micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...],
+) -> Activations:
+    """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
+    in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
+    first rank keeps the embedding's activations for the same micro-batches, the last one
+    micro-batch's output layer. The rank's layers of each kind keep their share of what the
+    model's layers of that kind keep. Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
+    every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
+    holding two of them keeps 20% more than the average share said. Activation offloading then
+    leaves the layer in use and the one being prefetched on the GPU."""
+    by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
+    share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
+    kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
+    offloaded = 0
+    if micro.activation_offload:
+        layers = sum(n for _, n in held)
+        offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
+    return Activations(
+        per_layer_bytes=micro.per_layer_bytes,
+        layers_bytes=kept - offloaded + chunks * micro.shared_bytes,
+        embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
+        output_layer_bytes=micro.output_layer_bytes if last else 0,
+        backward_peak_extra_bytes=max(micro.loss_peak_bytes if last else 0, micro.layer_peak_bytes),
+        terms=micro.terms,
+        fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
+        offloaded_bytes=offloaded,
+    )
+
+
+def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
+    """Pipeline rank `stage`'s activations at its peak (models/memory/parallel_activations.py: TP/SP
+    shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
+    return rank_activations(arch, plan, microbatch_activations(arch, job, plan), stage)
+
+
+def rank_activations(arch: Architecture, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
+    """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
+    return stage_activations(micro, inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage), plan.vpp, stage == 0,
+                             stage == plan.pp - 1, stage_layer_kinds(arch, plan.pp, stage))

@@ -1,0 +1,83 @@
+"""The output layer and the loss: what they keep for backward, what their backward allocates, and
+their largest single transient block (the fragmentation reserve is sized from it).
+
+`--loss` (the Job field `loss`):
+- "eager": the loss of the `--kernels` implementation (models/memory/activation_terms.py). Hugging Face
+  keeps the 16-bit logits in the model output, cross_entropy saves fp32 log-probabilities (4Tv)
+  and its backward allocates the fp32 gradients of the log-probabilities and of the upcast logits
+  (8Tv): about 14 T v bytes at the backward's peak. Megatron's fused cross entropy writes its
+  gradient in place.
+- "chunked": torchtune's `CEWithChunkedOutputLoss` (torchtune/modules/loss/ce_chunked_output_loss.py,
+  `num_output_chunks = 8`): the decoder's output projection runs on 8 chunks of the sequence
+  (`TransformerDecoder.chunked_output`), each chunk is upcast with `.float()` and given to
+  `F.cross_entropy`; the recipe deletes the logits before backward (`del logits`,
+  recipes/full_finetune_single_device.py). Autograd keeps every chunk's fp32 log-probabilities
+  (4Tv in all: `.float()` saves nothing, log_softmax saves its output), and the backward runs one
+  chunk at a time: the fp32 gradients of that chunk's log-probabilities and upcast logits plus their
+  16-bit cast (2 x 4 + 2) T v / chunks. litgpt's `chunked_cross_entropy` (litgpt/utils.py,
+  `lm_head_chunk_size=128`) is modelled the same way (it keeps 16-bit log-probabilities and the
+  16-bit logit chunks instead: 4Tv, the same bytes).
+- "fused": fused linear cross-entropy that never materialises the logits: Liger-Kernel's
+  `LigerFusedLinearCrossEntropyLoss` (src/liger_kernel/ops/fused_linear_cross_entropy.py,
+  `fused_linear_cross_entropy_forward`) and Apple's Cut Cross-Entropy. Liger computes the gradient
+  of the hidden states during the forward, chunk by chunk of tokens, and keeps it for backward
+  (e T h; the lm_head gradient, when it trains, goes into the gradient buffer counted with the
+  gradients); a chunk holds `next_power_of_2(ceil(T / ceil(v / h)))` tokens' logits and their
+  gradient (16-bit), about 2 e T h at most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.memory.activation_terms import (
+    FP32,
+    INT64,
+    Shape,
+    Term,
+    _norm,
+    loss_backward_extra_bytes,
+    output_terms,
+)
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job
+
+
+@dataclass(frozen=True)
+class LossCost:
+    kept: list[Term]  # final norm, lm_head input, the loss's saved tensors
+    backward_extra_bytes: int  # what the loss's backward (or fused forward) allocates on top
+    largest_transient_bytes: int  # the largest single temporary block
+
+
+def _next_power_of_two(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def liger_chunk_tokens(arch: Architecture, tokens: int) -> int:
+    """Liger's chunk: inc_factor = ceil(V / H), chunk_size = next_power_of_2(ceil(BT / inc_factor))."""
+    inc_factor = -(-arch.vocab_size // arch.hidden_size)
+    return min(tokens, _next_power_of_two(-(-tokens // inc_factor)))
+
+
+def _targets(x: Shape) -> Term:
+    return Term("loss.targets", INT64 * (x.t + 1 if x.b == 1 else x.t))
+
+
+def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
+    t, v, h = x.t, arch.vocab_size, arch.hidden_size
+    norm = _norm(arch, job.kernels, x, "final_norm")
+    if job.loss == "chunked":
+        chunks = min(job.loss_chunks, t)
+        kept = norm + [Term("lm_head.input", x.e * t * h), Term("loss.log_probs_fp32", FP32 * t * v), _targets(x)]
+        chunk_tokens = -(-t // chunks)
+        extra = (2 * FP32 + x.e) * chunk_tokens * v
+        return LossCost(kept, extra, FP32 * chunk_tokens * v)
+    if job.loss == "fused":
+        chunk = liger_chunk_tokens(arch, t)
+        kept = norm + [Term("loss.grad_input", x.e * t * h), _targets(x)]
+        return LossCost(kept, 2 * x.e * chunk * v, x.e * chunk * v)
+    kept = output_terms(arch, job.kernels, x)
+    extra = loss_backward_extra_bytes(arch, job.kernels, x)
+    largest = FP32 * t * v if job.kernels == "eager" else x.e * t * v  # fp32 logits gradient / in-place cast
+    return LossCost(kept, extra, largest)

@@ -1,0 +1,132 @@
+"""The five pillars per GPU, and the bound: a plan fits when their sum is at most
+capacity x capacity_fraction, evaluated in exact integer bytes (per-mille arithmetic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from vramplan.models.memory.activations import Activations, activations
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.model_states import ModelStates, model_states
+from vramplan.models.memory.overhead import Overhead, overhead
+from vramplan.models.architecture.parallel import candidate_stages, check_layout
+from vramplan.models.core.results import Pillar
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import BYTES_PER_GIB
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    states: ModelStates
+    activations: Activations
+    overhead: Overhead
+    capacity_bytes: int
+    capacity_per_mille: int
+    host_bytes: int  # per instance (node)
+    host_capacity_bytes: int | None
+    stage: int = 0  # the pipeline rank this breakdown is for: the most loaded one
+
+    @property
+    def pillars(self) -> dict[Pillar, int]:
+        return {
+            "weights": self.states.weights_bytes,
+            "gradients": self.states.gradients_bytes,
+            "optimizer_states": self.states.optimizer_states_bytes,
+            "activations": self.activations.total_bytes,
+            "overhead": self.overhead.total_bytes,
+        }
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.pillars.values())
+
+    @property
+    def limit_bytes(self) -> int:
+        return self.capacity_bytes * self.capacity_per_mille // 1000
+
+    @property
+    def gpu_fits(self) -> bool:
+        return self.total_bytes * 1000 <= self.capacity_bytes * self.capacity_per_mille
+
+    @property
+    def host_limit_bytes(self) -> int | None:
+        if self.host_capacity_bytes is None:
+            return None
+        return self.host_capacity_bytes * self.capacity_per_mille // 1000
+
+    @property
+    def host_fits(self) -> bool:
+        if self.host_bytes == 0 or self.host_capacity_bytes is None:
+            return True
+        return self.host_bytes * 1000 <= self.host_capacity_bytes * self.capacity_per_mille
+
+    @property
+    def fits(self) -> bool:
+        return self.gpu_fits and self.host_fits
+
+    @property
+    def dominant_pillar(self) -> Pillar:
+        pillars = self.pillars
+        return max(pillars, key=lambda name: pillars[name])
+
+
+def gpus_per_node_used(plan: Plan, gpu: GpuSpec, offering: Offering | None) -> int:
+    per_node = offering.num_gpus if offering is not None else gpu.gpus_per_node
+    return min(plan.num_gpus, per_node)
+
+
+def check_job(arch: Architecture, job: Job, precision: str) -> None:
+    """Jobs no training stack runs, whatever the GPU; each is a one-line error naming the field."""
+    if precision == "fp8" and job.method != "full":
+        raise VramplanError("precision", "fp8", f"fp8 training (Transformer Engine) is modelled for method=full, not {job.method}")
+    if arch.learned_position_embeddings and job.seq_len > arch.max_position_embeddings:
+        raise VramplanError(
+            "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
+        )
+
+
+def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:
+    if precision == "fp8" and not gpu.fp8_supported:
+        raise VramplanError("precision", "fp8", f"GPU {gpu.name} has no fp8 support (fp8_supported=false)")
+    if precision == "bf16" and gpu.bf16_dense_tflops <= 0:
+        raise VramplanError("precision", "bf16", f"GPU {gpu.name} has no bf16 support; use fp16")
+
+
+def check_compatible(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+) -> None:
+    """Combinations no training stack runs; each is a one-line error naming the field."""
+    check_gpu_precision(gpu, plan.precision)
+    check_job(arch, job, plan.precision)
+    check_layout(arch, job, plan, gpu, offering.num_gpus if offering is not None else gpu.gpus_per_node)
+
+
+def stage_memory(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None, stage: int
+) -> MemoryBreakdown:
+    """The five pillars on pipeline rank `stage` (no validity checks: memory_per_gpu makes them)."""
+    states = model_states(arch, job, plan, stage)
+    host_bytes = states.host_bytes_per_gpu * gpus_per_node_used(plan, gpu, offering)
+    host_capacity = round(offering.host_memory_gib * BYTES_PER_GIB) if offering is not None else None
+    return MemoryBreakdown(
+        states=states,
+        activations=activations(arch, job, plan, stage),
+        overhead=overhead(arch, job, plan),
+        capacity_bytes=gpu.memory_usable_bytes,
+        capacity_per_mille=job.capacity_per_mille,
+        host_bytes=host_bytes,
+        host_capacity_bytes=host_capacity,
+        stage=stage,
+    )
+
+
+def memory_per_gpu(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
+) -> MemoryBreakdown:
+    """Memory of the most loaded rank (the pipeline stage with the largest total; the lowest on
+    ties), with the host RAM of the rank that offloads the most: a node may hold any stage."""
+    check_compatible(arch, job, plan, gpu, offering)
+    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan.pp)]
+    worst = max(stages, key=lambda m: (m.total_bytes, -m.stage))
+    return replace(worst, host_bytes=max(m.host_bytes for m in stages))

@@ -1,0 +1,165 @@
+"""Weights, gradients and optimizer states per GPU, in exact bytes, with ZeRO and offload.
+
+ZeRO partitions across the N_d data-parallel ranks exactly as the ZeRO paper's Figure 1
+(arXiv:1910.02054): stage 1 partitions optimizer states, stage 2 also gradients, stage 3 also
+the parameters. A partition holds ceil(P / N_d) elements (DeepSpeed pads the flat buffer so
+every rank holds the same count), so per-GPU bytes never fall below the exact share.
+
+Offload (ZeRO-Offload arXiv:2101.06840, ZeRO-Infinity arXiv:2104.07857): `optimizer` keeps the
+optimizer states (with the fp32 master) and, under ZeRO-2/3, the fp32 gradient partition in
+host RAM; `optimizer+params` (ZeRO-3 only) keeps the 16-bit parameter partition there too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.params import count_params, layer_groups
+from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
+from vramplan.models.memory.recipe import (
+    gradient_state_bytes_per_param,
+    is_paged,
+    largest_trainable_tensor_params,
+    optimizer_state_bytes_per_param,
+    trainable_weight_bytes_per_param,
+)
+from vramplan.models.core.setup import Job, Plan
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Per-GPU bytes of the three model-state pillars, and host bytes per GPU when offloading."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_states_bytes: int
+    host_bytes_per_gpu: int
+    num_trainable_params: int
+    paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator (recipe.py)
+
+    @property
+    def gpu_bytes(self) -> int:
+        """Weights + gradients + optimizer states: what stays in GPU memory."""
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_states_bytes
+
+
+def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
+    """ceil(num_params x bytes_per_param), in integers (a Fraction product costs ten times more:
+    the solver asks this for every ZeRO stage, offload, precision and pipeline rank)."""
+    return -(-num_params * bytes_per_param.numerator // bytes_per_param.denominator)
+
+
+def _shard(num_params: int, num_ranks: int) -> int:
+    return -(-num_params // num_ranks)
+
+
+def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
+    """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train).
+
+    QLoRA quantises the matmul weights of the decoder blocks (bitsandbytes replaces their
+    nn.Linear); embeddings, norms, biases and lm_head stay 16-bit, or become fp32 when PEFT's
+    `prepare_model_for_kbit_training` prepares the model (peft/utils/other.py: every fp16/bf16
+    parameter that is not `Params4bit` is cast with `param.data.to(torch.float32)`).
+    """
+    if job.method == "full":
+        return 0
+    counts = count_params(arch)
+    half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
+    if job.method == "lora":
+        return _bytes(counts.total, half)
+    block_weights = _block_weight_matrices(arch)
+    if job.qlora_bits == 4:
+        quantised = _bytes(block_weights, nf4_bytes_per_param())
+    else:  # LLM.int8: one byte per weight + one fp32 scale per output row
+        quantised = block_weights + FP32_BYTES * _block_output_rows(arch)
+    rest = Fraction(FP32_BYTES) if job.qlora_prep == "peft" else half
+    return quantised + _bytes(counts.total - block_weights, rest)
+
+
+def _block_weight_matrices(arch: Architecture) -> int:
+    """Matmul weight elements of all decoder layers (no biases)."""
+    return sum(g.count * m.copies_per_layer * m.in_features * m.out_features for g in layer_groups(arch) for m in g.modules)
+
+
+def _block_output_rows(arch: Architecture) -> int:
+    """Output rows of all decoder-layer matmul weights (LLM.int8 keeps one fp32 scale per row)."""
+    return sum(g.count * m.copies_per_layer * m.out_features for g in layer_groups(arch) for m in g.modules)
+
+
+def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
+    """FP8 training (Transformer Engine) casts each linear weight to fp8 in row- and column-wise
+    layouts (Hopper GEMMs need both for forward and dgrad) and keeps them for the step: 2 bytes per
+    matmul weight of the rank's TP/PP/EP shard (models/memory/parallel_states.py), divided by the ZeRO-3
+    group when the weights themselves are (fp8 all-gather of the sharded copy)."""
+    return 2 * FP8_BYTES * _shard(num_matmul_weights, zero3_group)
+
+
+def zero_partition(
+    weights_full_bytes: int, num_trainable: int, grad_bytes: Fraction, optimizer_bytes: Fraction, zero: int, dp: int
+) -> tuple[int, int, int]:
+    """Per-GPU (weights, gradients, optimizer states) bytes under ZeRO stage `zero` on dp ranks
+    (ZeRO paper Fig. 1): stage >= 1 partitions optimizer states, >= 2 gradients, 3 parameters."""
+    weights = _shard(weights_full_bytes, dp) if zero == 3 else weights_full_bytes
+    gradients = _bytes(_shard(num_trainable, dp) if zero >= 2 else num_trainable, grad_bytes)
+    optimizer = _bytes(_shard(num_trainable, dp) if zero >= 1 else num_trainable, optimizer_bytes)
+    return weights, gradients, optimizer
+
+
+def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> ModelStates:
+    """Model states of pipeline rank `stage` (models/memory/parallel_states.py: the rank's TP/PP/EP shard;
+    ZeRO over DP x CP for dense parameters and over expert-DP for experts)."""
+    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, stage)
+    trainable = trainable_params(arch, job)
+    w, g, k = recipe_state_bytes(job, plan.precision)
+
+    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA, which
+    # models/parallel.check_layout keeps data-parallel only, so the shard is the whole model).
+    if job.method == "full":
+        groups = [(shard.dense, plan.zero_group), (shard.expert, plan.expert_dp)]
+        if plan.expert_dp == plan.zero_group:  # one flat buffer, as with no expert parallelism
+            groups = [(shard.total, plan.zero_group)]
+    else:
+        weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
+        groups = [(trainable, plan.zero_group)]
+    weights = gradients = optimizer = host = 0
+    for params, group in groups:
+        full = _bytes(params, w) if job.method == "full" else weights_full
+        part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group)
+        if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
+            part_g = min(part_g, _bytes(largest_trainable_tensor_params(arch, job), g))
+        if plan.offload == "optimizer+params":
+            host += _shard(full, group)
+            part_w = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
+        if plan.offload != "none":
+            host += part_o
+            part_o = 0
+            if plan.zero >= 2:
+                host += _bytes(_shard(params, group), Fraction(FP32_BYTES))  # fp32 gradient partition
+                part_g = 0
+        weights += part_w
+        gradients += part_g
+        optimizer += part_o
+    paged = 0
+    if is_paged(job) and plan.offload == "none":
+        paged, optimizer = optimizer, 0
+    if plan.precision == "fp8":
+        zero3 = plan.zero == 3
+        weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
+        weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
+    return ModelStates(weights, gradients, optimizer, host, trainable, paged)
+
+
+@lru_cache(maxsize=1024)
+def recipe_state_bytes(job: Job, precision: str) -> tuple[Fraction, Fraction, Fraction]:
+    """(weight, gradient, optimizer-state) bytes per trainable parameter under the job's recipe
+    (kept per job and precision: the solver's tables ask it for every ZeRO stage, offload and
+    pipeline rank, and its Fractions cost more than model_states' integer arithmetic)."""
+    if job.method == "qlora" and job.qlora_prep == "peft":  # fp32 adapters: no master copy needed
+        return Fraction(FP32_BYTES), Fraction(FP32_BYTES), optimizer_state_bytes_per_param(job, "fp32")
+    return (trainable_weight_bytes_per_param(job, precision), gradient_state_bytes_per_param(job, precision),  # type: ignore[arg-type]
+            optimizer_state_bytes_per_param(job, precision))  # type: ignore[arg-type]

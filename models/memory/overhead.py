@@ -1,0 +1,110 @@
+"""The overhead pillar: what a training process holds besides model states and activations.
+
+Fixed runtime reserve (configurable, `RuntimeReserve` in models/core/setup.py):
+- CUDA context: about 300-400 MB with lazy module loading since CUDA 11.7 (PyTorch maintainers,
+  pytorch/pytorch#107667 and #109888); default 600 MiB also covers cuDNN/cuBLAS handles and
+  the caching allocator's first blocks.
+- cuBLAS + cuBLASLt workspaces: PyTorch reserves 32 MiB per handle on Hopper
+  (`CUBLAS_WORKSPACE_CONFIG` default `:4096:8`, aten/src/ATen/cuda/CublasHandlePool.cpp) plus
+  the cuBLASLt workspace; default 64 MiB.
+- NCCL: NCCL_BUFFSIZE is 4 MiB per channel and peer and protocol; a data-parallel job on 8 GPUs
+  typically shows a few hundred MiB after init_process_group; default 512 MiB when num_gpus > 1.
+
+Communication buffers (DeepSpeed ZeRO as configured by the Hugging Face integration's "auto"
+values, transformers `integrations/deepspeed.py`: reduce_bucket_size = h*h,
+stage3_prefetch_bucket_size = 0.9*h*h):
+- ZeRO-0: one flat all-reduce bucket of gradients.
+- ZeRO-1/2 with overlap_comm: "overlap_comm uses 4.5x the allgather_bucket_size and
+  reduce_bucket_size values" (DeepSpeed config docs, quoted in the HF DeepSpeed guide), i.e.
+  4.5 x (reduce + all-gather bucket) x 2 bytes.
+- ZeRO-3: the gathered working set. While a module runs backward its full 16-bit parameters and
+  its full gradients are materialised (DeepSpeed `estimate_zero3_model_states_mem_needs`
+  counts 4 bytes x largest layer), plus the prefetch bucket and a double-buffered reduce bucket.
+  The largest gathered module is the biggest of a decoder layer, the embedding and lm_head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
+from vramplan.models.architecture.params import count_params
+from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import BYTES_PER_MIB, ceil_div
+
+OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
+PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h
+
+
+@dataclass(frozen=True)
+class Overhead:
+    cuda_context_bytes: int
+    cublas_workspace_bytes: int
+    nccl_bytes: int
+    comm_buckets_bytes: int
+    zero3_live_params_bytes: int
+    tp_buffers_bytes: int = 0  # models/memory/parallel_overhead.py
+    pp_p2p_bytes: int = 0
+    cp_buffers_bytes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return (
+            self.cuda_context_bytes
+            + self.cublas_workspace_bytes
+            + self.nccl_bytes
+            + self.comm_buckets_bytes
+            + self.zero3_live_params_bytes
+            + self.tp_buffers_bytes
+            + self.pp_p2p_bytes
+            + self.cp_buffers_bytes
+        )
+
+
+def bucket_elements(arch: Architecture, num_trainable: int) -> int:
+    """Elements per communication bucket: h*h (HF "auto"), never more than there are gradients."""
+    return min(arch.hidden_size * arch.hidden_size, num_trainable)
+
+
+def largest_gathered_module_params(arch: Architecture) -> int:
+    counts = count_params(arch)
+    return max(counts.per_layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
+
+
+def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
+    reserve = job.reserve
+    multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
+    trainable = trainable_params(arch, job)
+    grad_bytes = gradient_bytes_per_param(plan.precision, job.accounting)
+    weight_bytes = weight_bytes_per_param(plan.precision)
+    bucket = bucket_elements(arch, trainable)
+
+    buckets = Fraction(0)
+    live = Fraction(0)
+    if multi_gpu and plan.zero == 0:
+        buckets = bucket * grad_bytes
+    elif multi_gpu and plan.zero in (1, 2):
+        buckets = OVERLAP_COMM_FACTOR * 2 * bucket * grad_bytes
+    elif plan.zero == 3 and multi_gpu:
+        module = ceil_div(largest_gathered_module_params(arch), plan.tp)  # gathered over DP, still TP-sharded
+        # Gradients exist only for trainable parameters: with LoRA the gathered module's
+        # gradient is the adapter's, which is small; count the full-module case for full FT.
+        module_grads = module if job.method == "full" else 0
+        prefetch = PREFETCH_BUCKET_FRACTION * arch.hidden_size * arch.hidden_size
+        live = module * weight_bytes + module_grads * grad_bytes + prefetch * weight_bytes
+        buckets = 2 * bucket * grad_bytes
+    return Overhead(
+        cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,
+        cublas_workspace_bytes=reserve.cublas_workspace_mib * BYTES_PER_MIB,
+        nccl_bytes=reserve.nccl_mib * BYTES_PER_MIB * num_communicators(plan),
+        comm_buckets_bytes=math.ceil(buckets),
+        zero3_live_params_bytes=math.ceil(live),
+        tp_buffers_bytes=tp_buffer_bytes(arch, job, plan),
+        pp_p2p_bytes=pp_p2p_bytes(arch, job, plan),
+        cp_buffers_bytes=cp_buffer_bytes(arch, job, plan),
+    )

@@ -1,0 +1,142 @@
+"""Parameters held by one rank under tensor, pipeline and expert parallelism.
+
+What Megatron-Core builds on a rank (megatron/core/tensor_parallel/layers.py and
+transformer/*):
+- TP (t) splits every matmul of a layer: column-parallel q/k/v and MLP up/gate (output dim / t,
+  with their biases), row-parallel o_proj and MLP down (input dim / t; the row-parallel bias is
+  replicated); KV heads / t, or one replicated KV group per rank when t > kv heads. The token
+  embedding and lm_head are vocab-parallel (VocabParallelEmbedding, ColumnParallelLinear): v / t
+  rows (Megatron pads v to a multiple of 128 t; we count ceil(v / t)). Norms, the MoE router and
+  learned position embeddings are replicated on every TP rank.
+- PP keeps the rank's stage layers (models/parallel.stage_layers); the embedding lives on the first
+  rank; the final norm and lm_head on the last. A tied lm_head on pp > 1 is a second copy of the
+  embedding on the last rank (Megatron's shared embedding, its gradients all-reduced between the two).
+- EP (e) keeps num_experts / e experts per rank, each split by expert-TP = t.
+Expert parameters are sharded by ZeRO / the distributed optimizer over the expert-DP group
+(Plan.expert_dp), dense ones over DP x CP (Plan.zero_group).
+
+FP8 (Transformer Engine): each linear weight of the rank gets fp8 row- and column-wise copies
+(2 bytes per matmul weight), i.e. sharded exactly like the weights they copy; under ZeRO-3 / FSDP
+they are cast from the sharded weights and all-gathered in fp8 (torchao float8 FSDP all-gather),
+so they are divided by the ZeRO group like the bf16 weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.params import (
+    LayerGroup,
+    LinearModule,
+    count_params,
+    layer_group,
+    layer_group_counts,
+    layer_groups,
+    layer_norm_params,
+)
+from vramplan.models.architecture.parallel import kv_heads_per_rank, stage_layers
+from vramplan.models.core.units import ceil_div
+
+_KV_MODULES = frozenset({"k_proj", "v_proj"})
+_REPLICATED_MODULES = frozenset({"gate"})  # the MoE router
+_ROW_PARALLEL = frozenset({"o_proj", "down_proj", "attn.c_proj", "mlp.c_proj", "w2"})
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """Parameters on one rank: dense (sharded by ZeRO over DP x CP) and expert (over expert-DP)."""
+
+    dense: int
+    expert: int
+    fp8_matmul_dense: int  # matmul weights that get FP8 copies, dense part
+    fp8_matmul_expert: int
+
+    @property
+    def total(self) -> int:
+        return self.dense + self.expert
+
+
+def _module_rank_params(module: LinearModule, arch: Architecture, tp: int) -> tuple[int, int]:
+    """(parameters, matmul weight elements) of one copy of a linear module on one TP rank."""
+    weight = module.in_features * module.out_features
+    bias = module.out_features if module.has_bias else 0
+    if module.name in _REPLICATED_MODULES:
+        return weight + bias, weight
+    if module.name in _KV_MODULES:
+        rows = module.out_features * kv_heads_per_rank(arch.num_kv_heads, tp) // arch.num_kv_heads
+        return module.in_features * rows + (rows if module.has_bias else 0), module.in_features * rows
+    shard = ceil_div(weight, tp)
+    if module.name in _ROW_PARALLEL:
+        return shard + bias, shard
+    return shard + ceil_div(bias, tp), shard
+
+
+@dataclass(frozen=True)
+class LayerShard:
+    dense: int
+    expert: int
+    dense_matmul: int
+    expert_matmul: int
+
+
+def layer_shard(arch: Architecture, tp: int, ep: int, group: LayerGroup | None = None) -> LayerShard:
+    """One decoder layer of kind `group` (default the last layer's) on one (TP, EP) rank."""
+    group = layer_group(arch, arch.num_layers - 1) if group is None else group
+    dense = layer_norm_params(arch, group)
+    expert = dense_matmul = expert_matmul = 0
+    for module in group.modules:
+        params, matmul = _module_rank_params(module, arch, tp)
+        if module.copies_per_layer > 1:
+            local = module.copies_per_layer // ep
+            expert += local * params
+            expert_matmul += local * matmul
+        else:
+            dense += params
+            dense_matmul += matmul
+    return LayerShard(dense, expert, dense_matmul, expert_matmul)
+
+
+def embedding_shard(arch: Architecture, tp: int) -> int:
+    """Vocab-parallel token embedding (+ replicated learned positions) on one TP rank."""
+    positions = arch.max_position_embeddings * arch.hidden_size if arch.learned_position_embeddings else 0
+    return ceil_div(arch.vocab_size, tp) * arch.hidden_size + positions
+
+
+def head_shard(arch: Architecture, tp: int, pp: int) -> int:
+    """Final norm and lm_head on the last rank: a tied head is the embedding itself on pp = 1 and
+    a second copy of its vocab shard on pp > 1."""
+    if arch.tie_word_embeddings and pp == 1:
+        lm_head = 0
+    else:
+        lm_head = ceil_div(arch.vocab_size, tp) * arch.hidden_size
+    return count_params(arch).final_norm + lm_head
+
+
+def stage_layer_counts(arch: Architecture, pp: int, stage: int) -> tuple[tuple[LayerGroup, int], ...]:
+    """(kind of layer, how many of them) on pipeline rank `stage`, which holds a contiguous run of
+    layers (models/parallel.stage_layers); pp = 1: models/params.layer_groups' counts."""
+    if pp == 1:
+        return tuple((group, group.count) for group in layer_groups(arch))
+    counts = stage_layers(arch.num_layers, pp)
+    start = sum(counts[:stage])
+    return layer_group_counts(arch, start, start + counts[stage])
+
+
+@lru_cache(maxsize=4096)
+def rank_params(arch: Architecture, tp: int, pp: int, ep: int, stage: int) -> RankParams:
+    """Parameters of pipeline rank `stage` on one (TP, EP) rank, summed kind of layer by kind
+    (models/params.layer_groups). With tp = pp = ep = 1 this is exactly count_params(arch).total."""
+    dense = expert = dense_matmul = expert_matmul = 0
+    for group, count in stage_layer_counts(arch, pp, stage):
+        layer = layer_shard(arch, tp, ep, group)
+        dense += count * layer.dense
+        expert += count * layer.expert
+        dense_matmul += count * layer.dense_matmul
+        expert_matmul += count * layer.expert_matmul
+    if stage == 0:
+        dense += embedding_shard(arch, tp)
+    if stage == pp - 1:
+        dense += head_shard(arch, tp, pp)
+    return RankParams(dense=dense, expert=expert, fp8_matmul_dense=dense_matmul, fp8_matmul_expert=expert_matmul)

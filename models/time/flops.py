@@ -1,0 +1,95 @@
+"""Training FLOPs per token, the convention of Korthikanti et al. (arXiv:2205.05198, App. A) and
+Megatron-LM `num_floating_point_operations`.
+
+Forward FLOPs per token: 2 x (matmul weights a token passes through: the decoder layers'
+active linear weights and the lm_head) + 4 * s * (heads * head_dim) per layer for the
+attention scores (QK^T) and values (softmax x V), counted over the full s x s square as the
+paper and llm-foundry do. Backward costs twice the forward (input gradients and weight gradients); with LoRA/QLoRA the
+frozen weights need no weight gradients, so backward costs one forward (adapters are
+negligible: r << h). For the GPT layer with h = a*d,
+f = 4h this is exactly 72 B s L h^2 (1 + s/(6h) + v/(12hL)) per iteration of B sequences.
+
+Hardware FLOPs add what recompute re-runs: full recompute one more forward of every layer
+(96 B s L h^2 (...) in the paper), selective recompute the attention scores/values forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.params import layer_groups
+from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
+from vramplan.models.core.setup import Job, Method, Plan, Recompute
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    model: int  # forward + backward, the MFU numerator
+    hardware: int  # plus the recomputed forward work, what the GPU really executes
+    forward: int = 0  # the forward pass alone (once): what forward-phase traffic can hide behind
+
+    @property
+    def forward_share(self) -> float:
+        """The forward pass's share of the executed work; recompute runs inside the backward."""
+        return self.forward / self.hardware if self.hardware else 0.0
+
+
+def _active_matmul_weights(arch: Architecture) -> int:
+    """Matmul weights a token passes through, all decoder layers (MoE: experts_per_token experts)."""
+    total = 0
+    for group in layer_groups(arch):
+        for module in group.modules:
+            used = arch.experts_per_token if module.copies_per_layer > 1 else 1
+            total += group.count * used * module.in_features * module.out_features
+    return total
+
+
+def _attention_span(arch: Architecture, seq_len: int, local: bool) -> int:
+    """Keys a query is scored against, full-square convention: s, or the window / chunk on local layers."""
+    return min(seq_len, arch.attention_window) if local else seq_len
+
+
+def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
+    """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model.
+
+    Scores cost 2 * span * a * d_qk and values 2 * span * a * d_v per token (MLA: d_qk = nope + rope,
+    d_v = v_head_dim); sliding-window and chunked layers score only their window."""
+    layers = 2 * _active_matmul_weights(arch)
+    heads = arch.num_attention_heads * (arch.head_dim + arch.value_head_dim)
+    attention = sum(g.count * 2 * _attention_span(arch, seq_len, g.local) * heads for g in layer_groups(arch))
+    logits = 2 * arch.vocab_size * arch.hidden_size
+    return layers, attention, logits
+
+
+def training_flops_per_token(
+    arch: Architecture, seq_len: int, recompute: Recompute, method: Method = "full", recomputed_fraction: float = 1.0
+) -> FlopsPerToken:
+    """`recomputed_fraction`: the share of the layers full recompute re-runs (Megatron
+    --recompute-num-layers; models.recompute.recomputed_fraction)."""
+    layers, attention, logits = forward_flops_per_token(arch, seq_len)
+    # Attention scores/values have no weights: their backward is always twice their forward.
+    passes = 3 if method == "full" else 2
+    model = passes * (layers + logits) + 3 * attention
+    if recompute == "full":
+        extra = round((layers + attention) * recomputed_fraction)
+    elif recompute == "selective":
+        extra = attention
+    elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/memory/recompute.py)
+        extra = layers // 2
+    else:
+        extra = 0
+    return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits)
+
+
+def plan_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> FlopsPerToken:
+    """Model and hardware FLOPs per token under the plan's recompute (its recomputed share of layers)."""
+    return training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method,
+                                    recomputed_fraction(arch, job, plan))
+
+
+def korthikanti_model_flops_per_iteration(arch: Architecture, global_batch: int, seq_len: int) -> int:
+    """72 B s L h^2 (1 + s/(6h) + v/(12hL)), in exact integers (GPT layer only)."""
+    b, s, layers, h, v = global_batch, seq_len, arch.num_layers, arch.hidden_size, arch.vocab_size
+    return 72 * b * s * layers * h * h + 12 * b * s * s * layers * h + 6 * b * s * v * h
+

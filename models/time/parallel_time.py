@@ -1,0 +1,227 @@
+"""Step time that model parallelism adds: TP collectives, the pipeline bubble and p2p, CP's ring
+exchange, EP's all-to-all. Data-parallel traffic stays in models/time/performance.py.
+
+Rank order is Megatron-Core's default "tp-cp-ep-dp-pp" (parallel_state.initialize_model_parallel,
+`order`): TP innermost, so a TP group never leaves an instance (models/parallel.check_layout)
+and runs at the GPU's NVLink bandwidth; CP and EP groups leave the instance when tp*cp (tp*cp*ep)
+exceeds its GPUs; PP neighbours are tp*cp*dp ranks apart, so p2p crosses instances whenever the
+job spans several. Cross-instance traffic runs at the offering's per-GPU network bandwidth.
+Every link runs at COMMUNICATION_EFFICIENCY of its rate; ring collectives move (n-1)/n of the
+buffer per rank per pass (all-reduce two passes).
+
+- TP (Megatron tensor_parallel/mappings.py): per layer and micro-batch two all-reduces forward
+  (after attention and after the MLP) and two backward, of one b x s/cp x h activation each;
+  with SP each all-reduce becomes a reduce-scatter + all-gather of the same volume. Full
+  recompute re-runs the two forward ones in the layers it checkpoints. The forward ones are
+  exposed (Megatron's default; the TE userbuffer overlap is opt-in); the backward ones run
+  beside the backward GEMMs (tp_time_s).
+- PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
+  compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
+  every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
+  scatter-gather optimisation of sec. 4.1 without SP).
+- CP (Megatron-Core / TE ring attention, AttnFuncWithCPAndKVP2P): cp - 1 ring steps per layer,
+  each sending the rank's K/V chunk forward and K/V + dK/dV backward, overlapped with the
+  attention blocks of the ring; only what exceeds the attention compute is exposed.
+- EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
+  all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
+  rank; not overlapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
+from vramplan.models.architecture.parallel import kv_heads_per_rank
+from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.memory.recompute import recomputed_fraction
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import BYTES_PER_GB
+
+
+@dataclass(frozen=True)
+class ParallelTime:
+    tp_s: float
+    pp_bubble_s: float
+    pp_p2p_s: float
+    cp_exposed_s: float
+    ep_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s
+
+
+def _seconds(num_bytes: float, link_gb_per_s: float) -> float:
+    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * BYTES_PER_GB)
+
+
+def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
+    return arch.num_layers / plan.pp
+
+
+@dataclass(frozen=True)
+class ParallelTraffic:
+    """What a plan's model parallelism moves per optimizer step, and what hides it: everything of
+    the TP/PP/CP/EP terms that does not depend on the GPU or the offering (parallel_traffic).
+    parallel_seconds turns it into seconds on a shape, with the same float operations as the
+    *_time_s functions (which are built from the same two halves)."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    tp_forward_bytes: float  # the forward's collectives, recomputed layers' included: exposed
+    tp_backward_bytes: float  # the backward's: hidden behind the backward GEMMs
+    forward_share: float  # of the executed FLOPs (models.flops): the rest is the backward's window
+    pp_bytes: float  # p2p of hidden states forward and gradients backward
+    cp_bytes: float  # the K/V ring
+    attention_flops: int  # forward FLOPs per token: attention (CP's window) ...
+    forward_flops: int  # ... of the whole forward (layers + attention + logits)
+    ep_bytes: float  # the all-to-alls
+
+
+def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
+    if plan.tp == 1:
+        return 0.0, 0.0
+    e = activation_bytes(plan.precision)
+    activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
+    per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
+    return forward, 2 * per_collective
+
+
+def _tp_seconds(forward_bytes: float, backward_bytes: float, link_gb_per_s: float, backward_compute_s: float) -> float:
+    return _seconds(forward_bytes, link_gb_per_s) + max(0.0, _seconds(backward_bytes, link_gb_per_s) - backward_compute_s)
+
+
+def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
+    """Exposed TP collectives: the forward's (and the recomputed forward's) in full; the backward's
+    overlap the backward GEMMs (Megatron LinearWithGradAccumulationAndAsyncCommunication issues the
+    input all-gather and the grad-input reduce-scatter / all-reduce async_op=True beside the
+    grad-input and weight-gradient GEMMs), exposed only beyond the backward compute."""
+    if plan.tp == 1:
+        return 0.0
+    forward, backward = _tp_bytes(arch, job, plan)
+    backward_compute_s = compute_s * (1 - plan_flops_per_token(arch, job, plan).forward_share)
+    return _tp_seconds(forward, backward, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
+
+
+def bubble_s(pp: int, vpp: int, grad_accum, compute_s: float):
+    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (grad_accum may be an array)."""
+    return compute_s * (pp - 1) / (vpp * grad_accum)
+
+
+def pp_bubble_s(plan: Plan, compute_s: float) -> float:
+    return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
+
+
+def _pp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
+    if plan.pp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    # Each TP rank sends 1/tp of the hidden states: the SP shard, or without SP Megatron's
+    # scatter-gather optimisation (Narayanan et al. 2021 sec. 4.1; p2p_communication scatter_gather_tensors).
+    hidden = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size / plan.tp
+    return 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
+
+
+def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:
+    if plan.pp == 1:
+        return 0.0
+    link = network_gb_per_s if spans_instances else gpu.intra_node_bandwidth_gb_per_s
+    return _seconds(_pp_bytes(arch, job, plan), link)
+
+
+def _cp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
+    if plan.cp == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
+    per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
+    return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+
+
+def _cp_seconds(volume: float, link_gb_per_s: float, compute_s: float, attention_flops: int, forward_flops: int) -> float:
+    attention_s = compute_s * attention_flops / forward_flops  # the ring hides behind the attention blocks
+    return max(0.0, _seconds(volume, link_gb_per_s) - attention_s)
+
+
+def _forward_flops(arch: Architecture, job: Job) -> tuple[int, int]:
+    layers, attention, logits = forward_flops_per_token(arch, job.seq_len)
+    return attention, layers + attention + logits
+
+
+def _cp_link(tp: int, cp: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return network_gb_per_s if tp * cp > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+
+
+def cp_exposed_s(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+    compute_s: float,
+) -> float:
+    if plan.cp == 1:
+        return 0.0
+    link = _cp_link(plan.tp, plan.cp, gpu, gpus_per_instance, network_gb_per_s)
+    return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_forward_flops(arch, job))
+
+
+def _ep_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
+    if plan.ep == 1:
+        return 0.0
+    e = activation_bytes(plan.precision)
+    routed = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
+    if plan.sequence_parallel and plan.tp > 1:
+        routed /= plan.tp
+    per_layer = 4 * routed * (plan.ep - 1) / plan.ep  # dispatch + combine, forward + backward
+    return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+
+
+def _ep_link(tp: int, cp: int, ep: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return network_gb_per_s if tp * cp * ep > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+
+
+def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    if plan.ep == 1:
+        return 0.0
+    link = _ep_link(plan.tp, plan.cp, plan.ep, gpu, gpus_per_instance, network_gb_per_s)
+    return _seconds(_ep_bytes(arch, job, plan), link)
+
+
+def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
+    """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
+    tp_forward, tp_backward = _tp_bytes(arch, job, plan)
+    share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
+    attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
+    return ParallelTraffic(plan.tp, plan.pp, plan.cp, plan.ep, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
+                           _cp_bytes(arch, job, plan), attention, forward, _ep_bytes(arch, job, plan))
+
+
+def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
+                     network_gb_per_s: float, compute_s: float) -> float:
+    """TP + PP p2p + CP + EP seconds of a plan's traffic on a shape: the sum of tp_time_s, pp_p2p_s,
+    cp_exposed_s and ep_time_s, float for float (tests/test_step_grids.py)."""
+    t = traffic
+    intra = gpu.intra_node_bandwidth_gb_per_s
+    tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if t.tp > 1 else 0.0
+    pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if t.pp > 1 else 0.0
+    cp = _cp_seconds(t.cp_bytes, _cp_link(t.tp, t.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
+                     t.attention_flops, t.forward_flops) if t.cp > 1 else 0.0
+    ep = _seconds(t.ep_bytes, _ep_link(t.tp, t.cp, t.ep, gpu, gpus_per_instance, network_gb_per_s)) if t.ep > 1 else 0.0
+    return tp + pp + cp + ep
+
+
+def parallel_time(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+    compute_s: float,
+) -> ParallelTime:
+    spans = plan.num_gpus > gpus_per_instance
+    return ParallelTime(
+        tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
+        pp_bubble_s=pp_bubble_s(plan, compute_s),
+        pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s),
+        cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
+        ep_s=ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s),
+    )

@@ -1,0 +1,263 @@
+"""Step time, throughput and MFU of one plan: compute at a calibrated fraction of dense peak plus
+the communication that does not overlap with it.
+
+Data-parallel traffic per GPU (ring collectives move (N-1)/N of the buffer per GPU per pass;
+DeepSpeed semantics for when each collective runs):
+- ZeRO-0/1: one gradient all-reduce per step, 2 (N-1)/N x gradients.
+- ZeRO-2: a gradient reduce-scatter every micro-batch, one parameter all-gather per step.
+- ZeRO-3: per micro-batch, parameter all-gathers in forward and in backward and a gradient
+  reduce-scatter: 3 (N-1)/N, i.e. 1.5x the all-reduce volume of plain DP (ZeRO paper sec. 7.2.2).
+Bandwidth is the GPU's intra-node bandwidth while the job fits one instance (a node), the
+per-GPU network bandwidth beyond (eight 1-GPU instances talk over the network, not NVLink),
+times COMMUNICATION_EFFICIENCY. Each phase hides only its own traffic (DpTraffic):
+- ZeRO-3 (FSDP / DeepSpeed stage 3, one unit per decoder layer): the forward's parameter
+  all-gathers are prefetched one layer ahead behind the forward compute; the backward's
+  all-gathers and gradient reduce-scatters behind the backward (recompute included). Every one of
+  these 3 x layers x micro-batches collectives also pays NCCL's ring latency
+  (models/time/collectives.py): ~10 ms each over 2,048 ranks, which a layer's compute must cover.
+- ZeRO-0/1/2: the gradient buckets reduce during the backward (bucketed, DDP / DeepSpeed
+  overlap_comm); bucket counts are small and NCCL uses trees for large all-reduces, so no
+  per-collective latency is charged.
+What exceeds a phase's window is exposed, and at least one layer's share of the traffic always is
+(the last bucket, the first gather).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.time.calibration import (
+    COMMUNICATION_EFFICIENCY,
+    HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
+    OPTIMIZER_STEP_BYTES_PER_PARAM,
+    PCIE_BANDWIDTH_GB_PER_S,
+    compute_efficiency,
+)
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.time.collectives import group_nodes, ring_latency_s
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.parallel import stage_layers
+from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.time.parallel_time import parallel_time
+from vramplan.models.architecture.params import count_params
+from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.core.units import BYTES_PER_GB
+
+_TERA = 10**12
+
+
+@dataclass(frozen=True)
+class Performance:
+    model_flops_per_token: int
+    hardware_flops_per_token: int
+    peak_tflops: float
+    compute_efficiency: float
+    compute_time_s: float
+    communication_time_s: float
+    exposed_communication_s: float
+    optimizer_time_s: float
+    model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP, models/time/parallel_time.py
+    pipeline_bubble_s: float
+    step_time_s: float
+    tokens_per_step: int
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+
+
+def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
+    """Dense peak of the precision's matmuls; an unsupported precision is an error."""
+    peak = {
+        "bf16": gpu.bf16_dense_tflops,
+        "fp16": gpu.fp16_dense_tflops,
+        "fp32": gpu.fp32_dense_tflops,
+        "fp8": gpu.fp8_dense_tflops if gpu.fp8_supported else 0.0,
+    }[precision]
+    if peak <= 0:
+        hint = "use bf16 or fp16" if precision == "fp8" else "use fp16"
+        raise VramplanError("precision", precision, f"not supported by GPU {gpu.name}; {hint}")
+    return peak
+
+
+@dataclass(frozen=True)
+class DpTraffic:
+    """Data-parallel / ZeRO bytes one GPU sends per optimizer step, by the phase that hides them,
+    and the ring collectives each phase issues (each pays models.collectives.ring_latency_s)."""
+
+    forward_bytes: float
+    backward_bytes: float
+    forward_collectives: int = 0
+    backward_collectives: int = 0
+
+    @property
+    def total_bytes(self) -> float:
+        return self.forward_bytes + self.backward_bytes
+
+
+def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
+    """Traffic over the DP x CP group of the parameters of the rank's TP/PP/EP shard (rank 0's,
+    models/memory/parallel_states.py)."""
+    n = plan.zero_group
+    if n == 1:
+        return DpTraffic(0.0, 0.0)
+    ring = (n - 1) / n
+    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total
+    trainable = shard if job.method == "full" else trainable_params(arch, job)
+    grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
+    params = shard * float(weight_bytes_per_param(plan.precision))
+    if plan.zero <= 1:
+        return DpTraffic(0.0, 2 * ring * grads)
+    if plan.zero == 2:
+        return DpTraffic(0.0, ring * (grads * plan.grad_accum + params))
+    units = plan.grad_accum * stage_layers(arch.num_layers, plan.pp)[0]  # one FSDP unit per layer
+    return DpTraffic(ring * plan.grad_accum * params, ring * plan.grad_accum * (params + grads), units, 2 * units)
+
+
+def communication_bytes_per_step(arch: Architecture, job: Job, plan: Plan) -> float:
+    """Bytes each GPU sends per optimizer step for data-parallel / ZeRO traffic (both phases)."""
+    return dp_traffic(arch, job, plan).total_bytes
+
+
+def crosses_nodes(num_gpus: int, gpus_per_node: int) -> bool:
+    """Whether data-parallel traffic leaves the node (an instance is a node)."""
+    return num_gpus > gpus_per_node
+
+
+def dp_group_span(plan: Plan) -> int:
+    """GPUs a data-parallel group spans: DP ranks are tp*cp apart (Megatron order tp-cp-ep-dp-pp)."""
+    return plan.tp * plan.cp * plan.dp
+
+
+def communication_bandwidth_gb_per_s(gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None = None) -> float:
+    """network_gb_per_s: the offering's per-GPU scale-out bandwidth (default: the GPU's usual fabric)."""
+    network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
+    link = network if crossing else gpu.intra_node_bandwidth_gb_per_s
+    return link * COMMUNICATION_EFFICIENCY.value
+
+
+@dataclass(frozen=True)
+class OptimizerTraffic:
+    """Bytes the optimizer step moves per GPU: through HBM (on-GPU step), through host memory
+    (ZeRO-Offload CPU-Adam) and over PCIe (offload transfers)."""
+
+    hbm_bytes: float
+    host_bytes: float
+    pcie_bytes: float
+
+
+def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
+    trainable = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total if job.method == "full" else trainable_params(arch, job)
+    partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
+    if plan.offload == "none":
+        return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
+    pcie = partition * (2 + 2)  # 16-bit gradients down, updated 16-bit parameters up
+    if plan.offload == "optimizer+params":  # parameters stream in for forward and backward per micro-batch
+        pcie += plan.grad_accum * 2 * count_params(arch).total / plan.zero_group * 2
+    return OptimizerTraffic(0.0, partition * OPTIMIZER_STEP_BYTES_PER_PARAM, pcie)
+
+
+def optimizer_time_from_traffic(traffic: OptimizerTraffic, gpu: GpuSpec) -> float:
+    return (
+        traffic.hbm_bytes / (gpu.hbm_bandwidth_gb_per_s * BYTES_PER_GB)
+        + traffic.host_bytes / (HOST_OPTIMIZER_BANDWIDTH_GB_PER_S * BYTES_PER_GB)
+        + traffic.pcie_bytes / (PCIE_BANDWIDTH_GB_PER_S * BYTES_PER_GB)
+    )
+
+
+def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+    return optimizer_time_from_traffic(optimizer_traffic(arch, job, plan), gpu)
+
+
+def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
+    """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
+    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs."""
+    flops = plan_flops_per_token(arch, job, plan)
+    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
+    efficiency = compute_efficiency(gpu.architecture).value
+    return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
+
+
+def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,
+                     latency_s: float) -> tuple[float, float]:
+    """(forward, backward) seconds of the traffic: bytes at the link's rate plus each collective's latency."""
+    return dp_phase_times_on_link_s(traffic, communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s), latency_s)
+
+
+def dp_phase_times_on_link_s(traffic: DpTraffic, link_gb_per_s: float, latency_s: float) -> tuple[float, float]:
+    """dp_phase_times_s on a link of link_gb_per_s (communication_bandwidth_gb_per_s); the traffic's
+    fields may be arrays (the solver's grids)."""
+    rate = link_gb_per_s * BYTES_PER_GB
+    return (traffic.forward_bytes / rate + traffic.forward_collectives * latency_s,
+            traffic.backward_bytes / rate + traffic.backward_collectives * latency_s)
+
+
+def dp_ring_latency_s(plan: Plan, gpus_per_node: int) -> float:
+    """NCCL's latency of one all-gather / reduce-scatter over the plan's DP x CP group."""
+    return ring_latency_s(plan.zero_group, group_nodes(plan.zero_group, plan.tp, gpus_per_node))
+
+
+def communication_phases_s(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int, network_gb_per_s: float | None = None
+) -> tuple[float, float]:
+    """(forward, backward) seconds of the data-parallel traffic."""
+    crossing = crosses_nodes(dp_group_span(plan), gpus_per_node)
+    return dp_phase_times_s(dp_traffic(arch, job, plan), gpu, crossing, network_gb_per_s,
+                            dp_ring_latency_s(plan, gpus_per_node))
+
+
+def overlap_windows_s(compute_s: float, forward_share: float) -> tuple[float, float]:
+    """(forward, backward) compute that each phase's traffic can hide behind; recompute runs in
+    the backward (models.flops.FlopsPerToken.forward_share)."""
+    forward = compute_s * forward_share
+    return forward, compute_s - forward
+
+
+def exposed_communication_s(phases_s: tuple[float, float], windows_s: tuple[float, float], num_layers: int) -> float:
+    """Traffic that does not hide behind its phase's compute; at least one layer's share (the last bucket)."""
+    forward, backward = phases_s
+    if forward + backward <= 0:
+        return 0.0
+    return max(0.0, forward - windows_s[0]) + max(backward - windows_s[1], (forward + backward) / num_layers)
+
+
+def performance(
+    arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_node: int | None = None,
+    network_gb_per_s: float | None = None,
+) -> Performance:
+    """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size);
+    network_gb_per_s: the offering's per-GPU bandwidth between instances (default: the GPU's)."""
+    flops = plan_flops_per_token(arch, job, plan)
+    peak = peak_tflops(gpu, plan.precision)
+    per_node = gpus_per_node or gpu.gpus_per_node
+    network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
+    compute_s = compute_time_s(arch, job, plan, gpu)
+    phases_s = communication_phases_s(arch, job, plan, gpu, per_node, network)
+    comm_s = sum(phases_s)
+    exposed_s = exposed_communication_s(phases_s, overlap_windows_s(compute_s, flops.forward_share), arch.num_layers)
+    optimizer_s = optimizer_time_s(arch, job, plan, gpu)
+    model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
+    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s
+
+    tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.dp
+    tokens_per_s = tokens_per_step / step_s
+    denominator = plan.num_gpus * peak * _TERA
+    return Performance(
+        model_flops_per_token=flops.model,
+        hardware_flops_per_token=flops.hardware,
+        peak_tflops=peak,
+        compute_efficiency=compute_efficiency(gpu.architecture).value,
+        compute_time_s=compute_s,
+        communication_time_s=comm_s,
+        exposed_communication_s=exposed_s,
+        optimizer_time_s=optimizer_s,
+        model_parallel_time_s=model_parallel.total_s,
+        pipeline_bubble_s=model_parallel.pp_bubble_s,
+        step_time_s=step_s,
+        tokens_per_step=tokens_per_step,
+        tokens_per_s=tokens_per_s,
+        mfu=flops.model * tokens_per_s / denominator,
+        hfu=flops.hardware * tokens_per_s / denominator,
+    )

@@ -1,0 +1,277 @@
+"""One row of a `vramplan batch` spreadsheet: its columns, its job, and its answer as flat cells.
+
+A row's raw cells (strings from a CSV, numbers or strings from XLSX/Parquet; empty = default) are
+validated by pydantic into a SolveQuery exactly like `vramplan solve`'s options; a bad cell is a
+one-line VramplanError naming the column and the value. The answer of a solve is flattened into
+the answer columns (ANSWER_COLUMNS), the same for every row, whatever its status.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
+from vramplan.models.core.numbers import Count, Real
+from vramplan.models.core.results import PILLARS
+from vramplan.models.core.setup import RuntimeReserve
+from vramplan.models.core.units import BYTES_PER_GIB
+from vramplan.solver.query import SolveQuery, SolveResult
+from vramplan.solver.query_fields import query_from_fields
+
+# Input columns: name -> (default as the README states it, what it is). Order = README order.
+INPUT_COLUMNS: dict[str, tuple[str, str]] = {
+    "id": ("", "your label for the row; copied to the output, not part of the job"),
+    "model": ("required", "catalogue name (vramplan models), path to a Hugging Face config.json, or a hub id"),
+    "method": ("full", "full | lora | qlora"),
+    "seq_len": ("required", "tokens per sequence"),
+    "global_batch": ("about 1M tokens / seq_len", "sequences per optimizer step"),
+    "tokens": ("1e9", "tokens to train on"),
+    "objective": ("cost", "cost | time | throughput | hourly"),
+    "max_gpus": ("512", "most GPUs"),
+    "max_nodes": ("no limit", "most instances to rent"),
+    "gpus": ("all", "allowed GPU names, separated by ;"),
+    "providers": ("all", "allowed providers, separated by ;"),
+    "budget_usd": ("no limit", "most USD for the whole job"),
+    "deadline_hours": ("no limit", "most wall-clock hours for the whole job"),
+    "lora_rank": ("16", "LoRA rank r"),
+    "lora_targets": ("all linear", "PEFT target_modules, separated by ;"),
+    "qlora_bits": ("4", "4 (NF4) | 8 (LLM.int8)"),
+    "optimizer": ("the stack's", "adamw | adamw-8bit | sgd | adamw-8bit-paged"),
+    "accounting": ("the stack's", "zero (16-bit gradients) | hf (fp32 gradients)"),
+    "attention": ("the stack's", "flash | eager"),
+    "kernels": ("the stack's", "eager | fused"),
+    "capacity_fraction": ("0.9", "plan to at most this fraction of GPU memory"),
+    "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
+    "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
+    "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
+    "pricing": ("on-demand", "on-demand | spot"),
+    "zero": ("solver chooses", "pin the ZeRO stage: 0 | 1 | 2 | 3"),
+    "recompute": ("solver chooses", "pin recomputation: none | selective | op | full"),
+    "precision": ("solver chooses", "pin the precision: bf16 | fp16 | fp32 | fp8"),
+    "micro_batch": ("solver chooses", "pin the micro-batch"),
+    "offload": ("solver chooses", "pin ZeRO-Offload: none | optimizer | optimizer+params"),
+    "num_gpus": ("solver chooses", "pin the GPU count"),
+    "tp": ("solver chooses (1-8)", "pin the tensor-parallel degree (inside one instance)"),
+    "pp": ("solver chooses (1-16)", "pin the pipeline-parallel stages"),
+    "cp": ("solver chooses (1-8 from 16k tokens)", "pin the context-parallel degree"),
+    "ep": ("solver chooses (1-8)", "pin the expert-parallel degree (MoE)"),
+    "vpp": ("1", "pin the virtual pipeline stages per rank (interleaved 1F1B)"),
+    "sequence_parallel": ("on with TP", "true | false: pin Megatron sequence parallelism"),
+    "stack": ("hf", "hf | deepspeed | megatron | torchtitan | torchtune | litgpt | unsloth: the recipe defaults"),
+    "master_weights": ("the stack's", "fp32 | none (pure 16-bit)"),
+    "loss": ("the stack's", "eager | chunked | fused"),
+    "loss_chunks": ("the stack's", "chunks of the chunked loss"),
+    "selective": ("the stack's", "what recompute=selective means: attention | op"),
+    "recompute_layers": ("all", "layers full recompute checkpoints"),
+    "optimizer_in_backward": ("the stack's", "true | false: no full gradient buffer"),
+    "activation_offload": ("the stack's", "true | false: saved activations in host memory"),
+    "qlora_prep": ("the stack's", "16bit | peft (non-quantised parameters in fp32)"),
+    "fragmentation_fraction": ("the stack's", "reserve as a fraction of the largest transient block"),
+}
+REQUIRED_COLUMNS = ("model", "seq_len")
+MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
+
+# Answer columns and their types (int, float or str; every cell may be empty).
+PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "recompute_layers", "precision", "micro_batch",
+                "grad_accum",
+                "offload", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
+MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "limit_gib")
+ANSWER_TYPES: dict[str, type] = {
+    "status": str, "error": str, "explanation": str,
+    "gpu": str, "offering": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "recompute_layers": int,
+    "precision": str,
+    "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
+    "sequence_parallel": bool,
+    **{column: float for column in MEMORY_COLUMNS},
+    "tokens_per_s": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
+}
+ANSWER_COLUMNS = tuple(ANSWER_TYPES)
+ANSWERED_STATUSES = ("optimal", "feasible", "infeasible", "error")
+
+
+class _Cells(BaseModel):
+    """The row's cells with their types (numbers in the grammar of models/core/numbers.py, the CLI's too);
+    ranges and choices are checked by Job, Pins and SolveQuery."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    id: Any = None  # free text, a number, a date: never part of the job
+    model: str
+    method: str | None = None
+    seq_len: Count
+    global_batch: Count | None = None
+    tokens: Real | None = None
+    objective: str | None = None
+    max_gpus: Count | None = None
+    max_nodes: Count | None = None
+    gpus: str | None = None
+    providers: str | None = None
+    budget_usd: Real | None = None
+    deadline_hours: Real | None = None
+    lora_rank: Count | None = None
+    lora_targets: str | None = None
+    qlora_bits: Count | None = None
+    optimizer: str | None = None
+    accounting: str | None = None
+    attention: str | None = None
+    kernels: str | None = None
+    capacity_fraction: Real | None = None
+    cuda_context_mib: Count | None = None
+    cublas_workspace_mib: Count | None = None
+    nccl_mib: Count | None = None
+    pricing: str | None = None
+    zero: Count | None = None
+    recompute: str | None = None
+    precision: str | None = None
+    micro_batch: Count | None = None
+    offload: str | None = None
+    num_gpus: Count | None = None
+    tp: Count | None = None
+    pp: Count | None = None
+    cp: Count | None = None
+    ep: Count | None = None
+    vpp: Count | None = None
+    sequence_parallel: bool | None = None
+    stack: str | None = None
+    master_weights: str | None = None
+    loss: str | None = None
+    loss_chunks: Count | None = None
+    selective: str | None = None
+    recompute_layers: Count | None = None
+    optimizer_in_backward: bool | None = None
+    activation_offload: bool | None = None
+    qlora_prep: str | None = None
+    fragmentation_fraction: Real | None = None
+
+
+def is_empty(value: Any) -> bool:
+    """An empty cell: None, NaN (pandas' missing value), or blank text."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def unknown_column_error(name: str) -> VramplanError:
+    if name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES:
+        return VramplanError("column", name, "is an answer column of `vramplan batch` output, not a job column; "
+                                             "delete the answer columns to solve this sheet again")
+    typo = misspells(name)
+    close = [typo] if typo is not None else closest_names(name, INPUT_COLUMNS, limit=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known columns: {', '.join(INPUT_COLUMNS)}"
+    return VramplanError("column", name, f"unknown column; {hint}")
+
+
+MISSPELLING_RATIO = 0.8  # difflib ratio of normalised names above which a column is a typo of ours
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def misspells(name: str) -> str | None:
+    """The known column that `name` is a misspelling of (seq-len, seqlen, Seq_Len, optimiser,
+    budget), or None for a column of the user's own (team, notes, owner)."""
+    typed = _normalised(name)
+    best, ratio = None, 0.0
+    for known in INPUT_COLUMNS:
+        target = _normalised(known)
+        if typed == target or (len(typed) >= 4 and target.startswith(typed)):
+            return known
+        score = difflib.SequenceMatcher(None, typed, target).ratio()
+        if score > ratio:
+            best, ratio = known, score
+    return best if ratio >= MISSPELLING_RATIO else None
+
+
+def check_columns(columns: list[str], strict: bool = True) -> list[str]:
+    """The header: known names, each once, the required ones present. Raises before anything runs.
+
+    With strict=False a column that is neither ours nor a misspelling of ours (nor an answer
+    column) is the user's own: it is returned, to be copied to the output unchanged."""
+    seen: set[str] = set()
+    extra = []
+    for name in columns:
+        if name not in INPUT_COLUMNS:
+            answer = name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES
+            if strict or answer or misspells(name) is not None:
+                raise unknown_column_error(name)
+            extra.append(name)
+        if name in seen:
+            raise VramplanError("column", name, "appears twice in the header")
+        seen.add(name)
+    for name in REQUIRED_COLUMNS:
+        if name not in seen:
+            raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)})")
+    return extra
+
+
+def parse_row(row: Mapping[str, Any]) -> SolveQuery:
+    """A row's raw cells as the SolveQuery a batch solves (top_k=1, no Pareto front, CP-SAT).
+
+    Raises VramplanError naming the column and the user's own text for the first bad cell.
+    """
+    raw = {name: value for name, value in row.items() if not is_empty(value)}
+    for name in row:
+        if name not in INPUT_COLUMNS:
+            raise unknown_column_error(name)
+    for name, value in raw.items():
+        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+            raise VramplanError(name, value[:20] + "...", f"the cell has {len(value):,} characters; "
+                                                          f"at most {MAX_CELL_CHARS:,}")
+    for name in REQUIRED_COLUMNS:
+        if name not in raw:
+            raise VramplanError(name, "", "is required; the cell is empty")
+    try:
+        cells = _Cells.model_validate(raw)
+        return query_from_fields(cells.model_dump(), top_k=1, pareto=False, engine="cpsat")
+    except ValidationError as error:
+        raise from_validation_error(error, raw) from None
+
+
+def error_row(message: str) -> dict[str, Any]:
+    """The answer of a row that could not be solved: status=error and the one-line reason."""
+    answer: dict[str, Any] = dict.fromkeys(ANSWER_COLUMNS)
+    answer.update(status="error", error=" ".join(message.split()))
+    return answer
+
+
+def _explanation_text(result: SolveResult) -> str:
+    """The explanation's summary, which already ends with the smallest change that fits."""
+    explanation = result.explanation
+    if explanation is None:
+        return "no plan in the search space fits"
+    return " ".join(explanation.summary.split())
+
+
+def output_row(result: SolveResult) -> dict[str, Any]:
+    """The answer columns of one solved row (GiB as floats, the best plan only)."""
+    if result.status == "unknown":
+        return error_row("no plan found within the solver's time limit (status unknown: not proven infeasible)")
+    answer: dict[str, Any] = dict.fromkeys(ANSWER_COLUMNS)
+    answer["status"] = result.status
+    if result.status == "infeasible" or not result.plans:
+        answer["status"] = "infeasible"
+        answer["explanation"] = _explanation_text(result)
+        return answer
+    best = result.plans[0]
+    for column in PLAN_COLUMNS:
+        answer[column] = getattr(best.plan, column)
+    memory = best.memory
+    for pillar in PILLARS:
+        answer[f"{pillar}_gib"] = round(getattr(memory, f"{pillar}_bytes") / BYTES_PER_GIB, 4)
+    answer["total_gib"] = round(memory.total_bytes / BYTES_PER_GIB, 4)
+    answer["limit_gib"] = round(memory.limit_bytes / BYTES_PER_GIB, 4)
+    answer["tokens_per_s"] = round(best.performance.tokens_per_s, 2)
+    answer["mfu"] = round(best.performance.mfu_fraction, 5)
+    answer["hours"] = round(best.cost.hours, 4)
+    answer["usd_per_hour"] = round(best.cost.usd_per_hour, 4)
+    answer["usd_total"] = round(best.cost.usd_total, 2)
+    return answer
