@@ -16,7 +16,6 @@ from vramplan.commands.render_text import (
     render,
     table_width,
 )
-from vramplan.solver.layouts import Layout, layout_label
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
 def layout_text(plan: SolvedPlan) -> str:
     """The parallel layout in Megatron's terms: 'TP8+SP x PP16 x DP8' (degrees of 1 left out), 'DP64'."""
     p = plan.plan
-    return layout_label(Layout(p.tp, p.pp, p.cp, p.ep, p.vpp, p.sequence_parallel and p.tp > 1), p.dp)
+    return p.layout._replace(sp=p.sequence_parallel and p.tp > 1).label(p.dp)
 
 
 def search_line(result: SolveResult) -> str:

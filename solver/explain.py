@@ -15,7 +15,6 @@ from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason,
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.engine import TimeLimitReached
-from vramplan.solver.layouts import layout_label
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
     conflicting_restrictions,
@@ -100,7 +99,7 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)
             if best is None or total < best[0]:
-                parallel = f", {layout_label(layout)}" if layout.model_parallel * layout.ep > 1 else ""
+                parallel = f", {layout.label()}" if layout.model_parallel * layout.ep > 1 else ""
                 best = (total, f"ZeRO-{zero}, offload {offload}{parallel}, {n} GPU{'s' if n > 1 else ''}")
     return best
 

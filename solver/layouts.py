@@ -16,11 +16,10 @@ is a one-line error naming it.
 from __future__ import annotations
 
 from itertools import product
-from typing import NamedTuple
-
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.architecture.parallel import check_layout
+from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query import Pins
 
@@ -32,34 +31,6 @@ def tp_reach(gpus_per_instance: int) -> int:
     """The largest TP degree a cluster with this many GPUs per instance can run (TP stays inside one
     instance's NVLink domain, and no layout goes past MAX_TP)."""
     return min(gpus_per_instance, MAX_TP)
-
-
-class Layout(NamedTuple):
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vpp: int = 1
-    sp: bool = False
-
-    @property
-    def model_parallel(self) -> int:
-        """GPUs of one model replica: num_gpus = model_parallel x dp."""
-        return self.tp * self.pp * self.cp
-
-    def preference(self) -> tuple:
-        """Among equal objectives: the least model parallelism, then no interleaving, SP on."""
-        return (self.model_parallel * self.ep, self.tp, self.pp, self.cp, self.ep, self.vpp, not self.sp)
-
-
-def layout_label(layout: Layout, dp: int | None = None) -> str:
-    """The layout in Megatron's terms, degrees of 1 left out: 'TP8+SP x PP16/v2 x CP2 x DP8 x EP4';
-    DP only when given (then always, 'DP64' for pure data parallelism)."""
-    parts = [f"TP{layout.tp}{'+SP' if layout.sp else ''}" if layout.tp > 1 else "",
-             f"PP{layout.pp}" + (f"/v{layout.vpp}" if layout.vpp > 1 else "") if layout.pp > 1 else "",
-             f"CP{layout.cp}" if layout.cp > 1 else "", f"DP{dp}" if dp is not None else "",
-             f"EP{layout.ep}" if layout.ep > 1 else ""]
-    return " x ".join(part for part in parts if part)
 
 
 def _powers(limit: int) -> list[int]:
@@ -117,8 +88,7 @@ def layout_plan(layout: Layout, **fields) -> Plan:
     """An unvalidated Plan carrying the layout (every value comes from a validated domain): a copy
     of a default Plan with these fields, what Plan.model_construct makes at half its cost (6 against
     12 us; the tables build 41,000 over the batch benchmark's 1,363-row sample)."""
-    return _PLAN.model_copy(update={"tp": layout.tp, "pp": layout.pp, "cp": layout.cp, "ep": layout.ep, "vpp": layout.vpp,
-                                    "sequence_parallel": layout.sp, "offering": None, **fields})
+    return _PLAN.model_copy(update={**layout.plan_fields(), "offering": None, **fields})
 
 
 def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_instance: int,
@@ -133,7 +103,7 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 
 
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
-    pinned = Layout(pins.tp or 1, pins.pp or 1, pins.cp or 1, pins.ep or 1, pins.vpp or 1, bool(pins.sequence_parallel))
+    pinned = pins.layout()
     error = valid_layout_error(arch, job, pinned, pinned.tp)
     if error is not None:
         raise error

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vramplan.models.time.cost import Pricing
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
 from vramplan.models.core.results import (
     CostReport,
@@ -59,6 +60,10 @@ class Pins(BaseModel):
     ep: Count | None = Field(default=None, ge=1, le=1024)
     vpp: Count | None = Field(default=None, ge=1, le=1024)
     sequence_parallel: bool | None = None
+
+    def layout(self) -> Layout:
+        """The pinned degrees, every degree left open at 1 (sequence parallelism off)."""
+        return Layout(self.tp or 1, self.pp or 1, self.cp or 1, self.ep or 1, self.vpp or 1, bool(self.sequence_parallel))
 
 
 DEFAULT_MAX_GPUS = 512  # the GPU limit of a query that sets none (`--max-gpus`, the batch's `max_gpus`)
@@ -136,6 +141,11 @@ class PlanChoice(BaseModel):
     @property
     def recompute_label(self) -> str:
         return recompute_label(self.recompute, self.recompute_layers)
+
+    @property
+    def layout(self) -> Layout:
+        """The parallel degrees, as Plan.layout (the JSON keeps the flat fields)."""
+        return Layout(self.tp, self.pp, self.cp, self.ep, self.vpp, self.sequence_parallel)
 
 
 class SolvedPlan(BaseModel):

@@ -146,8 +146,7 @@ def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
     layout = relaxed.layouts[inner.layout]
     recompute = relaxed.recomputes[inner.recompute]  # a pinned mode means every layer: partial is another value
     return {"zero": zero, "offload": offload, "recompute": recompute.mode if recompute.layers is None else recompute,
-            "micro_batch": relaxed.micro_batches[inner.micro_batch], "tp": layout.tp, "pp": layout.pp,
-            "cp": layout.cp, "ep": layout.ep, "vpp": layout.vpp, "sequence_parallel": layout.sp}
+            "micro_batch": relaxed.micro_batches[inner.micro_batch], **layout.plan_fields()}
 
 
 def _cluster_checks(query: SolveQuery) -> dict[str, Callable[[Cluster], bool]]:

@@ -28,7 +28,8 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.memory.memory import check_job
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S
-from vramplan.solver.layouts import LAYOUT_PINS, Layout, layout_domain, tp_reach, valid_layouts
+from vramplan.models.core.layout import Layout
+from vramplan.solver.layouts import LAYOUT_PINS, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
     allowed_counts,
@@ -301,7 +302,7 @@ class SearchSpace:
             micro_batch=micro,
             grad_accum=self.global_batch * layout.model_parallel // (micro * c.num_gpus),
             offload=offload,
-            tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp, sequence_parallel=layout.sp,
+            **layout.plan_fields(),
         )
 
     def hours(self, step_us: int) -> float:

@@ -42,7 +42,8 @@ from vramplan.models.time.performance import (
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div, to_us_array
-from vramplan.solver.layouts import Layout, layout_plan
+from vramplan.models.core.layout import Layout
+from vramplan.solver.layouts import layout_plan
 
 
 class StageSlot(NamedTuple):

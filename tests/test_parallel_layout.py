@@ -201,10 +201,10 @@ def test_model_parallel_buffers_follow_megatron_shapes() -> None:
 def test_layout_label_names_layouts_as_megatron_does() -> None:
     """One label for the plan table (with DP) and the explanations (without): degrees of 1 left
     out, SP beside TP, interleaving as /v, EP last (it is carved from the DP x CP ranks)."""
-    from vramplan.solver.layouts import Layout, layout_label
+    from vramplan.models.core.layout import Layout
 
-    assert layout_label(Layout(tp=8, pp=16, vpp=2, sp=True), 8) == "TP8+SP x PP16/v2 x DP8"
-    assert layout_label(Layout(), 64) == "DP64"
-    assert layout_label(Layout(tp=2, pp=4)) == "TP2 x PP4"
-    assert layout_label(Layout(tp=4, cp=2, ep=8, sp=True), 16) == "TP4+SP x CP2 x DP16 x EP8"
-    assert layout_label(Layout()) == ""
+    assert Layout(tp=8, pp=16, vpp=2, sp=True).label(8) == "TP8+SP x PP16/v2 x DP8"
+    assert Layout().label(64) == "DP64"
+    assert Layout(tp=2, pp=4).label() == "TP2 x PP4"
+    assert Layout(tp=4, cp=2, ep=8, sp=True).label(16) == "TP4+SP x CP2 x DP16 x EP8"
+    assert Layout().label() == ""

@@ -12,7 +12,8 @@ from vramplan.models.time.parallel_time import pp_bubble_s
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
 from vramplan.models.core.setup import Job
 from vramplan.models.core.units import to_us
-from vramplan.solver.layouts import Layout, layout_plan
+from vramplan.models.core.layout import Layout
+from vramplan.solver.layouts import layout_plan
 from vramplan.solver.tables import Tables
 
 CATALOGUE = load_catalogue()

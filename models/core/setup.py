@@ -46,6 +46,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     NCCL_MIB,
 )
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
 
 
@@ -138,6 +139,11 @@ class Plan(_Frozen):
         return recompute_label(self.recompute, self.recompute_layers)
 
     @property
+    def layout(self) -> Layout:
+        """The parallel degrees as the one type the solver and the time model use."""
+        return Layout(self.tp, self.pp, self.cp, self.ep, self.vpp, self.sequence_parallel)
+
+    @property
     def dp(self) -> int:
         """Data-parallel degree: num_gpus = tp * pp * cp * dp (Megatron's rank layout)."""
         return self.num_gpus // (self.tp * self.pp * self.cp)
@@ -168,7 +174,7 @@ class Plan(_Frozen):
 
     @model_validator(mode="after")
     def _degrees_divide(self) -> Plan:
-        model_parallel = self.tp * self.pp * self.cp
+        model_parallel = self.layout.model_parallel
         if self.num_gpus % model_parallel:
             raise VramplanError(
                 "num_gpus", self.num_gpus, f"must be a multiple of tp*pp*cp = {self.tp}*{self.pp}*{self.cp} = {model_parallel}"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.layout import Layout
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
 from vramplan.models.architecture.parallel import kv_heads_per_rank
 from vramplan.models.memory.precision import activation_bytes
@@ -69,10 +70,7 @@ class ParallelTraffic:
     parallel_seconds turns it into seconds on a shape, with the same float operations as the
     *_time_s functions (which are built from the same two halves)."""
 
-    tp: int
-    pp: int
-    cp: int
-    ep: int
+    layout: Layout
     tp_forward_bytes: float  # the forward's collectives, recomputed layers' included: exposed
     tp_backward_bytes: float  # the backward's: hidden behind the backward GEMMs
     forward_share: float  # of the executed FLOPs (models.flops): the rest is the backward's window
@@ -195,7 +193,7 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffi
     tp_forward, tp_backward = _tp_bytes(arch, job, plan)
     share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
     attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
-    return ParallelTraffic(plan.tp, plan.pp, plan.cp, plan.ep, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
+    return ParallelTraffic(plan.layout, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
                            _cp_bytes(arch, job, plan), attention, forward, _ep_bytes(arch, job, plan))
 
 
@@ -203,13 +201,13 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
                      network_gb_per_s: float, compute_s: float) -> float:
     """TP + PP p2p + CP + EP seconds of a plan's traffic on a shape: the sum of tp_time_s, pp_p2p_s,
     cp_exposed_s and ep_time_s, float for float (tests/test_step_grids.py)."""
-    t = traffic
+    t, layout = traffic, traffic.layout
     intra = gpu.intra_node_bandwidth_gb_per_s
-    tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if t.tp > 1 else 0.0
-    pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if t.pp > 1 else 0.0
-    cp = _cp_seconds(t.cp_bytes, _cp_link(t.tp, t.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
-                     t.attention_flops, t.forward_flops) if t.cp > 1 else 0.0
-    ep = _seconds(t.ep_bytes, _ep_link(t.tp, t.cp, t.ep, gpu, gpus_per_instance, network_gb_per_s)) if t.ep > 1 else 0.0
+    tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if layout.tp > 1 else 0.0
+    pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if layout.pp > 1 else 0.0
+    cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
+                     t.attention_flops, t.forward_flops) if layout.cp > 1 else 0.0
+    ep = _seconds(t.ep_bytes, _ep_link(layout.tp, layout.cp, layout.ep, gpu, gpus_per_instance, network_gb_per_s)) if layout.ep > 1 else 0.0
     return tp + pp + cp + ep
 
 
