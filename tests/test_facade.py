@@ -1,0 +1,62 @@
+"""The facade (__init__.py): `import vramplan` gives the Python API in one import, lazily."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vramplan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python_api_block() -> str:
+    """The first ```python block under README.md's '## Python API' heading."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python API", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README.md's Python API section has no python block"
+    return match.group(1)
+
+
+def test_the_readme_python_section_runs(capsys):
+    exec(compile(python_api_block(), "README.md#python-api", "exec"), {})  # noqa: S102 - our own README
+    printed = capsys.readouterr().out
+    assert printed.strip(), "the README example prints its answer"
+
+
+@pytest.mark.parametrize("name", sorted(set(vramplan.__all__) - {"__version__"}))
+def test_every_facade_name_resolves_to_the_defining_module(name):
+    value = getattr(vramplan, name)
+    assert getattr(value, "__name__", name) == name  # the real object, not a wrapper
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = vramplan.nope  # type: ignore[attr-defined]
+
+
+def test_version_is_the_installed_one():
+    from importlib import metadata
+
+    assert vramplan.__version__ == metadata.version("vramplan")
+
+
+def test_import_vramplan_loads_nothing_heavy():
+    """`import vramplan` (and so `vramplan --help`) pays for no pydantic, ortools or pandas."""
+    code = ("import sys, vramplan; heavy = [m for m in ('pydantic', 'ortools', 'pandas', 'numpy') if m in sys.modules];"
+            " print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+def test_the_facade_estimate_and_solve_are_the_library_functions():
+    from vramplan.models.estimate import estimate
+    from vramplan.solver.api import solve
+
+    assert vramplan.estimate is estimate
+    assert vramplan.solve is solve
