@@ -52,7 +52,11 @@ _FACADE = {
     "BatchOptions": "vramplan.batch.run",
     "VramplanError": "vramplan.models.core.errors",
 }
-__all__ = sorted([*_FACADE, "__version__"])
+__all__ = [  # _FACADE's names and __version__ (tests/test_facade.py checks they agree)
+    "Assignment", "BatchOptions", "Catalogue", "EstimateResult", "FleetJob", "FleetQuery", "FleetResult", "Job", "Pins",
+    "Plan", "Pool", "PoolWindow", "SolveQuery", "SolveResult", "SolvedPlan", "VramplanError", "__version__", "estimate",
+    "load_catalogue", "plan_fleet", "run_batch", "solve",
+]
 
 
 def __getattr__(name: str) -> Any:

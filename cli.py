@@ -15,7 +15,6 @@ import click
 
 from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
-
 MAX_ERROR_CHARS = 1000
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import gc
 import sys
 
-
 YOUNG_OBJECTS = 50_000  # new container objects per young collection in a pacing worker (CPython: 700)
 
 

@@ -41,10 +41,10 @@ from vramplan.batch.backends import (
     default_workers,
 )
 from vramplan.batch.pool import start_helpers_ignoring_ctrl_c
-from vramplan.sheets.rows import error_row, parse_row
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
+from vramplan.sheets.rows import error_row, parse_row
 
 log = logging.getLogger(__name__)
 

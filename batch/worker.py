@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from vramplan.batch.gc_pacing import GcPacing
-from vramplan.sheets.rows import error_row, output_row
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError, from_validation_error
+from vramplan.sheets.rows import error_row, output_row
 from vramplan.solver.api import solve
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.table_memo import TableMemo

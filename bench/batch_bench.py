@@ -22,9 +22,9 @@ from collections import Counter
 from pathlib import Path
 
 from vramplan.batch.backends import default_workers
-from vramplan.sheets.rows import parse_row
 from vramplan.cli import main
 from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.sheets.rows import parse_row
 
 COLUMNS = ["id", "model", "method", "seq_len", "objective", "gpus", "max_gpus", "tokens", "zero", "recompute"]
 

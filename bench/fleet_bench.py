@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vramplan.models.catalogue.catalogue import load_catalogue
-from vramplan.models.core.setup import Job
-from vramplan.fleet.planner import finish, prepare, session
 from vramplan.fleet.candidates import CandidateCache
 from vramplan.fleet.inputs import FleetJob, FleetQuery, Pool, PoolWindow
+from vramplan.fleet.planner import finish, prepare, session
+from vramplan.models.catalogue.catalogue import load_catalogue
+from vramplan.models.core.setup import Job
 from vramplan.solver.query import SolveQuery
 
 SHAPES = [("llama-3.1-8b", "full", 4096), ("llama-3.1-8b", "lora", 8192), ("qwen2.5-7b", "full", 4096),

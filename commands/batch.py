@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from vramplan.sheets.formats import FORMATS
 from vramplan.commands.options import catalogue_options
+from vramplan.sheets.formats import FORMATS
 
 models_dir_option = click.option(
     "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,

@@ -27,6 +27,9 @@ from typing import Any
 
 import click
 
+from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
+from vramplan.commands.options import open_catalogue
+from vramplan.models.core.errors import VramplanError
 from vramplan.sheets.journal import (
     Journal,
     NoJournal,
@@ -39,9 +42,6 @@ from vramplan.sheets.journal import (
 from vramplan.sheets.output_file import OutputTarget, lock_output, output_target, refuse_inputs
 from vramplan.sheets.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
 from vramplan.sheets.sheet_files import format_of, read_table, require_extra, write_table
-from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.options import open_catalogue
-from vramplan.models.core.errors import VramplanError
 
 SOLVED = ("optimal", "feasible")
 BACKEND_MODULES = {"ray": "ray", "dask": "distributed"}

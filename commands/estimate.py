@@ -57,8 +57,8 @@ def estimate_command(**options: Any) -> None:
     from pydantic import ValidationError
 
     from vramplan.commands import output, render_estimate  # loaded when the command runs, not on --help
-    from vramplan.models.estimate import estimate
     from vramplan.models.core.setup import Plan
+    from vramplan.models.estimate import estimate
 
     if options["plot_path"] is not None:
         from vramplan.commands import plot

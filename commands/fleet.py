@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from vramplan.sheets.formats import FORMATS
 from vramplan.commands.options import POSITIVE, catalogue_options
 from vramplan.fleet.domain import FLEET_OBJECTIVES
+from vramplan.sheets.formats import FORMATS
 
 
 @click.command("fleet")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from vramplan.sheets.rows import ANSWER_COLUMNS, output_row
 from vramplan.fleet.inputs import Assignment, FleetResult, PoolUsage
+from vramplan.sheets.rows import ANSWER_COLUMNS, output_row
 from vramplan.solver.query import SolveResult
 
 PLAN_ANSWER_COLUMNS = tuple(c for c in ANSWER_COLUMNS if c not in ("status", "error", "explanation"))

@@ -1,16 +1,16 @@
 """`--plot`: a Gantt chart per pool (matplotlib, the optional `plot` extra, imported lazily).
 
 Each pool is one panel; x = hours from the start, y = GPUs. A job is a bar of its GPUs' height
-from its start to its end; the pool's GPUs over time are the dashed line. Jobs get GPU rows first-fit in start order (gpu_rows), so a job whose GPUs
-are not contiguous is drawn as several bars of one colour.
+from its start to its end; the pool's GPUs over time are the dashed line. Jobs get GPU rows
+first-fit in start order (gpu_rows), so a job whose GPUs are not contiguous is drawn as several bars of one colour.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from vramplan.models.core.errors import CommandFailure
 from vramplan.fleet.inputs import FleetQuery, FleetResult
+from vramplan.models.core.errors import CommandFailure
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:

@@ -24,16 +24,6 @@ from typing import Any
 
 import click
 
-from vramplan.fleet.sheet import (
-    fleet_start,
-    inventory_pools,
-    market_pools,
-    read_inventory,
-    read_jobs,
-    resolve_jobs,
-)
-from vramplan.sheets.output_file import lock_output, output_target, refuse_inputs
-from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.fleet_output import (
     POOL_COLUMNS,
@@ -43,7 +33,17 @@ from vramplan.commands.fleet_output import (
     summary_lines,
 )
 from vramplan.commands.options import open_catalogue
+from vramplan.fleet.sheet import (
+    fleet_start,
+    inventory_pools,
+    market_pools,
+    read_inventory,
+    read_jobs,
+    resolve_jobs,
+)
 from vramplan.models.core.errors import VramplanError
+from vramplan.sheets.output_file import lock_output, output_target, refuse_inputs
+from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 
 INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
 
@@ -77,8 +77,8 @@ def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> No
 
 def run_fleet_command(options: dict[str, Any]) -> None:
     """The fleet command's flow (module docstring)."""
-    from vramplan.fleet.planner import finish, prepare, session
     from vramplan.fleet.inputs import FleetQuery
+    from vramplan.fleet.planner import finish, prepare, session
 
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])

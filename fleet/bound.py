@@ -23,8 +23,8 @@ import time
 import numpy as np
 from ortools.linear_solver import pywraplp
 
-from vramplan.fleet.pricing import Pricing, bucket_minutes, machine_items, pool_machines, unbounded_cost
 from vramplan.fleet.domain import IntFleet, IntSchedule
+from vramplan.fleet.pricing import Pricing, bucket_minutes, machine_items, pool_machines, unbounded_cost
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from functools import cache
 from itertools import permutations, product
 
-from vramplan.fleet.sgs import earliest_start
 from vramplan.fleet.domain import IntFleet
+from vramplan.fleet.sgs import earliest_start
 
 
 def _pool_best(fleet: IntFleet, pool_index: int, items: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:

@@ -19,13 +19,12 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from vramplan.fleet.inputs import Pool
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.catalogue_schema import Offering
-from vramplan.models.time.cost import num_instances
 from vramplan.models.core.errors import VramplanError
-from vramplan.solver import solve
-from vramplan.fleet.inputs import Pool
-from vramplan.solver import SolvedPlan, SolveQuery
+from vramplan.models.time.cost import num_instances
+from vramplan.solver import SolvedPlan, SolveQuery, solve
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.models.core.errors import VramplanError
 from vramplan.fleet.domain import FleetObjective
+from vramplan.models.core.errors import VramplanError
 from vramplan.solver import SolvedPlan, SolveQuery
 
 HOURS_PER_DAY = 24

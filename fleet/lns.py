@@ -26,8 +26,8 @@ from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
-from vramplan.fleet.sgs import valid
 from vramplan.fleet.domain import IntFleet, IntSchedule
+from vramplan.fleet.sgs import valid
 
 log = logging.getLogger(__name__)
 

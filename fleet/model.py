@@ -29,17 +29,17 @@ import time
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver import SolverInternalError
 from vramplan.fleet.bound import BackgroundBound
 from vramplan.fleet.build import build, relaxed_assignment, solve_keeping_ctrl_c
-from vramplan.fleet.lns import improve, objective_value, stage_key
-from vramplan.fleet.sgs import cheapen, greedy, repair, valid
 from vramplan.fleet.domain import (
     IntFleet,
     IntSchedule,
     Stage,
     StageReport,
 )
+from vramplan.fleet.lns import improve, objective_value, stage_key
+from vramplan.fleet.sgs import cheapen, greedy, repair, valid
+from vramplan.solver import SolverInternalError
 
 log = logging.getLogger(__name__)
 

@@ -12,25 +12,12 @@ import math
 import time
 from dataclasses import dataclass
 
-from vramplan.models.catalogue.catalogue import Catalogue
-from vramplan.models.core.errors import VramplanError
-from vramplan.solver import solve
 from vramplan.fleet.candidates import (
     Candidate,
     CandidateCache,
     duration_min,
     pool_candidates,
 )
-from vramplan.fleet.explain import explain_unserved
-from vramplan.fleet.inputs import (
-    Assignment,
-    FleetQuery,
-    FleetResult,
-    PoolUsage,
-    StageSummary,
-)
-from vramplan.fleet.model import FleetSession
-from vramplan.fleet.sgs import left_shift
 from vramplan.fleet.domain import (
     CENTS_PER_USD,
     MINUTES_PER_HOUR,
@@ -43,6 +30,19 @@ from vramplan.fleet.domain import (
     Window,
     check_bounds,
 )
+from vramplan.fleet.explain import explain_unserved
+from vramplan.fleet.inputs import (
+    Assignment,
+    FleetQuery,
+    FleetResult,
+    PoolUsage,
+    StageSummary,
+)
+from vramplan.fleet.model import FleetSession
+from vramplan.fleet.sgs import left_shift
+from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.errors import VramplanError
+from vramplan.solver import solve
 
 
 @dataclass

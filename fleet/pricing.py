@@ -21,7 +21,6 @@ import numpy as np
 
 from vramplan.fleet.domain import IntFleet
 
-
 MAX_BUCKETS = 2200  # a 91-day quarter in hours
 MAX_PAIRS = 4_000_000  # (end bucket, item) pairs the DP lists: 1.05M for the 200 x 10 fleet in hours
 

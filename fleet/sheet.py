@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vramplan.sheets.rows import check_columns, is_empty, parse_row
-from vramplan.sheets.sheet_files import read_table
+from vramplan.fleet.inputs import FleetJob, Pool, PoolWindow
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import parse_count
-from vramplan.fleet.inputs import FleetJob, Pool, PoolWindow
+from vramplan.sheets.rows import check_columns, is_empty, parse_row
+from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import split_list
 
 # Columns the fleet adds to a batch sheet: name -> (default, what it is). Order = README order.
@@ -217,7 +217,7 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
                 raise VramplanError("pool", name, f"names starting {MARKET_PREFIX!r} are the market's (--market)")
             offerings = set()
             windows = []
-            for number, cells, times in rows:
+            for _number, cells, times in rows:
                 offering = _offering_name(catalogue, cells)
                 offerings.add(offering)
                 windows.append(_window(catalogue, offering, cells, start, times))

@@ -6,15 +6,11 @@ here, in exact bytes.
 
 from __future__ import annotations
 
-from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.params import count_params
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.time.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
-from vramplan.models.architecture.params import count_params
-from vramplan.models.time.performance import Performance, performance
 from vramplan.models.core.results import (
     ActivationDetail,
     CostReport,
@@ -25,6 +21,10 @@ from vramplan.models.core.results import (
     PerformanceReport,
 )
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.time.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
+from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
 

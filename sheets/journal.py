@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vramplan.models.core.errors import CommandFailure, VramplanError
 from vramplan.sheets.rows import ANSWER_TYPES, is_empty, parse_row
 from vramplan.sheets.sheet_files import plain, unneutralise
-from vramplan.models.core.errors import CommandFailure, VramplanError
 
 JOURNAL_SUFFIX = ".partial.jsonl"
 JOURNAL_KIND = "vramplan-batch-journal"

@@ -26,10 +26,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from vramplan.models.core.errors import CommandFailure, VramplanError
 from vramplan.sheets.formats import FORMATS  # noqa: F401  (re-exported)
 from vramplan.sheets.output_file import OutputTarget, write_output
 from vramplan.sheets.rows import ANSWER_TYPES, is_empty
-from vramplan.models.core.errors import CommandFailure, VramplanError
 
 SUFFIX_FORMATS = {".csv": "csv", ".txt": "csv", ".xlsx": "xlsx", ".xlsm": "xlsx",
                   ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}

@@ -17,7 +17,6 @@ from vramplan.solver.candidates import (
 from vramplan.solver.engine import EngineResult, SearchStats
 from vramplan.solver.space import SearchSpace
 
-
 CHECK_EVERY = 4096  # points between two looks at the clock
 
 

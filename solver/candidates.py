@@ -103,12 +103,12 @@ def tail_us(comm_us: int, num_layers: int) -> int:
 
 def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
     """GPU memory of the checked pipeline ranks (tables.stage_slots), MiB; None if invalid."""
-    zf, r, p, b, l = inner
-    if l not in space.count_layouts[n] or b not in space.valid_batches[n, l]:
+    zf, r, p, b, li = inner
+    if li not in space.count_layouts[n] or b not in space.valid_batches[n, li]:
         return None
-    space.fill_count(n, [l], (p,))
-    buffers = space.buffer_mib[b, p, l]
-    return [space.static_mib[zf, n, p, l, j] + buffers + mib for j, mib in enumerate(space.ranks_activation_mib(r, b, p, l, n))]
+    space.fill_count(n, [li], (p,))
+    buffers = space.buffer_mib[b, p, li]
+    return [space.static_mib[zf, n, p, li, j] + buffers + mib for j, mib in enumerate(space.ranks_activation_mib(r, b, p, li, n))]
 
 
 def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
@@ -127,15 +127,15 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
 def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> int:
     """The integer step time of inner decisions on a shape, from its step tables t (the layout
     tabulated): the sum the module docstring writes and the CP-SAT model states."""
-    zf, r, p, b, l = inner
-    exposed = exposed_us(t.comm_us[space.zero_offloads[zf][0], b, p, l], t.windows_us[r, p], space.arch.num_layers)
-    return t.compute_us[r, p] + exposed + t.optimizer_us[zf, b, p, l] + t.parallel_us[r, p, l] + t.bubble_us[r, p, l, b]
+    zf, r, p, b, li = inner
+    exposed = exposed_us(t.comm_us[space.zero_offloads[zf][0], b, p, li], t.windows_us[r, p], space.arch.num_layers)
+    return t.compute_us[r, p] + exposed + t.optimizer_us[zf, b, p, li] + t.parallel_us[r, p, li] + t.bubble_us[r, p, li, b]
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:
     g, n, per_instance, _ = shape
-    zf, r, p, b, l = inner
-    if (g, p) not in space.valid_gpu_precision or space.layouts[l].tp > tp_reach(per_instance):
+    zf, r, p, b, li = inner
+    if (g, p) not in space.valid_gpu_precision or space.layouts[li].tp > tp_reach(per_instance):
         return None
     slots = memory_slots_mib(space, n, inner)
     if slots is None:
@@ -144,8 +144,8 @@ def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool
     total = slots[j]
     if memory and total > space.limit_mib[g]:
         return None
-    static = space.static_mib[zf, n, p, l, j] + space.buffer_mib[b, p, l]
-    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, l], 0)
+    static = space.static_mib[zf, n, p, li, j] + space.buffer_mib[b, p, li]
+    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, li], 0)
 
 
 # A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
@@ -215,7 +215,7 @@ def stage_twin_key(space: SearchSpace, choice: Choice, metrics: Metrics) -> tupl
     only in the stage and hold, offload and take exactly alike (ZeRO-0 to 3 with one rank in the
     DP x CP group shard nothing), so the list shows one plan, at its least stage (the inner tie
     orders it first), not the same plan under several stage numbers."""
-    zf, r, p, b, l = choice.inner
+    zf, r, p, b, li = choice.inner
     n = space.clusters[choice.cluster].count_index
-    return (space.clusters[choice.cluster].shape, r, p, b, l, space.zero_offloads[zf][1], metrics.static_mib,
-            metrics.activation_mib, space.host_mib_per_gpu[zf, n, p, l], metrics.step_us)
+    return (space.clusters[choice.cluster].shape, r, p, b, li, space.zero_offloads[zf][1], metrics.static_mib,
+            metrics.activation_mib, space.host_mib_per_gpu[zf, n, p, li], metrics.step_us)

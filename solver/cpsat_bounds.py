@@ -21,10 +21,10 @@ import bisect
 from dataclasses import dataclass
 from itertools import accumulate
 
-from vramplan.models.time.parallel_time import bubble_s
-from vramplan.models.core.units import BYTES_PER_MIB, to_us
-from vramplan.solver.candidates import Inner, step_us, tail_us
 from vramplan.models.core.layout import Layout
+from vramplan.models.core.units import BYTES_PER_MIB, to_us
+from vramplan.models.time.parallel_time import bubble_s
+from vramplan.solver.candidates import Inner, step_us, tail_us
 from vramplan.solver.space import SearchSpace
 
 LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model
@@ -82,8 +82,8 @@ class UnitBounds:
         g, n = shape[0], shape[1]
         limit, index = self.space.limit_mib[g], self.space.layout_index
         for bound, layout, p, r in terms:
-            l = index[layout]
-            if self._leanest(n, l, p, None, host_mib) <= limit and self._leanest(n, l, p, r, host_mib) <= limit:
+            li = index[layout]
+            if self._leanest(n, li, p, None, host_mib) <= limit and self._leanest(n, li, p, r, host_mib) <= limit:
                 return bound
         return None
 
@@ -100,14 +100,14 @@ class UnitBounds:
         zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
         ps = space.gpu_precisions[g]
         names = tuple(space.precisions[p] for p in ps)
-        comms = {l: dict(zip(ps, self._least_comm_us(space.layouts[l], count, zeros, names, gpu, per_instance, network)))
-                 for l in branch_layouts(space, shape, branch)} if ps else {}
+        comms = {li: dict(zip(ps, self._least_comm_us(space.layouts[li], count, zeros, names, gpu, per_instance, network)))
+                 for li in branch_layouts(space, shape, branch)} if ps else {}
         terms = []
         for rest, layout, p, r in self._parallel_terms(shape, branch):
-            l = space.layout_index[layout]
+            li = space.layout_index[layout]
             compute = to_us(space.compute_s[g, n, r, p])
-            comm = comms[l][p]
-            terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), l, p, r))
+            comm = comms[li][p]
+            terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), li, p, r))
         return terms
 
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:
@@ -129,10 +129,10 @@ class UnitBounds:
         tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
         terms = []
         ps = space.gpu_precisions[g]
-        for l in branch_layouts(space, shape, branch) if ps else ():
-            layout = space.layouts[l]
+        for li in branch_layouts(space, shape, branch) if ps else ():
+            layout = space.layouts[li]
             # The least bubble: the largest accumulation (the smallest micro-batch) of the layout.
-            accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, l]))
+            accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, li]))
             for p in ps:
                 precision = space.precisions[p]
                 for r, recompute in enumerate(space.recomputes):
@@ -141,7 +141,7 @@ class UnitBounds:
                              + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
                                                        compute_s))
                              + to_us(bubble_s(layout.pp, layout.vpp, accum, compute_s)))
-                    terms.append((bound, l, p, r))
+                    terms.append((bound, li, p, r))
         return terms
 
     def _kept_terms(self, memo: dict, shape: tuple, branch: Branch, compute) -> list[tuple[int, Layout, int, int]]:
@@ -151,7 +151,7 @@ class UnitBounds:
         space = self.space
         key = (space.unit_shape(shape), branch)
         if key not in memo:
-            memo[key] = [(bound, space.layouts[l], p, r) for bound, l, p, r in sorted(compute(shape, branch))]
+            memo[key] = [(bound, space.layouts[li], p, r) for bound, li, p, r in sorted(compute(shape, branch))]
         return memo[key]
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
@@ -168,12 +168,12 @@ class UnitBounds:
         forward, backward = forward[:, 0, :].tolist(), backward[:, 0, :].tolist()
         return [min(to_us(f[k]) + to_us(b[k]) for f, b in zip(forward, backward)) for k in range(len(precisions))]
 
-    def _leanest(self, n: int, l: int, p: int, r: int | None, host_mib: int) -> int:
+    def _leanest(self, n: int, li: int, p: int, r: int | None, host_mib: int) -> int:
         """A lower bound of the most loaded checked rank's memory (MiB) for a count, layout,
         precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
         host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
         buffers (none when r is None). Any plan's memory is at least this."""
-        hosts_mib, least_mib = self._leanest_by_host(n, l, p, r)
+        hosts_mib, least_mib = self._leanest_by_host(n, li, p, r)
         i = bisect.bisect_right(hosts_mib, host_mib)
         return least_mib[i - 1] if i else huge()
 
@@ -208,22 +208,22 @@ class UnitBounds:
         for rest, layout, p, r in self._parallel_terms(shape, branch):
             if best is not None and rest >= best:
                 break
-            l = space.layout_index[layout]
-            space.fill_count(n, [l], (p,))
-            dynamic = self._leanest_dynamic(n, l, p, r)
+            li = space.layout_index[layout]
+            space.fill_count(n, [li], (p,))
+            dynamic = self._leanest_dynamic(n, li, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
-                       if space.host_mib_per_gpu[zf, n, p, l] <= host_mib
-                       and all(space.static_mib[zf, n, p, l, j] + dynamic[j] <= limit for j in range(space.num_slots))]
+                       if space.host_mib_per_gpu[zf, n, p, li] <= host_mib
+                       and all(space.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_slots))]
             if not fitting:
                 continue
-            steps = space.step_tables(shape, [l])
-            bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, l))
-                        for zf in fitting for b in space.valid_batches[n, l])
+            steps = space.step_tables(shape, [li])
+            bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, li))
+                        for zf in fitting for b in space.valid_batches[n, li])
             if best is None or bound < best:
                 best = bound
         return best
 
-    def _leanest_dynamic(self, n: int, l: int, p: int, r: int) -> list[int]:
+    def _leanest_dynamic(self, n: int, li: int, p: int, r: int) -> list[int]:
         """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB):
         those of the smallest, since every rank's activations and buffers never fall as the
         micro-batch grows (each term holds micro-batch x tokens, and a pipeline rank's in-flight
@@ -234,27 +234,27 @@ class UnitBounds:
         budget: the last tier asks it again for every shape and host budget of the count) and by
         the number of checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
         space = self.space
-        key = (space.counts[n], space.layouts[l], p, r, space.num_slots)
+        key = (space.counts[n], space.layouts[li], p, r, space.num_slots)
         memo = space.shared.leanest_dynamic
         if key not in memo:
-            b = space.valid_batches[n, l][0]  # micro_batches ascend, so valid_batches do too
-            memo[key] = [space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+            b = space.valid_batches[n, li][0]  # micro_batches ascend, so valid_batches do too
+            memo[key] = [space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
         return memo[key]
 
-    def _leanest_by_host(self, n: int, l: int, p: int, r: int | None) -> tuple[list[int], list[int]]:
+    def _leanest_by_host(self, n: int, li: int, p: int, r: int | None) -> tuple[list[int], list[int]]:
         """The ZeRO x offload choices' host RAM per GPU, ascending, and the least memory of those
         needing at most each: what _leanest reads for any host budget. Kept in the family's
         UnitMemo by value; it reads neither the GPU nor the host budget, so the clusters of every
         GPU and offering with this count share it (a 3x saving on the batch benchmark's sample:
         26,052 (count, layout, precision, recompute, host budget) keys, 8,252 without the budget)."""
         space = self.space
-        key = (space.counts[n], space.layouts[l], p, r)
+        key = (space.counts[n], space.layouts[li], p, r)
         memo = space.shared.leanest_mib
         if key not in memo:
-            space.fill_count(n, [l], (p,))
-            dynamic = [0] * space.num_slots if r is None else self._leanest_dynamic(n, l, p, r)
-            options = sorted((space.host_mib_per_gpu[zf, n, p, l],
-                              max(space.static_mib[zf, n, p, l, j] + dynamic[j] for j in range(space.num_slots)))
+            space.fill_count(n, [li], (p,))
+            dynamic = [0] * space.num_slots if r is None else self._leanest_dynamic(n, li, p, r)
+            options = sorted((space.host_mib_per_gpu[zf, n, p, li],
+                              max(space.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_slots)))
                              for zf in range(len(space.zero_offloads)))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]

@@ -188,7 +188,7 @@ class _Search:
         space = self.space
         shape = space.clusters[c].shape
         if shape not in self.shape_branches:
-            self.shape_branches[shape] = sorted({branch_of(space.layouts[l]) for l in space.cluster_layouts(shape)})
+            self.shape_branches[shape] = sorted({branch_of(space.layouts[li]) for li in space.cluster_layouts(shape)})
         return self.shape_branches[shape]
 
     def best(self, k: int, order: str, step_below: int | None = None) -> list[tuple[tuple, Choice]]:

@@ -105,19 +105,19 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     space.fill_count(n, layouts, precisions)
     model = LeanCpModel()
     zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
-    p, l = _var(model, precisions, "p"), _var(model, layouts, "layout")
+    p, li = _var(model, precisions, "p"), _var(model, layouts, "layout")
     # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.
     pairs = [(lay, b_) for lay in layouts for b_ in space.valid_batches[n, lay]]
     lb = model.new_int_var(0, len(pairs) - 1, "layout_batch")
     b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
-    model.add_allowed_assignments([lb, l, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
+    model.add_allowed_assignments([lb, li, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
     zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
     # The checked pipeline ranks (tables.stage_slots) that are some layout's own rank: a slot that
     # repeats an earlier rank on every layout of the model (every slot but the first when pp = 1)
     # would only repeat that rank's columns and constraint.
     pps = {space.layouts[lay].pp for lay in layouts}
     slots = [j for j in range(space.num_slots) if any(space.slot_aliases(pp)[j] == j for pp in pps)]
-    ps, ls = (p, precisions), (l, layouts)
+    ps, ls = (p, precisions), (li, layouts)
     uppers: dict[str, int] = {}  # each tabulated term's largest value (_table)
 
     # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
@@ -172,7 +172,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
             model.add(taken == 0)
         else:
             model.add(step >= other_cap + 1).only_enforce_if(taken)
-    tie = (((l * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
+    tie = (((li * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
     radix = inner_tie_radix(space)
     single = (step_ub + 1) * radix < INT64_ROOM
-    return ClusterModel(model, (zf, r, p, b, l), step, step * radix + tie if single else tie, single, space.layouts)
+    return ClusterModel(model, (zf, r, p, b, li), step, step * radix + tie if single else tie, single, space.layouts)

@@ -13,8 +13,8 @@ from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
-from vramplan.solver.fitting import shape_points
 from vramplan.solver.engine import TimeLimitReached
+from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
     conflicting_restrictions,
@@ -92,8 +92,8 @@ def _leanest_model_states(space: SearchSpace) -> tuple[int, str]:
 def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     best = None
     n = space.counts[n_i]
-    for l in space.count_layouts[n_i]:
-        layout = space.layouts[l]
+    for li in space.count_layouts[n_i]:
+        layout = space.layouts[li]
         stages = set(stage_slots(space.arch, layout.pp))
         for (zero, offload), precision in product(space.zero_offloads, space.precisions):
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
@@ -134,7 +134,8 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     the "more GPUs" counts share one; None for the others)."""
     pins, job = query.pins, query.job
     if pins.recompute in ("none", "selective"):
-        yield "allow activation checkpointing (--recompute full)", query.model_copy(update={"pins": pins.model_copy(update={"recompute": None})}), None
+        unpinned = query.model_copy(update={"pins": pins.model_copy(update={"recompute": None})})
+        yield "allow activation checkpointing (--recompute full)", unpinned, None
     if pins.zero is not None and pins.zero < 3:
         yield "allow ZeRO-2/3 (unpin --zero)", query.model_copy(update={"pins": pins.model_copy(update={"zero": None})}), None
     if pins.micro_batch is not None and pins.micro_batch > 1:

@@ -31,9 +31,9 @@ def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tup
     grids, peaks, offsets, order = _peaks(space, g, n, reach)
     for flat in order:
         k = int(np.searchsorted(offsets, flat, side="right")) - 1
-        l, precisions, batches, grid = grids[k][:4]
+        li, precisions, batches, grid = grids[k][:4]
         zf, r, b_i, p_i = np.unravel_index(int(flat - offsets[k]), grid.shape)
-        yield int(peaks[flat]), Inner(int(zf), int(r), precisions[p_i], batches[b_i], l)
+        yield int(peaks[flat]), Inner(int(zf), int(r), precisions[p_i], batches[b_i], li)
 
 
 def _peaks(space: SearchSpace, g: int, n: int, reach: int) -> tuple:
@@ -52,18 +52,18 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     its two terms per checked rank j: static (zf, p, j) and buffers + activations (r, b, p, j))."""
     grids = []
     precisions = space.gpu_precisions[g]
-    for l in explained_layouts(space):
-        if l not in space.count_layouts[n] or space.layouts[l].tp > reach or not precisions:
+    for li in explained_layouts(space):
+        if li not in space.count_layouts[n] or space.layouts[li].tp > reach or not precisions:
             continue
-        space.fill_count(n, [l], precisions)
-        batches = space.valid_batches[n, l]
+        space.fill_count(n, [li], precisions)
+        batches = space.valid_batches[n, li]
         zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
         js = range(space.num_slots)
-        static = np.array([[[space.static_mib[zf, n, p, l, j] for j in js] for p in precisions] for zf in zfs],
+        static = np.array([[[space.static_mib[zf, n, p, li, j] for j in js] for p in precisions] for zf in zfs],
                           dtype=np.int64)  # (zf, p, j)
-        dynamic = np.array([[[[space.buffer_mib[b, p, l] + mib for mib in space.ranks_activation_mib(r, b, p, l, n)]
+        dynamic = np.array([[[[space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
-        grids.append((l, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1),
+        grids.append((li, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1),
                       static, dynamic))
     return grids
 
@@ -115,16 +115,16 @@ def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, Inner
     g, n, per_instance, _ = shape
     fitting = []
     grids = _peaks(space, g, n, tp_reach(per_instance))[0]
-    for l, precisions, batches, peak, static, dynamic in grids:
+    for li, precisions, batches, peak, static, dynamic in grids:
         zf, r, b, p = np.nonzero(peak <= space.limit_mib[g])
         order = np.lexsort((p, -b, r, zf))  # candidates.inner_tie: zf, r, larger micro-batch first, p
         zf, r, b, p = zf[order], r[order], b[order], p[order]
         rank = (static[zf, p, :] + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
-        static_mib = static[zf, p, rank] + np.array([space.buffer_mib[batches[i], precisions[k], l]
+        static_mib = static[zf, p, rank] + np.array([space.buffer_mib[batches[i], precisions[k], li]
                                                      for i, k in zip(b.tolist(), p.tolist())], dtype=np.int64)
-        host = np.array([space.host_mib_per_gpu[z, n, precisions[k], l] for z, k in zip(zf.tolist(), p.tolist())],
+        host = np.array([space.host_mib_per_gpu[z, n, precisions[k], li] for z, k in zip(zf.tolist(), p.tolist())],
                         dtype=np.int64)
         for z, rr, i, k, total, st, h in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist(), peak[zf, r, b, p].tolist(),
                                              static_mib.tolist(), host.tolist()):
-            fitting.append((Inner(z, rr, precisions[k], batches[i], l), InnerMetrics(st, total - st, h, 0)))
+            fitting.append((Inner(z, rr, precisions[k], batches[i], li), InnerMetrics(st, total - st, h, 0)))
     return fitting

@@ -16,9 +16,10 @@ is a one-line error naming it.
 from __future__ import annotations
 
 from itertools import product
+
+from vramplan.models.architecture.parallel import check_layout
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.architecture.parallel import check_layout
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query import Pins

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from vramplan.models.time.cost import Pricing
+
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -16,7 +16,6 @@ from vramplan.models.core.results import (
     ModelInfo,
     PerformanceReport,
 )
-from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
 from vramplan.models.core.setup import (
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
@@ -27,6 +26,8 @@ from vramplan.models.core.setup import (
     ZeroStage,
     recompute_label,
 )
+from vramplan.models.time.cost import Pricing
+from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
 
 Engine = Literal["cpsat", "brute"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]

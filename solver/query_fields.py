@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stacks
-from vramplan.models.core.setup import Job, RuntimeReserve
 from vramplan.models.catalogue.stack import plan_recompute, with_preset
+from vramplan.models.core.setup import Job, RuntimeReserve
 from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",

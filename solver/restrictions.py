@@ -20,9 +20,9 @@ from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics
-from vramplan.solver.fitting import shape_table
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import TimeLimitReached, time_left_s
+from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import Cluster, SearchSpace, build_space
 from vramplan.solver.table_memo import shared_result

@@ -19,16 +19,16 @@ from typing import Any
 
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.layout import Layout
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import US_PER_S
+from vramplan.models.memory.memory import check_job
 from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
     instance_price_usd_per_hour,
     num_instances,
 )
-from vramplan.models.core.errors import VramplanError
-from vramplan.models.memory.memory import check_job
-from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import US_PER_S
-from vramplan.models.core.layout import Layout
 from vramplan.solver.layouts import LAYOUT_PINS, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
@@ -40,16 +40,16 @@ from vramplan.solver.space_domains import (
     query_offerings,
     recompute_domain,
 )
-from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.space_tables import (
     StepTables,
     fill_compute_tables,
-    fill_slots,
-    fill_states,
     fill_layout_domains,
     fill_memory_tables,
+    fill_slots,
+    fill_states,
     fill_step_tables,
 )
+from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.tables import (
     MIN_STAGE_SLOTS,
     MicroKey,
@@ -164,7 +164,7 @@ class SearchSpace:
 
     @functools.cached_property
     def layout_index(self) -> dict[Layout, int]:
-        return {layout: l for l, layout in enumerate(self.layouts)}
+        return {layout: li for li, layout in enumerate(self.layouts)}
 
     def renumber(self, inner: Any, layouts: list[Layout]) -> Any:
         """An inner point of a space whose layout domain is `layouts` (a UnitMemo entry made by
@@ -190,10 +190,10 @@ class SearchSpace:
         tables = self.timing.get(shape)
         if tables is None:
             tables = self.timing[shape] = StepTables()
-        for l in layouts:
-            if l not in tables.layouts:
-                fill_step_tables(self, shape, l, tables)
-                tables.layouts.add(l)
+        for li in layouts:
+            if li not in tables.layouts:
+                fill_step_tables(self, shape, li, tables)
+                tables.layouts.add(li)
         return tables
 
     def fill_count(self, n: int, layouts: list[int], precisions: tuple[int, ...] | list[int]) -> None:
@@ -202,24 +202,24 @@ class SearchSpace:
         (count, layout) pairs before anything needs them, and a bound or model reads only its
         GPU's precisions (a space with V100s runs fp16 too: 38% of the states the batch sample's
         bounds tabulated were fp16 ones while every precision was filled)."""
-        for l in layouts:
-            if (n, l) not in self.filled_counts:
-                fill_slots(self, n, l)
-                self.filled_counts.add((n, l))
+        for li in layouts:
+            if (n, li) not in self.filled_counts:
+                fill_slots(self, n, li)
+                self.filled_counts.add((n, li))
             for p in precisions:
-                if (n, l, p) not in self.filled_states:
-                    fill_states(self, n, l, p)
-                    self.filled_states.add((n, l, p))
+                if (n, li, p) not in self.filled_states:
+                    fill_states(self, n, li, p)
+                    self.filled_states.add((n, li, p))
 
-    def activation_mib(self, r: int, b: int, p: int, l: int, n: int, j: int) -> int:
+    def activation_mib(self, r: int, b: int, p: int, li: int, n: int, j: int) -> int:
         """Activations of checked pipeline rank j (stage_slots) in MiB, tabulated on first use:
         one micro-batch's terms (r, b, p and the layout's tp, cp, sp) on the rank's layers and
         in-flight micro-batches (the count n, the layout, b)."""
-        key = (r, b, p, l, n, j)
+        key = (r, b, p, li, n, j)
         value = self.activations_mib.get(key)
         if value is None:
             value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_key(r, b, p, self.tcs_index[l]), self.slots[n, l, b, j])
+                self.micro_key(r, b, p, self.tcs_index[li]), self.slots[n, li, b, j])
         return value
 
     def micro_key(self, r: int, b: int, p: int, t: int) -> MicroKey:
@@ -232,13 +232,13 @@ class SearchSpace:
                                                            self.precisions[p])
         return micro
 
-    def ranks_activation_mib(self, r: int, b: int, p: int, l: int, n: int) -> list[int]:
+    def ranks_activation_mib(self, r: int, b: int, p: int, li: int, n: int) -> list[int]:
         """activation_mib of every checked rank j, each distinct rank once (slots repeat the first
         rank: with pp = 1 every slot is rank 0)."""
-        aliases = self.slot_aliases(self.layouts[l].pp)
+        aliases = self.slot_aliases(self.layouts[li].pp)
         values = [0] * len(aliases)
         for j, alias in enumerate(aliases):
-            values[j] = self.activation_mib(r, b, p, l, n, j) if alias == j else values[alias]
+            values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
         return values
 
     def slot_aliases(self, pp: int) -> tuple[int, ...]:
@@ -255,7 +255,7 @@ class SearchSpace:
         key = _reach(shape)  # shapes of one count and TP reach share the list
         layouts = self.layouts_of_shape.get(key)
         if layouts is None:
-            layouts = self.layouts_of_shape[key] = [l for l in self.count_layouts[key[0]] if self.layouts[l].tp <= key[1]]
+            layouts = self.layouts_of_shape[key] = [li for li in self.count_layouts[key[0]] if self.layouts[li].tp <= key[1]]
         return layouts
 
     def cluster_layout_groups(self, shape: tuple, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
@@ -265,8 +265,8 @@ class SearchSpace:
         groups = self.layout_groups.get(key)
         if groups is None:
             groups = self.layout_groups[key] = {}
-            for l in self.cluster_layouts(shape):
-                groups.setdefault(group(self.layouts[l]), []).append(l)
+            for li in self.cluster_layouts(shape):
+                groups.setdefault(group(self.layouts[li]), []).append(li)
         return groups
 
     def clusters_of_shape(self, shape: tuple) -> list[int]:
@@ -287,10 +287,10 @@ class SearchSpace:
         return (len(self.clusters) * len(self.zero_offloads) * len(self.recomputes) * len(self.precisions)
                 * len(self.micro_batches) * len(self.layouts))
 
-    def plan(self, cluster: int, zf: int, r: int, p: int, b: int, l: int = 0) -> Plan:
+    def plan(self, cluster: int, zf: int, r: int, p: int, b: int, li: int = 0) -> Plan:
         c = self.clusters[cluster]
         zero, offload = self.zero_offloads[zf]
-        micro, layout = self.micro_batches[b], self.layouts[l]
+        micro, layout = self.micro_batches[b], self.layouts[li]
         return Plan(
             gpu=self.gpus[c.gpu_index].name,
             offering=c.offering.name,

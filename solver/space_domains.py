@@ -8,10 +8,10 @@ from itertools import product
 
 from vramplan.models.catalogue.catalogue import Catalogue, load_stacks
 from vramplan.models.core.catalogue_schema import GpuSpec, Offering
-from vramplan.models.time.cost import num_instances
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
+from vramplan.models.memory.memory import check_gpu_precision
+from vramplan.models.time.cost import num_instances
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.tables import RecomputeChoice
 

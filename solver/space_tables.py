@@ -11,9 +11,9 @@ from itertools import product
 from typing import TYPE_CHECKING
 
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.units import US_PER_S, to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.time.performance import overlap_windows_s
-from vramplan.models.core.units import US_PER_S, to_us, to_us_array
 from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
@@ -37,14 +37,14 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
     valid_batches: dict[tuple[int, int], list[int]] = {}
     for n_i, n in enumerate(space.counts):
         count_layouts[n_i] = []
-        for l, lay in enumerate(space.layouts):
+        for li, lay in enumerate(space.layouts):
             if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
                 continue
             dp = n // lay.model_parallel
             batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             if batches:
-                count_layouts[n_i].append(l)
-                valid_batches[n_i, l] = batches
+                count_layouts[n_i].append(li)
+                valid_batches[n_i, li] = batches
     return tcs, tcs_index, count_layouts, valid_batches
 
 
@@ -67,33 +67,33 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
 
 
 def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> dict[tuple[int, int, int], int]:
-    return {(b, p, l): tables.buffer_mib(lay, micro, space.precisions[p])
-            for l, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
+    return {(b, p, li): tables.buffer_mib(lay, micro, space.precisions[p])
+            for li, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
 
 
-def fill_states(space: SearchSpace, n_i: int, l: int, p: int) -> None:
+def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
-    tables, layout, n = space.tables, space.layouts[l], space.counts[n_i]
+    tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
     stages = stage_slots(space.arch, layout.pp, space.num_slots)
     distinct = tuple(dict.fromkeys(stages))  # slots repeat the first rank (pp = 1: every slot)
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
         states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            space.static_mib[zf, n_i, p, l, j] = states[stage][0]
-        space.host_mib_per_gpu[zf, n_i, p, l] = max(host for _, host in states.values())
+            space.static_mib[zf, n_i, p, li, j] = states[stage][0]
+        space.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
 
 
-def fill_slots(space: SearchSpace, n_i: int, l: int) -> None:
+def fill_slots(space: SearchSpace, n_i: int, li: int) -> None:
     """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
-    layout, n = space.layouts[l], space.counts[n_i]
+    layout, n = space.layouts[li], space.counts[n_i]
     stages = stage_slots(space.arch, layout.pp, space.num_slots)
     distinct = tuple(dict.fromkeys(stages))
-    for b in space.valid_batches[n_i, l]:
+    for b in space.valid_batches[n_i, li]:
         accum = space.tables.accumulation(layout, n, space.micro_batches[b])
         ranks = {stage: stage_slot(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            space.slots[n_i, l, b, j] = ranks[stage]
+            space.slots[n_i, li, b, j] = ranks[stage]
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
@@ -125,9 +125,10 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
             # One GPU and count's compute times, kept in the Tables for every space of the job by
             # value (the same precision index names another precision in a space with other pins).
             names = tuple(space.precisions[p] for p in ps)
-            row = tables.kept(("compute-row", space.gpus[g].name, n, names, tuple(space.recomputes)), lambda: [
-                tables.compute_s(space.gpus[g], layout, n, recompute, precision)
-                for precision, recompute in product(names, space.recomputes)])
+            # kept() calls the factory at once when the row is missing: it never outlives the loop.
+            row = tables.kept(("compute-row", space.gpus[g].name, n, names, tuple(space.recomputes)), lambda: [  # noqa: B023
+                tables.compute_s(space.gpus[g], layout, n, recompute, precision)  # noqa: B023
+                for precision, recompute in product(names, space.recomputes)])  # noqa: B023
             for (p, r), seconds in zip(product(ps, range(len(space.recomputes))), row):
                 space.compute_s[g, n_i, r, p] = seconds
 
@@ -154,16 +155,16 @@ def windows_us(forward_share: float, compute_s: float) -> tuple[int, int]:
     return tuple(math.floor(w * US_PER_S) for w in overlap_windows_s(compute_s, forward_share))
 
 
-def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) -> None:
+def fill_step_tables(space: SearchSpace, shape: tuple, li: int, out: StepTables) -> None:
     """One layout's step-time terms on a cluster shape, each family of terms as one grid."""
     g, n_i, per_instance, network = shape
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
     zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
-    layout = space.layouts[l]
+    layout = space.layouts[li]
     ps = space.gpu_precisions[g]
     if not ps:
         return
-    batches = space.valid_batches[n_i, l]
+    batches = space.valid_batches[n_i, li]
     micros = tuple(space.micro_batches[b] for b in batches)
     names = tuple(space.precisions[p] for p in ps)
     for p, precision in zip(ps, names):
@@ -172,15 +173,15 @@ def fill_step_tables(space: SearchSpace, shape: tuple, l: int, out: StepTables) 
             if (r, p) not in out.compute_us:  # the same on every layout of the shape
                 out.compute_us[r, p] = to_us(compute)
                 out.windows_us[r, p] = windows_us(tables.forward_share(recompute), compute)
-            out.parallel_us[r, p, l] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
+            out.parallel_us[r, p, li] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
             for b, bubble in zip(batches, tables.bubble_us(layout, n, micros, compute).tolist()):
-                out.bubble_us[r, p, l, b] = bubble
+                out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
     forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up
     optimizer = tables.optimizer_us(layout, n, tuple(space.zero_offloads), micros, names, gpu).tolist()
     for (i, b), (k, p) in product(enumerate(batches), enumerate(ps)):
         for z, zero in enumerate(zeros):
-            out.comm_us[zero, b, p, l] = (forward[z][i][k], backward[z][i][k])
+            out.comm_us[zero, b, p, li] = (forward[z][i][k], backward[z][i][k])
         for zf in range(len(space.zero_offloads)):
-            out.optimizer_us[zf, b, p, l] = optimizer[zf][i][k]
+            out.optimizer_us[zf, b, p, li] = optimizer[zf][i][k]

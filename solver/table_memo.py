@@ -4,8 +4,8 @@ Every table entry of a search space (solver/space.py) is a models/ function of t
 the job, the global batch and one discrete choice (ZeRO stage, offload, GPU count, precision,
 recompute, micro-batch, GPU, parallel layout). Rows of a batch sheet share few (model, job,
 global batch) triples (the benchmark's 10,000 rows: 225), so a batch worker keeps one
-solver/tables.py Tables per triple and a new space only looks its terms up. The memo holds exactly what the functions returned, so answers are the
-same with and without it (tests/test_batch_speed.py compares them).
+solver/tables.py Tables per triple and a new space only looks its terms up. The memo holds exactly
+what the functions returned, so answers are the same with and without it (tests/test_batch_speed.py compares them).
 
     memo = TableMemo()
     with using(memo):

@@ -14,19 +14,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.layout import Layout
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div, to_us_array
 from vramplan.models.memory.activations import (
     MicrobatchActivations,
     microbatch_activations,
     stage_activations,
 )
-from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.memory.model_states import ModelStates, model_states
 from vramplan.models.memory.overhead import overhead
-from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds
 from vramplan.models.memory.parallel_activations import inflight_chunks
 from vramplan.models.memory.parallel_overhead import num_communicators
-from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic
 from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic
 from vramplan.models.time.performance import (
     DpTraffic,
     OptimizerTraffic,
@@ -40,9 +43,6 @@ from vramplan.models.time.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
-from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div, to_us_array
-from vramplan.models.core.layout import Layout
 from vramplan.solver.layouts import layout_plan
 
 

@@ -3,12 +3,12 @@ floating-point time, and its objective recomputed; a disagreement is an internal
 
 from __future__ import annotations
 
-from vramplan.models.estimate import estimate_plan
 from vramplan.models.core.results import EstimateResult
+from vramplan.models.core.units import US_PER_S
+from vramplan.models.estimate import estimate_plan
 from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
-from vramplan.models.core.units import US_PER_S
 from vramplan.solver.space import PRICE_UNITS_PER_USD, SearchSpace
 
 # Integer step times round compute, the forward and backward traffic (or the tail), the optimizer
@@ -64,10 +64,9 @@ def plan_choice(space: SearchSpace, result: EstimateResult) -> PlanChoice:
     plan, job = result.plan, result.job
     return PlanChoice(
         gpu=plan.gpu, offering=result.cost.offering, num_gpus=plan.num_gpus, dp=plan.dp, zero=plan.zero,
-        recompute=plan.recompute, recompute_layers=plan.recompute_layers, precision=plan.precision, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum,
-        optimizer=job.optimizer, attention=job.attention, kernels=job.kernels, offload=plan.offload, method=job.method,
-        seq_len=job.seq_len, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, vpp=plan.vpp,
-        sequence_parallel=plan.sequence_parallel,
+        recompute=plan.recompute, recompute_layers=plan.recompute_layers, precision=plan.precision,
+        micro_batch=plan.micro_batch, grad_accum=plan.grad_accum, optimizer=job.optimizer, attention=job.attention,
+        kernels=job.kernels, offload=plan.offload, method=job.method, seq_len=job.seq_len, **plan.layout.plan_fields(),
     )
 
 

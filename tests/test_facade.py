@@ -35,6 +35,14 @@ def test_every_facade_name_resolves_to_the_defining_module(name):
     assert getattr(value, "__name__", name) == name  # the real object, not a wrapper
 
 
+def test_the_exported_names_are_the_lazy_tables():
+    import vramplan.solver as solver
+
+    assert set(vramplan.__all__) == set(vramplan._FACADE) | {"__version__"}
+    assert set(solver.__all__) == set(solver._PUBLIC)
+    assert all(hasattr(solver, name) for name in solver.__all__)
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = vramplan.nope  # type: ignore[attr-defined]

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from vramplan.models.architecture.params import LinearModule, count_params, layer_groups, layer_linear_modules
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.architecture.params import LinearModule, count_params, layer_groups, layer_linear_modules
 from vramplan.models.core.setup import Job
 
 _NOT_ADAPTED_BY_DEFAULT = frozenset({"gate", "router"})  # MoE routers: PEFT recipes leave them frozen

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from vramplan.models.architecture.params import layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.architecture.params import layer_group_counts
 from vramplan.models.core.setup import Job, Plan
 
 

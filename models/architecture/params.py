@@ -81,7 +81,7 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     out = LinearModule(name("o"), a * dv, h, has_bias=arch.linear_bias)
     if arch.is_mla:
         if arch.q_lora_rank:
-            q = (LinearModule(name("q_a"), h, arch.q_lora_rank, has_bias=arch.qkv_bias),
+            q: tuple[LinearModule, ...] = (LinearModule(name("q_a"), h, arch.q_lora_rank, has_bias=arch.qkv_bias),
                  LinearModule(name("q_b"), arch.q_lora_rank, a * d, has_bias=False))
         else:
             q = (LinearModule(name("q"), h, a * d, has_bias=False),)
@@ -113,7 +113,7 @@ def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -
 def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     h, f, experts = arch.hidden_size, arch.intermediate_size, arch.num_experts
     name = lambda role: module_name(arch, role)  # noqa: E731
-    modules = (
+    modules: tuple[LinearModule, ...] = (
         LinearModule(name("router"), h, experts, has_bias=False),
         LinearModule(name("expert_gate"), h, f, has_bias=False, copies_per_layer=experts),
         LinearModule(name("expert_up"), h, f, has_bias=False, copies_per_layer=experts),

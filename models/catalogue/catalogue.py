@@ -5,19 +5,19 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.catalogue.config_file import config_path, read_small_file
-from vramplan.models.core.errors import VramplanError, from_validation_error, unknown_name_error
 from vramplan.models.catalogue.hf_config import architecture_from_config_file
 from vramplan.models.catalogue.hf_hub import hub_config_path, looks_like_hub_id
 from vramplan.models.catalogue.stack import StackPreset
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.errors import VramplanError, from_validation_error, unknown_name_error
 
 Row = TypeVar("Row", bound=BaseModel)
 

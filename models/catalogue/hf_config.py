@@ -9,14 +9,14 @@ problem is one VramplanError naming the config key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.catalogue.config_file import read_config_json
-from vramplan.models.core.errors import VramplanError
 from vramplan.models.catalogue.hf_families import FAMILIES, SUPPORTED_MODEL_TYPES, TEXT_CONFIG_TYPES, Family
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.errors import VramplanError
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "architecture_from_config", "architecture_from_config_file"]
 
@@ -64,6 +64,12 @@ class _Reader:
         if isinstance(names, str):
             return names
         return next((n for n in names if n in self.config), names[0])
+
+    @overload
+    def count(self, key: str, minimum: int = 1, optional: Literal[False] = False) -> int: ...
+
+    @overload
+    def count(self, key: str, minimum: int = 1, *, optional: Literal[True]) -> int | None: ...
 
     def count(self, key: str, minimum: int = 1, optional: bool = False) -> int | None:
         value = self.raw(key, _MISSING)

@@ -14,12 +14,15 @@ models/catalogue/hf_config.py reads any family through this table; the memory mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 
 @dataclass(frozen=True)
 class Family:
-    keys: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    # field -> its config.json key: a name, a list of alternative names (the first present is read)
+    # or a tuple of names read together (dropout probabilities)
+    keys: Mapping[str, str | list[str] | tuple[str, ...]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Any] = field(default_factory=dict)
     text_config: bool = False
@@ -28,10 +31,11 @@ class Family:
 _LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
                    "mlp_bias": False, "hidden_act": "silu", "dropout": (0.0,)}
 _QWEN_DEFAULTS = {**_LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
-_MOE_KEYS = {"num_experts": "num_local_experts"}
+_Keys = dict[str, str | list[str] | tuple[str, ...]]
+_MOE_KEYS: _Keys = {"num_experts": "num_local_experts"}
 # transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
-_QWEN_MOE_KEYS = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
-_MLA_KEYS = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
+_QWEN_MOE_KEYS: _Keys = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
+_MLA_KEYS: _Keys = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
              "shared_experts": "n_shared_experts"}
 _MLA_PARTS = {"router_fp32": True}  # DeepseekV2/V3 gate: F.linear(hidden_states.type(torch.float32), ...)
 _MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,

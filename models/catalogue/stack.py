@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
+
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (

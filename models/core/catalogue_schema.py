@@ -96,7 +96,8 @@ class Offering(_Row):
     gpu: str = Field(description="a name in the GPU catalogue")
     num_gpus: Count = Field(ge=1, le=72, description="GPUs per instance")
     price_usd_per_hour: Real = Field(ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="on-demand USD per instance-hour")
-    spot_price_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR, description="spot USD per instance-hour")
+    spot_price_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR,
+                                                 description="spot USD per instance-hour")
     host_memory_gib: Real = Field(ge=1, le=1_000_000, description="host (CPU) RAM per instance, GiB")
     network_bandwidth_gb_per_s: Real | None = Field(
         default=None, ge=0.001, le=MAX_GB_PER_S,  # 100 Mbps pods are 0.0125
@@ -195,10 +196,14 @@ class Architecture(_Row):
         default=0, ge=0, description="with local attention, layer i attends globally when (i + 1) % this == 0; 0 = never"
     )
     partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
-    dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
-    first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000, description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
-    moe_layer_interval: Count = Field(default=1, ge=1, le=10_000_000, description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
-    shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000, description="width of the always-on shared expert MLP; 0 = none")
+    dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
+                                           description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
+    first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000,
+                                      description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
+    moe_layer_interval: Count = Field(default=1, ge=1, le=10_000_000,
+                                      description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
+    shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
+                                                   description="width of the always-on shared expert MLP; 0 = none")
     router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
     moe_all_experts: bool = Field(
         default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.params import LayerGroup, layer_group
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 
 INT64 = 8

@@ -21,18 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from vramplan.models.memory.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
-from vramplan.models.core.catalogue_schema import Architecture
-from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.architecture.lora import adapted_modules
-from vramplan.models.memory.loss import loss_cost
 from vramplan.models.architecture.parallel import sequence_parallel_active, stage_layer_kinds
-from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.architecture.params import LayerGroup, layer_groups
-from vramplan.models.memory.precision import activation_bytes
-from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import ceil_div
+from vramplan.models.memory.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
+from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
+from vramplan.models.memory.loss import loss_cost
+from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
+from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
 
 
 @dataclass(frozen=True)

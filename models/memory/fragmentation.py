@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 
-from vramplan.models.memory.activation_terms import Shape
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
+from vramplan.models.memory.activation_terms import Shape
 
 
 def largest_layer_transient_bytes(arch: Architecture, x: Shape) -> int:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job
 from vramplan.models.memory.activation_terms import (
     FP32,
     INT64,
@@ -39,8 +41,6 @@ from vramplan.models.memory.activation_terms import (
     loss_backward_extra_bytes,
     output_terms,
 )
-from vramplan.models.core.catalogue_schema import Architecture
-from vramplan.models.core.setup import Job
 
 
 @dataclass(frozen=True)

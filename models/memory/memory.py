@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vramplan.models.memory.activations import Activations, activations
+from vramplan.models.architecture.parallel import candidate_stages, check_layout
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.memory.model_states import ModelStates, model_states
-from vramplan.models.memory.overhead import Overhead, overhead
-from vramplan.models.architecture.parallel import candidate_stages, check_layout
 from vramplan.models.core.results import Pillar
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_GIB
+from vramplan.models.memory.activations import Activations, activations
+from vramplan.models.memory.model_states import ModelStates, model_states
+from vramplan.models.memory.overhead import Overhead, overhead
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 | term | depends on |
 |---|---|
 | weights, gradients, optimizer_states | tp, pp, ep, stage, zero, zero group (dp*cp), expert-DP, precision, offload |
-| activations.layers | micro-batch terms (tp, cp, sp, recompute, b, precision) x stage layers x in-flight chunks (pp, accumulation, vpp, stage) / vpp |
+| activations.layers | micro-batch terms (tp, cp, sp, recompute, b, precision) x stage layers x in-flight chunks |
+| | (pp, accumulation, vpp, stage) / vpp |
 | activations.shared | in-flight chunks x RoPE tables (cp, b) |
 | activations.embedding | first rank: in-flight chunks x embedding terms (tp, sp, cp, b) / vpp |
 | activations.output_layer | last rank: one micro-batch's logits and loss (tp, sp, cp, b) |
@@ -17,12 +18,12 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 
 from __future__ import annotations
 
-from vramplan.models.memory.activations import MicrobatchActivations, microbatch_activations, rank_activations
 from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
+from vramplan.models.memory.activations import MicrobatchActivations, microbatch_activations, rank_activations
 from vramplan.models.memory.model_states import ModelStates, model_states
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_activations import inflight_chunks
-from vramplan.models.core.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
 
 
 def model_states_for(

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.params import count_params, layer_groups
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.parallel_states import rank_params
 from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
@@ -28,7 +29,6 @@ from vramplan.models.memory.recipe import (
     optimizer_state_bytes_per_param,
     trainable_weight_bytes_per_param,
 )
-from vramplan.models.core.setup import Job, Plan
 
 
 @dataclass(frozen=True)

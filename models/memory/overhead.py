@@ -29,13 +29,13 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.architecture.params import count_params
-from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_MIB, ceil_div
+from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
+from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h

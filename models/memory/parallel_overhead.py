@@ -18,11 +18,11 @@
 
 from __future__ import annotations
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.parallel import kv_heads_per_rank, sequence_parallel_active
-from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import ceil_div
+from vramplan.models.memory.precision import activation_bytes
 
 
 def _hidden_bytes(arch: Architecture, job: Job, plan: Plan) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.architecture.parallel import kv_heads_per_rank, stage_layers
 from vramplan.models.architecture.params import (
     LayerGroup,
     LinearModule,
@@ -36,7 +36,7 @@ from vramplan.models.architecture.params import (
     layer_groups,
     layer_norm_params,
 )
-from vramplan.models.architecture.parallel import kv_heads_per_rank, stage_layers
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.units import ceil_div
 
 _KV_MODULES = frozenset({"k_proj", "v_proj"})

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.params import count_params, layer_linear_modules
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job, Precision
 from vramplan.models.memory.precision import (
     FP32_BYTES,
     HALF_BYTES,
@@ -38,7 +39,6 @@ from vramplan.models.memory.precision import (
     optimizer_bytes_per_param,
     weight_bytes_per_param,
 )
-from vramplan.models.core.setup import Job, Precision
 
 PAGED_OPTIMIZERS = frozenset({"adamw-8bit-paged"})
 EIGHT_BIT_OPTIMIZERS = frozenset({"adamw-8bit", "adamw-8bit-paged"})
@@ -58,7 +58,7 @@ def optimizer_state_bytes_per_param(job: Job, precision: Precision) -> Fraction:
     """Optimizer-state bytes per trainable parameter (the master copy included where there is one)."""
     optimizer = "adamw-8bit" if job.optimizer in EIGHT_BIT_OPTIMIZERS else job.optimizer
     if not pure_half(job, precision):
-        return optimizer_bytes_per_param(optimizer, precision)  # type: ignore[arg-type]
+        return optimizer_bytes_per_param(optimizer, precision)
     if optimizer == "adamw":
         return Fraction(2 * HALF_BYTES)  # m and v like the bf16 parameter
     if optimizer == "adamw-8bit":

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.memory.activation_terms import FP32, Shape, Term
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.params import LayerGroup, LinearModule, layer_linear_modules
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan, Recompute
+from vramplan.models.memory.activation_terms import FP32, Shape, Term
 
 OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.architecture.params import layer_groups
-from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Method, Plan, Recompute
+from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
 
 
 @dataclass(frozen=True)

@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.architecture.parallel import kv_heads_per_rank
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
-from vramplan.models.architecture.parallel import kv_heads_per_rank
-from vramplan.models.memory.precision import activation_bytes
-from vramplan.models.memory.recompute import recomputed_fraction
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_GB
+from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.memory.recompute import recomputed_fraction
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _ep_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     if plan.ep == 1:
         return 0.0
     e = activation_bytes(plan.precision)
-    routed = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
+    routed: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
     if plan.sequence_parallel and plan.tp > 1:
         routed /= plan.tp
     per_layer = 4 * routed * (plan.ep - 1) / plan.ep  # dispatch + combine, forward + backward

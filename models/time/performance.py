@@ -26,6 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.parallel import stage_layers
+from vramplan.models.architecture.params import count_params
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.core.units import BYTES_PER_GB
+from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.calibration import (
     COMMUNICATION_EFFICIENCY,
     HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
@@ -33,18 +42,9 @@ from vramplan.models.time.calibration import (
     PCIE_BANDWIDTH_GB_PER_S,
     compute_efficiency,
 )
-from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
-from vramplan.models.core.errors import VramplanError
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.parallel import stage_layers
-from vramplan.models.memory.parallel_states import rank_params
 from vramplan.models.time.parallel_time import parallel_time
-from vramplan.models.architecture.params import count_params
-from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
-from vramplan.models.core.setup import Job, Plan, Precision
-from vramplan.models.core.units import BYTES_PER_GB
 
 _TERA = 10**12
 
@@ -153,7 +153,7 @@ def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraf
     partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
     if plan.offload == "none":
         return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
-    pcie = partition * (2 + 2)  # 16-bit gradients down, updated 16-bit parameters up
+    pcie: float = partition * (2 + 2)  # 16-bit gradients down, updated 16-bit parameters up
     if plan.offload == "optimizer+params":  # parameters stream in for forward and backward per micro-batch
         pcie += plan.grad_accum * 2 * count_params(arch).total / plan.zero_group * 2
     return OptimizerTraffic(0.0, partition * OPTIMIZER_STEP_BYTES_PER_PARAM, pcie)
