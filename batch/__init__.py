@@ -1,1 +1,1 @@
-"""vramplan batch: spreadsheet I/O, the journal, the backends (local, Ray, Dask) and the worker."""
+"""vramplan batch: run a sheet's rows on a backend (local forkserver pool, Ray, Dask), the worker, resume (the sheet I/O is sheets/)."""

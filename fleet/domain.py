@@ -1,6 +1,6 @@
 """The fleet problem in the solver's integer units, and its answer.
 
-Units (chosen so that nothing summed over a fleet can leave int64, DESIGN section 2):
+Units (chosen so that nothing summed over a fleet can leave int64, docs/design.md section 2):
 - time in whole minutes from the plan's start (a quarter is 129,600 minutes); a plan's duration is
   rounded up to the minute, so a schedule the solver accepts holds in real time too;
 - money in whole US cents per job, rounded up (MAX_JOB_CENTS caps one job at 10^12 cents, $10^10);

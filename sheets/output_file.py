@@ -1,4 +1,4 @@
-"""Where `vramplan batch` writes its plans, without ever destroying a file (issue 11).
+"""Where `vramplan batch` writes its plans, without ever destroying a file.
 
 - A regular file or a new path is replaced atomically: the bytes go to a temporary file in the
   same folder (`.<name>.vramplan-tmp-<pid>`), fsynced, then renamed over it. A symlink is

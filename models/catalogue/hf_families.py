@@ -13,8 +13,8 @@ models/catalogue/hf_config.py reads any family through this table; the memory mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 

@@ -1,0 +1,1 @@
+"""GPU memory per rank: bytes per parameter by precision and recipe, model states, activations, recompute, overhead."""
