@@ -61,7 +61,7 @@ __all__ = [  # _FACADE's names and __version__ (tests/test_facade.py checks they
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # importlib.metadata costs about 30 ms, which every `vramplan --help` would otherwise pay.
+        # importlib.metadata is slow to import; --help must not pay for it (docs/performance.md#import-time).
         from importlib import metadata
 
         try:

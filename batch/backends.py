@@ -73,7 +73,7 @@ class LocalBackend:
     """
 
     min_chunk_size = 1
-    max_chunk_size = 16  # a task costs ~1 ms here: small chunks cost nothing
+    max_chunk_size = 16  # local tasks are cheap (docs/performance.md#batch-chunks)
 
     def __init__(self, catalogue: Catalogue, workers: int) -> None:
         self._catalogue = catalogue

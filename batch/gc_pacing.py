@@ -3,9 +3,8 @@
 A worker's memo (solver/table_memo.py) grows to hundreds of thousands of container objects
 (tables, bounds, cluster models) that live for the whole batch and form almost no reference
 cycles. CPython's full collections scan every tracked object, and one is triggered each time the
-tracked objects grow by a quarter: on 2,000 rows of the batch benchmark's mix, 32 full collections
-took 13.7 s of 61.5 s CPU and freed 1,320 objects in all (gen 0 and 1: 3.5 s for 931 objects;
-the garbage is import-time functions, cells and types, no table or CP-SAT model).
+tracked objects grow by a quarter, most of that scanning finding no garbage (see
+docs/performance.md#garbage-collector-pacing).
 
 So the worker freezes what is alive after each row (gc.freeze: collections skip those objects;
 O(1), the generations' lists are spliced), and a collection only sees the objects the row in
@@ -13,14 +12,13 @@ progress made. Frozen objects still die by reference counting; only a cycle amon
 outlive its use, so after each chunk, once the process's allocated blocks have doubled since the
 last full collection, everything is unfrozen, collected and frozen again: memory stays within
 twice what a fully collected worker holds, at one full collection per doubling. The blocks are a
-counter (sys.getallocatedblocks); gc.get_freeze_count walks the frozen list, 0.3 s at 850,000
-scattered objects, a quarter of the CPU when asked after every chunk.
+counter (sys.getallocatedblocks; gc.get_freeze_count walks the frozen list: too slow to ask per
+chunk).
 
 A row allocates hundreds of thousands of short-lived containers (keys, plans, CP-SAT wrappers),
-nearly all freed by reference counting; at CPython's default of a young collection per 700 new
-objects, the 1,363-row sample of the batch benchmark made 2,551 young and 85 middle collections
-(0.65 s of its 26 s of CPU); a worker collects the young generation per YOUNG_OBJECTS instead
-(3 collections, 0.03 s). The cycles a row leaves behind wait for at most that many new objects."""
+nearly all freed by reference counting, so a worker collects the young generation per
+YOUNG_OBJECTS instead of CPython's 700 (see docs/performance.md#garbage-collector-pacing). The
+cycles a row leaves behind wait for at most that many new objects."""
 
 from __future__ import annotations
 

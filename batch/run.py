@@ -139,8 +139,7 @@ def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int =
 def group_chunks(groups: list, size: int, most: int) -> list[list[int]]:
     """Consecutive jobs in chunks of about `size` that never split a (model, job, global batch)
     group of at most `most` jobs: a worker's table memo serves a whole group, where two workers
-    sharing one would each tabulate its units (measured on two 480-job slices of the benchmark's
-    mix, chunks of 16 alternating between two memos: 17-20% more CPU than one memo). Larger groups
+    sharing one would each tabulate its units (see docs/performance.md#batch-chunks). Larger groups
     are cut into near-equal pieces of at most `most`."""
     chunks: list[list[int]] = []
     current: list[int] = []

@@ -1,11 +1,11 @@
 """A lower bound on the fleet's cost stage by column generation over machine schedules in buckets.
 
-fleet_pricing.py turns each bounded pool into identical machines and each machine's jobs, in time
+pricing.py turns each bounded pool into identical machines and each machine's jobs, in time
 buckets, into a column (a pseudo-schedule). The master LP chooses fractions of columns (per pool
 at most its machines, per partly available bucket at most the machines there), of each job
 unserved (their penalties within the served stage's level) or on an unbounded pool, covering
 each job once, at least cost: the time-indexed LP of the fleet, much stronger than the energy
-cuts of CP-SAT's model (the 200 x 10 fleet at served penalty 12: 52.9M cents against 49.5M).
+cuts of CP-SAT's model (docs/performance.md#fleet-bound).
 
 The bound is the Lagrangian value at any duals: each job's cover, the penalty and the partial
 buckets' capacities relaxed, every machine takes its best pseudo-schedule (the DP) and the
@@ -28,7 +28,7 @@ from vramplan.fleet.pricing import Pricing, bucket_minutes, machine_items, pool_
 
 log = logging.getLogger(__name__)
 
-SMOOTHING = 0.8  # duals priced at this mix of the best point so far and the master's (0.5: 480 rounds, 0.8: 390)
+SMOOTHING = 0.8  # duals priced at this mix of the best point so far and the master's
 SUPPORT_EVERY, SUPPORT_MIN = 10, 0.01  # rounds between snapshots of the master's slots; least share kept
 SAFETY = 1e-9  # relative slack taken off the float Lagrangian value before rounding up
 Column = list[tuple[int, int]]  # (item, end bucket) on one machine
@@ -53,7 +53,6 @@ class CostBound:
 
     def __init__(self, fleet: IntFleet, budget: int, schedule: IntSchedule | None = None,
                  bucket_min: int | None = None) -> None:
-        # Buckets of an hour bounded the 200 x 10 fleet at 52.9M cents, of 4 hours at 51.3M (converged).
         bucket_min = bucket_min or bucket_minutes(fleet)
         self.fleet, self.budget, self.bucket_min = fleet, budget, bucket_min
         self.buckets = fleet.horizon_min // bucket_min
@@ -83,8 +82,8 @@ class CostBound:
 
     def _master(self) -> None:
         lp = pywraplp.Solver.CreateSolver("GLOP")
-        # Any duals give a valid bound: a looser check than GLOP's default, which called some
-        # masters of the 200 x 10 fleet IMPRECISE and gave no duals at all.
+        # Any duals give a valid bound: a looser check than GLOP's default, which left some masters
+        # without duals (docs/performance.md#fleet-bound).
         lp.SetSolverSpecificParametersAsString("solution_feasibility_tolerance: 1e-4")
         self.lp = lp
         self.column_vars: list[pywraplp.Variable] = []
@@ -236,7 +235,7 @@ class CostBound:
 
     def _support(self) -> dict[int, frozenset[int]]:
         """Per job the slots the master's solution uses (its share above SUPPORT_MIN): the search's
-        restricted neighbourhoods (fleet_lns.improve) offer a job only these and its own."""
+        restricted neighbourhoods (lns.improve) offer a job only these and its own."""
         share: dict[tuple[int, int], float] = {}
         items = self.items
         for (_, column), var in zip(self.kept, self.column_vars):

@@ -6,7 +6,7 @@ bounded pool `add_cumulative` of the slots' GPUs against its largest capacity, f
 taking away what a window does not have, and redundant energy cuts over sampled [release,
 deadline) windows (no schedule can put more GPU-minutes in a window than the pool has there).
 relaxed_assignment(): the same choice of slots with the energy cuts standing in for the
-cumulative and no start times: a cheap hint, repaired into a real schedule by fleet_sgs.
+cumulative and no start times: a cheap hint, repaired into a real schedule by sgs.py.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def solve_keeping_ctrl_c(solver: cp_model.CpSolver, model: cp_model.CpModel,
     """solver.solve(model, callback), and Python's SIGINT handler back afterwards. CP-SAT stops a
     solve on Ctrl-C with its own handler and, done, leaves SIG_DFL behind: the next Ctrl-C (in the
     LNS, whose lanes leave SIGINT to Python) would kill the process before the best schedule so far
-    was written. Measured on the 200 x 10 fleet: killed by SIGINT 16 s in (the served stage's LNS)."""
+    was written (docs/performance.md#fleet-stages)."""
     if threading.current_thread() is not threading.main_thread():
         return solver.solve(model, callback)
     previous = signal.getsignal(signal.SIGINT)

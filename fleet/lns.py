@@ -1,8 +1,6 @@
 """Large-neighbourhood search for the fleet: re-solve a few jobs at a time with CP-SAT, the rest fixed.
 
-CP-SAT's own LNS on the whole 200 x 10 model (2,549 optional intervals) moved slowly: under the
-shared machine's load its probe of the cost stage found no solution in 4.5 s and 25 s took the
-served stage's schedule only to 56.5-57.8M cents (bench/fleet_bench.py, 2 workers). Each
+CP-SAT's own LNS on a whole 200-job model moves slowly (docs/performance.md#fleet-stages). Each
 neighbourhood here is a model of some 20-40 jobs, every other job a fixed interval on its pool, so
 presolve and search take a fraction of a second and most neighbourhoods are solved to optimality.
 
@@ -10,7 +8,7 @@ A neighbourhood is the jobs nearest a random instant on a random set of pools (t
 there, and unserved jobs whose window covers the instant): the jobs that compete for the same
 GPU-minutes. The freed jobs may take any of their slots on those pools, or go unserved while the
 fleet's unserved penalty stays within the served stage's level. A result replaces the incumbent
-only when it is strictly better and the whole schedule passes fleet_sgs.valid, so the incumbent
+only when it is strictly better and the whole schedule passes sgs.valid, so the incumbent
 is always a valid schedule (the answer on Ctrl-C or at the time limit).
 """
 
@@ -201,11 +199,10 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
     incumbent (the session keeps it as its answer so far).
 
     `workers` neighbourhoods are solved at once, each by one CP-SAT worker in its own thread (the
-    solve releases the GIL): on the 200 x 10 fleet's cost stage one worker per neighbourhood proved
-    as many in the same time as two (42 against 39 in 15 s, 94% of it inside CP-SAT's solve), so
-    two lanes on two cores solve about twice as many. Each is drawn from the incumbent of its
+    solve releases the GIL): one worker per neighbourhood proves as many as two, so two lanes solve
+    about twice as many (docs/performance.md#fleet-stages). Each is drawn from the incumbent of its
     start; a result is merged into the incumbent of its end (its freed jobs as it placed them) and
-    kept only if the merged schedule is strictly better and passes fleet_sgs.valid, so a lane whose
+    kept only if the merged schedule is strictly better and passes sgs.valid, so a lane whose
     jobs or pools another lane changed meanwhile can only be dropped, never make the schedule invalid."""
     stats = stats if stats is not None else LnsStats()
     rng = random.Random(seed)
@@ -226,7 +223,7 @@ def improve(fleet: IntFleet, schedule: IntSchedule, name: str, budget: int, dead
                         continue
                     empty, started = 0, started + 1
                     solver, limit = cp_model.CpSolver(), min(SUBSOLVE_S, left)
-                    # `support()`: per job the slots of fleet_bound's LP solution; RESTRICTED_SHARE of the
+                    # `support()`: per job the slots of bound.py's LP solution; RESTRICTED_SHARE of the
                     # neighbourhoods offer a freed job only those (and its own), so CP-SAT proves them faster.
                     restricted = support() if support is not None and rng.random() < RESTRICTED_SHARE else None
                     task = lanes.submit(_solve_neighbourhood, fleet, best, free, pools, name, budget, limit, solver,

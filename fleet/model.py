@@ -14,8 +14,8 @@ starts from the previous solution as a hint):
    tardiness; for cost, the GPU-hours on committed pools (free at the margin, so without it the
    sizes there would be arbitrary; with it, smaller and longer plans leave room for more work).
 The served and cost stages, when a probe does not prove them, continue with the large-neighbourhood
-search of fleet_lns.py (see FleetSession._two_runs; the energy relaxation's hint stays behind LNS_RELAX).
-Under the `cost` objective the cost stage's bound is also fleet_bound.py's time-indexed LP, run in a
+search of lns.py (see FleetSession._two_runs; the energy relaxation's hint stays behind LNS_RELAX).
+Under the `cost` objective the cost stage's bound is also bound.py's time-indexed LP, run in a
 thread beside those searches (BackgroundBound); its LP solution narrows most of the cost stage's
 neighbourhoods.
 A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
@@ -47,19 +47,18 @@ _STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.
            cp_model.UNKNOWN: "unknown"}
 # The most of the remaining time a stage may take. The primary stage takes all of it: the tie-break
 # runs only after the primary stage's proof, so time kept back for it was idle whenever the primary
-# stage hit the limit (8-12 s of a 60 s run at 200 x 10, bench/fleet_bench.py); after a proof the
-# tie-break gets whatever is left.
+# stage hit the limit; after a proof the tie-break gets whatever is left.
 STAGE_SHARE = {"served": 0.5, "primary": 1.0}
 PROBE_SHARE = 0.15  # of the cost stage: CP-SAT alone, enough to prove the fleets it proves at once
 RELAX_SHARE = 0.4  # of the rest: the energy relaxation, its repair and the local moves
 RELAX_SOLVE_SHARE = 0.5  # of that: CP-SAT on the relaxation; the rest is the repair and the moves
 MIN_RELAX_S = 3.0
-LNS_STAGES = ("served", "cost")  # stages whose second run is preceded by fleet_lns.improve
+LNS_STAGES = ("served", "cost")  # stages whose second run is preceded by lns.improve
 LNS_PROBE_SHARE = 0.3  # of an LNS stage: CP-SAT alone, long enough (under load) for its LP bound
 LNS_RELAX = False  # whether an LNS stage takes the relaxation's hint first
 FINAL_SHARE = 0.3  # of a two-run stage: CP-SAT's last run from the LNS incumbent (its bound, maybe a proof)
 EARLY_BOUND_SLOTS = 2000  # usable slots from which the bound starts with the first LNS stage's probe
-BOUNDED_PROBE_SHARE = 0.1  # of the cost stage when fleet_bound's background bound already runs
+BOUNDED_PROBE_SHARE = 0.1  # of the cost stage when bound.py's background bound already runs
 INTERRUPT_SLACK = 0.9  # a stage that stopped before this fraction of its limit was interrupted
 
 
@@ -139,9 +138,7 @@ class FleetSession:
         solver.parameters.num_workers = self.num_workers
         solver.parameters.random_seed = self.random_seed
         solver.parameters.max_time_in_seconds = max(0.01, limit_s)
-        # Probing spent 2 x 4-5 s of presolve on a 200-job fleet (3,400 optional intervals) before
-        # the first solution; without it the first came at 2 s instead of 14 s and a 50-job fleet
-        # was proven in 1.2 s instead of 3.5 s (bench/fleet_bench.py, 2 workers, shared machine).
+        # No probing: its presolve delayed the first solution by seconds (docs/performance.md#fleet-stages).
         solver.parameters.cp_model_probing_level = 0
         recorder = _Recorder(self)
         began = time.perf_counter()
@@ -166,26 +163,19 @@ class FleetSession:
         the energy relaxation (this model without start times, each bounded pool's cumulative
         replaced by its energy cuts; for the cost stage with the served stage's jobs kept served),
         repaired into a real schedule by the serial scheme and improved by local moves
-        (fleet_sgs.repair, cheapen), then CP-SAT again from that hint. The search, not the bound,
-        was what left the 200 x 10 fleet (inventory only) 21-34% above its bound: CP-SAT went from
-        the served stage's schedule at 58.3M cents to 52.6-54.5M in 45 s, its bound stuck at 41.2M
-        from the first second; repaired relaxations are at 49.7-52.3M and the cost stage ends at
-        48.6-53.3M, 15-23% (bench/fleet_bench.py, 2 workers). The served stage, which had stopped
-        unproven at 22 against a bound of 19 under load, was proven at 17-19 s in each run. The hint
-        is only a hint.
+        (sgs.repair, cheapen), then CP-SAT again from that hint. Measured:
+        docs/performance.md#fleet-stages.
 
-        The served and cost stages (LNS_STAGES) now take a longer probe (LNS_PROBE_SHARE: under the
-        shared machine's load CP-SAT's first bound on the 200 x 10 cost stage came after 5 s, so a
-        4.5 s probe had none), then fleet_lns.improve from the incumbent instead of the relaxation's
+        The served and cost stages (LNS_STAGES) take a longer probe (LNS_PROBE_SHARE: long enough
+        under load for CP-SAT's first bound), then lns.improve from the incumbent instead of the relaxation's
         hint (which stays behind LNS_RELAX), and CP-SAT once more only when the probe left no bound.
         The value is the incumbent's; the bound is CP-SAT's (or the value itself when a
-        neighbourhood holding every job and pool was proven). 200 x 10 inventory only, 60 s:
-        cost gaps 13.0-14.7% in single runs against 17.4-19.5% before (bench/fleet_bench.py).
+        neighbourhood holding every job and pool was proven). Measured: docs/performance.md#fleet-stages.
 
-        Under `cost`, the time-indexed bound (fleet_bound.BackgroundBound) runs from the first
+        Under `cost`, the time-indexed bound (bound.BackgroundBound) runs from the first
         unproven probe on (from the first LNS stage's probe on fleets of EARLY_BOUND_SLOTS), and
-        the cost stage's bound is the best of it and CP-SAT's. It converges at 52.9M cents on that
-        fleet at served penalty 12, where CP-SAT's probe ends at 49.2-49.5M, so once it runs the
+        the cost stage's bound is the best of it and CP-SAT's. It is the stronger of the two on large
+        fleets, so once it runs the
         cost stage's probe is only BOUNDED_PROBE_SHARE, a chance of a quick proof."""
         began = time.perf_counter()
         lns = name in LNS_STAGES and (served is not None or name == "served")
@@ -235,7 +225,7 @@ class FleetSession:
         return report
 
     def _start_background(self, served: int | None) -> None:
-        """The cost stage's time-indexed bound (fleet_bound.py) in a thread until the time limit, from
+        """The cost stage's time-indexed bound (bound.py) in a thread until the time limit, from
         the incumbent at its served penalty (lowered as the served stage improves, see keep)."""
         if self.fleet.objective == "cost" and self.background is None and self.best is not None:
             budget = served if served is not None else objective_value(self.fleet, self.best, "served")
@@ -256,7 +246,7 @@ class FleetSession:
         else:
             # The jobs the served stage serves, and only those: a relaxation free to serve others at
             # the same penalty served jobs that no repair could place (a 210-hour job needing all 16
-            # GPUs of a pool), four relaxations in a row on the 200 x 10 fleet.
+            # GPUs of a pool), four relaxations in a row on the fleet benchmark's 200 jobs.
             kept = {j for j, c in enumerate(self.best.slot) if c is not None}
             slots = relaxed_assignment(self.fleet, served, limit_s * RELAX_SOLVE_SHARE, self.num_workers,
                                         self.random_seed, list(self.best.slot), jobs - kept, kept)

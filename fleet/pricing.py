@@ -1,4 +1,4 @@
-"""Single-machine pseudo-schedules of the fleet in time buckets: the pricing side of fleet_bound.
+"""Single-machine pseudo-schedules of the fleet in time buckets: the pricing side of bound.py.
 
 Every bounded pool is a set of identical machines: its unit is the gcd of its windows' and its
 usable slots' GPUs (an instance), so a pool of 16 GPUs whose jobs take 8 or 16 is two machines,
@@ -8,7 +8,7 @@ floor(p/B)); since floor(x + y) >= floor(x) + floor(y), jobs that follow each ot
 still do in buckets, and every copy in bucket b runs at its last minute (b + 1) B - 1, so a real
 schedule's copies in a bucket never exceed the pool's machines there. Releases and latest ends
 floor the same way. A machine's jobs in buckets (a pseudo-schedule: a job may repeat, as in the
-time-indexed LP) are a column of fleet_bound's master.
+time-indexed LP) are a column of bound.py's master.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from vramplan.fleet.domain import IntFleet
 
 MAX_BUCKETS = 2200  # a 91-day quarter in hours
-MAX_PAIRS = 4_000_000  # (end bucket, item) pairs the DP lists: 1.05M for the 200 x 10 fleet in hours
+MAX_PAIRS = 4_000_000  # (end bucket, item) pairs the DP lists
 
 
 def bucket_minutes(fleet: IntFleet) -> int:

@@ -63,8 +63,7 @@ def host_ram_reason(space: SearchSpace) -> str | None:
     for shape in sorted({c.shape for c in space.clusters}):
         members = space.clusters_of_shape(shape)
         # Only a budget or a deadline (a step cap) reads the step time: without one, the shape's
-        # step-time tables are not filled for every offload point under the limit (910 (shape,
-        # layout) tables for the benchmark sample's 29 host-RAM reasons).
+        # step-time tables are not filled for every offload point under the limit.
         timed = any(step_cap_us(space, c) is not None for c in members)
         for peak, inner in shape_points(space, shape):  # least GPU memory first
             if peak > space.limit_mib[shape[0]]:

@@ -33,10 +33,9 @@ Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (br
 
 def branch_of(layout: Layout) -> Branch:
     """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
-    tables small. CP-SAT's presolve of the table constraints grows faster than the tables: the
-    joint tp x pp model took 0.7-5 s per 512-GPU cluster, one per pp 0.03-0.3 s, and one per
-    (pp, tp) cut the mix's CPU by a third again (README, batch benchmark); each branch gets its
-    own bound, so the branch-and-bound still builds only the branches that can win."""
+    tables small. CP-SAT's presolve of the table constraints grows faster than the tables
+    (see docs/performance.md#units-and-tiers); each branch gets its own bound, so the
+    branch-and-bound still builds only the branches that can win."""
     return layout.pp, layout.tp
 
 
@@ -113,8 +112,7 @@ class UnitBounds:
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:
         """Tier 1: the least of compute + model-parallel collectives + the smallest bubble over
         the branch's layouts and the recompute x precision the GPU runs, without the data-parallel
-        traffic (whose grids cost most of tier 2: on the batch benchmark's sample this tier keeps
-        20,281 of 31,472 units from ever tabulating it)."""
+        traffic (whose grids cost most of tier 2; docs/performance.md#units-and-tiers)."""
         terms = self._parallel_terms(self.space.clusters[c].shape, branch)
         return terms[0][0] if terms else None
 
@@ -164,7 +162,7 @@ class UnitBounds:
         micro = self.space.global_batch * layout.model_parallel // n
         forward, backward = self.space.tables.comm_s(layout, n, zeros, (micro,), precisions, gpu, per_instance, network)
         # to_us per cell in Python floats (the same product, rounded up): a few cells, where numpy's
-        # per-call cost was most of the bound's (26,757 calls on the batch benchmark's 1,363-row sample).
+        # per-call cost was most of the bound's.
         forward, backward = forward[:, 0, :].tolist(), backward[:, 0, :].tolist()
         return [min(to_us(f[k]) + to_us(b[k]) for f, b in zip(forward, backward)) for k in range(len(precisions))]
 
@@ -184,8 +182,7 @@ class UnitBounds:
         instance's budget), each the least over the micro-batches of the exact step time (compute,
         collectives, bubble, exposed data-parallel traffic and the optimizer step of that ZeRO x
         offload). Tier 3 takes the least traffic of any ZeRO stage and no optimizer step, which is
-        up to 190x lower where only ZeRO-3 with offloaded states fits (the sample's units that got
-        a model and no point under the incumbent's cap: median 2.8x). Fills the memory and step
+        up to 190x lower where only ZeRO-3 with offloaded states fits. Fills the memory and step
         tables (which the model reads too) of the layouts its walk reaches. None: nothing fits."""
         space = self.space
         shape = space.clusters[c].shape
@@ -245,8 +242,7 @@ class UnitBounds:
         """The ZeRO x offload choices' host RAM per GPU, ascending, and the least memory of those
         needing at most each: what _leanest reads for any host budget. Kept in the family's
         UnitMemo by value; it reads neither the GPU nor the host budget, so the clusters of every
-        GPU and offering with this count share it (a 3x saving on the batch benchmark's sample:
-        26,052 (count, layout, precision, recompute, host budget) keys, 8,252 without the budget)."""
+        GPU and offering with this count share it (docs/performance.md#units-and-tiers)."""
         space = self.space
         key = (space.counts[n], space.layouts[li], p, r)
         memo = space.shared.leanest_mib

@@ -149,28 +149,19 @@ class _Search:
         # the next Ctrl-C would kill the process without Python's KeyboardInterrupt (no cleanup of
         # a batch's temporary files). A solve takes milliseconds: Python's handler stays.
         params.catch_sigint_signal = False
-        # Small models of table constraints: one cheap presolve pass (the probe: probing 0,
-        # one pass, no linearization) and a fixed search order. Measured on a 70B cluster model
-        # (3,264 points): 33 ms and 2 branches, against 155 ms and 5,644 branches with the
-        # default portfolio and 300-600 ms with full presolve.
+        # One cheap presolve pass and a fixed search order (docs/performance.md#cp-sat-parameters-of-the-unit-models).
         params.cp_model_probing_level = 0
         params.max_presolve_iterations = 1
         params.linearization_level = 0
         params.search_branching = cp_model.FIXED_SEARCH
-        # No symmetry detection, SAT inprocessing or table compression either: 2.53 -> 1.96 ms a
-        # solve over 400 unit models of the batch benchmark's sample, every status and optimum alike.
+        # No symmetry detection, SAT inprocessing or table compression either (same section).
         params.symmetry_level = 0
         params.use_sat_inprocessing = False
         params.table_compression_level = 0
-        # Nor the loader's implied-bound and "greater than at least one of" detection, which only
-        # strengthen propagation: 3.51 -> 3.21 ms a solve over the 279 uncapped unit models of the
-        # batch benchmark's every-29th-group sample, every status and optimum alike.
+        # Nor implied-bound and greater-than-at-least-one-of detection, which only strengthen propagation (same section).
         params.use_implied_bounds = False
         params.auto_detect_greater_than_at_least_one_of = False
-        # Without a step cap, no presolve at all: 5.89 -> 4.36 ms a solve over 200 captured unit
-        # models of the batch benchmark's sample, every optimum alike (the objective orders every
-        # point strictly, so the same optimum is the same point). Under a cap (an assumption), the
-        # one presolve pass stays: it proves most capped models empty at once (0.4 against 2.7 ms).
+        # Without a step cap, no presolve at all; under a cap one pass proves most models empty at once (same section).
         params.cp_model_presolve = bool(assumptions)
         code = solver.solve(m.model)
         self.stats.solves += 1

@@ -36,8 +36,8 @@ INT64_ROOM = 2**62
 
 class LeanCpModel(cp_model.CpModel):
     """A CpModel without ortools' pre-PEP 8 aliases: CpModel.__init__ wraps each add_/new_/clear_
-    method again under its camelCase name, 1.7 ms a model (the 600-job profile: 2.0 s of 57 s for
-    1,295 unit models); vramplan calls only the snake_case names."""
+    method again under its camelCase name, a cost per model
+    (docs/performance.md#cp-sat-parameters-of-the-unit-models); vramplan calls only the snake_case names."""
 
     def _add_pre_pep8_methods(self) -> None:
         pass
@@ -69,8 +69,8 @@ def _table(model: cp_model.CpModel, decisions: list[tuple[cp_model.IntVar, list[
            names: tuple[str, ...], uppers: dict[str, int]) -> list[cp_model.IntVar]:
     """Terms tabulated over the same few decisions, linked by one table constraint (one allowed
     tuple per combination of the decisions' values, the terms' values after them); each term's
-    largest value goes to uppers[name] (reading it back from the variable's proto domain cost
-    45 us a call)."""
+    largest value goes to uppers[name] (cheaper than reading the proto domain back, same
+    section of docs/performance.md)."""
     # A decision with one value (one precision, a pinned ZeRO stage or recompute) is fixed by its
     # domain: its column would repeat that value in every row (CP-SAT expands a table into one
     # clause per row and cell, so the solve's cost grows with the cells).

@@ -105,10 +105,8 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
 
 
 # Subsets of at most 4 restrictions: at most 15 questions, of which only the first infeasible
-# subset has to be proven so (the others stop at their first plan). The 15 rows of the batch
-# benchmark's mix with 4 restrictions, each solved alone: 5.4 s of CPU against 8.8 s with the
-# conflict-set model, and a conflict proven on the full space named on the 4 rows where that
-# model's set did not hold there (so none was named).
+# subset has to be proven so (the others stop at their first plan; measured:
+# docs/performance.md#explanations).
 MAX_CONFLICT_SEARCH_RESTRICTIONS = 4
 
 
@@ -175,8 +173,7 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     """Each fix applied alone to the user's query, least disruptive first; more GPUs stops at the
     first count that fits. A fix within (restrictions.within) a query nothing fits is not solved:
     `conflict` (the user's conflicting restrictions alone, when known) and, asked of `fits` before
-    the first count, the query of every "more GPUs" count (on the batch benchmark's 1,363-row
-    sample, 405 counts were proven one at a time not to fit, 1.1 s of its 28 s of CPU)."""
+    the first count, the query of every "more GPUs" count (docs/performance.md#explanations)."""
     found: list[Mitigation] = []
     empty = [conflict] if conflict is not None else []  # queries nothing fits
     asked = None  # the cover last asked of `fits` (the "more GPUs" counts come one after another)
@@ -219,9 +216,8 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         conflicts = None
         if space.clusters and len(restrictions_of(query)) <= MAX_CONFLICT_SEARCH_RESTRICTIONS:
             # Few restrictions: ask the full space directly (at most 15 yes/no questions, each
-            # stopping at the first plan). The conflict-set model below answered the same on
-            # every infeasible row of the batch benchmark's 1,927-row sample with up to 3
-            # restrictions, at twice the CPU.
+            # stopping at the first plan). The conflict-set model below answers the same at twice
+            # the CPU (docs/performance.md#explanations).
             conflicts = smallest_conflict(query, fits)
         elif space.clusters:
             conflicts = conflicting_restrictions(catalogue, query, space, deadline)

@@ -87,8 +87,8 @@ _PLAN = Plan.model_construct(gpu="")  # what layout_plan copies: every field at 
 
 def layout_plan(layout: Layout, **fields) -> Plan:
     """An unvalidated Plan carrying the layout (every value comes from a validated domain): a copy
-    of a default Plan with these fields, what Plan.model_construct makes at half its cost (6 against
-    12 us; the tables build 41,000 over the batch benchmark's 1,363-row sample)."""
+    of a default Plan with these fields, what Plan.model_construct makes at half its cost (see
+    docs/performance.md#layout-plans)."""
     return _PLAN.model_copy(update={**layout.plan_fields(), "offering": None, **fields})
 
 

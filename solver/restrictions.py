@@ -210,9 +210,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = time_left_s(query.time_limit_s, deadline)
     solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (see cpsat_engine)
-    # One presolve pass and light probing: most of this model's solve time was presolve (88
-    # conflict models of the batch benchmark's mix: 5.9 -> 2.6 s, the slowest 1.15 -> 0.40 s,
-    # every status and core the same; probing off altogether changed 4 of the 88 cores).
+    # One presolve pass and light probing: most of this model's solve was presolve (docs/performance.md#explanations).
     solver.parameters.max_presolve_iterations = 1
     solver.parameters.cp_model_probing_level = 1
     status = solver.solve(model)

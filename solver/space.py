@@ -200,8 +200,7 @@ class SearchSpace:
         """Tabulate count index n's pipeline slots, and its model states and host RAM in these
         precisions, for these layouts on first use: the branch-and-bound's bounds prune most
         (count, layout) pairs before anything needs them, and a bound or model reads only its
-        GPU's precisions (a space with V100s runs fp16 too: 38% of the states the batch sample's
-        bounds tabulated were fp16 ones while every precision was filled)."""
+        GPU's precisions (a space with V100s runs fp16 too; docs/performance.md#tabulated-precisions)."""
         for li in layouts:
             if (n, li) not in self.filled_counts:
                 fill_slots(self, n, li)
@@ -260,7 +259,7 @@ class SearchSpace:
 
     def cluster_layout_groups(self, shape: tuple, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
         """cluster_layouts(shape) by group(layout), in that order, made once per group, count and TP
-        reach (cpsat_bounds.branch_layouts asks ~50,000 times on the batch benchmark's 1,363-row sample)."""
+        reach (branch_layouts asks it very often; docs/performance.md#layout-plans)."""
         key = (group, *_reach(shape))
         groups = self.layout_groups.get(key)
         if groups is None:

@@ -3,7 +3,7 @@
 Every table entry of a search space (solver/space.py) is a models/ function of the architecture,
 the job, the global batch and one discrete choice (ZeRO stage, offload, GPU count, precision,
 recompute, micro-batch, GPU, parallel layout). Rows of a batch sheet share few (model, job,
-global batch) triples (the benchmark's 10,000 rows: 225), so a batch worker keeps one
+global batch) triples, so a batch worker keeps one
 solver/tables.py Tables per triple and a new space only looks its terms up. The memo holds exactly
 what the functions returned, so answers are the same with and without it (tests/test_batch_speed.py compares them).
 
@@ -74,7 +74,7 @@ class TableMemo:
 
     def _states_of(self, catalogue: object, model: str, job: Any) -> dict:
         """The model-state values shared by the jobs of one model that differ only in sequence
-        length (the batch benchmark's mix has five lengths per model and method; its jobs are
+        length (a batch sheet's jobs commonly vary only the length; its jobs are
         sorted by model and job, so one worker meets them in a row)."""
         key = (id(catalogue), model, job.model_copy(update={"seq_len": STATES_SEQ_LEN}).model_dump_json())
         return _kept(self._states, key, catalogue, dict, self.max_jobs)

@@ -80,8 +80,8 @@ def verified_plan(space: SearchSpace, choice: Choice, must_fit: bool = True) -> 
     gpu = space.gpus[cluster.gpu_index]
     query = space.query
     # Kept with the job's tables: rows of a batch that land on one plan (another objective, token
-    # count or GPU limit) get the same re-evaluation (the batch benchmark's 1,363-row sample: 1,544
-    # plans verified, 1,050 distinct).
+    # count or GPU limit) get the same re-evaluation
+    # (docs/performance.md#verification).
     result = space.tables.kept(("estimate", plan, cluster.offering.name, query.tokens, query.pricing),
                                lambda: estimate_plan(space.arch, space.job, plan, gpu, cluster.offering, query.tokens,
                                                      query.pricing))

@@ -42,7 +42,7 @@ def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
 def candidate_stages(arch: Architecture, pp: int) -> tuple[int, ...]:
     """The pipeline ranks that can be the most loaded (in GPU memory, and in host RAM under
     offload): the last (lm_head, loss) and, for each distinct set of layers a rank holds (how
-    many of each kind of layer: models/params.layer_group_counts), the first rank holding it
+    many of each kind of layer: models/architecture/params.py layer_group_counts), the first rank holding it
     (earlier ranks keep more micro-batches in flight; ranks with the same layers hold the same
     model states). One kind of layer: one candidate per layer count. Mixed stacks (DeepSeek's
     first dense layers, Llama 4's alternating MoE layers, Gemma's local/global attention) can put

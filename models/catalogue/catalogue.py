@@ -26,8 +26,8 @@ OFFERINGS_CSV = "offerings.csv"
 ARCHITECTURES_CSV = "architectures.csv"
 STACKS_CSV = "stacks.csv"
 # Rows per catalogue file. The search builds one Boolean per offering and configuration, so its
-# size grows linearly with the offerings (48 packaged rows: 2.4M combinations); 1,000 rows solve
-# in about 12 s on 2 shared cores, a 10,000-row file took 56 s and overflowed the integer model.
+# size grows linearly with the offerings; past 1,000 rows it is slow and can overflow the integer
+# model (docs/performance.md#catalogue-size).
 MAX_CATALOGUE_ROWS = 1000
 MAX_CATALOGUE_BYTES = 16 << 20  # 16 MiB: 1,000 rows with long sources are under 1 MiB
 

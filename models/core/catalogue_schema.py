@@ -135,8 +135,8 @@ class Offering(_Row):
         return self.provider != LIST_PROVIDER
 
 
-# The parts an architecture is made of (README "### Architectures"; models/arch_layers.py turns them
-# into per-layer kinds). Values name what the implementation computes, not the family:
+# The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
+# layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
 #   formula), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
@@ -233,8 +233,8 @@ class Architecture(_Row):
     def __hash__(self) -> int:
         """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
         a name with other values only compare. The functools caches of models/ are keyed by the
-        architecture (400,000 hashes over the batch benchmark's 1,363-row sample); pydantic's
-        frozen-model hash hashes all 44 fields each time (2 us, 3% of that sample's CPU)."""
+        architecture; pydantic's frozen-model hash hashes all 44 fields
+        (docs/performance.md#hashes-of-domain-types)."""
         return hash(self.name)
 
     @property

@@ -40,7 +40,7 @@ LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 
-# Domains shared by estimate, solve and batch (README "Input rules").
+# Domains shared by estimate, solve and batch (docs/input-rules.md#domains).
 MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
 MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)

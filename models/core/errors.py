@@ -57,7 +57,7 @@ def from_validation_error(error: ValidationError, raw: Mapping[str, Any] | None 
         operator, key = _RANGE_ERRORS[first["type"]]
         bound = first.get("ctx", {}).get(key)
         shown = f"{bound:g}" if isinstance(bound, (int, float)) and abs(bound) >= 1e7 else bound
-        reason = f"out of range: must be {operator} {shown} (README: Input rules)"
+        reason = f"out of range: must be {operator} {shown} (docs/input-rules.md)"
     return VramplanError(field, value, reason)
 
 

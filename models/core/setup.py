@@ -57,7 +57,7 @@ class _Frozen(BaseModel):
 class RuntimeReserve(_Frozen):
     """Per-GPU memory a training process holds besides tensors it allocates itself (MiB).
 
-    Defaults and their sources are documented in models/memory/overhead.py and the README.
+    Defaults and their sources are documented in models/memory/overhead.py and docs/memory-model.md#overhead.
     """
 
     cuda_context_mib: Count = Field(default=CUDA_CONTEXT_MIB, ge=0, le=65536)
@@ -95,8 +95,8 @@ class Job(_Frozen):
 
     def __hash__(self) -> int:
         """A few fields' hash (equal jobs have them equal, so this agrees with ==): the functools
-        caches of models/ hash the job 110,000 times over the batch benchmark's 1,363-row sample,
-        and pydantic's frozen-model hash hashes all 21 fields (and the reserve's 3) each time."""
+        caches of models/ hash the job constantly, and pydantic's frozen-model hash hashes every
+        field (docs/performance.md#hashes-of-domain-types)."""
         return hash((self.method, self.seq_len, self.optimizer, self.stack))
 
     @property

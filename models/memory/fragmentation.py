@@ -16,8 +16,8 @@ reserve = fraction x the largest single transient block of the step, with fracti
 copy) under the default allocator and 0 under `expandable_segments:True` (segments grow in place
 and freed pages are remapped, so no second copy is needed: torchtitan's run_train.sh and Unsloth
 set it). The `hf` preset keeps 0 so that the default reproduces vramplan's numbers from before the
-presets; tests/data/measured_peaks.csv shows what that costs at long context (README "Training
-stacks"). The reserve is added to the activations pillar and replaces nothing of the user's
+presets; tests/data/measured_peaks.csv shows what that costs at long context
+(docs/stacks.md). The reserve is added to the activations pillar and replaces nothing of the user's
 `capacity_fraction`.
 """
 

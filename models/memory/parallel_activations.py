@@ -74,7 +74,7 @@ def shard_term(term: Term, arch: Architecture, tp: int, sequence_parallel: bool)
     elif region == "sequence" and sequence_parallel:
         size = ceil_div(term.num_bytes, tp)
     else:
-        return term  # held whole (dataclasses.replace costs ~7 us: 100,000 terms over the batch benchmark's sample)
+        return term  # held whole, not copied (docs/performance.md#layout-plans)
     return replace(term, num_bytes=size)
 
 
