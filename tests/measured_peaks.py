@@ -7,7 +7,7 @@ settings (empty cells = the preset's value). What is compared depends on what th
 - reserved: torch.cuda.max_memory_reserved (torchtune "peak memory reserved", torchtitan "memory"):
   the same plus the fragmentation reserve;
 - device: nvidia-smi: everything vramplan counts.
-Used by tests/test_measured_peaks.py and by `python tests/measured_peaks.py` (prints the README table).
+Used by tests/models/test_measured_peaks.py and by `python tests/measured_peaks.py` (prints the README table).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vramplan.models.catalogue.catalogue import load_catalogue
-from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
 from vramplan.models.core.setup import Plan
+from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.solver.query_fields import estimate_recompute, job_from_fields
 
 DATA = Path(__file__).parent / "data" / "measured_peaks.csv"
@@ -66,8 +66,7 @@ def load_runs() -> list[Run]:
         return [Run(row) for row in csv.DictReader(row for row in handle if not row.startswith("#"))]
 
 
-def breakdown(run: Run) -> MemoryBreakdown:
-    catalogue = load_catalogue()
+def breakdown(run: Run, catalogue: Catalogue) -> MemoryBreakdown:
     fields = {name: _typed(name, run.cells.get(name, "")) for name in JOB_COLUMNS + ("recompute",)}
     job = job_from_fields(fields)
     plan = Plan(gpu=run.cells["gpu"], num_gpus=int(run.cells["num_gpus"]), zero=int(run.cells["zero"]),
@@ -100,8 +99,8 @@ class Comparison:
         return None if measured is None else self.predicted_bytes / measured
 
 
-def compare(run: Run) -> Comparison:
-    memory = breakdown(run)
+def compare(run: Run, catalogue: Catalogue) -> Comparison:
+    memory = breakdown(run, catalogue)
     return Comparison(run, predicted_bytes(run, memory), memory.gpu_fits)
 
 
@@ -109,7 +108,8 @@ def table() -> str:
     """The README table: every run, predicted / measured in the run's own unit."""
     lines = ["| run | settings | GPU | measured | predicted (what it measured) | predicted / measured |",
              "|---|---|---|---:|---:|---:|"]
-    for comparison in map(compare, load_runs()):
+    catalogue = load_catalogue()
+    for comparison in (compare(run, catalogue) for run in load_runs()):
         run, cells = comparison.run, comparison.run.cells
         unit = cells["unit"] or "GiB"
         predicted = comparison.predicted_bytes / UNIT_BYTES[unit]

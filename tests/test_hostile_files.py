@@ -1,4 +1,4 @@
-"""Hostile config files and sheet paths (issue 11): one line each, nothing read outside the models
+"""Hostile config files and sheet paths: one line each, nothing read outside the models
 folder, nothing echoed from a file, no hang on a FIFO, no read of a device."""
 
 from __future__ import annotations
@@ -8,35 +8,21 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke, one_line_error
+from helpers.paths import HF_CONFIGS
 
-from vramplan.cli import main
 from vramplan.models.catalogue.config_file import MAX_CONFIG_BYTES, config_path, json_depth, read_config_json
 from vramplan.models.core.errors import VramplanError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
 SECRET = "sk-live-0123456789abcdef"
 
 
 def llama() -> dict:
-    return json.loads((FIXTURES / "llama-3.1-8b.json").read_text())
-
-
-def run(*args: str):
-    result = CliRunner().invoke(main, list(args))
-    return result
-
-
-def one_line_error(result, code: int = 2) -> str:
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
+    return json.loads((HF_CONFIGS / "llama-3.1-8b.json").read_text())
 
 
 def estimate(model: str):
-    return run("estimate", "--model", str(model), "--seq-len", "128")
+    return invoke("estimate", "--model", str(model), "--seq-len", "128")
 
 
 def write_config(path: Path, **changes) -> Path:
@@ -147,7 +133,7 @@ def run_sheet(tree: Path, models: list[str], *extra: str) -> dict[str, tuple[str
     jobs = tree / "sheet" / "jobs.csv"
     jobs.write_text("id,model,seq_len\n" + "".join(f"{i},{m},512\n" for i, m in enumerate(models)))
     output = tree / "out.csv"
-    result = run("batch", str(jobs), "-o", str(output), "-q", "--workers", "1", *extra)
+    result = invoke("batch", str(jobs), "-o", str(output), "-q", "--workers", "1", *extra)
     assert result.exit_code in (0, 3), result.output
     import csv
 

@@ -1,4 +1,4 @@
-"""Hostile inputs a review of issue 11 found still failing after the first round of fixes.
+"""Hostile inputs that a second review of hostile input found still failing after the first round of fixes.
 
 - batch removed an input that was the output's lock file or one of its temporary names, and
   replaced a config.json that a `model` cell of the sheet names;
@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import csv
 import errno
 import logging
 import os
@@ -26,18 +25,15 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke, invoke_batch
+from helpers.paths import CATALOGUE_DIR, HF_CONFIGS, REPO
+from helpers.sheets import write_csv
 
 from vramplan.sheets import journal as batch_journal
 from vramplan.sheets import output_file
-from vramplan.cli import main
 
 ROW = "model,seq_len,gpus,max_gpus\nllama-3.1-8b,2048,h100-sxm-80gb,8\n"
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "hf_configs"
 
-
-def batch(*args: str):
-    return CliRunner().invoke(main, ["batch", *args, "--workers", "1", "-q"])
 
 
 def one_line(result) -> str:
@@ -50,7 +46,7 @@ def one_line(result) -> str:
 def test_an_input_that_the_run_would_remove_beside_the_output_is_refused(tmp_path, name):
     jobs = tmp_path / name
     jobs.write_text(ROW, encoding="utf-8")
-    result = batch(str(jobs), "-o", str(tmp_path / "plans.csv"))
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 2
     assert "write the plans to another file" in one_line(result)
     assert jobs.read_text(encoding="utf-8") == ROW  # before: deleted by the lock release / stale sweep
@@ -60,9 +56,9 @@ def test_a_catalogue_that_is_the_outputs_lock_file_is_refused(tmp_path):
     jobs = tmp_path / "jobs.csv"
     jobs.write_text(ROW, encoding="utf-8")
     lock = tmp_path / "plans.csv.lock"
-    shutil.copy(Path(__file__).resolve().parent.parent / "catalogues" / "gpus.csv", lock)
+    shutil.copy(CATALOGUE_DIR / "gpus.csv", lock)
     original = lock.read_bytes()
-    result = batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "--gpus-csv", str(lock))
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "--gpus-csv", str(lock), quiet=True)
     assert result.exit_code == 2, result.stderr
     one_line(result)
     assert lock.read_bytes() == original
@@ -72,11 +68,11 @@ def test_a_catalogue_that_is_the_outputs_lock_file_is_refused(tmp_path):
 def test_an_output_that_is_a_config_file_of_the_sheet_is_refused(tmp_path, cell):
     config = tmp_path / "cfg.json" if cell == "cfg.json" else tmp_path / "sub" / "config.json"
     config.parent.mkdir(exist_ok=True)
-    shutil.copy(CONFIGS / "olmo-2-13b.json", config)
+    shutil.copy(HF_CONFIGS / "olmo-2-13b.json", config)
     original = config.read_bytes()
     jobs = tmp_path / "jobs.csv"
     jobs.write_text(f"model,seq_len,gpus,max_gpus\n{cell},512,a10g-24gb,8\n", encoding="utf-8")
-    result = batch(str(jobs), "-o", str(config))
+    result = invoke_batch(str(jobs), "-o", str(config), quiet=True)
     assert result.exit_code == 2
     assert "is the model config file itself" in one_line(result)
     assert config.read_bytes() == original  # before: replaced by the plans (exit 0)
@@ -86,7 +82,7 @@ def test_a_catalogue_name_is_not_taken_for_a_file_the_sheet_reads(tmp_path):
     (tmp_path / "llama-3.1-8b").write_text("not a config", encoding="utf-8")
     jobs = tmp_path / "jobs.csv"
     jobs.write_text(ROW, encoding="utf-8")
-    result = batch(str(jobs), "-o", str(tmp_path / "plans.csv"))
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 0, result.stderr
 
 
@@ -136,7 +132,7 @@ def test_a_full_disk_during_a_batch_names_the_journal(tmp_path, monkeypatch):
         return handle
 
     monkeypatch.setattr(Path, "open", open_full)
-    result = batch(str(jobs), "-o", str(tmp_path / "plans.csv"))
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 1
     assert "journal=" in one_line(result) and "No space left on device" in result.stderr
 
@@ -144,12 +140,8 @@ def test_a_full_disk_during_a_batch_names_the_journal(tmp_path, monkeypatch):
 def _ctrl_c_run(tmp_path: Path, rows: int, ready) -> subprocess.CompletedProcess:
     """A batch in its own session; SIGINT to its whole process group (what a terminal's Ctrl-C
     does) once `ready(jobs, journal)` is true."""
-    jobs = tmp_path / "jobs.csv"
-    with jobs.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["model", "seq_len", "objective"])
-        for i in range(rows):
-            writer.writerow(["llama-3.1-8b", 512 + 8 * i, "time" if i % 2 else "cost"])
+    jobs = write_csv(tmp_path / "jobs.csv", [["llama-3.1-8b", 512 + 8 * i, "time" if i % 2 else "cost"] for i in range(rows)],
+                     ["model", "seq_len", "objective"])
     output = tmp_path / "plans.csv"
     process = subprocess.Popen([sys.executable, "-m", "vramplan", "batch", str(jobs), "-o", str(output),
                                 "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -225,8 +217,7 @@ def test_an_unreachable_hub_is_one_line(monkeypatch, caplog):
 
 def solve(*args: str):
     """Every offering: the overflow was in the exclusions between same-hardware offerings."""
-    return CliRunner().invoke(main, ["solve", "--model", "gpt2-124m", "--seq-len", "1", "--global-batch", "1",
-                                     "--time-limit", "5", *args])
+    return invoke("solve", "--model", "gpt2-124m", "--seq-len", "1", "--global-batch", "1", "--time-limit", "5", *args)
 
 
 @pytest.mark.parametrize("engine", ["cpsat", "brute"])
@@ -250,7 +241,7 @@ def test_a_fifo_output_without_a_reader_is_one_line_not_a_hang(tmp_path, monkeyp
     fifo = tmp_path / "plans.csv"
     os.mkfifo(fifo)
     started = time.monotonic()
-    result = batch(str(jobs), "-o", str(fifo))  # before: blocked in open() forever, every row solved
+    result = invoke_batch(str(jobs), "-o", str(fifo), quiet=True)  # before: blocked in open() forever, every row solved
     assert result.exit_code == 1
     assert "no process is reading this FIFO" in one_line(result)
     assert time.monotonic() - started < 60
@@ -274,9 +265,6 @@ def test_a_journal_path_that_is_not_a_regular_file_is_never_opened(tmp_path, kin
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and "is not a regular file" in done.stderr, done.stderr
     assert victim.read_text(encoding="utf-8") == "keep me"
-
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_parquet_extra_excludes_pyarrow_14_0_0():
@@ -309,8 +297,8 @@ def test_an_unreadable_inventory_is_named_as_the_inventory(tmp_path) -> None:
 
 def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> None:
     """The whole-model check's own message, not pydantic's ': : Value error, ...' wrapper."""
-    from vramplan.models.core.errors import VramplanError
     from vramplan.models.catalogue.hf_config import architecture_from_config
+    from vramplan.models.core.errors import VramplanError
 
     config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 7,
               "num_key_value_heads": 40, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 128}
@@ -320,22 +308,20 @@ def test_a_config_that_fails_a_whole_model_check_is_one_clean_line(tmp_path) -> 
 
 
 @pytest.mark.parametrize(("cell", "gpus"), [("1e3", 1000), ("64", 64), ("64.0", 64)])
-def test_inventory_counts_follow_the_sheet_grammar(tmp_path, cell, gpus) -> None:
+def test_inventory_counts_follow_the_sheet_grammar(catalogue, tmp_path, cell, gpus) -> None:
     """The fleet inventory's num_gpus reads like every other count (README: Input rules)."""
     from vramplan.fleet.sheet import _window
-    from vramplan.models.catalogue.catalogue import load_catalogue
 
-    window = _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
+    window = _window(catalogue, "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
     assert window.num_gpus == gpus
 
 
 @pytest.mark.parametrize("cell", ["1_000", "true", "2.5", "\u0661\u0662"])
-def test_inventory_counts_refuse_what_the_sheet_refuses(cell) -> None:
+def test_inventory_counts_refuse_what_the_sheet_refuses(catalogue, cell) -> None:
     from vramplan.fleet.sheet import _window
-    from vramplan.models.catalogue.catalogue import load_catalogue
     from vramplan.models.core.errors import VramplanError
 
     with pytest.raises(VramplanError) as error:
-        _window(load_catalogue(), "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
+        _window(catalogue, "aws/p5.48xlarge", {"num_gpus": cell}, None, {})
     assert str(error.value).startswith("num_gpus=")
 

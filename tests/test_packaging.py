@@ -1,4 +1,4 @@
-"""The installed distribution has one top-level import name, `vramplan` (packaging issue, section 1).
+"""The installed distribution has one top-level import name, `vramplan` (docs/design.md section 1).
 
 A user whose project has its own `models/`, `solver/` or `cli.py` must be able to install vramplan
 beside it. These tests read what pip actually installed (the distribution's RECORD and

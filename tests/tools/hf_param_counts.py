@@ -123,8 +123,8 @@ def cross_check(row: dict[str, str]) -> list[str]:
     """The catalogue row must equal vramplan's reading of the fixture (models/catalogue/hf_config.py)."""
     sys.path.insert(0, str(ROOT.parent))
     from vramplan.models.catalogue.catalogue import parse_rows
-    from vramplan.models.core.catalogue_schema import Architecture
     from vramplan.models.catalogue.hf_config import architecture_from_config_file
+    from vramplan.models.core.catalogue_schema import Architecture
 
     fixture = FIXTURES / f"{row['name']}.json"
     if not fixture.exists():

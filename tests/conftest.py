@@ -1,0 +1,24 @@
+"""Fixtures every test folder shares.
+
+- `catalogue`: the packaged catalogue, loaded once per session (helpers/catalogue.py
+  packaged_catalogue; module-level constants and parametrize lists call that directly). Tests
+  that need a catalogue of their own (user CSVs, another object for the table memo) load one.
+
+Helpers that tests call with arguments live in tests/helpers/ (importable as `helpers`: pytest's
+pythonpath in pyproject.toml has tests/): the command line (cli.py), job sheets (sheets.py), the
+repository's paths (paths.py), the catalogue files (catalogue.py), the solver oracle's random
+queries (queries.py) and the fleet oracle's tiny fleets (fleets.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers.catalogue import packaged_catalogue
+
+from vramplan.models.catalogue.catalogue import Catalogue
+
+
+@pytest.fixture(scope="session")
+def catalogue() -> Catalogue:
+    """The packaged catalogue (gpus.csv, offerings.csv, architectures.csv), shared: never mutate it."""
+    return packaged_catalogue()

@@ -1,0 +1,188 @@
+"""`vramplan fleet` on the command line: output shape and safety, dates, bad input (one line,
+exit 2, or an explained row; never a traceback, never a lost row), the shipped example."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from helpers.cli import invoke
+from helpers.paths import EXAMPLES
+from helpers.sheets import write_csv
+
+JOB_HEADER = ["id", "model", "seq_len", "tokens", "max_gpus", "earliest_start", "deadline", "priority", "required"]
+INVENTORY_HEADER = ["pool", "offering", "num_gpus", "available_from", "available_to", "committed"]
+GOOD_JOB = {"model": "llama-3.1-8b", "seq_len": "4096", "tokens": "1e9", "max_gpus": "16"}
+POOLS = [{"pool": "h100", "offering": "aws/p5.48xlarge", "num_gpus": "16", "committed": "true"}]
+
+
+def run(tmp_path: Path, jobs: list[dict[str, str]], pools: list[dict[str, str]] = POOLS, *extra: str,
+        job_header: list[str] = JOB_HEADER):
+    jobs_csv = write_csv(tmp_path / "jobs.csv", jobs, job_header)
+    inventory = write_csv(tmp_path / "inventory.csv", pools, INVENTORY_HEADER)
+    out = tmp_path / "schedule.csv"
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--time-limit", "10", *extra)
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig")))) if out.exists() else []
+    return result, rows
+
+
+def one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_every_row_comes_back_in_order_with_its_cells_and_a_safe_id(tmp_path: Path) -> None:
+    jobs = [{"id": "=HYPERLINK(\"x\")", **GOOD_JOB}, {"id": "b", **GOOD_JOB, "deadline": "3"},
+            {"id": "c", **GOOD_JOB, "model": "llama-9000"}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 3, result.output  # one error row
+    assert [r["id"] for r in rows] == ["'=HYPERLINK(\"x\")", "b", "c"]
+    assert [r["status"] for r in rows] == ["scheduled", "scheduled", "error"]
+    assert "model='llama-9000'" in rows[2]["error"]
+    assert rows[1]["deadline"] == "3" and float(rows[1]["end_hours"]) <= 3
+    assert all(r["pool"] == "h100" and r["gpu"] == "h100-sxm-80gb" for r in rows[:2])
+    # Both run at once only if their GPUs fit in the pool's 16 together.
+    (a, b) = rows[:2]
+    overlap = float(a["start_hours"]) < float(b["end_hours"]) and float(b["start_hours"]) < float(a["end_hours"])
+    assert not overlap or int(a["num_gpus"]) + int(b["num_gpus"]) <= 16
+    assert float(a["usd_marginal"]) == 0.0  # committed
+    assert "pool h100: 2 jobs" in result.output
+
+
+def test_dates_give_timestamps_and_hours_from_the_earliest_date(tmp_path: Path) -> None:
+    jobs = [{"id": "a", **GOOD_JOB, "earliest_start": "2027-01-05", "deadline": "2027-01-06"}]
+    pools = [{**POOLS[0], "available_from": "2027-01-04T12:00"}]
+    result, rows = run(tmp_path, jobs, pools)
+    assert result.exit_code == 0, result.output
+    (row,) = rows
+    assert float(row["start_hours"]) == 12.0 and row["start"] == "2027-01-05T00:00"
+    end = datetime.fromisoformat(row["end"])
+    assert end <= datetime(2027, 1, 6)
+
+
+def test_a_deadline_before_the_earliest_start_is_an_error_row(tmp_path: Path) -> None:
+    jobs = [{"id": "bad", **GOOD_JOB, "earliest_start": "10", "deadline": "5"}, {"id": "ok", **GOOD_JOB}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 3
+    assert [r["status"] for r in rows] == ["error", "scheduled"]
+    assert "deadline=5.0" in rows[0]["error"] and "earliest_start" in rows[0]["error"]
+
+
+def test_a_required_job_that_fits_nowhere_is_an_explained_row(tmp_path: Path) -> None:
+    jobs = [{"id": "huge", **GOOD_JOB, "model": "llama-3.1-405b", "required": "true"}, {"id": "ok", **GOOD_JOB}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 3
+    assert [r["status"] for r in rows] == ["unserved", "scheduled"]
+    assert rows[0]["explanation"].startswith("required, but cannot be served: no plan fits any pool")
+
+
+def test_a_window_too_short_is_explained_with_the_deadline_that_fits(tmp_path: Path) -> None:
+    jobs = [{"id": "tight", **GOOD_JOB, "deadline": "0.5"}]
+    _, rows = run(tmp_path, jobs)
+    assert rows[0]["status"] == "unserved"
+    assert "shorter than the fastest plan" in rows[0]["explanation"] and "a deadline of" in rows[0]["explanation"]
+
+
+@pytest.mark.parametrize(("pools", "fragments"), [
+    ([{"pool": "p", "offering": "aws/p9.48xlarge", "num_gpus": "8"}], ("offering='aws/p9.48xlarge'", "row 2")),
+    ([{**POOLS[0], "available_from": "0", "available_to": "100"},
+      {**POOLS[0], "available_from": "50", "available_to": "200"}], ("overlapping windows",)),
+    ([{**POOLS[0], "num_gpus": "-8"}], ("num_gpus",)),
+    ([{**POOLS[0], "available_from": "soon"}], ("available_from='soon'",)),
+    ([{**POOLS[0], "available_from": "10", "available_to": "5"}], ("available_to",)),
+    ([{"pool": "p", "num_gpus": "8"}], ("offering",)),
+])
+def test_bad_inventory_is_one_line_and_exit_2(tmp_path: Path, pools, fragments) -> None:
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
+    one_line_error(result, *fragments)
+    assert rows == []
+
+
+def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
+    jobs = [{"id": "a", **GOOD_JOB, "pools": "h10"}, {"id": "b", **GOOD_JOB, "pools": "h100"}]
+    _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
+    assert [r["status"] for r in rows] == ["error", "scheduled"]
+    assert "pools='h10'" in rows[0]["error"] and "did you mean 'h100'" in rows[0]["error"]
+
+
+def test_unknown_columns_quota_without_market_and_unknown_provider_stop_with_exit_2(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB, "dedline": "5"}], job_header=JOB_HEADER + ["dedline"])
+    one_line_error(result, "column='dedline'")
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], POOLS, "--quota", "aws=8")
+    one_line_error(result, "--market on")
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], POOLS, "--market", "on", "--quota", "awz=8")
+    one_line_error(result, "quota='awz'")
+
+
+def test_the_market_takes_what_the_inventory_cannot(tmp_path: Path) -> None:
+    jobs = [{"id": "a", **GOOD_JOB, "deadline": "5"}, {"id": "b", **GOOD_JOB, "deadline": "5"}]
+    small = [{**POOLS[0], "num_gpus": "8"}]
+    result, rows = run(tmp_path, jobs, small, "--market", "on", "--quota", "runpod=8", "--pools-out",
+                       str(tmp_path / "pools.csv"))
+    assert result.exit_code == 0, result.output
+    assert min(r["pool"] for r in rows) == "h100" and any(r["pool"].startswith("market:") for r in rows)
+    market = next(r for r in rows if r["pool"].startswith("market:"))
+    assert float(market["usd_marginal"]) == pytest.approx(float(market["usd_total"]), abs=0.01)
+    assert float(market["usd_marginal"]) > 0
+    pools = list(csv.DictReader(io.StringIO((tmp_path / "pools.csv").read_text(encoding="utf-8-sig"))))
+    assert pools[0]["pool"] == "h100" and float(pools[0]["gpu_hours_used"]) > 0
+
+
+@pytest.mark.slow
+def test_the_shipped_example_schedules_and_plots(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out, plot = tmp_path / "schedule.csv", tmp_path / "gantt.png"
+    result = invoke("fleet", str(EXAMPLES / "jobs.csv"), "--inventory", str(EXAMPLES / "inventory.csv"), "-o", str(out),
+                    "--market", "on", "--quota", "runpod=64", "--time-limit", "20", "--plot", str(plot))
+    assert result.exit_code in (0, 3), result.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
+    expected = list(csv.DictReader(io.StringIO((EXAMPLES / "schedule.csv").read_text(encoding="utf-8-sig"))))
+    assert [r["id"] for r in rows] == [r["id"] for r in expected]
+    assert [r["status"] for r in rows] == [r["status"] for r in expected]
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ctrl_c_during_the_search_writes_the_best_schedule_so_far(tmp_path: Path, monkeypatch) -> None:
+    """KeyboardInterrupt inside the CP-SAT stages: the schedule found so far (here the greedy first
+    schedule) is written, every row present, and the exit code is 130."""
+    from vramplan.fleet import model as fleet_model
+    def interrupted(self, name, limit_s):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fleet_model.FleetSession, "_stage", interrupted)
+    jobs = [{"id": "a", **GOOD_JOB}, {"id": "b", **GOOD_JOB, "model": "llama-9000"}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 130, result.output
+    assert [r["status"] for r in rows] == ["scheduled", "error"]
+    assert "interrupted: wrote the best schedule so far" in result.output
+
+
+def test_ctrl_c_while_asking_the_planner_still_writes_every_row(tmp_path: Path, monkeypatch) -> None:
+    from vramplan.fleet import planner as solver_fleet
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver_fleet, "prepare", interrupted)
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}, {"id": "b", **GOOD_JOB}])
+    assert result.exit_code == 130, result.output
+    assert [r["status"] for r in rows] == ["error", "error"]
+    assert all("interrupted before the first schedule" in r["error"] for r in rows)
+
+
+@pytest.mark.parametrize("which", ["jobs.csv", "inventory.csv"])
+def test_the_schedule_never_overwrites_an_input(tmp_path: Path, which: str) -> None:
+    """The batch sheet's rule (sheets/output_file.py) holds for fleet too: -o naming an input is
+    refused before any work and the input is left byte for byte."""
+    jobs_csv = write_csv(tmp_path / "jobs.csv", [{"id": "a", **GOOD_JOB}], JOB_HEADER)
+    inventory = write_csv(tmp_path / "inventory.csv", POOLS, INVENTORY_HEADER)
+    before = (tmp_path / which).read_bytes()
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / which))
+    one_line_error(result)
+    assert (tmp_path / which).read_bytes() == before

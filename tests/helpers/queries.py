@@ -1,0 +1,44 @@
+"""Random solve queries (seeded): the CP-SAT vs brute-force oracle's cases (solver/test_engines.py),
+also used by solver/test_answers.py to check reported conflicts."""
+
+from __future__ import annotations
+
+import random
+
+from helpers.catalogue import packaged_catalogue
+from vramplan.models.core.setup import Job
+from vramplan.solver.query import Pins, SolveQuery
+
+MODELS = ["gpt2-124m", "gpt2-1.5b", "llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "llama-2-13b",
+          "mixtral-8x7b", "llama-3.1-70b"]
+GPUS = sorted(packaged_catalogue().gpus)
+
+
+def random_query(rng: random.Random) -> SolveQuery:
+    model = rng.choice(MODELS)
+    seq_len = rng.choice([256, 512, 1024] if model.startswith("gpt2") else [512, 2048, 4096, 8192])
+    method = rng.choice(["full", "full", "lora", "qlora"])
+    job = Job(method=method, seq_len=seq_len, optimizer=rng.choice(["adamw", "adamw-8bit", "sgd"]),
+              accounting=rng.choice(["zero", "hf"]), attention=rng.choice(["flash", "eager"]),
+              capacity_fraction=rng.choice([0.8, 0.9, 0.95]))
+    # TP, PP (and EP for Mixtral) are free in every full fine-tune's space; CP enters when pinned
+    # (it is searched from 16k tokens of context on), and some queries pin TP or PP.
+    max_gpus = rng.choice([1, 2, 4, 8, 16])
+    parallel = method == "full" and not model.startswith("gpt2") and max_gpus >= 8
+    pins = Pins(
+        zero=rng.choice([None, None, 0, 1, 2, 3]),
+        recompute=rng.choice([None, None, "none", "full"]),
+        offload=rng.choice([None, None, "none"]),
+        micro_batch=rng.choice([None, None, None, 1, 2]),
+        tp=rng.choice([None, None, None, 2]) if parallel else None,
+        pp=rng.choice([None, None, None, 2]) if parallel else None,
+        cp=rng.choice([None, None, 2]) if parallel and job.attention == "flash" else None,
+    )
+    tokens = rng.choice([1e8, 1e9, 2e10])
+    return SolveQuery(
+        model=model, job=job, global_batch=rng.choice([4, 8, 12, 16, 32]), tokens=tokens,
+        objective=rng.choice(["cost", "time", "throughput", "hourly"]),
+        gpus=tuple(rng.sample(GPUS, rng.randint(1, 3))), max_gpus=max_gpus,
+        budget_usd=rng.choice([None, None, 50.0, 5000.0]), deadline_hours=rng.choice([None, None, 10.0, 1000.0]),
+        pricing=rng.choice(["on-demand", "on-demand", "spot"]), pins=pins, top_k=rng.choice([1, 1, 3]),
+    )

@@ -1,0 +1,113 @@
+"""Optional: the newer families' activation terms against what autograd really saves.
+
+Skipped unless torch and transformers are installed (torch 2.13.0 CPU, transformers 5.24.0).
+Tiny configs (tests/tools/saved_tensors_probe.py SMALL_CONFIGS), b = 2, s = 64, bf16, one training
+forward under saved_tensors_hooks; per decoder layer, unique saved storages / vramplan's terms for
+that layer's kind. CPU conversions as in tests/models/memory/test_saved_tensors.py (LayerNorm statistics in the
+activation dtype, dropout masks in the activation dtype). The ratio is pinned per family and
+attention: 1 where the terms are exact; the others are documented gaps (README "### Architectures"):
+
+- falcon sdpa: with multi_query (Falcon-7B, kv = 1) transformers 5.24 runs its own fp32 bmm
+  attention (1.816); the new decoder architecture (Falcon-40B/180B) repeats k/v to all heads and
+  saves the mask for SDPA instead of keeping q/k/v as views of query_key_value (0.965). Eager is exact.
+- qwen3_moe (0.995 / 0.997): its router saves 2 bytes per routed token less than Mixtral's terms.
+- deepseek sdpa (1.33-1.41): CPU SDPA runs MLA's unequal q/k and v head widths through its math
+  path (the measured sets equal eager's); vramplan's flash terms are those of a fused kernel. Eager
+  is exact for the dense layers; MoE layers 1.005 / 0.998 (group-limited routing state).
+- llama4 / gemma3 sdpa, local layers: SDPA with an explicit chunk / sliding mask repeats k/v to all
+  heads and saves the b x 1 x s x s mask (flash-attention kernels do neither). llama4's MoE layers
+  are exact: HF runs every expert on every token (moe_all_experts). llama4 eager 0.79 / 0.83.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tools.saved_tensors_probe import SMALL_CONFIGS, probe  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
+
+from vramplan.models.architecture.params import layer_group  # noqa: E402
+from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
+from vramplan.models.memory.activation_terms import Shape, layer_terms  # noqa: E402
+
+B, S, E = 2, 64, 2
+# family -> {attn: measured / estimated per layer, in layer order}
+RATIOS = {
+    "qwen3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "olmo2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "cohere": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "starcoder2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "gpt_neox": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "phi3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "falcon": {"sdpa": (1.816, 1.816), "eager": (1.0, 1.0)},
+    "falcon_new": {"sdpa": (0.965, 0.965), "eager": (1.0, 1.0)},
+    "qwen3_moe": {"sdpa": (0.995, 0.995), "eager": (0.997, 0.997)},
+    "deepseek_v3": {"sdpa": (1.378, 1.331), "eager": (1.0, 1.005)},
+    "deepseek_v2": {"sdpa": (1.407, 1.312), "eager": (1.0, 0.998)},
+    "llama4": {"sdpa": (1.079, 1.000, 1.079, 1.000), "eager": (0.791, 0.831, 0.791, 0.831)},
+    "gemma3": {"sdpa": (1.074, 1.011), "eager": (1.008, 1.008)},
+}
+
+
+def _cpu_bytes(term, arch) -> int:
+    if term.name.endswith("dropout_mask"):
+        return term.num_bytes * E
+    if term.name.endswith(".stats") and arch.norm_kind == "layernorm":
+        return term.num_bytes * E // 4
+    return term.num_bytes
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("name", sorted(RATIOS))
+def test_layer_saved_bytes_ratio(name: str, attn: str) -> None:
+    model_type, kwargs = SMALL_CONFIGS[name]
+    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
+    measured = probe(model_type, kwargs, B, S, torch.bfloat16, attn)
+    attention = "flash" if attn == "sdpa" else "eager"
+    ratios = []
+    for index in measured.layer_indices:
+        terms = layer_terms(arch, "eager", attention, Shape(b=B, s=S, e=E), group=layer_group(arch, index))
+        ratios.append(measured.layer_bytes(index) / sum(_cpu_bytes(t, arch) for t in terms))
+    assert ratios == pytest.approx(RATIOS[name][attn], abs=5e-4)
+
+
+# Peak bound over a full forward + backward (torch MemTracker, as tests/models/memory/test_saved_tensors.py):
+# b = 2, s = 128, h = 128, f = 352. Measured/estimated 0.70-0.99 (README). Out of this test, as
+# documented gaps: DeepSeek under CPU SDPA (math path, 1.13-1.26), Llama 4 under SDPA with its chunk
+# mask (1.00), Falcon-7B (multi_query) under SDPA (1.59-1.79).
+PEAK_FAMILIES = ("qwen3", "olmo2", "cohere", "starcoder2", "gemma3", "qwen3_moe", "phi3", "gpt_neox")
+EAGER_ONLY = ("deepseek_v3", "deepseek_v2", "llama4", "falcon", "falcon_new")
+# One case per family (and full recompute for two), to keep the optional suite near a minute; the
+# other combinations measured 0.70-0.99 as well (README "### Architectures").
+PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False) for n in EAGER_ONLY]
+              + [("qwen3", "sdpa", True), ("deepseek_v3", "eager", True)])
+
+
+def _peak_kwargs(name: str) -> tuple[str, dict]:
+    model_type, kwargs = SMALL_CONFIGS[name]
+    kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
+    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2"):
+        kwargs["moe_intermediate_size"] = 96
+    if name == "deepseek_v3":
+        kwargs.update(q_lora_rank=64, kv_lora_rank=48)
+    if name == "llama4":
+        kwargs.update(intermediate_size=96, intermediate_size_mlp=352)
+    return model_type, kwargs
+
+
+@pytest.mark.parametrize(("name", "attn", "checkpointing"), PEAK_CASES)
+def test_activation_pillar_bounds_measured_peak(name: str, attn: str, checkpointing: bool) -> None:
+    from tools.probe_peak import measured_activation_peak
+
+    from vramplan.models.core.setup import Job, Plan
+    from vramplan.models.memory.activations import activations
+
+    model_type, kwargs = _peak_kwargs(name)
+    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
+    job = Job(seq_len=128, attention="flash" if attn == "sdpa" else "eager")
+    estimate = activations(arch, job, Plan(gpu="x", micro_batch=2, recompute="full" if checkpointing else "none"))
+    measured = measured_activation_peak(model_type, kwargs, 2, 128, attn, checkpointing)
+    assert 0.65 * estimate.total_bytes <= measured <= estimate.total_bytes, measured / estimate.total_bytes
