@@ -72,7 +72,7 @@ class VramplanGroup(click.Group):
 
 # name -> (module, attribute, short help). The group's --help lists these without importing a
 # command module; a command's module (and with it pydantic, ortools, pandas or rich) is imported
-# only when that command runs or shows its own --help. tests/test_cli_output_imports.py checks
+# only when that command runs or shows its own --help. tests/commands/test_help_imports.py checks
 # that each short help here is the command's own.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "batch": ("vramplan.commands.batch", "batch",

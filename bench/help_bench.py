@@ -6,7 +6,7 @@ Each case runs `python -m vramplan ... --help` in a fresh interpreter N times an
 median wall time and the median CPU time (user + system of the child, which is what a loaded
 machine does not inflate); `python -c pass` is the interpreter's own start-up, for reference.
 Then `python -X importtime -m vramplan --help` gives the modules with the most self time.
-Timings are measured here, never asserted in tests (tests/test_cli_output_imports.py asserts
+Timings are measured here, never asserted in tests (tests/commands/test_help_imports.py asserts
 the behaviour behind them: no ortools, pandas or rich on --help).
 """
 

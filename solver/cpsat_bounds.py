@@ -6,7 +6,7 @@ layout x precision x recompute whose leanest memory fits the GPU, 4 the step tim
 precision x recompute x ZeRO-offload whose leanest memory fits (its own traffic and optimizer
 step), least over the micro-batches, for a unit about to get a model. Each tier costs more than
 the one before and is asked only of the units the one before could not prune. Every bound is at
-most the step time of every point it covers (tests/test_cpsat_bounds.py checks it point by point
+most the step time of every point it covers (tests/solver/test_cpsat_bounds.py checks it point by point
 against the brute-force enumeration), so pruning on it is exact. Before any tier, may_fit drops
 the clusters whose GPU count cannot hold the job's model states at all (1/n of them per GPU, in
 GPU memory and host RAM): no layout is tabulated for them.
@@ -156,7 +156,7 @@ class UnitBounds:
                        per_instance: int, network: float) -> list[int]:
         """Per precision, the least data-parallel traffic time of any ZeRO stage: traffic grows
         with the accumulation (models.performance.communication_bytes_per_step;
-        tests/test_cpsat_bounds.py), so a micro-batch of global batch / dp (accumulation 1) gives
+        tests/solver/test_cpsat_bounds.py), so a micro-batch of global batch / dp (accumulation 1) gives
         each stage's least; the two phases' windows sum to the compute, so exposed >= max(traffic
         - compute, one layer's tail)."""
         micro = self.space.global_batch * layout.model_parallel // n
@@ -225,7 +225,7 @@ class UnitBounds:
         those of the smallest, since every rank's activations and buffers never fall as the
         micro-batch grows (each term holds micro-batch x tokens, and a pipeline rank's in-flight
         micro-batches min(depth, accumulation) fall no faster than the micro-batch grows, the
-        accumulation being global batch / (micro-batch x dp): tests/test_cpsat_bounds.py checks it
+        accumulation being global batch / (micro-batch x dp): tests/solver/test_cpsat_bounds.py checks it
         on every architecture), so the other micro-batches' activations are not tabulated for a
         bound. Kept in the family's UnitMemo by value (it reads neither the GPU nor the host
         budget: the last tier asks it again for every shape and host budget of the count) and by

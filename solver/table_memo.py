@@ -5,7 +5,7 @@ the job, the global batch and one discrete choice (ZeRO stage, offload, GPU coun
 recompute, micro-batch, GPU, parallel layout). Rows of a batch sheet share few (model, job,
 global batch) triples, so a batch worker keeps one
 solver/tables.py Tables per triple and a new space only looks its terms up. The memo holds exactly
-what the functions returned, so answers are the same with and without it (tests/test_batch_speed.py compares them).
+what the functions returned, so answers are the same with and without it (tests/batch/test_speed.py compares them).
 
     memo = TableMemo()
     with using(memo):

@@ -110,7 +110,7 @@ def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> St
 def _stack(cells: list[list[list]], kind: type):
     """A grid of dataclass cells (axes: outer, middle, inner) as one `kind` whose fields are float64
     arrays (byte and collective counts below 2^53, so each value is the cell's exactly, and the
-    grid's float operations give each cell what the scalar ones give it: tests/test_step_grids.py)."""
+    grid's float operations give each cell what the scalar ones give it: tests/solver/test_step_grids.py)."""
     names = [f.name for f in fields(kind)]
     values = [getattr(cell, name) for plane in cells for row in plane for cell in row for name in names]
     grid = np.array(values, dtype=np.float64).reshape(len(cells), len(cells[0]), len(cells[0][0]), len(names))
@@ -140,7 +140,7 @@ class Tables:
     _group_memo: dict[tuple, tuple[int, int, int]] = field(default_factory=dict)  # _groups by (layout, n)
     # rank_states' values, shared (solver/table_memo.py) by the Tables of jobs that differ only in
     # the sequence length and so in the global batch: model states read neither (nor the
-    # accumulation; tests/test_table_memo_states.py). None: this Tables' own memo.
+    # accumulation; tests/solver/test_table_memo_states.py). None: this Tables' own memo.
     states_memo: dict[tuple, ModelStates] | None = None
     # The time-side terms' values (compute, data-parallel traffic, TP/PP/CP/EP time, bubble, the
     # forward's share), shared by the Tables of jobs that differ only in the optimizer: none of

@@ -1,7 +1,7 @@
 """Pydantic schemas of the three catalogues: the single source of truth for their columns.
 
 The CSV header of each catalogue must equal the field order of its model
-(tests/test_catalogues.py checks it), and catalogues/README.md documents every
+(tests/catalogues/test_packaged_files.py checks it), and catalogues/README.md documents every
 column. Units are in the column names: GB = 1e9 bytes, GiB/MiB = 2^30/2^20 bytes,
 bandwidths in GB/s (decimal), throughput in dense (non-sparse) TFLOPS.
 """

@@ -6,7 +6,7 @@ Terms with a literal 4 are fp32, with 8 int64, with 1 bool (CUDA dropout masks).
 
 kernels="eager": the module code of Hugging Face transformers 5.24 on CUDA. Every term was measured
 with torch.autograd.graph.saved_tensors_hooks on CPU (tests/tools/saved_tensors_probe.py; the
-optional test tests/test_saved_tensors.py re-measures them); two CUDA facts come from the ATen
+optional test tests/models/memory/test_saved_tensors.py re-measures them); two CUDA facts come from the ATen
 source instead: dropout saves a 1-byte bool mask (fused native_dropout) and LayerNorm keeps fp32
 mean/rstd. Highlights: HF RMSNorm upcasts to fp32 and saves that copy (4Th) and the normalised
 value (eTh); SwiGLU saves gate, up, act(gate) and the product (4eTf); GPT-2's gelu_new is a
@@ -125,7 +125,7 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     elif attention == "flash" and arch.is_mla:
         # v is a view of kv_b_proj's output (k_nope | v per head), so SDPA keeps that whole storage;
         # k is a new tensor (k_nope | shared k_rope). Reasoned from the view, as for fused q/k/v: on CPU,
-        # SDPA runs MLA's unequal head widths through its math path (tests/test_arch_saved_tensors.py).
+        # SDPA runs MLA's unequal head widths through its math path (tests/models/memory/test_saved_tensors_families.py).
         kv_b_output = e * t * a * (d - arch.qk_rope_head_dim + dv)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * a * d), Term("attn.kv_b_output", kv_b_output)]
     elif attention == "flash":

@@ -82,7 +82,7 @@ def layer_backward_temporaries(
     """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
     the gradients of two f-wide tensors per routed token while producing them, and the norms'
     backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
-    Llama, Qwen2, Mixtral and Gemma2 layers (tests/test_saved_tensors.py). Under TP the f-wide
+    Llama, Qwen2, Mixtral and Gemma2 layers (tests/models/memory/test_saved_tensors.py). Under TP the f-wide
     gradients are / tp, the h-wide ones too with sequence parallelism."""
     if group is not None and not group.moe:
         widths = arch.dense_intermediate_size or arch.intermediate_size

@@ -1,7 +1,7 @@
 """The memory of one rank as a sum of terms, each over a few decisions: what the solver tabulates.
 
 sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes exactly
-(tests/test_parallel_terms.py checks it on random layouts). Each term and the decisions it depends on:
+(tests/models/memory/test_parallel_terms.py checks it on random layouts). Each term and the decisions it depends on:
 
 | term | depends on |
 |---|---|

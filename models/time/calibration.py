@@ -20,9 +20,9 @@ with their TP/PP layouts, now that the pipeline bubble and the TP collectives ar
 selective) leave 0.604 and 0.655 of dense peak for the matmuls once the bubble (7/64, 34/280),
 the forward's TP collectives (the backward's overlap the backward GEMMs) and the p2p traffic are
 taken out; their mean is 0.63 (0.65 while every TP collective was charged; the earlier 0.549 was
-their raw HFU, which already contained the bubble). tests/test_parallel_calibration.py reproduces
+their raw HFU, which already contained the bubble). tests/models/time/test_parallel_calibration.py reproduces
 both runs. Generations with no published calibration point reuse the nearest calibrated one and
-say so (`calibrated=False`). tests/test_performance.py reproduces every row.
+say so (`calibrated=False`). tests/models/time/test_performance.py reproduces every row.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffi
 def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
                      network_gb_per_s: float, compute_s: float) -> float:
     """TP + PP p2p + CP + EP seconds of a plan's traffic on a shape: the sum of tp_time_s, pp_p2p_s,
-    cp_exposed_s and ep_time_s, float for float (tests/test_step_grids.py)."""
+    cp_exposed_s and ep_time_s, float for float (tests/solver/test_step_grids.py)."""
     t, layout = traffic, traffic.layout
     intra = gpu.intra_node_bandwidth_gb_per_s
     tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if layout.tp > 1 else 0.0

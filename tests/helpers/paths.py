@@ -9,3 +9,5 @@ REPO = TESTS.parent  # the repository root: the vramplan package itself
 CATALOGUE_DIR = REPO / "catalogues"
 EXAMPLES = REPO / "examples"
 HF_CONFIGS = TESTS / "fixtures" / "hf_configs"
+DOCS = REPO / "docs"
+DOC_FILES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]  # the pages whose commands and links are checked
