@@ -16,6 +16,7 @@ Exit codes: 0 every row solved; 3 some rows infeasible or errors (all rows still
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -36,6 +37,7 @@ from vramplan.sheets.journal import (
     journal_path,
     parse_outcome,
     read_journal,
+    refuse_odd_journal,
     row_key,
     typed_answer,
 )
@@ -271,6 +273,12 @@ def run_batch_command(options: dict[str, Any]) -> None:
         raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
     journal_file = None if target.special else journal_path(target.real)
     refuse_inputs(target, _files_read(options), journal_file)
+    if journal_file is not None:
+        refuse_odd_journal(journal_file)  # a link, FIFO or device there: one line, never opened
+    if journal_file is not None and not options["resume"] and os.path.lexists(journal_file):
+        raise VramplanError("output", str(target.given), f"has the journal of an unfinished run beside it "
+                                                         f"({str(journal_file)!r}): add --resume to finish that run, "
+                                                         "or move the journal away to start afresh")
     columns, table = _read_jobs(options)
     catalogue = open_catalogue(options)
     refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)

@@ -64,6 +64,7 @@ def estimate_command(**options: Any) -> None:
         from vramplan.commands import plot
 
         plot.require_matplotlib(options["plot_path"])
+    output.claim(options, [("output", options["output"]), ("plot", options["plot_path"])])
     catalogue = open_catalogue(options)
     job = build_job(options)
     try:

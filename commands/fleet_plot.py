@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vramplan.commands.plot import save
 from vramplan.fleet.inputs import FleetQuery, FleetResult
 from vramplan.models.core.errors import CommandFailure
 
@@ -74,9 +75,4 @@ def plot_gantt(path: Path, query: FleetQuery, result: FleetResult, labels: list[
     axes[-1, 0].set_xlim(0, end_hours * 1.05)
     axes[-1, 0].set_xlabel("hours from the start")
     figure.tight_layout()
-    try:
-        figure.savefig(path, dpi=110)
-    except OSError as error:
-        raise CommandFailure(f"plot={str(path)!r}: cannot write: {error.strerror or error}") from None
-    finally:
-        plt.close(figure)
+    save(figure, path, dpi=110)  # closes the figure

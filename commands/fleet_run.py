@@ -42,7 +42,7 @@ from vramplan.fleet.sheet import (
     resolve_jobs,
 )
 from vramplan.models.core.errors import VramplanError
-from vramplan.sheets.output_file import lock_output, output_target, refuse_inputs
+from vramplan.sheets.output_file import claim_outputs, lock_output, output_target
 from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 
 INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
@@ -83,9 +83,12 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])
     require_extra(fmt, "writing")
-    for path in (output, options["pools_out"]):
-        if path is not None:
-            refuse_inputs(output_target(path), _files_read(options), None)
+    if options["plot"] is not None:
+        from vramplan.commands.plot import require_matplotlib
+
+        require_matplotlib(options["plot"])  # a bad extension or no matplotlib: before any work
+    claim_outputs([("output", output), ("pools-out", options["pools_out"]), ("plot", options["plot"])],
+                  _files_read(options))
     catalogue = open_catalogue(options)
     jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
     inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))

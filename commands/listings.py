@@ -26,6 +26,7 @@ def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], colum
              title: str, options: dict[str, Any]) -> None:
     from vramplan.commands import output, render_text  # the renderers load when a listing is printed
 
+    output.claim(options, [("output", options["output"])])
     fmt = output.chosen_format(options)
     if fmt == "json":
         text = output.json_text(rows)

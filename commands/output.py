@@ -57,14 +57,32 @@ def screen_for(output: Path | None) -> Screen:
 
 
 def emit(text: str, output: Path | None) -> None:
-    """Write the result to stdout, or to the -o file."""
+    """Write the result to stdout, or to a file through the one output writer (atomically over a
+    regular file, directly into a device or pipe: sheets/output_file.py)."""
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise click.ClickException(f"output={str(output)!r}: cannot write: {error.strerror or error}") from None
+    from vramplan.sheets.output_file import output_target, write_text_output
+
+    write_text_output(output_target(output), text)
+
+
+def files_read(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:
+    """The files a command reads from its options: the model's config.json (--model PATH) and the
+    catalogue CSVs. No output may be one of them."""
+    from vramplan.models.catalogue.config_file import config_path
+
+    model = options.get("model")
+    return [("model config", config_path(model) if isinstance(model, str) else None),
+            ("gpus-csv", options.get("gpus_csv")), ("offerings-csv", options.get("offerings_csv")),
+            ("models-csv", options.get("models_csv"))]
+
+
+def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
+    """Before any work: no output is a file the command reads, nor another of its outputs (exit 2)."""
+    from vramplan.sheets.output_file import claim_outputs
+
+    claim_outputs(outputs, files_read(options))
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

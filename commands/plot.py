@@ -143,15 +143,24 @@ def pareto_figure(result: SolveResult) -> Figure:
     return figure
 
 
-def save(figure: Figure, path: Path) -> None:
-    """Write the figure in the format of the file's extension (png, svg, pdf)."""
+def image_bytes(figure: Figure, path: Path, dpi: int) -> bytes:
+    """The figure in the format of the file's extension (png, svg, pdf), closed afterwards."""
     plt = _pyplot()
+    buffer = io.BytesIO()
     try:
-        figure.savefig(path, dpi=150)
-    except (OSError, ValueError) as error:
-        raise click.ClickException(f"plot={str(path)!r}: cannot write: {error}") from None
+        figure.savefig(buffer, format=path.suffix.lower().lstrip("."), dpi=dpi)
+    except ValueError as error:
+        raise click.ClickException(f"plot={str(path)!r}: cannot draw: {error}") from None
     finally:
         plt.close(figure)
+    return buffer.getvalue()
+
+
+def save(figure: Figure, path: Path, dpi: int = 150) -> None:
+    """Write the figure through the one output writer (atomically over a regular file)."""
+    from vramplan.sheets.output_file import output_target, write_output
+
+    write_output(output_target(path), image_bytes(figure, path, dpi))
 
 
 def svg_text(figure: Figure) -> str:

@@ -96,6 +96,8 @@ def solve_command(**options: Any) -> None:
         from vramplan.commands import plot
 
         plot.require_matplotlib(options["plot_path"])  # before the solve, not after it
+    output.claim(options, [("output", options["output"]), ("plot", options["plot_path"]),
+                           ("report", options["report_path"])])
     catalogue = open_catalogue(options)
     result = solve(catalogue, build_query(options))
     screen = output.screen_for(options["output"])

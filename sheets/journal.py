@@ -144,12 +144,15 @@ class Journal:
         self.path = path
         refuse_odd_journal(path)
         try:
-            if fresh or not path.exists():
-                self._handle = path.open("w", encoding="utf-8")
+            if fresh or not path.exists():  # never over a file: the command refuses an existing journal
+                self._handle = path.open("x", encoding="utf-8")
                 self._write({"kind": JOURNAL_KIND, "version": 1, "trust_output": trust_output})
             else:
                 self._drop_torn_tail()
                 self._handle = path.open("a", encoding="utf-8")
+        except FileExistsError:
+            raise CommandFailure(f"journal={str(path)!r}: appeared while this run started (another run?); "
+                                 "not overwritten") from None
         except OSError as error:
             raise CommandFailure(f"journal={str(path)!r}: cannot write: {error.strerror or error}") from None
         self._synced = time.monotonic()

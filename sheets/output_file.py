@@ -1,5 +1,12 @@
-"""Where `vramplan batch` writes its plans, without ever destroying a file.
+"""Where every command writes its outputs, without ever destroying a file.
 
+Every output of every command goes through here: estimate/solve/listings `-o`, `--report`,
+`--plot`, batch `-o` (and its journal), fleet `-o`, `--pools-out` and `--plot` (docs/commands.md
+"Output files").
+
+- Before any work, claim_outputs() refuses an output that is a file the run reads (a model
+  config.json, a catalogue CSV, the jobs sheet, the inventory, the journal) or that is another
+  output of the same run (exit 2, naming the option and the path).
 - A regular file or a new path is replaced atomically: the bytes go to a temporary file in the
   same folder (`.<name>.vramplan-tmp-<pid>`), fsynced, then renamed over it. A symlink is
   resolved first, so the file it points to is replaced and the link stays a link.
@@ -7,8 +14,11 @@
   pipe behind /proc/self/fd/1, a socket) is written directly, never replaced, and gets neither a
   journal nor a lock beside it (no files are created in /dev).
 - An output that is a file the run reads (the jobs, a catalogue CSV, the journal) is refused.
-- The output is locked (`<output>.lock`, fcntl.flock) for the whole run, so a second batch on the
-  same output stops with one line (exit 1). The lock file is removed at the end.
+- A batch or fleet output is locked for the whole run (fcntl.flock on `.<name>.vramplan-lock`
+  beside it), so a second run on the same output stops with one line (exit 1). The lock is created
+  exclusively and holds a mark; a run removes only a lock it created, or the marked lock of a run
+  killed with -9 (which it took over). A file of that name without the mark is refused, never
+  removed.
 - A temporary file left by a batch killed with -9 during the final write is removed by the next
   batch on the same output (it holds the lock, so no other writer can own one); SIGTERM/SIGHUP
   during the write are turned into an exception so the temporary file is removed at once.
@@ -24,14 +34,15 @@ import signal
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from vramplan.models.core.errors import CommandFailure, VramplanError
 
 TEMP_MARK = ".vramplan-tmp-"
-LOCK_SUFFIX = ".lock"
+LOCK_MARK = ".vramplan-lock"
+LOCK_CONTENT = b"vramplan output lock: a run is writing the file beside this one\n"
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,7 @@ class OutputTarget:
 
     @property
     def lock_path(self) -> Path:
-        return self.real.with_name(self.real.name + LOCK_SUFFIX)
+        return self.real.with_name(f".{self.real.name}{LOCK_MARK}")
 
     def temporary(self) -> Path:
         return self.real.with_name(f".{self.real.name}{TEMP_MARK}{os.getpid()}")
@@ -82,7 +93,8 @@ def _is_temporary_of(target: OutputTarget, path: Path) -> bool:
     return real.parent == target.real.parent and real.name.startswith(f".{target.real.name}{TEMP_MARK}")
 
 
-def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]], journal: Path | None) -> None:
+def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]], journal: Path | None,
+                  option: str = "output") -> None:
     """The output must not be a file the run reads, and no input may be a file the run writes or
     deletes beside the output: its journal, its lock file or one of its temporary names (exit 2)."""
     if target.special:
@@ -91,26 +103,60 @@ def refuse_inputs(target: OutputTarget, inputs: Iterable[tuple[str, Path | None]
         if path is None:
             continue
         if _same_file(target.given, path):
-            raise VramplanError("output", str(target.given),
-                                f"is the {name} file itself; write the plans to another file")
+            raise VramplanError(option, str(target.given), f"is the {name} file itself; write to another file")
         if journal is not None and _same_file(journal, path):
-            raise VramplanError("output", str(target.given), f"has its journal at {str(journal)!r}, which is the "
-                                                             f"{name} file; write the plans to another file")
+            raise VramplanError(option, str(target.given), f"has its journal at {str(journal)!r}, which is the "
+                                                           f"{name} file; write to another file")
         if _same_file(target.lock_path, path) or _is_temporary_of(target, path):
-            raise VramplanError("output", str(target.given), f"would remove {str(path)!r} (its lock or temporary "
-                                                             f"file), which is the {name} file; write the plans "
-                                                             "to another file")
+            raise VramplanError(option, str(target.given), f"would remove {str(path)!r} (its lock or temporary "
+                                                           f"file), which is the {name} file; write to another file")
+
+
+def claim_outputs(outputs: Sequence[tuple[str, Path | None]],
+                  inputs: Sequence[tuple[str, Path | None]]) -> list[OutputTarget | None]:
+    """Every output of one run (option name, path or None), checked before any work: none may be a
+    file the run reads, nor the same file as another output of the run (exit 2, naming both
+    options). Two devices or pipes may coincide (`--plot /dev/null -o /dev/null`)."""
+    targets: list[OutputTarget | None] = []
+    claimed: list[tuple[str, OutputTarget]] = []
+    for option, path in outputs:
+        if path is None:
+            targets.append(None)
+            continue
+        target = output_target(path)
+        refuse_inputs(target, inputs, None, option)
+        for other_option, other in claimed:
+            if not (target.special and other.special) and _same_file(target.real, other.real):
+                raise VramplanError(option, str(path), f"is also this run's --{other_option} file; "
+                                                       "give each output its own file")
+        claimed.append((option, target))
+        targets.append(target)
+    return targets
 
 
 class OutputLock:
-    """An exclusive flock on `<output>.lock` for the whole run; removed when released."""
+    """An exclusive flock on `.<output>.vramplan-lock` for the whole run; removed when released.
+
+    The lock file is created exclusively (O_EXCL) with LOCK_CONTENT in it. One that exists already
+    is taken over only when nobody holds it and it is a vramplan lock (the mark, or empty: a run
+    that has created it and not yet written the mark); anything else is refused with one line."""
 
     def __init__(self, target: OutputTarget) -> None:
         self.path = target.lock_path
         self._fd: int | None = None
         while self._fd is None:
+            created = True
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                created = False
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except FileNotFoundError:  # its holder removed it meanwhile: create it again
+                    continue
+                except OSError as error:
+                    raise CommandFailure(f"output={str(target.given)!r}: cannot open the lock file "
+                                         f"{str(self.path)!r}: {error.strerror or error}") from None
             except OSError as error:
                 raise CommandFailure(f"output={str(target.given)!r}: cannot create the lock file "
                                      f"{str(self.path)!r}: {error.strerror or error}") from None
@@ -119,7 +165,7 @@ class OutputLock:
             except OSError as error:
                 os.close(fd)
                 if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise CommandFailure(f"output={str(target.given)!r}: another vramplan batch is writing it "
+                    raise CommandFailure(f"output={str(target.given)!r}: another vramplan run is writing it "
                                          f"(lock {str(self.path)!r} is held); wait for it to finish") from None
                 raise CommandFailure(f"output={str(target.given)!r}: cannot lock {str(self.path)!r}: "
                                      f"{error.strerror or error}") from None
@@ -127,10 +173,16 @@ class OutputLock:
                 live = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 live = False
-            if live:
-                self._fd = fd
-            else:
+            if not live:
                 os.close(fd)
+                continue
+            if created:
+                os.write(fd, LOCK_CONTENT)
+            elif os.pread(fd, len(LOCK_CONTENT) + 1, 0) not in (LOCK_CONTENT, b""):
+                os.close(fd)
+                raise CommandFailure(f"output={str(target.given)!r}: {str(self.path)!r} exists and is not a "
+                                     "vramplan lock; move it away or write to another file")
+            self._fd = fd
 
     def release(self) -> None:
         if self._fd is not None:
@@ -183,6 +235,11 @@ def _signals_raise() -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def write_text_output(target: OutputTarget, text: str) -> None:
+    """write_output() of UTF-8 text."""
+    write_output(target, text.encode("utf-8"))
 
 
 def write_output(target: OutputTarget, data: bytes) -> None:

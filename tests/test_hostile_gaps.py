@@ -42,20 +42,20 @@ def one_line(result) -> str:
     return result.stderr
 
 
-@pytest.mark.parametrize("name", ["plans.csv.lock", f".plans.csv{output_file.TEMP_MARK}12345"])
+@pytest.mark.parametrize("name", [f".plans.csv{output_file.LOCK_MARK}", f".plans.csv{output_file.TEMP_MARK}12345"])
 def test_an_input_that_the_run_would_remove_beside_the_output_is_refused(tmp_path, name):
     jobs = tmp_path / name
     jobs.write_text(ROW, encoding="utf-8")
     result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 2
-    assert "write the plans to another file" in one_line(result)
+    assert "write to another file" in one_line(result)
     assert jobs.read_text(encoding="utf-8") == ROW  # before: deleted by the lock release / stale sweep
 
 
 def test_a_catalogue_that_is_the_outputs_lock_file_is_refused(tmp_path):
     jobs = tmp_path / "jobs.csv"
     jobs.write_text(ROW, encoding="utf-8")
-    lock = tmp_path / "plans.csv.lock"
+    lock = tmp_path / f".plans.csv{output_file.LOCK_MARK}"
     shutil.copy(CATALOGUE_DIR / "gpus.csv", lock)
     original = lock.read_bytes()
     result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "--gpus-csv", str(lock), quiet=True)
@@ -126,7 +126,7 @@ def test_a_full_disk_during_a_batch_names_the_journal(tmp_path, monkeypatch):
 
     def open_full(self, mode="r", *args, **kwargs):
         handle = real_open(self, mode, *args, **kwargs)
-        if self.name.endswith(batch_journal.JOURNAL_SUFFIX) and ("w" in mode or "a" in mode):
+        if self.name.endswith(batch_journal.JOURNAL_SUFFIX) and any(m in mode for m in "wax"):
             handle.close()
             return FullDisk(room=1)  # the header fits, the first row does not
         return handle

@@ -90,7 +90,7 @@ def test_an_output_that_the_run_reads_is_refused_and_left_alone(tmp_path, case):
         jobs, args = gpus, args + ["-o", str(gpus), "--gpus-csv", str(gpus)]
     result = invoke_batch(*args, quiet=True)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert "write the plans to another file" in result.stderr
+    assert "write to another file" in result.stderr
     assert jobs.read_bytes() == original
 
 
@@ -102,11 +102,11 @@ def test_a_second_batch_on_the_same_output_stops_with_one_line(tmp_path):
     finally:
         lock.release()
     assert result.exit_code == 1 and result.stderr.count("\n") == 1
-    assert "another vramplan batch is writing it" in result.stderr
+    assert "another vramplan run is writing it" in result.stderr
     assert not output.exists()
     result = invoke_batch(str(jobs_file(tmp_path)), "-o", str(output), quiet=True)
     assert result.exit_code == 0 and output.exists()
-    assert not (tmp_path / "plans.csv.lock").exists()
+    assert not (tmp_path / f".plans.csv{output_file.LOCK_MARK}").exists()
 
 
 def test_a_stale_temporary_file_of_a_killed_run_is_removed(tmp_path):
@@ -170,4 +170,4 @@ def test_a_journal_that_cannot_be_written_names_it(tmp_path, monkeypatch):
     journal = tmp_path / "plans.csv.partial.jsonl"
     assert result.exit_code == 1
     assert result.stderr.strip() == f"error: journal={str(journal)!r}: cannot write: No space left on device"
-    assert not (tmp_path / "plans.csv.lock").exists()
+    assert not (tmp_path / f".plans.csv{output_file.LOCK_MARK}").exists()
