@@ -41,7 +41,9 @@ TOKENS_PER_STEP_DEFAULT = 2**20  # default global batch: about a million tokens 
 
 
 def default_global_batch(seq_len: int) -> int:
-    return max(1, TOKENS_PER_STEP_DEFAULT // seq_len)
+    """About a million tokens per step, within the global batch's own domain (a 5-token sequence
+    would otherwise ask for 209,715 sequences a step, past MAX_GLOBAL_BATCH)."""
+    return min(MAX_GLOBAL_BATCH, max(1, TOKENS_PER_STEP_DEFAULT // seq_len))
 
 
 class Pins(BaseModel):

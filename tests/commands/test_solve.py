@@ -127,3 +127,20 @@ def test_a_gpu_with_only_reference_prices_says_so():
     listed = invoke("solve", "--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "mi325x-256gb",
                     "--provider", "list", "--format", "json")
     assert listed.exit_code == 0 and json.loads(listed.stdout)["status"] == "optimal", listed.output
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "llama-3.1-8b", "--seq-len", "5", "--gpu", "h100-sxm-80gb"],
+    ["--model", "gpt2-124m", "--gpu", "h100-sxm-80gb,a10g-24gb", "--budget-usd", "1e-06", "--max-nodes", "847",
+     "--seq-len", "1", "--time-limit", "1"],
+], ids=["seq-len-5", "seq-len-1-budget"])
+def test_a_tiny_sequence_length_keeps_the_default_global_batch_in_its_domain(args):
+    """Before: the default global batch (2^20 tokens / seq_len) was past MAX_GLOBAL_BATCH, and the
+    plans built from it failed Plan's own validation: `internal error: ValidationError`."""
+    from vramplan.models.core.choices import MAX_GLOBAL_BATCH
+    from vramplan.solver.query import default_global_batch
+
+    assert default_global_batch(1) == MAX_GLOBAL_BATCH
+    result = invoke("solve", *args, "--format", "json")
+    assert result.exit_code in (0, 3), result.stderr
+    assert "internal error" not in result.stderr
