@@ -148,7 +148,7 @@ class PlanChoice(BaseModel):
     @property
     def layout(self) -> Layout:
         """The parallel degrees, as Plan.layout (the JSON keeps the flat fields)."""
-        return Layout(self.tp, self.pp, self.cp, self.ep, self.vpp, self.sequence_parallel)
+        return Layout.of(self)
 
 
 class SolvedPlan(BaseModel):

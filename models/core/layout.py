@@ -9,7 +9,7 @@ sequence_parallel): PLAN_FIELDS maps them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # The Plan (and Pins) field each Layout field is stored in, in Layout's order.
 PLAN_FIELDS = ("tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
@@ -22,6 +22,11 @@ class Layout(NamedTuple):
     ep: int = 1
     vpp: int = 1
     sp: bool = False
+
+    @classmethod
+    def of(cls, plan: Any) -> Layout:
+        """The layout of anything that stores it in the flat PLAN_FIELDS (Plan, PlanChoice)."""
+        return cls(*(getattr(plan, name) for name in PLAN_FIELDS))
 
     @property
     def model_parallel(self) -> int:

@@ -141,7 +141,7 @@ class Plan(_Frozen):
     @property
     def layout(self) -> Layout:
         """The parallel degrees as the one type the solver and the time model use."""
-        return Layout(self.tp, self.pp, self.cp, self.ep, self.vpp, self.sequence_parallel)
+        return Layout.of(self)
 
     @property
     def dp(self) -> int:
