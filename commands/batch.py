@@ -44,7 +44,7 @@ def batch(**options: Any) -> None:
     """Solve every row of JOBS (CSV, XLSX, Parquet or JSON lines; one job per row) and write the plans.
 
     Columns are named like `solve`'s options in snake_case (model and seq_len are required); see
-    the README for the schema. Exit code 3 when some rows are infeasible or errors.
+    docs/batch.md for the schema. Exit code 3 when some rows are infeasible or errors.
     """
     from vramplan.commands.batch_run import run_batch_command  # the machinery, only when the command runs
 

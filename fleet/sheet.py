@@ -24,7 +24,7 @@ from vramplan.sheets.rows import check_columns, is_empty, parse_row
 from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import split_list
 
-# Columns the fleet adds to a batch sheet: name -> (default, what it is). Order = README order.
+# Columns the fleet adds to a batch sheet: name -> (default, what it is). In docs/fleet.md's order.
 FLEET_JOB_COLUMNS: dict[str, tuple[str, str]] = {
     "deadline": ("none", "latest end: a date, or hours from the start"),
     "earliest_start": ("0 (the start)", "earliest start: a date, or hours from the start"),

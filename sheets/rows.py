@@ -24,10 +24,11 @@ from vramplan.models.core.units import BYTES_PER_GIB
 from vramplan.solver.query import SolveQuery, SolveResult
 from vramplan.solver.query_fields import query_from_fields
 
-# Input columns: name -> (default as the README states it, what it is). Order = README order.
+# Input columns: name -> (default as docs/batch.md states it, what it is), in docs/batch.md's order.
 INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "id": ("", "your label for the row; copied to the output, not part of the job"),
-    "model": ("required", "catalogue name (vramplan models), path to a Hugging Face config.json, or a hub id"),
+    "model": ("required", "catalogue name (vramplan models) or a Hugging Face config.json inside --models-dir "
+                          "(a sheet never resolves hub ids)"),
     "method": ("full", "full | lora | qlora"),
     "seq_len": ("required", "tokens per sequence"),
     "global_batch": ("about 1M tokens / seq_len", "sequences per optimizer step"),
