@@ -31,7 +31,7 @@ def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], colum
     if fmt == "json":
         text = output.json_text(rows)
     elif fmt == "csv":
-        text = output.csv_text(rows)
+        text = output.csv_text([output.flatten(row) for row in rows])  # nested fields as `runs.tp` columns
     else:
         text = render_text.listing_table(table_rows, columns, title, output.screen_for(options["output"]))
     output.emit(text, options["output"])
@@ -92,7 +92,24 @@ STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"
 @output_options
 def stacks(**options: Any) -> None:
     """List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."""
-    from vramplan.models.catalogue.catalogue import load_stacks
+    from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
 
-    rows = [preset.model_dump() for preset in load_stacks().values()]
-    _listing(rows, rows, STACK_COLUMNS, "Training stacks (recipe defaults; sources: --format json)", options)
+    capabilities = load_stack_capabilities()
+    rows, table_rows = [], []
+    for preset in load_stacks().values():
+        runs = {key: sorted(value) if isinstance(value, frozenset) else value
+                for key, value in capabilities[preset.name].model_dump(exclude={"name"}).items()}
+        rows.append({**preset.model_dump(), "runs": runs})
+        table_rows.append({**preset.model_dump(), "runs": _runs_label(runs)})
+    _listing(rows, table_rows, STACK_COLUMNS + [("runs", "runs")],
+             "Training stacks (recipe defaults and what each runs; sources: --format json)", options)
+
+
+def _runs_label(runs: dict[str, Any]) -> str:
+    """'TP+SP PP/v CP EP, ZeRO 0-1, 1 node': the parallelism and sharding a stack runs."""
+    degrees = [("TP+SP" if runs["sequence_parallel"] else "TP") if runs["tp"] else "",
+               ("PP/v" if runs["vpp"] else "PP") if runs["pp"] else "", "CP" if runs["cp"] else "",
+               "EP" if runs["ep"] else ""]
+    parallel = " ".join(d for d in degrees if d) or "DP only"
+    nodes = "" if runs["multi_node"] else (", 1 node" if runs["multi_gpu"] else ", 1 GPU")
+    return f"{parallel}, ZeRO {' '.join(str(z) for z in runs['zero_stages'])}{nodes}"

@@ -16,6 +16,7 @@ from vramplan.models.catalogue.config_file import config_path, read_small_file
 from vramplan.models.catalogue.hf_config import architecture_from_config_file
 from vramplan.models.catalogue.hf_hub import hub_config_path, looks_like_hub_id
 from vramplan.models.catalogue.stack import StackPreset
+from vramplan.models.catalogue.stack_contract import StackCapabilities
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError, from_validation_error, unknown_name_error
 
@@ -25,6 +26,7 @@ GPUS_CSV = "gpus.csv"
 OFFERINGS_CSV = "offerings.csv"
 ARCHITECTURES_CSV = "architectures.csv"
 STACKS_CSV = "stacks.csv"
+STACK_CAPABILITIES_CSV = "stack_capabilities.csv"
 # Rows per catalogue file. The search builds one Boolean per offering and configuration, so its
 # size grows linearly with the offerings; past 1,000 rows it is slow and can overflow the integer
 # model (docs/performance.md#catalogue-size).
@@ -146,3 +148,12 @@ def load_stacks() -> dict[str, StackPreset]:
     """The packaged training-stack presets (catalogues/stacks.csv), keyed by stack name."""
     text, origin = _read_text(None, STACKS_CSV, "stack")
     return _unique(parse_rows(text, StackPreset, origin, "stack"), lambda s: s.name, origin, "stack")
+
+
+@lru_cache(maxsize=1)
+def load_stack_capabilities() -> dict[str, StackCapabilities]:
+    """What each stack runs (catalogues/stack_capabilities.csv), keyed by stack name: one row per
+    stack of stacks.csv (tests/catalogues checks both files name the same stacks)."""
+    text, origin = _read_text(None, STACK_CAPABILITIES_CSV, "stack")
+    return _unique(parse_rows(text, StackCapabilities, origin, "stack"), lambda s: s.name, origin, "stack")
+

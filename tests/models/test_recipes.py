@@ -113,9 +113,12 @@ def test_explicit_options_override_the_preset() -> None:
 
 def test_every_stack_row_has_a_source_and_the_default_is_hf() -> None:
     stacks = load_stacks()
-    assert set(stacks) == {"hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth"}
+    assert set(stacks) == {"hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth", "custom"}
     assert all(len(row.source) > 40 for row in stacks.values())
     hf = stacks["hf"]
+    # custom is hf's recipe with no framework's limits (catalogues/stack_capabilities.csv)
+    assert stacks["custom"].model_dump(exclude={"name", "description", "source"}) == \
+        hf.model_dump(exclude={"name", "description", "source"})
     assert {f: getattr(hf, f) for f in ("master_weights", "loss", "kernels", "accounting", "fragmentation_fraction")} == \
         {f: getattr(Job(), f) for f in ("master_weights", "loss", "kernels", "accounting", "fragmentation_fraction")}
 

@@ -1,0 +1,144 @@
+"""What each training stack runs: its capability contract (catalogues/stack_capabilities.csv).
+
+A plan names a stack; the stack's contract says which parallel degrees it runs (TP, Megatron
+sequence parallelism, PP, interleaved virtual stages, CP, EP), which ZeRO/FSDP stages and offloads,
+LoRA and QLoRA with which parallelism, on how many GPUs and nodes, and fp8. Each row cites the
+stack's own code or docs at a named release in its `source` column (docs/stacks.md has the table).
+`solve` searches only what the job's stack runs; `estimate` of anything else is bad input naming
+the stack and the feature. The `custom` row allows every combination vramplan models.
+
+Encoding of the LoRA columns: `dp` plain data-parallel replicas, `zero` sharded data parallelism,
+`tp`/`pp`/`cp` adapters under that model parallelism; `single` one GPU only; `none` the stack does
+not train that method. Not modelled yet (documented in docs/known-limits.md): a ZeRO stage allowed
+only without PP, and "sharded only" data parallelism for LoRA (litgpt, torchtune shard every
+multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more memory, not less).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import field_validator
+
+from vramplan.models.core.catalogue_schema import _Row
+from vramplan.models.core.layout import Layout
+from vramplan.models.core.setup import OFFLOADS, ZERO_STAGES, Job, Plan, Stack
+
+PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
+LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
+
+
+def _words(value: Any, allowed: frozenset[str] | tuple[str, ...], field: str) -> frozenset[str]:
+    words = frozenset(str(value).split()) if not isinstance(value, frozenset) else value
+    unknown = sorted(words - set(allowed))
+    if unknown:
+        raise ValueError(f"{field}: unknown {unknown[0]!r} (one of {', '.join(sorted(allowed))})")
+    return words
+
+
+class StackCapabilities(_Row):
+    """One row of catalogues/stack_capabilities.csv."""
+
+    name: Stack
+    tp: bool
+    sequence_parallel: bool
+    pp: bool
+    vpp: bool
+    cp: bool
+    ep: bool
+    zero_stages: frozenset[int]
+    offloads: frozenset[str]
+    activation_offload: bool
+    lora_parallel: frozenset[str]
+    qlora_parallel: frozenset[str]
+    multi_gpu: bool
+    multi_node: bool
+    fp8: bool
+    source: str
+
+    @field_validator("zero_stages", mode="before")
+    @classmethod
+    def _stages(cls, value: Any) -> frozenset[int]:
+        return frozenset(int(w) for w in _words(value, tuple(str(z) for z in ZERO_STAGES), "zero_stages"))
+
+    @field_validator("offloads", mode="before")
+    @classmethod
+    def _offloads(cls, value: Any) -> frozenset[str]:
+        return _words(value, OFFLOADS, "offloads")
+
+    @field_validator("lora_parallel", "qlora_parallel", mode="before")
+    @classmethod
+    def _lora(cls, value: Any) -> frozenset[str]:
+        return _words(value, LORA_WORDS, "lora_parallel")
+
+    def method_parallel(self, method: str) -> frozenset[str] | None:
+        """The parallelism this stack trains `method` with (None: every kind, full training)."""
+        return {"lora": self.lora_parallel, "qlora": self.qlora_parallel}.get(method)
+
+
+def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | None:
+    """(field, value, what the stack does not run) for the job alone, or None."""
+    allowed = caps.method_parallel(job.method)
+    if allowed is not None and "none" in allowed:
+        return "method", job.method, f"{job.method} training"
+    if job.activation_offload and not caps.activation_offload:
+        return "activation_offload", True, "activation offload"
+    return None
+
+
+def layout_refusal(caps: StackCapabilities, method: str, layout: Layout) -> tuple[str, object, str] | None:
+    """(field, value, feature) of the first parallel degree the stack does not run, or None."""
+    features = (("tp", layout.tp > 1, caps.tp, "tensor parallelism"),
+                ("sequence_parallel", layout.sp and layout.tp > 1, caps.sequence_parallel, "Megatron sequence parallelism"),
+                ("pp", layout.pp > 1, caps.pp, "pipeline parallelism"),
+                ("vpp", layout.vpp > 1, caps.vpp, "interleaved virtual pipeline stages"),
+                ("cp", layout.cp > 1, caps.cp, "context parallelism"),
+                ("ep", layout.ep > 1, caps.ep, "expert parallelism"))
+    for field, used, runs, feature in features:
+        if used and not runs:
+            return field, getattr(layout, "sp" if field == "sequence_parallel" else field), feature
+    allowed = caps.method_parallel(method)
+    if allowed is not None:
+        for field in ("tp", "pp", "cp"):
+            if getattr(layout, field) > 1 and field not in allowed:
+                return field, getattr(layout, field), f"{method} with {field.upper()}"
+    return None
+
+
+def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str) -> tuple[str, object, str] | None:
+    """(field, value, feature) of a ZeRO stage or offload the stack does not run, or None."""
+    if zero not in caps.zero_stages:
+        return "zero", zero, f"ZeRO stage {zero}"
+    if offload not in caps.offloads:
+        return "offload", offload, f"offload {offload}"
+    allowed = caps.method_parallel(method)
+    if allowed is not None and zero > 0 and "zero" not in allowed:
+        return "zero", zero, f"{method} with sharded data parallelism"
+    return None
+
+
+def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_instance: int) -> tuple[str, object, str] | None:
+    """(field, value, feature) when the stack does not run this many GPUs (for this method), or None."""
+    if num_gpus > 1 and not caps.multi_gpu:
+        return "num_gpus", num_gpus, "more than one GPU"
+    if num_gpus > gpus_per_instance and not caps.multi_node:
+        return "num_gpus", num_gpus, "more than one instance"
+    allowed = caps.method_parallel(method)
+    if allowed is not None and num_gpus > 1 and allowed <= {"single"}:
+        return "num_gpus", num_gpus, f"{method} on more than one GPU"
+    return None
+
+
+def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
+    """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
+    if plan.precision == "fp8" and not caps.fp8:
+        return "precision", "fp8", "fp8 training"
+    return (job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
+            or states_refusal(caps, job.method, plan.zero, plan.offload)
+            or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance))
+
+
+def refusal_message(stack: str, refusal: tuple[str, object, str]) -> str:
+    field, value, feature = refusal
+    return (f"does not run {feature} ({field}={value}; catalogues/stack_capabilities.csv, docs/stacks.md); "
+            "choose a stack that does, or --stack custom for a what-if")
