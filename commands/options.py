@@ -89,8 +89,8 @@ job_options = _stack(
                  help="QLoRA base: 4 = NF4 with double quantisation, 8 = LLM.int8."),
     click.option("--seq-len", type=COUNT, default=2048, show_default=True, help="Tokens per sequence."),
     click.option("--stack", type=click.Choice(STACKS), default=None,
-                 help="Training stack whose defaults fill every recipe option not given [default: hf]; "
-                      "see `vramplan stacks`."),
+                 help="Training stack whose defaults fill every recipe option not given, and whose "
+                      "capabilities bound the plans [default: hf; custom: no limits]; see `vramplan stacks`."),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=None,
                  help="adamw-8bit-paged = bitsandbytes PagedAdamW8bit (states outside the torch allocator) "
                       "[default: the stack's]."),

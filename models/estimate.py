@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.params import count_params
-from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
+from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import (
@@ -124,6 +125,9 @@ def estimate_plan(
 ) -> EstimateResult:
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
+    refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus)
+    if refusal is not None:
+        raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
     perf = performance(arch, job, plan, gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(tokens, perf.tokens_per_s)

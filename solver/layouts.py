@@ -18,6 +18,8 @@ from __future__ import annotations
 from itertools import product
 
 from vramplan.models.architecture.parallel import check_layout
+from vramplan.models.catalogue.catalogue import load_stack_capabilities
+from vramplan.models.catalogue.stack_contract import layout_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
@@ -72,11 +74,13 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins) -> list[Layout]:
     cps = _degrees(cp_limit, pins.cp)
     eps = [e for e in _degrees(min(MAX_EP, arch.num_experts), pins.ep) if arch.num_experts % e == 0 or e == pins.ep]
     vpps = list(VPPS) if pins.vpp is None else [pins.vpp]
+    caps = load_stack_capabilities()[job.stack]  # only what the job's stack runs
     layouts = []
     for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
-        sp = tp > 1 if pins.sequence_parallel is None else pins.sequence_parallel
+        sp = tp > 1 and caps.sequence_parallel if pins.sequence_parallel is None else pins.sequence_parallel
         layout = Layout(tp, pp, cp, ep, vpp, sp)
-        if (vpp > 1 and pp == 1) or valid_layout_error(arch, job, layout, tp) is not None:
+        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout) is not None \
+                or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
     return sorted(layouts, key=Layout.preference)
@@ -105,6 +109,9 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
     pinned = pins.layout()
+    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned)
+    if refusal is not None:
+        raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     error = valid_layout_error(arch, job, pinned, pinned.tp)
     if error is not None:
         raise error

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from itertools import product
 
-from vramplan.models.catalogue.catalogue import Catalogue, load_stacks
+from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.stack_contract import (
+    StackCapabilities,
+    count_refusal,
+    job_refusal,
+    refusal_message,
+    states_refusal,
+)
 from vramplan.models.core.catalogue_schema import GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
@@ -29,10 +36,17 @@ def gpu_counts(model_parallel_sizes: set[int], global_batch: int, max_gpus: int)
     return sorted({mp * d for mp in model_parallel_sizes for d in divisors(global_batch) if mp * d <= max_gpus})
 
 
+def stack_caps(query: SolveQuery) -> StackCapabilities:
+    """What the query's stack runs (cached: models.catalogue)."""
+    return load_stack_capabilities()[query.job.stack]
+
+
 def allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
-    """GPU counts an offering can rent: any count up to one instance, whole instances beyond."""
-    per = offering.num_gpus
-    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)]
+    """GPU counts an offering can rent: any count up to one instance, whole instances beyond, as
+    many GPUs and instances as the stack runs."""
+    per, caps = offering.num_gpus, stack_caps(query)
+    counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)
+              and count_refusal(caps, query.job.method, n, per) is None]
     if query.max_nodes is not None:
         counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
     if query.pins.num_gpus is not None:
@@ -89,13 +103,28 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
 
 
 def pinned_domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]:
-    pins = query.pins
+    """The ZeRO x offload pairs and the precisions the pins and the stack leave; a pin (or a job)
+    the stack does not run is bad input naming the stack."""
+    pins, caps, method = query.pins, stack_caps(query), query.job.method
+    refusal = job_refusal(caps, query.job)
+    if refusal is None and pins.precision == "fp8" and not caps.fp8:
+        refusal = ("precision", "fp8", "fp8 training")
+    if refusal is None and (pins.zero is not None or pins.offload is not None):
+        refusal = states_refusal(caps, method, pins.zero or 0, pins.offload or "none")
+    if refusal is None and pins.num_gpus is not None:
+        refusal = count_refusal(caps, method, pins.num_gpus, pins.num_gpus)  # more than one instance: per offering
+    if refusal is not None:
+        raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     zero_offloads = [
         (z, f)
         for z, f in product(ZERO_STAGES, OFFLOADS)
         if (f == "none" or (f == "optimizer" and z >= 1) or (f == "optimizer+params" and z == 3))
         and (pins.zero is None or z == pins.zero)
         and (pins.offload is None or f == pins.offload)
+        and states_refusal(caps, method, z, f) is None
     ]
+    if not zero_offloads:  # e.g. --zero 0 --offload optimizer+params on a stack without ZeRO-3
+        refusal = states_refusal(caps, method, 3, pins.offload or "none") or ("zero", pins.zero, "this ZeRO and offload")
+        raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
     return zero_offloads, precisions

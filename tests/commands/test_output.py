@@ -71,7 +71,11 @@ def test_wide_solve_table_has_every_column_and_narrow_stacks_the_plan():
     first = next(i for i, line in enumerate(lines) if line.startswith("1 ") and "x mi300x-192gb" in line)
     assert lines[first + 1].strip() == "digitalocean/mi300x-x8"
     assert lines[first + 2].strip().startswith(f"ZeRO-{plan['zero']}, recompute {plan['recompute']}")
-    assert any(line.strip().startswith(f"TP{plan['tp']}") for line in lines[first + 3:first + 6])  # the layout
+    from vramplan.models.core.layout import PLAN_FIELDS, Layout
+
+    layout = Layout(*(plan[name] for name in PLAN_FIELDS))
+    label = layout._replace(sp=layout.sp and layout.tp > 1).label(plan["dp"])
+    assert any(line.strip().startswith(label) for line in lines[first + 3:first + 6])  # the layout
 
 
 def test_runner_ups_show_their_memory_per_gpu():

@@ -20,7 +20,7 @@ def random_query(rng: random.Random) -> SolveQuery:
     method = rng.choice(["full", "full", "lora", "qlora"])
     job = Job(method=method, seq_len=seq_len, optimizer=rng.choice(["adamw", "adamw-8bit", "sgd"]),
               accounting=rng.choice(["zero", "hf"]), attention=rng.choice(["flash", "eager"]),
-              capacity_fraction=rng.choice([0.8, 0.9, 0.95]))
+              capacity_fraction=rng.choice([0.8, 0.9, 0.95]), stack="custom")  # every layout: the oracle's space
     # TP, PP (and EP for Mixtral) are free in every full fine-tune's space; CP enters when pinned
     # (it is searched from 16k tokens of context on), and some queries pin TP or PP.
     max_gpus = rng.choice([1, 2, 4, 8, 16])

@@ -150,7 +150,7 @@ def test_estimate_prefers_one_8_gpu_instance_over_eight_1_gpu_pods_at_equal_pric
 def test_cli_estimate_takes_the_layout_and_reports_the_stage() -> None:
     args = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm-80gb", "--num-gpus", "64", "--tp", "8",
             "--pp", "4", "--sequence-parallel", "--zero", "1", "--recompute", "selective", "--grad-accum", "16",
-            "--kernels", "fused", "--format", "json"]
+            "--kernels", "fused", "--stack", "megatron", "--format", "json"]  # a stack that runs TP x PP + SP
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -55,14 +55,14 @@ def test_top_k_lists_a_plan_once_not_under_several_zero_stages(catalogue) -> Non
     engines list each plan once, at its least stage."""
     headline = solve(catalogue, HEADLINE.model_copy(update={"top_k": 3})).plans
     assert len({_without_stage(plan) for plan in headline}) == 3
-    small = SolveQuery(model="gpt2-124m", job=Job(seq_len=512), gpus=("h100-sxm-80gb",), providers=("lambda",),
+    small = SolveQuery(model="gpt2-124m", job=Job(seq_len=512, stack="custom"), gpus=("h100-sxm-80gb",), providers=("lambda",),
                        max_gpus=1, top_k=4)
     plans = solve(catalogue, small).plans
     assert [p.plan for p in plans] == [p.plan for p in solve(catalogue, small.model_copy(update={"engine": "brute"})).plans]
     assert len({_without_stage(plan) for plan in plans}) == 4
     assert all(p.plan.zero == 0 for p in plans)  # one GPU: every stage the same plan, listed at ZeRO-0
     # A stage that does change something stays: ZeRO-2 offloads the gradients ZeRO-1 keeps.
-    big = solve(catalogue, SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), top_k=3)).plans
+    big = solve(catalogue, SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192, stack="custom"), top_k=3)).plans
     assert [(p.plan.zero, p.plan.offload) for p in big[:2]] == [(1, "optimizer"), (2, "optimizer")]
     assert big[1].memory.total_bytes < big[0].memory.total_bytes
 
@@ -109,7 +109,7 @@ def test_more_gpus_tries_counts_beyond_the_global_batch(catalogue) -> None:
     fits only on 512 B200s (pipeline x expert parallelism x 128 data-parallel replicas would not
     do; `vramplan solve --model llama-4-scout --seq-len 8192 --recompute none --gpu b200-180gb`).
     The "more GPUs" change used to try only divisors of the global batch, so it never named 512."""
-    query = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192), gpus=("b200-180gb",), max_gpus=64,
+    query = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192, stack="custom"), gpus=("b200-180gb",), max_gpus=64,
                        objective="time", pins=Pins(recompute="none"))
     assert query.effective_global_batch == 128
     result = solve(catalogue, query)
@@ -136,10 +136,10 @@ def test_nothing_in_catalogue_fits_blames_no_restriction(catalogue) -> None:
     # Eager attention keeps each layer's 128k x 128k scores: no layout of up to 512 GPUs holds
     # them (the closest plan is ~12,967 GiB over). One GPU for Llama 3.1 405B at 8k was the old
     # case, but `--max-gpus 1` is a restriction: with TP x PP it fits on 64 GPUs at global batch 1.
-    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=131072, attention="eager"), global_batch=1)
+    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=131072, attention="eager", stack="custom"), global_batch=1)
     assert restrictions_of(query) == []
-    assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192)})).status == "optimal"
-    assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192), "max_gpus": 1})
+    assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192, stack="custom")})).status == "optimal"
+    assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192, stack="custom"), "max_gpus": 1})
                  ).explanation.conflicting_restrictions == ["--max-gpus 1"]
     result = solve(catalogue, query)
     assert result.status == "infeasible"
@@ -225,7 +225,7 @@ def test_brute_force_honours_the_time_limit(catalogue) -> None:
     minutes, so a 0.2 s limit must end with the best points seen (feasible, not proven) or none
     (unknown), never a claim of optimality; what it returns still fits and is no better than
     CP-SAT's proven optimum."""
-    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, time_limit_s=0.2)
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192, stack="custom"), global_batch=64, tokens=2e9, time_limit_s=0.2)
     brute = solve(catalogue, query.model_copy(update={"engine": "brute"}), explain_infeasible=False)
     assert brute.status in ("feasible", "unknown")
     assert brute.space_size > 1_000_000

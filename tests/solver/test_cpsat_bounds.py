@@ -36,7 +36,7 @@ def _query(seed: int) -> SolveQuery:
     rng = random.Random(seed)
     model = rng.choice(["llama-3.1-8b", "mistral-7b", "llama-2-13b", "mixtral-8x7b"])
     return SolveQuery(
-        model=model, job=Job(seq_len=rng.choice([2048, 4096]), optimizer=rng.choice(["adamw", "adamw-8bit"])),
+        model=model, job=Job(seq_len=rng.choice([2048, 4096]), optimizer=rng.choice(["adamw", "adamw-8bit"]), stack="custom"),
         global_batch=rng.choice([16, 32]), tokens=1e9, max_gpus=rng.choice([16, 32]),
         gpus=(rng.choice(["h100-sxm-80gb", "a100-sxm-80gb", "l40s-48gb", "mi300x-192gb"]),),
         pins=Pins(recompute=rng.choice([None, "full"]), micro_batch=rng.choice([None, 1])),

@@ -79,7 +79,7 @@ def test_smallest_conflict_falls_back_to_all_after_every_smaller_subset() -> Non
 # ZeRO-2 and selective recompute, at most 64 GPUs. The conflict-set model's set (least parallel
 # layouts) held on the full space, so it named none; the subset search names the pair that
 # alone leaves nothing to fit.
-QWEN = SolveQuery(model="qwen3-235b-a22b", job=Job(seq_len=8192), gpus=("a10g-24gb",), max_gpus=64,
+QWEN = SolveQuery(model="qwen3-235b-a22b", job=Job(seq_len=8192, stack="custom"), gpus=("a10g-24gb",), max_gpus=64,
                   objective="throughput", tokens=1e9, pins={"zero": 2, "recompute": "selective"})
 
 
@@ -120,7 +120,7 @@ def test_untimed_shape_tables_hold_the_same_points_without_step_times(catalogue,
 # "--recompute none" alone; with the default limit of 512 GPUs that pin alone fits (pipeline x
 # expert parallelism on 512 GPUs, as `vramplan solve --model llama-4-scout --seq-len 8192
 # --recompute none` answers), and the conflict is the GPU types with the limit of 8.
-SCOUT = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192), gpus=("rtx4090-24gb", "l4-24gb"), max_gpus=8,
+SCOUT = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192, stack="custom"), gpus=("rtx4090-24gb", "l4-24gb"), max_gpus=8,
                    objective="time", tokens=1e10, pins={"zero": 0, "recompute": "none"})
 
 

@@ -1,0 +1,111 @@
+"""Plans the named stack can run (catalogues/stack_capabilities.csv, docs/stacks.md).
+
+Before the contract a stack was a recipe preset only: `solve --model llama-3.1-405b --stack
+deepspeed` answered TP4+SP x PP4 x DP2 (the HF Trainer with DeepSpeed never builds a pipeline,
+and DeepSpeed's own pipeline engine refuses ZeRO-2/3), `--stack torchtune` and the default `hf`
+answered pipelines neither has. Now `solve` searches only what the job's stack runs, `estimate`
+of anything else is bad input naming the stack and the feature, and `custom` allows everything.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from helpers.cli import invoke, one_line_error
+from helpers.queries import random_query
+
+from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.stack_contract import plan_refusal
+from vramplan.models.core.choices import STACKS
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.setup import Job, Plan
+from vramplan.solver.api import solve
+from vramplan.solver.query import Pins, SolveQuery
+
+CAPS = load_stack_capabilities()
+
+
+def test_every_stack_has_one_contract_with_sources():
+    assert set(CAPS) == set(load_stacks()) == set(STACKS)
+    for name, caps in CAPS.items():
+        if name == "custom":
+            continue
+        assert len(caps.source) > 500, name  # a citation per fact: file and symbol at a named release
+        for fact in ("tp", "pp", "cp", "ep", "zero", "offload", "lora", "fp8"):
+            assert re.search(rf"\b{fact}\b", caps.source.lower()), (name, fact)
+    custom = CAPS["custom"]
+    assert custom.tp and custom.pp and custom.vpp and custom.sequence_parallel and custom.zero_stages == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("args", "feature"), [
+    (["--num-gpus", "8", "--pp", "2"], "pipeline parallelism"),  # hf: the Trainer has no training pipeline
+    (["--num-gpus", "8", "--tp", "8", "--sequence-parallel"], "Megatron sequence parallelism"),
+    (["--num-gpus", "8", "--stack", "deepspeed", "--pp", "2"], "pipeline parallelism"),
+    (["--num-gpus", "8", "--stack", "megatron", "--zero", "3"], "ZeRO stage 3"),
+    (["--num-gpus", "8", "--stack", "torchtune", "--cp", "2"], "context parallelism"),
+    (["--stack", "torchtitan", "--method", "qlora"], "qlora training"),
+    (["--num-gpus", "16", "--stack", "unsloth", "--offering", "lambda/gpu_8x_h100_sxm5"], "more than one instance"),
+    (["--num-gpus", "2", "--stack", "litgpt", "--method", "qlora"], "qlora on more than one GPU"),
+])
+def test_estimate_of_what_the_stack_does_not_run_names_the_stack_and_the_feature(args, feature):
+    base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb"]
+    line = one_line_error(invoke(*base, *args))
+    stack = args[args.index("--stack") + 1] if "--stack" in args else "hf"
+    assert f"stack='{stack}'" in line and f"does not run {feature}" in line
+    assert invoke(*base, *[a for a in args if a not in ("--stack", stack)], "--stack", "custom").exit_code in (0, 3)
+
+
+@pytest.mark.parametrize("stack", [s for s in STACKS if s != "custom"])
+def test_solve_proposes_only_plans_the_stack_runs(catalogue, stack):
+    # Unsloth trains on one node without sharding: a 70B full fine-tune does not fit it, LoRA does.
+    model, method = ("llama-3.1-8b", "lora") if stack == "unsloth" else ("llama-3.1-70b", "full")
+    query = SolveQuery(model=model, job=Job(method=method, seq_len=8192, stack=stack), global_batch=64, tokens=2e9,
+                       gpus=("h100-sxm-80gb",), max_gpus=64, top_k=3)
+    result = solve(catalogue, query)
+    assert result.plans, (stack, result.status)
+    for solved in result.plans:
+        plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
+        per_instance = catalogue.offering(solved.plan.offering).num_gpus
+        assert plan_refusal(CAPS[stack], query.job, plan, per_instance) is None, (stack, solved.plan)
+
+
+def test_the_405b_question_of_the_issue_gets_a_plan_deepspeed_runs(catalogue):
+    """`solve --model llama-3.1-405b --stack deepspeed` returned TP4+SP x PP4 x DP2 under ZeRO-2."""
+    job = Job(seq_len=8192, stack="deepspeed")
+    plan = solve(catalogue, SolveQuery(model="llama-3.1-405b", job=job, gpus=("h100-sxm-80gb",))).plans[0].plan
+    assert plan.pp == 1 and not plan.sequence_parallel
+    custom = solve(catalogue, SolveQuery(model="llama-3.1-405b", job=job.model_copy(update={"stack": "custom"}),
+                                         gpus=("h100-sxm-80gb",))).plans[0]
+    assert custom.plan.pp > 1 or custom.plan.sequence_parallel  # what deepspeed was offered before
+
+
+def test_a_pin_the_stack_does_not_run_is_one_line_naming_it(catalogue):
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096, stack="torchtune"), pins=Pins(pp=2))
+    with pytest.raises(VramplanError, match="stack='torchtune'.*does not run pipeline parallelism"):
+        solve(catalogue, query)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_cpsat_agrees_with_brute_force_under_every_stack(catalogue, seed):
+    """The oracle of solver/test_engines.py on each stack's narrower space: equal optima (or the
+    same one-line refusal of a pin the stack does not run)."""
+    rng = random.Random(1000 + seed)
+    query = random_query(rng)
+    query = query.model_copy(update={"job": query.job.model_copy(update={"stack": rng.choice(STACKS)}),
+                                     "time_limit_s": 60.0})
+    try:
+        fast = solve(catalogue, query, explain_infeasible=False)
+    except VramplanError as error:
+        with pytest.raises(VramplanError, match=error.reason[:40].replace("(", r"\(").replace(")", r"\)")):
+            solve(catalogue, query.model_copy(update={"engine": "brute"}), explain_infeasible=False)
+        return
+    slow = solve(catalogue, query.model_copy(update={"engine": "brute"}), explain_infeasible=False)
+    assert fast.status == slow.status
+    if fast.plans:
+        assert fast.plans[0].objective_value == pytest.approx(slow.plans[0].objective_value, rel=1e-9)
+        caps = CAPS[query.job.stack]
+        for solved in fast.plans:
+            plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
+            assert plan_refusal(caps, query.job, plan, catalogue.offering(solved.plan.offering).num_gpus) is None
