@@ -29,7 +29,7 @@ from vramplan.commands.options import (
 @job_options
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU name (vramplan gpus).")
 @click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs = tp x pp x cp x data-parallel ranks.")
-@click.option("--offering", default=None, help="provider/instance_type to price [default: cheapest for the GPU].")
+@click.option("--offering", default=None, help="provider/instance_type to price [default: where the plan trains cheapest in all].")
 @click.option("--zero", type=ZERO_CHOICE, default="0", show_default=True, help="ZeRO stage.")
 @click.option("--recompute", type=RECOMPUTE_CHOICE, default=None,
               help="Activation recomputation; op = torchtitan per-op SAC [default: the stack's].")

@@ -19,7 +19,7 @@ MODEL_COLUMNS = [("name", "name"), ("params", "params"), ("model_type", "type"),
                  ("intermediate_size", "ffn"), ("vocab_size", "vocab"), ("num_experts", "experts")]
 OFFERING_COLUMNS = [("name", "name"), ("gpu", "gpu"), ("num_gpus", "GPUs"), ("price_usd_per_hour", "USD/h"),
                     ("spot_price_usd_per_hour", "spot USD/h"), ("price_usd_per_gpu_hour", "USD/GPU-h"),
-                    ("host_memory_gib", "host GiB"), ("price_date", "priced")]
+                    ("host_memory_gib", "host GiB"), ("network", "network GB/s per GPU"), ("price_date", "priced")]
 
 
 def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], columns: list[tuple[str, str]],
@@ -78,7 +78,13 @@ def offerings(**options: Any) -> None:
     rows = [{"name": o.name, **o.model_dump(), "price_usd_per_gpu_hour": round(o.price_usd_per_gpu_hour, 4)}
             for o in catalogue.offerings.values()]
     prices = ("price_usd_per_hour", "spot_price_usd_per_hour", "price_usd_per_gpu_hour")
-    table_rows = [row | {key: f"{row[key]:,.2f}" for key in prices if row[key] is not None} for row in rows]
+    gpus = catalogue.gpus
+    # The table names the interconnect: NVLink (or the vendor's) inside an instance, the scale-out
+    # network between instances (empty in offerings.csv = the GPU's usual fabric), per GPU, one way.
+    table_rows = [row | {key: f"{row[key]:,.2f}" for key in prices if row[key] is not None}
+                  | {"network": f"{gpus[o.gpu].intra_node_bandwidth_gb_per_s:,.4g} inside, "
+                                f"{o.network_bandwidth_gb_per_s or gpus[o.gpu].network_bandwidth_gb_per_s:,.4g} between"}
+                  for row, o in zip(rows, catalogue.offerings.values())]
     _listing(rows, table_rows, OFFERING_COLUMNS, "Offerings (USD per instance-hour; dated, prices go stale)", options)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
-from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, percent, render
+from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, network_line, percent, render
 from vramplan.models.core.results import EstimateResult
 
 
@@ -17,7 +17,7 @@ def plan_line(result: EstimateResult) -> str:
         f"micro-batch {plan.micro_batch} x accum {plan.grad_accum} x dp {plan.dp} = global batch {plan.global_batch}\n"
         f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
         f"ZeRO-{plan.zero}, recompute {plan.recompute_label}, {plan.precision}, {job.optimizer}, "
-        f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}"
+        f"{job.attention} attention, {job.kernels} kernels, offload {plan.offload}\n{network_line(result.cost)}"
     ) + layout_line(result)
 
 

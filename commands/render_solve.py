@@ -11,6 +11,7 @@ from vramplan.commands.render_text import (
     fit_lines,
     gib,
     memory_table,
+    network_line,
     new_table,
     percent,
     render,
@@ -107,6 +108,7 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
     best = result.plans[0]
     perf, cost = best.performance, best.cost
     return ["", f"Best plan: {plan_summary(best)}", f"layout: {layout_text(best)} = {best.plan.num_gpus} GPUs",
+            network_line(best.cost),
             f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),
             f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",

@@ -7,7 +7,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen
-from vramplan.models.core.results import PILLARS, MemoryReport, PerformanceReport
+from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, PerformanceReport
 from vramplan.models.core.units import BYTES_PER_GIB
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
@@ -33,6 +33,16 @@ def count(number: int) -> str:
 
 def percent(fraction: float) -> str:
     return f"{fraction:.1%}"
+
+
+def network_line(cost: CostReport) -> str:
+    """The interconnect a plan runs on: 'network: 8 instances of 8 GPUs; per GPU 450 GB/s inside an
+    instance (NVLink), 50 GB/s between instances' (GB/s one way)."""
+    inside = f"{cost.intra_node_gb_per_s:,.4g} GB/s inside an instance"
+    if cost.num_instances == 1:
+        return f"network: one instance of {cost.gpus_per_instance} GPUs; per GPU {inside}"
+    return (f"network: {cost.num_instances} instances of {cost.gpus_per_instance} GPUs; per GPU {inside}, "
+            f"{cost.network_gb_per_s:,.4g} GB/s between instances")
 
 
 def efficiency_note(performance: PerformanceReport, gpu: str) -> str | None:

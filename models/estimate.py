@@ -24,7 +24,7 @@ from vramplan.models.core.results import (
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import Pricing, cost, instance_price_usd_per_hour, num_instances, training_hours
+from vramplan.models.time.cost import Pricing, cost, training_hours
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -97,21 +97,24 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
     )
 
 
-def cheapest_offering(catalogue: Catalogue, gpu: str, num_gpus: int, pricing: Pricing, tp: int = 1) -> Offering:
-    """The offering of this GPU that rents num_gpus for the fewest dollars per hour; with TP, among
-    those whose instances hold a whole TP group (TP never spans instances) when any does."""
+def plan_offerings(catalogue: Catalogue, gpu: str, pricing: Pricing, tp: int = 1) -> list[Offering]:
+    """The offerings of this GPU priced under `pricing`; with TP, those whose instances hold a
+    whole TP group (TP never spans instances) when any does."""
     priced = [o for o in catalogue.offerings_for(gpu) if pricing == "on-demand" or o.spot_price_usd_per_hour]
     priced = [o for o in priced if o.num_gpus >= tp] or priced
     if not priced:
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
-    return min(
-        priced,
-        # On a tie a real provider beats the generic list-price row, then fewer, larger instances.
-        key=lambda o: (
-            num_instances(num_gpus, o) * instance_price_usd_per_hour(o, pricing), not o.rentable,
-            num_instances(num_gpus, o), o.name,
-        ),
-    )
+    return priced
+
+
+def _cheapest_total(results: list[EstimateResult], rentable: dict[str, bool]) -> EstimateResult:
+    """The plan's estimate on the offering where it trains for the fewest dollars in all: the
+    network decides this once the plan spans instances (64 H100 as eight 100 Mbps pods take years;
+    on a cluster fabric, days). A real provider's offering comes before the generic list-price
+    rows (reference prices nobody rents, as `solve` uses them only with --provider list); on a tie,
+    the lower hourly price, then fewer, larger instances."""
+    return min(results, key=lambda r: (not rentable[r.cost.offering], r.cost.usd_total, r.cost.usd_per_hour,
+                                       r.cost.num_instances, r.cost.offering))
 
 
 def estimate_plan(
@@ -142,6 +145,9 @@ def estimate_plan(
             offering=offering.name,
             pricing=pricing,
             num_instances=price.num_instances,
+            gpus_per_instance=offering.num_gpus,
+            intra_node_gb_per_s=gpu.intra_node_bandwidth_gb_per_s,
+            network_gb_per_s=offering.network_bandwidth_gb_per_s or gpu.network_bandwidth_gb_per_s,
             usd_per_hour=price.usd_per_hour,
             tokens=tokens,
             hours=hours,
@@ -154,11 +160,19 @@ def estimate_plan(
 def estimate(
     catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand"
 ) -> EstimateResult:
-    """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API)."""
+    """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
+    without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
-    if plan.offering is None:
-        offering = cheapest_offering(catalogue, gpu.name, plan.num_gpus, pricing, plan.tp)
-    else:
-        offering = catalogue.offering(plan.offering)
-    return estimate_plan(arch, job, plan, gpu, offering, tokens, pricing)
+    if plan.offering is not None:
+        return estimate_plan(arch, job, plan, gpu, catalogue.offering(plan.offering), tokens, pricing)
+    offerings = plan_offerings(catalogue, gpu.name, pricing, plan.tp)
+    results, refusals = [], []
+    for offering in offerings:
+        try:
+            results.append(estimate_plan(arch, job, plan, gpu, offering, tokens, pricing))
+        except VramplanError as error:  # e.g. a stack that runs one instance only, on 1-GPU pods
+            refusals.append(error)
+    if not results:
+        raise refusals[0]
+    return _cheapest_total(results, {o.name: o.rentable for o in offerings})

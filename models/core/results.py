@@ -101,6 +101,11 @@ class CostReport(_Result):
     offering: str
     pricing: Literal["on-demand", "spot"]
     num_instances: int
+    # The interconnect the plan runs on: GPUs per instance, each GPU's bandwidth inside one
+    # (NVLink / Infinity Fabric) and between instances (the offering's scale-out network), GB/s one way.
+    gpus_per_instance: int
+    intra_node_gb_per_s: float
+    network_gb_per_s: float
     usd_per_hour: float
     tokens: float
     hours: float
