@@ -99,18 +99,19 @@ def solve_command(**options: Any) -> None:
     output.claim(options, [("output", options["output"]), ("plot", options["plot_path"]),
                            ("report", options["report_path"])])
     catalogue = open_catalogue(options)
-    result = solve(catalogue, build_query(options))
+    query = build_query(options)
+    result = solve(catalogue, query)
     screen = output.screen_for(options["output"])
     chosen = output.chosen_format(options)
     render = {"table": lambda r: render_solve.solve_table(r, screen, options["verbose"]), "json": output.json_text,
               "csv": render_solve.solve_csv}
     output.emit(render[chosen](result), options["output"])
-    _pictures(result, options)
+    _pictures(result, query, options)
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)
 
 
-def _pictures(result: SolveResult, options: dict[str, Any]) -> None:
+def _pictures(result: SolveResult, query: SolveQuery, options: dict[str, Any]) -> None:
     from vramplan.commands import output, plot, report
 
     if options["plot_path"] is not None:
@@ -120,4 +121,4 @@ def _pictures(result: SolveResult, options: dict[str, Any]) -> None:
             click.echo(f"warning: no plan fits, so there is no front to draw; {options['plot_path']} not written",
                        err=True)
     if options["report_path"] is not None:
-        output.emit(report.report_html(result), options["report_path"])
+        output.emit(report.report_html(result, query), options["report_path"])

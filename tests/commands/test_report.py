@@ -77,6 +77,24 @@ def test_report_is_one_self_contained_page_with_plan_charts_alternatives_and_fro
         assert f"{plan['cost']['usd_total']:,.0f}" in text
 
 
+def test_the_report_states_the_question_and_every_plans_layout(report):
+    """Before: no method, sequence length, restrictions, stack or TP/PP anywhere on the page."""
+    path, data = report
+    text = path.read_text(encoding="utf-8")
+    assert "<h2>The question</h2>" in text
+    for name, value in (("model", "llama-3.1-8b"), ("method", "full"), ("sequence length", "4,096 tokens"),
+                        ("global batch", "32 sequences"), ("stack", "hf"),
+                        ("restrictions", "--gpu h100-sxm-80gb,a100-sxm-80gb, --max-gpus 32")):
+        assert f"<dt>{name}</dt><dd>{value}</dd>" in text, name
+    from vramplan.models.core.layout import PLAN_FIELDS, Layout
+
+    for plan in data["pareto"]:  # each row ends with its layout, as `solve` labels it
+        p = plan["plan"]
+        layout = Layout(*(p[name] for name in PLAN_FIELDS))
+        label = layout._replace(sp=layout.sp and layout.tp > 1).label(p["dp"])
+        assert f"<td class=text>{label}</td></tr>" in text, label
+
+
 def test_infeasible_report_explains_and_draws_the_closest_miss(tmp_path):
     path = tmp_path / "why.html"
     result = invoke(*INFEASIBLE, "--report", str(path))
@@ -128,3 +146,23 @@ def test_chromium_fetches_nothing_for_the_report(report, tmp_path):
     leaky.write_text('<html><body><img src="http://example.invalid/x.png"></body></html>', encoding="utf-8")
     (tmp_path / "again").mkdir()
     assert _page_requests(leaky, tmp_path / "again") == ["http://example.invalid/x.png"]
+
+
+@needs_chromium
+def test_the_report_fits_a_1280_pixel_window(report, tmp_path):
+    """The page is never wider than the window: a harness page (the report itself has no script)
+    loads it in a 1,280-pixel frame and writes the report's scroll width into its own DOM."""
+    path, _ = report
+    harness = tmp_path / "harness.html"
+    harness.write_text(
+        "<html><body style='margin:0'><iframe id=f style='width:1280px;height:900px;border:0' src='"
+        + path.as_uri() + "'></iframe><pre id=out>pending</pre><script>"
+        "document.getElementById('f').onload = () => { const d = document.getElementById('f').contentDocument;"
+        " document.getElementById('out').textContent = 'width=' + d.documentElement.scrollWidth; };"
+        "</script></body></html>", encoding="utf-8")
+    dom = _chromium("--allow-file-access-from-files", "--virtual-time-budget=5000", "--window-size=1400,1000",
+                    "--dump-dom", harness.as_uri(), profile=tmp_path / "profile").stdout
+    width = re.search(r"width=(\d+)", dom)
+    assert width is not None, dom[-500:]
+    assert int(width.group(1)) <= 1280
+
