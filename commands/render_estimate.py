@@ -47,7 +47,7 @@ def performance_lines(result: EstimateResult) -> list[str]:
 
 def estimate_table(result: EstimateResult, screen: Screen) -> str:
     parts: list[Any] = [plan_line(result), "", memory_table(result.memory, screen)]
-    parts += fit_lines(result.memory) + performance_lines(result)
+    parts += fit_lines(result.memory) + performance_lines(result) + [f"warning: {w}" for w in result.warnings]
     note = efficiency_note(result.performance, result.plan.gpu)
     parts += [note] if note else []
     return render(parts, screen)

@@ -113,7 +113,8 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
             memory_table(best.memory, screen), *fit_lines(best.memory),
             f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
-            f"= {cost.usd_total:,.0f} USD", *_notes([efficiency_note(perf, best.plan.gpu)])]
+            f"= {cost.usd_total:,.0f} USD", *[f"warning: {w}" for w in best.warnings],
+            *_notes([efficiency_note(perf, best.plan.gpu)])]
 
 
 def _notes(notes: list[str | None]) -> list[str]:

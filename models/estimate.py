@@ -97,6 +97,29 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
     )
 
 
+MFU_FLOOR = 0.05  # below it the GPUs mostly wait: the team sheet's many-1-GPU-VM plans ran at 1.4%
+HOURS_PER_YEAR = 24 * 365
+
+
+def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: int) -> list[str]:
+    """What makes a plan that fits one nobody would run: MFU under MFU_FLOOR, a step that waits on
+    communication longer than it computes, over a year of training, rented GPUs left idle."""
+    found = []
+    if performance.mfu_fraction < MFU_FLOOR:
+        found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
+    # exposed data-parallel traffic plus the model-parallel collectives (the pipeline bubble is idle, not traffic)
+    waiting = performance.exposed_communication_s + performance.model_parallel_time_s - performance.pipeline_bubble_s
+    if waiting > performance.compute_time_s:
+        found.append(f"network-bound: each step waits {waiting:,.2f} s on communication against "
+                     f"{performance.compute_time_s:,.2f} s of compute")
+    if cost.hours > HOURS_PER_YEAR:
+        found.append(f"takes {cost.hours / HOURS_PER_YEAR:,.1f} years")
+    rented = cost.num_instances * cost.gpus_per_instance
+    if rented > num_gpus:
+        found.append(f"{rented - num_gpus} of the {rented} rented GPUs stay idle")
+    return found
+
+
 def plan_offerings(catalogue: Catalogue, gpu: str, pricing: Pricing, tp: int = 1) -> list[Offering]:
     """The offerings of this GPU priced under `pricing`; with TP, those whose instances hold a
     whole TP group (TP never spans instances) when any does."""
@@ -135,25 +158,28 @@ def estimate_plan(
     perf = performance(arch, job, plan, gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(tokens, perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
+    performance_summary = performance_report(perf, plan, gpu)
+    cost_report = CostReport(
+        offering=offering.name,
+        pricing=pricing,
+        num_instances=price.num_instances,
+        gpus_per_instance=offering.num_gpus,
+        intra_node_gb_per_s=gpu.intra_node_bandwidth_gb_per_s,
+        network_gb_per_s=offering.network_bandwidth_gb_per_s or gpu.network_bandwidth_gb_per_s,
+        usd_per_hour=price.usd_per_hour,
+        tokens=tokens,
+        hours=hours,
+        days=hours / HOURS_PER_DAY,
+        usd_total=price.usd_total,
+    )
     return EstimateResult(
         model=model_info(arch, job),
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
         memory=memory_report(memory, job.capacity_fraction, plan.pp),
-        performance=performance_report(perf, plan, gpu),
-        cost=CostReport(
-            offering=offering.name,
-            pricing=pricing,
-            num_instances=price.num_instances,
-            gpus_per_instance=offering.num_gpus,
-            intra_node_gb_per_s=gpu.intra_node_bandwidth_gb_per_s,
-            network_gb_per_s=offering.network_bandwidth_gb_per_s or gpu.network_bandwidth_gb_per_s,
-            usd_per_hour=price.usd_per_hour,
-            tokens=tokens,
-            hours=hours,
-            days=hours / HOURS_PER_DAY,
-            usd_total=price.usd_total,
-        ),
+        performance=performance_summary,
+        cost=cost_report,
+        warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus),
     )
 
 

@@ -159,6 +159,7 @@ class SolvedPlan(BaseModel):
     memory: MemoryReport
     performance: PerformanceReport
     cost: CostReport
+    warnings: list[str] = []  # EstimateResult.warnings: a plan that fits but that nobody would run
 
 
 class ObjectiveReport(BaseModel):

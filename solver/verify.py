@@ -97,4 +97,4 @@ def verified_plan(space: SearchSpace, choice: Choice, must_fit: bool = True) -> 
     if abs(engine - reference) > tolerance * abs(reference):
         raise SolverInternalError(f"objective mismatch for {plan}: engine {engine!r}, reference {reference!r}")
     return SolvedPlan(plan=plan_choice(space, result), objective_value=reference, memory=result.memory,
-                      performance=result.performance, cost=result.cost)
+                      performance=result.performance, cost=result.cost, warnings=result.warnings)

@@ -120,3 +120,5 @@ class EstimateResult(_Result):
     memory: MemoryReport
     performance: PerformanceReport
     cost: CostReport
+    # What makes the plan one nobody would run, though it fits (models/estimate.py plan_warnings).
+    warnings: list[str] = []

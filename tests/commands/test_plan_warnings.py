@@ -1,0 +1,38 @@
+"""Plans nobody would run are flagged in every output format (models/estimate.py plan_warnings):
+MFU under 5%, a step waiting longer on communication than it computes, over a year of training,
+rented GPUs left idle. Before, such plans came back with no word: 64 H100 as eight 100 Mbps pods
+at 2 tokens/s and 7,359 days, one GPU of an 8-GPU instance with seven idle."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from helpers.cli import invoke
+
+PODS = ["estimate", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--gpu", "h100-sxm-80gb",
+        "--num-gpus", "64", "--zero", "3", "--recompute", "full", "--offering", "runpod/8x_H100-SXM_SECURE"]
+
+
+def test_a_plan_on_100_mbps_pods_is_flagged_in_json_csv_and_the_table():
+    warnings = json.loads(invoke(*PODS, "--format", "json").stdout)["warnings"]
+    assert [w.split(" ")[0] for w in warnings] == ["MFU", "network-bound:", "takes"]
+    assert "years" in warnings[2]
+    row = next(csv.DictReader(io.StringIO(invoke(*PODS, "--format", "csv").stdout)))
+    assert json.loads(row["warnings"]) == warnings
+    table = invoke(*PODS).stdout
+    assert all(f"warning: {w}" in table for w in warnings)
+
+
+def test_idle_rented_gpus_are_flagged():
+    args = ["estimate", "--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
+            "--num-gpus", "1", "--offering", "aws/p5.48xlarge", "--format", "json"]
+    assert json.loads(invoke(*args).stdout)["warnings"] == ["7 of the 8 rented GPUs stay idle"]
+
+
+def test_the_headline_plans_carry_no_warning():
+    args = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
+            "--tokens", "2e9", "--top", "3", "--format", "json"]
+    plans = json.loads(invoke(*args).stdout)["plans"]
+    assert len(plans) == 3 and all(plan["warnings"] == [] for plan in plans)
