@@ -109,3 +109,16 @@ def test_cpsat_agrees_with_brute_force_under_every_stack(catalogue, seed):
         for solved in fast.plans:
             plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
             assert plan_refusal(caps, query.job, plan, catalogue.offering(solved.plan.offering).num_gpus) is None
+
+
+def test_a_batch_row_asking_for_what_its_stack_does_not_run_is_that_rows_error(tmp_path):
+    from helpers.cli import invoke_batch
+    from helpers.sheets import read_rows, write_csv
+
+    jobs = write_csv(tmp_path / "jobs.csv", [["llama-3.1-8b", 4096, "torchtune", 2], ["llama-3.1-8b", 4096, "megatron", 2]],
+                     ["model", "seq_len", "stack", "pp"])
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
+    assert result.exit_code == 3, result.stderr  # one row is an error, the other is solved
+    refused, solved = read_rows(tmp_path / "plans.csv")
+    assert refused["status"] == "error" and "stack='torchtune': does not run pipeline parallelism" in refused["error"]
+    assert solved["status"] == "optimal" and solved["plan_pp"] == "2"
