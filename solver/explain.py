@@ -9,7 +9,9 @@ import time
 from collections.abc import Callable, Iterator
 from itertools import combinations, groupby, product
 
-from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.stack import restacked
+from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
@@ -126,6 +128,9 @@ def smallest_conflict(query: SolveQuery, fits: Fits) -> list[str] | None:
     return labels  # only all of them together: the user's query, known to be infeasible
 
 
+MAX_OTHER_STACKS = 2  # other stacks an explanation tries (each is one more solve)
+
+
 def _mitigations(query: SolveQuery, space: SearchSpace,
                  catalogue: Catalogue) -> Iterator[tuple[str, SolveQuery, SolveQuery | None]]:
     """(change, the query with it, a query whose plans include those of every change of its kind:
@@ -162,6 +167,11 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
         bigger = tuple(sorted(g.name for g in catalogue.gpus.values() if g.memory_usable_mib > biggest))
         if bigger:
             yield f"bigger GPUs ({', '.join(bigger)})", query.model_copy(update={"gpus": bigger}), None
+    # Another stack, where the job's own runs less parallelism (the recipe defaults follow the stack,
+    # as --stack fills them): say which stack runs the fix.
+    for stack in broader_stacks(load_stack_capabilities(), job.stack)[:MAX_OTHER_STACKS]:
+        yield f"the {stack} stack (--stack {stack})", query.model_copy(
+            update={"job": restacked(job, stack, load_stacks())}), None
     if job.method == "full":
         for method in ("lora", "qlora"):
             yield f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method})", query.model_copy(

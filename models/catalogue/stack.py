@@ -19,6 +19,7 @@ from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (
     Accounting,
     Attention,
+    Job,
     Kernels,
     Loss,
     MasterWeights,
@@ -73,6 +74,14 @@ def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -
         if resolved.get(field) is None:
             resolved[field] = getattr(preset, field)
     return resolved
+
+
+def restacked(job: Job, stack: str, presets: Mapping[str, StackPreset]) -> Job:
+    """The job on another stack: each recipe field still at its stack's default takes the other
+    stack's default (as `--stack` would fill it); a field the user set keeps its value."""
+    old, new = presets[job.stack], presets[stack]
+    update = {field: getattr(new, field) for field in PRESET_JOB_FIELDS if getattr(job, field) == getattr(old, field)}
+    return job.model_copy(update={**update, "stack": stack})
 
 
 def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> Recompute:

@@ -138,6 +138,20 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance))
 
 
+LAYOUT_FEATURES = ("tp", "sequence_parallel", "pp", "vpp", "cp", "ep")
+
+
+def broader_stacks(capabilities: dict[str, StackCapabilities], current: str) -> list[str]:
+    """Real stacks (not custom) running every parallel feature `current` runs and more, the
+    broadest first: what an explanation tries when nothing fits the job's own stack."""
+    def features(name: str) -> frozenset[str]:
+        return frozenset(f for f in LAYOUT_FEATURES if getattr(capabilities[name], f))
+
+    mine = features(current)
+    broader = [name for name in capabilities if name not in (current, "custom") and features(name) > mine]
+    return sorted(broader, key=lambda name: -len(features(name)))  # stable: catalogue order on ties
+
+
 def refusal_message(stack: str, refusal: tuple[str, object, str]) -> str:
     field, value, feature = refusal
     return (f"does not run {feature} ({field}={value}; catalogues/stack_capabilities.csv, docs/stacks.md); "

@@ -122,3 +122,24 @@ def test_a_batch_row_asking_for_what_its_stack_does_not_run_is_that_rows_error(t
     refused, solved = read_rows(tmp_path / "plans.csv")
     assert refused["status"] == "error" and "stack='torchtune': does not run pipeline parallelism" in refused["error"]
     assert solved["status"] == "optimal" and solved["plan_pp"] == "2"
+
+
+def test_an_explanation_tries_the_stacks_that_run_more_and_names_them(catalogue):
+    """405B at 8k on at most 64 A100-40GB does not fit torchtune (TP only, no pipeline); the
+    explanation tries the broadest stacks and names the one whose plan fits."""
+    from vramplan.models.catalogue.stack import restacked
+    from vramplan.models.catalogue.stack_contract import broader_stacks
+
+    assert broader_stacks(CAPS, "torchtune")[:2] == ["megatron", "torchtitan"]
+    assert broader_stacks(CAPS, "custom") == [] and "custom" not in broader_stacks(CAPS, "unsloth")
+    query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192, stack="torchtune", master_weights="none",
+                                                       loss="chunked", recompute_layers=None),
+                       gpus=("a100-sxm-40gb",), max_gpus=64)
+    result = solve(catalogue, query)
+    assert result.status == "infeasible"
+    changes = {m.change: m for m in result.explanation.mitigations}
+    titan = changes["the torchtitan stack (--stack torchtitan)"]
+    assert titan.fits and titan.plan.gpu == "a100-sxm-40gb"
+    # The recipe follows the stack, as --stack fills it: torchtune's defaults become torchtitan's.
+    moved = restacked(query.job, "torchtitan", load_stacks())
+    assert (moved.stack, moved.master_weights, moved.loss, moved.selective) == ("torchtitan", "fp32", "eager", "op")
