@@ -149,7 +149,9 @@ def broader_stacks(capabilities: dict[str, StackCapabilities], current: str) -> 
 
     mine = features(current)
     broader = [name for name in capabilities if name not in (current, "custom") and features(name) > mine]
-    return sorted(broader, key=lambda name: -len(features(name)))  # stable: catalogue order on ties
+    # the most parallel features first, then the most ZeRO stages and offloads (stable: catalogue order)
+    return sorted(broader, key=lambda name: (-len(features(name)), -len(capabilities[name].zero_stages),
+                                             -len(capabilities[name].offloads)))
 
 
 def refusal_message(stack: str, refusal: tuple[str, object, str]) -> str:

@@ -130,7 +130,7 @@ def test_an_explanation_tries_the_stacks_that_run_more_and_names_them(catalogue)
     from vramplan.models.catalogue.stack import restacked
     from vramplan.models.catalogue.stack_contract import broader_stacks
 
-    assert broader_stacks(CAPS, "torchtune")[:2] == ["megatron", "torchtitan"]
+    assert broader_stacks(CAPS, "torchtune")[:2] == ["torchtitan", "megatron"]  # ZeRO 0/2/3 before 0/1
     assert broader_stacks(CAPS, "custom") == [] and "custom" not in broader_stacks(CAPS, "unsloth")
     query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192, stack="torchtune", master_weights="none",
                                                        loss="chunked", recompute_layers=None),
