@@ -44,6 +44,9 @@ from vramplan.commands.options import (
 @click.option("--vpp", type=COUNT, default=1, show_default=True, help="Virtual stages per pipeline rank (interleaved 1F1B).")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=False, show_default=True,
               help="Megatron sequence parallelism with TP.")
+@click.option("--launch-config", "launch_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the stack's own launch configuration for the plan to FILE (deepspeed: JSON, "
+                   "megatron: arguments, torchtitan: TOML).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
                    "needs vramplan[plot]).")
@@ -64,9 +67,14 @@ def estimate_command(**options: Any) -> None:
         from vramplan.commands import plot
 
         plot.require_matplotlib(options["plot_path"])
-    output.claim(options, [("output", options["output"]), ("plot", options["plot_path"])])
+    output.claim(options, [("output", options["output"]), ("plot", options["plot_path"]),
+                           ("launch-config", options["launch_path"])])
     catalogue = open_catalogue(options)
     job = build_job(options)
+    if options["launch_path"] is not None:
+        from vramplan.launch.configs import check_writer
+
+        check_writer(job.stack)
     try:
         plan = Plan(
             gpu=options["gpu"],
@@ -95,5 +103,9 @@ def estimate_command(**options: Any) -> None:
     if options["plot_path"] is not None:
         title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
         plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
+    if options["launch_path"] is not None:
+        from vramplan.launch.configs import launch_config
+
+        output.emit(launch_config(job, result.plan, result.model.num_layers).text, options["launch_path"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

@@ -40,7 +40,8 @@ def network_line(cost: CostReport) -> str:
     instance (NVLink), 50 GB/s between instances' (GB/s one way)."""
     inside = f"{cost.intra_node_gb_per_s:,.4g} GB/s inside an instance"
     if cost.num_instances == 1:
-        return f"network: one instance of {cost.gpus_per_instance} GPUs; per GPU {inside}"
+        gpus = f"{cost.gpus_per_instance} GPU{'s' if cost.gpus_per_instance != 1 else ''}"
+        return f"network: one instance of {gpus}; per GPU {inside}"
     return (f"network: {cost.num_instances} instances of {cost.gpus_per_instance} GPUs; per GPU {inside}, "
             f"{cost.network_gb_per_s:,.4g} GB/s between instances")
 

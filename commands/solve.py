@@ -77,6 +77,9 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw the cost-vs-time Pareto front to FILE (.png, .svg, .pdf; implies --pareto; "
                    "needs vramplan[plot]).")
+@click.option("--launch-config", "launch_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the stack's own launch configuration for the plan to FILE (deepspeed: JSON, "
+                   "megatron: arguments, torchtitan: TOML).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write one self-contained HTML page: plan, memory chart, alternatives, front "
                    "(implies --pareto; needs vramplan[plot]).")
@@ -97,9 +100,13 @@ def solve_command(**options: Any) -> None:
 
         plot.require_matplotlib(options["plot_path"])  # before the solve, not after it
     output.claim(options, [("output", options["output"]), ("plot", options["plot_path"]),
-                           ("report", options["report_path"])])
+                           ("report", options["report_path"]), ("launch-config", options["launch_path"])])
     catalogue = open_catalogue(options)
     query = build_query(options)
+    if options["launch_path"] is not None:
+        from vramplan.launch.configs import check_writer
+
+        check_writer(query.job.stack)
     result = solve(catalogue, query)
     screen = output.screen_for(options["output"])
     chosen = output.chosen_format(options)
@@ -107,8 +114,25 @@ def solve_command(**options: Any) -> None:
               "csv": render_solve.solve_csv}
     output.emit(render[chosen](result), options["output"])
     _pictures(result, query, options)
+    if options["launch_path"] is not None:
+        _launch_config(catalogue, query, result, options["launch_path"])
     if result.status in ("infeasible", "unknown"):
         sys.exit(EXIT_INFEASIBLE)
+
+
+def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path: Path) -> None:
+    """The best plan as its stack's launch configuration (nothing written when nothing fits)."""
+    from vramplan.commands import output
+    from vramplan.launch.configs import launch_config
+    from vramplan.models.core.setup import Plan
+
+    if not result.plans:
+        click.echo(f"warning: no plan fits, so there is no launch configuration; {path} not written", err=True)
+        return
+    choice = result.plans[0].plan
+    plan = Plan(**{name: value for name, value in choice.model_dump().items() if name in Plan.model_fields})
+    config = launch_config(query.job, plan, catalogue.architecture(query.model).num_layers)
+    output.emit(config.text, path)
 
 
 def _pictures(result: SolveResult, query: SolveQuery, options: dict[str, Any]) -> None:

@@ -120,15 +120,15 @@ def called_names(tree: ast.Module) -> list[tuple[int, str]]:
 # --- the rules --------------------------------------------------------------------------------------
 
 # The layers, lowest first; a layer imports only layers of a lower rank (or its own).
-LAYER_RANK = {"catalogues": 0, "models": 1, "solver": 2, "sheets": 3, "batch": 4, "fleet": 4, "cli": 5}
+LAYER_RANK = {"catalogues": 0, "models": 1, "solver": 2, "launch": 2, "sheets": 3, "batch": 4, "fleet": 4, "cli": 5}
 # models/ subpackages (estimate = models/estimate.py, the top), lowest first.
 MODELS_RANK = {"core": 0, "architecture": 1, "catalogue": 2, "memory": 2, "time": 3, "estimate": 4}
-NO_CLICK = ("models", "solver", "sheets", "batch", "fleet")
+NO_CLICK = ("models", "solver", "launch", "sheets", "batch", "fleet")
 
 
 def layer_of(path: str) -> str | None:
     folder = path.split("/")[0]
-    if folder in ("models", "solver", "sheets", "batch", "fleet"):
+    if folder in ("models", "solver", "launch", "sheets", "batch", "fleet"):
         return folder
     if folder == "commands" or ("/" not in path and path.endswith(".py")):
         return "cli"
@@ -241,7 +241,8 @@ def check_source(source: str, path: str) -> list[Violation]:
 
 
 def checked_files() -> list[str]:
-    paths = [p for folder in ("models", "solver", "sheets", "batch", "fleet", "commands", "tests") for p in (ROOT / folder).rglob("*.py")]
+    folders = ("models", "solver", "launch", "sheets", "batch", "fleet", "commands", "tests")
+    paths = [p for folder in folders for p in (ROOT / folder).rglob("*.py")]
     paths += ROOT.glob("*.py")
     return sorted(p.relative_to(ROOT).as_posix() for p in paths if "__pycache__" not in p.parts)
 

@@ -1,0 +1,167 @@
+"""Launch configurations from a plan (launch/configs.py): every key or flag is one the stack
+publishes, every value inside its domain, and the values are the plan's.
+
+The published names and domains, copied from the stacks' code at the releases the contracts
+cite (catalogues/stack_capabilities.csv):
+- DeepSpeed v0.19.5 (cf44300): deepspeed/runtime/constants.py (TRAIN_BATCH_SIZE,
+  TRAIN_MICRO_BATCH_SIZE_PER_GPU, GRADIENT_ACCUMULATION_STEPS), runtime/precision_config.py (bf16,
+  fp16: enabled), runtime/zero/config.py DeepSpeedZeroConfig (stage, offload_optimizer,
+  offload_param, overlap_comm, contiguous_gradients), runtime/zero/offload_config.py
+  OffloadDeviceEnum (none, cpu, nvme) and pin_memory, runtime/tensor_parallel/config.py
+  TPTrainingConfig.autotp_size. The config objects reject unknown keys.
+- Megatron-LM core_v0.19.0 (5be9626): megatron/training/arguments.py and the flags it generates
+  from ModelParallelConfig / TransformerConfig / OptimizerConfig fields (underscores become
+  hyphens; fp8 becomes --fp8-format); --optimizer-cpu-offload requires
+  --use-precision-aware-optimizer (argument validation).
+- torchtitan v0.2.2 (73a0e69): torchtitan/config/job_config.py Parallelism, Training,
+  ActivationCheckpoint (mode: selective, full, memory_budget, none; selective_ac_option 'op' or
+  digits; fsdp_reshard_after_forward: default, always, never).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tomllib
+
+import pytest
+from helpers.cli import invoke, one_line_error
+
+from vramplan.launch.configs import launch_config
+from vramplan.models.core.setup import Job, Plan
+
+INT, BOOL, FLOAT, STR, FLAG = "int", "bool", "float", "str", "store_true"
+DEEPSPEED = {
+    "": {"train_batch_size": INT, "train_micro_batch_size_per_gpu": INT, "gradient_accumulation_steps": INT,
+         "bf16": dict, "fp16": dict, "zero_optimization": dict, "tensor_parallel": dict},
+    "bf16": {"enabled": BOOL}, "fp16": {"enabled": BOOL},
+    "zero_optimization": {"stage": (0, 1, 2, 3), "offload_optimizer": dict, "offload_param": dict, "overlap_comm": BOOL,
+                          "contiguous_gradients": BOOL},
+    "offload_optimizer": {"device": ("none", "cpu", "nvme"), "pin_memory": BOOL},
+    "offload_param": {"device": ("none", "cpu", "nvme"), "pin_memory": BOOL},
+    "tensor_parallel": {"autotp_size": INT},
+}
+MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size": INT, "--context-parallel-size": INT,
+            "--expert-model-parallel-size": INT, "--sequence-parallel": FLAG, "--num-layers-per-virtual-pipeline-stage": INT,
+            "--num-virtual-stages-per-pipeline-rank": INT, "--micro-batch-size": INT, "--global-batch-size": INT,
+            "--seq-length": INT, "--bf16": FLAG, "--fp16": FLAG, "--fp8-format": ("e4m3", "hybrid"),
+            "--use-distributed-optimizer": FLAG, "--recompute-granularity": ("full", "selective"),
+            "--recompute-method": ("uniform", "block"), "--recompute-num-layers": INT, "--optimizer-cpu-offload": FLAG,
+            "--optimizer-offload-fraction": FLOAT, "--use-precision-aware-optimizer": FLAG}
+TORCHTITAN = {
+    "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
+                    "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
+                    "pipeline_parallel_schedule": ("1F1B", "Interleaved1F1B", "GPipe", "LoopedBFS", "InterleavedZeroBubble"),
+                    "fsdp_reshard_after_forward": ("default", "always", "never")},
+    "training": {"local_batch_size": INT, "global_batch_size": INT, "seq_len": INT,
+                 "mixed_precision_param": ("bfloat16", "float32"), "enable_cpu_offload": BOOL},
+    "activation_checkpoint": {"mode": ("selective", "full", "memory_budget", "none"), "selective_ac_option": STR},
+}
+
+
+def _in_domain(value: object, domain: object) -> bool:
+    if isinstance(domain, tuple):
+        return value in domain
+    kinds = {INT: int, BOOL: bool, FLOAT: float, STR: str, dict: dict}
+    return isinstance(value, kinds[domain]) and (domain != INT or not isinstance(value, bool))
+
+
+def _check_deepspeed(config: dict, section: str = "") -> None:
+    for key, value in config.items():
+        assert key in DEEPSPEED[section], (section, key)
+        domain = DEEPSPEED[section][key]
+        assert _in_domain(value, domain), (section, key, value)
+        if domain is dict:
+            _check_deepspeed(value, key)
+
+
+def _megatron_args(text: str) -> dict[str, str | None]:
+    lines = [line.strip() for line in text.splitlines() if line.startswith("  ")]
+    parsed: dict[str, str | None] = {}
+    for line in lines:
+        flag, *value = shlex.split(line)
+        assert flag in MEGATRON, flag
+        domain = MEGATRON[flag]
+        if domain == FLAG:
+            assert not value, flag
+            parsed[flag] = None
+        else:
+            (text_value,) = value
+            typed = int(text_value) if domain == INT else float(text_value) if domain == FLOAT else text_value
+            assert _in_domain(typed, domain), (flag, text_value)
+            parsed[flag] = text_value
+    return parsed
+
+
+PLANS = [
+    ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=3, offload="optimizer+params", micro_batch=2, grad_accum=4,
+                       tp=2, recompute="full")),
+    ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp16")),
+    ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=1, tp=8, pp=4, vpp=2, sequence_parallel=True, micro_batch=1,
+                      grad_accum=16, recompute="full", recompute_layers=5)),
+    ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp8", recompute="selective")),
+    ("torchtitan", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=3, tp=4, pp=2, vpp=2, sequence_parallel=True, grad_accum=2,
+                        recompute="op", offload="optimizer+params")),
+    ("torchtitan", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=2, recompute="full", recompute_layers=16)),
+    ("torchtitan", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=0, recompute="none")),
+]
+
+
+@pytest.mark.parametrize(("stack", "plan"), PLANS, ids=[f"{s}-{i}" for i, (s, _) in enumerate(PLANS)])
+def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
+    job = Job(seq_len=8192, stack=stack)
+    config = launch_config(job, plan, num_layers=80)
+    assert config.stack == stack
+    if stack == "deepspeed":
+        data = json.loads(config.text)
+        _check_deepspeed(data)
+        assert data["train_batch_size"] == plan.global_batch
+        assert (data["train_micro_batch_size_per_gpu"], data["gradient_accumulation_steps"]) == (plan.micro_batch, plan.grad_accum)
+        assert data["zero_optimization"]["stage"] == plan.zero and data["bf16"]["enabled"] == (plan.precision == "bf16")
+        assert ("offload_param" in data["zero_optimization"]) == (plan.offload == "optimizer+params")
+        assert data.get("tensor_parallel", {"autotp_size": 1})["autotp_size"] == plan.tp
+    elif stack == "megatron":
+        args = _megatron_args(config.text)
+        assert int(args["--tensor-model-parallel-size"]) * int(args["--pipeline-model-parallel-size"]) \
+            * int(args["--context-parallel-size"]) * plan.dp == plan.num_gpus
+        assert int(args["--global-batch-size"]) == plan.global_batch and int(args["--seq-length"]) == 8192
+        assert ("--sequence-parallel" in args) == (plan.sequence_parallel and plan.tp > 1)
+        if plan.vpp > 1:
+            assert int(args["--num-layers-per-virtual-pipeline-stage"]) * plan.pp * plan.vpp == 80
+        if "--optimizer-cpu-offload" in args:
+            assert "--use-precision-aware-optimizer" in args
+        if plan.recompute_layers is not None:
+            assert args["--recompute-num-layers"] == str(plan.recompute_layers)
+    else:
+        data = tomllib.loads(config.text)
+        for section, body in data.items():
+            for key, value in body.items():
+                assert key in TORCHTITAN[section], (section, key)
+                assert _in_domain(value, TORCHTITAN[section][key]), (section, key, value)
+        par = data["parallelism"]
+        assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == plan.dp
+        assert par["tensor_parallel_degree"] * par["pipeline_parallel_degree"] * plan.dp * plan.cp == plan.num_gpus
+        assert (par["data_parallel_shard_degree"] > 1) == (plan.zero >= 2 and plan.dp > 1)
+        option = data["activation_checkpoint"].get("selective_ac_option", "op")
+        assert option == "op" or option.isdigit()
+        assert data["training"].get("enable_cpu_offload", False) == (plan.offload == "optimizer+params")
+
+
+def test_solve_writes_the_best_plans_config_for_its_stack(tmp_path):
+    path = tmp_path / "launch.sh"
+    result = invoke("solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "64", "--tokens", "2e9",
+                    "--stack", "megatron", "--gpu", "h100-sxm-80gb", "--launch-config", str(path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)["plans"][0]["plan"]
+    args = _megatron_args(path.read_text(encoding="utf-8"))
+    assert int(args["--tensor-model-parallel-size"]) == plan["tp"] and int(args["--micro-batch-size"]) == plan["micro_batch"]
+
+
+def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "launch.json"
+    result = invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
+                    "--launch-config", str(path))
+    assert "has no launch-config writer yet" in one_line_error(result) and result.stdout == "" and not path.exists()
+    twin = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
+                                 "--stack", "deepspeed", "-o", str(path), "--launch-config", str(path)))
+    assert "is also this run's --output file" in twin
