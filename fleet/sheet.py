@@ -20,7 +20,7 @@ from vramplan.fleet.inputs import FleetJob, Pool, PoolWindow
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import parse_count
-from vramplan.sheets.rows import check_columns, is_empty, parse_row
+from vramplan.sheets.rows import check_columns, is_empty, parse_row, unreadable_header_error
 from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import split_list
 
@@ -111,6 +111,9 @@ class JobRows:
 
 
 def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
+    unreadable = unreadable_header_error(name)
+    if unreadable is not None:
+        return unreadable
     close = closest_names(name, known, limit=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known columns: {', '.join(known)}"
     return VramplanError("column", name, f"unknown {what} column; {hint}")

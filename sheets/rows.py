@@ -160,7 +160,23 @@ def is_empty(value: Any) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
+# A header cell shown back in an error only when it looks like a column name: a file that is not a
+# sheet (`--inventory /proc/self/environ`) must not have its first line printed.
+COLUMN_NAME = re.compile(r"[\w. -]{1,40}")
+
+
+def unreadable_header_error(name: str) -> VramplanError | None:
+    """The fixed-wording error for a header cell that is no column name (None when it may be one)."""
+    if COLUMN_NAME.fullmatch(name):
+        return None
+    return VramplanError("column", f"<{len(name)} characters>", "is not a column name (letters, digits, '_', '.', "
+                                                                  "'-' or spaces, at most 40); is this file a sheet?")
+
+
 def unknown_column_error(name: str) -> VramplanError:
+    unreadable = unreadable_header_error(name)
+    if unreadable is not None:
+        return unreadable
     if name in ANSWER_TYPES or name.removeprefix("plan_") in ANSWER_TYPES:
         return VramplanError("column", name, "is an answer column of `vramplan batch` output, not a job column; "
                                              "delete the answer columns to solve this sheet again")

@@ -187,3 +187,24 @@ def test_odd_paths_in_a_sheet_are_one_short_refusal(tmp_path):
         assert len(str(error.value)) < 400
     with pytest.raises(VramplanError, match="not a valid path"):
         read_config_json(Path("a\x00b.json"))
+
+
+def test_a_file_that_is_not_a_sheet_never_has_its_first_line_printed(tmp_path):
+    """`fleet --inventory /proc/self/environ` printed the environment as an 'unknown inventory
+    column'; a batch sheet whose header holds such text did the same."""
+    from helpers.cli import invoke
+    from helpers.paths import EXAMPLES
+
+    secret = tmp_path / "secrets.csv"
+    secret.write_text("API_KEY=s3cr3t-value-that-must-not-leak\x00HOME=/root,x\n1,2\n", encoding="utf-8")
+    for args, reason in (
+            (["fleet", str(EXAMPLES / "jobs.csv"), "--inventory", str(secret), "-o", str(tmp_path / "s.csv")],
+             "is not a column name"),
+            (["batch", str(secret), "-o", str(tmp_path / "p.csv"), "-q"], "'model': is required")):  # own columns pass
+        result = invoke(*args)
+        assert result.exit_code == 2 and "s3cr3t" not in result.stderr and "API_KEY" not in result.stderr, result.stderr
+        assert reason in result.stderr
+    plain = tmp_path / "jobs.csv"
+    plain.write_text("model,seq_len,deadline\nllama-3.1-8b,4096,1\n", encoding="utf-8")
+    assert "'deadline': unknown column; did you mean 'deadline_hours'?" in invoke("batch", str(plain), "-o",
+                                                                                 str(tmp_path / "q.csv")).stderr
