@@ -30,8 +30,19 @@ _GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
 
 
 def _show(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """What an error says of a value read from config.json: its kind, never the value itself (a
+    file passed as --model may hold anything; the message names the file and the key)."""
+    if value is None:
+        return "<null>"
+    if isinstance(value, bool):
+        return "<a boolean>"
+    if isinstance(value, (int, float)):
+        return "<a number>"
+    if isinstance(value, str):
+        return f"<a text of {len(value)} characters>"
+    if isinstance(value, list):
+        return f"<a list of {len(value)}>"
+    return "<an object>"
 
 
 class _Reader:

@@ -5,11 +5,14 @@ config is a one-line VramplanError naming it.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.catalogue import REQUIRED_ARCHITECTURES, assert_one_line_message
 from helpers.paths import HF_CONFIGS
 
 from vramplan.models.architecture.params import count_params
+from vramplan.models.catalogue.hf_config import architecture_from_config_file
 from vramplan.models.core.errors import VramplanError
 
 FIXTURES_WITH_TWIN = sorted(p.stem for p in HF_CONFIGS.glob("*.json") if p.stem in REQUIRED_ARCHITECTURES)
@@ -68,3 +71,22 @@ def test_model_directory_with_config_json(catalogue, tmp_path):
     arch = catalogue.architecture(str(model_dir))
     assert arch.name == "llama-3.1-8b" and count_params(arch).total == 8_030_261_248
 
+
+
+SECRET = "TOKEN=hf_s3cr3t"
+
+
+@pytest.mark.parametrize("key", ["hidden_act", "tie_word_embeddings", "sliding_window", "num_hidden_layers",
+                                 "attn_logit_softcapping", "vocab_size"])
+def test_a_config_error_names_the_file_and_key_never_the_value(tmp_path, key):
+    """A file passed as --model may hold anything: nine config.json keys used to echo their value
+    in the error (and so in a batch's output cell); now the kind of value, the key and the file."""
+    config = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 2048, key: SECRET}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config_file(path)
+    message = str(caught.value)
+    assert SECRET not in message and "s3cr3t" not in message, message
+    assert key in message and str(path) in message
