@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 import click
@@ -16,12 +17,13 @@ import click
 from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 MAX_ERROR_CHARS = 1000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # as commands/render_text.py literal()
 
 
 def _say(text: str, err: bool = True) -> None:
     """One stderr line whatever the message holds (solver logs, worker reasons): whitespace runs
     become one space, and the line is cut at MAX_ERROR_CHARS."""
-    line = " ".join(text.split())
+    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.split()))  # escapes shown, not run
     click.echo(line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "...", err=err)
 
 

@@ -43,6 +43,7 @@ def plot_gantt(path: Path, query: FleetQuery, result: FleetResult, labels: list[
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["text.parse_math"] = False  # job ids and pool names are text, not mathtext
         import matplotlib.pyplot as plt
     except ImportError:
         raise CommandFailure("--plot needs matplotlib: pip install 'vramplan[plot]'") from None

@@ -45,6 +45,7 @@ def _pyplot() -> Any:
     except ImportError:
         raise click.ClickException("pictures need matplotlib: pip install 'vramplan[plot]'") from None
     matplotlib.use("Agg")  # no display: write files only
+    matplotlib.rcParams["text.parse_math"] = False  # names are text: '$\\foo$' in a name is drawn, not parsed
     import matplotlib.pyplot as plt
 
     return plt

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.output import Screen
@@ -56,6 +57,16 @@ def efficiency_note(performance: PerformanceReport, gpu: str) -> str | None:
             f"({percent(performance.compute_efficiency)}) is {borrowed}, and tokens/s, MFU, time and cost rest on it")
 
 
+# C0 and C1 control characters but newline and tab, shown as escapes: a name holding "\x1b[2J" must
+# not clear the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def literal(text: str) -> str:
+    """Text exactly as it is, its control characters escaped (\x1b -> '\\x1b')."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def new_table(screen: Screen, title: str) -> Table:
     from rich import box
     from rich.table import Table
@@ -79,11 +90,12 @@ def render(parts: list[Any], screen: Screen) -> str:
     """Tables and lines of text, drawn for the screen; trailing spaces dropped."""
     from rich.console import Console
 
-    console = Console(file=io.StringIO(), width=screen.width or _NATURAL_WIDTH, highlight=False,
-                      color_system=None if screen.plain else "standard", force_terminal=not screen.plain,
+    # markup and emoji off: names come from the user's files ('[red]x' is a directory name, not a colour)
+    console = Console(file=io.StringIO(), width=screen.width or _NATURAL_WIDTH, highlight=False, markup=False,
+                      emoji=False, color_system=None if screen.plain else "standard", force_terminal=not screen.plain,
                       soft_wrap=False)
     for part in parts:
-        console.print(part)
+        console.print(literal(part) if isinstance(part, str) else part)
     text = console.file.getvalue()  # type: ignore[attr-defined]
     return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
