@@ -156,15 +156,43 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _given(name: str) -> bool:
+    """Whether the user typed the option (not its default), for the command being run."""
+    from click.core import ParameterSource
+
+    context = click.get_current_context(silent=True)
+    return context is not None and context.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                                                          ParameterSource.ENVIRONMENT)
+
+
+def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
+    """Options that cannot mean anything together are bad input (exit 2), not silently ignored."""
+    from vramplan.models.core.errors import VramplanError
+
+    if job.method == "full":
+        for name in ("lora_rank", "lora_targets", "qlora_bits"):
+            if _given(name):
+                raise VramplanError(name.replace("_", "-"), options[name], "applies to --method lora or qlora; "
+                                                                            "this job is --method full")
+    if job.method != "qlora" and _given("qlora_bits"):
+        raise VramplanError("qlora-bits", options["qlora_bits"], f"applies to --method qlora, not {job.method}")
+    if _given("loss_chunks") and job.loss != "chunked":
+        raise VramplanError("loss-chunks", options["loss_chunks"], f"applies to --loss chunked; the loss is {job.loss}")
+    if options.get("sequence_parallel") is True and options.get("tp") == 1:
+        raise VramplanError("sequence-parallel", True, "shards what tensor parallelism replicates: it needs --tp > 1")
+
+
 def build_job(options: dict[str, Any]) -> Job:
     from pydantic import ValidationError
 
     from vramplan.solver.query_fields import job_from_fields
 
     try:
-        return job_from_fields(option_fields(options))
+        job = job_from_fields(option_fields(options))
     except ValidationError as error:
         raise validation_error(error) from None
+    refuse_contradictions(options, job)
+    return job
 
 
 def estimate_recompute_option(options: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from vramplan.commands.options import (
     open_catalogue,
     option_fields,
     output_options,
+    refuse_contradictions,
     validation_error,
 )
 from vramplan.solver.choices import OBJECTIVES
@@ -37,10 +38,12 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 
     pictures = bool(options.get("plot_path") or options.get("report_path"))  # they draw the front
     try:
-        return query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"] or pictures,
-                                 engine=options["engine"], time_limit_s=options["time_limit"])
+        query = query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"] or pictures,
+                                  engine=options["engine"], time_limit_s=options["time_limit"])
     except ValidationError as error:
         raise validation_error(error) from None
+    refuse_contradictions(options, query.job)
+    return query
 
 
 @click.command("solve")

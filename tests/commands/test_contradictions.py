@@ -1,0 +1,29 @@
+"""Options that cannot mean anything together are refused with one line naming the option (exit 2),
+where they used to be accepted without a word: --lora-rank with --method full, --qlora-bits without
+QLoRA, --loss-chunks with a loss that has no chunks, --sequence-parallel without tensor parallelism.
+An option left at its default never counts as given."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.cli import invoke, one_line_error
+
+BASE = ["--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "h100-sxm-80gb"]
+
+
+@pytest.mark.parametrize(("command", "extra", "fragment"), [
+    ("estimate", ["--method", "full", "--lora-rank", "8"], "lora-rank=8: applies to --method lora or qlora"),
+    ("solve", ["--lora-targets", "q_proj"], "lora-targets='q_proj': applies to --method lora or qlora"),
+    ("estimate", ["--method", "lora", "--qlora-bits", "8"], "qlora-bits='8': applies to --method qlora, not lora"),
+    ("solve", ["--loss", "eager", "--loss-chunks", "4"], "loss-chunks=4: applies to --loss chunked"),
+    ("estimate", ["--sequence-parallel"], "sequence-parallel=True: shards what tensor parallelism replicates"),
+])
+def test_a_contradiction_is_one_line_naming_the_option(command, extra, fragment):
+    assert fragment in one_line_error(invoke(command, *BASE, *extra))
+
+
+@pytest.mark.parametrize("extra", [["--method", "lora", "--lora-rank", "8"], ["--method", "qlora", "--qlora-bits", "8"],
+                                   ["--loss", "chunked", "--loss-chunks", "4"], ["--tp", "2", "--num-gpus", "2", "--stack", "megatron",
+                                                                                  "--sequence-parallel"]])
+def test_the_same_options_where_they_mean_something_still_run(extra):
+    assert invoke("estimate", *BASE, *extra).exit_code in (0, 3)
