@@ -55,7 +55,7 @@ def plain(value: Any) -> Any:
     """A pandas/numpy cell as a plain Python value; missing values (None, NaN, NA, NaT) as None."""
     if value is None or isinstance(value, (str, int, float)):
         return None if isinstance(value, float) and math.isnan(value) else value
-    if hasattr(value, "item"):  # numpy scalars
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars, not a 1-element array
         try:
             return plain(value.item())
         except (ValueError, AttributeError):
@@ -151,6 +151,23 @@ def _read_jsonl(path: Path, field: str) -> list[list[Any]]:
     return [header] + [[record.get(name) for name in header] for record in records]
 
 
+def _writable(cell: Any) -> Any:
+    """A cell every output format can write back: text that is not valid Unicode (a lone surrogate
+    from a JSON-lines escape) keeps its escapes as text, and a list or object (Parquet list cells,
+    nested JSON) becomes its JSON text. A job column holding either is that row's error when the
+    row is read; the other rows are solved (before: every row solved, then no output at all)."""
+    if isinstance(cell, str):
+        try:
+            cell.encode("utf-8")
+        except UnicodeEncodeError:
+            return cell.encode("utf-8", "backslashreplace").decode("utf-8")
+        return cell
+    if isinstance(cell, (list, tuple, dict)) or type(cell).__name__ == "ndarray":
+        value = cell.tolist() if type(cell).__name__ == "ndarray" else cell
+        return _writable(json.dumps(value, ensure_ascii=False, default=str))
+    return cell
+
+
 def read_table(path: Path, fmt: str, warnings: list[str] | None = None,
                field: str = "jobs") -> tuple[list[str], list[list[Any]]]:
     """(header, rows): each row has exactly one cell per header column; errors name the file as
@@ -183,6 +200,7 @@ def read_table(path: Path, fmt: str, warnings: list[str] | None = None,
     if interior and warnings is not None:
         shown = ", ".join(str(n) for n in interior[:5]) + (", ..." if len(interior) > 5 else "")
         warnings.append(f"{path}: {len(interior)} blank row{'s' if len(interior) > 1 else ''} skipped (row {shown})")
+    rows = [[_writable(cell) for cell in row] for row in rows]
     # Columns with neither a name nor a value (Excel exports trailing ones) are not columns.
     keep = [i for i, name in enumerate(header) if name or any(not is_empty(row[i]) for row in rows)]
     for i in keep:
