@@ -11,12 +11,13 @@ from vramplan.models.catalogue.stack_contract import (
     StackCapabilities,
     count_refusal,
     job_refusal,
+    precision_refusal,
     refusal_message,
     states_refusal,
 )
 from vramplan.models.core.catalogue_schema import GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES
+from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, offload_refusal
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.time.cost import num_instances
 from vramplan.solver.query import SolveQuery
@@ -106,25 +107,20 @@ def pinned_domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]
     """The ZeRO x offload pairs and the precisions the pins and the stack leave; a pin (or a job)
     the stack does not run is bad input naming the stack."""
     pins, caps, method = query.pins, stack_caps(query), query.job.method
+    contradiction = offload_refusal(pins.zero, pins.offload) if pins.zero is not None and pins.offload else None
+    if contradiction is not None:  # --zero 1 --offload optimizer+params: no stack runs it
+        raise VramplanError("offload", pins.offload, f"{contradiction}; --zero is {pins.zero}")
+    pairs = [(z, f) for z, f in product(ZERO_STAGES, OFFLOADS)  # what the pins leave of the pairs that can run
+             if offload_refusal(z, f) is None and pins.zero in (None, z) and pins.offload in (None, f)]
+    zero_offloads = [(z, f) for z, f in pairs if states_refusal(caps, method, z, f) is None]
     refusal = job_refusal(caps, query.job)
-    if refusal is None and pins.precision == "fp8" and not caps.fp8:
-        refusal = ("precision", "fp8", "fp8 training")
-    if refusal is None and (pins.zero is not None or pins.offload is not None):
-        refusal = states_refusal(caps, method, pins.zero or 0, pins.offload or "none")
+    if refusal is None and pins.precision is not None:
+        refusal = precision_refusal(caps, pins.precision)
+    if refusal is None and not zero_offloads:
+        refusal = states_refusal(caps, method, *pairs[0])
     if refusal is None and pins.num_gpus is not None:
         refusal = count_refusal(caps, method, pins.num_gpus, pins.num_gpus)  # more than one instance: per offering
     if refusal is not None:
-        raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
-    zero_offloads = [
-        (z, f)
-        for z, f in product(ZERO_STAGES, OFFLOADS)
-        if (f == "none" or (f == "optimizer" and z >= 1) or (f == "optimizer+params" and z == 3))
-        and (pins.zero is None or z == pins.zero)
-        and (pins.offload is None or f == pins.offload)
-        and states_refusal(caps, method, z, f) is None
-    ]
-    if not zero_offloads:  # e.g. --zero 0 --offload optimizer+params on a stack without ZeRO-3
-        refusal = states_refusal(caps, method, 3, pins.offload or "none") or ("zero", pins.zero, "this ZeRO and offload")
         raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     precisions = [pins.precision] if pins.precision is not None else list(HALF_PRECISIONS)
     return zero_offloads, precisions

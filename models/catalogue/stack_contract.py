@@ -129,11 +129,14 @@ def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_
     return None
 
 
+def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, object, str] | None:
+    """fp8 training on a stack without it, or None."""
+    return ("precision", "fp8", "fp8 training") if precision == "fp8" and not caps.fp8 else None
+
+
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
-    if plan.precision == "fp8" and not caps.fp8:
-        return "precision", "fp8", "fp8 training"
-    return (job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
+    return (precision_refusal(caps, plan.precision) or job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
             or states_refusal(caps, job.method, plan.zero, plan.offload)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance))
 

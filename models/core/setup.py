@@ -105,6 +105,16 @@ class Job(_Frozen):
         return round(self.capacity_fraction * 1000)
 
 
+def offload_refusal(zero: int, offload: str) -> str | None:
+    """Why this offload cannot run at this ZeRO stage (None: it can): the one rule the Plan and the
+    solver's ZeRO x offload domain share."""
+    if offload == "optimizer" and zero == 0:
+        return "needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)"
+    if offload == "optimizer+params" and zero != 3:
+        return "needs ZeRO stage 3 (DeepSpeed offload_param)"
+    return None
+
+
 def recompute_label(mode: str, layers: int | None) -> str:
     """A recompute as tables and sentences show it: the mode, and the layers a partial full recompute checkpoints."""
     return mode if layers is None else f"{mode} ({layers} layers)"
@@ -166,10 +176,9 @@ class Plan(_Frozen):
 
     @model_validator(mode="after")
     def _offload_needs_zero(self) -> Plan:
-        if self.offload == "optimizer" and self.zero == 0:
-            raise VramplanError("offload", self.offload, "needs ZeRO stage >= 1 (DeepSpeed offload_optimizer)")
-        if self.offload == "optimizer+params" and self.zero != 3:
-            raise VramplanError("offload", self.offload, "needs ZeRO stage 3 (DeepSpeed offload_param)")
+        reason = offload_refusal(self.zero, self.offload)
+        if reason is not None:
+            raise VramplanError("offload", self.offload, reason)
         return self
 
     @model_validator(mode="after")

@@ -143,3 +143,12 @@ def test_an_explanation_tries_the_stacks_that_run_more_and_names_them(catalogue)
     # The recipe follows the stack, as --stack fills it: torchtune's defaults become torchtitan's.
     moved = restacked(query.job, "torchtitan", load_stacks())
     assert (moved.stack, moved.master_weights, moved.loss, moved.selective) == ("torchtitan", "fp32", "eager", "op")
+
+
+def test_pinned_zero_and_offload_that_no_stack_runs_together_is_one_line(catalogue):
+    """--zero 1 --offload optimizer+params left an empty ZeRO x offload domain: an internal
+    IndexError (and, for a moment of this change, a wrong 'the stack does not run' on every stack)."""
+    for stack in ("hf", "custom"):
+        query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048, stack=stack), pins=Pins(zero=1, offload="optimizer+params"))
+        with pytest.raises(VramplanError, match="offload='optimizer\\+params': needs ZeRO stage 3.*--zero is 1"):
+            solve(catalogue, query)
