@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 
 import click
 
 from vramplan.commands.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from vramplan.commands.literal import literal
 
 MAX_ERROR_CHARS = 1000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # as commands/render_text.py literal()
 
 
 def _say(text: str, err: bool = True) -> None:
     """One stderr line whatever the message holds (solver logs, worker reasons): whitespace runs
     become one space, and the line is cut at MAX_ERROR_CHARS."""
-    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.split()))  # escapes shown, not run
+    line = literal(" ".join(text.split()))  # control characters shown escaped, never run
     click.echo(line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "...", err=err)
 
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import io
-import re
 from typing import TYPE_CHECKING, Any
 
+from vramplan.commands.literal import literal
 from vramplan.commands.output import Screen
 from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, PerformanceReport
 from vramplan.models.core.units import BYTES_PER_GIB
@@ -55,16 +55,6 @@ def efficiency_note(performance: PerformanceReport, gpu: str) -> str | None:
     borrowed = f"borrowed from the {source} generation" if source else "assumed"
     return (f"uncalibrated: no published training run calibrates {gpu}; its compute efficiency "
             f"({percent(performance.compute_efficiency)}) is {borrowed}, and tokens/s, MFU, time and cost rest on it")
-
-
-# C0 and C1 control characters but newline and tab, shown as escapes: a name holding "\x1b[2J" must
-# not clear the user's terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def literal(text: str) -> str:
-    """Text exactly as it is, its control characters escaped (\x1b -> '\\x1b')."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def new_table(screen: Screen, title: str) -> Table:

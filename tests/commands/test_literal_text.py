@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers.cli import invoke
 
-from vramplan.commands.render_text import literal
+from vramplan.commands.literal import literal
 
 CONFIG = ('{"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, '
           '"intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 2048}')
