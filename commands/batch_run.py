@@ -29,7 +29,7 @@ from typing import Any
 import click
 
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.options import open_catalogue
+from vramplan.commands.options import catalogue_files, open_catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.sheets.journal import (
     Journal,
@@ -185,8 +185,7 @@ def _workers(options: dict[str, Any]) -> int | None:
 
 def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
     """Every file the run reads: the output may be none of them (nor may its journal)."""
-    return [("jobs", options["jobs"]), ("gpus-csv", options.get("gpus_csv")),
-            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+    return [("jobs", options["jobs"]), *catalogue_files(options)]
 
 
 def _config_files_read(columns: list[str], table: list[list[Any]], catalogue: Any,

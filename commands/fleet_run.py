@@ -32,7 +32,7 @@ from vramplan.commands.fleet_output import (
     pool_rows,
     summary_lines,
 )
-from vramplan.commands.options import open_catalogue
+from vramplan.commands.options import catalogue_files, open_catalogue
 from vramplan.fleet.sheet import (
     fleet_start,
     inventory_pools,
@@ -64,8 +64,7 @@ def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
 
 def _files_read(options: dict[str, Any]) -> list[tuple[str, Path | None]]:
     """Every file the run reads: no output may be one of them (sheets/output_file.py)."""
-    return [("jobs", options["jobs"]), ("inventory", options["inventory"]), ("gpus-csv", options.get("gpus_csv")),
-            ("offerings-csv", options.get("offerings_csv")), ("models-csv", options.get("models_csv"))]
+    return [("jobs", options["jobs"]), ("inventory", options["inventory"]), *catalogue_files(options)]
 
 
 def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -200,6 +200,13 @@ def estimate_recompute_option(options: dict[str, Any]) -> str:
     from vramplan.solver.query_fields import estimate_recompute
 
     return estimate_recompute(option_fields(options))
+
+
+def catalogue_files(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:
+    """The catalogue CSVs the options name (None: the packaged one), as (option, path): the files
+    open_catalogue reads, which no output may replace."""
+    return [("gpus-csv", options.get("gpus_csv")), ("offerings-csv", options.get("offerings_csv")),
+            ("models-csv", options.get("models_csv"))]
 
 
 def open_catalogue(options: dict[str, Any]) -> Catalogue:

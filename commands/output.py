@@ -70,12 +70,11 @@ def emit(text: str, output: Path | None) -> None:
 def files_read(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:
     """The files a command reads from its options: the model's config.json (--model PATH) and the
     catalogue CSVs. No output may be one of them."""
+    from vramplan.commands.options import catalogue_files
     from vramplan.models.catalogue.config_file import config_path
 
     model = options.get("model")
-    return [("model config", config_path(model) if isinstance(model, str) else None),
-            ("gpus-csv", options.get("gpus_csv")), ("offerings-csv", options.get("offerings_csv")),
-            ("models-csv", options.get("models_csv"))]
+    return [("model config", config_path(model) if isinstance(model, str) else None), *catalogue_files(options)]
 
 
 def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
