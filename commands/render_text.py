@@ -106,7 +106,9 @@ def memory_table(memory: MemoryReport, screen: Screen, title: str = "Memory per 
 
 
 def fit_lines(memory: MemoryReport) -> list[str]:
-    if memory.gpu_fits:
+    if memory.gpu_fits and not memory.host_fits:
+        verdict = f"DOES NOT FIT in host RAM (GPU memory fits with {gib(memory.headroom_bytes)} GiB to spare)"
+    elif memory.gpu_fits:
         verdict = f"FITS with {gib(memory.headroom_bytes)} GiB to spare"
     else:
         verdict = f"DOES NOT FIT: {gib(-memory.headroom_bytes)} GiB over the limit"
@@ -120,7 +122,7 @@ def fit_lines(memory: MemoryReport) -> list[str]:
         lines.append(f"outside the torch allocator: {gib(memory.paged_bytes)} GiB of paged optimizer states "
                      "(unified memory; on the GPU while it has room, paged to host RAM otherwise)")
     if memory.activations.offloaded_bytes:
-        lines.append(f"activations offloaded to host RAM: {gib(memory.activations.offloaded_bytes)} GiB")
+        lines.append(f"activations offloaded to host RAM: {gib(memory.activations.offloaded_bytes)} GiB per GPU")
     if memory.activations.fragmentation_reserve_bytes:
         lines.append(f"includes an allocator fragmentation reserve of "
                      f"{gib(memory.activations.fragmentation_reserve_bytes)} GiB (activations)")

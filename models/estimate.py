@@ -85,6 +85,7 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
         optimizer_time_s=perf.optimizer_time_s,
         model_parallel_time_s=perf.model_parallel_time_s,
         pipeline_bubble_s=perf.pipeline_bubble_s,
+        offload_exposed_s=perf.offload_exposed_s,
         tokens_per_step=perf.tokens_per_step,
         global_batch=plan.global_batch,
         model_flops_per_token=perf.model_flops_per_token,
@@ -103,7 +104,8 @@ HOURS_PER_YEAR = 24 * 365
 
 def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: int) -> list[str]:
     """What makes a plan that fits one nobody would run: MFU under MFU_FLOOR, a step that waits on
-    communication longer than it computes, over a year of training, rented GPUs left idle."""
+    communication longer than it computes, an activation offload the host link cannot hide, over
+    a year of training, rented GPUs left idle."""
     found = []
     if performance.mfu_fraction < MFU_FLOOR:
         found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
@@ -112,6 +114,9 @@ def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: in
     if waiting > performance.compute_time_s:
         found.append(f"network-bound: each step waits {waiting:,.2f} s on communication against "
                      f"{performance.compute_time_s:,.2f} s of compute")
+    if performance.offload_exposed_s > 0:
+        found.append(f"host-link-bound: moving offloaded activations stalls each step "
+                     f"{performance.offload_exposed_s:,.2f} s beyond its compute")
     if cost.hours > HOURS_PER_YEAR:
         found.append(f"takes {cost.hours / HOURS_PER_YEAR:,.1f} years")
     rented = cost.num_instances * cost.gpus_per_instance

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.candidates import cluster_accepts, inner_metrics, step_cap_us
+from vramplan.solver.candidates import cluster_accepts, host_mib_per_gpu, inner_metrics, step_cap_us
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace
@@ -68,7 +68,7 @@ def host_ram_reason(space: SearchSpace) -> str | None:
         for peak, inner in shape_points(space, shape):  # least GPU memory first
             if peak > space.limit_mib[shape[0]]:
                 break
-            if not space.host_mib_per_gpu[inner.zero_offload, shape[1], inner.precision, inner.layout]:
+            if not host_mib_per_gpu(space, shape[1], inner):
                 continue  # no offload: nothing on the host
             metrics = inner_metrics(space, shape, inner, memory=False, timed=timed)
             if metrics is None:
@@ -80,13 +80,14 @@ def host_ram_reason(space: SearchSpace) -> str | None:
                         best = (shortfall, metrics.host_mib_per_gpu, c)
     if best is None or best[0] <= 0:
         return None
-    _, host_mib_per_gpu, c = best
+    _, host_mib, c = best
     cluster = space.clusters[c]
     on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
-    need_gib = host_mib_per_gpu * on_node * BYTES_PER_MIB / BYTES_PER_GIB
+    need_gib = host_mib * on_node * BYTES_PER_MIB / BYTES_PER_GIB
     capacity_gib = cluster.offering.host_memory_gib
     limit_gib = capacity_gib * space.job.capacity_per_mille / 1000
-    return (f"host RAM is the binding resource: plans fit GPU memory only with ZeRO-Offload, and the leanest "
+    offloads = "activation offloading" if space.job.activation_offload else "ZeRO-Offload"
+    return (f"host RAM is the binding resource: plans fit GPU memory only with {offloads}, and the leanest "
             f"needs {need_gib:,.1f} GiB of host RAM per node ({on_node} GPU{'s' if on_node > 1 else ''} of "
             f"{cluster.offering.name}), above its "
             f"{limit_gib:,.1f} GiB limit ({space.job.capacity_fraction:.0%} of {capacity_gib:,.0f} GiB)")

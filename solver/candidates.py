@@ -145,7 +145,14 @@ def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool
     if memory and total > space.limit_mib[g]:
         return None
     static = space.static_mib[zf, n, p, li, j] + space.buffer_mib[b, p, li]
-    return InnerMetrics(static, total - static, space.host_mib_per_gpu[zf, n, p, li], 0)
+    return InnerMetrics(static, total - static, host_mib_per_gpu(space, n, inner), 0)
+
+
+def host_mib_per_gpu(space: SearchSpace, n: int, inner: Inner) -> int:
+    """Host RAM per GPU: the offloaded model states (zf, p, l) and the offloaded activations
+    (r, b, p, l), each the most any checked rank holds (models.memory.memory_per_gpu's sum)."""
+    zf, r, p, b, li = inner
+    return space.host_mib_per_gpu[zf, n, p, li] + space.offloaded_mib(r, b, p, li, n)
 
 
 # A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
@@ -218,4 +225,4 @@ def stage_twin_key(space: SearchSpace, choice: Choice, metrics: Metrics) -> tupl
     zf, r, p, b, li = choice.inner
     n = space.clusters[choice.cluster].count_index
     return (space.clusters[choice.cluster].shape, r, p, b, li, space.zero_offloads[zf][1], metrics.static_mib,
-            metrics.activation_mib, space.host_mib_per_gpu[zf, n, p, li], metrics.step_us)
+            metrics.activation_mib, host_mib_per_gpu(space, n, choice.inner), metrics.step_us)

@@ -8,7 +8,7 @@ decisions, tabulated by models/ in space.py and linked to the variables by eleme
 on mixed-radix indices:
 
     static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
-    host_mib[zf, p] <= host budget of the instance                   (ZeRO-Offload host RAM)
+    host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
     step_us = compute_us[r, p] + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p])
               + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
               + optimizer_us[zf, b, p]                                 (candidates.inner_metrics)
@@ -126,13 +126,17 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
     # + max(comm - window, tail) + optimizer.
 
+    offloading = space.job.activation_offload
+
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
-        """Activations + buffers of each checked rank; compute + model-parallel collectives + bubble."""
+        """Activations + buffers of each checked rank; compute + model-parallel collectives + stalls
+        (bubble, exposed offload transfer); with activation offloading, what it keeps on the host."""
         lay, b_ = pairs[k]
         base = steps.compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
         ranks = space.ranks_activation_mib(i, b_, jj, lay, n)
-        return (*(buffers + ranks[j] for j in slots), base)
+        offloaded = (space.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
+        return (*(buffers + ranks[j] for j in slots), base, *offloaded)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
@@ -143,8 +147,15 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.static_mib[i, n, jj, lay, j] for j in slots), space.host_mib_per_gpu[i, n, jj, lay]),
         (*(f"static{j}" for j in slots), "host_mib"), uppers)
-    *dynamic, base = _table(model, [rs, ps, lbs], by_recompute,
-                            (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us"), uppers)
+    columns = (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us", *(("offloaded_mib",) if offloading else ()))
+    dynamic = _table(model, [rs, ps, lbs], by_recompute, columns, uppers)
+    if offloading:  # host RAM: offloaded states (zf, p, l) + offloaded activations (r, p, (l, b))
+        *dynamic, base, offloaded = dynamic
+        total_host = model.new_int_var(0, uppers["host_mib"] + uppers["offloaded_mib"], "host_total_mib")
+        model.add(total_host == host + offloaded)
+        host = total_host
+    else:
+        *dynamic, base = dynamic
     for rank_static, rank_dynamic in zip(static, dynamic):  # memory of each checked pipeline rank
         model.add(rank_static + rank_dynamic <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vramplan.solver.candidates import Inner, InnerMetrics, inner_metrics, inner_tie
+from vramplan.solver.candidates import Inner, InnerMetrics, host_mib_per_gpu, inner_metrics, inner_tie
 from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 
@@ -122,8 +122,8 @@ def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, Inner
         rank = (static[zf, p, :] + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
         static_mib = static[zf, p, rank] + np.array([space.buffer_mib[batches[i], precisions[k], li]
                                                      for i, k in zip(b.tolist(), p.tolist())], dtype=np.int64)
-        host = np.array([space.host_mib_per_gpu[z, n, precisions[k], li] for z, k in zip(zf.tolist(), p.tolist())],
-                        dtype=np.int64)
+        host = np.array([host_mib_per_gpu(space, n, Inner(z, rr, precisions[k], batches[i], li))
+                         for z, rr, i, k in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist())], dtype=np.int64)
         for z, rr, i, k, total, st, h in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist(), peak[zf, r, b, p].tolist(),
                                              static_mib.tolist(), host.tolist()):
             fitting.append((Inner(z, rr, precisions[k], batches[i], li), InnerMetrics(st, total - st, h, 0)))

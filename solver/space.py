@@ -240,6 +240,16 @@ class SearchSpace:
             values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
         return values
 
+    def offloaded_mib(self, r: int, b: int, p: int, li: int, n: int) -> int:
+        """Activations offloaded to host memory per GPU (MiB): the most any checked rank offloads
+        (models.memory.memory_per_gpu takes the same maximum); 0 without activation offloading."""
+        if not self.job.activation_offload:
+            return 0
+        aliases = self.slot_aliases(self.layouts[li].pp)
+        micro = self.micro_key(r, b, p, self.tcs_index[li])
+        return max(self.tables.offloaded_mib(micro, self.slots[n, li, b, j])  # type: ignore[union-attr]
+                   for j, alias in enumerate(aliases) if alias == j)
+
     def slot_aliases(self, pp: int) -> tuple[int, ...]:
         """For each checked slot of a pipeline depth, the first slot that checks the same rank."""
         aliases = self.aliases_of_pp.get(pp)

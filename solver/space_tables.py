@@ -138,7 +138,8 @@ class StepTables:
     """One shape's step-time terms in whole microseconds (candidates.step_us adds them): the
     compute and its (forward, backward) overlap windows (r, p), data-parallel traffic (forward,
     backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
-    PP p2p + CP + EP (r, p, l) and the pipeline bubble (r, p, l, b)."""
+    PP p2p + CP + EP (r, p, l) and the stalls (r, p, l, b): the pipeline bubble and the exposed
+    activation-offload transfer."""
 
     compute_us: dict[tuple[int, int], int] = field(default_factory=dict)
     windows_us: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
@@ -175,7 +176,8 @@ def fill_step_tables(space: SearchSpace, shape: tuple, li: int, out: StepTables)
                 out.windows_us[r, p] = windows_us(tables.forward_share(recompute), compute)
             out.parallel_us[r, p, li] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
-            for b, bubble in zip(batches, tables.bubble_us(layout, n, micros, compute).tolist()):
+            micro_keys = tuple(space.micro_key(r, b, p, space.tcs_index[li]) for b in batches)
+            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
     forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up

@@ -22,6 +22,7 @@ from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div, to_us_array
 from vramplan.models.memory.activations import (
     MicrobatchActivations,
     microbatch_activations,
+    microbatch_offload_bytes,
     stage_activations,
 )
 from vramplan.models.memory.model_states import ModelStates, model_states
@@ -40,6 +41,7 @@ from vramplan.models.time.performance import (
     dp_phase_times_on_link_s,
     dp_ring_latency_s,
     dp_traffic,
+    offload_exposed_s,
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
@@ -247,6 +249,24 @@ class Tables:
             return bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *slot).total_bytes)
         return self._get(("activations", *micro, *slot), compute)
 
+    def offloaded_mib(self, micro: MicroKey, slot: StageSlot) -> int:
+        """What activation offloading keeps in host memory for a pipeline rank at its peak
+        (models.activations.stage_activations' offloaded_bytes), rounded up to MiB; 0 without it."""
+        if not self.job.activation_offload:
+            return 0
+        return self._get(("offloaded", *micro, *slot),
+                         lambda: bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *slot).offloaded_bytes))
+
+    def offload_exposed_s(self, micro: MicroKey, layout: Layout, accum: int, compute_s: float) -> float:
+        """The activation-offload transfer the compute does not hide (models.performance
+        offload_exposed_s of models.activations.offload_transfer_bytes: the first rank, each
+        micro-batch out and back); 0 without offloading."""
+        if not self.job.activation_offload:
+            return 0.0
+        per_micro = self._get(("offload-transfer", *micro, layout.pp, layout.vpp), lambda: microbatch_offload_bytes(
+            self._microbatch(micro), layout.vpp, stage_layer_kinds(self.arch, layout.pp, 0)))
+        return offload_exposed_s(2 * accum * per_micro, compute_s)
+
     def _microbatch(self, micro: MicroKey) -> MicrobatchActivations:
         def compute() -> MicrobatchActivations:
             layout = Layout(tp=micro.tp, cp=micro.cp, sp=micro.sp)
@@ -334,11 +354,16 @@ class Tables:
                             memo=self.time_memo)
         return parallel_seconds(traffic, gpu, n > per_instance, per_instance, network_gb_per_s, compute_s)
 
-    def bubble_us(self, layout: Layout, n: int, micros: tuple[int, ...], compute_s: float) -> np.ndarray:
+    def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute at each micro-batch
-        (models.parallel_time.bubble_s), whole microseconds (array)."""
-        accums = np.array([self.accumulation(layout, n, micro) for micro in micros])
-        return to_us_array(bubble_s(layout.pp, layout.vpp, accums, compute_s))
+        (models.parallel_time.bubble_s) plus the exposed activation-offload transfer (both stall the
+        step; one rounding), whole microseconds (array)."""
+        accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
+        stalls = bubble_s(layout.pp, layout.vpp, np.array(accums), compute_s)
+        if self.job.activation_offload:
+            stalls = stalls + np.array([self.offload_exposed_s(micro, layout, accum, compute_s)
+                                        for micro, accum in zip(micro_keys, accums)])
+        return to_us_array(stalls)
 
     def accumulation(self, layout: Layout, n: int, micro: int) -> int:
         """Gradient-accumulation steps of a micro-batch of this job's global batch on n GPUs."""

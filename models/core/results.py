@@ -84,6 +84,7 @@ class PerformanceReport(_Result):
     optimizer_time_s: float
     model_parallel_time_s: float = 0.0  # exposed TP/PP/CP/EP time incl. the pipeline bubble
     pipeline_bubble_s: float = 0.0
+    offload_exposed_s: float = 0.0  # activation-offload host transfer not hidden by compute
     tokens_per_step: int
     global_batch: int
     model_flops_per_token: int

@@ -179,6 +179,24 @@ def stage_activations(
     )
 
 
+def microbatch_offload_bytes(micro: MicrobatchActivations, vpp: int,
+                             held: tuple[tuple[tuple[bool, bool, bool], int], ...]) -> int:
+    """What activation offloading moves to host memory of one micro-batch on a rank holding the
+    layers `held`: one micro-batch through all vpp chunks of the rank, all but the resident layers."""
+    return stage_activations(micro, vpp, vpp, False, False, held).offloaded_bytes
+
+
+def offload_transfer_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
+    """Bytes activation offloading moves over the host link per optimizer step on the first
+    pipeline rank (the one holding the most layers): each micro-batch's offloaded activations go
+    out during the forward and come back during the backward (torchtune's OffloadActivations, the
+    Unsloth checkpoint offload: one copy each way)."""
+    if not job.activation_offload:
+        return 0
+    held = stage_layer_kinds(arch, plan.pp, 0)
+    return 2 * plan.grad_accum * microbatch_offload_bytes(microbatch_activations(arch, job, plan), plan.vpp, held)
+
+
 def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
     """Pipeline rank `stage`'s activations at its peak (models/memory/parallel_activations.py: TP/SP
     shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""

@@ -23,7 +23,7 @@ class MemoryBreakdown:
     overhead: Overhead
     capacity_bytes: int
     capacity_per_mille: int
-    host_bytes: int  # per instance (node)
+    host_bytes: int  # per instance (node): offloaded model states and activations
     host_capacity_bytes: int | None
     stage: int = 0  # the pipeline rank this breakdown is for: the most loaded one
 
@@ -105,13 +105,15 @@ def check_compatible(
 def stage_memory(
     arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None, stage: int
 ) -> MemoryBreakdown:
-    """The five pillars on pipeline rank `stage` (no validity checks: memory_per_gpu makes them)."""
+    """The five pillars on pipeline rank `stage` (no validity checks: memory_per_gpu makes them);
+    host_bytes: this rank's offloaded states and activations times the GPUs of a node."""
     states = model_states(arch, job, plan, stage)
-    host_bytes = states.host_bytes_per_gpu * gpus_per_node_used(plan, gpu, offering)
+    acts = activations(arch, job, plan, stage)
+    host_bytes = (states.host_bytes_per_gpu + acts.offloaded_bytes) * gpus_per_node_used(plan, gpu, offering)
     host_capacity = round(offering.host_memory_gib * BYTES_PER_GIB) if offering is not None else None
     return MemoryBreakdown(
         states=states,
-        activations=activations(arch, job, plan, stage),
+        activations=acts,
         overhead=overhead(arch, job, plan),
         capacity_bytes=gpu.memory_usable_bytes,
         capacity_per_mille=job.capacity_per_mille,
@@ -125,8 +127,11 @@ def memory_per_gpu(
     arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, offering: Offering | None = None
 ) -> MemoryBreakdown:
     """Memory of the most loaded rank (the pipeline stage with the largest total; the lowest on
-    ties), with the host RAM of the rank that offloads the most: a node may hold any stage."""
+    ties), with host RAM per node = the most states any rank offloads + the most activations any
+    rank offloads, times the node's GPUs: a node may hold any stage (the solver's tables take
+    the same two maxima, solver/space_tables.py)."""
     check_compatible(arch, job, plan, gpu, offering)
     stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan.pp)]
     worst = max(stages, key=lambda m: (m.total_bytes, -m.stage))
-    return replace(worst, host_bytes=max(m.host_bytes for m in stages))
+    per_gpu = (max(m.states.host_bytes_per_gpu for m in stages) + max(m.activations.offloaded_bytes for m in stages))
+    return replace(worst, host_bytes=per_gpu * gpus_per_node_used(plan, gpu, offering))

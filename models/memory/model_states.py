@@ -99,6 +99,25 @@ def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
     return 2 * FP8_BYTES * _shard(num_matmul_weights, zero3_group)
 
 
+def offload_host_buffers_bytes(partition_params: int, half_bytes: Fraction, zero: int) -> int:
+    """Host buffers ZeRO-Offload allocates per rank beside the optimizer states (DeepSpeed
+    deepspeed/runtime/zero/, read at edaa72212):
+    - every stage: the fp32 gradient partition the CPU optimizer reads (stage_1_and_2.py
+      initialize_optimizer_states `single_grad_partition`; stage3.py `subgroup_gradient_buffer`);
+    - stages 1-2: a 16-bit copy of the partition for the updated parameters' way back
+      (`param_buffer_of_bit16_for_cpu_offload_groups`) and, once a step accumulates, the gradient
+      accumulator in the parameter's dtype (`accumulated_grads_in_cpu`, made at the first
+      accumulation: counted always, which is 2 bytes/param high for runs that never accumulate);
+    - stage 3: the flat gradient-partition buffer in the accumulation dtype, the model's 16-bit
+      dtype by default (`grad_partitions_flat_buffer`, engine.get_data_types).
+    Per parameter of the partition: 4 + 2 + 2 = 8 bytes (stages 1-2), 4 + 2 = 6 (stage 3), so with
+    Adam's 12 the host holds 20 (18) bytes; DeepSpeed's estimator says 16 x 1.5 = 24
+    (estimate_zero2/3_model_states_mem_needs, additional_buffer_factor 1.5): docs/memory-model.md."""
+    fp32_grads = partition_params * FP32_BYTES
+    half = _bytes(partition_params, half_bytes)
+    return fp32_grads + (half if zero == 3 else 2 * half)
+
+
 def zero_partition(
     weights_full_bytes: int, num_trainable: int, grad_bytes: Fraction, optimizer_bytes: Fraction, zero: int, dp: int
 ) -> tuple[int, int, int]:
@@ -136,11 +155,10 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
             host += _shard(full, group)
             part_w = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
         if plan.offload != "none":
-            host += part_o
+            host += part_o + offload_host_buffers_bytes(_shard(params, group), w, plan.zero)
             part_o = 0
             if plan.zero >= 2:
-                host += _bytes(_shard(params, group), Fraction(FP32_BYTES))  # fp32 gradient partition
-                part_g = 0
+                part_g = 0  # the reduced gradient partition goes straight to host memory
         weights += part_w
         gradients += part_g
         optimizer += part_o

@@ -33,6 +33,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.core.units import BYTES_PER_GB
+from vramplan.models.memory.activations import offload_transfer_bytes
 from vramplan.models.memory.parallel_states import rank_params
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.calibration import (
@@ -61,6 +62,7 @@ class Performance:
     optimizer_time_s: float
     model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP, models/time/parallel_time.py
     pipeline_bubble_s: float
+    offload_exposed_s: float  # activation-offload transfer the compute does not hide (offload_exposed_s)
     step_time_s: float
     tokens_per_step: int
     tokens_per_s: float
@@ -171,6 +173,13 @@ def optimizer_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> 
     return optimizer_time_from_traffic(optimizer_traffic(arch, job, plan), gpu)
 
 
+def offload_exposed_s(transfer_bytes: float, compute_s: float) -> float:
+    """Activation offloading copies on a side stream (torchtune OffloadActivations use_streams=True;
+    Unsloth's offloaded checkpoints are non_blocking copies), so the transfer hides behind the
+    step's compute; what exceeds it stalls the step. The host link: PCIE_BANDWIDTH_GB_PER_S."""
+    return max(0.0, transfer_bytes / (PCIE_BANDWIDTH_GB_PER_S * BYTES_PER_GB) - compute_s)
+
+
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
     """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
     a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs."""
@@ -239,7 +248,8 @@ def performance(
     exposed_s = exposed_communication_s(phases_s, overlap_windows_s(compute_s, flops.forward_share), arch.num_layers)
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
     model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
-    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s
+    offload_s = offload_exposed_s(offload_transfer_bytes(arch, job, plan), compute_s)
+    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s + offload_s
 
     tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.dp
     tokens_per_s = tokens_per_step / step_s
@@ -255,6 +265,7 @@ def performance(
         optimizer_time_s=optimizer_s,
         model_parallel_time_s=model_parallel.total_s,
         pipeline_bubble_s=model_parallel.pp_bubble_s,
+        offload_exposed_s=offload_s,
         step_time_s=step_s,
         tokens_per_step=tokens_per_step,
         tokens_per_s=tokens_per_s,

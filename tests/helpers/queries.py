@@ -35,6 +35,8 @@ def random_query(rng: random.Random) -> SolveQuery:
         cp=rng.choice([None, None, 2]) if parallel and job.attention == "flash" else None,
     )
     tokens = rng.choice([1e8, 1e9, 2e10])
+    if rng.random() < 0.25:  # drawn last: the earlier draws, and so the queries without it, stay as they were
+        job = job.model_copy(update={"activation_offload": True})
     return SolveQuery(
         model=model, job=job, global_batch=rng.choice([4, 8, 12, 16, 32]), tokens=tokens,
         objective=rng.choice(["cost", "time", "throughput", "hourly"]),

@@ -13,7 +13,7 @@ from vramplan.models.core.units import to_us
 from vramplan.models.time.parallel_time import pp_bubble_s
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
 from vramplan.solver.layouts import layout_plan
-from vramplan.solver.tables import Tables
+from vramplan.solver.tables import NO_RECOMPUTE, MicroKey, Tables
 
 ZEROS = (0, 1, 2, 3)
 ZERO_OFFLOADS = ((0, "none"), (1, "none"), (1, "optimizer"), (2, "none"), (2, "optimizer"), (3, "none"),
@@ -50,9 +50,31 @@ def test_grids_equal_one_plan_at_a_time(catalogue, model: str, layout: Layout, n
             for zf, (zero, offload) in enumerate(ZERO_OFFLOADS):
                 plan = _plan(tables, layout, n, zero, offload, precision, micro)
                 assert optimizer[zf, i, k] == to_us(optimizer_time_s(arch, job, plan, spec))
-    bubbles = tables.bubble_us(layout, n, micros, 1.7)
+    bubbles = tables.bubble_us(layout, n, _micro_keys(layout, micros), 1.7)
     assert bubbles.tolist() == [to_us(pp_bubble_s(_plan(tables, layout, n, 0, "none", "bf16", m), 1.7)) for m in micros]
     assert layout.pp == 1 or bubbles.max() > 0
+
+
+def _micro_keys(layout: Layout, micros: tuple[int, ...], precision: str = "bf16") -> tuple[MicroKey, ...]:
+    return tuple(MicroKey(layout.tp, layout.cp, layout.sp, NO_RECOMPUTE, m, precision) for m in micros)
+
+
+@pytest.mark.parametrize(("layout", "n"), [(Layout(), 8), (Layout(tp=2, pp=4, sp=True), 16)])
+def test_stalls_hold_the_exposed_activation_offload_transfer(catalogue, layout: Layout, n: int) -> None:
+    """With activation offloading and a compute too short to hide it (0.05 s), each stall cell is
+    the bubble plus models.performance's exposed transfer of the plan, rounded once."""
+    from vramplan.models.memory.activations import offload_transfer_bytes
+    from vramplan.models.time.performance import offload_exposed_s
+
+    arch, job, global_batch = catalogue.architecture("llama-3.1-8b"), Job(seq_len=16384, activation_offload=True), 64
+    tables = Tables(arch, job, global_batch)
+    micros = (1, 2)
+    stalls = tables.bubble_us(layout, n, _micro_keys(layout, micros), 0.05)
+    for micro, stall in zip(micros, stalls.tolist()):
+        plan = _plan(tables, layout, n, 0, "none", "bf16", micro)
+        exposed = offload_exposed_s(offload_transfer_bytes(arch, job, plan), 0.05)
+        assert exposed > 0
+        assert stall == to_us(pp_bubble_s(plan, 0.05) + exposed)
 
 
 @pytest.mark.parametrize("seed", range(6))
