@@ -14,6 +14,7 @@ from vramplan.commands.options import (
     OFFLOAD_CHOICE,
     POSITIVE,
     PRECISION_CHOICE,
+    REAL,
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
     catalogue_options,
@@ -24,6 +25,7 @@ from vramplan.commands.options import (
     refuse_contradictions,
     validation_error,
 )
+from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
 from vramplan.solver.choices import OBJECTIVES
 
 if TYPE_CHECKING:
@@ -58,6 +60,10 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--max-nodes", type=COUNT, default=None, help="Most instances to rent.")
 @click.option("--budget-usd", type=POSITIVE, default=None, help="Most USD for the whole job.")
 @click.option("--deadline-hours", type=POSITIVE, default=None, help="Most wall-clock hours for the whole job.")
+@click.option("--min-mfu", type=REAL, default=MFU_FLOOR, show_default=True,
+              help="Least MFU (of the 16-bit dense peak) a plan may run at; 0 returns plans that mostly wait.")
+@click.option("--max-days", type=REAL, default=float(DAYS_PER_YEAR), show_default=True,
+              help="Most days a plan may take without --deadline-hours; 0 lifts it.")
 @click.option("--zero", type=ZERO_CHOICE, default=None, help="Pin the ZeRO stage.")
 @click.option("--recompute", type=RECOMPUTE_CHOICE, default=None, help="Pin activation recomputation.")
 @click.option("--precision", type=PRECISION_CHOICE, default=None,

@@ -11,6 +11,7 @@ from vramplan.models.architecture.params import count_params
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import (
     ActivationDetail,
@@ -98,8 +99,7 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
     )
 
 
-MFU_FLOOR = 0.05  # below it the GPUs mostly wait: the team sheet's many-1-GPU-VM plans ran at 1.4%
-HOURS_PER_YEAR = 24 * 365
+HOURS_PER_YEAR = 24 * DAYS_PER_YEAR
 
 
 def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: int) -> list[str]:

@@ -40,6 +40,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "providers": ("all", "allowed providers, separated by ;"),
     "budget_usd": ("no limit", "most USD for the whole job"),
     "deadline_hours": ("no limit", "most wall-clock hours for the whole job"),
+    "min_mfu": ("0.05", "least MFU (of the 16-bit peak) a plan on several GPUs may run at; 0 lifts it"),
+    "max_days": ("365", "most days a plan may take when no deadline_hours is given; 0 lifts it"),
     "lora_rank": ("16", "LoRA rank r"),
     "lora_targets": ("all linear", "PEFT target_modules, separated by ;"),
     "qlora_bits": ("4", "4 (NF4) | 8 (LLM.int8)"),

@@ -162,11 +162,10 @@ MAX_STEP_CAP_US = 2**62
 
 
 def step_cap_us(space: SearchSpace, cluster_index: int) -> int | None:
-    """The longest step the deadline and the budget allow on this cluster (None: no bound), at
-    most MAX_STEP_CAP_US."""
-    caps = []
-    if space.deadline_bound_us is not None:
-        caps.append(space.deadline_bound_us)
+    """The longest step the deadline (or --max-days), the budget and the MFU floor allow on this
+    cluster (None: no bound), at most MAX_STEP_CAP_US."""
+    caps = [cap for cap in (space.deadline_bound_us, space.duration_bound_us, space.mfu_bound_us(cluster_index))
+            if cap is not None]
     if space.budget_bound_cost_units is not None:
         caps.append(space.budget_bound_cost_units // max(1, space.clusters[cluster_index].price_units))
     return min(*caps, MAX_STEP_CAP_US) if caps else None

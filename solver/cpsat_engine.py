@@ -191,9 +191,7 @@ class _Search:
         # the memory tables of a (count, layout) are only filled for units that get that far.
         # A unit whose step-time bound already breaks the deadline or the budget (step_cap_us)
         # is dropped at the tier that shows it, without a model.
-        caps: list[int | None] = [None] * len(space.clusters)
-        if space.deadline_bound_us is not None or space.budget_bound_cost_units is not None:
-            caps = [step_cap_us(space, c) for c in range(len(space.clusters))]
+        caps: list[int | None] = [step_cap_us(space, c) for c in range(len(space.clusters))]
         if step_below is not None:
             caps = [step_below - 1 if cap is None else min(cap, step_below - 1) for cap in caps]
         # Tier 0 is the same on every branch of a cluster: one entry per cluster (branch ()),

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -37,6 +38,10 @@ MIN_TOKENS = 1  # at least one token: with 1e-300 tokens a job takes 1e-300 step
 # a deadline allows (SearchSpace.deadline_bound_us, budget_bound_cost_units) is float infinity
 MAX_BUDGET_USD = 1e12
 MAX_DEADLINE_HOURS = 1e6  # about 114 years
+# Plans nobody would run are not answers unless asked (issue 31: the team sheet's 512 x 1-GPU VMs
+# at 1.4% MFU, plans over a year): the MFU floor of models/estimate.py's warnings, and a year.
+DEFAULT_MIN_MFU = MFU_FLOOR
+DEFAULT_MAX_DAYS = float(DAYS_PER_YEAR)
 TOKENS_PER_STEP_DEFAULT = 2**20  # default global batch: about a million tokens per optimizer step
 
 
@@ -87,6 +92,10 @@ class SolveQuery(BaseModel):
     budget_usd: Real | None = Field(default=None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
     deadline_hours: Real | None = Field(default=None, gt=0, le=MAX_DEADLINE_HOURS, allow_inf_nan=False)
     pricing: Pricing = "on-demand"
+    # 0 lifts either: the least MFU (against the GPU's 16-bit dense peak) and, without a deadline
+    # (which replaces it), the most days a plan may take.
+    min_mfu: Real = Field(default=DEFAULT_MIN_MFU, ge=0, lt=1, allow_inf_nan=False)
+    max_days: Real = Field(default=DEFAULT_MAX_DAYS, ge=0, le=MAX_DEADLINE_HOURS / 24, allow_inf_nan=False)
     pins: Pins = Pins()
     top_k: Count = Field(default=1, ge=1, le=100)
     pareto: bool = False
@@ -100,10 +109,10 @@ class SolveQuery(BaseModel):
         return self.global_batch if self.global_batch is not None else default_global_batch(self.job.seq_len)
 
     def feasibility_key(self, ignored: frozenset[str]) -> str:
-        """The query as JSON without the `ignored` fields, and without the tokens when no budget or
-        deadline reads them (tokens only scale time and cost): the key under which the batch memo
+        """The query as JSON without the `ignored` fields, and without the tokens when no budget,
+        deadline or --max-days reads them (tokens only scale time and cost): the key under which the batch memo
         keeps answers that depend on what fits, not on what is optimised."""
-        limits = self.budget_usd is not None or self.deadline_hours is not None
+        limits = self.budget_usd is not None or self.deadline_hours is not None or self.max_days > 0
         return self.model_dump_json(exclude=set(ignored) if limits else set(ignored) | {"tokens"})
 
     @model_validator(mode="after")

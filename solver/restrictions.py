@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
@@ -47,10 +48,22 @@ def restrictions_of(query: SolveQuery) -> list[Restriction]:
         labels.append(f"--budget-usd {query.budget_usd:g}")
     if query.deadline_hours is not None:
         labels.append(f"--deadline-hours {query.deadline_hours:g}")
+    labels += efficiency_labels(query).values()
     for name, value in query.pins.model_dump().items():
         if value is not None and name != "precision":  # a pinned precision is part of the job
             labels.append(pin_label(name, value))
     return [Restriction(label) for label in labels]
+
+
+def efficiency_labels(query: SolveQuery) -> dict[str, str]:
+    """The efficiency restrictions in force (query field -> label): the MFU floor, and --max-days
+    where no deadline replaces it (SearchSpace.mfu_bound_us, duration_bound_us)."""
+    labels = {}
+    if query.min_mfu:
+        labels["min_mfu"] = f"--min-mfu {query.min_mfu:g}"
+    if query.max_days and query.deadline_hours is None:
+        labels["max_days"] = f"--max-days {query.max_days:g}"
+    return labels
 
 
 def pin_label(name: str, value) -> str:
@@ -74,7 +87,7 @@ def relaxed_query(query: SolveQuery) -> SolveQuery:
     return query.model_copy(
         update={
             "gpus": (), "providers": (), "max_gpus": max(query.max_gpus, unrestricted_max_gpus(query)),
-            "max_nodes": None, "budget_usd": None, "deadline_hours": None,
+            "max_nodes": None, "budget_usd": None, "deadline_hours": None, "min_mfu": 0.0, "max_days": 0.0,
             "pins": Pins(precision=query.pins.precision), "global_batch": query.effective_global_batch,
         }
     )
@@ -97,6 +110,9 @@ def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
                                  "deadline_hours", query.deadline_hours)):
         if label in kept:
             update[field] = value
+    for field, label in efficiency_labels(query).items():
+        if label in kept:
+            update[field] = getattr(query, field)
     return relaxed.model_copy(update=update)
 
 
@@ -119,12 +135,21 @@ def within(query: SolveQuery, bound: SolveQuery) -> bool:
         return False
     if query.max_gpus > bound.max_gpus:
         return False
-    for name in ("max_nodes", "budget_usd", "deadline_hours"):
+    for name in ("max_nodes", "budget_usd"):
         limit = getattr(bound, name)
         if limit is not None and (getattr(query, name) is None or getattr(query, name) > limit):
             return False
+    if _longest_hours(query) > _longest_hours(bound) or query.min_mfu < bound.min_mfu:
+        return False
     pins = query.pins.model_dump()
     return all(value is None or pins[name] == value for name, value in bound.pins.model_dump().items())
+
+
+def _longest_hours(query: SolveQuery) -> float:
+    """The wall hours a query allows: its deadline, else --max-days, else no limit."""
+    if query.deadline_hours is not None:
+        return query.deadline_hours
+    return query.max_days * 24 if query.max_days else float("inf")
 
 
 def _pinned_fields(query: SolveQuery) -> dict[str, tuple[str, object]]:
@@ -193,7 +218,10 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
             if check is not None and not check(relaxed.clusters[c]):
                 model.add_bool_or([a.Not(), lit.Not()])
     step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
-    timed = step_bound_us is not None or budget is not None  # else no clause reads a step time
+    duration_bound_us = space.duration_bound_us
+    # else no clause reads a step time
+    timed = any(x is not None for x in (step_bound_us, budget, duration_bound_us)) or query.min_mfu > 0
+    limits = StepLimits(step_bound_us, budget, duration_bound_us, query.min_mfu)
     pinned = _pinned_fields(query)
     for shape, all_fitting in shape_table(relaxed, timed).items():
         time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
@@ -204,7 +232,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
         for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
             _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner, metrics, lit,
-                               step_bound_us, budget)
+                               limits)
     model.add_assumptions(list(assumption.values()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
@@ -261,16 +289,31 @@ def _undominated(relaxed: SearchSpace, pinned: list[str],
     return kept
 
 
+class StepLimits(NamedTuple):
+    """What caps a point's step time in the user's query: the deadline, the budget (cost units),
+    --max-days and the MFU floor (SearchSpace's bounds)."""
+
+    deadline_us: int | None
+    budget_units: int | None
+    duration_us: int | None
+    min_mfu: float
+
+
 def _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner: Inner,
-                       metrics: InnerMetrics, lit, deadline, budget) -> None:
+                       metrics: InnerMetrics, lit, limits: StepLimits) -> None:
     for label, a in assumption.items():
         if not _inner_allowed(relaxed, inner, label, pinned):
             model.add_bool_or([a.Not(), lit.Not()])
-    if deadline is not None and metrics.step_us > deadline:
+    if limits.deadline_us is not None and metrics.step_us > limits.deadline_us:
         model.add_bool_or([assumption[f"--deadline-hours {query.deadline_hours:g}"].Not(), lit.Not()])
+    if limits.duration_us is not None and metrics.step_us > limits.duration_us:
+        model.add_bool_or([assumption[f"--max-days {query.max_days:g}"].Not(), lit.Not()])
     for c in members:
         cluster = relaxed.clusters[c]
         if metrics.host_mib_per_gpu > relaxed.host_budget_mib_per_gpu[c]:
             model.add_bool_or([cluster_lits[c].Not(), lit.Not()])
-        if budget is not None and metrics.step_us > budget // max(1, cluster.price_units):
+        if limits.budget_units is not None and metrics.step_us > limits.budget_units // max(1, cluster.price_units):
             model.add_bool_or([assumption[f"--budget-usd {query.budget_usd:g}"].Not(), cluster_lits[c].Not(), lit.Not()])
+        mfu_cap = relaxed.mfu_bound_us(c, limits.min_mfu) if limits.min_mfu else None
+        if mfu_cap is not None and metrics.step_us > mfu_cap:
+            model.add_bool_or([assumption[f"--min-mfu {query.min_mfu:g}"].Not(), cluster_lits[c].Not(), lit.Not()])

@@ -29,6 +29,7 @@ from vramplan.models.time.cost import (
     instance_price_usd_per_hour,
     num_instances,
 )
+from vramplan.models.time.flops import training_flops_per_token
 from vramplan.solver.layouts import LAYOUT_PINS, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
@@ -328,6 +329,28 @@ class SearchSpace:
         if self.query.deadline_hours is None:
             return None
         return int(self.query.deadline_hours * SECONDS_PER_HOUR * US_PER_S / self.steps)
+
+    @property
+    def duration_bound_us(self) -> int | None:
+        """The longest step time that keeps the job within --max-days; a deadline replaces it."""
+        if self.query.deadline_hours is not None or not self.query.max_days:
+            return None
+        return int(self.query.max_days * 24 * SECONDS_PER_HOUR * US_PER_S / self.steps)
+
+    def mfu_bound_us(self, cluster_index: int, min_mfu: float | None = None) -> int | None:
+        """The longest step time at which the cluster's MFU stays at --min-mfu: model FLOPs of a
+        step over (GPUs x the GPU's 16-bit dense peak x the floor), the MFU of models/time/performance.py
+        against bf16 (fp16 where the GPU has no bf16); None without a floor and on one GPU. `min_mfu`: another
+        floor than the query's (the explanation's relaxed space asks the user's)."""
+        floor = self.query.min_mfu if min_mfu is None else min_mfu
+        cluster = self.clusters[cluster_index]
+        if not floor or cluster.num_gpus == 1:  # one GPU waits on nothing but its own small job (GPT-2 at batch 1)
+            return None
+        gpu = self.gpus[cluster.gpu_index]
+        peak_flops = (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops) * 10**12
+        model_flops = self.tables.kept(("model-flops-per-step", self.global_batch), lambda: training_flops_per_token(  # type: ignore[union-attr]
+            self.arch, self.job.seq_len, "none", self.job.method, 0.0).model * self.global_batch * self.job.seq_len)
+        return int(model_flops * US_PER_S / (cluster.num_gpus * peak_flops * floor))
 
     @property
     def budget_bound_cost_units(self) -> int | None:

@@ -44,6 +44,11 @@ QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
 MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
+# A plan nobody would run (issue 31: the team sheet's 512 x 1-GPU VMs at 1.4% MFU, plans over a
+# year): below MFU_FLOOR its GPUs mostly wait. Plans get a warning (models/estimate.py), and
+# `solve` leaves them out unless --min-mfu / --max-days say otherwise (solver/query.py).
+MFU_FLOOR = 0.05
+DAYS_PER_YEAR = 365
 
 # The runtime reserve's defaults (models/core/setup.py RuntimeReserve; sources in models/memory/overhead.py).
 CUDA_CONTEXT_MIB = 600

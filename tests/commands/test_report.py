@@ -84,7 +84,7 @@ def test_the_report_states_the_question_and_every_plans_layout(report):
     assert "<h2>The question</h2>" in text
     for name, value in (("model", "llama-3.1-8b"), ("method", "full"), ("sequence length", "4,096 tokens"),
                         ("global batch", "32 sequences"), ("stack", "hf"),
-                        ("restrictions", "--gpu h100-sxm-80gb,a100-sxm-80gb, --max-gpus 32")):
+                        ("restrictions", "--gpu h100-sxm-80gb,a100-sxm-80gb, --max-gpus 32, --min-mfu 0.05, --max-days 365")):
         assert f"<dt>{name}</dt><dd>{value}</dd>" in text, name
     from vramplan.models.core.layout import PLAN_FIELDS, Layout
 

@@ -141,7 +141,8 @@ def test_nothing_in_catalogue_fits_blames_no_restriction(catalogue) -> None:
     # them (the closest plan is ~12,967 GiB over). One GPU for Llama 3.1 405B at 8k was the old
     # case, but `--max-gpus 1` is a restriction: with TP x PP it fits on 64 GPUs at global batch 1.
     query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=131072, attention="eager", stack="custom"), global_batch=1)
-    assert restrictions_of(query) == []
+    # The efficiency floor is on by default (plans nobody would run are not answers); it is not to blame here.
+    assert [r.label for r in restrictions_of(query)] == ["--min-mfu 0.05", "--max-days 365"]
     assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192, stack="custom")})).status == "optimal"
     assert solve(catalogue, query.model_copy(update={"job": Job(seq_len=8192, stack="custom"), "max_gpus": 1})
                  ).explanation.conflicting_restrictions == ["--max-gpus 1"]
@@ -149,6 +150,27 @@ def test_nothing_in_catalogue_fits_blames_no_restriction(catalogue) -> None:
     assert result.status == "infeasible"
     assert result.explanation.conflicting_restrictions == []
     assert "no restriction is to blame" in result.explanation.summary
+
+
+def test_the_efficiency_floor_is_a_restriction_the_explanation_names(catalogue) -> None:
+    """Issue 31: plans at < 5% MFU or over a year are not answers unless asked. Llama 3.1 70B on
+    GPUs reached only over RunPod's 100 Mbps network (--gpu h100-pcie-80gb --provider runpod,
+    max 8 GPUs of 1-GPU pods) would answer a plan mostly waiting on the network; the floor
+    refuses it and names itself, and --min-mfu 0 / --max-days 0 bring the plan back, flagged."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096, stack="custom"), gpus=("h100-pcie-80gb",),
+                       providers=("runpod",), tokens=1e9)
+    result = solve(catalogue, query)
+    lifted = solve(catalogue, query.model_copy(update={"min_mfu": 0.0, "max_days": 0.0}))
+    assert lifted.status == "optimal"
+    best = lifted.plans[0]
+    assert best.performance.mfu_fraction < 0.05 or best.cost.hours > 365 * 24
+    assert best.warnings
+    assert result.status == "infeasible"
+    assert set(result.explanation.conflicting_restrictions) & {"--min-mfu 0.05", "--max-days 365"}
+    for plan in solve(catalogue, query.model_copy(update={"providers": (), "top_k": 5})).plans:
+        # MFU against the 16-bit peak (the integer step may sit a few microseconds above the float one)
+        assert plan.plan.precision not in ("bf16", "fp16") or plan.performance.mfu_fraction >= 0.05 * (1 - 1e-6)
+        assert plan.cost.hours <= 365 * 24
 
 
 def test_budget_and_deadline_are_restrictions(catalogue) -> None:

@@ -20,7 +20,10 @@ from vramplan.solver.query import DEFAULT_MAX_GPUS, SolveQuery
 from vramplan.solver.restrictions import only_restrictions, relaxed_query, restrictions_of
 
 GPU, LIMIT = "--gpu rtx4090-24gb", "--max-gpus 4"
-QUERY = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), gpus=("rtx4090-24gb",), max_gpus=4)
+# Without the efficiency floor (--min-mfu 0 --max-days 0): the 64 RTX 4090s that hold the job sit in
+# 8 RunPod pods on 100 Mbps, at 0.008% MFU (test_the_floor_names_itself_where_only_waiting_plans_fit).
+QUERY = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), gpus=("rtx4090-24gb",), max_gpus=4, min_mfu=0,
+                   max_days=0)
 
 
 def test_the_conflict_of_a_model_parallel_job_is_found_on_the_full_space(catalogue) -> None:
@@ -36,6 +39,15 @@ def test_the_conflict_of_a_model_parallel_job_is_found_on_the_full_space(catalog
     assert plan.gpu == "rtx4090-24gb" and plan.tp * plan.pp > 1
 
 
+def test_the_floor_names_itself_where_only_waiting_plans_fit(catalogue) -> None:
+    """With the default floor, the RTX 4090 plans that hold the job run at 0.008% MFU and take 18
+    years: the GPU type conflicts with the floor, and the explanation says so."""
+    result = solve(catalogue, QUERY.model_copy(update={"min_mfu": 0.05, "max_days": 365.0}))
+    assert result.status == "infeasible"
+    conflict = result.explanation.conflicting_restrictions
+    assert GPU in conflict and {"--min-mfu 0.05", "--max-days 365"} & set(conflict), conflict
+
+
 def _fake_solver(conflict: set[str], calls: list[frozenset[str]]):
     """A solve_one whose query is infeasible exactly when it keeps every label of `conflict`."""
     def solve_one(query: SolveQuery):
@@ -46,7 +58,7 @@ def _fake_solver(conflict: set[str], calls: list[frozenset[str]]):
 
 
 FOUR = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("l40s-48gb",), max_gpus=8,
-                  pins={"zero": 1, "offload": "none"})
+                  pins={"zero": 1, "offload": "none"}, min_mfu=0, max_days=0)
 
 
 @pytest.mark.parametrize(("conflict", "expected"), [
@@ -80,7 +92,7 @@ def test_smallest_conflict_falls_back_to_all_after_every_smaller_subset() -> Non
 # layouts) held on the full space, so it named none; the subset search names the pair that
 # alone leaves nothing to fit.
 QWEN = SolveQuery(model="qwen3-235b-a22b", job=Job(seq_len=8192, stack="custom"), gpus=("a10g-24gb",), max_gpus=64,
-                  objective="throughput", tokens=1e9, pins={"zero": 2, "recompute": "selective"})
+                  objective="throughput", tokens=1e9, pins={"zero": 2, "recompute": "selective"}, min_mfu=0, max_days=0)
 
 
 def test_four_restrictions_get_the_smallest_conflict_proven_on_the_full_space(catalogue) -> None:
@@ -96,7 +108,8 @@ def test_four_restrictions_get_the_smallest_conflict_proven_on_the_full_space(ca
 
 @pytest.mark.parametrize("query", [
     QUERY,
-    SolveQuery(model="mixtral-8x7b", job=Job(seq_len=4096), gpus=("a100-sxm-40gb",), max_gpus=8, pins={"offload": "none"}),
+    SolveQuery(model="mixtral-8x7b", job=Job(seq_len=4096), gpus=("a100-sxm-40gb",), max_gpus=8, pins={"offload": "none"},
+               min_mfu=0, max_days=0),
 ])
 def test_untimed_shape_tables_hold_the_same_points_without_step_times(catalogue, query: SolveQuery) -> None:
     """Without a budget or deadline the conflict model reads only memory and host RAM, so its
@@ -121,7 +134,7 @@ def test_untimed_shape_tables_hold_the_same_points_without_step_times(catalogue,
 # expert parallelism on 512 GPUs, as `vramplan solve --model llama-4-scout --seq-len 8192
 # --recompute none` answers), and the conflict is the GPU types with the limit of 8.
 SCOUT = SolveQuery(model="llama-4-scout", job=Job(seq_len=8192, stack="custom"), gpus=("rtx4090-24gb", "l4-24gb"), max_gpus=8,
-                   objective="time", tokens=1e10, pins={"zero": 0, "recompute": "none"})
+                   objective="time", tokens=1e10, pins={"zero": 0, "recompute": "none"}, min_mfu=0, max_days=0)
 
 
 def test_the_relaxed_query_keeps_the_default_gpu_limit_not_the_global_batch(catalogue) -> None:
