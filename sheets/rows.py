@@ -117,6 +117,8 @@ class _Cells(BaseModel):
     providers: str | None = None
     budget_usd: Real | None = None
     deadline_hours: Real | None = None
+    min_mfu: Real | None = None
+    max_days: Real | None = None
     lora_rank: Count | None = None
     lora_targets: str | None = None
     qlora_bits: Count | None = None

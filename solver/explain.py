@@ -147,8 +147,14 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     if job.optimizer == "adamw":
         yield "8-bit optimizer states (--optimizer adamw-8bit)", query.model_copy(
             update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})}), None
+    if job.loss != "fused":  # fused linear + cross-entropy (Liger, Unsloth, Cut Cross-Entropy): no fp32 logits
+        yield "a fused loss kernel (--loss fused)", query.model_copy(
+            update={"job": job.model_copy(update={"loss": "fused"})}), None
     if pins.offload == "none":
         yield "allow ZeRO-Offload (unpin --offload)", query.model_copy(update={"pins": pins.model_copy(update={"offload": None})}), None
+    if not job.activation_offload and load_stack_capabilities()[job.stack].activation_offload:
+        yield "activation offloading to host RAM (--activation-offload)", query.model_copy(
+            update={"job": job.model_copy(update={"activation_offload": True})}), None
     # Every count a plan can run beyond the largest the user's space has, up to the GPU limit the
     # conflict search relaxes to: a divisor of the global batch times a model-parallel size (a
     # model that fits only with model parallelism beyond the batch needs more GPUs than it has sequences).
@@ -172,6 +178,9 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     for stack in broader_stacks(load_stack_capabilities(), job.stack)[:MAX_OTHER_STACKS]:
         yield f"the {stack} stack (--stack {stack})", query.model_copy(
             update={"job": restacked(job, stack, load_stacks())}), None
+    if job.method == "lora" and "none" not in (load_stack_capabilities()[job.stack].qlora_parallel or {"none"}):
+        yield "QLoRA instead of LoRA (--method qlora)", query.model_copy(
+            update={"job": job.model_copy(update={"method": "qlora"})}), None
     if job.method == "full":
         for method in ("lora", "qlora"):
             yield f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method})", query.model_copy(

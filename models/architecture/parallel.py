@@ -96,5 +96,5 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
     if vpp > 1 and min(stage_layers(arch.num_layers, pp)) < vpp:
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
     stage_layers(arch.num_layers, pp)
-    if job.method != "full" and tp * pp * cp * ep > 1:
-        raise VramplanError("method", job.method, "LoRA/QLoRA are modelled data-parallel only (tp = pp = cp = ep = 1)")
+    if job.method != "full" and ep > 1:
+        raise VramplanError("ep", ep, f"{job.method} is modelled without expert parallelism (ep = 1)")

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.params import count_params, layer_groups
+from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.core.units import ceil_div
+from vramplan.models.memory.parallel_states import RankParams, rank_params, rank_trainable_params
 from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
     gradient_state_bytes_per_param,
@@ -58,8 +58,9 @@ def _shard(num_params: int, num_ranks: int) -> int:
     return -(-num_params // num_ranks)
 
 
-def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
-    """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train).
+def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankParams | None = None) -> int:
+    """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train)
+    on a rank holding `shard` (models/memory/parallel_states.py; default the whole model).
 
     QLoRA quantises the matmul weights of the decoder blocks (bitsandbytes replaces their
     nn.Linear); embeddings, norms, biases and lm_head stay 16-bit, or become fp32 when PEFT's
@@ -68,17 +69,19 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str) -> int:
     """
     if job.method == "full":
         return 0
-    counts = count_params(arch)
+    shard = rank_params(arch, 1, 1, 1, 0) if shard is None else shard
     half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
     if job.method == "lora":
-        return _bytes(counts.total, half)
-    block_weights = _block_weight_matrices(arch)
+        return _bytes(shard.total, half)
+    # The rank's decoder matmul weights (its TP/PP share: what FP8 would copy, parallel_states.py).
+    block_weights = shard.fp8_matmul_dense + shard.fp8_matmul_expert
     if job.qlora_bits == 4:
         quantised = _bytes(block_weights, nf4_bytes_per_param())
-    else:  # LLM.int8: one byte per weight + one fp32 scale per output row
-        quantised = block_weights + FP32_BYTES * _block_output_rows(arch)
+    else:  # LLM.int8: one byte per weight + one fp32 scale per output row (the rank's share of the rows)
+        quantised = block_weights + FP32_BYTES * ceil_div(_block_output_rows(arch) * block_weights,
+                                                          _block_weight_matrices(arch))
     rest = Fraction(FP32_BYTES) if job.qlora_prep == "peft" else half
-    return quantised + _bytes(counts.total - block_weights, rest)
+    return quantised + _bytes(shard.total - block_weights, rest)
 
 
 def _block_weight_matrices(arch: Architecture) -> int:
@@ -133,17 +136,17 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
     """Model states of pipeline rank `stage` (models/memory/parallel_states.py: the rank's TP/PP/EP shard;
     ZeRO over DP x CP for dense parameters and over expert-DP for experts)."""
     shard = rank_params(arch, plan.tp, plan.pp, plan.ep, stage)
-    trainable = trainable_params(arch, job)
+    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, stage)
     w, g, k = recipe_state_bytes(job, plan.precision)
 
-    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA, which
-    # models/parallel.check_layout keeps data-parallel only, so the shard is the whole model).
+    # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA: the rank's
+    # TP/PP share of both, parallel_states.rank_trainable_params).
     if job.method == "full":
         groups = [(shard.dense, plan.zero_group), (shard.expert, plan.expert_dp)]
         if plan.expert_dp == plan.zero_group:  # one flat buffer, as with no expert parallelism
             groups = [(shard.total, plan.zero_group)]
     else:
-        weights_full = frozen_base_bytes(arch, job, plan.precision) + _bytes(trainable, w)
+        weights_full = frozen_base_bytes(arch, job, plan.precision, shard) + _bytes(trainable, w)
         groups = [(trainable, plan.zero_group)]
     weights = gradients = optimizer = host = 0
     for params, group in groups:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from vramplan.models.architecture.lora import lora_params_per_layer, trainable_params
 from vramplan.models.architecture.parallel import kv_heads_per_rank, stage_layers
 from vramplan.models.architecture.params import (
     LayerGroup,
@@ -37,6 +38,7 @@ from vramplan.models.architecture.params import (
     layer_norm_params,
 )
 from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job
 from vramplan.models.core.units import ceil_div
 
 _KV_MODULES = frozenset({"k_proj", "v_proj"})
@@ -140,3 +142,18 @@ def rank_params(arch: Architecture, tp: int, pp: int, ep: int, stage: int) -> Ra
     if stage == pp - 1:
         dense += head_shard(arch, tp, pp)
     return RankParams(dense=dense, expert=expert, fp8_matmul_dense=dense_matmul, fp8_matmul_expert=expert_matmul)
+
+
+def rank_trainable_params(arch: Architecture, job: Job, tp: int, pp: int, ep: int, stage: int) -> int:
+    """Parameters that train on pipeline rank `stage` of one (TP, EP) rank: its whole shard under
+    full training; under LoRA the adapters of the rank's layers, each split over TP: Megatron-Bridge's
+    ParallelLinearAdapter (src/megatron/bridge/peft/utils.py, read at 067f987) makes linear_in
+    (A) a RowParallelLinear behind a row-parallel base and a ColumnParallelLinear otherwise, and
+    linear_out (B) a ColumnParallelLinear, so an adapter's r (d_in + d_out) lands / tp on each
+    rank (ceil). With tp = pp = 1 this is trainable_params."""
+    if job.method == "full":
+        return rank_params(arch, tp, pp, ep, stage).total
+    if tp == 1 and pp == 1:
+        return trainable_params(arch, job)
+    return sum(count * ceil_div(lora_params_per_layer(arch, job, group.modules), tp)
+               for group, count in stage_layer_counts(arch, pp, stage))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.parallel import stage_layers
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
@@ -34,7 +33,7 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.activations import offload_transfer_bytes
-from vramplan.models.memory.parallel_states import rank_params
+from vramplan.models.memory.parallel_states import rank_params, rank_trainable_params
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.calibration import (
     COMMUNICATION_EFFICIENCY,
@@ -107,7 +106,7 @@ def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
         return DpTraffic(0.0, 0.0)
     ring = (n - 1) / n
     shard = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total
-    trainable = shard if job.method == "full" else trainable_params(arch, job)
+    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, 0)
     grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
     params = shard * float(weight_bytes_per_param(plan.precision))
     if plan.zero <= 1:
@@ -151,7 +150,7 @@ class OptimizerTraffic:
 
 
 def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
-    trainable = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total if job.method == "full" else trainable_params(arch, job)
+    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, 0)
     partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
     if plan.offload == "none":
         return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)

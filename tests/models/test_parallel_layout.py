@@ -98,7 +98,7 @@ BAD_LAYOUTS = {
     "cp-with-eager-attention": (LLAMA8, Job(attention="eager"), dict(num_gpus=2, cp=2), "cp"),
     "more-stages-than-layers": (LLAMA8, Job(), dict(num_gpus=64, pp=64), "pp"),
     "vpp-beyond-layers-per-rank": (LLAMA8, Job(), dict(num_gpus=8, pp=8, vpp=8), "vpp"),
-    "lora-with-tp": (LLAMA8, Job(method="lora"), dict(num_gpus=2, tp=2), "method"),
+    "lora-with-ep": (MIXTRAL, Job(method="lora"), dict(num_gpus=2, ep=2), "ep"),
 }
 
 

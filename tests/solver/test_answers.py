@@ -235,7 +235,7 @@ def test_reported_conflicts_alone_are_infeasible(catalogue) -> None:
     from helpers.queries import random_query
 
     checked = 0
-    for seed in range(60):
+    for seed in range(100):
         query = random_query(random.Random(seed))
         result = solve(catalogue, query)
         if result.status != "infeasible" or not result.explanation.conflicting_restrictions:

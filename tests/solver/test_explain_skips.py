@@ -49,10 +49,12 @@ def test_within_a_budget_and_node_limit_needs_them_at_most_as_large() -> None:
     assert within(BASE, relaxed_query(BASE))  # every query is within its relaxed query
 
 
-# Gemma 2 9B LoRA at 8k (the batch benchmark's row job-1800): its 256k-vocabulary logits make
-# one sequence's activations too large for an L40S at any count (LoRA runs data-parallel only,
-# models.parallel.check_layout), so the GPU type alone is the conflict; the GPU limit of 8 is not.
-QUERY = SolveQuery(model="gemma-2-9b", job=Job(method="lora", seq_len=8192), gpus=("l40s-48gb",), max_gpus=8)
+# Gemma 2 9B LoRA at 8k (the batch benchmark's row job-1800) on DeepSpeed: its 256k-vocabulary
+# logits make one sequence's activations too large for an L40S at any count (DeepSpeed trains LoRA
+# data-parallel and sharded only, catalogues/stack_capabilities.csv), so the GPU type alone is the
+# conflict; the GPU limit of 8 is not. (The hf stack fits it with TP: PEFT under a tp_plan.)
+QUERY = SolveQuery(model="gemma-2-9b", job=Job(method="lora", seq_len=8192, stack="deepspeed"), gpus=("l40s-48gb",),
+                   max_gpus=8)
 CONFLICT = only_restrictions(QUERY, ["--gpu l40s-48gb"])
 
 
