@@ -9,8 +9,9 @@ from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
+from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
-from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, TimeLimitReached, time_left_s
+from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, SolverInternalError, TimeLimitReached, time_left_s
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
@@ -20,10 +21,36 @@ from vramplan.solver.verify import integer_to_user, objective_unit, verified_pla
 log = logging.getLogger(__name__)
 
 
+# A runner-up no cheaper, no faster and no leaner than a plan listed before it says nothing new
+# (issue 31: recompute that saves 0.00 GiB at +12.5% cost): a top-k list is the first k distinct
+# plans among the engine's best DISTINCT_OVERFETCH x k, so it may hold fewer than k.
+DISTINCT_OVERFETCH = 3
+LEANER_PERCENT = 1  # "leaner" is at least 1% less GPU memory (0.02 GiB of 165 saved by recompute is not)
+
+
 def run_engine(space: SearchSpace) -> EngineResult:
     query = space.query
     engine = solve_cpsat if query.engine == "cpsat" else solve_brute
-    return engine(space, query.top_k, query.pareto, MAX_PARETO_POINTS)
+    if query.top_k == 1:
+        return engine(space, 1, query.pareto, MAX_PARETO_POINTS)
+    outcome = engine(space, query.top_k * DISTINCT_OVERFETCH, query.pareto, MAX_PARETO_POINTS)
+    outcome.choices = distinct_choices(space, outcome.choices)[:query.top_k]
+    return outcome
+
+
+def distinct_choices(space: SearchSpace, choices: list[Choice]) -> list[Choice]:
+    """The choices (best first) without those that an earlier kept one matches or beats in cost and
+    step time and that are not LEANER_PERCENT leaner in GPU memory (the engines' integers:
+    candidates.Metrics)."""
+    kept: list[tuple[Choice, Metrics]] = []
+    for choice in choices:
+        metrics = evaluate(space, choice)
+        if metrics is None:
+            raise SolverInternalError(f"engine returned {choice}, which breaks a constraint of the search space")
+        if not any(m.cost_units <= metrics.cost_units and m.step_us <= metrics.step_us
+                   and metrics.memory_mib * 100 >= m.memory_mib * (100 - LEANER_PERCENT) for _, m in kept):
+            kept.append((choice, metrics))
+    return [choice for choice, _ in kept]
 
 
 def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | None) -> ObjectiveReport:

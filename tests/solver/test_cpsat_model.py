@@ -102,15 +102,19 @@ def test_equal_price_prefers_fewer_larger_instances(catalogue) -> None:
     """16 GPUs as 2 x 8-GPU nodes or 16 x 1-GPU pods, same price per GPU and network: pinned
     data-parallel (tp = pp = 1) both cross instances, so memory and bandwidth tie; the pods' ZeRO-3
     rings take 15 network hops instead of 1 (NCCL's ring latency, models/time/collectives.py), so the
-    two whole nodes come first and the pods second, no faster."""
+    two whole nodes come first; the pods, no cheaper, no faster and no leaner, are not listed as a
+    runner-up (api.distinct_choices), and alone they cost a little more."""
     pods, node = _offering("pod1", 1, 3.0), _offering("node8", 8, 24.0)
     two_offerings = Catalogue(gpus=catalogue.gpus, offerings={o.name: o for o in (pods, node)},
                               architectures=catalogue.architectures)
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096), global_batch=64, num_workers=1,
                        top_k=2, pins={"num_gpus": 16, "zero": 3, "tp": 1, "pp": 1})
     result = solve(two_offerings, query)
-    first, second = result.plans
+    first = result.plans[0]
     assert first.plan.offering == "test/node8" and first.cost.num_instances == 2
+    assert all(p.plan.offering != "test/pod1" for p in result.plans)
+    only_pods = Catalogue(gpus=catalogue.gpus, offerings={pods.name: pods}, architectures=catalogue.architectures)
+    second = solve(only_pods, query).plans[0]
     assert second.plan.offering == "test/pod1" and second.objective_value > first.objective_value
     assert second.objective_value == pytest.approx(first.objective_value, rel=1e-3)  # latency only
 
