@@ -93,6 +93,7 @@ ANSWER_TYPES: dict[str, type] = {
     "sequence_parallel": bool,
     **{column: float for column in MEMORY_COLUMNS},
     "tokens_per_s": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
+    "host_gib": float, "warnings": str,
 }
 ANSWER_COLUMNS = tuple(ANSWER_TYPES)
 ANSWERED_STATUSES = ("optimal", "feasible", "infeasible", "error")
@@ -295,4 +296,6 @@ def output_row(result: SolveResult) -> dict[str, Any]:
     answer["hours"] = round(best.cost.hours, 4)
     answer["usd_per_hour"] = round(best.cost.usd_per_hour, 4)
     answer["usd_total"] = round(best.cost.usd_total, 2)
+    answer["host_gib"] = round(memory.host_bytes / BYTES_PER_GIB, 4)
+    answer["warnings"] = "; ".join(best.warnings) or None
     return answer

@@ -6,6 +6,7 @@ from __future__ import annotations
 from vramplan.models.catalogue.catalogue import Catalogue, load_stacks
 from vramplan.models.catalogue.stack import with_preset
 from vramplan.models.core.setup import Job
+from vramplan.sheets.rows import output_row
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 
@@ -30,6 +31,8 @@ def test_offloaded_activations_need_a_node_with_the_ram(catalogue) -> None:
     assert any("stay idle" in w for w in best.warnings)
     brute = solve(catalogue, _query(engine="brute"))
     assert [p.plan for p in brute.plans] == [p.plan for p in result.plans]
+    row = output_row(result)  # a batch sheet's answer columns say the same
+    assert "stay idle" in row["warnings"] and 120 < row["host_gib"] < 135
 
 
 def test_when_no_node_holds_them_host_ram_is_named(catalogue) -> None:
