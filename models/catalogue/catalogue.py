@@ -44,11 +44,16 @@ def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Ro
     """Validate every row of a catalogue CSV; the first bad cell is a one-line error."""
     reader = csv.DictReader(io.StringIO(text))
     expected = list(model.model_fields)
-    if reader.fieldnames != expected:
-        missing = [c for c in expected if c not in (reader.fieldnames or [])]
-        extra = [c for c in (reader.fieldnames or []) if c not in expected]
-        detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "column order"
+    header = reader.fieldnames or []
+    # Every column without a default, no unknown one, each once; optional columns may be left out
+    # (a catalogue written before they existed still loads) and the order is free.
+    required = [name for name, f in model.model_fields.items() if f.is_required()]
+    missing = [c for c in required if c not in header]
+    extra = [c for c in header if c not in expected]
+    if missing or extra or len(set(header)) != len(header):
+        detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "a repeated column"
         raise VramplanError(option, origin, f"header does not match the schema ({detail}); see catalogues/README.md")
+    expected = header
     rows: list[Row] = []
     try:
         for raw in reader:

@@ -104,6 +104,18 @@ class Offering(_Row):
         description="scale-out bandwidth per GPU between instances, one direction, GB/s; empty = the GPU's usual fabric",
     )
     price_date: str = Field(description="when the price was read, YYYY-MM or YYYY-MM-DD")
+    regions: str = Field(default="", description="';'-separated regions where this price applies; empty = any")
+    countries: str = Field(default="", description="';'-separated ISO 3166-1 alpha-2 codes of those regions")
+    price_1yr_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR,
+                                                description="USD per instance-hour under a 1-year commitment")
+    price_3yr_usd_per_hour: Real | None = Field(default=None, ge=MIN_USD_PER_HOUR, le=MAX_USD_PER_HOUR,
+                                                description="USD per instance-hour under a 3-year commitment")
+    host_link_gb_per_s: Real | None = Field(
+        default=None, ge=MIN_GB_PER_S, le=MAX_GB_PER_S,
+        description="GPU <-> host bandwidth per GPU, one direction, GB/s (PCIe Gen4 x16 32, Gen5 64, NVLink-C2C 450)")
+    scale_up_gpus: Count | None = Field(default=None, ge=1, le=576,
+                                        description="GPUs in one NVLink/xGMI domain (8 HGX, 72 NVL72); empty = num_gpus")
+    fabric: str = Field(default="", description="the scale-out network, e.g. 'EFA', 'InfiniBand NDR', '100 Mbps Ethernet'")
     source: str
 
     @field_validator("provider", "instance_type", "gpu")

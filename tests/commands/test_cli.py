@@ -273,7 +273,10 @@ def test_estimate_with_hf_config_path():
 def test_estimate_prices_with_user_offerings_csv(tmp_path):
     lines = (CATALOGUE_DIR / "offerings.csv").read_text(encoding="utf-8").splitlines()
     path = tmp_path / "prices.csv"
-    path.write_text(lines[0] + "\nacme,h100x8,h100-sxm-80gb,8,8.0,,2048,,2026-12-01,negotiated contract\n",
+    header = ",".join(c for c in lines[0].split(",") if c in ("provider", "instance_type", "gpu", "num_gpus",
+                      "price_usd_per_hour", "spot_price_usd_per_hour", "host_memory_gib", "network_bandwidth_gb_per_s",
+                      "price_date", "source"))  # the optional columns left out
+    path.write_text(header + "\nacme,h100x8,h100-sxm-80gb,8,8.0,,2048,,2026-12-01,negotiated contract\n",
                     encoding="utf-8")
     result = invoke(*SMALL, "--format", "json", "--offerings-csv", str(path))
     assert_ok(result)

@@ -86,11 +86,29 @@ def test_user_csv_with_bom_and_crlf_loads(tmp_path, catalogue):
     assert load_catalogue(gpus_csv=path).gpus == catalogue.gpus
 
 
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_columns_may_come_in_any_order(name, tmp_path):
+    """The header is read by name: a catalogue with its columns in another order loads the same."""
+    header, rows = packaged_rows(name)
+    path = write_rows(tmp_path / name, list(reversed(header)), rows)
+    assert load_catalogue(**{OPTION[name]: path}) == load_catalogue()
+
+
+def test_an_offerings_file_without_the_optional_columns_loads(tmp_path, catalogue):
+    """A user's offerings.csv written before regions, commitments and links existed still loads."""
+    header, rows = packaged_rows("offerings.csv")
+    old = [c for c in header if c in ("provider", "instance_type", "gpu", "num_gpus", "price_usd_per_hour",
+                                      "spot_price_usd_per_hour", "host_memory_gib", "network_bandwidth_gb_per_s",
+                                      "price_date", "source")]
+    path = write_rows(tmp_path / "offerings.csv", old, [{k: r[k] for k in old} for r in rows])
+    assert set(load_catalogue(offerings_csv=path).offerings) == set(catalogue.offerings)
+
+
 # --- bad user CSVs: one-line VramplanError naming the file and the field or value ---------------
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-@pytest.mark.parametrize("damage", ["rename", "drop", "reorder", "extra"])
+@pytest.mark.parametrize("damage", ["rename", "drop", "repeat", "extra"])
 def test_wrong_header_is_one_line_error(name, damage, tmp_path):
     header, rows = packaged_rows(name)
     bad = list(header)
@@ -100,14 +118,14 @@ def test_wrong_header_is_one_line_error(name, damage, tmp_path):
     elif damage == "drop":
         bad.remove(header[2])
         rows = [{k: v for k, v in r.items() if k != header[2]} for r in rows]
-    elif damage == "reorder":
-        bad[0], bad[1] = bad[1], bad[0]
+    elif damage == "repeat":
+        bad.append(bad[0])
     else:
         bad.append("comment")
     path = write_rows(tmp_path / f"bad-{name}", bad, rows)
     with pytest.raises(VramplanError) as caught:
         load_catalogue(**{OPTION[name]: path})
-    expected = {"rename": header[1], "drop": header[2], "reorder": "order", "extra": "comment"}[damage]
+    expected = {"rename": header[1], "drop": header[2], "repeat": "repeated", "extra": "comment"}[damage]
     assert_one_line_message(caught.value, str(path), OPTION[name], "header", expected)
 
 
