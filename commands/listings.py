@@ -18,8 +18,10 @@ MODEL_COLUMNS = [("name", "name"), ("params", "params"), ("model_type", "type"),
                  ("hidden_size", "hidden"), ("num_attention_heads", "heads"), ("num_kv_heads", "kv heads"),
                  ("intermediate_size", "ffn"), ("vocab_size", "vocab"), ("num_experts", "experts")]
 OFFERING_COLUMNS = [("name", "name"), ("gpu", "gpu"), ("num_gpus", "GPUs"), ("price_usd_per_hour", "USD/h"),
-                    ("spot_price_usd_per_hour", "spot USD/h"), ("price_usd_per_gpu_hour", "USD/GPU-h"),
-                    ("host_memory_gib", "host GiB"), ("network", "network GB/s per GPU"), ("price_date", "priced")]
+                    ("price_usd_per_gpu_hour", "USD/GPU-h"), ("spot_price_usd_per_hour", "spot USD/h"),
+                    ("price_1yr_usd_per_hour", "1yr USD/h"), ("price_3yr_usd_per_hour", "3yr USD/h"),
+                    ("host_memory_gib", "host GiB"), ("network", "network GB/s per GPU"), ("place", "regions"),
+                    ("price_date", "priced")]
 
 
 def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], columns: list[tuple[str, str]],
@@ -77,15 +79,32 @@ def offerings(**options: Any) -> None:
     catalogue = open_catalogue(options)
     rows = [{"name": o.name, **o.model_dump(), "price_usd_per_gpu_hour": round(o.price_usd_per_gpu_hour, 4)}
             for o in catalogue.offerings.values()]
-    prices = ("price_usd_per_hour", "spot_price_usd_per_hour", "price_usd_per_gpu_hour")
+    prices = ("price_usd_per_hour", "spot_price_usd_per_hour", "price_usd_per_gpu_hour", "price_1yr_usd_per_hour",
+              "price_3yr_usd_per_hour")
     gpus = catalogue.gpus
-    # The table names the interconnect: NVLink (or the vendor's) inside an instance, the scale-out
-    # network between instances (empty in offerings.csv = the GPU's usual fabric), per GPU, one way.
+    # The table names the interconnect: NVLink (or the vendor's) inside an instance (its domain when
+    # it spans instances, NVL72), the scale-out network between instances (empty in offerings.csv =
+    # the GPU's usual fabric) and its name, per GPU, one way; and where the price applies.
     table_rows = [row | {key: f"{row[key]:,.2f}" for key in prices if row[key] is not None}
-                  | {"network": f"{gpus[o.gpu].intra_node_bandwidth_gb_per_s:,.4g} inside, "
-                                f"{o.network_bandwidth_gb_per_s or gpus[o.gpu].network_bandwidth_gb_per_s:,.4g} between"}
+                  | {"network": _network_cell(o, gpus[o.gpu]), "place": _place_cell(o)}
                   for row, o in zip(rows, catalogue.offerings.values())]
     _listing(rows, table_rows, OFFERING_COLUMNS, "Offerings (USD per instance-hour; dated, prices go stale)", options)
+
+
+def _network_cell(offering: Any, gpu: Any) -> str:
+    domain = f" x{offering.scale_up_gpus}" if offering.scale_up_gpus and offering.scale_up_gpus > offering.num_gpus else ""
+    between = offering.network_bandwidth_gb_per_s or gpu.network_bandwidth_gb_per_s
+    fabric = f" ({offering.fabric})" if offering.fabric else ""
+    return f"{gpu.intra_node_bandwidth_gb_per_s:,.4g} inside{domain}, {between:,.4g} between{fabric}"
+
+
+def _place_cell(offering: Any) -> str:
+    """Regions where the price applies, the first two and how many more; '-' for none (list rows)."""
+    regions = [r for r in offering.regions.split(";") if r]
+    if not regions:
+        return "-"
+    more = f" +{len(regions) - 2}" if len(regions) > 2 else ""
+    return ", ".join(regions[:2]) + more
 
 
 STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"), ("recompute", "recompute"),

@@ -130,7 +130,8 @@ job_options = _stack(
     click.option("--nccl-mib", type=COUNT, default=NCCL_MIB, show_default=True,
                  help="NCCL buffers, counted when more than one GPU."),
     click.option("--tokens", type=POSITIVE, default=1e9, show_default=True, help="Tokens to train on (2e9 works)."),
-    click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True),
+    click.option("--pricing", type=click.Choice(["on-demand", "spot", "1yr", "3yr"]), default="on-demand", show_default=True,
+                 help="on-demand, spot, or the effective hourly price of a 1-year / 3-year commitment."),
 )
 
 PRECISION_CHOICE = click.Choice(PRECISIONS)
@@ -153,6 +154,8 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
             fields[name] = int(fields[name])
     fields["gpus"] = options.get("gpu") if isinstance(options.get("gpu"), tuple) else None
     fields["providers"] = options.get("provider")
+    fields["regions"] = options.get("region")
+    fields["countries"] = options.get("country")
     return fields
 
 

@@ -56,6 +56,10 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
               help="cost = total USD for --tokens; time = wall hours; throughput = tokens/s; hourly = USD/hour.")
 @click.option("--gpu", multiple=True, help="Allowed GPU (repeatable, or comma-separated) [default: all].")
 @click.option("--provider", multiple=True, help="Allowed provider (repeatable, or comma-separated) [default: all].")
+@click.option("--region", multiple=True, help="Allowed region, e.g. us-east-1 (repeatable, or comma-separated) [default: all].")
+@click.option("--country", multiple=True, help="Allowed country, ISO 3166-1 alpha-2, e.g. DE (repeatable) [default: all].")
+@click.option("--jurisdiction", type=click.Choice(["eu"]), default=None,
+              help="eu: offerings in EU member states only [default: anywhere].")
 @click.option("--max-gpus", type=COUNT, default=512, show_default=True)
 @click.option("--max-nodes", type=COUNT, default=None, help="Most instances to rent.")
 @click.option("--budget-usd", type=POSITIVE, default=None, help="Most USD for the whole job.")

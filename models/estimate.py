@@ -12,6 +12,7 @@ from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabiliti
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
+from vramplan.models.core.clock import days_since, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import (
     ActivationDetail,
@@ -25,7 +26,7 @@ from vramplan.models.core.results import (
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import Pricing, cost, training_hours
+from vramplan.models.time.cost import Pricing, cost, has_price, training_hours
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -102,11 +103,22 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
 HOURS_PER_YEAR = 24 * DAYS_PER_YEAR
 
 
-def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: int) -> list[str]:
+# Prices move monthly (the catalogue's sources are snapshots): past this age a plan says so.
+MAX_PRICE_AGE_DAYS = 90
+
+
+def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: int, price_date: str | None = None,
+                  pricing: str = "on-demand") -> list[str]:
     """What makes a plan that fits one nobody would run: MFU under MFU_FLOOR, a step that waits on
     communication longer than it computes, an activation offload the host link cannot hide, over
-    a year of training, rented GPUs left idle."""
+    a year of training, rented GPUs left idle; and what to check before trusting its cost: a price
+    older than MAX_PRICE_AGE_DAYS, spot instances that may be taken back."""
     found = []
+    if price_date is not None and (age := days_since(price_date, today())) > MAX_PRICE_AGE_DAYS:
+        found.append(f"its price was read {price_date}, {age} days ago: check it (prices move monthly)")
+    if pricing == "spot":
+        found.append("spot instances may be preempted: restarts from the last checkpoint add time and cost "
+                     "not counted here")
     if performance.mfu_fraction < MFU_FLOOR:
         found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
     # exposed data-parallel traffic plus the model-parallel collectives (the pipeline bubble is idle, not traffic)
@@ -128,7 +140,7 @@ def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: in
 def plan_offerings(catalogue: Catalogue, gpu: str, pricing: Pricing, tp: int = 1) -> list[Offering]:
     """The offerings of this GPU priced under `pricing`; with TP, those whose instances hold a
     whole TP group (TP never spans instances) when any does."""
-    priced = [o for o in catalogue.offerings_for(gpu) if pricing == "on-demand" or o.spot_price_usd_per_hour]
+    priced = [o for o in catalogue.offerings_for(gpu) if has_price(o, pricing)]
     priced = [o for o in priced if o.num_gpus >= tp] or priced
     if not priced:
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
@@ -184,7 +196,7 @@ def estimate_plan(
         memory=memory_report(memory, job.capacity_fraction, plan.pp),
         performance=performance_summary,
         cost=cost_report,
-        warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus),
+        warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing),
     )
 
 

@@ -38,6 +38,9 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "max_nodes": ("no limit", "most instances to rent"),
     "gpus": ("all", "allowed GPU names, separated by ;"),
     "providers": ("all", "allowed providers, separated by ;"),
+    "regions": ("all", "allowed regions (us-east-1), separated by ;"),
+    "countries": ("all", "allowed countries (ISO 3166-1 alpha-2: DE), separated by ;"),
+    "jurisdiction": ("anywhere", "eu: offerings in EU member states only"),
     "budget_usd": ("no limit", "most USD for the whole job"),
     "deadline_hours": ("no limit", "most wall-clock hours for the whole job"),
     "min_mfu": ("0.05", "least MFU (of the 16-bit peak) a plan on several GPUs may run at; 0 lifts it"),
@@ -53,7 +56,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
     "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
     "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
-    "pricing": ("on-demand", "on-demand | spot"),
+    "pricing": ("on-demand", "on-demand | spot | 1yr | 3yr"),
     "zero": ("solver chooses", "pin the ZeRO stage: 0 | 1 | 2 | 3"),
     "recompute": ("solver chooses", "pin recomputation: none | selective | op | full"),
     "precision": ("solver chooses", "pin the precision: bf16 | fp16 | fp32 | fp8"),
@@ -116,6 +119,9 @@ class _Cells(BaseModel):
     max_nodes: Count | None = None
     gpus: str | None = None
     providers: str | None = None
+    regions: str | None = None
+    countries: str | None = None
+    jurisdiction: str | None = None
     budget_usd: Real | None = None
     deadline_hours: Real | None = None
     min_mfu: Real | None = None

@@ -8,11 +8,12 @@ from collections.abc import Callable
 
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
+from vramplan.models.time.cost import PRICING_WORDS, has_price
 from vramplan.solver.candidates import cluster_accepts, host_mib_per_gpu, inner_metrics, step_cap_us
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace
-from vramplan.solver.space_domains import plannable
+from vramplan.solver.space_domains import in_place, place_label, plannable
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 
@@ -39,12 +40,17 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
         return (f"{gpus.strip() or 'these GPUs'} only {'has' if len(offerings) == 1 else 'have'} reference "
                 f"prices ({_names([o.name for o in offerings])}), which plans use only with --provider list")
     offerings = rentable
-    if query.pricing == "spot" and not any(o.spot_price_usd_per_hour is not None for o in offerings):
+    if not any(has_price(o, query.pricing) for o in offerings):
+        words = PRICING_WORDS[query.pricing]
         if query.providers:
             verb = "has" if len(query.providers) == 1 else "have"
-            reason = f"{_names(query.providers)} {verb} no spot prices{' for' + gpus if gpus else ''}"
+            reason = f"{_names(query.providers)} {verb} no {words} prices{' for' + gpus if gpus else ''}"
             return f"{reason} (use --pricing on-demand or another --provider)"
-        return f"no provider has spot prices for{gpus} (use --pricing on-demand)"
+        return f"no provider has {words} prices for{gpus} (use --pricing on-demand)"
+    placed = [o for o in offerings if in_place(o, query)]
+    if not placed:
+        return f"none of the allowed offerings{' of' + gpus if gpus else ''} is in {place_label(query)}"
+    offerings = placed
     limits = [f"--max-gpus {query.max_gpus}"] + ([f"--max-nodes {query.max_nodes}"] if query.max_nodes else [])
     if query.pins.num_gpus is not None:
         limits.append(f"--num-gpus {query.pins.num_gpus}")

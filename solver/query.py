@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
+from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR, Jurisdiction
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -87,6 +87,9 @@ class SolveQuery(BaseModel):
     objective: Objective = "cost"
     gpus: tuple[str, ...] = Field(default=(), description="allowed GPU names; empty = all")
     providers: tuple[str, ...] = Field(default=(), description="allowed providers; empty = all")
+    regions: tuple[str, ...] = Field(default=(), description="allowed regions (offerings' `regions`); empty = all")
+    countries: tuple[str, ...] = Field(default=(), description="allowed ISO 3166-1 alpha-2 countries; empty = all")
+    jurisdiction: Jurisdiction | None = Field(default=None, description="eu: offerings in EU member states only")
     max_gpus: Count = Field(default=DEFAULT_MAX_GPUS, ge=1, le=MAX_GPUS)
     max_nodes: Count | None = Field(default=None, ge=1, le=MAX_GPUS)
     budget_usd: Real | None = Field(default=None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)

@@ -20,7 +20,7 @@ RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
 PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus", "tp", "pp", "cp", "ep", "vpp",
               "sequence_parallel")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
-                "pricing", "min_mfu", "max_days")
+                "pricing", "min_mfu", "max_days", "jurisdiction")
 LIST_SEPARATORS = (";", ",")
 
 
@@ -60,6 +60,8 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
         job=job_from_fields(fields),
         gpus=split_list(fields.get("gpus")) or (),
         providers=split_list(fields.get("providers")) or (),
+        regions=split_list(fields.get("regions")) or (),
+        countries=split_list(fields.get("countries")) or (),
         pins=Pins(**_present(fields, PIN_FIELDS)),
         **_present(fields, QUERY_FIELDS),
         **search,

@@ -26,6 +26,7 @@ from vramplan.solver.engine import TimeLimitReached, time_left_s
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import Cluster, SearchSpace, build_space
+from vramplan.solver.space_domains import in_place, place_labels
 from vramplan.solver.table_memo import shared_result
 
 
@@ -40,6 +41,7 @@ def restrictions_of(query: SolveQuery) -> list[Restriction]:
         labels.append(f"--gpu {','.join(query.gpus)}")
     if query.providers:
         labels.append(f"--provider {','.join(query.providers)}")
+    labels += place_labels(query)
     if query.max_gpus < unrestricted_max_gpus(query):
         labels.append(f"--max-gpus {query.max_gpus}")
     if query.max_nodes is not None:
@@ -86,7 +88,8 @@ def relaxed_query(query: SolveQuery) -> SolveQuery:
     """The query without the restrictions (a pinned precision stays: it is part of the job)."""
     return query.model_copy(
         update={
-            "gpus": (), "providers": (), "max_gpus": max(query.max_gpus, unrestricted_max_gpus(query)),
+            "gpus": (), "providers": (), "regions": (), "countries": (), "jurisdiction": None,
+            "max_gpus": max(query.max_gpus, unrestricted_max_gpus(query)),
             "max_nodes": None, "budget_usd": None, "deadline_hours": None, "min_mfu": 0.0, "max_days": 0.0,
             "pins": Pins(precision=query.pins.precision), "global_batch": query.effective_global_batch,
         }
@@ -102,6 +105,9 @@ def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
     update = {"pins": Pins(**pins)}
     for label, field, value in ((f"--gpu {','.join(query.gpus)}", "gpus", query.gpus),
                                 (f"--provider {','.join(query.providers)}", "providers", query.providers),
+                                (f"--region {','.join(query.regions)}", "regions", query.regions),
+                                (f"--country {','.join(query.countries)}", "countries", query.countries),
+                                (f"--jurisdiction {query.jurisdiction}", "jurisdiction", query.jurisdiction),
                                 (f"--max-gpus {query.max_gpus}", "max_gpus", query.max_gpus),
                                 (f"--max-nodes {query.max_nodes}", "max_nodes", query.max_nodes),
                                 (f"--budget-usd {query.budget_usd:g}" if query.budget_usd else "", "budget_usd",
@@ -132,6 +138,11 @@ def within(query: SolveQuery, bound: SolveQuery) -> bool:
     if query.effective_global_batch != bound.effective_global_batch:
         return False
     if bound.gpus and not (query.gpus and set(query.gpus) <= set(bound.gpus)):  # no GPUs named: all of them
+        return False
+    for name in ("regions", "countries"):  # none named: every place
+        if getattr(bound, name) and not (getattr(query, name) and set(getattr(query, name)) <= set(getattr(bound, name))):
+            return False
+    if bound.jurisdiction is not None and query.jurisdiction != bound.jurisdiction:
         return False
     if query.max_gpus > bound.max_gpus:
         return False
@@ -180,10 +191,20 @@ def _cluster_checks(query: SolveQuery) -> dict[str, Callable[[Cluster], bool]]:
     return {
         f"--gpu {','.join(query.gpus)}": lambda cluster: cluster.offering.gpu in query.gpus,
         f"--provider {','.join(query.providers)}": lambda cluster: cluster.offering.provider in query.providers,
+        **{label: _place_check(query, label) for label in place_labels(query)},
         f"--max-gpus {query.max_gpus}": lambda cluster: cluster.num_gpus <= query.max_gpus,
         f"--max-nodes {query.max_nodes}": lambda cluster: query.max_nodes is None or cluster.num_instances <= query.max_nodes,
         f"--num-gpus {query.pins.num_gpus}": lambda cluster: cluster.num_gpus == query.pins.num_gpus,
     }
+
+
+def _place_check(query: SolveQuery, label: str) -> Callable[[Cluster], bool]:
+    """The check of one place restriction (--region, --country or --jurisdiction) alone."""
+    alone = query.model_copy(update={
+        "regions": query.regions if label.startswith("--region") else (),
+        "countries": query.countries if label.startswith("--country") else (),
+        "jurisdiction": query.jurisdiction if label.startswith("--jurisdiction") else None})
+    return lambda cluster: in_place(cluster.offering, alone)
 
 
 def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,

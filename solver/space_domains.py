@@ -16,10 +16,11 @@ from vramplan.models.catalogue.stack_contract import (
     states_refusal,
 )
 from vramplan.models.core.catalogue_schema import GpuSpec, Offering
+from vramplan.models.core.choices import JURISDICTIONS
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, offload_refusal
 from vramplan.models.memory.memory import check_gpu_precision
-from vramplan.models.time.cost import num_instances
+from vramplan.models.time.cost import has_price, num_instances
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.tables import RecomputeChoice
 
@@ -60,6 +61,34 @@ def plannable(offering: Offering, query: SolveQuery) -> bool:
     return offering.rentable or offering.provider in query.providers
 
 
+def in_place(offering: Offering, query: SolveQuery) -> bool:
+    """Whether the offering is in a region, country and jurisdiction the query allows: one of its
+    regions (countries) is listed; an offering without regions (list/ rows) is in none."""
+    regions = {r for r in offering.regions.split(";") if r}
+    countries = {c.upper() for c in offering.countries.split(";") if c}
+    if query.regions and not regions & set(query.regions):
+        return False
+    if query.countries and not countries & {c.upper() for c in query.countries}:
+        return False
+    return query.jurisdiction is None or bool(countries & JURISDICTIONS[query.jurisdiction])
+
+
+def place_label(query: SolveQuery) -> str:
+    """The place restrictions as the user wrote them (restrictions.restrictions_of's labels)."""
+    return ", ".join(place_labels(query))
+
+
+def place_labels(query: SolveQuery) -> list[str]:
+    labels = []
+    if query.regions:
+        labels.append(f"--region {','.join(query.regions)}")
+    if query.countries:
+        labels.append(f"--country {','.join(query.countries)}")
+    if query.jurisdiction:
+        labels.append(f"--jurisdiction {query.jurisdiction}")
+    return labels
+
+
 def query_offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
     for name in query.gpus:
         catalogue.gpu(name)  # unknown names are errors with suggestions
@@ -72,7 +101,8 @@ def query_offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
         for o in catalogue.offerings.values()
         if (not query.gpus or o.gpu in query.gpus)
         and (not query.providers or o.provider in query.providers)
-        and (query.pricing == "on-demand" or o.spot_price_usd_per_hour is not None)
+        and has_price(o, query.pricing)
+        and in_place(o, query)
         and plannable(o, query)
     ]
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order

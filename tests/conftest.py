@@ -12,10 +12,16 @@ queries (queries.py) and the fleet oracle's tiny fleets (fleets.py).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.catalogue.catalogue import Catalogue
+
+# Answers must not change with the day the suite runs: a catalogue price ages past
+# models/estimate.py MAX_PRICE_AGE_DAYS and every plan would gain a warning (models/core/clock.py).
+os.environ["VRAMPLAN_TODAY"] = "2026-12-05"
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,11 @@ MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and 
 # year): below MFU_FLOOR its GPUs mostly wait. Plans get a warning (models/estimate.py), and
 # `solve` leaves them out unless --min-mfu / --max-days say otherwise (solver/query.py).
 MFU_FLOOR = 0.05
+# --jurisdiction eu: the 27 member states of the European Union (ISO 3166-1 alpha-2; Greece is GR,
+# not the EU's own EL), as listed by europa.eu/principles-countries-history/eu-countries (2026).
+JURISDICTIONS = {"eu": frozenset({"AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE",
+                                  "IT", "LV", "LT", "LU", "MT", "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE"})}
+Jurisdiction = Literal["eu"]
 DAYS_PER_YEAR = 365
 
 # The runtime reserve's defaults (models/core/setup.py RuntimeReserve; sources in models/memory/overhead.py).

@@ -100,7 +100,7 @@ class PerformanceReport(_Result):
 
 class CostReport(_Result):
     offering: str
-    pricing: Literal["on-demand", "spot"]
+    pricing: Literal["on-demand", "spot", "1yr", "3yr"]
     num_instances: int
     # The interconnect the plan runs on: GPUs per instance, each GPU's bandwidth inside one
     # (NVLink / Infinity Fabric) and between instances (the offering's scale-out network), GB/s one way.

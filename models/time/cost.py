@@ -9,8 +9,11 @@ from vramplan.models.core.catalogue_schema import Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import ceil_div
 
-Pricing = Literal["on-demand", "spot"]
-PRICINGS: tuple[Pricing, ...] = ("on-demand", "spot")
+Pricing = Literal["on-demand", "spot", "1yr", "3yr"]
+PRICINGS: tuple[Pricing, ...] = ("on-demand", "spot", "1yr", "3yr")
+_PRICE_FIELDS = {"on-demand": "price_usd_per_hour", "spot": "spot_price_usd_per_hour",
+                 "1yr": "price_1yr_usd_per_hour", "3yr": "price_3yr_usd_per_hour"}
+PRICING_WORDS = {"on-demand": "on-demand", "spot": "spot", "1yr": "1-year committed", "3yr": "3-year committed"}
 SECONDS_PER_HOUR = 3600
 
 
@@ -27,12 +30,18 @@ def num_instances(num_gpus: int, offering: Offering) -> int:
     return ceil_div(num_gpus, offering.num_gpus)
 
 
+def has_price(offering: Offering, pricing: Pricing) -> bool:
+    """Whether the offering publishes a price under `pricing` (on-demand always does)."""
+    return getattr(offering, _PRICE_FIELDS[pricing]) is not None
+
+
 def instance_price_usd_per_hour(offering: Offering, pricing: Pricing) -> float:
-    if pricing == "spot":
-        if offering.spot_price_usd_per_hour is None:
-            raise VramplanError("pricing", pricing, f"offering {offering.name} has no spot price")
-        return offering.spot_price_usd_per_hour
-    return offering.price_usd_per_hour
+    """USD per instance-hour under `pricing`: on-demand, spot, or the effective hourly price of a
+    1-year / 3-year commitment (catalogues/README.md)."""
+    price = getattr(offering, _PRICE_FIELDS[pricing])
+    if price is None:
+        raise VramplanError("pricing", pricing, f"offering {offering.name} has no {PRICING_WORDS[pricing]} price")
+    return price
 
 
 def training_hours(tokens: float, tokens_per_s: float) -> float:

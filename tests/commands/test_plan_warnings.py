@@ -31,8 +31,24 @@ def test_idle_rented_gpus_are_flagged():
     assert json.loads(invoke(*args).stdout)["warnings"] == ["7 of the 8 rented GPUs stay idle"]
 
 
-def test_the_headline_plans_carry_no_warning():
+def test_the_headline_plans_carry_no_warning_but_their_prices_age():
+    """The headline's plans run well; what they may carry is the age of the price they use
+    (DigitalOcean's MI300X price was read 2026-05-28, 191 days before the suite's pinned today)."""
     args = ["solve", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--global-batch", "64",
             "--tokens", "2e9", "--top", "3", "--format", "json"]
     plans = json.loads(invoke(*args).stdout)["plans"]
-    assert len(plans) == 3 and all(plan["warnings"] == [] for plan in plans)
+    assert len(plans) == 3
+    assert all(w.startswith("its price was read ") for plan in plans for w in plan["warnings"])
+
+
+def test_prices_older_than_90_days_and_spot_prices_are_flagged():
+    """models/estimate.py MAX_PRICE_AGE_DAYS; today is VRAMPLAN_TODAY (tests/conftest.py pins it)."""
+    args = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+            "--offering", "aws/p5.48xlarge", "--format", "json"]
+    assert json.loads(invoke(*args).stdout)["warnings"] == []  # priced 2026-11-30, 5 days before
+    later = json.loads(invoke(*args, env={"VRAMPLAN_TODAY": "2027-06-01"}).stdout)["warnings"]
+    assert later == ["its price was read 2026-11-30, 183 days ago: check it (prices move monthly)"]
+    spot = json.loads(invoke(*args, "--pricing", "spot").stdout)["warnings"]
+    assert len(spot) == 1 and spot[0].startswith("spot instances may be preempted")
+    bad = invoke(*args, env={"VRAMPLAN_TODAY": "soon"})
+    assert bad.exit_code == 2 and "VRAMPLAN_TODAY" in bad.stderr

@@ -76,7 +76,7 @@ def test_output_row_of_an_infeasible_answer_explains(catalogue):
 @pytest.mark.parametrize("name, known", [("seq-len", "seq_len"), ("seqlen", "seq_len"), ("Seq_Len", "seq_len"),
                                          ("SEQ LEN", "seq_len"), ("optimiser", "optimizer"), ("objectve", "objective"),
                                          ("provider", "providers"), ("budget", "budget_usd"),
-                                         ("deadline", "deadline_hours")])
+                                         ("deadline", "deadline_hours"), ("region", "regions")])
 def test_a_misspelling_of_a_known_column_is_still_an_error(name, known):
     assert misspells(name) == known
     with pytest.raises(VramplanError) as error:
@@ -84,7 +84,7 @@ def test_a_misspelling_of_a_known_column_is_still_an_error(name, known):
     assert str(error.value) == f"column={name!r}: unknown column; did you mean {known!r}?"
 
 
-@pytest.mark.parametrize("name", ["team", "notes", "owner", "cost_center", "priority", "comment", "project", "region"])
+@pytest.mark.parametrize("name", ["team", "notes", "owner", "cost_center", "priority", "comment", "project", "location"])
 def test_a_column_of_the_users_own_is_not_a_misspelling(name):
     assert misspells(name) is None
     assert check_columns(["model", "seq_len", name], strict=False) == [name]

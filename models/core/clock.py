@@ -1,0 +1,24 @@
+"""Today's date, for the age of catalogue prices. VRAMPLAN_TODAY=YYYY-MM-DD fixes it (the tests
+pin it, so that an answer does not change with the day it is computed on)."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+from vramplan.models.core.errors import VramplanError
+
+
+def today() -> date:
+    pinned = os.environ.get("VRAMPLAN_TODAY")
+    if not pinned:
+        return date.today()
+    try:
+        return date.fromisoformat(pinned)
+    except ValueError:
+        raise VramplanError("VRAMPLAN_TODAY", pinned, "must be a date YYYY-MM-DD") from None
+
+
+def days_since(when: str, on: date) -> int:
+    """Days from a catalogue date (YYYY-MM-DD, or YYYY-MM: its first day) to `on`."""
+    return (on - date.fromisoformat(when if len(when) > 7 else when + "-01")).days
