@@ -1,37 +1,54 @@
-"""A plan as the named stack's own launch configuration.
+"""A plan as the named stack's own launch configuration: every stack of
+catalogues/stack_capabilities.csv but `custom` (not a stack) has a writer.
 
-- deepspeed (the HF Trainer with a DeepSpeed config): the DeepSpeed JSON (batch sizes, bf16/fp16,
-  zero_optimization with its offloads, tensor_parallel.autotp_size for TP); activation
-  checkpointing is the Trainer's `gradient_checkpointing`, so the JSON carries none.
+- hf (transformers 5.25 Trainer + accelerate 1.14 + peft 0.20, launch/hf.py): one JSON of sections
+  named after the calls they feed: training_args (TrainingArguments, with FSDP2 fsdp_config or an
+  inline DeepSpeed dict), distributed_config (from_pretrained's DistributedConfig for TP/EP),
+  parallelism_config (accelerate ParallelismConfig), from_pretrained, lora_config, bnb_config,
+  prepare_model_for_kbit_training, accelerate_launch.
+- deepspeed (the HF Trainer with a DeepSpeed config, launch/deepspeed.py): the DeepSpeed JSON (batch
+  sizes, bf16/fp16, zero_optimization with its offloads, tensor_parallel.autotp_size,
+  sequence_parallel_size, expert_parallel); activation checkpointing is the Trainer's
+  `activation_checkpointing` (`gradient_checkpointing`, its deprecated alias in transformers 5.25),
+  so the JSON carries none.
 - megatron: Megatron-LM's `pretrain_gpt.py` arguments (parallel sizes, sequence parallelism,
   virtual stages, batch sizes, precision, distributed optimizer, recompute, optimizer offload).
 - torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism], [training],
   [activation_checkpoint].
+- torchtune (v0.6.1, launch/torchtune.py): a shell file naming the recipe and its `key=value`
+  config overrides (TORCHTUNE_ARGS).
+- litgpt (v0.5.13, launch/litgpt.py): a shell file with the `litgpt finetune_full|finetune_lora`
+  arguments (LITGPT_ARGS).
+- unsloth (main 015bdef, launch/hf.py): one JSON: from_pretrained, get_peft_model, training_args
+  (TRL SFTConfig), accelerate_launch for DDP.
 
-The names and value domains are checked against each stack's published ones in
-tests/launch/test_configs.py (copied there with their sources). Other stacks have no writer yet:
-asking for one is one line naming the stack.
+The names and value domains are checked against each stack's published ones in tests/launch/
+(copied there with their sources). A plan holding what the stack's configuration cannot express is
+a one-line VramplanError naming the field; `custom` has no writer, asking for one is one line.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from vramplan.launch.common import LaunchConfig
+from vramplan.launch.deepspeed import deepspeed_dict
+from vramplan.launch.hf import hf_sections, json_text, unsloth_sections
+from vramplan.launch.litgpt import litgpt_text
+from vramplan.launch.torchtune import torchtune_text
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
+__all__ = ["WRITERS", "LaunchConfig", "check_writer", "launch_config"]
 
-@dataclass(frozen=True)
-class LaunchConfig:
-    stack: str
-    text: str
-    extension: str  # the file type the text is: .json, .toml, .sh
+
+def _hf_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+    return LaunchConfig("hf", json_text(hf_sections(job, plan, num_layers)), ".json")
 
 
 def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
-    return LaunchConfig("deepspeed", json.dumps(_deepspeed(job, plan), indent=2) + "\n", ".json")
+    return LaunchConfig("deepspeed", json.dumps(deepspeed_dict(plan), indent=2) + "\n", ".json")
 
 
 def _megatron_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
@@ -42,8 +59,21 @@ def _torchtitan_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     return LaunchConfig("torchtitan", _toml(_torchtitan(job, plan, num_layers)), ".toml")
 
 
+def _torchtune_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+    return LaunchConfig("torchtune", torchtune_text(job, plan, num_layers), ".sh")
+
+
+def _litgpt_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+    return LaunchConfig("litgpt", litgpt_text(job, plan, num_layers), ".sh")
+
+
+def _unsloth_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+    return LaunchConfig("unsloth", json_text(unsloth_sections(job, plan, num_layers)), ".json")
+
+
 WRITERS: dict[str, Callable[[Job, Plan, int], LaunchConfig]] = {
-    "deepspeed": _deepspeed_config, "megatron": _megatron_config, "torchtitan": _torchtitan_config}
+    "hf": _hf_config, "deepspeed": _deepspeed_config, "megatron": _megatron_config, "torchtitan": _torchtitan_config,
+    "torchtune": _torchtune_config, "litgpt": _litgpt_config, "unsloth": _unsloth_config}
 
 
 def check_writer(stack: str) -> None:
@@ -58,25 +88,6 @@ def launch_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     counts and virtual stages)."""
     check_writer(job.stack)
     return WRITERS[job.stack](job, plan, num_layers)
-
-
-def _deepspeed(job: Job, plan: Plan) -> dict:
-    zero: dict = {"stage": plan.zero, "overlap_comm": True, "contiguous_gradients": True}
-    if plan.offload in ("optimizer", "optimizer+params"):
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if plan.offload == "optimizer+params":
-        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
-    config: dict = {
-        "train_batch_size": plan.global_batch,
-        "train_micro_batch_size_per_gpu": plan.micro_batch,
-        "gradient_accumulation_steps": plan.grad_accum,
-        "bf16": {"enabled": plan.precision == "bf16"},
-        "fp16": {"enabled": plan.precision == "fp16"},
-        "zero_optimization": zero,
-    }
-    if plan.tp > 1:
-        config["tensor_parallel"] = {"autotp_size": plan.tp}
-    return config
 
 
 def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:

@@ -1,14 +1,10 @@
-"""Launch configurations from a plan (launch/configs.py): every key or flag is one the stack
-publishes, every value inside its domain, and the values are the plan's.
+"""Launch configurations from a plan (launch/configs.py) for deepspeed, megatron and torchtitan:
+every key or flag is one the stack publishes, every value inside its domain, and the values are the
+plan's (hf, unsloth, torchtune, litgpt: test_<stack>_config.py beside this file).
 
 The published names and domains, copied from the stacks' code at the releases the contracts
 cite (catalogues/stack_capabilities.csv):
-- DeepSpeed v0.19.5 (cf44300): deepspeed/runtime/constants.py (TRAIN_BATCH_SIZE,
-  TRAIN_MICRO_BATCH_SIZE_PER_GPU, GRADIENT_ACCUMULATION_STEPS), runtime/precision_config.py (bf16,
-  fp16: enabled), runtime/zero/config.py DeepSpeedZeroConfig (stage, offload_optimizer,
-  offload_param, overlap_comm, contiguous_gradients), runtime/zero/offload_config.py
-  OffloadDeviceEnum (none, cpu, nvme) and pin_memory, runtime/tensor_parallel/config.py
-  TPTrainingConfig.autotp_size. The config objects reject unknown keys.
+- DeepSpeed v0.19.5 (cf44300): the DEEPSPEED table and its sources in tests/launch/published.py.
 - Megatron-LM core_v0.19.0 (5be9626): megatron/training/arguments.py and the flags it generates
   from ModelParallelConfig / TransformerConfig / OptimizerConfig fields (underscores become
   hyphens; fp8 becomes --fp8-format); --optimizer-cpu-offload requires
@@ -26,21 +22,12 @@ import tomllib
 
 import pytest
 from helpers.cli import invoke, one_line_error
+from published import BOOL, FLAG, FLOAT, INT, STR, check_deepspeed, in_domain
 
-from vramplan.launch.configs import launch_config
-from vramplan.models.core.setup import Job, Plan
+from vramplan.launch.configs import WRITERS, check_writer, launch_config
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.setup import STACKS, Job, Plan
 
-INT, BOOL, FLOAT, STR, FLAG = "int", "bool", "float", "str", "store_true"
-DEEPSPEED = {
-    "": {"train_batch_size": INT, "train_micro_batch_size_per_gpu": INT, "gradient_accumulation_steps": INT,
-         "bf16": dict, "fp16": dict, "zero_optimization": dict, "tensor_parallel": dict},
-    "bf16": {"enabled": BOOL}, "fp16": {"enabled": BOOL},
-    "zero_optimization": {"stage": (0, 1, 2, 3), "offload_optimizer": dict, "offload_param": dict, "overlap_comm": BOOL,
-                          "contiguous_gradients": BOOL},
-    "offload_optimizer": {"device": ("none", "cpu", "nvme"), "pin_memory": BOOL},
-    "offload_param": {"device": ("none", "cpu", "nvme"), "pin_memory": BOOL},
-    "tensor_parallel": {"autotp_size": INT},
-}
 MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size": INT, "--context-parallel-size": INT,
             "--expert-model-parallel-size": INT, "--sequence-parallel": FLAG, "--num-layers-per-virtual-pipeline-stage": INT,
             "--num-virtual-stages-per-pipeline-rank": INT, "--micro-batch-size": INT, "--global-batch-size": INT,
@@ -59,22 +46,6 @@ TORCHTITAN = {
 }
 
 
-def _in_domain(value: object, domain: object) -> bool:
-    if isinstance(domain, tuple):
-        return value in domain
-    kinds = {INT: int, BOOL: bool, FLOAT: float, STR: str, dict: dict}
-    return isinstance(value, kinds[domain]) and (domain != INT or not isinstance(value, bool))
-
-
-def _check_deepspeed(config: dict, section: str = "") -> None:
-    for key, value in config.items():
-        assert key in DEEPSPEED[section], (section, key)
-        domain = DEEPSPEED[section][key]
-        assert _in_domain(value, domain), (section, key, value)
-        if domain is dict:
-            _check_deepspeed(value, key)
-
-
 def _megatron_args(text: str) -> dict[str, str | None]:
     lines = [line.strip() for line in text.splitlines() if line.startswith("  ")]
     parsed: dict[str, str | None] = {}
@@ -88,7 +59,7 @@ def _megatron_args(text: str) -> dict[str, str | None]:
         else:
             (text_value,) = value
             typed = int(text_value) if domain == INT else float(text_value) if domain == FLOAT else text_value
-            assert _in_domain(typed, domain), (flag, text_value)
+            assert in_domain(typed, domain), (flag, text_value)
             parsed[flag] = text_value
     return parsed
 
@@ -97,6 +68,7 @@ PLANS = [
     ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=3, offload="optimizer+params", micro_batch=2, grad_accum=4,
                        tp=2, recompute="full")),
     ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp16")),
+    ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=2, cp=4, ep=2, precision="fp8", grad_accum=2)),
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=1, tp=8, pp=4, vpp=2, sequence_parallel=True, micro_batch=1,
                       grad_accum=16, recompute="full", recompute_layers=5)),
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp8", recompute="selective")),
@@ -114,12 +86,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
     assert config.stack == stack
     if stack == "deepspeed":
         data = json.loads(config.text)
-        _check_deepspeed(data)
-        assert data["train_batch_size"] == plan.global_batch
-        assert (data["train_micro_batch_size_per_gpu"], data["gradient_accumulation_steps"]) == (plan.micro_batch, plan.grad_accum)
-        assert data["zero_optimization"]["stage"] == plan.zero and data["bf16"]["enabled"] == (plan.precision == "bf16")
-        assert ("offload_param" in data["zero_optimization"]) == (plan.offload == "optimizer+params")
-        assert data.get("tensor_parallel", {"autotp_size": 1})["autotp_size"] == plan.tp
+        check_deepspeed(data, plan)
     elif stack == "megatron":
         args = _megatron_args(config.text)
         assert int(args["--tensor-model-parallel-size"]) * int(args["--pipeline-model-parallel-size"]) \
@@ -137,7 +104,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
         for section, body in data.items():
             for key, value in body.items():
                 assert key in TORCHTITAN[section], (section, key)
-                assert _in_domain(value, TORCHTITAN[section][key]), (section, key, value)
+                assert in_domain(value, TORCHTITAN[section][key]), (section, key, value)
         par = data["parallelism"]
         assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == plan.dp
         assert par["tensor_parallel_degree"] * par["pipeline_parallel_degree"] * plan.dp * plan.cp == plan.num_gpus
@@ -157,10 +124,24 @@ def test_solve_writes_the_best_plans_config_for_its_stack(tmp_path):
     assert int(args["--tensor-model-parallel-size"]) == plan["tp"] and int(args["--micro-batch-size"]) == plan["micro_batch"]
 
 
+def test_every_stack_but_custom_has_a_writer():
+    assert set(WRITERS) == set(STACKS) - {"custom"}
+    for stack in WRITERS:
+        check_writer(stack)
+    with pytest.raises(VramplanError, match="no launch-config writer"):
+        check_writer("custom")
+
+
+def test_deepspeed_refuses_autoep_with_autotp():
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=1, tp=2, ep=2)
+    with pytest.raises(VramplanError, match="AutoEP cannot be combined with AutoTP"):
+        launch_config(Job(stack="deepspeed"), plan, num_layers=32)
+
+
 def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):
     path = tmp_path / "launch.json"
     result = invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
-                    "--launch-config", str(path))
+                    "--stack", "custom", "--launch-config", str(path))
     assert "has no launch-config writer yet" in one_line_error(result) and result.stdout == "" and not path.exists()
     twin = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
                                  "--stack", "deepspeed", "-o", str(path), "--launch-config", str(path)))
