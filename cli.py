@@ -78,6 +78,7 @@ class VramplanGroup(click.Group):
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "batch": ("vramplan.commands.batch", "batch",
               "Solve every row of JOBS (CSV, XLSX, Parquet or JSON lines; one job per row) and write the plans."),
+    "catalogue": ("vramplan.commands.catalogue", "catalogue", "Import and check catalogue files."),
     "estimate": ("vramplan.commands.estimate", "estimate_command",
                  "Memory per GPU, throughput and cost of one fixed training configuration."),
     "fleet": ("vramplan.commands.fleet", "fleet",

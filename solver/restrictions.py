@@ -102,7 +102,7 @@ def only_restrictions(query: SolveQuery, labels: list[str]) -> SolveQuery:
     relaxed = relaxed_query(query)
     pins = {name: value for name, value in query.pins.model_dump().items()
             if value is not None and (name == "precision" or pin_label(name, value) in kept)}
-    update = {"pins": Pins(**pins)}
+    update: dict[str, object] = {"pins": Pins(**pins)}
     for label, field, value in ((f"--gpu {','.join(query.gpus)}", "gpus", query.gpus),
                                 (f"--provider {','.join(query.providers)}", "providers", query.providers),
                                 (f"--region {','.join(query.regions)}", "regions", query.regions),

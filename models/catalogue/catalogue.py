@@ -53,7 +53,7 @@ def parse_rows(text: str, model: type[Row], origin: str, option: str) -> list[Ro
     if missing or extra or len(set(header)) != len(header):
         detail = f"missing columns {missing}" if missing else f"unknown columns {extra}" if extra else "a repeated column"
         raise VramplanError(option, origin, f"header does not match the schema ({detail}); see catalogues/README.md")
-    expected = header
+    expected = list(header)
     rows: list[Row] = []
     try:
         for raw in reader:

@@ -1,0 +1,119 @@
+"""SkyPilot's catalogue (skypilot-org/skypilot-catalog, one `vms.csv` per cloud: InstanceType,
+AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price, SpotPrice, Region[, AvailabilityZone],
+GpuInfo) as vramplan offerings, for `vramplan catalogue import skypilot DIR`.
+
+Per instance type with GPUs the GPU catalogue knows:
+- price: the least on-demand `Price` over its rows; `regions`: every region at that price;
+- spot: the median `SpotPrice` over those regions' rows (availability zones), as the shipped rows
+  took it (catalogues/offerings.csv sources);
+- host RAM: `MemoryGiB`; GPUs: `AcceleratorCount`;
+- what SkyPilot does not hold (the scale-out network per GPU, the host link, the NVLink domain,
+  the fabric, the countries, committed prices) comes from the shipped row of the same
+  provider/instance_type. An instance type with no shipped row and no network is skipped, with
+  the reason: a plan across instances would run at an unknown rate.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from vramplan.models.core.catalogue_schema import Offering
+
+# SkyPilot cloud directories whose provider name differs in vramplan's catalogue.
+PROVIDER_OF_CLOUD = {"do": "digitalocean"}
+
+# SkyPilot AcceleratorName -> vramplan GPU name; (cloud, name) overrides where a cloud's name
+# means another part (RunPod's and Lambda's 1-GPU "H100" are the PCIe card).
+ACCELERATORS = {
+    "V100-32GB": "v100-sxm-32gb", "A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb", "H100": "h100-sxm-80gb",
+    "H100-MEGA": "h100-sxm-80gb", "H100-SXM": "h100-sxm-80gb", "H200": "h200-sxm-141gb", "B200": "b200-180gb",
+    "GB200": "gb200-186gb", "L4": "l4-24gb", "L40S": "l40s-48gb", "A10G": "a10g-24gb", "MI300X": "mi300x-192gb",
+    "MI325X": "mi325x-256gb", "RTX4090": "rtx4090-24gb", "H100-PCIE": "h100-pcie-80gb", "H20": "h20-96gb",
+}
+CLOUD_ACCELERATORS = {("runpod", "H100"): "h100-pcie-80gb", ("lambda", "H100-PCIE"): "h100-pcie-80gb"}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    instance_type: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Imported:
+    offerings: list[Offering]
+    skipped: list[Skipped]
+
+
+def gpu_name(cloud: str, accelerator: str) -> str | None:
+    return CLOUD_ACCELERATORS.get((cloud, accelerator)) or ACCELERATORS.get(accelerator)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and value > 0 else None
+
+
+def import_cloud(cloud: str, text: str, gpus: set[str], shipped: dict[str, Offering], source: str,
+                 price_date: str) -> Imported:
+    """The offerings of one cloud's vms.csv text; `gpus`: the GPU catalogue's names; `shipped`:
+    the packaged offerings by name (the facts SkyPilot lacks); `source`: where the file came from
+    (repository, path, commit), written into every row with `price_date`."""
+    provider = PROVIDER_OF_CLOUD.get(cloud, cloud)
+    rows_by_type: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in csv.DictReader(io.StringIO(text)):
+        if row.get("InstanceType"):
+            rows_by_type[row["InstanceType"]].append(row)
+    offerings: list[Offering] = []
+    skipped: list[Skipped] = []
+    for instance_type in sorted(rows_by_type):
+        rows = rows_by_type[instance_type]
+        found = _offering(cloud, provider, instance_type, rows, gpus, shipped, source, price_date)
+        if isinstance(found, Offering):
+            offerings.append(found)
+        else:
+            skipped.append(found)
+    return Imported(offerings, skipped)
+
+
+def _offering(cloud: str, provider: str, instance_type: str, rows: list[dict[str, str]], gpus: set[str],
+              shipped: dict[str, Offering], source: str, price_date: str) -> Offering | Skipped:
+    accelerator = rows[0].get("AcceleratorName") or ""
+    if not accelerator:
+        return Skipped(instance_type, "no GPU")
+    gpu = gpu_name(cloud, accelerator)
+    if gpu is None or gpu not in gpus:
+        return Skipped(instance_type, f"accelerator {accelerator} is not in the GPU catalogue")
+    count = _number(rows[0].get("AcceleratorCount"))
+    if count is None or count != int(count):
+        return Skipped(instance_type, f"a fraction of a GPU ({rows[0].get('AcceleratorCount')})")
+    priced = [(price, row) for row in rows if (price := _number(row.get("Price"))) is not None]
+    if not priced:
+        return Skipped(instance_type, "no on-demand price")
+    cheapest = min(price for price, _ in priced)
+    at_cheapest = [row for price, row in priced if price == cheapest]
+    regions = sorted({row.get("Region", "") for row in at_cheapest} - {""})
+    spots = [spot for row in at_cheapest if (spot := _number(row.get("SpotPrice"))) is not None]
+    memory = _number(rows[0].get("MemoryGiB"))
+    known = shipped.get(f"{provider}/{instance_type}")
+    if memory is None:
+        if known is None:
+            return Skipped(instance_type, "host RAM unknown")
+        memory = known.host_memory_gib
+    if known is None:
+        return Skipped(instance_type, "network unknown (no shipped row of this instance type to take it from)")
+    return known.model_copy(update={
+        "gpu": gpu, "num_gpus": int(count), "price_usd_per_hour": cheapest,
+        "spot_price_usd_per_hour": statistics.median(spots) if spots else None, "host_memory_gib": memory,
+        "price_date": price_date, "regions": ";".join(regions),
+        "countries": known.countries if set(regions) <= set(known.regions.split(";")) else "",
+        "source": f"{source}: least Price over regions, median SpotPrice there, MemoryGiB; network, host link, "
+                  f"NVLink domain, fabric and commitments from the shipped row ({known.source})",
+    })
