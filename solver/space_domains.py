@@ -12,6 +12,7 @@ from vramplan.models.catalogue.stack_contract import (
     count_refusal,
     job_refusal,
     precision_refusal,
+    recompute_refusal,
     refusal_message,
     states_refusal,
 )
@@ -124,8 +125,11 @@ PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 4), (1, 2), (3, 4)), "every-
 def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice]:
     """Recompute modes, least recompute first (the tie-break), with the stack's partial full
     recompute before full when neither the mode nor the job's recompute_layers is fixed."""
-    pins = query.pins
-    choices = [RecomputeChoice(r) for r in RECOMPUTES if pins.recompute is None or r == pins.recompute]
+    pins, caps = query.pins, stack_caps(query)
+    if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute)) is not None:
+        raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
+    choices = [RecomputeChoice(r) for r in RECOMPUTES
+               if (pins.recompute is None or r == pins.recompute) and r in caps.recomputes]
     if pins.recompute is None and query.job.recompute_layers is None:
         kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
         layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})

@@ -22,7 +22,7 @@ from pydantic import field_validator
 
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import OFFLOADS, ZERO_STAGES, Job, Plan, Stack
+from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
@@ -49,6 +49,7 @@ class StackCapabilities(_Row):
     zero_stages: frozenset[int]
     offloads: frozenset[str]
     activation_offload: bool
+    recomputes: frozenset[str]
     lora_parallel: frozenset[str]
     qlora_parallel: frozenset[str]
     multi_gpu: bool
@@ -65,6 +66,11 @@ class StackCapabilities(_Row):
     @classmethod
     def _offloads(cls, value: Any) -> frozenset[str]:
         return _words(value, OFFLOADS, "offloads")
+
+    @field_validator("recomputes", mode="before")
+    @classmethod
+    def _recomputes(cls, value: Any) -> frozenset[str]:
+        return _words(value, RECOMPUTES, "recomputes")
 
     @field_validator("lora_parallel", "qlora_parallel", mode="before")
     @classmethod
@@ -129,6 +135,11 @@ def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_
     return None
 
 
+def recompute_refusal(caps: StackCapabilities, recompute: str) -> tuple[str, object, str] | None:
+    """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or None."""
+    return None if recompute in caps.recomputes else ("recompute", recompute, f"{recompute} recompute")
+
+
 def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, object, str] | None:
     """fp8 training on a stack without it, or None."""
     return ("precision", "fp8", "fp8 training") if precision == "fp8" and not caps.fp8 else None
@@ -137,7 +148,7 @@ def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, obj
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
     return (precision_refusal(caps, plan.precision) or job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
-            or states_refusal(caps, job.method, plan.zero, plan.offload)
+            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance))
 
 

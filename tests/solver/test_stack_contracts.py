@@ -152,3 +152,17 @@ def test_pinned_zero_and_offload_that_no_stack_runs_together_is_one_line(catalog
         query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048, stack=stack), pins=Pins(zero=1, offload="optimizer+params"))
         with pytest.raises(VramplanError, match="offload='optimizer\\+params': needs ZeRO stage 3.*--zero is 1"):
             solve(catalogue, query)
+
+
+def test_a_stack_searches_and_estimates_only_the_recompute_it_has() -> None:
+    """catalogues/stack_capabilities.csv recomputes: the HF Trainer checkpoints whole layers or
+    nothing (no attention-only or per-op mode), torchtitan has per-op SAC, Megatron selective."""
+    refused = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--recompute", "selective"))
+    assert "stack='hf'" in refused and "selective recompute" in refused
+    assert invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8", "--zero", "3",
+                  "--recompute", "op", "--stack", "torchtitan").exit_code == 0
+    pinned = one_line_error(invoke("solve", "--model", "llama-3.1-8b", "--recompute", "op", "--stack", "megatron"))
+    assert "stack='megatron'" in pinned and "op recompute" in pinned
+    caps = load_stack_capabilities()
+    for stack in ("hf", "deepspeed", "torchtune", "litgpt", "unsloth"):
+        assert caps[stack].recomputes == {"none", "full"}

@@ -116,7 +116,8 @@ def _recomputes(stack: str, **fields) -> list[RecomputeChoice]:
 
 def test_partial_recompute_is_searched_where_the_stack_runs_it() -> None:
     assert {s.name: s.partial_recompute for s in load_stacks().values()}["megatron"] == "any"
-    assert _recomputes("megatron") == [RecomputeChoice("none"), RecomputeChoice("selective"), RecomputeChoice("op"),
+    # Megatron has no per-op SAC (its contract's recomputes: none, selective, full).
+    assert _recomputes("megatron") == [RecomputeChoice("none"), RecomputeChoice("selective"),
                                        RecomputeChoice("full", 31), RecomputeChoice("full", 63),
                                        RecomputeChoice("full", 94), RecomputeChoice("full")]
     assert [r.layers for r in _recomputes("torchtitan")] == [None, None, None, 31, 63, None]
