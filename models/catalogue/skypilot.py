@@ -29,12 +29,19 @@ PROVIDER_OF_CLOUD = {"do": "digitalocean"}
 # SkyPilot AcceleratorName -> vramplan GPU name; (cloud, name) overrides where a cloud's name
 # means another part (RunPod's and Lambda's 1-GPU "H100" are the PCIe card).
 ACCELERATORS = {
-    "V100-32GB": "v100-sxm-32gb", "A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb", "H100": "h100-sxm-80gb",
-    "H100-MEGA": "h100-sxm-80gb", "H100-SXM": "h100-sxm-80gb", "H200": "h200-sxm-141gb", "B200": "b200-180gb",
-    "GB200": "gb200-186gb", "L4": "l4-24gb", "L40S": "l40s-48gb", "A10G": "a10g-24gb", "MI300X": "mi300x-192gb",
-    "MI325X": "mi325x-256gb", "RTX4090": "rtx4090-24gb", "H100-PCIE": "h100-pcie-80gb", "H20": "h20-96gb",
+    "V100": "v100-sxm-16gb", "V100-32GB": "v100-sxm-32gb", "A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb",
+    "H100": "h100-sxm-80gb", "H100-MEGA": "h100-sxm-80gb", "H100-SXM": "h100-sxm-80gb", "H100-NVL": "h100-nvl-94gb",
+    "H200": "h200-sxm-141gb", "B200": "b200-180gb", "B300": "b300-288gb", "GB200": "gb200-186gb",
+    "GB300": "gb300-288gb", "GH200": "gh200-96gb", "L4": "l4-24gb", "L40": "l40-48gb", "L40S": "l40s-48gb",
+    "A10": "a10-24gb", "A10G": "a10g-24gb", "T4": "t4-16gb", "A6000": "rtx-a6000-48gb",
+    "RTX6000-Ada": "rtx-6000-ada-48gb", "RTXPRO6000": "rtx-pro-6000-96gb", "RTX4090": "rtx4090-24gb",
+    "MI300X": "mi300x-192gb", "MI325X": "mi325x-256gb", "MI355X": "mi355x-288gb",
 }
-CLOUD_ACCELERATORS = {("runpod", "H100"): "h100-pcie-80gb", ("lambda", "H100-PCIE"): "h100-pcie-80gb"}
+# (cloud, name) where a cloud's name means another part: RunPod's "H100" is the PCIe card.
+CLOUD_ACCELERATORS = {("runpod", "H100"): "h100-pcie-80gb"}
+# An instance type that names the form factor wins over the accelerator name (Lambda's
+# gpu_1x_h100_pcie is AcceleratorName H100; its gpu_1x_a100 is the PCIe card, _sxm4 the SXM one).
+FORM_FACTORS = {("H100", "pcie"): "h100-pcie-80gb", ("A100-80GB", "pcie"): "a100-pcie-80gb"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,10 @@ class Imported:
     skipped: list[Skipped]
 
 
-def gpu_name(cloud: str, accelerator: str) -> str | None:
+def gpu_name(cloud: str, accelerator: str, instance_type: str = "") -> str | None:
+    for (name, form), gpu in FORM_FACTORS.items():
+        if accelerator == name and form in instance_type.lower():
+            return gpu
     return CLOUD_ACCELERATORS.get((cloud, accelerator)) or ACCELERATORS.get(accelerator)
 
 
@@ -88,7 +98,7 @@ def _offering(cloud: str, provider: str, instance_type: str, rows: list[dict[str
     accelerator = rows[0].get("AcceleratorName") or ""
     if not accelerator:
         return Skipped(instance_type, "no GPU")
-    gpu = gpu_name(cloud, accelerator)
+    gpu = gpu_name(cloud, accelerator, instance_type)
     if gpu is None or gpu not in gpus:
         return Skipped(instance_type, f"accelerator {accelerator} is not in the GPU catalogue")
     count = _number(rows[0].get("AcceleratorCount"))

@@ -28,6 +28,7 @@ class FlopsPerToken:
     model: int  # forward + backward, the MFU numerator
     hardware: int  # plus the recomputed forward work, what the GPU really executes
     forward: int = 0  # the forward pass alone (once): what forward-phase traffic can hide behind
+    linear: int = 0  # the decoder's linear GEMMs of `hardware` (recompute included): what fp8 runs in fp8
 
     @property
     def forward_share(self) -> float:
@@ -72,14 +73,15 @@ def training_flops_per_token(
     passes = 3 if method == "full" else 2
     model = passes * (layers + logits) + 3 * attention
     if recompute == "full":
-        extra = round((layers + attention) * recomputed_fraction)
+        extra, extra_linear = round((layers + attention) * recomputed_fraction), round(layers * recomputed_fraction)
     elif recompute == "selective":
-        extra = attention
+        extra, extra_linear = attention, 0
     elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/memory/recompute.py)
-        extra = layers // 2
+        extra = extra_linear = layers // 2
     else:
-        extra = 0
-    return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits)
+        extra = extra_linear = 0
+    return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits,
+                         linear=passes * layers + extra_linear)
 
 
 def plan_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> FlopsPerToken:

@@ -37,6 +37,7 @@ from vramplan.models.memory.parallel_states import rank_params, rank_trainable_p
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.calibration import (
     COMMUNICATION_EFFICIENCY,
+    FP8_LINEAR_SPEEDUP,
     HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
     OPTIMIZER_STEP_BYTES_PER_PARAM,
     PCIE_BANDWIDTH_GB_PER_S,
@@ -185,7 +186,18 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
-    return tokens_per_gpu * flops.hardware / (peak_tflops(gpu, plan.precision) * _TERA * efficiency)
+    work = flops.hardware
+    if plan.precision == "fp8":  # fp8 linears at FP8_LINEAR_SPEEDUP x the 16-bit rate, the rest in bf16
+        peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
+        work = flops.hardware - flops.linear * (1 - 1 / FP8_LINEAR_SPEEDUP.value)
+    return tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
+
+
+def rate_precision(precision: Precision) -> Precision:
+    """The precision whose dense peak times the compute and is MFU's denominator: fp8 training
+    runs its other work in bf16 and its linears at FP8_LINEAR_SPEEDUP of bf16, so its MFU is
+    against the bf16 peak (as torchtitan's benchmarks and Megatron report fp8 runs)."""
+    return "bf16" if precision == "fp8" else precision
 
 
 def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,
@@ -238,7 +250,7 @@ def performance(
     """gpus_per_node: GPUs of one instance of the offering (default: the GPU's usual node size);
     network_gb_per_s: the offering's per-GPU bandwidth between instances (default: the GPU's)."""
     flops = plan_flops_per_token(arch, job, plan)
-    peak = peak_tflops(gpu, plan.precision)
+    peak = peak_tflops(gpu, rate_precision(plan.precision))
     per_node = gpus_per_node or gpu.gpus_per_node
     network = gpu.network_bandwidth_gb_per_s if network_gb_per_s is None else network_gb_per_s
     compute_s = compute_time_s(arch, job, plan, gpu)

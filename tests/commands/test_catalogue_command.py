@@ -8,15 +8,16 @@ import io
 from helpers.cli import invoke, one_line_error
 from helpers.paths import CATALOGUE_DIR
 
-# Rows as skypilot-org/skypilot-catalog catalogs/v8/lambda/vms.csv holds them (@0f407038: header,
-# a CPU row, gpu_8x_h100_sxm5 in two regions at 23.92; two accelerators vramplan has no GPU for).
+# Rows in the form of skypilot-org/skypilot-catalog catalogs/v8/lambda/vms.csv (@0f407038): a CPU
+# row, an 8 x H100 in three regions at two prices, two accelerators vramplan has no GPU for (P100,
+# Quadro RTX 6000) and a B200 instance type no shipped row names.
 LAMBDA = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice
 cpu_4x_general,,,4.0,16.0,0.2,us-east-1,,
 gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,23.92,us-east-1,,
 gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,24.50,europe-central-1,,
 gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,23.92,us-west-1,,
-gpu_1x_a6000,A6000,1.0,14.0,100.0,1.09,us-east-1,,
-gpu_1x_gh200,GH200,1.0,64.0,432.0,1.49,us-east-1,,
+gpu_1x_p100,P100,1.0,14.0,100.0,1.09,us-east-1,,
+gpu_1x_quadro,RTX6000,1.0,64.0,432.0,1.49,us-east-1,,
 gpu_8x_b200_new,B200,8.0,208.0,2900.0,39.92,us-east-1,,
 """
 
@@ -42,7 +43,8 @@ def test_import_keeps_the_cheapest_regions_and_the_shipped_facts(tmp_path, catal
     report = result.stderr.splitlines()
     assert report[0] == "imported 1 offerings from lambda"
     assert "skipped 2: accelerator" not in result.stderr  # one line per reason
-    assert any("A6000 is not in the GPU catalogue" in line for line in report)
+    assert any(line.startswith("skipped 2: accelerator") is False and "P100 is not in the GPU catalogue" in line
+               for line in report)
     assert any(line.startswith("skipped 1: network unknown") and "gpu_8x_b200_new" in line for line in report)
 
 
@@ -72,3 +74,20 @@ def test_import_refuses_what_is_not_a_skypilot_directory(tmp_path):
     assert "holds no <cloud>/vms.csv" in one_line_error(invoke("catalogue", "import", "skypilot", str(tmp_path)))
     assert "is not a directory" in one_line_error(invoke("catalogue", "import", "skypilot", str(tmp_path / "none")))
     assert "price_date" in one_line_error(_import(tmp_path, "--price-date", "yesterday"))
+
+
+def test_importing_the_lambda_snapshot_reproduces_the_shipped_lambda_rows(tmp_path, catalogue):
+    """tests/catalogues/fixtures/skypilot/lambda/vms.csv: the us-east-1 rows of
+    skypilot-org/skypilot-catalog catalogs/v8/lambda/vms.csv @0f407038 (its SOURCE.md). Every GPU
+    instance type comes back as the shipped row: GPU, count, price and host RAM."""
+    from helpers.paths import REPO
+
+    result = invoke("catalogue", "import", "skypilot", str(REPO / "tests" / "catalogues" / "fixtures" / "skypilot"),
+                    "--price-date", "2026-11-30")
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 17 and result.stderr.splitlines() == ["imported 17 offerings from lambda"]
+    for row in rows:
+        shipped = catalogue.offering(f"lambda/{row['instance_type']}")
+        assert (row["gpu"], int(row["num_gpus"]), float(row["price_usd_per_hour"]), float(row["host_memory_gib"])) == (
+            shipped.gpu, shipped.num_gpus, shipped.price_usd_per_hour, shipped.host_memory_gib), row["instance_type"]

@@ -87,7 +87,7 @@ def test_brute_engine_gives_the_same_answer() -> None:
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--objective", "fastest"], "--objective"),
     (["--gpu", "h100"], "h100-sxm-80gb"),
-    (["--provider", "azure"], "provider='azure'"),
+    (["--provider", "azurre"], "provider='azurre'"),
     (["--global-batch", "0"], "global_batch=0"),
     (["--tokens", "1e400"], "--tokens"),
     (["--budget-usd", "-5"], "--budget-usd"),

@@ -170,10 +170,12 @@ def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(catalogue,
     whose solve ran out of --time-limit must not be remembered as having no further point, or a
     later row of the batch, asking under an incumbent's step cap, would be told the unit is empty."""
     query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("h100-sxm-80gb",), max_gpus=8)
+    fresh = cpsat_engine._Search(build_space(catalogue, query), time.monotonic() + 60)
+    unit = next((c, branch) for c in range(len(fresh.space.clusters)) for branch in fresh.branches(c)
+                if fresh.point((c, branch), 0, None) is not None)  # a unit with a plan
     with using(TableMemo()):
         space = build_space(catalogue, query)
         first = cpsat_engine._Search(space, time.monotonic() + 60)
-        unit = (0, first.branches(0)[0])
         real = cpsat_engine._Search._solve
 
         def out_of_time(self, m, objective, assumptions):

@@ -27,7 +27,7 @@ QUERIES = [
     SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), max_gpus=8),
     SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("l4-24gb",), max_gpus=2, pins={"zero": 0}),
     # a deadline the roomiest clusters meet but a budget they break: the cap skips them
-    SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), tokens=1e8, budget_usd=40, max_gpus=64),
+    SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), tokens=1e8, budget_usd=8, max_gpus=64),
     SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), tokens=1e9, budget_usd=1, max_gpus=64),  # no plan
     SolveQuery(model="qwen3-30b-a3b", job=Job(seq_len=4096), deadline_hours=2, tokens=1e8, max_gpus=64),
 ]
