@@ -141,7 +141,7 @@ def plan_offerings(catalogue: Catalogue, gpu: str, pricing: Pricing, tp: int = 1
     """The offerings of this GPU priced under `pricing`; with TP, those whose instances hold a
     whole TP group (TP never spans instances) when any does."""
     priced = [o for o in catalogue.offerings_for(gpu) if has_price(o, pricing)]
-    priced = [o for o in priced if o.num_gpus >= tp] or priced
+    priced = [o for o in priced if o.domain_gpus >= tp] or priced
     if not priced:
         raise VramplanError("gpu", gpu, f"no offering prices this GPU ({pricing}); add one with --offerings-csv")
     return priced
@@ -172,7 +172,7 @@ def estimate_plan(
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
-    perf = performance(arch, job, plan, gpu, offering.num_gpus, offering.network_bandwidth_gb_per_s)
+    perf = performance(arch, job, plan, gpu, offering.domain_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(tokens, perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
     performance_summary = performance_report(perf, plan, gpu)

@@ -158,7 +158,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     # Every count a plan can run beyond the largest the user's space has, up to the GPU limit the
     # conflict search relaxes to: a divisor of the global batch times a model-parallel size (a
     # model that fits only with model parallelism beyond the batch needs more GPUs than it has sequences).
-    sizes = {layout.model_parallel for layout in kept_valid_layouts(space.tables, query)}
+    sizes = {layout.model_parallel for layout in kept_valid_layouts(space.tables, query, space.max_tp)}
     most = max(space.counts, default=pins.num_gpus or 0)  # an empty space's pinned count is the one to exceed
     larger = [n for n in gpu_counts(sizes, space.global_batch, unrestricted_max_gpus(query)) if n > most]
     if larger:

@@ -27,13 +27,20 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query import Pins
 
 MAX_TP, MAX_PP, MAX_CP, MAX_EP, VPPS = 8, 16, 8, 8, (1,)
+MAX_SCALE_UP = 64  # TP and EP degrees inside an NVLink domain wider than a node (GB200 NVL72: 64 of 72)
 CP_FROM_SEQ_LEN = 16384
 
 
-def tp_reach(gpus_per_instance: int) -> int:
-    """The largest TP degree a cluster with this many GPUs per instance can run (TP stays inside one
-    instance's NVLink domain, and no layout goes past MAX_TP)."""
-    return min(gpus_per_instance, MAX_TP)
+def tp_reach(domain_gpus: int) -> int:
+    """The largest TP degree a cluster whose NVLink domain holds this many GPUs can run (TP stays
+    inside one domain: an instance, or an NVL72 rack of 4-GPU trays)."""
+    return min(domain_gpus, MAX_SCALE_UP)
+
+
+def degree_limit(widest_domain: int) -> int:
+    """The largest TP (and EP) degree searched: MAX_TP, or the widest allowed NVLink domain's
+    power of two up to MAX_SCALE_UP where one reaches past a node."""
+    return max(MAX_TP, _powers(min(widest_domain, MAX_SCALE_UP))[-1] if widest_domain >= 1 else MAX_TP)
 
 
 def _powers(limit: int) -> list[int]:
@@ -50,11 +57,12 @@ def _degrees(limit: int, pin: int | None) -> list[int]:
 
 
 def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int,
-                  valid: list[Layout] | None = None) -> list[Layout]:
+                  valid: list[Layout] | None = None, max_tp: int = MAX_TP) -> list[Layout]:
     """The layouts valid for the model and job on some cluster of at most max_gpus GPUs (the
     instance size and the count are checked per cluster), most preferred first; `valid` is
     valid_layouts' answer when the caller keeps it (it does not depend on max_gpus)."""
-    layouts = [lay for lay in (valid_layouts(arch, job, pins) if valid is None else valid) if lay.model_parallel <= max_gpus]
+    layouts = [lay for lay in (valid_layouts(arch, job, pins, max_tp) if valid is None else valid)
+               if lay.model_parallel <= max_gpus]
     if not layouts:
         _raise_for_pins(arch, job, pins, max_gpus)
     return layouts
@@ -65,14 +73,15 @@ def layout_domain(arch: Architecture, job: Job, pins: Pins, max_gpus: int,
 LAYOUT_PINS = frozenset({"tp", "pp", "cp", "ep", "vpp", "sequence_parallel"})
 
 
-def valid_layouts(arch: Architecture, job: Job, pins: Pins) -> list[Layout]:
+def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP) -> list[Layout]:
     """Every layout models.parallel.check_layout accepts for the model, job and pins, most
-    preferred first."""
+    preferred first; TP and EP up to `max_tp` (degree_limit of the allowed NVLink domains)."""
     cp_limit = MAX_CP if job.seq_len >= CP_FROM_SEQ_LEN and job.attention == "flash" else 1
-    tps = _degrees(MAX_TP, pins.tp)
+    tps = _degrees(max_tp, pins.tp)
     pps = _degrees(min(MAX_PP, arch.num_layers), pins.pp)
     cps = _degrees(cp_limit, pins.cp)
-    eps = [e for e in _degrees(min(MAX_EP, arch.num_experts), pins.ep) if arch.num_experts % e == 0 or e == pins.ep]
+    eps = [e for e in _degrees(min(max(MAX_EP, max_tp), arch.num_experts), pins.ep)
+           if arch.num_experts % e == 0 or e == pins.ep]
     vpps = list(VPPS) if pins.vpp is None else [pins.vpp]
     caps = load_stack_capabilities()[job.stack]  # only what the job's stack runs
     layouts = []

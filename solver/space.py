@@ -30,7 +30,7 @@ from vramplan.models.time.cost import (
     num_instances,
 )
 from vramplan.models.time.flops import training_flops_per_token
-from vramplan.solver.layouts import LAYOUT_PINS, layout_domain, tp_reach, valid_layouts
+from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, tp_reach, valid_layouts
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_domains import (
     allowed_counts,
@@ -82,7 +82,7 @@ class Cluster:
         """What memory and step time depend on: (GPU, count, GPUs per instance, the offering's
         network bandwidth between instances). Price does not. Kept: the searches ask it per
         cluster pair (cpsat_engine's exclusions), millions of times a batch."""
-        return (self.gpu_index, self.count_index, self.offering.num_gpus, self.offering.network_bandwidth_gb_per_s)
+        return (self.gpu_index, self.count_index, self.offering.domain_gpus, self.offering.network_bandwidth_gb_per_s)
 
 
 @dataclass
@@ -130,6 +130,7 @@ class SearchSpace:
     micro_batches: list[int]
     layouts: list[Layout]
     num_slots: int = MIN_STAGE_SLOTS  # pipeline ranks checked per layout (tables.stage_slots)
+    max_tp: int = MAX_TP  # the largest TP and EP degree searched (layouts.degree_limit of the NVLink domains)
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
     # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
     static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
@@ -365,11 +366,11 @@ def _reach(shape: tuple) -> tuple[int, int]:
     return shape[1], tp_reach(shape[2])
 
 
-def kept_valid_layouts(tables: Tables, query: SolveQuery) -> list[Layout]:
+def kept_valid_layouts(tables: Tables, query: SolveQuery, max_tp: int = MAX_TP) -> list[Layout]:
     """Every layout valid for the query's model, job and layout pins (layouts.valid_layouts),
-    kept with the job's tables."""
+    kept with the job's tables; TP and EP up to max_tp (layouts.degree_limit)."""
     pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what valid_layouts reads of the pins
-    return tables.kept(("valid-layouts", pins), lambda: valid_layouts(tables.arch, tables.job, query.pins))
+    return tables.kept(("valid-layouts", pins, max_tp), lambda: valid_layouts(tables.arch, tables.job, query.pins, max_tp))
 
 
 def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
@@ -386,11 +387,12 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     if tables is None or not tables.matches(arch, job, global_batch):
         tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
     pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what the layout domain reads of the pins
-    valid = kept_valid_layouts(tables, query)
-    layouts = tables.kept(("layout-domain", pins, query.max_gpus),
-                          lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid))
-    sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
     offerings = query_offerings(catalogue, query)
+    max_tp = degree_limit(max((o.domain_gpus for o in offerings), default=MAX_TP))
+    valid = kept_valid_layouts(tables, query, max_tp)
+    layouts = tables.kept(("layout-domain", pins, query.max_gpus, max_tp),
+                          lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid, max_tp))
+    sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
     counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes)})
@@ -404,10 +406,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
         raise VramplanError("precision", query.pins.precision,
                             f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
 
-    widest = max((o.num_gpus for o in offerings), default=0)
+    widest = max((o.domain_gpus for o in offerings), default=0)
     if query.pins.tp is not None and offerings and query.pins.tp > widest:
-        raise VramplanError("tp", query.pins.tp, f"TP stays inside one instance's NVLink domain; the allowed offerings "
-                                                 f"have at most {widest} GPUs per instance")
+        raise VramplanError("tp", query.pins.tp, f"TP stays inside one NVLink domain; the allowed offerings "
+                                                 f"have at most {widest} GPUs in one")
     clusters = []
     for offering in offerings:
         for n in allowed_counts(offering, query, sizes):
@@ -418,6 +420,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
             )
     space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
                         micro_batches, layouts)
+    space.max_tp = max_tp
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]

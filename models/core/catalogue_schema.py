@@ -138,6 +138,12 @@ class Offering(_Row):
         return f"{self.provider}/{self.instance_type}"
 
     @property
+    def domain_gpus(self) -> int:
+        """GPUs one NVLink/xGMI domain holds: TP and EP groups reach that far at NVLink speed (an
+        NVL72 rack rented as 4-GPU trays: 72), at least the instance."""
+        return max(self.num_gpus, self.scale_up_gpus or 0)
+
+    @property
     def price_usd_per_gpu_hour(self) -> float:
         return self.price_usd_per_hour / self.num_gpus
 

@@ -99,7 +99,7 @@ def check_compatible(
     """Combinations no training stack runs; each is a one-line error naming the field."""
     check_gpu_precision(gpu, plan.precision)
     check_job(arch, job, plan.precision)
-    check_layout(arch, job, plan, gpu, offering.num_gpus if offering is not None else gpu.gpus_per_node)
+    check_layout(arch, job, plan, gpu, offering.domain_gpus if offering is not None else gpu.gpus_per_node)
 
 
 def stage_memory(
