@@ -244,7 +244,9 @@ def test_reported_conflicts_alone_are_infeasible(catalogue) -> None:
         alone = solve(catalogue, _keep_only(query, result.explanation.conflicting_restrictions), explain_infeasible=False)
         assert alone.status == "infeasible", (query, result.explanation.conflicting_restrictions)
         checked += 1
-    assert checked >= 8
+        if checked == 8:
+            break
+    assert checked == 8
 
 
 def test_brute_force_honours_the_time_limit(catalogue) -> None:
