@@ -165,6 +165,12 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += part_w
         gradients += part_g
         optimizer += part_o
+    if keeps_stage_gathered(job, plan):
+        # The stage's 16-bit parameters stay gathered and its gradients accumulate unsharded, in
+        # FSDP2's fp32 reduce dtype (torchtitan mixed_precision_reduce = float32), all step.
+        gathered = _bytes(shard.total, weight_bytes_per_param(plan.precision)) if job.method == "full" else weights_full
+        weights += gathered
+        gradients += trainable * FP32_BYTES
     paged = 0
     if is_paged(job) and plan.offload == "none":
         paged, optimizer = optimizer, 0
@@ -173,6 +179,18 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
+
+
+def keeps_stage_gathered(job: Job, plan: Plan) -> bool:
+    """torchtitan's FSDP (ZeRO-3) under pipeline parallelism: its default reshard policy does not
+    reshard after forward when PP is on (torchtitan/distributed/fsdp.py
+    get_fsdp_reshard_after_forward_policy, "default" -> `not pp_enabled`, read at b5bcd76), and
+    torch.distributed.pipelining's stage runs every backward but the last micro-batch's with
+    set_requires_gradient_sync(False) and set_reshard_after_backward(False) (stage.py
+    backward_maybe_with_nosync), so the reduce-scatter waits for the last one. Measured peaks
+    were 2-4x the sharded estimate without this (issue 32). Counted whenever pp > 1, also for a
+    single micro-batch, whose forward leaves the parameters gathered too."""
+    return job.stack == "torchtitan" and plan.zero == 3 and plan.pp > 1
 
 
 @lru_cache(maxsize=1024)
