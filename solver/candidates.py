@@ -137,6 +137,8 @@ def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool
     zf, r, p, b, li = inner
     if (g, p) not in space.valid_gpu_precision or space.layouts[li].tp > tp_reach(per_instance):
         return None
+    if not space.count_allows(n, zf, r):
+        return None
     slots = memory_slots_mib(space, n, inner)
     if slots is None:
         return None

@@ -104,14 +104,17 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     steps = space.step_tables(cluster.shape, layouts)
     space.fill_count(n, layouts, precisions)
     model = LeanCpModel()
-    zf, r = model.new_int_var(0, nz - 1, "zf"), model.new_int_var(0, nr - 1, "r")
+    allowed_zf, allowed_r = space.count_choices(n)  # what the stack runs on this many GPUs
+    if not allowed_zf or not allowed_r:
+        return None
+    zf, r = _var(model, sorted(allowed_zf), "zf"), _var(model, sorted(allowed_r), "r")
     p, li = _var(model, precisions, "p"), _var(model, layouts, "layout")
     # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.
     pairs = [(lay, b_) for lay in layouts for b_ in space.valid_batches[n, lay]]
     lb = model.new_int_var(0, len(pairs) - 1, "layout_batch")
     b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
     model.add_allowed_assignments([lb, li, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
-    zfs, rs, lbs = (zf, list(range(nz))), (r, list(range(nr))), (lb, list(range(len(pairs))))
+    zfs, rs, lbs = (zf, sorted(allowed_zf)), (r, sorted(allowed_r)), (lb, list(range(len(pairs))))
     # The checked pipeline ranks (tables.stage_slots) that are some layout's own rank: a slot that
     # repeats an earlier rank on every layout of the model (every slot but the first when pp = 1)
     # would only repeat that rank's columns and constraint.

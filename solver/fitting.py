@@ -69,8 +69,10 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
 
 
 def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
+    """memory_peaks of a shape, without the choices the stack does not run on its GPU count."""
     g, n, per_instance, _ = shape
-    return memory_peaks(space, g, n, tp_reach(per_instance))
+    return ((peak, inner) for peak, inner in memory_peaks(space, g, n, tp_reach(per_instance))
+            if space.count_allows(n, inner.zero_offload, inner.recompute))
 
 
 def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
@@ -126,5 +128,7 @@ def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, Inner
                          for z, rr, i, k in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist())], dtype=np.int64)
         for z, rr, i, k, total, st, h in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist(), peak[zf, r, b, p].tolist(),
                                              static_mib.tolist(), host.tolist()):
+            if not space.count_allows(n, z, rr):
+                continue
             fitting.append((Inner(z, rr, precisions[k], batches[i], li), InnerMetrics(st, total - st, h, 0)))
     return fitting

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
+from vramplan.models.catalogue.stack_contract import runs_on_count
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
@@ -131,6 +132,7 @@ class SearchSpace:
     layouts: list[Layout]
     num_slots: int = MIN_STAGE_SLOTS  # pipeline ranks checked per layout (tables.stage_slots)
     max_tp: int = MAX_TP  # the largest TP and EP degree searched (layouts.degree_limit of the NVLink domains)
+    count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
     # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
     static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
@@ -241,6 +243,24 @@ class SearchSpace:
         for j, alias in enumerate(aliases):
             values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
         return values
+
+    def count_allows(self, n: int, zf: int, r: int) -> bool:
+        """Whether the stack runs ZeRO x offload zf and recompute r on count index n's GPUs (its
+        contract's single_gpu_only / multi_gpu_only: torchtune offloads the optimizer alone only
+        on one GPU, litgpt checkpoints every block on several)."""
+        zfs, rs = self.count_choices(n)
+        return zf in zfs and r in rs
+
+    def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
+        """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
+        several = self.counts[n] > 1
+        choices = self.count_choice_sets.get(several)
+        if choices is None:
+            caps, count = load_stack_capabilities()[self.job.stack], self.counts[n]
+            choices = self.count_choice_sets[several] = (
+                frozenset(i for i, (_, f) in enumerate(self.zero_offloads) if runs_on_count(caps, count, "offload", f)),
+                frozenset(i for i, r in enumerate(self.recomputes) if runs_on_count(caps, count, "recompute", r.mode)))
+        return choices
 
     def offloaded_mib(self, r: int, b: int, p: int, li: int, n: int) -> int:
         """Activations offloaded to host memory per GPU (MiB): the most any checked rank offloads

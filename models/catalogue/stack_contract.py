@@ -50,6 +50,8 @@ class StackCapabilities(_Row):
     offloads: frozenset[str]
     activation_offload: bool
     recomputes: frozenset[str]
+    single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer": a choice the stack runs on one GPU only
+    multi_gpu_only: frozenset[str] = frozenset()  # "recompute=full": ... on several GPUs only
     lora_parallel: frozenset[str]
     qlora_parallel: frozenset[str]
     multi_gpu: bool
@@ -71,6 +73,12 @@ class StackCapabilities(_Row):
     @classmethod
     def _recomputes(cls, value: Any) -> frozenset[str]:
         return _words(value, RECOMPUTES, "recomputes")
+
+    @field_validator("single_gpu_only", "multi_gpu_only", mode="before")
+    @classmethod
+    def _count_scoped(cls, value: Any) -> frozenset[str]:
+        allowed = tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
+        return _words(value or "", allowed, "single_gpu_only/multi_gpu_only")
 
     @field_validator("lora_parallel", "qlora_parallel", mode="before")
     @classmethod
@@ -140,6 +148,22 @@ def recompute_refusal(caps: StackCapabilities, recompute: str) -> tuple[str, obj
     return None if recompute in caps.recomputes else ("recompute", recompute, f"{recompute} recompute")
 
 
+def count_choice_refusal(caps: StackCapabilities, num_gpus: int, offload: str, recompute: str
+                         ) -> tuple[str, object, str] | None:
+    """An offload or recompute mode the stack runs only on one GPU, or only on several, used on the
+    other (torchtune's optimizer-only offload is single-device; litgpt checkpoints every block on
+    several GPUs and none on one), or None."""
+    for field, value in (("offload", offload), ("recompute", recompute)):
+        if not runs_on_count(caps, num_gpus, field, value):
+            return field, value, f"{field} {value} on {'more than one GPU' if num_gpus > 1 else 'one GPU'}"
+    return None
+
+
+def runs_on_count(caps: StackCapabilities, num_gpus: int, field: str, value: str) -> bool:
+    """Whether the stack runs this offload or recompute choice on num_gpus GPUs."""
+    return f"{field}={value}" not in (caps.single_gpu_only if num_gpus > 1 else caps.multi_gpu_only)
+
+
 def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, object, str] | None:
     """fp8 training on a stack without it, or None."""
     return ("precision", "fp8", "fp8 training") if precision == "fp8" and not caps.fp8 else None
@@ -149,7 +173,8 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
     return (precision_refusal(caps, plan.precision) or job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
             or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute)
-            or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance))
+            or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
+            or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute))
 
 
 LAYOUT_FEATURES = ("tp", "sequence_parallel", "pp", "vpp", "cp", "ep")

@@ -16,13 +16,14 @@ import pytest
 from helpers.cli import invoke, one_line_error
 from helpers.queries import random_query
 
-from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.catalogue import load_catalogue, load_stack_capabilities, load_stacks
 from vramplan.models.catalogue.stack_contract import plan_refusal
 from vramplan.models.core.choices import STACKS
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
+from vramplan.solver.query_fields import job_from_fields
 
 CAPS = load_stack_capabilities()
 
@@ -166,3 +167,37 @@ def test_a_stack_searches_and_estimates_only_the_recompute_it_has() -> None:
     caps = load_stack_capabilities()
     for stack in ("hf", "deepspeed", "torchtune", "litgpt", "unsloth"):
         assert caps[stack].recomputes == {"none", "full"}
+
+
+def test_choices_a_stack_runs_on_one_gpu_or_on_several_only() -> None:
+    """torchtune offloads the optimizer alone only in its single-device recipes and parameters with
+    it only in its distributed ones; litgpt checkpoints every block on several GPUs and none on one
+    (catalogues/stack_capabilities.csv single_gpu_only / multi_gpu_only)."""
+    base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb"]
+    refused = one_line_error(invoke(*base, "--stack", "torchtune", "--num-gpus", "8", "--zero", "2", "--offload", "optimizer"))
+    assert "does not run offload optimizer on more than one GPU" in refused
+    refused = one_line_error(invoke(*base, "--stack", "litgpt", "--method", "lora", "--recompute", "full"))
+    assert "does not run recompute full on one GPU" in refused
+    catalogue = load_catalogue()
+    tune = solve(catalogue, SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192, stack="torchtune"),
+                                       gpus=("h100-sxm-80gb",), top_k=5))
+    assert tune.plans and all(p.plan.num_gpus == 1 or p.plan.offload != "optimizer" for p in tune.plans)
+    lit = solve(catalogue, SolveQuery(model="llama-3.1-8b", job=Job(method="lora", seq_len=4096, stack="litgpt"), top_k=5))
+    assert lit.plans and all((p.plan.num_gpus > 1) == (p.plan.recompute == "full") for p in lit.plans)
+
+
+@pytest.mark.parametrize("stack", ["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth"])
+def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
+    """What solve proposes, the stack's own configuration expresses (launch/ refuses what a stack
+    cannot run, so a refusal here is a plan the contract let through)."""
+    from vramplan.launch.configs import launch_config
+
+    catalogue = load_catalogue()
+    for model, method, seq_len in (("llama-3.1-8b", "lora", 4096), ("llama-3.1-70b", "full", 8192)):
+        job = job_from_fields({"model": model, "method": method, "seq_len": seq_len, "stack": stack})
+        if stack in ("unsloth",) and method == "full":
+            continue  # Unsloth: one node; 70B full fine-tuning has no plan there
+        result = solve(catalogue, SolveQuery(model=model, job=job, gpus=("h100-sxm-80gb",), top_k=3))
+        for solved in result.plans:
+            plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
+            launch_config(job, plan, catalogue.architecture(model).num_layers)
