@@ -54,6 +54,29 @@ class GrammarNumber(click.ParamType):
             self.fail(f"{error.value!r} {error.reason}", param, ctx)
 
 
+class StackChoice(click.ParamType):
+    """A stack name; for `solve` also `any` (every stack but custom) or several, comma-separated,
+    which the search chooses between (solver/query_fields.py stack_list)."""
+
+    name = "stack"
+
+    def __init__(self, several: bool) -> None:
+        self.several = several
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+        return "[" + "|".join(STACKS) + ("|any|A,B" if self.several else "") + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        names = [v.strip() for v in str(value).split(",") if v.strip()]
+        several = len(names) > 1 or names == ["any"]
+        unknown = [n for n in names if n not in STACKS and n != "any"]
+        if unknown or not names:
+            self.fail(f"{value!r} is not one of {', '.join(STACKS)}" + (", any" if self.several else ""), param, ctx)
+        if several and not self.several:
+            self.fail(f"{value!r}: estimate takes one stack", param, ctx)
+        return value
+
+
 COUNT = GrammarNumber("integer", "parse_count")
 REAL = GrammarNumber("number", "parse_real")
 POSITIVE = GrammarNumber("number", "parse_positive")
@@ -88,9 +111,10 @@ job_options = _stack(
     click.option("--qlora-bits", type=click.Choice(["4", "8"]), default="4", show_default=True,
                  help="QLoRA base: 4 = NF4 with double quantisation, 8 = LLM.int8."),
     click.option("--seq-len", type=COUNT, default=2048, show_default=True, help="Tokens per sequence."),
-    click.option("--stack", type=click.Choice(STACKS), default=None,
+    click.option("--stack", type=StackChoice(several=True), default=None,
                  help="Training stack whose defaults fill every recipe option not given, and whose "
-                      "capabilities bound the plans [default: hf; custom: no limits]; see `vramplan stacks`."),
+                      "capabilities bound the plans [default: hf; custom: no limits]; `solve` also takes "
+                      "`any` or several, comma-separated, and chooses the stack too; see `vramplan stacks`."),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=None,
                  help="adamw-8bit-paged = bitsandbytes PagedAdamW8bit (states outside the torch allocator) "
                       "[default: the stack's]."),

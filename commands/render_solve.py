@@ -36,7 +36,7 @@ def plan_summary(plan: SolvedPlan) -> str:
     p = plan.plan
     return (f"{p.num_gpus} x {p.gpu} via {p.offering} ({plan.cost.num_instances} instance(s)), ZeRO-{p.zero}, "
             f"recompute {p.recompute_label}, {p.precision}, micro-batch {p.micro_batch} x accum {p.grad_accum} x dp {p.dp}, "
-            f"offload {p.offload}")
+            f"offload {p.offload}, stack {p.stack}")
 
 
 def objective_text(result: SolveResult, value: float | None) -> str:
@@ -46,14 +46,14 @@ def objective_text(result: SolveResult, value: float | None) -> str:
     return f"{value:,.2f} {unit}" if unit in ("USD", "USD/hour", "hours") else f"{value:,.0f} {unit}"
 
 
-def _plan_cells(plan: SolvedPlan, index: int, best: float | None) -> list[str]:
+def _plan_cells(plan: SolvedPlan, index: int, best: float | None, with_stack: bool = False) -> list[str]:
     p = plan.plan
     worse = "-" if not best else f"{(plan.objective_value - best) / best:+.1%}"
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute_label, p.offload,
             f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
             f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse,
-            layout_text(plan)]
+            layout_text(plan) + (f" ({p.stack})" if with_stack else "")]
 
 
 def layout_text(plan: SolvedPlan) -> str:
@@ -73,7 +73,8 @@ def plans_table(result: SolveResult, plans: list[SolvedPlan], title: str, screen
     """One row per plan. A screen too narrow for every column drops the least telling ones first
     (_DROP_ORDER); below 100 columns cluster, offering and configuration stack in one cell."""
     best = result.plans[0].objective_value if result.plans else None
-    rows = [_plan_cells(plan, index, best) for index, plan in enumerate(plans, start=1)]
+    several = len({plan.plan.stack for plan in plans}) > 1  # `--stack any`: the layout cell names each plan's stack
+    rows = [_plan_cells(plan, index, best, several) for index, plan in enumerate(plans, start=1)]
     if screen.compact:
         return _stacked_plans_table(plans, rows, title, screen)
     shown = [header for header, _ in _PLAN_COLUMNS]

@@ -144,7 +144,13 @@ def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path:
         return
     choice = result.plans[0].plan
     plan = Plan(**{name: value for name, value in choice.model_dump().items() if name in Plan.model_fields})
-    config = launch_config(query.job, plan, catalogue.architecture(query.model).num_layers)
+    job = query.job  # the best plan's stack (`--stack any` chose it), its recipe defaults with it
+    if choice.stack != job.stack:
+        from vramplan.models.catalogue.catalogue import load_stacks
+        from vramplan.models.catalogue.stack import restacked
+
+        job = restacked(job, choice.stack, load_stacks())
+    config = launch_config(job, plan, catalogue.architecture(query.model).num_layers)
     output.emit(config.text, path)
 
 

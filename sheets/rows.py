@@ -84,13 +84,13 @@ REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
 
 # Answer columns and their types (int, float or str; every cell may be empty).
-PLAN_COLUMNS = ("gpu", "offering", "num_gpus", "dp", "zero", "recompute", "recompute_layers", "precision", "micro_batch",
+PLAN_COLUMNS = ("gpu", "offering", "stack", "num_gpus", "dp", "zero", "recompute", "recompute_layers", "precision", "micro_batch",
                 "grad_accum",
                 "offload", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
 MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "limit_gib")
 ANSWER_TYPES: dict[str, type] = {
     "status": str, "error": str, "explanation": str,
-    "gpu": str, "offering": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "recompute_layers": int,
+    "gpu": str, "offering": str, "stack": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "recompute_layers": int,
     "precision": str,
     "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
     "sequence_parallel": bool,

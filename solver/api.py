@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
-from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.catalogue import Catalogue, load_stacks
+from vramplan.models.catalogue.stack import restacked
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
@@ -13,7 +14,7 @@ from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
 from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, SolverInternalError, TimeLimitReached, time_left_s
 from vramplan.solver.explain import closest_miss, explain
-from vramplan.solver.query import ObjectiveReport, SearchReport, SolveQuery, SolveResult
+from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
 from vramplan.solver.table_memo import TableMemo, shared_result, using
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
@@ -127,7 +128,50 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     `tables` (solver/table_memo.py) lets many solves share the models/ values behind their
     integer tables (a batch worker passes one); the answer is the same with or without it."""
     with using(tables):
+        if len(query.stacks) > 1:
+            return _solve_stacks(catalogue, query, explain_infeasible)
         return _solve(catalogue, query, explain_infeasible)
+
+
+def _solve_stacks(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:
+    """The search over several stacks: each solved on its own space (its contract, the job's
+    recipe defaults restacked), the plans merged best first; every plan names its stack. A stack
+    the job cannot run on (QLoRA on megatron) is left out; when none has a plan, the first
+    stack's explanation answers."""
+    started = time.perf_counter()
+    presets = load_stacks()
+    results = []
+    for stack in query.stacks:
+        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets)})
+        try:
+            results.append(_solve(catalogue, single, explain_infeasible=False))
+        except VramplanError as refused:
+            if refused.field != "stack":
+                raise
+    answered = [r for r in results if r.plans]
+    if not answered:
+        first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
+        return _solve(catalogue, first, explain_infeasible)
+    sign = -1 if query.objective == "throughput" else 1
+    plans = sorted((p for r in answered for p in r.plans), key=lambda p: sign * p.objective_value)[:query.top_k]
+    best = next(r for r in answered if r.plans[0] is plans[0])
+    statuses = {r.status for r in answered}
+    return best.model_copy(update={
+        "status": "optimal" if statuses == {"optimal"} else "feasible",
+        "plans": plans,
+        "pareto": pareto_front([p for r in answered for p in r.pareto]),
+        "space_size": sum(r.space_size for r in results),
+        "solve_time_s": time.perf_counter() - started,
+    })
+
+
+def pareto_front(plans: list[SolvedPlan]) -> list[SolvedPlan]:
+    """Cost-vs-time front of plans: cheapest first, each next strictly faster."""
+    front: list[SolvedPlan] = []
+    for plan in sorted(plans, key=lambda p: (p.cost.usd_total, p.cost.hours)):
+        if not front or plan.cost.hours < front[-1].cost.hours:
+            front.append(plan)
+    return front
 
 
 def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR, Jurisdiction
+from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR, Jurisdiction, Stack
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -100,6 +100,10 @@ class SolveQuery(BaseModel):
     min_mfu: Real = Field(default=DEFAULT_MIN_MFU, ge=0, lt=1, allow_inf_nan=False)
     max_days: Real = Field(default=DEFAULT_MAX_DAYS, ge=0, le=MAX_DEADLINE_HOURS / 24, allow_inf_nan=False)
     pins: Pins = Pins()
+    # Several stacks searched together (`--stack any`, `--stack hf,megatron`): each is solved with
+    # the job's recipe defaults restacked (models/catalogue/stack.py restacked) and the plans
+    # merged; empty = the job's stack alone.
+    stacks: tuple[Stack, ...] = ()
     top_k: Count = Field(default=1, ge=1, le=100)
     pareto: bool = False
     engine: Engine = "cpsat"
@@ -145,6 +149,7 @@ class PlanChoice(BaseModel):
     kernels: str
     offload: Offload
     method: str
+    stack: str = "hf"  # the training stack that runs the plan (several may be searched: SolveQuery.stacks)
     seq_len: int
     tp: int = 1
     pp: int = 1

@@ -8,6 +8,8 @@ from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import plan_recompute, with_preset
+from vramplan.models.core.choices import STACKS
+from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, RuntimeReserve
 from vramplan.solver.query import Pins, SolveQuery
 
@@ -45,6 +47,8 @@ def _present(fields: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any
 def job_from_fields(fields: Mapping[str, Any]) -> Job:
     """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError). Unset recipe
     fields take the --stack preset's value (catalogues/stacks.csv)."""
+    if stack_list(fields.get("stack")) or fields.get("stack") == "any":
+        raise VramplanError("stack", fields["stack"], "a job runs on one stack (several, or any, are for solve and batch)")
     fields = with_preset(fields, load_stacks())
     job = _present(fields, JOB_FIELDS + STACK_FIELDS)
     targets = split_list(fields.get("lora_targets"))
@@ -53,11 +57,26 @@ def job_from_fields(fields: Mapping[str, Any]) -> Job:
     return Job(**job, reserve=RuntimeReserve(**_present(fields, RESERVE_FIELDS)))
 
 
+def stack_list(value: Any) -> tuple[str, ...]:
+    """`any` (every stack but custom) or several stacks separated by ',' or ';': the stacks a
+    search chooses between; () for one stack (or none given)."""
+    if not isinstance(value, str):
+        return ()
+    names = split_list(value) or ()
+    if names == ("any",):
+        return tuple(s for s in STACKS if s != "custom")
+    return tuple(dict.fromkeys(names)) if len(names) > 1 else ()
+
+
 def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
     """The SolveQuery of flat fields; `search` sets what only one front end chooses (top_k, engine...)."""
+    stacks = stack_list(fields.get("stack"))
+    if stacks:
+        fields = {**fields, "stack": stacks[0]}  # the job as the first stack fills it; the search restacks it
     return SolveQuery(
         model=fields["model"],
         job=job_from_fields(fields),
+        stacks=stacks,
         gpus=split_list(fields.get("gpus")) or (),
         providers=split_list(fields.get("providers")) or (),
         regions=split_list(fields.get("regions")) or (),

@@ -66,7 +66,8 @@ def plan_choice(space: SearchSpace, result: EstimateResult) -> PlanChoice:
         gpu=plan.gpu, offering=result.cost.offering, num_gpus=plan.num_gpus, dp=plan.dp, zero=plan.zero,
         recompute=plan.recompute, recompute_layers=plan.recompute_layers, precision=plan.precision,
         micro_batch=plan.micro_batch, grad_accum=plan.grad_accum, optimizer=job.optimizer, attention=job.attention,
-        kernels=job.kernels, offload=plan.offload, method=job.method, seq_len=job.seq_len, **plan.layout.plan_fields(),
+        kernels=job.kernels, offload=plan.offload, method=job.method, stack=job.stack, seq_len=job.seq_len,
+        **plan.layout.plan_fields(),
     )
 
 

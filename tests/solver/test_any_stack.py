@@ -1,0 +1,58 @@
+"""`--stack any` and several stacks: the search chooses the stack too, and every plan names the
+stack that runs it (issue 31)."""
+
+from __future__ import annotations
+
+import json
+
+from helpers.cli import invoke, invoke_batch, one_line_error
+from helpers.sheets import read_rows, write_csv
+
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.catalogue.stack import restacked
+from vramplan.models.core.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.query_fields import query_from_fields
+
+HEADLINE = {"model": "llama-3.1-70b", "seq_len": 8192, "global_batch": 64, "tokens": 2e9}
+
+
+def test_several_stacks_answer_the_best_of_each_and_name_it(catalogue) -> None:
+    query = query_from_fields({**HEADLINE, "stack": "hf,megatron"}, top_k=3)
+    assert query.stacks == ("hf", "megatron") and query.job.stack == "hf"
+    both = solve(catalogue, query)
+    alone = {s: solve(catalogue, SolveQuery(model="llama-3.1-70b", job=restacked(query.job, s, load_stacks()),
+                                            global_batch=64, tokens=2e9)).objective.value for s in ("hf", "megatron")}
+    assert both.status == "optimal" and both.objective.value == min(alone.values())
+    assert both.plans[0].plan.stack == "megatron"  # TP 8 + SP without recompute: 954 USD against hf's 1,119
+    assert [p.objective_value for p in both.plans] == sorted(p.objective_value for p in both.plans)
+
+
+def test_any_is_every_stack_but_custom_and_the_launch_config_is_the_chosen_ones(tmp_path) -> None:
+    path = tmp_path / "launch"
+    result = invoke("solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "64", "--tokens", "2e9",
+                    "--stack", "any", "--format", "json", "--launch-config", str(path))
+    assert result.exit_code == 0, result.stderr
+    best = json.loads(result.stdout)["plans"][0]["plan"]
+    assert best["stack"] == "megatron" and "--tensor-model-parallel-size 8" in path.read_text(encoding="utf-8")
+    assert query_from_fields({**HEADLINE, "stack": "any"}).stacks == tuple(s for s in load_stacks() if s != "custom")
+
+
+def test_a_stack_the_job_cannot_use_drops_out_and_one_stack_is_for_estimate() -> None:
+    from vramplan.models.catalogue.catalogue import load_catalogue
+
+    qlora = query_from_fields({"model": "llama-3.1-8b", "seq_len": 4096, "method": "qlora", "stack": "megatron,hf"})
+    result = solve(load_catalogue(), qlora)  # Megatron trains no QLoRA: the hf plans answer
+    assert result.status == "optimal" and {p.plan.stack for p in result.plans} == {"hf"}
+    assert Job().stack == "hf"
+    line = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--stack", "any"))
+    assert "a job runs on one stack" in line
+
+
+def test_a_batch_row_may_name_several_stacks(tmp_path) -> None:
+    jobs = write_csv(tmp_path / "jobs.csv", [{"id": "a", **HEADLINE, "stack": "hf;megatron"}])
+    out = tmp_path / "plans.csv"
+    assert invoke_batch(str(jobs), "-o", str(out)).exit_code == 0
+    (row,) = read_rows(out)
+    assert row["status"] == "optimal" and float(row["usd_total"]) < 1000
