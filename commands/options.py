@@ -63,7 +63,7 @@ class StackChoice(click.ParamType):
     def __init__(self, several: bool) -> None:
         self.several = several
 
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(STACKS) + ("|any|A,B" if self.several else "") + "]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:

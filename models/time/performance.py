@@ -186,7 +186,7 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
-    work = flops.hardware
+    work: float = flops.hardware
     if plan.precision == "fp8":  # fp8 linears at FP8_LINEAR_SPEEDUP x the 16-bit rate, the rest in bf16
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
         work = flops.hardware - flops.linear * (1 - 1 / FP8_LINEAR_SPEEDUP.value)
