@@ -107,6 +107,8 @@ job_options = _stack(
     click.option("--model", required=True, help="Catalogue name (vramplan models), path to a HF config.json, or a hub id (Org/Name)."),
     click.option("--method", type=click.Choice(METHODS), default="full", show_default=True),
     click.option("--lora-rank", type=COUNT, default=16, show_default=True, help="LoRA rank r."),
+    click.option("--lora-dropout", type=REAL, default=0.0, show_default=True,
+                 help="PEFT lora_dropout; above 0 each adapter keeps its own dropped-out input."),
     click.option("--lora-targets", default=None, help="Comma-separated PEFT target_modules [default: all linear]."),
     click.option("--qlora-bits", type=click.Choice(["4", "8"]), default="4", show_default=True,
                  help="QLoRA base: 4 = NF4 with double quantisation, 8 = LLM.int8."),
@@ -197,7 +199,7 @@ def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
     from vramplan.models.core.errors import VramplanError
 
     if job.method == "full":
-        for name in ("lora_rank", "lora_targets", "qlora_bits"):
+        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits"):
             if _given(name):
                 raise VramplanError(name.replace("_", "-"), options[name], "applies to --method lora or qlora; "
                                                                             "this job is --method full")

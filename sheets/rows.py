@@ -46,6 +46,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "min_mfu": ("0.05", "least MFU (of the 16-bit peak) a plan on several GPUs may run at; 0 lifts it"),
     "max_days": ("365", "most days a plan may take when no deadline_hours is given; 0 lifts it"),
     "lora_rank": ("16", "LoRA rank r"),
+    "lora_dropout": ("0", "PEFT lora_dropout; above 0 each adapter keeps its own dropped-out input"),
     "lora_targets": ("all linear", "PEFT target_modules, separated by ;"),
     "qlora_bits": ("4", "4 (NF4) | 8 (LLM.int8)"),
     "optimizer": ("the stack's", "adamw | adamw-8bit | sgd | adamw-8bit-paged"),
@@ -127,6 +128,7 @@ class _Cells(BaseModel):
     min_mfu: Real | None = None
     max_days: Real | None = None
     lora_rank: Count | None = None
+    lora_dropout: Real | None = None
     lora_targets: str | None = None
     qlora_bits: Count | None = None
     optimizer: str | None = None

@@ -70,6 +70,8 @@ class Job(_Frozen):
 
     method: Method = "full"
     lora_rank: Count = Field(default=16, ge=1, le=65536)
+    lora_dropout: Real = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False,
+                               description="PEFT LoraConfig.lora_dropout: > 0 saves each adapter's dropped-out input")
     lora_targets: tuple[str, ...] | None = Field(
         default=None, description="PEFT target_modules names; None = every linear module of the blocks"
     )

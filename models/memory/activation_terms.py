@@ -202,14 +202,25 @@ def _dropout_mask(arch: Architecture, x: Shape, name: str) -> list[Term]:
     return [Term(f"{name}.dropout_mask", BOOL * x.t * arch.hidden_size)]
 
 
-def _lora(arch: Architecture, x: Shape, adapters: int, rank: int) -> list[Term]:
-    """lora_B saves lora_A's output (e*T*r) per adapter; lora_A shares the base linear's input."""
-    return [Term("lora.a_outputs", adapters * x.e * x.t * rank)] if adapters else []
+def _lora(arch: Architecture, x: Shape, adapters: int, rank: int, dropout_inputs: int = 0) -> list[Term]:
+    """lora_B saves lora_A's output (e*T*r) per adapter; lora_A shares the base linear's input,
+    unless PEFT's lora_dropout > 0: each adapted linear then runs lora_B(lora_A(dropout(x)))
+    (peft/tuners/lora/layer.py Linear.forward), so lora_A saves its own dropped-out copy of the input
+    and dropout its 1-byte mask (torch native_dropout on CUDA): (e + 1) T x the adapted modules'
+    input widths (`dropout_inputs`). A CPU probe of PEFT 0.21.2 saves one e-byte copy per adapted
+    module (its CPU dropout keeps no separate bool mask)."""
+    if not adapters:
+        return []
+    terms = [Term("lora.a_outputs", adapters * x.e * x.t * rank)]
+    if dropout_inputs:
+        terms += [Term("lora.dropout_outputs", x.e * x.t * dropout_inputs),
+                  Term("lora.dropout_masks", BOOL * x.t * dropout_inputs)]
+    return terms
 
 
 def layer_terms(
     arch: Architecture, kernels: Kernels, attention: Attention, x: Shape, lora_adapters: int = 0, lora_rank: int = 0,
-    group: LayerGroup | None = None,
+    group: LayerGroup | None = None, lora_dropout_inputs: int = 0,
 ) -> list[Term]:
     """Everything one decoder layer (of `group`'s kind; default the last layer's) saves for backward
     with no recompute."""
@@ -235,7 +246,7 @@ def layer_terms(
     if sandwich:
         terms += _norm(arch, kernels, x, "post_mlp_norm")
     terms += _dropout_mask(arch, x, "mlp_residual")
-    terms += _lora(arch, x, lora_adapters, lora_rank)
+    terms += _lora(arch, x, lora_adapters, lora_rank, lora_dropout_inputs)
     return terms
 
 

@@ -67,13 +67,16 @@ def activation_shape(job: Job, plan: Plan) -> Shape:
 def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
     """One layer's saved tensors with no recompute (LoRA adapters included); default the last layer's kind."""
     x = activation_shape(job, plan)
-    adapters = rank = 0
+    adapters = rank = dropout_inputs = 0
     if job.method != "full":
         used = arch.experts_per_token
         modules = None if group is None else group.modules
-        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted_modules(arch, job.lora_targets, modules))
+        adapted = adapted_modules(arch, job.lora_targets, modules)
+        adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted)
         rank = job.lora_rank
-    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group)
+        if job.lora_dropout > 0:
+            dropout_inputs = sum((used if m.copies_per_layer > 1 else 1) * m.in_features for m in adapted)
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group, dropout_inputs)
 
 
 def layer_backward_temporaries(
