@@ -29,6 +29,43 @@ def _missing(engine: str, extra: str) -> BatchError:
     return BatchError(f"the {engine} backend needs {engine}: pip install 'vramplan[{extra}]'")
 
 
+REACH_TIMEOUT_S = 5  # a cluster address that takes no TCP connection in this long is not answering
+
+
+def check_reachable(engine: str, address: str) -> None:
+    """Before handing an address to Ray or Dask (whose own connects retry for minutes: a closed port
+    kept `--backend ray --address 127.0.0.1:1` waiting past 200 s): one TCP connect to its host
+    and port, within REACH_TIMEOUT_S. Addresses without a host:port (Ray's `auto`) pass."""
+    import socket
+    from urllib.parse import urlsplit
+
+    target = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = target.hostname, target.port
+    except ValueError:
+        host, port = None, None
+    if not host or port is None:
+        return
+    try:
+        with socket.create_connection((host, port), timeout=REACH_TIMEOUT_S):
+            pass
+    except OSError as error:
+        raise BatchError(f"cannot reach the {engine} cluster {address}: {_first_line(error)}") from None
+
+
+def check_scheduler_file(path: str) -> None:
+    """A Dask scheduler file must already be a regular file: Dask waits for a missing one to appear
+    and blocks reading a FIFO (both hung `batch --backend dask` past 200 s)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise BatchError(f"cannot read the Dask scheduler file {path}: {_first_line(error)}") from None
+    if not stat.S_ISREG(mode):
+        raise BatchError(f"the Dask scheduler file {path} is not a regular file")
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"
@@ -53,6 +90,8 @@ class RayBackend:
         )
         target = address or os.environ.get("RAY_ADDRESS")
         options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        if target:
+            check_reachable("Ray", target)
         try:
             if target:
                 ray.init(address=target, **options)
@@ -130,6 +169,10 @@ class DaskBackend:
             raise _missing("dask", "dask") from None
         self._distributed = distributed
         self._cluster = None
+        if address and (address.endswith(".json") or os.path.exists(address)):
+            check_scheduler_file(address)
+        elif address:
+            check_reachable("Dask", address)
         try:
             if address and (address.endswith(".json") or os.path.isfile(address)):
                 self._client = distributed.Client(scheduler_file=address, timeout=CONNECT_TIMEOUT_S)

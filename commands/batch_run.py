@@ -236,6 +236,8 @@ def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, jour
     except BatchError as error:
         finished = len(answers) - reused
         kept = f"; the {finished} rows finished are kept in {journal.path}: run again with --resume" if finished else ""
+        if not finished and not options["resume"]:
+            journal.remove()  # this run's own journal, with nothing in it (an unreachable cluster): no --resume asked next
         raise click.ClickException(f"{error}{kept}") from None
     finally:
         journal.close()
