@@ -109,10 +109,31 @@ def _read_csv(path: Path, field: str) -> list[list[Any]]:
         raise VramplanError(field, str(path), f"is not valid CSV: line {reader.line_num}: {error}") from None
 
 
+# An XLSX is a zip of XML: a few kilobytes can unpack to gigabytes (a zip bomb hung `batch` past
+# 300 s). A real job sheet of 100,000 rows x 60 columns unpacks to about 300 MB.
+MAX_XLSX_UNPACKED_BYTES = 512 * 2**20
+
+
+def check_xlsx_size(path: Path, field: str) -> None:
+    """Refuse an XLSX whose parts unpack to more than MAX_XLSX_UNPACKED_BYTES, before any XML is parsed."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (OSError, zipfile.BadZipFile) as error:
+        raise VramplanError(field, str(path), f"cannot be read as xlsx: {error}") from None
+    if unpacked > MAX_XLSX_UNPACKED_BYTES:
+        raise VramplanError(field, str(path), f"unpacks to {unpacked / 2**20:,.0f} MiB, more than the "
+                                               f"{MAX_XLSX_UNPACKED_BYTES // 2**20} MiB a job sheet may hold")
+
+
 def _read_frame(path: Path, fmt: str, field: str) -> list[list[Any]]:
     require_extra(fmt, "reading")
     import pandas
 
+    if fmt == "xlsx":
+        check_xlsx_size(path, field)
     try:
         if fmt == "xlsx":
             frame = pandas.read_excel(path, header=None, dtype=object, engine="openpyxl")

@@ -40,3 +40,20 @@ def test_an_address_that_cannot_answer_fails_at_once(tmp_path, backend, address,
     line = one_line_error(invoke_batch(str(jobs), "-o", str(out), "--backend", backend, "--address", address), code=1)
     assert says in line and time.monotonic() - started < 30
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"jobs.csv", *(["scheduler"] if "scheduler" in address else [])})
+
+
+def test_an_xlsx_that_unpacks_past_the_limit_is_refused_before_parsing(tmp_path, monkeypatch) -> None:
+    """A zip bomb (a few kilobytes unpacking to gigabytes) hung `batch` past 300 s; the parts'
+    unpacked sizes are summed from the zip directory first (sheets/sheet_files.py; the limit is
+    lowered here so that the bomb stays small)."""
+    import zipfile
+
+    from vramplan.sheets import sheet_files
+
+    monkeypatch.setattr(sheet_files, "MAX_XLSX_UNPACKED_BYTES", 2**20)
+    bomb = tmp_path / "jobs.xlsx"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/worksheets/sheet1.xml", b"<a>" + b" " * (4 * 2**20) + b"</a>")
+    assert bomb.stat().st_size < 10_000
+    line = one_line_error(invoke_batch(str(bomb), "-o", str(tmp_path / "plans.csv")))
+    assert "unpacks to 4 MiB, more than the 1 MiB" in line
