@@ -149,9 +149,35 @@ def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
     return {name: cell for name, cell in zip(columns, cells) if name in INPUT_COLUMNS}
 
 
-def _row_keys(columns: list[str], table: list[list[Any]]) -> list[str]:
-    """The resume key of each row: its cells and what they parse to (sheets/journal.py)."""
-    return [row_key(cells, parse_outcome(_job_cells(columns, cells))) for cells in table]
+def _row_keys(columns: list[str], table: list[list[Any]], catalogue: Any, models_dir: Path) -> list[str]:
+    """The resume key of each row: its cells, what they parse to (sheets/journal.py) and the
+    content of the config.json its model cell names, so that --resume solves a row again when the
+    file changed under the same name (before, it kept the old answer: 138.7 USD where a fresh
+    run says 276.66)."""
+    at = columns.index("model") if "model" in columns else None
+    names = {name.lower() for name in catalogue.architectures}
+    keys = []
+    for cells in table:
+        outcome = parse_outcome(_job_cells(columns, cells))
+        cell = cells[at] if at is not None and at < len(cells) else None
+        keys.append(row_key(cells, outcome + _config_fingerprint(cell, names, models_dir)))
+    return keys
+
+
+def _config_fingerprint(cell: Any, catalogue_names: set[str], models_dir: Path) -> str:
+    """A hash of the config.json a model cell names inside the models folder ('' for a catalogue
+    name, an empty cell or a file that cannot be read: those rows' keys are their cells alone)."""
+    import hashlib
+
+    from vramplan.models.catalogue.config_file import config_path
+
+    if not isinstance(cell, str) or not cell.strip() or cell.strip().lower() in catalogue_names:
+        return ""
+    try:
+        path = config_path(cell.strip(), models_dir)
+        return "" if path is None else " config " + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except (VramplanError, OSError):
+        return ""
 
 
 def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
@@ -216,7 +242,7 @@ def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, jour
     from vramplan.batch.run import BatchError, BatchOptions, run_batch  # loads ortools: not for --help
 
     output = target.real
-    keys = _row_keys(columns, table)
+    keys = _row_keys(columns, table, catalogue, models_dir_of(options))
     answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
     journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
                if journal_file is not None else NoJournal())
