@@ -168,14 +168,18 @@ def _config_fingerprint(cell: Any, catalogue_names: set[str], models_dir: Path) 
     """A hash of the config.json a model cell names inside the models folder ('' for a catalogue
     name, an empty cell or a file that cannot be read: those rows' keys are their cells alone)."""
     import hashlib
+    import os
+    import stat
 
-    from vramplan.models.catalogue.config_file import config_path
+    from vramplan.models.catalogue.config_file import MAX_CONFIG_BYTES, config_path, read_small_file
 
     if not isinstance(cell, str) or not cell.strip() or cell.strip().lower() in catalogue_names:
         return ""
     try:
         path = config_path(cell.strip(), models_dir)
-        return "" if path is None else " config " + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        if path is None or not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO is never opened: it would block
+            return ""
+        return " config " + hashlib.sha256(read_small_file(path, "model", cell, MAX_CONFIG_BYTES).encode()).hexdigest()[:16]
     except (VramplanError, OSError):
         return ""
 

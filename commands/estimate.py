@@ -95,7 +95,8 @@ def estimate_command(**options: Any) -> None:
         )
     except ValidationError as error:
         raise validation_error(error) from None
-    result = estimate(catalogue, options["model"], job, plan, options["tokens"], options["pricing"])
+    result = estimate(catalogue, options["model"], job, plan, options["tokens"], options["pricing"],
+                      options["restart_overhead"])
     screen = output.screen_for(options["output"])
     render = {"table": lambda r: render_estimate.estimate_table(r, screen), "json": output.json_text,
               "csv": render_estimate.estimate_csv}

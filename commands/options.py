@@ -158,6 +158,8 @@ job_options = _stack(
     click.option("--tokens", type=POSITIVE, default=1e9, show_default=True, help="Tokens to train on (2e9 works)."),
     click.option("--pricing", type=click.Choice(["on-demand", "spot", "1yr", "3yr"]), default="on-demand", show_default=True,
                  help="on-demand, spot, or the effective hourly price of a 1-year / 3-year commitment."),
+    click.option("--restart-overhead", type=REAL, default=0.0, show_default=True,
+                 help="On spot: the share of the work preemptions make the run do again (0.1 = 10% more hours)."),
 )
 
 PRECISION_CHOICE = click.Choice(PRECISIONS)

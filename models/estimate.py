@@ -26,7 +26,7 @@ from vramplan.models.core.results import (
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import Pricing, cost, has_price, training_hours
+from vramplan.models.time.cost import Pricing, cost, has_price, training_hours, worked_tokens
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -118,7 +118,7 @@ def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: in
         found.append(f"its price was read {price_date}, {age} days ago: check it (prices move monthly)")
     if pricing == "spot":
         found.append("spot instances may be preempted: restarts from the last checkpoint add time and cost "
-                     "not counted here")
+                     "(counted only as --restart-overhead says)")
     if performance.mfu_fraction < MFU_FLOOR:
         found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
     # exposed data-parallel traffic plus the model-parallel collectives (the pipeline bubble is idle, not traffic)
@@ -165,7 +165,10 @@ def estimate_plan(
     offering: Offering,
     tokens: float,
     pricing: Pricing = "on-demand",
+    restart_overhead: float = 0.0,
 ) -> EstimateResult:
+    """`restart_overhead`: on spot, the share of the work a preemption makes the run do again
+    (models/time/cost.py worked_tokens); the tokens reported are the user's."""
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus)
@@ -173,7 +176,7 @@ def estimate_plan(
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
     perf = performance(arch, job, plan, gpu, offering.domain_gpus, offering.network_bandwidth_gb_per_s)
-    hours = training_hours(tokens, perf.tokens_per_s)
+    hours = training_hours(worked_tokens(tokens, pricing, restart_overhead), perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
     performance_summary = performance_report(perf, plan, gpu)
     cost_report = CostReport(
@@ -201,19 +204,20 @@ def estimate_plan(
 
 
 def estimate(
-    catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand"
+    catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand",
+    restart_overhead: float = 0.0,
 ) -> EstimateResult:
     """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
     without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is not None:
-        return estimate_plan(arch, job, plan, gpu, catalogue.offering(plan.offering), tokens, pricing)
+        return estimate_plan(arch, job, plan, gpu, catalogue.offering(plan.offering), tokens, pricing, restart_overhead)
     offerings = plan_offerings(catalogue, gpu.name, pricing, plan.tp)
     results, refusals = [], []
     for offering in offerings:
         try:
-            results.append(estimate_plan(arch, job, plan, gpu, offering, tokens, pricing))
+            results.append(estimate_plan(arch, job, plan, gpu, offering, tokens, pricing, restart_overhead))
         except VramplanError as error:  # e.g. a stack that runs one instance only, on 1-GPU pods
             refusals.append(error)
     if not results:

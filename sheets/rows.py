@@ -58,6 +58,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
     "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
     "pricing": ("on-demand", "on-demand | spot | 1yr | 3yr"),
+    "restart_overhead": ("0", "on spot: the share of the work preemptions make the run do again"),
     "zero": ("solver chooses", "pin the ZeRO stage: 0 | 1 | 2 | 3"),
     "recompute": ("solver chooses", "pin recomputation: none | selective | op | full"),
     "precision": ("solver chooses", "pin the precision: bf16 | fp16 | fp32 | fp8"),
@@ -140,6 +141,7 @@ class _Cells(BaseModel):
     cublas_workspace_mib: Count | None = None
     nccl_mib: Count | None = None
     pricing: str | None = None
+    restart_overhead: Real | None = None
     zero: Count | None = None
     recompute: str | None = None
     precision: str | None = None

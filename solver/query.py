@@ -97,6 +97,8 @@ class SolveQuery(BaseModel):
     pricing: Pricing = "on-demand"
     # 0 lifts either: the least MFU (against the GPU's 16-bit dense peak) and, without a deadline
     # (which replaces it), the most days a plan may take.
+    # On spot: the share of the work preemptions make the run do again (models/time/cost.py worked_tokens).
+    restart_overhead: Real = Field(default=0.0, ge=0, le=10, allow_inf_nan=False)
     min_mfu: Real = Field(default=DEFAULT_MIN_MFU, ge=0, lt=1, allow_inf_nan=False)
     max_days: Real = Field(default=DEFAULT_MAX_DAYS, ge=0, le=MAX_DEADLINE_HOURS / 24, allow_inf_nan=False)
     pins: Pins = Pins()

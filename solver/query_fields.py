@@ -22,7 +22,7 @@ RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
 PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus", "tp", "pp", "cp", "ep", "vpp",
               "sequence_parallel")
 QUERY_FIELDS = ("global_batch", "tokens", "objective", "max_gpus", "max_nodes", "budget_usd", "deadline_hours",
-                "pricing", "min_mfu", "max_days", "jurisdiction")
+                "pricing", "restart_overhead", "min_mfu", "max_days", "jurisdiction")
 LIST_SEPARATORS = (";", ",")
 
 

@@ -29,6 +29,7 @@ from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
     instance_price_usd_per_hour,
     num_instances,
+    worked_tokens,
 )
 from vramplan.models.time.flops import training_flops_per_token
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, tp_reach, valid_layouts
@@ -309,8 +310,9 @@ class SearchSpace:
 
     @property
     def steps(self) -> float:
-        """Optimizer steps to train on the query's tokens."""
-        return self.query.tokens / (self.global_batch * self.job.seq_len)
+        """Optimizer steps to train on the query's tokens (those done again after spot preemptions included)."""
+        tokens = worked_tokens(self.query.tokens, self.query.pricing, self.query.restart_overhead)
+        return tokens / (self.global_batch * self.job.seq_len)
 
     @property
     def size(self) -> int:

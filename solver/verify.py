@@ -83,9 +83,9 @@ def verified_plan(space: SearchSpace, choice: Choice, must_fit: bool = True) -> 
     # Kept with the job's tables: rows of a batch that land on one plan (another objective, token
     # count or GPU limit) get the same re-evaluation
     # (docs/performance.md#verification).
-    result = space.tables.kept(("estimate", plan, cluster.offering.name, query.tokens, query.pricing),
+    result = space.tables.kept(("estimate", plan, cluster.offering.name, query.tokens, query.pricing, query.restart_overhead),
                                lambda: estimate_plan(space.arch, space.job, plan, gpu, cluster.offering, query.tokens,
-                                                     query.pricing))
+                                                     query.pricing, query.restart_overhead))
     if must_fit and not result.memory.fits:
         raise SolverInternalError(f"plan {plan} was accepted by the solver but does not fit in exact bytes")
     reference = objective_value(space, result)

@@ -44,6 +44,13 @@ def instance_price_usd_per_hour(offering: Offering, pricing: Pricing) -> float:
     return price
 
 
+def worked_tokens(tokens: float, pricing: str, restart_overhead: float = 0.0) -> float:
+    """The tokens a run processes: on spot instances a preemption sends it back to its last
+    checkpoint, and `restart_overhead` is the share of the work done again (with the restarts
+    themselves); on-demand and committed instances are not taken back."""
+    return tokens * (1 + restart_overhead) if pricing == "spot" else tokens
+
+
 def training_hours(tokens: float, tokens_per_s: float) -> float:
     return tokens / tokens_per_s / SECONDS_PER_HOUR
 

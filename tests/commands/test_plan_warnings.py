@@ -9,6 +9,7 @@ import csv
 import io
 import json
 
+import pytest
 from helpers.cli import invoke
 
 PODS = ["estimate", "--model", "llama-3.1-70b", "--method", "full", "--seq-len", "8192", "--gpu", "h100-sxm-80gb",
@@ -52,3 +53,23 @@ def test_prices_older_than_90_days_and_spot_prices_are_flagged():
     assert len(spot) == 1 and spot[0].startswith("spot instances may be preempted")
     bad = invoke(*args, env={"VRAMPLAN_TODAY": "soon"})
     assert bad.exit_code == 2 and "VRAMPLAN_TODAY" in bad.stderr
+
+
+def test_a_spot_restart_overhead_lengthens_the_run_in_both_commands(catalogue):
+    """--restart-overhead 0.1 on spot: 10% of the work done again after preemptions, so 10% more
+    hours and cost (the tokens reported stay the user's); on-demand ignores it; solve's integers
+    and its re-verification agree (the objective is the verified one)."""
+    from vramplan.models.core.setup import Job
+    from vramplan.solver.api import solve
+    from vramplan.solver.query import SolveQuery
+
+    args = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+            "--zero", "3", "--offering", "aws/p5.48xlarge", "--format", "json"]
+    spot = json.loads(invoke(*args, "--pricing", "spot").stdout)["cost"]
+    longer = json.loads(invoke(*args, "--pricing", "spot", "--restart-overhead", "0.1").stdout)["cost"]
+    assert longer["hours"] == pytest.approx(1.1 * spot["hours"]) and longer["tokens"] == spot["tokens"]
+    on_demand = json.loads(invoke(*args, "--restart-overhead", "0.1").stdout)["cost"]
+    assert on_demand["hours"] == pytest.approx(spot["hours"])
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), pricing="spot", gpus=("h100-sxm-80gb",))
+    base, padded = solve(catalogue, query), solve(catalogue, query.model_copy(update={"restart_overhead": 0.1}))
+    assert padded.objective.value == pytest.approx(1.1 * base.objective.value, rel=1e-6)
