@@ -81,3 +81,15 @@ def check_deepspeed(data: dict, plan: Plan) -> None:
     assert data.get("tensor_parallel", {"autotp_size": 1})["autotp_size"] == plan.tp
     assert data.get("sequence_parallel_size", 1) == plan.cp
     assert data.get("expert_parallel", {"autoep_size": 1})["autoep_size"] == plan.ep
+
+
+def assert_refused(stack: str, fields: dict, plan: Plan, field: str) -> None:
+    """The stack's writer refuses what its configuration cannot express: one line naming `field`."""
+    import pytest
+
+    from vramplan.launch.configs import launch_config
+    from vramplan.models.core.errors import VramplanError
+
+    with pytest.raises(VramplanError) as error:
+        launch_config(job(stack, **fields), plan, num_layers=32)
+    assert error.value.field == field and "\n" not in str(error.value)
