@@ -8,7 +8,7 @@ import multiprocessing
 import signal
 import threading
 
-WORKER_MODULE = "vramplan.batch.worker"  # what the forkserver imports before forking workers
+WORKER_MODULE = "vramplan.batch.forkserver_preload"  # what the forkserver imports before forking workers
 
 
 def pool_context() -> multiprocessing.context.BaseContext:

@@ -209,6 +209,9 @@ def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
         raise VramplanError("qlora-bits", options["qlora_bits"], f"applies to --method qlora, not {job.method}")
     if _given("loss_chunks") and job.loss != "chunked":
         raise VramplanError("loss-chunks", options["loss_chunks"], f"applies to --loss chunked; the loss is {job.loss}")
+    if _given("recompute_layers") and options.get("recompute") not in (None, "full"):
+        raise VramplanError("recompute-layers", options["recompute_layers"],
+                            f"applies to --recompute full; the recompute is {options['recompute']}")
     if options.get("sequence_parallel") is True and options.get("tp") == 1:
         raise VramplanError("sequence-parallel", True, "shards what tensor parallelism replicates: it needs --tp > 1")
 

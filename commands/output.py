@@ -51,7 +51,7 @@ def screen_for(output: Path | None) -> Screen:
     when that is set (as `COLUMNS=80 vramplan ... | less`), else as wide as the table needs."""
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) if columns.isdigit() and int(columns) > 0 else None
-    if output is None and sys.stdout.isatty():
+    if output is None and sys.stdout is not None and sys.stdout.isatty():
         return Screen(width=shutil.get_terminal_size().columns, plain=False)
     return Screen(width=width, plain=True)
 
@@ -60,6 +60,10 @@ def emit(text: str, output: Path | None) -> None:
     """Write the result to stdout, or to a file through the one output writer (atomically over a
     regular file, directly into a device or pipe: sheets/output_file.py)."""
     if output is None:
+        if sys.stdout is None:  # started with stdout closed (`>&-`): Python has no sys.stdout at all
+            from vramplan.models.core.errors import CommandFailure
+
+            raise CommandFailure("stdout is closed: the result cannot be shown; write it with -o FILE")
         click.echo(text, nl=False)
         return
     from vramplan.sheets.output_file import output_target, write_text_output

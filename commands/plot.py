@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from vramplan.commands.literal import literal
 from vramplan.commands.render_text import count
 from vramplan.models.core.results import PILLARS, MemoryReport
 from vramplan.models.core.units import BYTES_PER_GIB
@@ -101,7 +102,7 @@ def memory_figure(memory: MemoryReport, title: str) -> Figure:
         host_axis.set_title("host RAM per node" + ("" if memory.host_fits else " (DOES NOT FIT)"), fontsize=11)
     for axis in axes[0]:
         axis.spines[["top", "right"]].set_visible(False)
-    figure.suptitle(title, fontsize=12)
+    figure.suptitle(literal(title), fontsize=12)
     figure.tight_layout()
     return figure
 
@@ -123,13 +124,13 @@ def pareto_figure(result: SolveResult) -> Figure:
         axis.scatter(hours, usd, color=FRONT_COLOUR, s=36, zorder=3,
                      label="Pareto front (no plan is both cheaper and faster)")
     for index, plan in enumerate(front):
-        axis.annotate(cluster_label(plan), (plan.cost.hours, plan.cost.usd_total), fontsize=8.5,
+        axis.annotate(literal(cluster_label(plan)), (plan.cost.hours, plan.cost.usd_total), fontsize=8.5,
                       xytext=(6, 8 if index % 2 == 0 else -13), textcoords="offset points")
     if result.plans:
         chosen = result.plans[0]
         axis.scatter([chosen.cost.hours], [chosen.cost.usd_total], marker="*", s=260, color=CHOSEN_COLOUR, zorder=4,
                      edgecolor="black", linewidth=0.6,
-                     label=f"chosen ({result.objective.name}): {cluster_label(chosen)}, {chosen.plan.offering}")
+                     label=literal(f"chosen ({result.objective.name}): {cluster_label(chosen)}, {chosen.plan.offering}"))
     if hours and max(hours) / max(min(hours), 1e-9) > 30:
         axis.set_xscale("log")
     axis.set_xlabel("training time (hours)")
@@ -138,7 +139,7 @@ def pareto_figure(result: SolveResult) -> Figure:
     axis.grid(alpha=0.25)
     axis.spines[["top", "right"]].set_visible(False)
     axis.legend(fontsize=9, frameon=False, loc="upper right")
-    axis.set_title(f"{result.model.name}: cost vs time for {count(round(result.tokens))} tokens", fontsize=12)
+    axis.set_title(literal(f"{result.model.name}: cost vs time for {count(round(result.tokens))} tokens"), fontsize=12)
     axis.margins(x=0.12, y=0.15)
     figure.tight_layout()
     return figure

@@ -5,14 +5,22 @@ scroll inside the page, never the page itself)."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
-from html import escape
 
 from vramplan.commands import plot
+from vramplan.commands.literal import literal
 from vramplan.commands.render_solve import layout_text, objective_text, plan_summary
 from vramplan.commands.render_text import count, efficiency_note, gib, percent
 from vramplan.models.core.results import PILLARS, MemoryReport
 from vramplan.solver.query import SolvedPlan, SolveQuery, SolveResult
+
+
+def escape(text: str) -> str:
+    """Text for the page: HTML-escaped, its control characters shown escaped (HTML has no use for
+    them, and a name holding ESC or BEL reached the page raw)."""
+    return html.escape(literal(text))
+
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1b1b; margin: 2rem auto;

@@ -11,7 +11,7 @@ from vramplan.models.architecture.params import count_params
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR
+from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
 from vramplan.models.core.clock import days_since, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import (
@@ -209,6 +209,8 @@ def estimate(
 ) -> EstimateResult:
     """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
     without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
+    if not MIN_TOKENS <= tokens <= MAX_TOKENS:  # the domain `solve` has (1e308 printed a 300-digit cost)
+        raise VramplanError("tokens", tokens, f"out of range: must be between {MIN_TOKENS} and {MAX_TOKENS:g}")
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is not None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.models.core.choices import DAYS_PER_YEAR, MFU_FLOOR, Jurisdiction, Stack
+from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS, Jurisdiction, Stack
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -33,9 +33,6 @@ from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exp
 Engine = Literal["cpsat", "brute"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown"]
 
-MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)
-MIN_TOKENS = 1  # at least one token: with 1e-300 tokens a job takes 1e-300 steps, and the step time a budget or
-# a deadline allows (SearchSpace.deadline_bound_us, budget_bound_cost_units) is float infinity
 MAX_BUDGET_USD = 1e12
 MAX_DEADLINE_HOURS = 1e6  # about 114 years
 # Plans nobody would run are not answers unless asked (issue 31: the team sheet's 512 x 1-GPU VMs

@@ -90,6 +90,17 @@ def test_values_beyond_a_domain_are_one_line_naming_field_value_and_bound(option
     assert option.removeprefix("--").replace("-", "_") in line and bound in line, line
 
 
+@pytest.mark.parametrize("command, option, value, bound", [
+    ("estimate", "--tokens", "1e308", "between 1 and 1e+14"),  # printed a 300-digit cost before
+    ("estimate", "--capacity-fraction", "1e-7", ">= 0.05"),  # the limit rounded to 0 bytes: "nothing fits"
+    ("solve", "--capacity-fraction", "0.0004", ">= 0.05"),
+])
+def test_estimate_domains_are_the_solvers(command, option, value, bound):
+    line = one_line_error(invoke(command, "--model", "gpt2-124m", "--seq-len", "512", "--gpu", "h100-sxm-80gb",
+                                 option, value))
+    assert option.removeprefix("--").replace("-", "_") in line and bound in line, line
+
+
 @pytest.mark.parametrize("extra", [
     ("--tokens", "1e13"), ("--global-batch", "65536"), ("--max-gpus", "4096", "--max-nodes", "4096"),
     pytest.param(("--max-gpus", "4096", "--engine", "brute"), marks=pytest.mark.slow), ("--budget-usd", "1e12"),

@@ -10,8 +10,8 @@ holds the embedding, rank pp-1 the final norm, the output layer and the loss. Wh
 divide the layers, the remainder goes one each to the ranks just before the last (never the last,
 which also holds lm_head and the loss; rank 0 only once every middle rank has one), the split a
 Megatron user writes with --decoder-first/last-pipeline-num-layers. Interleaved 1F1B (vpp > 1)
-needs at least vpp layers per rank; where they do not divide, the rank's chunks differ by one
-layer (Megatron-Core's pipeline_model_parallel_layout) and a chunk counts layers / vpp on average.
+needs each rank's layers to divide into vpp equal chunks, as Megatron-LM checks them (arguments.py,
+TransformerConfig); a chunk counts layers / vpp.
 """
 
 from __future__ import annotations
@@ -93,8 +93,13 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
             raise VramplanError("cp", cp, f"seq_len {job.seq_len} must be divisible by 2*cp (load-balanced CP chunks)")
         if job.attention != "flash":
             raise VramplanError("cp", cp, "context parallelism runs on fused/flash attention (TE), not eager")
-    if vpp > 1 and min(stage_layers(arch.num_layers, pp)) < vpp:
-        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
-    stage_layers(arch.num_layers, pp)
+    layers = stage_layers(arch.num_layers, pp)
+    if vpp > 1 and any(count % vpp for count in layers):
+        # Megatron-LM arguments.py / TransformerConfig: each rank's layers must divide by the virtual
+        # stages ('number of layers per pipeline stage must be divisible ...'); only an explicit
+        # --pipeline-model-parallel-layout splits a rank into unequal chunks.
+        shown = ", ".join(str(count) for count in dict.fromkeys(layers))
+        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages give ranks {shown} layers, "
+                                        f"not divisible into {vpp} virtual stages")
     if job.method != "full" and ep > 1:
         raise VramplanError("ep", ep, f"{job.method} is modelled without expert parallelism (ep = 1)")

@@ -9,10 +9,12 @@ bandwidths in GB/s (decimal), throughput in dense (non-sparse) TFLOPS.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from vramplan.models.core.clock import date_of, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import Count, Real
 
@@ -130,6 +132,13 @@ class Offering(_Row):
     def _is_a_date(cls, value: str) -> str:
         if not re.match(r"^\d{4}-\d{2}(-\d{2})?$", value):
             raise ValueError(f"price_date {value!r} must be YYYY-MM or YYYY-MM-DD")
+        try:
+            read_on = date_of(value)
+        except ValueError:
+            raise ValueError(f"price_date {value!r} is not a date of the calendar") from None
+        if read_on > today() + timedelta(days=1):  # a day's grace for time zones
+            raise ValueError(f"price_date {value!r} is after today ({today().isoformat()}): a price is read, "
+                             "not forecast")
         return value
 
     @property

@@ -44,6 +44,9 @@ QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
 MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
+MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)
+MIN_TOKENS = 1  # at least one token: with 1e-300 tokens a job takes 1e-300 steps, and the step time a budget or
+# a deadline allows (SearchSpace.deadline_bound_us, budget_bound_cost_units) is float infinity
 # A plan nobody would run (issue 31: the team sheet's 512 x 1-GPU VMs at 1.4% MFU, plans over a
 # year): below MFU_FLOOR its GPUs mostly wait. Plans get a warning (models/estimate.py), and
 # `solve` leaves them out unless --min-mfu / --max-days say otherwise (solver/query.py).

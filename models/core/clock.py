@@ -19,6 +19,11 @@ def today() -> date:
         raise VramplanError("VRAMPLAN_TODAY", pinned, "must be a date YYYY-MM-DD") from None
 
 
+def date_of(when: str) -> date:
+    """A catalogue date: YYYY-MM-DD, or YYYY-MM (its first day); ValueError if not on the calendar."""
+    return date.fromisoformat(when if len(when) > 7 else when + "-01")
+
+
 def days_since(when: str, on: date) -> int:
-    """Days from a catalogue date (YYYY-MM-DD, or YYYY-MM: its first day) to `on`."""
-    return (on - date.fromisoformat(when if len(when) > 7 else when + "-01")).days
+    """Days from a catalogue date to `on`."""
+    return (on - date_of(when)).days

@@ -81,14 +81,17 @@ class Job(_Frozen):
     attention: Attention = "flash"
     kernels: Kernels = "eager"
     seq_len: Count = Field(default=2048, ge=1, le=1_048_576)
-    capacity_fraction: Real = Field(default=0.9, gt=0, le=1)
+    # At least 5%: the bound works in per-mille of the GPU's memory, and a fraction that rounds to 0
+    # per-mille made every plan's limit 0 bytes (an answer of "nothing fits" for a typo).
+    capacity_fraction: Real = Field(default=0.9, ge=0.05, le=1)
     reserve: RuntimeReserve = RuntimeReserve()
     # Training-stack recipe choices; the defaults are the hf stack's preset (catalogues/stacks.csv).
     stack: Stack = Field(default="hf", description="the training stack whose preset filled the unset options")
     master_weights: MasterWeights = Field(default="fp32", description="none = pure 16-bit (bf16-true)")
     loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
     selective: Selective = Field(default="attention", description="what --recompute selective means")
-    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
+    recompute_layers: int | None = Field(default=None, ge=1, le=1024, description="layers full recompute covers "
+                                         "(none of them: recompute none)")
     optimizer_in_backward: bool = False
     activation_offload: bool = False
     qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")

@@ -80,6 +80,8 @@ def check_job(arch: Architecture, job: Job, precision: str) -> None:
     """Jobs no training stack runs, whatever the GPU; each is a one-line error naming the field."""
     if precision == "fp8" and job.method != "full":
         raise VramplanError("precision", "fp8", f"fp8 training (Transformer Engine) is modelled for method=full, not {job.method}")
+    if job.recompute_layers is not None and job.recompute_layers > arch.num_layers:
+        raise VramplanError("recompute_layers", job.recompute_layers, f"{arch.name} has {arch.num_layers} layers")
     if arch.learned_position_embeddings and job.seq_len > arch.max_position_embeddings:
         raise VramplanError(
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"

@@ -1,7 +1,8 @@
 """Options that cannot mean anything together are refused with one line naming the option (exit 2),
 where they used to be accepted without a word: --lora-rank with --method full, --qlora-bits without
-QLoRA, --loss-chunks with a loss that has no chunks, --sequence-parallel without tensor parallelism.
-An option left at its default never counts as given."""
+QLoRA, --loss-chunks with a loss that has no chunks, --sequence-parallel without tensor parallelism,
+--recompute-layers without full recompute or beyond the model's layers, --vpp that does not divide a
+pipeline rank's layers. An option left at its default never counts as given."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ BASE = ["--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "h100-sxm-80gb"
     ("estimate", ["--method", "lora", "--qlora-bits", "8"], "qlora-bits='8': applies to --method qlora, not lora"),
     ("solve", ["--loss", "eager", "--loss-chunks", "4"], "loss-chunks=4: applies to --loss chunked"),
     ("estimate", ["--sequence-parallel"], "sequence-parallel=True: shards what tensor parallelism replicates"),
+    ("estimate", ["--recompute", "none", "--recompute-layers", "4"], "recompute-layers=4: applies to --recompute full"),
+    ("solve", ["--recompute", "selective", "--recompute-layers", "4"], "recompute-layers=4: applies to --recompute full"),
+    # Megatron-LM refuses these layouts (arguments.py: 'number of layers per pipeline stage must be
+    # divisible ...'); the estimate used to split a rank's 16 layers into chunks of 5 and 6.
+    ("estimate", ["--num-gpus", "8", "--pp", "2", "--vpp", "3", "--stack", "megatron"],
+     "vpp=3: 32 layers on 2 stages give ranks 16 layers, not divisible into 3 virtual stages"),
+    ("solve", ["--pp", "2", "--vpp", "3", "--stack", "megatron"], "not divisible into 3 virtual stages"),
+    ("estimate", ["--recompute", "full", "--recompute-layers", "33"], "recompute_layers=33: llama-3.1-8b has 32 layers"),
+    ("solve", ["--recompute-layers", "99"], "recompute_layers=99: llama-3.1-8b has 32 layers"),
+    ("estimate", ["--recompute", "full", "--recompute-layers", "0"], "recompute_layers=0: out of range: must be >= 1"),
 ])
 def test_a_contradiction_is_one_line_naming_the_option(command, extra, fragment):
     assert fragment in one_line_error(invoke(command, *BASE, *extra))

@@ -38,3 +38,17 @@ def test_control_characters_are_shown_escaped(tmp_path):
     result = invoke("estimate", "--model", _model(tmp_path, "bad\x1b[2Jname"), "--gpu", "h100-sxm-80gb")
     assert "\x1b" not in result.stdout
     assert "bad\\x1b[2jname (" in result.stdout  # names are case-insensitive: shown lower-case
+
+
+def test_the_report_and_pictures_hold_no_raw_control_characters(tmp_path):
+    """A name holding ESC and BEL reached the HTML page raw, and matplotlib printed a 'Glyph 27
+    missing' warning per picture on stderr."""
+    pytest.importorskip("matplotlib")
+    report, picture = tmp_path / "r.html", tmp_path / "m.svg"
+    model = _model(tmp_path, "a\x1b[2Jb\x07")
+    result = invoke("solve", "--model", model, "--seq-len", "512", "--max-gpus", "8", "--report", str(report),
+                    "--plot", str(picture))
+    assert result.exit_code == 0 and result.stderr == ""
+    page = report.read_text(encoding="utf-8")
+    assert not any(character in page for character in "\x1b\x07") and "a\\x1b[2jb\\x07" in page
+    assert "\x1b" not in picture.read_text(encoding="utf-8")

@@ -140,6 +140,8 @@ def test_wrong_header_is_one_line_error(name, damage, tmp_path):
         (GPUS_CSV, "h100-sxm-80gb", "gpus_per_node", "0"),
         (OFFERINGS_CSV, "aws/p5.48xlarge", "price_usd_per_hour", "-1"),
         (OFFERINGS_CSV, "aws/p5.48xlarge", "price_date", "last week"),
+        (OFFERINGS_CSV, "aws/p5.48xlarge", "price_date", "2026-13-45"),  # internal ValueError before
+        (OFFERINGS_CSV, "aws/p5.48xlarge", "price_date", "2027-06-01"),  # after today (pinned 2026-12-05)
         (OFFERINGS_CSV, "aws/p5.48xlarge", "num_gpus", "0"),
         (ARCHITECTURES_CSV, "llama-3.1-8b", "num_layers", "0"),
         (ARCHITECTURES_CSV, "llama-3.1-8b", "mlp_kind", "relu"),
