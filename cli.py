@@ -52,6 +52,9 @@ def _exit_code(invoke) -> int:
             return EXIT_USAGE if isinstance(error, VramplanError) else EXIT_ERROR
         if os.environ.get("VRAMPLAN_DEBUG"):
             raise
+        if isinstance(error, OSError) and error.errno is not None:  # the system said no: a closed
+            _say(f"error: {error.strerror or error}", err=True)  # stdout (EBADF), a full disk, a limit
+            return EXIT_ERROR
         _say(f"internal error: {type(error).__name__}: {error}", err=True)
         return EXIT_ERROR
     return EXIT_OK
