@@ -89,7 +89,7 @@ class RayBackend:
             if hasattr(ray.exceptions, name)
         )
         target = address or os.environ.get("RAY_ADDRESS")
-        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         if target:
             check_reachable("Ray", target)
         try:
