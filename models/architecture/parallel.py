@@ -10,8 +10,8 @@ holds the embedding, rank pp-1 the final norm, the output layer and the loss. Wh
 divide the layers, the remainder goes one each to the ranks just before the last (never the last,
 which also holds lm_head and the loss; rank 0 only once every middle rank has one), the split a
 Megatron user writes with --decoder-first/last-pipeline-num-layers. Interleaved 1F1B (vpp > 1)
-needs each rank's layers to divide into vpp equal chunks, as Megatron-LM checks them (arguments.py,
-TransformerConfig); a chunk counts layers / vpp.
+needs at least vpp layers per rank, and under Megatron-LM vpp equal chunks (EVEN_VIRTUAL_STAGES);
+elsewhere the rank's chunks may differ by one layer and a chunk counts layers / vpp on average.
 """
 
 from __future__ import annotations
@@ -22,6 +22,15 @@ from vramplan.models.architecture.params import layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+
+
+# Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
+# (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
+# virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
+# --pipeline-model-parallel-layout, which vramplan does not write, splits a rank unevenly).
+# torchtitan splits the model into pp x vpp stages of layers / stages each, the remainder spread
+# (pipeline_module_split), so its chunks may differ by one layer.
+EVEN_VIRTUAL_STAGES = frozenset({"megatron"})
 
 
 def sequence_parallel_active(plan: Plan) -> bool:
@@ -94,12 +103,11 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
         if job.attention != "flash":
             raise VramplanError("cp", cp, "context parallelism runs on fused/flash attention (TE), not eager")
     layers = stage_layers(arch.num_layers, pp)
-    if vpp > 1 and any(count % vpp for count in layers):
-        # Megatron-LM arguments.py / TransformerConfig: each rank's layers must divide by the virtual
-        # stages ('number of layers per pipeline stage must be divisible ...'); only an explicit
-        # --pipeline-model-parallel-layout splits a rank into unequal chunks.
+    if vpp > 1 and min(layers) < vpp:
+        raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
+    if vpp > 1 and job.stack in EVEN_VIRTUAL_STAGES and any(count % vpp for count in layers):
         shown = ", ".join(str(count) for count in dict.fromkeys(layers))
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages give ranks {shown} layers, "
-                                        f"not divisible into {vpp} virtual stages")
+                                        f"not divisible into {vpp} virtual stages ({job.stack})")
     if job.method != "full" and ep > 1:
         raise VramplanError("ep", ep, f"{job.method} is modelled without expert parallelism (ep = 1)")
