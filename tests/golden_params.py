@@ -343,4 +343,60 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "lm_head": 301_989_888,
         "active": 15_957_889_024,
     },
+    # openai/gpt-oss-20b: 20,914,757,184 parameters, the GGUF's general.parameter_count (Ollama's `show
+    # gpt-oss:20b`) and the model card's 20.91B total (arXiv:2508.10925 Table 1); its 3.61B active exclude
+    # the embedding: 4,187,440,704 - 579,133,440 = 3,608,307,264. The hub's safetensors size counts MXFP4
+    # blocks, not parameters. Expert parameters include their biases (gate_up_proj_bias, down_proj_bias).
+    "gpt-oss-20b": {
+        "total": 20_914_757_184,
+        "embedding": 579_133_440,
+        "per_layer": 823_186_976,
+        "layers": 19_756_487_424,
+        "final_norm": 2_880,
+        "lm_head": 579_133_440,
+        "active": 4_187_440_704,
+    },
+    # openai/gpt-oss-120b: 116,829,156,672 (GGUF general.parameter_count; model card 116.83B total,
+    # 5.13B active without the embedding: 5,711,982,912 - 579,133,440 = 5,132,849,472).
+    "gpt-oss-120b": {
+        "total": 116_829_156_672,
+        "embedding": 579_133_440,
+        "per_layer": 3_213_080_192,
+        "layers": 115_670_886_912,
+        "final_norm": 2_880,
+        "lm_head": 579_133_440,
+        "active": 5_711_982_912,
+    },
+    # THUDM/GLM-4-9B-0414: the hub shows 9.4B (9,400,279,040 here: q/k/v biases, four RMSNorms a layer,
+    # untied lm_head).
+    "glm-4-9b-0414": {
+        "total": 9_400_279_040,
+        "embedding": 620_756_992,
+        "per_layer": 203_969_024,
+        "layers": 8_158_760_960,
+        "final_norm": 4_096,
+        "lm_head": 620_756_992,
+        "active": 9_400_279_040,
+    },
+    # ibm-granite/granite-3.3-8b-instruct: the hub's safetensors count, 8,170,864,640 (8.17B; tied lm_head).
+    "granite-3.3-8b": {
+        "total": 8_170_864_640,
+        "embedding": 201_355_264,
+        "per_layer": 199_237_632,
+        "layers": 7_969_505_280,
+        "final_norm": 4_096,
+        "lm_head": 0,
+        "active": 8_170_864_640,
+    },
+    # CohereLabs/c4ai-command-r7b-12-2024: the hub shows 8.03B (8,028,033,024 here; tied embedding of
+    # 256,000 x 4,096); the card's "7B" rounds it down.
+    "command-r7b": {
+        "total": 8_028_033_024,
+        "embedding": 1_048_576_000,
+        "per_layer": 218_107_904,
+        "layers": 6_979_452_928,
+        "final_norm": 4_096,
+        "lm_head": 0,
+        "active": 8_028_033_024,
+    },
 }

@@ -10,12 +10,14 @@ family only names the modules (`_MODULE_NAMES`, the attribute names of transform
   kv_a_layernorm + kv_b_proj (r_kv -> a*(d - d_rope + dv)); o_proj (a*dv -> h).
 - QK norms: per head_dim (Qwen3, Gemma 3: 2d weights), over the whole width (OLMo 2: (a + kv)*d),
   or an unweighted L2 norm (Llama 4).
-- MLP: gate/up (h -> f) and down (f -> h), one fused gate_up (Phi-3), or up/down for an ungated
-  MLP. MoE layers: a router (h -> E, no bias), E experts (gate, up, down each), and an optional
-  shared expert MLP; MoE models may keep dense layers (first_dense_layers, moe_layer_interval)
+- MLP: gate/up (h -> f) and down (f -> h), one fused gate_up (Phi-3, GLM-4), or up/down for an
+  ungated MLP. MoE layers: a router (h -> E), E experts (gate, up, down each, or one fused gate_up:
+  gpt-oss `experts.gate_up_proj` [E, h, 2f]), and an optional shared expert MLP; the router and
+  the experts carry biases only with `moe_bias` (gpt-oss `router.bias`, `gate_up_proj_bias`,
+  `down_proj_bias`); MoE models may keep dense layers (first_dense_layers, moe_layer_interval)
   whose MLP width is dense_intermediate_size.
 - norms: norms_per_layer of them (LayerNorm weight + bias, RMSNorm a weight); a final norm;
-  lm_head unless tied.
+  lm_head unless tied. Attention sinks (gpt-oss `self_attn.sinks`): one parameter per head.
 Tests compare every catalogue row against counts from transformers itself (tests/golden_params.py).
 """
 
@@ -31,7 +33,7 @@ _DEFAULT_NAMES = {
     "q_a": "q_a_proj", "q_b": "q_b_proj", "kv_a": "kv_a_proj_with_mqa", "kv_b": "kv_b_proj",
     "gate": "gate_proj", "up": "up_proj", "gate_up": "gate_up_proj", "down": "down_proj",
     "router": "gate", "expert_gate": "experts.gate_proj", "expert_up": "experts.up_proj",
-    "expert_down": "experts.down_proj", "shared": "shared_experts",
+    "expert_gate_up": "experts.gate_up_proj", "expert_down": "experts.down_proj", "shared": "shared_experts",
 }
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
@@ -41,6 +43,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "mixtral": {"expert_gate": "w1", "expert_up": "w3", "expert_down": "w2"},
     "llama4": {"router": "router", "shared": "shared_expert"},
     "llama4_text": {"router": "router", "shared": "shared_expert"},
+    "gpt_oss": {"router": "router"},  # modeling_gpt_oss.py GptOssMLP: router, experts.gate_up_proj / down_proj
 }
 
 
@@ -113,12 +116,15 @@ def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -
 def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     h, f, experts = arch.hidden_size, arch.intermediate_size, arch.num_experts
     name = lambda role: module_name(arch, role)  # noqa: E731
-    modules: tuple[LinearModule, ...] = (
-        LinearModule(name("router"), h, experts, has_bias=False),
-        LinearModule(name("expert_gate"), h, f, has_bias=False, copies_per_layer=experts),
-        LinearModule(name("expert_up"), h, f, has_bias=False, copies_per_layer=experts),
-        LinearModule(name("expert_down"), f, h, has_bias=False, copies_per_layer=experts),
-    )
+    bias = arch.moe_bias
+    router = LinearModule(name("router"), h, experts, has_bias=bias)
+    if arch.fused_gate_up:
+        gate_up: tuple[LinearModule, ...] = (
+            LinearModule(name("expert_gate_up"), h, 2 * f, has_bias=bias, copies_per_layer=experts),)
+    else:
+        gate_up = (LinearModule(name("expert_gate"), h, f, has_bias=bias, copies_per_layer=experts),
+                   LinearModule(name("expert_up"), h, f, has_bias=bias, copies_per_layer=experts))
+    modules = (router, *gate_up, LinearModule(name("expert_down"), f, h, has_bias=bias, copies_per_layer=experts))
     if arch.shared_expert_intermediate_size:
         modules += _mlp_modules(arch, arch.shared_expert_intermediate_size, False, module_name(arch, "shared") + ".")
     return modules
@@ -177,8 +183,9 @@ def norm_params(arch: Architecture, width: int | None = None) -> int:
 
 
 def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
-    """Norm weights of one layer: its block norms, MLA's two latent norms, and QK norms."""
-    total = arch.norms_per_layer * norm_params(arch)
+    """Parameters of one layer outside its linears: its block norms, MLA's two latent norms, QK
+    norms, and attention sinks (one per head)."""
+    total = arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm == "head":

@@ -48,6 +48,22 @@ OUTSIDE_REASON = ("no such config file inside the models folder (a sheet may onl
                   "--models-dir, default: the sheet's folder)")
 
 
+def show_kind(value: Any) -> str:
+    """What an error says of a value read from config.json: its kind, never the value itself (a
+    file passed as --model may hold anything; the message names the file and the key)."""
+    if value is None:
+        return "<null>"
+    if isinstance(value, bool):
+        return "<a boolean>"
+    if isinstance(value, (int, float)):
+        return "<a number>"
+    if isinstance(value, str):
+        return f"<a text of {len(value)} characters>"
+    if isinstance(value, list):
+        return f"<a list of {len(value)}>"
+    return "<an object>"
+
+
 def _refuse(shown: str, reason: str) -> VramplanError:
     return VramplanError("model", shown if len(shown) <= 200 else shown[:197] + "...", reason)
 

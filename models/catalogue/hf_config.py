@@ -14,7 +14,9 @@ from typing import Any, Literal, overload
 from pydantic import ValidationError
 
 from vramplan.models.catalogue.config_file import read_config_json
+from vramplan.models.catalogue.config_file import show_kind as _show
 from vramplan.models.catalogue.hf_families import FAMILIES, SUPPORTED_MODEL_TYPES, TEXT_CONFIG_TYPES, Family
+from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
 
@@ -27,22 +29,6 @@ _COMMON_KEYS: dict[str, str | list[str] | tuple[str, ...]] = {
 _MISSING = object()
 _SWIGLU_ACTS = ("silu", "swish")
 _GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
-
-
-def _show(value: Any) -> str:
-    """What an error says of a value read from config.json: its kind, never the value itself (a
-    file passed as --model may hold anything; the message names the file and the key)."""
-    if value is None:
-        return "<null>"
-    if isinstance(value, bool):
-        return "<a boolean>"
-    if isinstance(value, (int, float)):
-        return "<a number>"
-    if isinstance(value, str):
-        return f"<a text of {len(value)} characters>"
-    if isinstance(value, list):
-        return f"<a list of {len(value)}>"
-    return "<an object>"
 
 
 class _Reader:
@@ -122,13 +108,13 @@ def _mlp_kind(c: _Reader, gated: bool) -> str:
 
 
 def _dropout(c: _Reader) -> float:
-    values = {v for v in c.raw("dropout") if v is not None}
+    found = [v for v in c.raw("dropout") if v is not None]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in found):
+        raise c.unsupported("dropout", "must be a number")  # checked first: a list in the file is unhashable
+    values = set(found)
     if len(values) > 1:
         raise c.unsupported("dropout", "these dropout probabilities differ; vramplan models one for all")
-    value = values.pop() if values else 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise c.unsupported("dropout", "must be a number")
-    return float(value)
+    return float(values.pop()) if values else 0.0
 
 
 def _global_every(c: _Reader, types: list[Any]) -> int:
@@ -219,16 +205,21 @@ def _fields(c: _Reader) -> dict[str, Any]:
     heads = c.count("num_attention_heads")
     intermediate = c.count("intermediate_size", optional=True) or 4 * hidden  # GPT-2 n_inner / Falcon ffn
     attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
-    if attention_bias != mlp_bias:
+    linear_bias = attention_bias
+    if parts.pop("attention_bias_qkv_only", False):  # GLM-4: attention_bias puts biases on q/k/v only
+        linear_bias = mlp_bias
+        parts["qkv_bias"] = attention_bias
+    if linear_bias != mlp_bias:
         raise VramplanError("model", c.source, "attention_bias and mlp_bias differ; vramplan models o_proj and MLP biases together")
+    head_dim = None if parts.pop("head_dim_from_hidden", False) else c.count("head_dim", optional=True)
     fields: dict[str, Any] = {
         "num_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
         "num_kv_heads": c.count("num_kv_heads", optional=True) or heads,
-        "head_dim": c.count("head_dim", optional=True) or hidden // heads,
+        "head_dim": head_dim or hidden // heads,
         "intermediate_size": intermediate, "vocab_size": c.count("vocab_size"),
         "max_position_embeddings": c.count("max_position_embeddings"),
         "tie_word_embeddings": c.flag("tie_word_embeddings"), "learned_position_embeddings": False,
-        "qkv_bias": attention_bias, "linear_bias": attention_bias, "mlp_kind": _mlp_kind(c, gated),
+        "qkv_bias": attention_bias, "linear_bias": linear_bias, "mlp_kind": _mlp_kind(c, gated),
         "norm_kind": "rmsnorm", "norms_per_layer": 2, "dropout_prob": _dropout(c),
         "final_logit_softcapping": c.number("final_logit_softcapping"),
         "attn_logit_softcapping": c.number("attn_logit_softcapping"),
@@ -255,21 +246,31 @@ def _fields(c: _Reader) -> dict[str, Any]:
 
 def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str, Any]]:
     model_type = config.get("model_type")
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
+    if "model_type" not in config:
+        raise VramplanError("model", source, "model_type: missing; vramplan reads a Hugging Face config.json by its "
+                                             f"model_type (the family whose modeling code it follows); supported: {supported}")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise VramplanError(  # never echo a value read from the file (it may hold anything)
-            "model", source, f"its model_type is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            "model", source, f"its model_type is not supported; supported: {supported}"
         )
     if model_type in TEXT_CONFIG_TYPES:
         text = config.get("text_config")
         if not isinstance(text, dict):
             raise VramplanError("model", source, f"a {model_type} config.json needs a text_config object")
-        model_type, config = TEXT_CONFIG_TYPES[model_type], text
+        inner = text.get("model_type")  # the decoder's own family when it names a supported one (Mistral 3: mistral)
+        if isinstance(inner, str) and inner in FAMILIES and not FAMILIES[inner].text_config:
+            model_type, config = inner, text
+        else:
+            model_type, config = TEXT_CONFIG_TYPES[model_type], text
     return model_type, FAMILIES[model_type], config
 
 
 def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
+    quantization = checkpoint_quantization(config, source)  # top level, also for multimodal checkpoints
     model_type, family, config = _family(config, source)
     fields = _fields(_Reader(config, family, source))
+    fields["checkpoint_quantization"] = quantization
     try:
         return Architecture(name=name, model_type=model_type, source=source, **fields)
     except ValidationError as error:

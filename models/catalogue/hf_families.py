@@ -151,9 +151,53 @@ FAMILIES: dict[str, Family] = {
                   "dropout": (0.0, 0.0, 0.0)},
         parts={"norm_kind": "layernorm", "gated_mlp": False},
     ),
+    # gpt-oss (transformers 5.24 configuration_gpt_oss.py / modeling_gpt_oss.py): every layer MoE, top-k
+    # router with a bias softmaxing only the top-k logits (GptOssTopKRouter), experts with biases and one
+    # fused [E, h, 2f] gate_up_proj running the clamped GLU (GptOssExperts._apply_gate), q/k/v/o biases
+    # (attention_bias), one learned sink logit per head (self_attn.sinks), eager softmax in the activation
+    # dtype, RMSNorm multiplying its weight in fp32 (GptOssRMSNorm), RoPE tables head_dim / 2 wide whose
+    # halves rotate by chunk and cat (_apply_rotary_emb), layer_types alternating sliding (128) and
+    # full attention, untied lm_head.
+    "gpt_oss": Family(
+        keys={"num_experts": "num_local_experts", "mlp_bias": "attention_bias"},
+        defaults={**_LLAMA_DEFAULTS, "num_layers": 36, "num_experts": 128, "vocab_size": 201088, "hidden_size": 2880,
+                  "intermediate_size": 2880, "head_dim": 64, "num_attention_heads": 64, "num_kv_heads": 8,
+                  "sliding_window": 128, "global_every": 2, "max_position_embeddings": 131072,
+                  "experts_per_token": 4, "attention_bias": True},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "attention_sinks": True, "moe_bias": True, "fused_gate_up": True,
+               "clamped_swiglu": True, "router_topk_softmax": True, "eager_softmax_fp32": False, "rope_tables": "half"},
+    ),
+    # GLM-4-0414 (configuration_glm4.py / modeling_glm4.py): four RMSNorms (input, post_self_attn,
+    # post_attention = pre-MLP, post_mlp), fused gate_up_proj, bias on q/k/v only (o_proj and the MLP
+    # have none), RoPE on partial_rotary_factor (0.5) of each head whose cos/sin every layer slices
+    # and repeat_interleaves into its own copies (apply_rotary_pos_emb).
+    "glm4": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 151552, "attention_bias": True,
+                  "partial_rotary_factor": 0.5},
+        parts={"norm_position": "sandwich", "norms_per_layer": 4, "fused_gate_up": True, "rope_tables": "per_layer",
+               "attention_bias_qkv_only": True},
+    ),
+    # Granite 3.x (configuration_granite.py / modeling_granite.py): Llama's modules; embedding_multiplier,
+    # residual_multiplier, attention_multiplier and logits_scaling scale by Python floats (save nothing).
+    "granite": Family(defaults={**_LLAMA_DEFAULTS}),
+    # Cohere 2 (Command R7B / Command A, configuration_cohere2.py / modeling_cohere2.py): Cohere's one
+    # bias-free LayerNorm feeding attention and MLP in parallel; sliding-window layers with RoPE and a
+    # global NoPE layer every sliding_window_pattern-th (layer_types); head_dim = hidden / heads
+    # whatever config.json says (Cohere2Config.__post_init__); tied embeddings.
+    "cohere2": Family(
+        keys={"global_every": "sliding_window_pattern"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True,
+                  "vocab_size": 256000, "sliding_window": 4096, "global_every": 4},
+        parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
+               "head_dim_from_hidden": True},
+    ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)
-# model_types whose decoder lives in config.json's text_config, and the model_type to read it as.
-TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# Mistral 3 (Mistral Small 3.1 / 3.2, Magistral; configuration_mistral3.py): a Pixtral vision tower and
+# a Mistral decoder in text_config (model_type mistral); only the decoder is counted.
+FAMILIES["mistral3"] = Family(text_config=True)
+# model_types whose decoder lives in config.json's text_config, and the model_type to read it as
+# when text_config names no supported model_type of its own.
+TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)

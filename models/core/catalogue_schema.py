@@ -174,10 +174,13 @@ NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_wei
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
+RopeTables = Literal["shared", "half", "per_layer"]
+# Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
+CHECKPOINT_QUANTIZATION = r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?|int8|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$"
 ModelType = Literal[
     "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
-    "starcoder2",
+    "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2",
 ]
 
 
@@ -235,6 +238,19 @@ class Architecture(_Row):
     moe_all_experts: bool = Field(
         default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
     )
+    attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
+    moe_bias: bool = Field(default=False, description="the MoE router and every expert linear carry a bias (gpt-oss)")
+    clamped_swiglu: bool = Field(
+        default=False, description="experts run gpt-oss's clamped GLU on interleaved gate/up: (clamp(up) + 1) * g * sigmoid(1.702 g)"
+    )
+    router_topk_softmax: bool = Field(default=False, description="the router softmaxes only the top-k logits (gpt-oss)")
+    rope_tables: RopeTables = Field(
+        default="shared", description="RoPE's cos/sin: one pair for all layers, rotary_dim wide (shared) or rotary_dim / 2 "
+                                      "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4)")
+    checkpoint_quantization: str = Field(
+        default="", pattern=CHECKPOINT_QUANTIZATION,
+        description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "
+                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq], fp4[:dq], int8, fp8[:ROWS:COLS], mxfp4")
     source: str
 
     @model_validator(mode="after")
@@ -260,7 +276,7 @@ class Architecture(_Row):
     def __hash__(self) -> int:
         """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
         a name with other values only compare. The functools caches of models/ are keyed by the
-        architecture; pydantic's frozen-model hash hashes all 44 fields
+        architecture; pydantic's frozen-model hash hashes all 50 fields
         (docs/performance.md#hashes-of-domain-types)."""
         return hash(self.name)
 

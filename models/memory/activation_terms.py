@@ -133,15 +133,22 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
-    if arch.fused_qkv and rotated and attention == "flash" and kernels == "eager":
-        # RoPE on a view of the fused projection writes q head-major, so SDPA's output comes back
-        # head-major and reshaping it for the output projection copies it (measured: NeoX, Phi-3)
+    head_major = arch.fused_qkv or arch.rope_tables != "shared"
+    if head_major and rotated and attention == "flash" and kernels == "eager":
+        # RoPE on a view of the fused projection (NeoX, Phi-3), or RoPE that concatenates its parts
+        # (GLM-4's rotated and pass-through dims, gpt-oss's halves), writes q head-major, so SDPA's
+        # output comes back head-major and reshaping it for the output projection copies it (measured)
         out.append(Term("attn.output_copy", e * t * a * dv))
     if attention == "flash":
         core = [Term("attn.logsumexp", FP32 * t * a, attention_core=True)]
     else:
         fp32_softmax = kernels == "eager" and arch.eager_softmax_fp32
-        core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * scores, attention_core=True)]
+        # gpt-oss's sinks: the softmax runs over s + 1 columns after subtracting the row max, whose
+        # int64 argmax autograd keeps (modeling_gpt_oss.eager_attention_forward, measured)
+        softmax = b * a * s * (s + arch.attention_sinks)
+        core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * softmax, attention_core=True)]
+        if arch.attention_sinks and kernels == "eager":
+            core.append(Term("attn.sink_max_indices", INT64 * b * a * s, attention_core=True))
         if fp32_softmax and e != FP32:  # the cast back is a new tensor unless activations are fp32
             core.append(Term("attn.softmax_cast", e * scores, attention_core=True))
         if arch.attn_logit_softcapping:
@@ -176,6 +183,9 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     tk = t * top_k
     router = [Term("moe.router_softmax_fp32", FP32 * t * n_experts),
               Term("moe.routing", INT64 * tk + FP32 * t + FP32 * tk)]  # top-k indices, sum, weights
+    weights = FP32  # the routing weights the expert outputs are scaled by
+    if arch.router_topk_softmax:  # gpt-oss: top-k indices, softmax over the k logits in the activation dtype
+        router, weights = [Term("moe.routing", INT64 * tk + e * tk)], e
     if arch.router_fp32 and kernels == "eager":  # DeepSeek's gate saves the fp32 copy of its input
         router.append(Term("moe.router_input_fp32", FP32 * t * h))
     if arch.moe_all_experts and kernels == "eager":
@@ -188,8 +198,13 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
         experts = [Term("moe.permuted_input", e * tk * h), Term("moe.fc1_output", 2 * e * tk * f),
                    Term("moe.fc2_input", e * tk * f), Term("moe.expert_output", e * tk * h)]
     else:  # transformers grouped_mm experts: gathered tokens, gate_up, act, product, down output, indices
-        experts = [Term("moe.gathered_input", e * tk * h), Term("moe.gate_up_act_product", 4 * e * tk * f),
-                   Term("moe.expert_output", e * tk * h), Term("moe.indices", 28 * tk + FP32 * n_experts)]
+        # clamped GLU (gpt-oss _apply_gate): the gate_up output (kept by both clamps), sigmoid, clamped
+        # gate, their product, up + 1, the down input: 7 f-wide tensors where SwiGLU keeps 4 (measured)
+        glu = Term("moe.clamped_glu", 7 * e * tk * f) if arch.clamped_swiglu else Term("moe.gate_up_act_product", 4 * e * tk * f)
+        # three int64 gathers (a fourth when the experts' biases are gathered too), the routing weights
+        indices = (3 + arch.moe_bias) * INT64 * tk + weights * tk + FP32 * n_experts
+        experts = [Term("moe.gathered_input", e * tk * h), glu, Term("moe.expert_output", e * tk * h),
+                   Term("moe.indices", indices)]
     shared = []
     if arch.shared_expert_intermediate_size:  # reads the router's input (no extra linear input)
         shared = _dense_mlp(arch, kernels, x, arch.shared_expert_intermediate_size, "moe.shared_expert")
@@ -236,6 +251,10 @@ def layer_terms(
     if group.qk_norm:
         terms += _qk_norm(arch, kernels, x)
     terms += _attention(arch, kernels, attention, x)
+    if arch.rope_tables == "per_layer" and kernels == "eager" and not arch.learned_position_embeddings:
+        # GLM-4 apply_rotary_pos_emb: cos/sin sliced and repeat_interleaved in every layer; q_rot * cos
+        # and rotate_half(q_rot) * sin keep those copies (measured)
+        terms.append(Term("rope.cos_sin_copies", 2 * (FP32 if x.autocast else x.e) * x.s * arch.rotary_dim))
     if sandwich:
         terms += _norm(arch, kernels, x, "post_attn_norm")
     terms += _dropout_mask(arch, x, "attn_residual")
@@ -257,12 +276,13 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
     return terms + _dropout_mask(arch, x, "embedding")
 
 
-def shared_terms(arch: Architecture, x: Shape) -> list[Term]:
+def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> list[Term]:
     """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
-    if arch.learned_position_embeddings:
-        return []
+    if arch.learned_position_embeddings or (arch.rope_tables == "per_layer" and kernels == "eager"):
+        return []  # GLM-4 keeps each layer's own copies instead (layer_terms)
     rope_bytes = FP32 if x.autocast else x.e
-    return [Term("rope.cos_sin", 2 * rope_bytes * x.s * arch.rotary_dim)]
+    width = arch.rotary_dim // 2 if arch.rope_tables == "half" else arch.rotary_dim  # gpt-oss: emb = freqs
+    return [Term("rope.cos_sin", 2 * rope_bytes * x.s * width)]
 
 
 def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:

@@ -128,7 +128,7 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
         kinds.append((group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp)))
     terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
-    shared = _sum(shared_terms(arch, x))
+    shared = _sum(shared_terms(arch, x, job.kernels))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
     loss = loss_cost(arch, job, x)

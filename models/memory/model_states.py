@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.architecture.params import layer_groups
+from vramplan.models.architecture.quantization import frozen_base_format, quantised_weight_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.parallel_states import RankParams, rank_params, rank_trainable_params
-from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, nf4_bytes_per_param, weight_bytes_per_param
+from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
     gradient_state_bytes_per_param,
     is_paged,
@@ -62,36 +61,25 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train)
     on a rank holding `shard` (models/memory/parallel_states.py; default the whole model).
 
-    QLoRA quantises the matmul weights of the decoder blocks (bitsandbytes replaces their
-    nn.Linear); embeddings, norms, biases and lm_head stay 16-bit, or become fp32 when PEFT's
-    `prepare_model_for_kbit_training` prepares the model (peft/utils/other.py: every fp16/bf16
-    parameter that is not `Params4bit` is cast with `param.data.to(torch.float32)`).
+    The base's decoder matmul weights are held as models/architecture/quantization.py
+    frozen_base_format says: as a GPTQ/AWQ/bitsandbytes checkpoint stores them, or as QLoRA's
+    bitsandbytes quantisation of the 16-bit weights (NF4 with double quantisation, or LLM.int8),
+    their bytes from its one function quantised_weight_bytes; else 16-bit. Embeddings, norms,
+    biases and lm_head stay 16-bit, or become fp32 when PEFT's `prepare_model_for_kbit_training`
+    prepares a QLoRA model (peft/utils/other.py: every fp16/bf16 parameter that is not `Params4bit`
+    is cast with `param.data.to(torch.float32)`).
     """
     if job.method == "full":
         return 0
     shard = rank_params(arch, 1, 1, 1, 0) if shard is None else shard
     half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
-    if job.method == "lora":
+    fmt = frozen_base_format(arch, job)
+    if fmt is None:
         return _bytes(shard.total, half)
-    # The rank's decoder matmul weights (its TP/PP share: what FP8 would copy, parallel_states.py).
-    block_weights = shard.fp8_matmul_dense + shard.fp8_matmul_expert
-    if job.qlora_bits == 4:
-        quantised = _bytes(block_weights, nf4_bytes_per_param())
-    else:  # LLM.int8: one byte per weight + one fp32 scale per output row (the rank's share of the rows)
-        quantised = block_weights + FP32_BYTES * ceil_div(_block_output_rows(arch) * block_weights,
-                                                          _block_weight_matrices(arch))
-    rest = Fraction(FP32_BYTES) if job.qlora_prep == "peft" else half
-    return quantised + _bytes(shard.total - block_weights, rest)
-
-
-def _block_weight_matrices(arch: Architecture) -> int:
-    """Matmul weight elements of all decoder layers (no biases)."""
-    return sum(g.count * m.copies_per_layer * m.in_features * m.out_features for g in layer_groups(arch) for m in g.modules)
-
-
-def _block_output_rows(arch: Architecture) -> int:
-    """Output rows of all decoder-layer matmul weights (LLM.int8 keeps one fp32 scale per row)."""
-    return sum(g.count * m.copies_per_layer * m.out_features for g in layer_groups(arch) for m in g.modules)
+    # The rank's decoder matmul weights (its TP/PP/EP share: what FP8 would copy, parallel_states.py).
+    quantised, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
+    rest = Fraction(FP32_BYTES) if job.method == "qlora" and job.qlora_prep == "peft" else half
+    return quantised + _bytes(shard.total - held, rest)
 
 
 def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from vramplan.models.architecture.quantization import BNB4_BLOCK, BNB4_DOUBLE_QUANT_BLOCK, bnb4_bytes_per_weight
 from vramplan.models.core.setup import Accounting, Optimizer, Precision
 
 FP32_BYTES = 4
@@ -27,8 +28,8 @@ HALF_BYTES = 2  # bf16 / fp16
 FP8_BYTES = 1
 
 BNB_OPTIMIZER_BLOCK = 256  # bitsandbytes blockwise 8-bit optimizer block size
-NF4_BLOCK = 64  # QLoRA first-level quantisation block
-NF4_DOUBLE_QUANT_BLOCK = 256  # QLoRA second-level block (of absmax values)
+NF4_BLOCK = BNB4_BLOCK  # QLoRA first-level quantisation block
+NF4_DOUBLE_QUANT_BLOCK = BNB4_DOUBLE_QUANT_BLOCK  # QLoRA second-level block (of absmax values)
 
 
 def weight_bytes_per_param(precision: Precision) -> Fraction:
@@ -59,8 +60,9 @@ def optimizer_bytes_per_param(optimizer: Optimizer, precision: Precision) -> Fra
 
 
 def nf4_bytes_per_param() -> Fraction:
-    """QLoRA NF4 with double quantisation: 4 bits + 8 bits / 64 + 32 bits / (64 * 256)."""
-    return Fraction(1, 2) + Fraction(1, NF4_BLOCK) + Fraction(FP32_BYTES, NF4_BLOCK * NF4_DOUBLE_QUANT_BLOCK)
+    """QLoRA NF4 with double quantisation: 4 bits + 8 bits / 64 + 32 bits / (64 * 256)
+    (models/architecture/quantization.py, which every quantised frozen base goes through)."""
+    return bnb4_bytes_per_weight(double_quant=True)
 
 
 def activation_bytes(precision: Precision) -> int:

@@ -128,7 +128,8 @@ def test_architecture_shapes_are_consistent(catalogue):
     for arch in catalogue.architectures.values():
         assert arch.num_attention_heads % arch.num_kv_heads == 0, arch.name
         assert arch.head_dim in (64, 128, 192, 256), arch.name  # 192: MLA's 128 + 64 rope
-        assert (arch.dense_intermediate_size or arch.intermediate_size) > arch.hidden_size, arch.name
+        # gpt-oss's experts are exactly as wide as the model (2880)
+        assert (arch.dense_intermediate_size or arch.intermediate_size) >= arch.hidden_size, arch.name
         assert 1000 <= arch.vocab_size <= 1_000_000, arch.name
         assert arch.max_position_embeddings >= 1024, arch.name
         assert arch.learned_position_embeddings == (arch.model_type == "gpt2"), arch.name

@@ -1,6 +1,9 @@
 """Optional: the newer families' activation terms against what autograd really saves.
 
 Skipped unless torch and transformers are installed (torch 2.13.0 CPU, transformers 5.24.0).
+gpt-oss (attention sinks, clamped GLU experts with biases, top-k-softmax router), GLM-4 (per-layer
+RoPE copies, head-major q/k), Granite and Cohere 2 are exact per layer but for Cohere 2's sliding
+layer (the sliding mask, as gemma3).
 Tiny configs (tests/tools/saved_tensors_probe.py SMALL_CONFIGS), b = 2, s = 64, bf16, one training
 forward under saved_tensors_hooks; per decoder layer, unique saved storages / vramplan's terms for
 that layer's kind. CPU conversions as in tests/models/memory/test_saved_tensors.py (LayerNorm statistics in the
@@ -50,6 +53,43 @@ RATIOS = {
     "llama4": {"sdpa": (1.079, 1.000, 1.079, 1.000), "eager": (0.791, 0.831, 0.791, 0.831)},
     "gemma3": {"sdpa": (1.074, 1.011), "eager": (1.008, 1.008)},
 }
+
+
+# The families added with gpt-oss (tiny configs of their own; the probe builds them as it builds
+# SMALL_CONFIGS'): measured / estimated per layer, in layer order, transformers 5.24.0, torch 2.13.0 CPU.
+# gpt_oss has no SDPA path in transformers (GptOssPreTrainedModel._supports_sdpa = False). cohere2's
+# sliding layer under SDPA/eager is the gemma3 gap (the explicit sliding mask); its global layer is exact.
+_TINY = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+             intermediate_size=176, vocab_size=1000)
+NEW_CONFIGS = {
+    "gpt_oss": ("gpt_oss", dict(_TINY, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
+                                layer_types=None)),
+    "glm4": ("glm4", dict(_TINY, head_dim=16, partial_rotary_factor=0.5, pad_token_id=0)),
+    "granite": ("granite", dict(_TINY, embedding_multiplier=12.0, residual_multiplier=0.22,
+                                attention_multiplier=0.0078125, logits_scaling=16.0)),
+    "cohere2": ("cohere2", dict(_TINY, sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
+}
+NEW_RATIOS = {
+    "gpt_oss": {"eager": (1.0, 1.0)},
+    "glm4": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "granite": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "cohere2": {"sdpa": (1.106, 1.0), "eager": (1.007, 1.0)},
+}
+
+
+@pytest.mark.parametrize(("name", "attn"), [(n, a) for n, by in NEW_RATIOS.items() for a in by])
+def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
+    model_type, kwargs = NEW_CONFIGS[name]
+    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
+    measured = probe(model_type, kwargs, B, S, torch.bfloat16, attn)
+    attention = "flash" if attn == "sdpa" else "eager"
+    ratios = [measured.layer_bytes(i) / sum(layer_terms_bytes(arch, attention, i)) for i in measured.layer_indices]
+    assert ratios == pytest.approx(NEW_RATIOS[name][attn], abs=5e-4)
+
+
+def layer_terms_bytes(arch, attention: str, index: int) -> list[int]:
+    terms = layer_terms(arch, "eager", attention, Shape(b=B, s=S, e=E), group=layer_group(arch, index))
+    return [_cpu_bytes(t, arch) for t in terms]
 
 
 def _cpu_bytes(term, arch) -> int:

@@ -1,0 +1,199 @@
+"""How a checkpoint stores its weights (config.json `quantization_config`), and what training does with it.
+
+`Architecture.checkpoint_quantization` holds one canonical text, read from quantization_config by
+models/catalogue/hf_config.py: '' (16-bit), `gptq:BITS:GROUP`, `awq:BITS:GROUP` (GROUP 0: one group
+per input column, GPTQ's group_size -1), `nf4`, `nf4:dq`, `fp4`, `fp4:dq` (bitsandbytes 4-bit,
+`dq` = double quantisation), `int8` (bitsandbytes LLM.int8), `fp8` / `fp8:ROWS:COLS` (FP8 weights,
+one fp32 scale per tensor or per ROWS x COLS block), `mxfp4` (gpt-oss: MoE experts only).
+
+Stored bytes of one quantised matrix of K inputs and N outputs (W = K N weights; biases stay 16-bit):
+- GPTQ (AutoGPTQ / GPTQModel `QuantLinear` buffers): qweight int32 [K b / 32, N] = W b / 8, qzeros
+  int32 [G_K, N b / 32] = G_K N b / 8, scales fp16 [G_K, N] = 2 G_K N, g_idx int32 [K] = 4 K, with
+  G_K = ceil(K / group) groups along the input;
+- AWQ (AutoAWQ `WQLinear_GEMM`): qweight int32 [K, N b / 32] = W b / 8, qzeros G_K N b / 8, scales
+  fp16 2 G_K N; no g_idx;
+- bitsandbytes 4-bit (`Params4bit`, blocks of 64 of the flattened weight): W / 2 packed, absmax fp32
+  per block (4 W / 64), or with double quantisation a uint8 per block plus an fp32 per 256 blocks
+  (W / 64 + 4 W / 16384: QLoRA, arXiv:2305.14314 sec. 3, 4.127 bits per weight);
+- bitsandbytes 8-bit (`Int8Params`): W bytes + one fp32 scale per output row (SCB, 4 N);
+- FP8 (transformers `FP8Linear`, DeepSeek-V3 / Qwen3-FP8 checkpoints): W bytes + fp32
+  `weight_scale_inv` per ROWS x COLS block (4 ceil(N / ROWS) ceil(K / COLS)), or one per tensor;
+- MXFP4 (gpt-oss `*_blocks` / `*_scales`): 4-bit values + one 8-bit scale per 32: 17 W / 32.
+Every decoder-layer matmul weight is in scope (MXFP4: the experts only, as gpt-oss's
+modules_to_not_convert keeps attention, router, embeddings and lm_head in bf16; GPTQ/AWQ exporters
+also keep MoE routers 16-bit, a few MB that this counts as quantised).
+
+What training does with a quantised checkpoint (transformers 5.24; docs/memory-model.md):
+- LoRA / QLoRA on a GPTQ, AWQ or bitsandbytes checkpoint keep its frozen base as stored: the
+  quantizers are trainable (quantizers/quantizer_gptq.py, _awq.py, _bnb_4bit.py, _bnb_8bit.py
+  `is_trainable`), PEFT wraps their linears;
+- full fine-tuning of such a checkpoint is refused (trainer_utils.validate_quantization_for_training:
+  "You cannot perform fine-tuning on purely quantized models"): planned on 16-bit weights, with a note;
+- MXFP4 does not train (quantizer_mxfp4.is_trainable is False): every method loads it with
+  Mxfp4Config(dequantize=True), bf16;
+- FP8: the plan counts bf16 for every method. transformers dequantizes on GPUs under compute
+  capability 8.9 (quantizer_finegrained_fp8.validate_environment) and keeps FP8 under LoRA on newer
+  ones; the memory model does not see the GPU, so this is an upper bound of about 1 byte per weight there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from vramplan.models.architecture.params import LinearModule, layer_groups
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job
+
+FP32_BYTES, HALF_BYTES = 4, 2
+BNB4_BLOCK = 64  # bitsandbytes 4-bit first-level block
+BNB4_DOUBLE_QUANT_BLOCK = 256  # second-level block (of absmax values)
+MXFP4_BLOCK = 32
+ADAPTER_ONLY = frozenset({"gptq", "awq", "nf4", "fp4", "int8"})  # trainable only through adapters, kept as stored
+_NAMES = {"gptq": "GPTQ", "awq": "AWQ", "nf4": "bitsandbytes NF4", "fp4": "bitsandbytes FP4",
+          "int8": "bitsandbytes LLM.int8", "fp8": "FP8", "mxfp4": "MXFP4"}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    method: str  # gptq, awq, nf4, fp4, int8, fp8, mxfp4
+    bits: int = 0  # gptq / awq
+    group: int = 0  # gptq / awq input group (0: the whole input); fp8 block rows (0: per tensor)
+    cols: int = 0  # fp8 block columns
+    double_quant: bool = False  # bitsandbytes 4-bit
+
+    def text(self) -> str:
+        if self.method in ("gptq", "awq"):
+            return f"{self.method}:{self.bits}:{self.group}"
+        if self.method in ("nf4", "fp4"):
+            return self.method + (":dq" if self.double_quant else "")
+        if self.method == "fp8" and self.group:
+            return f"fp8:{self.group}:{self.cols}"
+        return self.method
+
+    def describe(self) -> str:
+        if self.method in ("gptq", "awq"):
+            group = f"group {self.group}" if self.group else "one group per column"
+            return f"{_NAMES[self.method]} {self.bits}-bit ({group})"
+        if self.method == "fp8":
+            return f"FP8 ({f'{self.group}x{self.cols} blocks' if self.group else 'per-tensor scale'})"
+        return _NAMES[self.method] + (" with double quantisation" if self.double_quant else "")
+
+
+def parse_format(text: str) -> WeightFormat | None:
+    """The WeightFormat of a canonical text ('' is None); ValueError names what is wrong."""
+    if not text:
+        return None
+    method, *args = text.split(":")
+    try:
+        numbers = [int(a) for a in args] if method in ("gptq", "awq", "fp8") else []
+    except ValueError:
+        raise ValueError(f"{text!r}: the numbers of {method} must be whole numbers") from None
+    if method in ("gptq", "awq") and len(numbers) == 2 and numbers[0] in (2, 3, 4, 8) and numbers[1] >= 0:
+        return WeightFormat(method, bits=numbers[0], group=numbers[1])
+    if method in ("nf4", "fp4") and args in ([], ["dq"]):
+        return WeightFormat(method, double_quant=bool(args))
+    if method in ("int8", "mxfp4") and not args:
+        return WeightFormat(method)
+    if method == "fp8" and (not numbers or (len(numbers) == 2 and min(numbers) >= 1)):
+        return WeightFormat("fp8", group=numbers[0] if numbers else 0, cols=numbers[1] if numbers else 0)
+    raise ValueError(f"{text!r} is not a checkpoint format: '', gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq], "
+                     "fp4[:dq], int8, fp8[:ROWS:COLS] or mxfp4")
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def matrix_bytes(fmt: WeightFormat, k: int, n: int) -> int:
+    """Stored bytes of one quantised K-input, N-output weight matrix (without its bias)."""
+    w = k * n
+    if fmt.method in ("gptq", "awq"):
+        groups = _ceil(k, fmt.group) if fmt.group else 1
+        packed = _ceil(w * fmt.bits, 8) + _ceil(groups * n * fmt.bits, 8) + HALF_BYTES * groups * n
+        return packed + (FP32_BYTES * k if fmt.method == "gptq" else 0)
+    if fmt.method in ("nf4", "fp4"):
+        blocks = _ceil(w, BNB4_BLOCK)
+        absmax = blocks + FP32_BYTES * _ceil(blocks, BNB4_DOUBLE_QUANT_BLOCK) if fmt.double_quant else FP32_BYTES * blocks
+        return _ceil(w, 2) + absmax
+    if fmt.method == "int8":
+        return w + FP32_BYTES * n
+    if fmt.method == "fp8":
+        return w + FP32_BYTES * (_ceil(n, fmt.group) * _ceil(k, fmt.cols) if fmt.group else 1)
+    if fmt.method == "mxfp4":
+        blocks = _ceil(k, MXFP4_BLOCK) * n
+        return blocks * MXFP4_BLOCK // 2 + blocks
+    raise ValueError(f"unknown weight format {fmt.method!r}")
+
+
+def _in_scope(fmt: WeightFormat, module: LinearModule) -> bool:
+    return fmt.method != "mxfp4" or module.copies_per_layer > 1
+
+
+@lru_cache(maxsize=1024)
+def _model_quantised(arch: Architecture, fmt: WeightFormat) -> tuple[int, int]:
+    """(stored bytes, weights) of every in-scope decoder-layer matmul weight of the whole model."""
+    stored = weights = 0
+    for group in layer_groups(arch):
+        for m in group.modules:
+            if _in_scope(fmt, m):
+                copies = group.count * m.copies_per_layer
+                stored += copies * matrix_bytes(fmt, m.in_features, m.out_features)
+                weights += copies * m.in_features * m.out_features
+    return stored, weights
+
+
+def quantised_weight_bytes(arch: Architecture, fmt: WeightFormat, dense_weights: int, expert_weights: int) -> tuple[int, int]:
+    """(stored bytes, weights they hold) for a rank holding `dense_weights` + `expert_weights` decoder
+    matmul weights (its TP/PP/EP share, models/memory/parallel_states.py): the whole model's exact
+    stored bytes, times the rank's share of the in-scope weights (exact for the whole model).
+    The one function every quantised frozen base goes through: QLoRA's own quantisation and a
+    pre-quantised checkpoint alike (models/memory/model_states.py frozen_base_bytes)."""
+    held = expert_weights if fmt.method == "mxfp4" else dense_weights + expert_weights
+    stored, weights = _model_quantised(arch, fmt)
+    if not weights or not held:
+        return 0, 0
+    return _ceil(stored * held, weights), held
+
+
+def bnb4_bytes_per_weight(double_quant: bool = True) -> Fraction:
+    """bitsandbytes 4-bit: 4 bits + 8 bits / 64 + 32 bits / (64 * 256) with double quantisation,
+    4 bits + 32 bits / 64 without (QLoRA sec. 3)."""
+    if double_quant:
+        return Fraction(1, 2) + Fraction(1, BNB4_BLOCK) + Fraction(FP32_BYTES, BNB4_BLOCK * BNB4_DOUBLE_QUANT_BLOCK)
+    return Fraction(1, 2) + Fraction(FP32_BYTES, BNB4_BLOCK)
+
+
+def checkpoint_format(arch: Architecture) -> WeightFormat | None:
+    return parse_format(arch.checkpoint_quantization)
+
+
+def frozen_base_format(arch: Architecture, job: Job) -> WeightFormat | None:
+    """How the frozen base of an adapter job is held: a GPTQ/AWQ/bitsandbytes checkpoint as stored;
+    else QLoRA's bitsandbytes quantisation of the 16-bit (or dequantised FP8/MXFP4) weights; else
+    None (16-bit). Full fine-tuning has no frozen base."""
+    if job.method == "full":
+        return None
+    stored = checkpoint_format(arch)
+    if stored is not None and stored.method in ADAPTER_ONLY:
+        return stored
+    if job.method == "qlora":
+        return WeightFormat("nf4", double_quant=True) if job.qlora_bits == 4 else WeightFormat("int8")
+    return None
+
+
+def quantization_note(arch: Architecture, job: Job) -> str | None:
+    """One line on what the plan assumes of a quantised checkpoint (None for a 16-bit one)."""
+    stored = checkpoint_format(arch)
+    if stored is None:
+        return None
+    what = f"the checkpoint stores {stored.describe()} weights"
+    if stored.method in ADAPTER_ONLY and job.method != "full":
+        return f"{what}: the frozen base is counted as stored (LoRA/QLoRA train adapters on top of it)"
+    if stored.method in ADAPTER_ONLY:
+        return (f"{what}, which transformers will not fully fine-tune (adapters only): the plan counts "
+                "16-bit weights, i.e. a dequantised or original 16-bit checkpoint")
+    why = ("MXFP4 does not train" if stored.method == "mxfp4"
+           else "FP8 is dequantised before compute capability 8.9, and counted so on every GPU")
+    return f"{what}: training loads them dequantised to bf16 ({why}), so the plan counts 16-bit weights"

@@ -1,0 +1,146 @@
+"""gpt_oss, mistral3, glm4, granite and cohere2 config.json files: their parts and exact counts.
+
+Fixtures (tests/fixtures/hf_configs/):
+- gpt-oss-20b.json: openai/gpt-oss-20b's config.json as a public mirror keeps it (EchoCog/gpt-oss-20b,
+  commit 52971a1), whose quantization_config says "gptq"; restored to the hub's "mxfp4", which
+  other copies of the file show (e.g. a test of the kiln project quoting
+  huggingface.co/openai/gpt-oss-120b/raw/main/config.json).
+- gpt-oss-120b.json: the 20b file with num_hidden_layers 36, num_local_experts 128 and 36
+  layer_types, as that quoted 120b config.json has them (every other key is equal).
+- granite-3.3-8b.json: ibm-granite/granite-3.3-8b-instruct's config.json as a public model dump quotes it.
+- glm-4-9b-0414.json, command-r7b.json, mistral-small-3.1-24b.json: not fetched (the hub is not
+  reachable here); reconstructed from the published values of THUDM/GLM-4-9B-0414,
+  CohereLabs/c4ai-command-r7b-12-2024 and mistralai/Mistral-Small-3.1-24B-Instruct-2503 (the
+  transformers docs' defaults for Mistral 3 and the model cards' shapes). Their counts equal the
+  hub's rounded figures (9.4B, 8.03B, 24.0B with the vision tower).
+Golden counts: transformers 5.24 on the meta device (tests/golden_params.py, with their hub sources).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from golden_params import HF_PARAM_COUNTS
+from helpers.paths import HF_CONFIGS
+
+from vramplan.models.architecture.params import count_params, layer_groups, layer_linear_modules
+from vramplan.models.catalogue.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_config
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activations import activations
+from vramplan.models.time.flops import forward_flops_per_token
+
+NEW = {"gpt-oss-20b": "gpt_oss", "gpt-oss-120b": "gpt_oss", "glm-4-9b-0414": "glm4", "granite-3.3-8b": "granite",
+       "command-r7b": "cohere2"}
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((HF_CONFIGS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _arch(name: str, **change):
+    return architecture_from_config(_fixture(name) | change, name=name, source="config.json")
+
+
+def test_the_new_families_are_supported() -> None:
+    assert {"gpt_oss", "mistral3", "glm4", "granite", "cohere2"} <= set(SUPPORTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize("name", sorted(NEW))
+def test_counts_equal_transformers_and_the_catalogue(catalogue, name: str) -> None:
+    arch, golden = _arch(name), HF_PARAM_COUNTS[name]
+    counts = count_params(arch)
+    assert arch.model_type == NEW[name]
+    assert (counts.total, counts.active, counts.layers, counts.per_layer, counts.lm_head) == (
+        golden["total"], golden["active"], golden["layers"], golden["per_layer"], golden["lm_head"])
+    assert catalogue.architecture(name).model_dump(exclude={"name", "source"}) == arch.model_dump(exclude={"name", "source"})
+
+
+def test_gpt_oss_parts() -> None:
+    arch = _arch("gpt-oss-20b")
+    assert (arch.attention_sinks, arch.moe_bias, arch.clamped_swiglu, arch.router_topk_softmax) == (True, True, True, True)
+    assert (arch.local_attention, arch.attention_window, arch.global_attention_every) == ("sliding", 128, 2)
+    assert sum(g.count for g in layer_groups(arch) if g.local) == 12  # layer_types: sliding, full, ...
+    assert (arch.qkv_bias, arch.linear_bias, arch.norm_kind, arch.checkpoint_quantization) == (
+        True, True, "rmsnorm_fp32_weight", "mxfp4")
+    names = {m.name: m for m in layer_linear_modules(arch)}
+    assert names["router"].has_bias and names["experts.gate_up_proj"].out_features == 2 * 2880
+    assert names["experts.gate_up_proj"].copies_per_layer == 32 and names["experts.down_proj"].has_bias
+    # the model card's 3.61B / 5.13B active exclude the embedding (not the unembedding)
+    assert round((count_params(arch).active - count_params(arch).embedding) / 1e7) == 361
+    big = _arch("gpt-oss-120b")
+    assert round((count_params(big).active - count_params(big).embedding) / 1e7) == 513
+
+
+def test_gpt_oss_layer_types_or_the_config_default() -> None:
+    config = _fixture("gpt-oss-20b")
+    del config["layer_types"]  # GptOssConfig.__post_init__: sliding on even layers, full on odd ones
+    arch = architecture_from_config(config, name="x", source="config.json")
+    assert arch.global_attention_every == 2 and sum(g.count for g in layer_groups(arch) if g.local) == 12
+
+
+def test_glm4_parts() -> None:
+    arch = _arch("glm-4-9b-0414")
+    assert (arch.qkv_bias, arch.linear_bias, arch.fused_gate_up) == (True, False, True)  # o_proj has no bias
+    assert (arch.norm_position, arch.norms_per_layer, arch.norm_kind) == ("sandwich", 4, "rmsnorm")
+    assert (arch.partial_rotary_factor, arch.rotary_dim, arch.rope_tables) == (0.5, 64, "per_layer")
+    no_bias = _arch("glm-4-9b-0414", attention_bias=False)
+    assert count_params(arch).total - count_params(no_bias).total == 40 * (4096 + 2 * 256)
+
+
+def test_granite_multipliers_change_nothing(catalogue) -> None:
+    arch = _arch("granite-3.3-8b")
+    plain = _arch("granite-3.3-8b", embedding_multiplier=1.0, residual_multiplier=1.0, attention_multiplier=1.0,
+                  logits_scaling=1.0)
+    assert arch.model_dump() == plain.model_dump()
+    as_llama = architecture_from_config(_fixture("granite-3.3-8b") | {"model_type": "llama"}, name="granite-3.3-8b",
+                                        source="config.json")
+    assert arch.model_dump(exclude={"model_type"}) == as_llama.model_dump(exclude={"model_type"})
+
+
+def test_cohere2_parts() -> None:
+    arch = _arch("command-r7b")
+    assert (arch.norm_kind, arch.norms_per_layer, arch.parallel_attention_mlp, arch.tie_word_embeddings) == (
+        "layernorm_nobias", 1, True, True)
+    assert (arch.local_attention, arch.attention_window, arch.global_attention_every) == ("sliding", 4096, 4)
+    assert sum(g.count for g in layer_groups(arch) if not g.local) == 8  # 32 layers, every 4th global (NoPE)
+    # Cohere2Config.__post_init__ sets head_dim = hidden / heads whatever config.json says
+    assert _arch("command-r7b", head_dim=64).head_dim == 128
+    types = ["sliding_attention"] * 3 + ["full_attention"]
+    assert _arch("command-r7b", layer_types=types * 8).model_dump() == arch.model_dump()
+
+
+def test_mistral3_reads_its_text_config() -> None:
+    arch = _arch("mistral-small-3.1-24b")
+    assert arch.model_type == "mistral" and arch.local_attention == "none"  # sliding_window: null
+    # The decoder as transformers builds it (the hub's 24,011,361,280 adds the 438,958,080 parameters
+    # of the Pixtral tower and projector); text_config does not tie lm_head.
+    assert count_params(arch).total == 23_572_403_200 and not arch.tie_word_embeddings
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config({"model_type": "mistral3"}, name="x", source="config.json")
+    assert "text_config" in str(caught.value)
+
+
+def test_new_families_estimate_end_to_end(catalogue) -> None:
+    job, plan = Job(seq_len=4096), Plan(gpu="h100-sxm-80gb", micro_batch=1)
+    for name in NEW:
+        arch = catalogue.architecture(name)
+        assert activations(arch, job, plan).total_bytes > 0
+        assert sum(forward_flops_per_token(arch, 4096)) > 0
+
+
+def test_gpt_oss_sliding_layers_score_the_window() -> None:
+    arch = _arch("gpt-oss-20b")
+    _, attention, _ = forward_flops_per_token(arch, 8192)
+    assert attention == 12 * 4 * 8192 * 64 * 64 + 12 * 4 * 128 * 64 * 64
+
+
+def test_a_config_without_model_type_names_the_missing_key() -> None:
+    config = _fixture("llama-3.1-8b")
+    del config["model_type"]
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config(config, name="x", source="my/config.json")
+    message = str(caught.value)
+    assert "model_type: missing; vramplan reads a Hugging Face config.json by its model_type" in message
+    assert "my/config.json" in message and "\n" not in message and "not supported" not in message
