@@ -23,7 +23,6 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
-
 # Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
 # (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
 # virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
