@@ -15,6 +15,7 @@ from vramplan.models.core.choices import (
     CUDA_CONTEXT_MIB,
     LOSSES,
     MASTER_WEIGHTS,
+    MEMORY_BOUNDS,
     METHODS,
     NCCL_MIB,
     OFFLOADS,
@@ -151,6 +152,9 @@ job_options = _stack(
                       "[default: the stack's]."),
     click.option("--capacity-fraction", type=REAL, default=0.9, show_default=True,
                  help="Plan to at most this fraction of GPU (and host) memory."),
+    click.option("--memory-bound", type=click.Choice(MEMORY_BOUNDS), default="estimate", show_default=True,
+                 help="What must fit under the limit: the estimate, or the top of its range (the stack's "
+                      "published runs: docs/fidelity.md#ranges)."),
     click.option("--cuda-context-mib", type=COUNT, default=CUDA_CONTEXT_MIB, show_default=True),
     click.option("--cublas-workspace-mib", type=COUNT, default=CUBLAS_WORKSPACE_MIB, show_default=True),
     click.option("--nccl-mib", type=COUNT, default=NCCL_MIB, show_default=True,

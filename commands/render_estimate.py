@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from vramplan.commands.output import Screen, csv_text, flatten
-from vramplan.commands.render_text import count, efficiency_note, fit_lines, memory_table, network_line, percent, render
+from vramplan.commands.render_text import (
+    count,
+    efficiency_note,
+    fit_lines,
+    memory_table,
+    network_line,
+    percent,
+    ranges_line,
+    render,
+    throughput_text,
+)
 from vramplan.models.core.results import EstimateResult
 
 
@@ -36,7 +46,7 @@ def layout_line(result: EstimateResult) -> str:
 def performance_lines(result: EstimateResult) -> list[str]:
     perf, cost = result.performance, result.cost
     return [
-        f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
+        f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
         f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
         + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
            if perf.model_parallel_time_s > 0 else "")
@@ -48,7 +58,8 @@ def performance_lines(result: EstimateResult) -> list[str]:
 
 def estimate_table(result: EstimateResult, screen: Screen) -> str:
     parts: list[Any] = [plan_line(result), "", memory_table(result.memory, screen)]
-    parts += fit_lines(result.memory) + performance_lines(result) + [f"warning: {w}" for w in result.warnings]
+    parts += fit_lines(result.memory) + performance_lines(result) + [ranges_line(result.memory, result.performance)]
+    parts += [f"warning: {w}" for w in result.warnings]
     note = efficiency_note(result.performance, result.plan.gpu)
     parts += [note] if note else []
     return render(parts, screen)

@@ -14,8 +14,10 @@ from vramplan.commands.render_text import (
     network_line,
     new_table,
     percent,
+    ranges_line,
     render,
     table_width,
+    throughput_text,
 )
 from vramplan.solver.query import SolvedPlan, SolveResult
 
@@ -112,9 +114,9 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
             network_line(best.cost),
             f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),
-            f"throughput {perf.tokens_per_s:,.0f} tokens/s, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
+            f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
-            f"= {cost.usd_total:,.0f} USD", *[f"warning: {w}" for w in best.warnings],
+            f"= {cost.usd_total:,.0f} USD", ranges_line(best.memory, perf), *[f"warning: {w}" for w in best.warnings],
             *_notes([efficiency_note(perf, best.plan.gpu)])]
 
 

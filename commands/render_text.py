@@ -101,8 +101,33 @@ def memory_table(memory: MemoryReport, screen: Screen, title: str = "Memory per 
         table.add_row(pillar.replace("_", " "), gib(value), share)
     table.add_section()
     table.add_row("total", gib(memory.total_bytes), "")
-    table.add_row(f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB)", gib(memory.limit_bytes), "")
+    table.add_row("measured peaks range", memory_range_text(memory), "")
+    table.add_row(limit_label(memory), gib(memory.limit_bytes), "")
     return table
+
+
+def memory_range_text(memory: MemoryReport) -> str:
+    """Where a run's measured peak may land around the estimate (GiB, low-high)."""
+    return f"{gib(memory.total_low_bytes)}-{gib(memory.total_high_bytes)}"
+
+
+def limit_label(memory: MemoryReport) -> str:
+    """The limit as the table names it; planned against the range's top, the factor it divides by."""
+    label = f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB"
+    if memory.memory_bound == "upper" and memory.total_bytes:
+        label += f" / {memory.total_high_bytes / memory.total_bytes:.2f}, the range's top"
+    return label + ")"
+
+
+def throughput_text(performance: PerformanceReport) -> str:
+    """Tokens/s with the range measured runs landed in around the prediction."""
+    return (f"{performance.tokens_per_s:,.0f} tokens/s (range {performance.tokens_per_s_low:,.0f}-"
+            f"{performance.tokens_per_s_high:,.0f})")
+
+
+def ranges_line(memory: MemoryReport, performance: PerformanceReport) -> str:
+    """What the ranges rest on (docs/fidelity.md#ranges)."""
+    return f"ranges: memory from {memory.range_basis}; throughput from {performance.range_basis}"
 
 
 def fit_lines(memory: MemoryReport) -> list[str]:

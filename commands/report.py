@@ -11,7 +11,16 @@ from collections.abc import Iterable
 from vramplan.commands import plot
 from vramplan.commands.literal import literal
 from vramplan.commands.render_solve import layout_text, objective_text, plan_summary
-from vramplan.commands.render_text import count, efficiency_note, gib, percent
+from vramplan.commands.render_text import (
+    count,
+    efficiency_note,
+    gib,
+    limit_label,
+    memory_range_text,
+    percent,
+    ranges_line,
+    throughput_text,
+)
 from vramplan.models.core.results import PILLARS, MemoryReport
 from vramplan.solver.query import SolvedPlan, SolveQuery, SolveResult
 
@@ -60,8 +69,8 @@ def _figure(svg: str, caption: str) -> str:
 
 def _memory_section(memory: MemoryReport, title: str, heading: str) -> str:
     rows = [(p.replace("_", " "), gib(getattr(memory, f"{p}_bytes"))) for p in PILLARS]
-    rows += [("total", gib(memory.total_bytes)),
-             (f"limit ({memory.capacity_fraction:.0%} of {gib(memory.capacity_bytes)} GiB)", gib(memory.limit_bytes))]
+    rows += [("total", gib(memory.total_bytes)), ("measured peaks range", memory_range_text(memory)),
+             (limit_label(memory), gib(memory.limit_bytes))]
     if memory.host_bytes:
         rows.append(("host RAM per node (offload)", gib(memory.host_bytes)))
     chart = _figure(plot.svg_text(plot.memory_figure(memory, title)), "Memory per GPU by pillar (GiB = 2^30 bytes)")
@@ -118,9 +127,10 @@ def report_html(result: SolveResult, query: SolveQuery | None = None) -> str:
                      f"<p>layout: <b>{escape(layout_text(best))}</b> = {best.plan.num_gpus} GPUs"
                      f"{escape(f', stack {query.job.stack}') if query is not None else ''}</p>"
                      f"<p>objective: <b>{escape(objective_text(result, best.objective_value))}</b>; "
-                     f"{best.performance.tokens_per_s:,.0f} tokens/s, MFU {percent(best.performance.mfu_fraction)}, "
+                     f"{escape(throughput_text(best.performance))}, MFU {percent(best.performance.mfu_fraction)}, "
                      f"{best.cost.hours:,.1f} hours, {best.cost.usd_per_hour:,.2f} USD/hour, "
                      f"{best.cost.usd_total:,.0f} USD</p>")
+        parts.append(f"<p class=meta>{escape(ranges_line(best.memory, best.performance))}</p>")
         note = efficiency_note(best.performance, best.plan.gpu)
         parts += [f"<p class=note>{escape(note)}</p>"] if note else []
         title = f"{model.name} on {best.plan.num_gpus} x {best.plan.gpu}, ZeRO-{best.plan.zero}"

@@ -6,7 +6,10 @@ here, in exact bytes.
 
 from __future__ import annotations
 
+import math
+
 from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.architecture.params import count_params
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
@@ -14,6 +17,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offerin
 from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
 from vramplan.models.core.clock import days_since, today
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.fidelity_ranges import memory_range, throughput_range
 from vramplan.models.core.results import (
     ActivationDetail,
     CostReport,
@@ -46,8 +50,9 @@ def model_info(arch: Architecture, job: Job) -> ModelInfo:
     )
 
 
-def memory_report(memory: MemoryBreakdown, capacity_fraction: float, num_stages: int = 1) -> MemoryReport:
+def memory_report(memory: MemoryBreakdown, job: Job, num_stages: int = 1) -> MemoryReport:
     acts, over = memory.activations, memory.overhead
+    spread = memory_range(job.stack)
     return MemoryReport(
         weights_bytes=memory.states.weights_bytes,
         gradients_bytes=memory.states.gradients_bytes,
@@ -55,8 +60,12 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float, num_stages:
         activations_bytes=acts.total_bytes,
         overhead_bytes=over.total_bytes,
         total_bytes=memory.total_bytes,
+        total_low_bytes=math.floor(memory.total_bytes * spread.low),
+        total_high_bytes=math.ceil(memory.total_bytes * spread.high),
+        range_basis=spread.basis,
+        memory_bound=job.memory_bound,
         capacity_bytes=memory.capacity_bytes,
-        capacity_fraction=capacity_fraction,
+        capacity_fraction=job.capacity_fraction,
         limit_bytes=memory.limit_bytes,
         fits=memory.fits,
         gpu_fits=memory.gpu_fits,
@@ -76,8 +85,12 @@ def memory_report(memory: MemoryBreakdown, capacity_fraction: float, num_stages:
 
 def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> PerformanceReport:
     efficiency = compute_efficiency(gpu.architecture)
+    spread = throughput_range(efficiency.calibrated)
     return PerformanceReport(
         tokens_per_s=perf.tokens_per_s,
+        tokens_per_s_low=perf.tokens_per_s * spread.low,
+        tokens_per_s_high=perf.tokens_per_s * spread.high,
+        range_basis=spread.basis,
         mfu_fraction=perf.mfu,
         hfu_fraction=perf.hfu,
         step_time_s=perf.step_time_s,
@@ -196,10 +209,11 @@ def estimate_plan(
         model=model_info(arch, job),
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
-        memory=memory_report(memory, job.capacity_fraction, plan.pp),
+        memory=memory_report(memory, job, plan.pp),
         performance=performance_summary,
         cost=cost_report,
-        warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing),
+        warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
+        + [note for note in (quantization_note(arch, job),) if note],
     )
 
 

@@ -59,7 +59,8 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     # Filled on use (SearchSpace.activation_mib): a space reads a few of the keys its domains allow.
     space.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), dict)
     permille = space.job.capacity_per_mille
-    space.limit_mib = [g.memory_usable_mib * permille // 1000 for g in space.gpus]
+    gpu_permille = space.job.gpu_capacity_per_mille
+    space.limit_mib = [g.memory_usable_mib * gpu_permille // 1000 for g in space.gpus]
     for cluster in space.clusters:
         host_mib = int(cluster.offering.host_memory_gib * 1024)
         on_node = min(cluster.num_gpus, cluster.offering.num_gpus)

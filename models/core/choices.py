@@ -27,6 +27,8 @@ Selective = Literal["attention", "op"]
 # number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
 PartialRecompute = Literal["none", "any", "every-nth"]
 QloraPrep = Literal["16bit", "peft"]
+# What GPU memory is planned against: the estimate, or the top of its range (models/core/fidelity_ranges.py).
+MemoryBound = Literal["estimate", "upper"]
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
 PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp32", "fp8")
@@ -38,6 +40,7 @@ STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torch
 MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
 LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")
+MEMORY_BOUNDS: tuple[MemoryBound, ...] = ("estimate", "upper")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).

@@ -55,6 +55,12 @@ class MemoryReport(_Result):
     activations_bytes: int
     overhead_bytes: int
     total_bytes: int
+    # Where the measured peak of such a run may land: total x the stack's range of measured /
+    # predicted on published runs (models/core/fidelity_ranges.py), and what that range rests on.
+    total_low_bytes: int
+    total_high_bytes: int
+    range_basis: str
+    memory_bound: Literal["estimate", "upper"] = "estimate"  # what had to fit under limit_bytes
     capacity_bytes: int
     capacity_fraction: float
     limit_bytes: int
@@ -75,6 +81,10 @@ class MemoryReport(_Result):
 
 class PerformanceReport(_Result):
     tokens_per_s: float
+    # The range of measured tokens/s around it (calibrated GPU or not: models/core/fidelity_ranges.py).
+    tokens_per_s_low: float
+    tokens_per_s_high: float
+    range_basis: str
     mfu_fraction: float  # model FLOPs utilisation, 0..1 (tables show it in percent)
     hfu_fraction: float  # hardware FLOPs utilisation (recompute included), 0..1
     step_time_s: float

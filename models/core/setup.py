@@ -6,6 +6,7 @@ Both are validated pydantic models, so an impossible value never reaches a formu
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,6 +20,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     MAX_GLOBAL_BATCH,
     MAX_GPUS,
     MAX_PLAN_GPUS,
+    MEMORY_BOUNDS,
     METHODS,
     NCCL_MIB,
     OFFLOADS,
@@ -34,6 +36,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     Kernels,
     Loss,
     MasterWeights,
+    MemoryBound,
     Method,
     Offload,
     Optimizer,
@@ -46,6 +49,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     ZeroStage,
 )
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.fidelity_ranges import memory_range
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
 
@@ -84,6 +88,9 @@ class Job(_Frozen):
     # At least 5%: the bound works in per-mille of the GPU's memory, and a fraction that rounds to 0
     # per-mille made every plan's limit 0 bytes (an answer of "nothing fits" for a typo).
     capacity_fraction: Real = Field(default=0.9, ge=0.05, le=1)
+    # upper: plan so that the top of the estimate's range (models/core/fidelity_ranges.py, the
+    # stack's published runs) fits under the limit, not the estimate itself.
+    memory_bound: MemoryBound = "estimate"
     reserve: RuntimeReserve = RuntimeReserve()
     # Training-stack recipe choices; the defaults are the hf stack's preset (catalogues/stacks.csv).
     stack: Stack = Field(default="hf", description="the training stack whose preset filled the unset options")
@@ -106,8 +113,16 @@ class Job(_Frozen):
 
     @property
     def capacity_per_mille(self) -> int:
-        """The capacity fraction as an integer per-mille, the form the integer bound uses."""
+        """The capacity fraction as an integer per-mille, the form the integer bound uses (host RAM's)."""
         return round(self.capacity_fraction * 1000)
+
+    @property
+    def gpu_capacity_per_mille(self) -> int:
+        """GPU memory's bound in per-mille: the capacity fraction, or with memory_bound=upper that
+        fraction over the top of the stack's range (rounded down: the plan's total x high fits)."""
+        if self.memory_bound == "estimate":
+            return self.capacity_per_mille
+        return math.floor(self.capacity_fraction * 1000 / memory_range(self.stack).high)
 
 
 def offload_refusal(zero: int, offload: str) -> str | None:

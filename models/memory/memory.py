@@ -22,7 +22,8 @@ class MemoryBreakdown:
     activations: Activations
     overhead: Overhead
     capacity_bytes: int
-    capacity_per_mille: int
+    capacity_per_mille: int  # host RAM's bound (the capacity fraction)
+    gpu_per_mille: int  # GPU memory's (Job.gpu_capacity_per_mille: the fraction, or over the range's top)
     host_bytes: int  # per instance (node): offloaded model states and activations
     host_capacity_bytes: int | None
     stage: int = 0  # the pipeline rank this breakdown is for: the most loaded one
@@ -43,11 +44,11 @@ class MemoryBreakdown:
 
     @property
     def limit_bytes(self) -> int:
-        return self.capacity_bytes * self.capacity_per_mille // 1000
+        return self.capacity_bytes * self.gpu_per_mille // 1000
 
     @property
     def gpu_fits(self) -> bool:
-        return self.total_bytes * 1000 <= self.capacity_bytes * self.capacity_per_mille
+        return self.total_bytes * 1000 <= self.capacity_bytes * self.gpu_per_mille
 
     @property
     def host_limit_bytes(self) -> int | None:
@@ -119,6 +120,7 @@ def stage_memory(
         overhead=overhead(arch, job, plan),
         capacity_bytes=gpu.memory_usable_bytes,
         capacity_per_mille=job.capacity_per_mille,
+        gpu_per_mille=job.gpu_capacity_per_mille,
         host_bytes=host_bytes,
         host_capacity_bytes=host_capacity,
         stage=stage,
