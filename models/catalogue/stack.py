@@ -2,7 +2,8 @@
 
 A stack preset gives the default of every recipe option (master weights, loss, recompute and what
 `selective` means, optimizer, optimizer-in-backward, activation offload, kernels, accounting,
-attention, QLoRA preparation, fragmentation reserve) as that stack runs by default; each row cites
+attention, QLoRA preparation, fragmentation reserve) as that stack runs by default, and one fact
+that is not an option: the kernel it runs MoE experts with (`moe_kernel`); each row cites
 the stack's source in its `source` column (catalogues/README.md documents the columns). An option
 the user gives explicitly always wins over the preset. The default stack is `hf`.
 """
@@ -10,7 +11,7 @@ the user gives explicitly always wins over the preset. The default stack is `hf`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -33,6 +34,10 @@ from vramplan.models.core.setup import (
 
 DEFAULT_STACK: Stack = "hf"
 
+# How a stack runs a MoE layer's routed experts (models/time/moe_gemm.py): one grouped GEMM per
+# expert matrix over all local experts, or a Python loop launching each expert's GEMMs on its own.
+MoeKernel = Literal["loop", "grouped"]
+
 
 class StackPreset(_Row):
     """One training stack's defaults (one row of catalogues/stacks.csv)."""
@@ -52,6 +57,7 @@ class StackPreset(_Row):
     attention: Attention
     qlora_prep: QloraPrep
     fragmentation_fraction: float = Field(ge=0, le=4)
+    moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
     description: str
     source: str
 

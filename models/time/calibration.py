@@ -21,8 +21,33 @@ selective) leave 0.604 and 0.655 of dense peak for the matmuls once the bubble (
 the forward's TP collectives (the backward's overlap the backward GEMMs) and the p2p traffic are
 taken out; their mean is 0.63 (0.65 while every TP collective was charged; the earlier 0.549 was
 their raw HFU, which already contained the bubble). tests/models/time/test_parallel_calibration.py reproduces
-both runs. Generations with no published calibration point reuse the nearest calibrated one and
-say so (`calibrated=False`). tests/models/time/test_performance.py reproduces every row.
+both runs. tests/models/time/test_performance.py reproduces every row.
+
+Blackwell is fitted against Hopper on pairs of runs NVIDIA published from one release of one stack
+(Megatron-Bridge docs/performance-summary-archive.md, "25.11 NeMo Container", FP8 current scaling,
+seq 8192; settings from scripts/performance/configs/llama/*_workload_base_configs.py at 97ad8cc6f):
+
+| model       | Hopper run (tokens/s/GPU)                            | Blackwell run (tokens/s/GPU)                        |
+|-------------|------------------------------------------------------|-----------------------------------------------------|
+| Llama 3 8B  | 8 H100, DDP, mb 1 x 16, 5 layers recomputed: 14,451  | 8 B200, DDP, mb 2 x 8: 30,624; 8 GB200: 31,508      |
+| Llama 3.1 405B | 1024 H100, TP8 PP8 CP2 VP8, batch 512: 292         | 128 B200, TP4 PP8 CP2 VP8, batch 64: 661            |
+
+vramplan's fp8 model (FP8_LINEAR_SPEEDUP, fitted to torchao) predicts both Hopper runs 0.69x and
+0.76x of what Megatron's Transformer Engine fp8 (with CUDA graphs, userbuffer TP overlap)
+reaches, so a Blackwell run is fitted to the same relative error as its Hopper pair: the
+efficiency at which vramplan predicts the B200 / GB200 run that fraction of its measurement,
+0.431 (B200 8B), 0.402 (GB200 8B), 0.486 (B200 405B): mean 0.44
+(tests/models/time/test_generation_calibration.py reproduces the fit). Fitted to the fp8 runs
+alone (ignoring that Hopper's are under-predicted too) Blackwell would read 0.58-0.66. A B200 run
+under a power cap (torchao's mx_formats README: Llama 3 8B, 8 power-limited B200, bf16, FSDP2,
+per-op SAC: 8,307.5 tokens/s/GPU) is 1.8x below the prediction and calibrates nothing: the cap is
+not stated.
+
+Generations with no published calibration point reuse a calibrated one and say so
+(`calibrated=False`, `borrowed_from`): CDNA3 (MI300X / MI325X) has no published training run with
+every setting stated in text (AMD publishes its Megatron / torchtitan / MaxText throughput as
+charts; MLPerf publishes time-to-train, not throughput; SemiAnalysis' MI300X figures in
+ROCm/TransformerEngine#79 are marked preliminary), so it still borrows Hopper's value.
 """
 
 from __future__ import annotations
@@ -44,15 +69,30 @@ _KORTHIKANTI = (
 )
 _LLM_FOUNDRY = "llm-foundry benchmarking README (061f2c7): MPT-7B/13B/30B/70B HFU 46.44/39.79/50.82/56.76% on H100"
 
-COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
+_MEGATRON_BRIDGE = (
+    "Megatron-Bridge performance summary, 25.11 NeMo container, FP8-CS, fitted against the paired H100 runs: "
+    "Llama 3 8B on 8 B200 30,624 / 8 GB200 31,508 vs 8 H100 14,451 tokens/s/GPU; Llama 3.1 405B on 128 B200 661 vs "
+    "1024 H100 292 (paired efficiencies 0.431 / 0.402 / 0.486)"
+)
+
+_CALIBRATED: dict[str, Efficiency] = {
     "ampere": Efficiency(0.63, True, _KORTHIKANTI),
     "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
-    "volta": Efficiency(0.549, False, "no published point; Ampere's value", "ampere"),
-    "ada": Efficiency(0.4845, False, "no published point; Hopper's value (same fp8 tensor-core generation)", "hopper"),
-    "blackwell": Efficiency(0.4845, False, "no published point; Hopper's value", "hopper"),
-    "cdna3": Efficiency(0.4845, False, "no published point; Hopper's value", "hopper"),
-    "cdna4": Efficiency(0.4845, False, "no published point; Hopper's value", "hopper"),
-    "turing": Efficiency(0.549, False, "no published point; Ampere's value", "ampere"),
+    "blackwell": Efficiency(0.44, True, _MEGATRON_BRIDGE),
+}
+
+
+def _borrowed(generation: str, reason: str) -> Efficiency:
+    return Efficiency(_CALIBRATED[generation].value, False, f"{reason}; {generation.capitalize()}'s value", generation)
+
+
+COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
+    **_CALIBRATED,
+    "volta": _borrowed("ampere", "no published point"),
+    "turing": _borrowed("ampere", "no published point"),
+    "ada": _borrowed("hopper", "no published point (same fp8 tensor-core generation as Hopper)"),
+    "cdna3": _borrowed("hopper", "no published run with every setting stated (AMD publishes charts, MLPerf time-to-train)"),
+    "cdna4": _borrowed("hopper", "no published point"),
 }
 
 # FP8 training (Transformer Engine, torchao float8): only the decoder's linear GEMMs run in fp8;
@@ -65,6 +105,25 @@ COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
 # 1 / (0.754 / g + 0.246) = 1.28 gives g = 1.41. The datasheet says 2.0x; the difference is the casts.
 FP8_LINEAR_SPEEDUP = Efficiency(1.41, True, "torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1, 3 "
                                             "(Llama 3.1 8B, Float8 1.28x tokens/s over bf16)")
+
+# Expert GEMMs (models/time/moe_gemm.py): fitted to DeepGEMM's FP8 GEMM table on H800
+# (deepseek-ai/DeepGEMM README at a6d97a1, 2025-02-25: 18 dense shapes, M = 64 / 128 / 4096, and
+# 10 grouped ones, 256-8192 tokens per group, N x K of DeepSeek-V3) by least squares in log space
+# (tests/models/time/test_moe_kernels.py reproduces it: rms log error 0.118, 24 of 28 within 15%; the
+# misses are the three N = 2112 shapes, where too few output tiles fill the SMs, and 128 x 7168 x
+# 16384): operands at 1 byte, fitted values 0.71, 650 and 0.70: the plateau rate at large shapes,
+# the reduction length over which a tile's fixed cost halves the rate, and the fraction of HBM
+# bandwidth at which a GEMM streams its operands (time = quadrature of compute and memory).
+_DEEPGEMM = "DeepGEMM README (a6d97a1) FP8 GEMM table, H800: 28 shapes fitted, rms log error 0.118"
+GEMM_PLATEAU = Efficiency(0.71, True, _DEEPGEMM)
+GEMM_K_HALF = Efficiency(650.0, True, _DEEPGEMM)
+GEMM_HBM_EFFICIENCY = Efficiency(0.70, True, _DEEPGEMM)
+
+# A loop over experts (litgpt LLaMAMoE, transformers < 5 `for expert_idx in expert_hit`) launches per
+# expert and micro-batch about 9 kernels forward (a nonzero that syncs the host, the gather, gate,
+# up, activation, down, the routing-weight multiply, index_add_) and 18 backward; at ~4 us of CUDA
+# launch latency each that is 0.1 ms the GPU waits. No published end-to-end run isolates it.
+LOOP_EXPERT_OVERHEAD_S = Efficiency(1.0e-4, False, "27 kernel launches per expert and micro-batch at ~4 us each; not fitted")
 
 # Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):
 # nccl-tests all_reduce_perf on NVLink and InfiniBand systems typically reaches about 80% of the

@@ -29,6 +29,7 @@ class FlopsPerToken:
     hardware: int  # plus the recomputed forward work, what the GPU really executes
     forward: int = 0  # the forward pass alone (once): what forward-phase traffic can hide behind
     linear: int = 0  # the decoder's linear GEMMs of `hardware` (recompute included): what fp8 runs in fp8
+    expert: int = 0  # the routed experts' GEMMs of `linear` (models/time/moe_gemm.py times their shape)
 
     @property
     def forward_share(self) -> float:
@@ -44,6 +45,12 @@ def _active_matmul_weights(arch: Architecture) -> int:
             used = arch.experts_per_token if module.copies_per_layer > 1 else 1
             total += group.count * used * module.in_features * module.out_features
     return total
+
+
+def _routed_expert_weights(arch: Architecture) -> int:
+    """Routed-expert matmul weights a token passes through, all decoder layers (0 for a dense model)."""
+    return sum(group.count * arch.experts_per_token * module.in_features * module.out_features
+               for group in layer_groups(arch) for module in group.modules if module.copies_per_layer > 1)
 
 
 def _attention_span(arch: Architecture, seq_len: int, local: bool) -> int:
@@ -80,8 +87,10 @@ def training_flops_per_token(
         extra = extra_linear = layers // 2
     else:
         extra = extra_linear = 0
+    experts = 2 * _routed_expert_weights(arch)  # forward FLOPs; recompute re-runs them in extra_linear's share
+    expert = passes * experts + (extra_linear * experts // layers if layers else 0)
     return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits,
-                         linear=passes * layers + extra_linear)
+                         linear=passes * layers + extra_linear, expert=expert)
 
 
 def plan_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> FlopsPerToken:

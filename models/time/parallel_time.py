@@ -24,7 +24,12 @@ buffer per rank per pass (all-reduce two passes).
   attention blocks of the ring; only what exceeds the attention compute is exposed.
 - EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
   all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
-  rank; not overlapped.
+  rank; not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
+  them; neither is a vramplan stack's default). The peers of an EP group inside the rank's
+  instance are reached over NVLink and the others over the network, at once: the slower share
+  sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
+  add to the expert GEMMs (models/time/moe_gemm.py): few tokens per expert (small ep) and narrow
+  expert slices (expert TP = tp) slow them, with or without EP.
 """
 
 from __future__ import annotations
@@ -32,14 +37,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vramplan.models.architecture.parallel import kv_heads_per_rank
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction
-from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, FP8_LINEAR_SPEEDUP, compute_efficiency
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
+from vramplan.models.time.moe_gemm import (
+    ExpertShape,
+    expert_invocations,
+    expert_shape,
+    expert_slowdown,
+    loop_overhead_s,
+    moe_layers,
+)
+from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
+
+_TERA = 10**12
 
 
 @dataclass(frozen=True)
@@ -48,7 +66,7 @@ class ParallelTime:
     pp_bubble_s: float
     pp_p2p_s: float
     cp_exposed_s: float
-    ep_s: float
+    ep_s: float  # the all-to-all and the expert GEMMs' shape and kernel (ep_time_s)
 
     @property
     def total_s(self) -> float:
@@ -78,7 +96,7 @@ class ParallelTraffic:
     cp_bytes: float  # the K/V ring
     attention_flops: int  # forward FLOPs per token: attention (CP's window) ...
     forward_flops: int  # ... of the whole forward (layers + attention + logits)
-    ep_bytes: float  # the all-to-alls
+    ep: EpTraffic  # the all-to-alls and the expert GEMMs
 
 
 def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
@@ -166,26 +184,76 @@ def cp_exposed_s(
     return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_forward_flops(arch, job))
 
 
-def _ep_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
-    if plan.ep == 1:
+@dataclass(frozen=True)
+class EpTraffic:
+    """What routing tokens to experts costs one GPU per step, GPU-independent: the all-to-all
+    bytes, and the expert GEMMs (their FLOPs, shape, number of expert calls and the stack's kernel)."""
+
+    routed_bytes: float  # dispatch + combine, forward + backward, before the share that leaves the rank
+    expert_flops: float  # expert GEMM FLOPs of the GPU's step (hardware, recompute included)
+    shape: ExpertShape | None  # None: a dense model
+    calls: float  # local expert calls per step, one sequence per micro-batch
+    kernel: MoeKernel
+    precision: Precision
+
+
+def moe_kernel(job: Job) -> MoeKernel:
+    """The MoE kernel the job's stack runs (catalogues/stacks.csv `moe_kernel`)."""
+    return load_stacks()[job.stack].moe_kernel
+
+
+def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
+    sequences = plan.micro_batch * plan.grad_accum  # a replica's, what the solver's replica plan keeps
+    layout = plan.layout
+    routed = 0.0
+    if plan.ep > 1:
+        e = activation_bytes(plan.precision)
+        per_layer: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
+        if plan.sequence_parallel and plan.tp > 1:
+            per_layer /= plan.tp
+        routed = 4 * per_layer * moe_layers(arch) / plan.pp * plan.grad_accum  # dispatch + combine, fwd + bwd
+    tokens_per_gpu = sequences * job.seq_len / (plan.tp * plan.pp * plan.cp)
+    flops = plan_flops_per_token(arch, job, plan).expert * tokens_per_gpu if arch.is_moe else 0.0
+    shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
+    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision)
+
+
+def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
+    """EP ranks of a group inside one instance: they are tp x cp ranks apart (Megatron's order)."""
+    return max(1, min(layout.ep, gpus_per_instance // (layout.tp * layout.cp)))
+
+
+def all_to_all_seconds(routed_bytes: float, layout: Layout, gpu: GpuSpec, gpus_per_instance: int,
+                        network_gb_per_s: float) -> float:
+    if layout.ep == 1:
         return 0.0
-    e = activation_bytes(plan.precision)
-    routed: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
-    if plan.sequence_parallel and plan.tp > 1:
-        routed /= plan.tp
-    per_layer = 4 * routed * (plan.ep - 1) / plan.ep  # dispatch + combine, forward + backward
-    return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
+    inside = _ep_members_inside(layout, gpus_per_instance)
+    nvlink = _seconds(routed_bytes * (inside - 1) / layout.ep, gpu.intra_node_bandwidth_gb_per_s)
+    if inside == layout.ep:
+        return nvlink
+    return max(nvlink, _seconds(routed_bytes * (layout.ep - inside) / layout.ep, network_gb_per_s))
 
 
-def _ep_link(tp: int, cp: int, ep: int, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    return network_gb_per_s if tp * cp * ep > gpus_per_instance else gpu.intra_node_bandwidth_gb_per_s
+def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
+    """What the expert GEMMs take beyond the compute time's dense-shaped FLOPs (models/time/moe_gemm.py)."""
+    if ep.shape is None:
+        return 0.0
+    work = ep.expert_flops / FP8_LINEAR_SPEEDUP.value if ep.precision == "fp8" else ep.expert_flops
+    dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * compute_efficiency(gpu.architecture).value)
+    slowdown = expert_slowdown(ep.shape, peak_tflops(gpu, ep.precision), gpu.hbm_bandwidth_gb_per_s)
+    return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
+
+
+def _ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s)
+            + _expert_gemm_seconds(ep, gpu))
 
 
 def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    if plan.ep == 1:
+    """The all-to-alls (not overlapped) and the expert GEMMs' shape and kernel; 0 for a dense model."""
+    if not arch.is_moe:
         return 0.0
-    link = _ep_link(plan.tp, plan.cp, plan.ep, gpu, gpus_per_instance, network_gb_per_s)
-    return _seconds(_ep_bytes(arch, job, plan), link)
+    return _ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)
 
 
 def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
@@ -194,7 +262,7 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffi
     share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
     attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
     return ParallelTraffic(plan.layout, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
-                           _cp_bytes(arch, job, plan), attention, forward, _ep_bytes(arch, job, plan))
+                           _cp_bytes(arch, job, plan), attention, forward, ep_traffic(arch, job, plan))
 
 
 def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
@@ -207,7 +275,7 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
     pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if layout.pp > 1 else 0.0
     cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
                      t.attention_flops, t.forward_flops) if layout.cp > 1 else 0.0
-    ep = _seconds(t.ep_bytes, _ep_link(layout.tp, layout.cp, layout.ep, gpu, gpus_per_instance, network_gb_per_s)) if layout.ep > 1 else 0.0
+    ep = _ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s) if t.ep.shape is not None else 0.0
     return tp + pp + cp + ep
 
 

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from vramplan.models.architecture.parallel import stage_layers
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
-from vramplan.models.core.errors import VramplanError
-from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.activations import offload_transfer_bytes
 from vramplan.models.memory.parallel_states import rank_params, rank_trainable_params
@@ -46,6 +45,7 @@ from vramplan.models.time.calibration import (
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import parallel_time
+from vramplan.models.time.rates import peak_tflops, rate_precision
 
 _TERA = 10**12
 
@@ -60,7 +60,7 @@ class Performance:
     communication_time_s: float
     exposed_communication_s: float
     optimizer_time_s: float
-    model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP, models/time/parallel_time.py
+    model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP (all-to-all, expert GEMM kernel and shape): parallel_time.py
     pipeline_bubble_s: float
     offload_exposed_s: float  # activation-offload transfer the compute does not hide (offload_exposed_s)
     step_time_s: float
@@ -68,20 +68,6 @@ class Performance:
     tokens_per_s: float
     mfu: float
     hfu: float
-
-
-def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
-    """Dense peak of the precision's matmuls; an unsupported precision is an error."""
-    peak = {
-        "bf16": gpu.bf16_dense_tflops,
-        "fp16": gpu.fp16_dense_tflops,
-        "fp32": gpu.fp32_dense_tflops,
-        "fp8": gpu.fp8_dense_tflops if gpu.fp8_supported else 0.0,
-    }[precision]
-    if peak <= 0:
-        hint = "use bf16 or fp16" if precision == "fp8" else "use fp16"
-        raise VramplanError("precision", precision, f"not supported by GPU {gpu.name}; {hint}")
-    return peak
 
 
 @dataclass(frozen=True)
@@ -191,13 +177,6 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
         work = flops.hardware - flops.linear * (1 - 1 / FP8_LINEAR_SPEEDUP.value)
     return tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
-
-
-def rate_precision(precision: Precision) -> Precision:
-    """The precision whose dense peak times the compute and is MFU's denominator: fp8 training
-    runs its other work in bf16 and its linears at FP8_LINEAR_SPEEDUP of bf16, so its MFU is
-    against the bf16 peak (as torchtitan's benchmarks and Megatron report fp8 runs)."""
-    return "bf16" if precision == "fp8" else precision
 
 
 def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,
