@@ -3,9 +3,11 @@ commands/batch.py declares the options and imports this module only when the com
 that `batch --help` loads no pydantic, solver or sheet machinery.
 
 Flow: read the jobs and check the header (a misspelt column stops everything, exit 2; a column of the
-user's own is copied to the output unless --strict-columns); on
---resume take the rows already answered from the journal and the existing output; solve the
-rest (batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
+user's own is copied to the output unless --strict-columns; a row the sheet does not give whole is
+that row's error); on --resume take the rows already answered from the journal and the existing
+output (a journal that is not whole and this vramplan's format is refused, exit 2; one written
+with other catalogues is started afresh and every row solved again); solve the rest
+(batch/run.py), appending each completed row to the journal `<output>.partial.jsonl` as it
 arrives; at the end write the output in input order atomically and delete the journal.
 Ctrl-C (or SIGTERM) stops the workers, writes the output with every finished row (unfinished rows
 have an empty status and say so in `error`), keeps the journal for --resume, and exits 130.
@@ -32,8 +34,10 @@ from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
 from vramplan.commands.options import catalogue_files, open_catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.sheets.journal import (
+    CATALOGUE_HASHES,
     Journal,
     NoJournal,
+    catalogue_hashes,
     journal_path,
     parse_outcome,
     read_journal,
@@ -42,7 +46,7 @@ from vramplan.sheets.journal import (
     typed_answer,
 )
 from vramplan.sheets.output_file import OutputTarget, lock_output, output_target, refuse_inputs
-from vramplan.sheets.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns
+from vramplan.sheets.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns, error_row
 from vramplan.sheets.sheet_files import format_of, read_table, require_extra, write_table
 
 SOLVED = ("optimal", "feasible")
@@ -68,9 +72,11 @@ def answer_header(input_columns: list[str]) -> list[str]:
 
 
 def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
-    """Rows of an earlier output whose input cells equal an input row's (the answer is a pure function)."""
+    """Rows of an earlier output whose input cells equal an input row's (the answer is a pure
+    function). The output is evidence only: one that cannot be read is one warning line."""
+    unread: dict[int, VramplanError] = {}
     try:
-        header, rows = read_table(output, fmt)
+        header, rows = read_table(output, fmt, row_errors=unread)
     except (VramplanError, OSError, ValueError) as error:
         click.echo(f"warning: cannot read {output} ({error}); not reusing its rows", err=True)
         return {}
@@ -78,22 +84,34 @@ def _answers_from_output(output: Path, fmt: str, columns: list[str], keys: list[
         click.echo(f"warning: {output} has other columns than this batch's output; not reusing its rows", err=True)
         return {}
     by_key: dict[str, dict[str, Any]] = {}
-    for row in rows:
+    for at, row in enumerate(rows):
         answer = typed_answer(dict(zip(ANSWER_COLUMNS, row[len(columns):])))
-        if answer is not None and answer["status"] in ANSWERED_STATUSES:
+        if at not in unread and answer is not None and answer["status"] in ANSWERED_STATUSES:
             cells = row[: len(columns)]
             by_key[row_key(cells, parse_outcome(_job_cells(columns, cells)))] = answer
     return {i: by_key[key] for i, key in enumerate(keys) if key in by_key}
 
 
-def _resumed_answers(output: Path, fmt: str, columns: list[str], keys: list[str]) -> dict[int, dict[str, Any]]:
-    header, entries = read_journal(journal_path(output))
+def _resumed_answers(output: Path, fmt: str, columns: list[str], keys: list[str], catalogues: dict[str, str],
+                     quiet: bool) -> dict[int, dict[str, Any]] | None:
+    """The answers --resume keeps from the journal and the earlier output; None when the journal
+    was written with other catalogues (every row is solved again, and the journal started afresh).
+    A journal that is not whole and this vramplan's raises JournalError (sheets/journal.py)."""
+    path = journal_path(output)
+    header, entries = read_journal(path)
+    if header is not None and header[CATALOGUE_HASHES] != catalogues:
+        if not quiet:
+            changed = sorted(name for name in {*header[CATALOGUE_HASHES], *catalogues}
+                             if header[CATALOGUE_HASHES].get(name) != catalogues.get(name))
+            click.echo(f"note: the catalogues ({', '.join(changed)}) changed since {path} was written; "
+                       "every row is solved again", err=True)
+        return None
     answers: dict[int, dict[str, Any]] = {}
-    if output.exists() and (header is None or header.get("trust_output")):
+    if output.exists() and (header is None or header["trust_output"]):
         answers.update(_answers_from_output(output, fmt, columns, keys))
     for entry in entries:
         row, answer = entry["row"], entry["answer"]
-        if isinstance(row, int) and 0 <= row < len(keys) and entry["key"] == keys[row] and isinstance(answer, dict):
+        if row < len(keys) and entry["key"] == keys[row]:
             answers[row] = {column: answer.get(column) for column in ANSWER_COLUMNS}
     return answers
 
@@ -149,16 +167,17 @@ def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:
     return {name: cell for name, cell in zip(columns, cells) if name in INPUT_COLUMNS}
 
 
-def _row_keys(columns: list[str], table: list[list[Any]], catalogue: Any, models_dir: Path) -> list[str]:
-    """The resume key of each row: its cells, what they parse to (sheets/journal.py) and the
-    content of the config.json its model cell names, so that --resume solves a row again when the
-    file changed under the same name (before, it kept the old answer: 138.7 USD where a fresh
-    run says 276.66)."""
+def _row_keys(columns: list[str], table: list[list[Any]], unread: dict[int, VramplanError], catalogue: Any,
+              models_dir: Path) -> list[str]:
+    """The resume key of each row: its cells, what they parse to (sheets/journal.py; a row the
+    sheet did not give whole, its read error) and the content of the config.json its model cell
+    names, so that --resume solves a row again when the file changed under the same name (before,
+    it kept the old answer: 138.7 USD where a fresh run says 276.66)."""
     at = columns.index("model") if "model" in columns else None
     names = {name.lower() for name in catalogue.architectures}
     keys = []
-    for cells in table:
-        outcome = parse_outcome(_job_cells(columns, cells))
+    for i, cells in enumerate(table):
+        outcome = f"error: {unread[i]}" if i in unread else parse_outcome(_job_cells(columns, cells))
         cell = cells[at] if at is not None and at < len(cells) else None
         keys.append(row_key(cells, outcome + _config_fingerprint(cell, names, models_dir)))
     return keys
@@ -184,10 +203,13 @@ def _config_fingerprint(cell: Any, catalogue_names: set[str], models_dir: Path) 
         return ""
 
 
-def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """The jobs sheet and its header, checked; one warning line per oddity (unless -q)."""
+def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]], dict[int, VramplanError]]:
+    """The jobs sheet and its header, checked, and the rows it did not give whole (a formula with
+    no saved value, a CSV line with a field missing or one too many: each that row's error); one
+    warning line per oddity (unless -q)."""
     warnings: list[str] = []
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings)
+    unread: dict[int, VramplanError] = {}
+    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings, row_errors=unread)
     extra = check_columns(columns, strict=options["strict_columns"])
     if extra:
         names = ", ".join(repr(name) for name in extra)
@@ -197,7 +219,7 @@ def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     if not options["quiet"]:
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-    return columns, table
+    return columns, table, unread
 
 
 def _workers(options: dict[str, Any]) -> int | None:
@@ -241,21 +263,38 @@ def _config_files_read(columns: list[str], table: list[list[Any]], catalogue: An
     return [("model config", path) for path in found]
 
 
+def _open_journal(options: dict[str, Any], journal_file: Path | None, catalogues: dict[str, str],
+                  stale: bool) -> Journal | NoJournal:
+    """This run's journal: a new one, or on --resume the one it resumes. A stale one, written with
+    other catalogues, is replaced by a new one that keeps none of its rows and does not trust the
+    earlier output either (its rows were solved with those catalogues too)."""
+    if journal_file is None:
+        return NoJournal()
+    if stale:
+        journal_file.unlink(missing_ok=True)
+    return Journal(journal_file, fresh=not options["resume"] or stale, trust_output=options["resume"] and not stale,
+                   catalogues=catalogues)
+
+
 def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, journal_file: Path | None,
-                   columns: list[str], table: list[list[Any]], catalogue: Any, started: float) -> None:
+                   sheet: tuple[list[str], list[list[Any]], dict[int, VramplanError]], catalogue: Any,
+                   started: float) -> None:
     from vramplan.batch.run import BatchError, BatchOptions, run_batch  # loads ortools: not for --help
 
+    columns, table, unread = sheet
     output = target.real
-    keys = _row_keys(columns, table, catalogue, models_dir_of(options))
-    answers = _resumed_answers(output, fmt, columns, keys) if options["resume"] else {}
-    journal = (Journal(journal_file, fresh=not options["resume"], trust_output=bool(options["resume"]))
-               if journal_file is not None else NoJournal())
+    keys = _row_keys(columns, table, unread, catalogue, models_dir_of(options))
+    catalogues = catalogue_hashes(catalogue)
+    resumed = _resumed_answers(output, fmt, columns, keys, catalogues, options["quiet"]) if options["resume"] else {}
+    journal = _open_journal(options, journal_file, catalogues, stale=resumed is None)
+    answers = {i: answer for i, answer in (resumed or {}).items() if i not in unread}
     reused = len(answers)
+    answers.update((i, error_row(str(problem))) for i, problem in unread.items())  # the sheet's own errors
     todo = [(i, _job_cells(columns, cells)) for i, cells in enumerate(table) if i not in answers]
     batch_options = BatchOptions(backend=options["backend"], workers=_workers(options), address=options["address"],
                                  chunk_size=options["chunk_size"], models_dir=models_dir_of(options))
     stop = threading.Event()
-    show = not options["quiet"] and sys.stderr.isatty()
+    show = not options["quiet"] and sys.stderr is not None and sys.stderr.isatty()
     try:
         with _stop_on_signals(stop), _progress_bar(len(table), show) as progress:
             progress(reused, len(table))
@@ -264,7 +303,7 @@ def _run_and_write(options: dict[str, Any], target: OutputTarget, fmt: str, jour
                 answers[i] = answer
                 journal.append(i, keys[i], answer)
     except BatchError as error:
-        finished = len(answers) - reused
+        finished = len(answers) - reused - len(unread)
         kept = f"; the {finished} rows finished are kept in {journal.path}: run again with --resume" if finished else ""
         if not finished and not options["resume"]:
             journal.remove()  # this run's own journal, with nothing in it (an unreachable cluster): no --resume asked next
@@ -310,10 +349,10 @@ def run_batch_command(options: dict[str, Any]) -> None:
         raise VramplanError("output", str(target.given), f"has the journal of an unfinished run beside it "
                                                          f"({str(journal_file)!r}): add --resume to finish that run, "
                                                          "or move the journal away to start afresh")
-    columns, table = _read_jobs(options)
+    columns, table, unread = _read_jobs(options)
     catalogue = open_catalogue(options)
     refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
     with lock_output(target):
-        _run_and_write(options, target, fmt, journal_file, columns, table, catalogue, started)
+        _run_and_write(options, target, fmt, journal_file, (columns, table, unread), catalogue, started)
 
 

@@ -120,16 +120,19 @@ def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
 
 
 def read_jobs(path: Path, fmt: str) -> JobRows:
-    header, rows = read_table(path, fmt)
+    unread: dict[int, VramplanError] = {}  # rows the sheet does not give whole: their own errors
+    header, rows = read_table(path, fmt, row_errors=unread)
     check_columns([name for name in header if name not in FLEET_JOB_COLUMNS])
     jobs: list[FleetJob | None] = []
     errors: list[str | None] = []
     times: list[dict[str, float | datetime]] = []
-    for row in rows:
+    for at, row in enumerate(rows):
         cells = dict(zip(header, row))
         batch = {name: value for name, value in cells.items() if name not in FLEET_JOB_COLUMNS}
         fleet = {name: value for name, value in cells.items() if name in FLEET_JOB_COLUMNS and not is_empty(value)}
         try:
+            if at in unread:
+                raise unread[at]
             query = parse_row(batch)
             row_times = {name: parse_time(name, fleet[name]) for name in ("deadline", "earliest_start") if name in fleet}
             extra = {"priority": parse_priority(fleet.get("priority", 1.0)),

@@ -98,8 +98,8 @@ def expert_slowdown(shape: ExpertShape, peak_tflops: float, hbm_gb_per_s: float)
     actual = ideal = 0.0
     for fan_in, fan_out in shape.matrices:
         gemms = ((m, fan_out, fan_in), (m, fan_in, fan_out), (fan_in, fan_out, m))  # forward, input grad, weight grad
-        for dims in gemms if shape.weight_gradients else gemms[:2]:
-            actual += gemm_seconds(*dims, peak_tflops, hbm_gb_per_s, e)
+        for rows, cols, depth in gemms if shape.weight_gradients else gemms[:2]:
+            actual += gemm_seconds(rows, cols, depth, peak_tflops, hbm_gb_per_s, e)
             ideal += 2 * m * fan_in * fan_out / dense_rate
     return max(1.0, actual / ideal) if ideal else 1.0
 

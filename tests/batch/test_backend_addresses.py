@@ -44,13 +44,13 @@ def test_an_address_that_cannot_answer_fails_at_once(tmp_path, backend, address,
 
 def test_an_xlsx_that_unpacks_past_the_limit_is_refused_before_parsing(tmp_path, monkeypatch) -> None:
     """A zip bomb (a few kilobytes unpacking to gigabytes) hung `batch` past 300 s; the parts'
-    unpacked sizes are summed from the zip directory first (sheets/sheet_files.py; the limit is
+    unpacked sizes are summed from the zip directory first (sheets/xlsx_read.py; the limit is
     lowered here so that the bomb stays small)."""
     import zipfile
 
-    from vramplan.sheets import sheet_files
+    from vramplan.sheets import xlsx_read
 
-    monkeypatch.setattr(sheet_files, "MAX_XLSX_UNPACKED_BYTES", 2**20)
+    monkeypatch.setattr(xlsx_read, "MAX_XLSX_UNPACKED_BYTES", 2**20)
     bomb = tmp_path / "jobs.xlsx"
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("xl/worksheets/sheet1.xml", b"<a>" + b" " * (4 * 2**20) + b"</a>")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
 import zipfile
 from pathlib import Path
@@ -16,6 +17,7 @@ from helpers.sheets import FAST, read_rows, write_csv, write_sheet
 
 from vramplan.sheets import journal as batch_journal
 from vramplan.sheets import sheet_files as batch_sheet
+from vramplan.sheets import sheet_write
 from vramplan.sheets.rows import MAX_CELL_CHARS
 
 GOOD = {"model": "llama-3.1-8b", "seq_len": "2048", **FAST}
@@ -142,5 +144,34 @@ def test_neutralise(text, safe):
 
 def test_csv_cells_keep_numbers_numeric():
     buffer = io.StringIO()
-    csv.writer(buffer).writerow([batch_sheet._csv_cell(v) for v in (-5, -2.5, None, True, "-5")])
+    csv.writer(buffer).writerow([sheet_write._csv_cell(v) for v in (-5, -2.5, None, True, "-5")])
     assert buffer.getvalue().strip() == "-5,-2.5,,true,'-5"
+
+
+def test_a_parquet_index_that_is_named_is_a_column(tmp_path):
+    """`df.set_index('id').to_parquet()` stores id as the index, which pandas restores as the index:
+    the column was lost (every row's id empty). An unnamed index (a filtered frame's row numbers) is
+    no column."""
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pandas.DataFrame([{"id": "a", **GOOD}, {"id": "b", **GOOD}, {"id": "c", **GOOD, "seq_len": "1024"}])
+    frame.set_index("id").to_parquet(tmp_path / "named.parquet")
+    frame[frame["id"] != "b"].to_parquet(tmp_path / "unnamed.parquet")  # index 0, 2: stored, but unnamed
+    for name, ids in (("named", ["a", "b", "c"]), ("unnamed", ["a", "c"])):
+        result = invoke_batch(str(tmp_path / f"{name}.parquet"), "-o", str(tmp_path / f"{name}.csv"), "-q")
+        assert result.exit_code == 0, result.stderr
+        rows = read_rows(tmp_path / f"{name}.csv")
+        assert [row["id"] for row in rows] == ids and list(rows[0])[:2] == ["id", "model"]
+
+
+def test_a_json_integer_past_pythons_digits_is_its_rows_error(tmp_path):
+    """json.loads converts at most 4,300 digits: one longer integer ended the batch with
+    `internal error: ValueError` before a row was solved."""
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"id": "big", "model": "llama-3.1-8b", "seq_len": ' + "1" * 5000 + "}\n"
+                    + json.dumps({"id": "ok", **GOOD}) + "\n", encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "-q")
+    assert result.exit_code == 3, result.stderr
+    big, ok = read_rows(tmp_path / "plans.csv")
+    assert big["status"] == "error" and big["error"].startswith("seq_len='1111") and len(big["error"]) < 400
+    assert big["seq_len"] == "1" * 5000 and ok["status"] == "optimal"
