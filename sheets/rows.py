@@ -54,6 +54,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "attention": ("the stack's", "flash | eager"),
     "kernels": ("the stack's", "eager | fused"),
     "capacity_fraction": ("0.9", "plan to at most this fraction of GPU memory"),
+    "memory_bound": ("estimate", "estimate | upper: what must fit, the estimate or the top of its range"),
     "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
     "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
     "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
@@ -89,7 +90,10 @@ MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's o
 PLAN_COLUMNS = ("gpu", "offering", "stack", "num_gpus", "dp", "zero", "recompute", "recompute_layers", "precision", "micro_batch",
                 "grad_accum",
                 "offload", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
-MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "limit_gib")
+# total_low/high_gib, tokens_per_s_low/high: where measured runs landed around the estimate
+# (models/core/fidelity_ranges.py).
+MEMORY_COLUMNS = tuple(f"{pillar}_gib" for pillar in PILLARS) + ("total_gib", "total_low_gib", "total_high_gib",
+                                                                "limit_gib")
 ANSWER_TYPES: dict[str, type] = {
     "status": str, "error": str, "explanation": str,
     "gpu": str, "offering": str, "stack": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "recompute_layers": int,
@@ -97,7 +101,7 @@ ANSWER_TYPES: dict[str, type] = {
     "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
     "sequence_parallel": bool,
     **{column: float for column in MEMORY_COLUMNS},
-    "tokens_per_s": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
+    "tokens_per_s": float, "tokens_per_s_low": float, "tokens_per_s_high": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
     "host_gib": float, "warnings": str,
 }
 ANSWER_COLUMNS = tuple(ANSWER_TYPES)
@@ -137,6 +141,7 @@ class _Cells(BaseModel):
     attention: str | None = None
     kernels: str | None = None
     capacity_fraction: Real | None = None
+    memory_bound: str | None = None
     cuda_context_mib: Count | None = None
     cublas_workspace_mib: Count | None = None
     nccl_mib: Count | None = None
@@ -299,9 +304,11 @@ def output_row(result: SolveResult) -> dict[str, Any]:
     memory = best.memory
     for pillar in PILLARS:
         answer[f"{pillar}_gib"] = round(getattr(memory, f"{pillar}_bytes") / BYTES_PER_GIB, 4)
-    answer["total_gib"] = round(memory.total_bytes / BYTES_PER_GIB, 4)
+    for column in ("total", "total_low", "total_high"):
+        answer[f"{column}_gib"] = round(getattr(memory, f"{column}_bytes") / BYTES_PER_GIB, 4)
     answer["limit_gib"] = round(memory.limit_bytes / BYTES_PER_GIB, 4)
-    answer["tokens_per_s"] = round(best.performance.tokens_per_s, 2)
+    for column in ("tokens_per_s", "tokens_per_s_low", "tokens_per_s_high"):
+        answer[column] = round(getattr(best.performance, column), 2)
     answer["mfu"] = round(best.performance.mfu_fraction, 5)
     answer["hours"] = round(best.cost.hours, 4)
     answer["usd_per_hour"] = round(best.cost.usd_per_hour, 4)
