@@ -60,6 +60,10 @@ class LinearModule:
     out_features: int
     has_bias: bool
     copies_per_layer: int = 1  # MoE experts repeat the expert matrices
+    # Row-parallel under TP (Megatron RowParallelLinear, torchtitan RowwiseParallel: the attention
+    # output and the MLP's down projection): each rank holds in / tp rows and outputs the full-width
+    # partial sum; every other projection is column-parallel (out / tp per rank).
+    row_parallel: bool = False
 
     @property
     def num_params(self) -> int:
@@ -81,7 +85,7 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     h, a, k, d = arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
     dv = arch.value_head_dim
     name = lambda role: module_name(arch, role)  # noqa: E731
-    out = LinearModule(name("o"), a * dv, h, has_bias=arch.linear_bias)
+    out = LinearModule(name("o"), a * dv, h, has_bias=arch.linear_bias, row_parallel=True)
     if arch.is_mla:
         if arch.q_lora_rank:
             q: tuple[LinearModule, ...] = (LinearModule(name("q_a"), h, arch.q_lora_rank, has_bias=arch.qkv_bias),
@@ -105,7 +109,7 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
 def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -> tuple[LinearModule, ...]:
     h = arch.hidden_size
     name = lambda role: prefix + module_name(arch, role)  # noqa: E731
-    down = LinearModule(name("down"), width, h, has_bias=bias)
+    down = LinearModule(name("down"), width, h, has_bias=bias, row_parallel=True)
     if arch.mlp_kind in ("gelu", "gelu_new"):
         return (LinearModule(name("up"), h, width, has_bias=bias), down)
     if arch.fused_gate_up:

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vramplan.models.architecture.parallel import sequence_parallel_active
 from vramplan.models.architecture.params import LayerGroup, LinearModule, layer_linear_modules
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan, Recompute
+from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.activation_terms import FP32, Shape, Term
 
 OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
@@ -65,15 +67,25 @@ def effective_mode(job: Job, plan: Plan) -> Recompute:
     return plan.recompute
 
 
-def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule, ...] | None = None) -> int:
-    """torchtitan op-level SAC: the block input, every other mm output, the SDPA output and logsumexp
-    (`modules`: the layer's linear modules, default the last layer's kind)."""
+def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule, ...] | None = None,
+                       tp: int = 1, sp: bool = False) -> int:
+    """torchtitan op-level SAC on one rank: the block input, every other mm output, the SDPA output
+    and logsumexp, and under sequence parallelism every reduce-scatter output (`_get_default_save_ops`
+    saves `_c10d_functional.reduce_scatter_tensor` so the backward does not communicate again)
+    (`modules`: the layer's linear modules, default the last layer's kind).
+
+    Under TP a rank's mm ops are its shards: a column-parallel projection (q, k, v, gate, up) outputs
+    out / tp, a row-parallel one (o, down: the hidden width) the full-width partial sum before its
+    all-reduce or reduce-scatter; attention runs on heads / tp. The block input is / tp under SP."""
     modules = layer_linear_modules(arch) if modules is None else modules
-    mm_outputs = [m.out_features for m in modules if m.copies_per_layer == 1]
-    saved_mm = sum(mm_outputs[0::2])  # the 1st, 3rd, ... mm of the block
-    q_dim = arch.num_attention_heads * arch.head_dim
-    sdpa = x.e * x.t * q_dim + FP32 * x.t * arch.num_attention_heads
-    return x.e * x.t * (arch.hidden_size + saved_mm) + sdpa
+    mms = [m for m in modules if m.copies_per_layer == 1]
+    saved_mm = sum(m.out_features if m.row_parallel else ceil_div(m.out_features, tp) for m in mms[0::2])  # 1st, 3rd, ...
+    row_parallel = sum(m.row_parallel for m in mms)
+    q_dim = ceil_div(arch.num_attention_heads * arch.head_dim, tp)
+    sdpa = x.e * x.t * q_dim + FP32 * x.t * ceil_div(arch.num_attention_heads, tp)
+    block_input = ceil_div(x.e * x.t * arch.hidden_size, tp) if sp else x.e * x.t * arch.hidden_size
+    scattered = row_parallel * ceil_div(x.e * x.t * arch.hidden_size, tp) if sp and tp > 1 else 0
+    return block_input + x.e * x.t * saved_mm + sdpa + scattered
 
 
 def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape,
@@ -92,7 +104,8 @@ def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: S
         total = recomputed * layer_input + (layers - recomputed) * full_layer
         largest = layer_input if recomputed == layers else full_layer
     elif mode == "op":
-        per_layer = min(full_layer, op_sac_saved_bytes(arch, x, None if group is None else group.modules))
+        saved = op_sac_saved_bytes(arch, x, None if group is None else group.modules, plan.tp, sequence_parallel_active(plan))
+        per_layer = min(full_layer, saved)
         rebuilt, total, largest = full_layer - per_layer, layers * per_layer, per_layer
     elif mode == "selective":
         per_layer = sum(t.num_bytes for t in terms if not t.attention_core)
