@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.architecture.params import count_params
+from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
