@@ -101,7 +101,8 @@ ANSWER_TYPES: dict[str, type] = {
     "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
     "sequence_parallel": bool,
     **{column: float for column in MEMORY_COLUMNS},
-    "tokens_per_s": float, "tokens_per_s_low": float, "tokens_per_s_high": float, "mfu": float, "hours": float, "usd_per_hour": float, "usd_total": float,
+    "tokens_per_s": float, "tokens_per_s_low": float, "tokens_per_s_high": float, "mfu": float, "hours": float,
+    "usd_per_hour": float, "usd_total": float,
     "host_gib": float, "warnings": str,
 }
 ANSWER_COLUMNS = tuple(ANSWER_TYPES)
