@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.parallel import sequence_parallel_active, stage_layer_kinds
-from vramplan.models.architecture.params import LayerGroup, layer_groups
+from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import ceil_div
@@ -75,8 +75,26 @@ def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGrou
         adapters = sum(used if m.copies_per_layer > 1 else 1 for m in adapted)
         rank = job.lora_rank
         if job.lora_dropout > 0:
-            dropout_inputs = sum((used if m.copies_per_layer > 1 else 1) * m.in_features for m in adapted)
+            dropout_inputs = _dropout_inputs(arch, job, adapted)
     return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group, dropout_inputs)
+
+
+# Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
+# adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
+# `after_A = F.linear(self.lora_dropout(x), self.lora_A)`, one dropped-out copy of x for q, k and v).
+FUSED_QKV_DROPOUT_STACKS = frozenset({"litgpt"})
+
+
+def _dropout_inputs(arch: Architecture, job: Job, adapted: tuple) -> int:
+    """The input widths each LoRA dropout keeps a dropped-out copy of: one per adapted module
+    (PEFT), with a fused q/k/v projection's adapters sharing one (FUSED_QKV_DROPOUT_STACKS)."""
+    used = arch.experts_per_token
+    widths = [(used if m.copies_per_layer > 1 else 1) * m.in_features for m in adapted]
+    if job.stack in FUSED_QKV_DROPOUT_STACKS:
+        qkv = {module_name(arch, role) for role in ("q", "k", "v")}
+        fused = [m.in_features for m in adapted if m.name in qkv]
+        widths = [w for w, m in zip(widths, adapted) if m.name not in qkv] + fused[:1]
+    return sum(widths)
 
 
 def layer_backward_temporaries(

@@ -62,10 +62,11 @@ def test_each_known_miss_is_still_a_miss(catalogue, run) -> None:
     assert not compare(run, catalogue).within_tolerance
 
 
-def test_litgpt_single_gpu_lora_rows_are_within_10_percent(catalogue) -> None:
+def test_litgpt_single_gpu_lora_rows_are_within_6_percent(catalogue) -> None:
     # litgpt's resource table measures max_memory_allocated at a known longest sample (1304 tokens).
-    # The estimate reads 6-9% high there: it keeps one dropped-out input per adapted module (PEFT),
-    # where litgpt's fused qkv applies one dropout for both its q and v adapters.
+    # With one dropped-out input per adapted module (PEFT's rule) the estimate read 6-9% high; litgpt's
+    # fused qkv applies one dropout for all its q/k/v adapters (models/memory/activations.py
+    # FUSED_QKV_DROPOUT_STACKS), and the rows read 0.99-1.06.
     rows = [compare(run, catalogue) for run in RUNS if "resource-tables.md" in run.cells["source"]
             and run.cells["method"] == "lora" and run.cells["num_gpus"] == "1" and not run.oom]
-    assert len(rows) >= 3 and all(abs(c.ratio - 1) <= 0.10 for c in rows), [(c.run.id, c.ratio) for c in rows]
+    assert len(rows) >= 3 and all(abs(c.ratio - 1) <= 0.06 for c in rows), [(c.run.id, c.ratio) for c in rows]
