@@ -11,6 +11,7 @@ import click
 # Only plain constants at import time: a command's --help builds these options, and pydantic,
 # the models and the solver are imported when the command runs (bench/help_bench.py).
 from vramplan.models.core.choices import (
+    BASE_DTYPES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
     LOSSES,
@@ -152,6 +153,9 @@ job_options = _stack(
                       "[default: the stack's]."),
     click.option("--capacity-fraction", type=REAL, default=0.9, show_default=True,
                  help="Plan to at most this fraction of GPU (and host) memory."),
+    click.option("--base-dtype", type=click.Choice(BASE_DTYPES), default="16bit", show_default=True,
+                 help="LoRA's unquantised frozen base as loaded: 16bit, or fp32 (a model loaded in fp32 that FSDP "
+                      "keeps so, as PEFT's examples/sft does)."),
     click.option("--memory-bound", type=click.Choice(MEMORY_BOUNDS), default="estimate", show_default=True,
                  help="What must fit under the limit: the estimate, or the top of its range (the stack's "
                       "published runs: docs/fidelity.md#ranges)."),
@@ -205,7 +209,7 @@ def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
     from vramplan.models.core.errors import VramplanError
 
     if job.method == "full":
-        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits"):
+        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits", "base_dtype"):
             if _given(name):
                 raise VramplanError(name.replace("_", "-"), options[name], "applies to --method lora or qlora; "
                                                                             "this job is --method full")

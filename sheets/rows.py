@@ -55,6 +55,7 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "kernels": ("the stack's", "eager | fused"),
     "capacity_fraction": ("0.9", "plan to at most this fraction of GPU memory"),
     "memory_bound": ("estimate", "estimate | upper: what must fit, the estimate or the top of its range"),
+    "base_dtype": ("16bit", "16bit | fp32: LoRA's unquantised frozen base as loaded"),
     "cuda_context_mib": (str(RuntimeReserve().cuda_context_mib), "CUDA context per GPU"),
     "cublas_workspace_mib": (str(RuntimeReserve().cublas_workspace_mib), "cuBLAS workspace per GPU"),
     "nccl_mib": (str(RuntimeReserve().nccl_mib), "NCCL buffers per GPU (more than one GPU)"),
@@ -143,6 +144,7 @@ class _Cells(BaseModel):
     kernels: str | None = None
     capacity_fraction: Real | None = None
     memory_bound: str | None = None
+    base_dtype: str | None = None
     cuda_context_mib: Count | None = None
     cublas_workspace_mib: Count | None = None
     nccl_mib: Count | None = None

@@ -14,7 +14,7 @@ from vramplan.models.core.setup import Job, RuntimeReserve
 from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "lora_dropout", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
-              "capacity_fraction", "memory_bound")
+              "capacity_fraction", "memory_bound", "base_dtype")
 # Training-stack recipe fields (models/catalogue/stack.py): unset ones come from the --stack preset.
 STACK_FIELDS = ("stack", "master_weights", "loss", "loss_chunks", "selective", "recompute_layers",
                 "optimizer_in_backward", "activation_offload", "qlora_prep", "fragmentation_fraction")

@@ -27,6 +27,9 @@ Selective = Literal["attention", "op"]
 # number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
 PartialRecompute = Literal["none", "any", "every-nth"]
 QloraPrep = Literal["16bit", "peft"]
+# The frozen base of a LoRA job as loaded: in the training precision, or fp32 (a model loaded in
+# fp32 and kept so by FSDP's flat parameters, casting only the gathered copy: PEFT's examples/sft).
+BaseDtype = Literal["16bit", "fp32"]
 # What GPU memory is planned against: the estimate, or the top of its range (models/core/fidelity_ranges.py).
 MemoryBound = Literal["estimate", "upper"]
 
@@ -41,6 +44,7 @@ MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
 LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")
 MEMORY_BOUNDS: tuple[MemoryBound, ...] = ("estimate", "upper")
+BASE_DTYPES: tuple[BaseDtype, ...] = ("16bit", "fp32")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).

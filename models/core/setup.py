@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # The domains' names, re-exported: models and the CLI import them from here or from models.choices.
 from vramplan.models.core.choices import (  # noqa: F401
+    BASE_DTYPES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
     LOSSES,
@@ -33,6 +34,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     ZERO_STAGES,
     Accounting,
     Attention,
+    BaseDtype,
     Kernels,
     Loss,
     MasterWeights,
@@ -80,6 +82,7 @@ class Job(_Frozen):
         default=None, description="PEFT target_modules names; None = every linear module of the blocks"
     )
     qlora_bits: Literal[4, 8] = 4
+    base_dtype: BaseDtype = Field(default="16bit", description="LoRA's unquantised frozen base: 16bit or fp32 as loaded")
     optimizer: Optimizer = "adamw"
     accounting: Accounting = "zero"
     attention: Attention = "flash"

@@ -74,8 +74,8 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     shard = rank_params(arch, 1, 1, 1, 0) if shard is None else shard
     half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
     fmt = frozen_base_format(arch, job)
-    if fmt is None:
-        return _bytes(shard.total, half)
+    if fmt is None:  # an unquantised base: as loaded (job.base_dtype fp32: PEFT's examples/sft under FSDP)
+        return _bytes(shard.total, Fraction(FP32_BYTES) if job.base_dtype == "fp32" else half)
     # The rank's decoder matmul weights (its TP/PP/EP share: what FP8 would copy, parallel_states.py).
     quantised, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
     rest = Fraction(FP32_BYTES) if job.method == "qlora" and job.qlora_prep == "peft" else half

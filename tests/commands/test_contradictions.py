@@ -14,6 +14,7 @@ BASE = ["--model", "llama-3.1-8b", "--seq-len", "2048", "--gpu", "h100-sxm-80gb"
 
 @pytest.mark.parametrize(("command", "extra", "fragment"), [
     ("estimate", ["--method", "full", "--lora-rank", "8"], "lora-rank=8: applies to --method lora or qlora"),
+    ("solve", ["--base-dtype", "fp32"], "base-dtype='fp32': applies to --method lora or qlora"),
     ("solve", ["--lora-targets", "q_proj"], "lora-targets='q_proj': applies to --method lora or qlora"),
     ("estimate", ["--method", "lora", "--qlora-bits", "8"], "qlora-bits='8': applies to --method qlora, not lora"),
     ("solve", ["--loss", "eager", "--loss-chunks", "4"], "loss-chunks=4: applies to --loss chunked"),
