@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -173,8 +175,22 @@ def _header(cells: list[Any], path: Path, field: str) -> list[str]:
     return ["" if is_empty(name) else str(writable(name)).strip() for name in cells]
 
 
+def _refuse_device(path: Path, field: str) -> None:
+    """A sheet is a file or a pipe (`/dev/stdin`, a FIFO): a device never ends (`batch /dev/zero` read
+    forever) and a directory is no sheet."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # the reader says why it cannot open it
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise VramplanError(field, str(path), "is a device, not a sheet")
+    if stat.S_ISDIR(mode):
+        raise VramplanError(field, str(path), "is a directory, not a sheet")
+
+
 def _read_cells(path: Path, fmt: str, field: str) -> list[list[Any]]:
     readers = {"csv": _read_csv, "jsonl": _read_jsonl, "xlsx": _read_xlsx, "parquet": _read_parquet}
+    _refuse_device(path, field)
     try:
         table = readers[fmt](path, field)
     except OSError as error:

@@ -68,6 +68,17 @@ def stack_list(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names)) if len(names) > 1 else ()
 
 
+def _restriction(fields: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """The names a restriction allows (() = no restriction: not given). Given, it names at least one:
+    `--gpu ""` or a cell of ';' searched every GPU before."""
+    value = fields.get(name)
+    names = split_list(value) or ()
+    if value is not None and not names and (not isinstance(value, (tuple, list)) or value):
+        raise VramplanError(name, value if isinstance(value, str) else ",".join(value), "names nothing; leave it "
+                                                                                        "out to allow every one")
+    return names
+
+
 def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
     """The SolveQuery of flat fields; `search` sets what only one front end chooses (top_k, engine...)."""
     stacks = stack_list(fields.get("stack"))
@@ -77,10 +88,10 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
         model=fields["model"],
         job=job_from_fields(fields),
         stacks=stacks,
-        gpus=split_list(fields.get("gpus")) or (),
-        providers=split_list(fields.get("providers")) or (),
-        regions=split_list(fields.get("regions")) or (),
-        countries=split_list(fields.get("countries")) or (),
+        gpus=_restriction(fields, "gpus"),
+        providers=_restriction(fields, "providers"),
+        regions=_restriction(fields, "regions"),
+        countries=_restriction(fields, "countries"),
         pins=Pins(**_present(fields, PIN_FIELDS)),
         **_present(fields, QUERY_FIELDS),
         **search,

@@ -208,3 +208,20 @@ def test_a_file_that_is_not_a_sheet_never_has_its_first_line_printed(tmp_path):
     plain.write_text("model,seq_len,deadline\nllama-3.1-8b,4096,1\n", encoding="utf-8")
     assert "'deadline': unknown column; did you mean 'deadline_hours'?" in invoke("batch", str(plain), "-o",
                                                                                  str(tmp_path / "q.csv")).stderr
+
+
+@pytest.mark.parametrize("command", [["batch"], ["fleet", "--inventory", "INVENTORY"]])
+def test_a_device_as_a_sheet_is_refused_without_reading_it(tmp_path, command):
+    """`batch /dev/zero -o x.csv` and `fleet /dev/zero ...` read forever (no answer in 30 s)."""
+    inventory = tmp_path / "inventory.csv"
+    inventory.write_text("pool,offering,num_gpus\np,aws/p5.48xlarge,8\n", encoding="utf-8")
+    args = [str(inventory) if arg == "INVENTORY" else arg for arg in command]
+    line = one_line_error(invoke(args[0], "/dev/zero", *args[1:], "-o", str(tmp_path / "out.csv")))
+    assert "'/dev/zero': is a device, not a sheet" in line
+
+
+@pytest.mark.parametrize("option, value", [("--gpu", ""), ("--provider", ";"), ("--region", " , ")])
+def test_a_restriction_that_names_nothing_is_refused(option, value):
+    """`--gpu ""` searched every GPU, as if the option were left out."""
+    line = one_line_error(invoke("solve", "--model", "gpt2-124m", "--seq-len", "128", option, value))
+    assert "names nothing; leave it out to allow every one" in line
