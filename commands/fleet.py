@@ -11,8 +11,37 @@ from typing import Any
 import click
 
 from vramplan.commands.options import POSITIVE, catalogue_options
-from vramplan.fleet.domain import FLEET_OBJECTIVES
+from vramplan.fleet.domain import FLEET_OBJECTIVES, MAX_HORIZON_DAYS, MAX_SEED, MAX_TIME_LIMIT_S
+from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp
 from vramplan.sheets.formats import FORMATS
+
+
+class AtMost(click.ParamType):
+    """A number > 0 in the shared grammar (POSITIVE) and at most `most`: a value out of the domain is
+    one line naming the option at parse time, before any file is read."""
+
+    name = "number"
+
+    def __init__(self, most: float) -> None:
+        self.most = most
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = POSITIVE.convert(value, param, ctx)
+        if number > self.most:
+            self.fail(f"{value!r} must be at most {self.most:,}", param, ctx)
+        return number
+
+
+class Timestamp(click.ParamType):
+    """An ISO 8601 date or timestamp, as a naive datetime in UTC (fleet/times.py)."""
+
+    name = "timestamp"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        stamp = parse_timestamp(str(value))
+        if stamp is None:
+            self.fail(f"{value!r} is not a date ({TIMESTAMP_FORMS})", param, ctx)
+        return stamp
 
 
 @click.command("fleet")
@@ -25,17 +54,20 @@ from vramplan.sheets.formats import FORMATS
 @click.option("--objective", type=click.Choice(FLEET_OBJECTIVES), default="cost", show_default=True,
               help="cost = marginal USD (deadlines hard); makespan = the last end (deadlines hard); "
                    "tardiness = priority-weighted hours late (deadlines soft).")
-@click.option("--horizon-days", type=POSITIVE, default=91.0, show_default=True,
-              help="Nothing runs past this many days from the start.")
-@click.option("--time-limit", type=POSITIVE, default=60.0, show_default=True, help="Seconds for CP-SAT.")
+@click.option("--horizon-days", type=AtMost(MAX_HORIZON_DAYS), default=91.0, show_default=True,
+              help=f"Nothing runs past this many days from the start (at most {MAX_HORIZON_DAYS:,}).")
+@click.option("--time-limit", type=AtMost(MAX_TIME_LIMIT_S), default=60.0, show_default=True,
+              help="Seconds for the whole run: plans, schedule, explanations (at most a day; docs/fleet.md#time-limit).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="CP-SAT workers.")
-@click.option("--seed", type=int, default=0, show_default=True, help="CP-SAT random seed.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="CP-SAT random seed (an int32: 0 .. 2**31-1).")
 @click.option("--market", type=click.Choice(["on", "off"]), default="off", show_default=True,
               help="Also rent on demand from the offerings catalogue (one pool per provider).")
 @click.option("--quota", multiple=True, metavar="PROVIDER=GPUS",
               help="Most GPUs rented at once from one market provider (repeatable).")
-@click.option("--start", type=click.DateTime(), default=None,
-              help="The plan's start (hour 0) [default: the earliest date of earliest_start / available_from].")
+@click.option("--start", type=Timestamp(), default=None,
+              help="The plan's start (hour 0), UTC unless it has an offset "
+                   "[default: the earliest date of earliest_start / available_from].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: by suffix].")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None, help="Jobs/inventory format [default: by suffix].")
 @click.option("--pools-out", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -37,6 +37,9 @@ def answer_cells(assignment: Assignment | None, error: str | None, start: dateti
     if assignment is None:
         answer.update(status="error", error=error)
         return list(answer.values())
+    if assignment.status == "unplanned":  # no answer at all: the reason is the row's error
+        answer.update(status=assignment.status, error=assignment.explanation)
+        return list(answer.values())
     answer.update(status=assignment.status, pool=assignment.pool, explanation=assignment.explanation,
                   usd_marginal=assignment.usd_marginal)
     if assignment.plan is not None:
@@ -57,11 +60,15 @@ def summary_lines(result: FleetResult) -> list[str]:
     """The solve's status and each pool's use, for stderr."""
     unit = {"cost": "USD", "makespan": "hours", "tardiness": "priority-weighted hours late"}[result.objective]
     status = result.status + (" (interrupted)" if result.interrupted else "")
-    line = f"fleet: {status}, {result.objective} = {result.objective_value} {unit}"
+    value = "not computed" if result.objective_value is None else f"{result.objective_value} {unit}"
+    line = f"fleet: {status}, {result.objective} = {value}"
     if result.status != "optimal" and result.best_bound is not None:
         line += f", bound {result.best_bound}, gap {100 * (result.gap or 0):.2f}%"
     lines = [line + f"; marginal cost {result.usd_marginal_total:,.2f} USD; solve {result.solve_time_s:.2f} s, "
              f"planner {result.candidate_time_s:.2f} s for {result.num_candidates} candidate plans"]
+    if result.num_unplanned:
+        lines.append(f"fleet: {result.num_unplanned} jobs unplanned: the time limit ran out before their plans "
+                     f"were computed (raise --time-limit)")
     for stage in result.stages:
         if stage.status not in ("optimal", "skipped"):
             lines.append(f"fleet: stage {stage.name} {stage.status}: value {stage.value}, bound {stage.bound}")

@@ -6,12 +6,15 @@ inventory.csv (exit 2 on a bad inventory row or an unknown column; a bad job row
 row); ask the planner for every job's plans per pool and size; schedule with CP-SAT; write one row
 per job row in input order, the per-pool use to stderr (and --pools-out), and --plot a Gantt chart.
 
+--time-limit bounds the whole run from here (fleet/clock.py): reading, the candidate plans (jobs
+not reached are written as `unplanned`), the schedule, the explanations; the write comes after.
+
 Ctrl-C: CP-SAT stops its search and keeps the best schedule so far, which is written (status
 feasible, interrupted) before exiting 130; an interrupt before any schedule writes every row as
 an error row saying so.
 
 Exit codes: 0 every row scheduled (on time, or late under --objective tardiness); 3 some rows
-unserved or errors (all rows still written); 2 bad input; 1 the run itself failed; 130 stopped.
+unserved, unplanned or errors (all rows still written); 2 bad input; 1 the run itself failed; 130 stopped.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from vramplan.commands.fleet_output import (
     summary_lines,
 )
 from vramplan.commands.options import catalogue_files, open_catalogue
+from vramplan.fleet.domain import MAX_POOL_GPUS
 from vramplan.fleet.sheet import (
     fleet_start,
     inventory_pools,
@@ -42,6 +46,7 @@ from vramplan.fleet.sheet import (
     resolve_jobs,
 )
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import parse_count
 from vramplan.sheets.output_file import claim_outputs, lock_output, output_target
 from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 
@@ -49,15 +54,17 @@ INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first sc
 
 
 def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
+    """PROVIDER=GPUS, GPUS a count (the number grammar) of 0 .. MAX_POOL_GPUS, like a pool's."""
     quotas: dict[str, int] = {}
     for value in values:
         provider, _, number = value.partition("=")
         try:
-            gpus = int(number)
-        except ValueError:
-            raise VramplanError("quota", value, "must be PROVIDER=GPUS, e.g. aws=64") from None
-        if not provider.strip() or gpus < 0:
-            raise VramplanError("quota", value, "must be PROVIDER=GPUS with GPUS >= 0, e.g. aws=64")
+            gpus = parse_count("quota", number)
+        except VramplanError:
+            gpus = -1
+        if not provider.strip() or not 0 <= gpus <= MAX_POOL_GPUS:
+            raise VramplanError("quota", value, f"must be PROVIDER=GPUS, GPUS a whole number from 0 to {MAX_POOL_GPUS:,}"
+                                                ", e.g. aws=64")
         quotas[provider.strip()] = gpus
     return quotas
 
@@ -76,9 +83,11 @@ def _write(path: Path, fmt: str, header: list[str], rows: list[list[Any]]) -> No
 
 def run_fleet_command(options: dict[str, Any]) -> None:
     """The fleet command's flow (module docstring)."""
+    from vramplan.fleet.clock import Budget
     from vramplan.fleet.inputs import FleetQuery
     from vramplan.fleet.planner import finish, prepare, session
 
+    budget = Budget.of(options["time_limit"])  # the whole run, reading the sheets included
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])
     require_extra(fmt, "writing")
@@ -110,7 +119,7 @@ def run_fleet_command(options: dict[str, Any]) -> None:
                f"asking the planner for each job's plans per pool and size", err=True)
     result, interrupted = None, False
     try:
-        prepared = prepare(catalogue, query)
+        prepared = prepare(catalogue, query, budget=budget)
         running = session(prepared)
     except KeyboardInterrupt:  # still asking the planner or building the model: no schedule yet
         prepared, interrupted = None, True
@@ -150,5 +159,5 @@ def run_fleet_command(options: dict[str, Any]) -> None:
         click.echo(f"interrupted: wrote the best schedule so far to {output}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     statuses = [cells[len(jobs.header)] for cells in rows]
-    if any(status in ("unserved", "error") for status in statuses):
+    if any(status in ("unserved", "unplanned", "error") for status in statuses):
         sys.exit(EXIT_INFEASIBLE)

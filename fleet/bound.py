@@ -258,6 +258,9 @@ class CostBound:
         return self.bound()
 
 
+STOP_WAIT_S = 1.0
+
+
 class BackgroundBound:
     """CostBound's rounds in a daemon thread beside the session's search, from a valid schedule at
     its served penalty; `set_budget` passes the served stage's newer (lower) level to it, `bound`
@@ -297,7 +300,9 @@ class BackgroundBound:
         return None if self.bounder is None or not self.bounder.support else self.bounder.support
 
     def stop(self) -> None:
+        """Ask the thread to end and wait for it at most STOP_WAIT_S: a round under way on a large
+        fleet would otherwise hold the answer past the time limit (the daemon thread ends after it)."""
         self._stopped.set()
         self._wake.set()
-        self._thread.join()
+        self._thread.join(STOP_WAIT_S)
 

@@ -11,16 +11,24 @@ cumulative and no start times: a cheap hint, repaired into a real schedule by sg
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
 from ortools.sat.python import cp_model
 
+from vramplan.fleet.clock import check
 from vramplan.fleet.domain import IntFleet, IntPool
 
 ENERGY_CUTS_PER_SIDE = 16
+# At most about this many terms in one pool's cuts: 16 x 16 windows up to 3,906 slots on a pool
+# (every fleet of the benchmark); fewer windows above, where 10,000 jobs on 4 pools (24,000 slots
+# each) spent 6.7 s of a 9 s build on 25M terms (docs/performance.md#fleet).
+ENERGY_TERMS_PER_POOL = 1_000_000
+CHECK_EVERY_JOBS = 64  # build() looks at the clock once per this many jobs
 
 
 @dataclass
@@ -57,34 +65,42 @@ def _sample(values: set[int], most: int) -> list[int]:
 
 
 def add_energy_cuts(model: cp_model.CpModel, fleet: IntFleet, p: int,
-                     items: list[tuple[int, int, cp_model.IntVar]]) -> None:
+                     items: list[tuple[int, int, cp_model.IntVar]], until: float | None = None) -> None:
     """Redundant linear cuts that give the LP what the cumulative implies: the GPU-minutes of the
     jobs that must run inside [r, d) (released at r or later, ending by d) fit in what the pool has
-    there, for sampled releases r and latest ends d. Demands are rounded down and capacities up to a unit that keeps each
+    there, for sampled releases r and latest ends d (ENERGY_CUTS_PER_SIDE each, fewer on pools of
+    more than ENERGY_TERMS_PER_POOL / 16^2 slots). Demands are rounded down and capacities up to a unit that keeps each
     cut's coefficients below 2^30 (google/or-tools#5293), so the cuts stay valid relaxations."""
     pool = fleet.pools[p]
+    per_side = max(2, min(ENERGY_CUTS_PER_SIDE, math.isqrt(ENERGY_TERMS_PER_POOL // max(1, len(items)))))
+    literals = np.array([literal for _, _, literal in items], dtype=object)
     demands = [fleet.jobs[j].slots[c].gpus * fleet.jobs[j].slots[c].duration_min for j, c, _ in items]
     unit = max(1, -(-sum(demands) // 2**30))
-    ends = {fleet.latest_end(fleet.jobs[j]) for j, _, _ in items}
-    releases = {fleet.jobs[j].release_min for j, _, _ in items}
-    seen: set[tuple[int, ...]] = set()
-    for r in _sample(releases | {0}, ENERGY_CUTS_PER_SIDE):
-        for d in _sample({e for e in ends if e > r} | {fleet.horizon_min}, ENERGY_CUTS_PER_SIDE):
-            inside = tuple(k for k, (j, _, _) in enumerate(items)
-                           if fleet.jobs[j].release_min >= r and fleet.latest_end(fleet.jobs[j]) <= d)
-            if not inside or inside in seen:
+    scaled = np.array([d // unit for d in demands], dtype=np.int64)
+    ends = np.array([fleet.latest_end(fleet.jobs[j]) for j, _, _ in items], dtype=np.int64)
+    releases = np.array([fleet.jobs[j].release_min for j, _, _ in items], dtype=np.int64)
+    seen: set[bytes] = set()
+    for r in _sample(set(releases.tolist()) | {0}, per_side):
+        for d in _sample(set(ends[ends > r].tolist()) | {fleet.horizon_min}, per_side):
+            check(until)
+            inside = np.flatnonzero((releases >= r) & (ends <= d))
+            if not inside.size or inside.tobytes() in seen:
                 continue
-            seen.add(inside)
-            model.add(sum((demands[k] // unit) * items[k][2] for k in inside) <= -(-_energy(pool, r, d) // unit))
+            seen.add(inside.tobytes())
+            terms = cp_model.LinearExpr.weighted_sum(literals[inside].tolist(), scaled[inside].tolist())
+            model.add(terms <= -(-_energy(pool, r, d) // unit))
 
 
-def build(fleet: IntFleet) -> tuple[cp_model.CpModel, Vars, dict[str, cp_model.LinearExprT]]:
+def build(fleet: IntFleet, until: float | None = None) -> tuple[cp_model.CpModel, Vars, dict[str, cp_model.LinearExprT]]:
+    """The model (module docstring); TimeUp (fleet/clock.py) when `until` passes while it is built."""
     model = cp_model.CpModel()
     horizon = fleet.horizon_min
     literals, unserved, starts, ends = [], [], [], []
     per_pool: dict[int, list[tuple[cp_model.IntervalVar, int]]] = {}
     energy: dict[int, list[tuple[int, int, cp_model.IntVar]]] = {}
     for j, job in enumerate(fleet.jobs):
+        if j % CHECK_EVERY_JOBS == 0:
+            check(until)
         latest = max(job.release_min, fleet.latest_end(job))
         start = model.new_int_var(job.release_min, latest, f"start{j}")
         end = model.new_int_var(job.release_min, latest, f"end{j}")
@@ -110,7 +126,8 @@ def build(fleet: IntFleet) -> tuple[cp_model.CpModel, Vars, dict[str, cp_model.L
         for s, e, gpus in _blocks(pool, horizon):
             items.append((model.new_fixed_size_interval_var(s, e - s, f"block{p}_{s}"), gpus))
         model.add_cumulative([i for i, _ in items], [g for _, g in items], pool.capacity_gpus)
-        add_energy_cuts(model, fleet, p, energy[p])
+        add_energy_cuts(model, fleet, p, energy[p], until)
+    check(until)
     v = Vars(literals, unserved, starts, ends)
     return model, v, objectives(model, fleet, v)
 

@@ -26,7 +26,12 @@ CENTS_PER_USD = 100
 WEIGHT_SCALE = 100  # priority 1.0 = lateness weight 100 per minute; priorities resolve to 0.01
 MAX_JOB_CENTS = 10**12
 MAX_HORIZON_MIN = 10 * 366 * MINUTES_PER_DAY  # ten years
+MAX_HORIZON_DAYS = MAX_HORIZON_MIN // MINUTES_PER_DAY  # --horizon-days
 MAX_OBJECTIVE = 2**62
+# The fleet's input domains (docs/fleet.md#domains), checked where the input is read.
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32 (ortools/sat/sat_parameters.proto: `optional int32 random_seed = 31`)
+MAX_TIME_LIMIT_S = 86_400  # a day: --time-limit bounds the whole run
+MAX_POOL_GPUS = 1_000_000  # a pool's (or a --quota's) GPUs at one moment
 
 
 @dataclass(frozen=True)

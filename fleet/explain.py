@@ -7,6 +7,8 @@ schedule serves still served and this job served too:
   number at every minute) found by bisection; adding the GPUs of its smallest slot always works,
   so the bisection has an upper end.
 The binding pool is the one with the smallest extra capacity, its window the job's own.
+Every solve stops at the run's budget (`until`): one the budget cut short raises TimeUp rather than
+count as "impossible", so an explanation is whole or says it ran out of time (fleet/planner.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from itertools import pairwise
 from ortools.sat.python import cp_model
 
 from vramplan.fleet.build import build
+from vramplan.fleet.clock import TimeUp, left
 from vramplan.fleet.domain import (
     MINUTES_PER_HOUR,
     IntFleet,
@@ -28,23 +31,33 @@ from vramplan.fleet.domain import (
 )
 
 EXPLAIN_TIME_LIMIT_S = 2.0
+MIN_SOLVE_S = 0.05  # less of the budget left than this: no solve starts
 
 
 def _hours(minutes: int) -> str:
     return f"{minutes / MINUTES_PER_HOUR:g} h"
 
 
-def _feasible(fleet: IntFleet, served: list[int], minimise_end_of: int | None = None) -> int | None:
-    """With the jobs `served` all served: None if impossible (or unproven), else the job's end (or 0)."""
-    model, v, _ = build(fleet)
+def _feasible(fleet: IntFleet, served: list[int], minimise_end_of: int | None = None,
+              until: float | None = None) -> int | None:
+    """With the jobs `served` all served: None if impossible (or unproven in EXPLAIN_TIME_LIMIT_S), else
+    the job's end (or 0); TimeUp when the budget ends before the answer."""
+    if left(until) < MIN_SOLVE_S:
+        raise TimeUp
+    model, v, _ = build(fleet, until)
     for j in served:
         model.add(v.unserved[j] == 0)
     if minimise_end_of is not None:
         model.minimize(v.end[minimise_end_of])
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = EXPLAIN_TIME_LIMIT_S
+    limit = min(EXPLAIN_TIME_LIMIT_S, left(until))
+    if limit < MIN_SOLVE_S:
+        raise TimeUp
+    solver.parameters.max_time_in_seconds = limit
     solver.parameters.num_workers = 1
     code = solver.solve(model)
+    if code == cp_model.UNKNOWN and limit < EXPLAIN_TIME_LIMIT_S:
+        raise TimeUp
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return solver.value(v.end[minimise_end_of]) if minimise_end_of is not None else 0
@@ -56,7 +69,7 @@ def _with_extra(pool: IntPool, extra_gpus: int, horizon_min: int) -> IntPool:
     return replace(pool, windows=windows)
 
 
-def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int) -> int | None:
+def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int, until: float | None) -> int | None:
     job = fleet.jobs[j]
     upper = min(s.gpus for s in job.slots if s.pool == p and fleet.usable(job, s))
     low, high = 0, -(-upper // step)  # in instances; high always suffices
@@ -64,7 +77,7 @@ def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int) -
         middle = (low + high) // 2
         pools = list(fleet.pools)
         pools[p] = _with_extra(fleet.pools[p], middle * step, fleet.horizon_min)
-        if _feasible(replace(fleet, pools=tuple(pools)), served + [j]) is not None:
+        if _feasible(replace(fleet, pools=tuple(pools)), served + [j], until=until) is not None:
             high = middle
         else:
             low = middle
@@ -76,8 +89,9 @@ def _window_text(fleet: IntFleet, job: IntJob) -> str:
 
 
 def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps: list[int],
-                     budget_s: float = 10.0) -> str:
-    """One line: the binding pool and window, and the smallest extra capacity or later deadline."""
+                     budget_s: float = 10.0, until: float | None = None) -> str:
+    """One line: the binding pool and window, and the smallest extra capacity or later deadline;
+    TimeUp when the run's budget (`until`) ends first."""
     job = fleet.jobs[j]
     usable = [s for s in job.slots if fleet.usable(job, s)]
     if not usable:
@@ -96,7 +110,7 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
     started = time.perf_counter()
     served = [i for i, c in enumerate(schedule.slot) if c is not None]
     proven = bool(schedule.stages) and schedule.stages[0].name == "served" and schedule.stages[0].status == "optimal"
-    if not proven and _feasible(fleet, served + [j]) is not None:
+    if not proven and _feasible(fleet, served + [j], until=until) is not None:
         return ("it fits beside the scheduled jobs as they are: the solve stopped at its time limit before "
                 "serving it; a longer --time-limit would")
     parts = []
@@ -104,7 +118,7 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
     for p in sorted({s.pool for s in usable if fleet.pools[s.pool].windows is not None}):
         if time.perf_counter() - started > budget_s:
             break
-        extra = _extra_gpus(fleet, served, j, p, max(1, pool_steps[p]))
+        extra = _extra_gpus(fleet, served, j, p, max(1, pool_steps[p]), until)
         if extra is not None:
             options.append((extra, p))
     if options:
@@ -114,7 +128,7 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
     if job.deadline_min is not None and fleet.hard_deadlines and time.perf_counter() - started <= budget_s:
         relaxed = list(fleet.jobs)
         relaxed[j] = replace(job, deadline_min=None)
-        end = _feasible(replace(fleet, jobs=tuple(relaxed)), served + [j], minimise_end_of=j)
+        end = _feasible(replace(fleet, jobs=tuple(relaxed)), served + [j], minimise_end_of=j, until=until)
         if end is not None:
             parts.append(f"or a deadline of {_hours(end)} (+{_hours(end - job.deadline_min)})")
     if not parts:

@@ -6,12 +6,27 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.fleet.domain import FleetObjective
+from vramplan.fleet.domain import (
+    MAX_HORIZON_DAYS,
+    MAX_POOL_GPUS,
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    FleetObjective,
+)
+from vramplan.models.core.catalogue_schema import MAX_USD_PER_HOUR, MIN_USD_PER_HOUR
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import Real
 from vramplan.solver import SolvedPlan, SolveQuery
 
 HOURS_PER_DAY = 24
 QUARTER_DAYS = 91
+# Times (deadline, earliest_start, available_from/_to) are hours from the start in solve's own
+# deadline domain (solver/query.py MAX_DEADLINE_HOURS, 1e6 h: read from the public SolveQuery, as
+# fleet/ imports only the solver's public names); a pool's own price in the catalogue's price
+# domain (models/core/catalogue_schema.py), per GPU-hour (docs/fleet.md#domains).
+MAX_TIME_HOURS = next(m.le for m in SolveQuery.model_fields["deadline_hours"].metadata if hasattr(m, "le"))
+MIN_PRICE_USD, MAX_PRICE_USD = MIN_USD_PER_HOUR, MAX_USD_PER_HOUR
+MAX_PRIORITY = 10_000
 
 
 class PoolWindow(BaseModel):
@@ -19,9 +34,9 @@ class PoolWindow(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    from_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    to_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    num_gpus: int = Field(ge=0, le=1_000_000)
+    from_hours: float = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    to_hours: float | None = Field(default=None, gt=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    num_gpus: int = Field(ge=0, le=MAX_POOL_GPUS)
 
 
 class Pool(BaseModel):
@@ -33,7 +48,7 @@ class Pool(BaseModel):
     offering: str | None = None  # catalogue key provider/instance_type; None for a market pool
     market_provider: str | None = None
     committed: bool = False  # already paid for: marginal cost 0, idle time reported
-    price_usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    price_usd_per_gpu_hour: Real | None = Field(default=None, ge=MIN_PRICE_USD, le=MAX_PRICE_USD)
     windows: tuple[PoolWindow, ...] | None = None  # None = unbounded (a market provider without a quota)
 
     @model_validator(mode="after")
@@ -50,9 +65,9 @@ class FleetJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: SolveQuery
-    earliest_start_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    deadline_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # from the plan's start
-    priority: float = Field(default=1.0, ge=0, le=10_000, allow_inf_nan=False)
+    earliest_start_hours: float = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    deadline_hours: float | None = Field(default=None, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)  # > earliest_start
+    priority: float = Field(default=1.0, ge=0, le=MAX_PRIORITY, allow_inf_nan=False)
     required: bool = False
     pools: tuple[str, ...] = ()  # pools the job may run on; empty = any
 
@@ -70,10 +85,12 @@ class FleetQuery(BaseModel):
     jobs: tuple[FleetJob, ...]
     pools: tuple[Pool, ...]
     objective: FleetObjective = "cost"
-    horizon_hours: float = Field(default=QUARTER_DAYS * HOURS_PER_DAY, gt=0, allow_inf_nan=False)
-    time_limit_s: float = Field(default=60.0, gt=0, le=86_400, allow_inf_nan=False)
+    horizon_hours: float = Field(default=QUARTER_DAYS * HOURS_PER_DAY, gt=0, le=MAX_HORIZON_DAYS * HOURS_PER_DAY,
+                                 allow_inf_nan=False)
+    # The whole plan_fleet() call: candidate plans, schedule and explanations (fleet/clock.py).
+    time_limit_s: float = Field(default=60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False)
     num_workers: int = Field(default=2, ge=1, le=64)
-    random_seed: int = 0
+    random_seed: int = Field(default=0, ge=0, le=MAX_SEED)
     explain_limit: int = Field(default=20, ge=0, description="unserved jobs to explain with extra solves")
 
     @model_validator(mode="after")
@@ -89,7 +106,8 @@ class FleetQuery(BaseModel):
         return self
 
 
-JobStatus = Literal["scheduled", "late", "unserved"]
+# unplanned: the time limit ran out before the job's candidate plans were computed (fleet/clock.py).
+JobStatus = Literal["scheduled", "late", "unserved", "unplanned"]
 
 
 class Assignment(BaseModel):
@@ -141,6 +159,7 @@ class FleetResult(BaseModel):
     best_bound: float | None
     gap: float | None
     interrupted: bool = False
+    num_unplanned: int = 0  # jobs the time limit left without candidate plans (status unplanned)
     stages: list[StageSummary]
     assignments: list[Assignment]
     pools: list[PoolUsage]

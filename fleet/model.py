@@ -19,7 +19,9 @@ Under the `cost` objective the cost stage's bound is also bound.py's time-indexe
 thread beside those searches (BackgroundBound); its LP solution narrows most of the cost stage's
 neighbourhoods.
 A stage stopped by the time limit (or Ctrl-C, which CP-SAT catches and treats the same way)
-keeps its best solution, value and bound; later stages then do not run.
+keeps its best solution, value and bound; later stages then do not run. The time limit counts
+from the session's start: the greedy first schedule and the model's build are inside it, and
+when the build cannot finish in time the greedy schedule is the answer (status feasible).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ortools.sat.python import cp_model
 
 from vramplan.fleet.bound import BackgroundBound
 from vramplan.fleet.build import build, relaxed_assignment, solve_keeping_ctrl_c
+from vramplan.fleet.clock import TimeUp
 from vramplan.fleet.domain import (
     IntFleet,
     IntSchedule,
@@ -81,11 +84,18 @@ class FleetSession:
 
     def __init__(self, fleet: IntFleet, time_limit_s: float, num_workers: int = 1, random_seed: int = 0) -> None:
         self.fleet = fleet
-        self.model, self.v, self.objectives = build(fleet)
         self.time_limit_s = time_limit_s
         self.num_workers = num_workers
         self.random_seed = random_seed
         self.started = time.perf_counter()
+        until = self.started + time_limit_s
+        # The first stage's hint, and the answer should no stage find one (or the model not be built in time).
+        self.first = greedy(fleet, until)
+        try:
+            self.model, self.v, self.objectives = build(fleet, until)
+            self.built = True
+        except TimeUp:
+            self.built = False
         self.best: IntSchedule | None = None
         self.stage_name: Stage | None = None
         self.interrupted = False  # a stage or the LNS stopped early (Ctrl-C): later stages do not run
@@ -189,6 +199,9 @@ class FleetSession:
         probe = self._stage(name, limit_s * (BOUNDED_PROBE_SHARE if bounded else LNS_PROBE_SHARE if lns else PROBE_SHARE))
         left = limit_s - (time.perf_counter() - began)
         if probe.status in ("optimal", "infeasible") or self.interrupted or left <= 0.01:
+            if probe.value is None and self.best is not None and name in ("served", "cost"):
+                # CP-SAT found nothing in time: the stage's value is the incumbent's (the greedy schedule's).
+                probe.status, probe.value = "feasible", objective_value(self.fleet, self.best, name)
             return probe
         if lns:
             self._start_background(served)  # unproven by CP-SAT: the time-indexed bound runs beside the search
@@ -215,7 +228,7 @@ class FleetSession:
             report.status = "feasible"
         background = self.background.bound(served) if name == "cost" and self.background and served is not None else None
         bounds = [b for b in (probe.bound, report.bound, background) if b is not None] + [report.value] * (lns and solved)
-        report.bound = max(bounds) if bounds else None
+        report.bound = max(0, *bounds) if bounds else None  # costs and penalties are never negative
         if report.status == "feasible" and report.value is not None and report.bound is not None and \
                 report.value <= report.bound and not self.interrupted:
             report.status = "optimal"  # the incumbent meets a valid bound (a probe's, or a whole-fleet neighbourhood)
@@ -270,11 +283,28 @@ class FleetSession:
                 self.background.stop()
                 self.background = None
 
+    def _names(self) -> list[Stage]:
+        return ["served", self.fleet.objective, "cost" if self.fleet.objective != "cost" else "committed_gpu_hours"]
+
+    def _greedy_only(self) -> IntSchedule:
+        """The greedy schedule as the answer: the model could not be built within the time limit."""
+        assert self.best is not None
+        served = objective_value(self.fleet, self.best, "served")
+        reports = [StageReport(name="served", status="optimal" if served == 0 else "feasible", value=served,
+                               wall_s=time.perf_counter() - self.started, first_solution_s=0.0)]
+        for name in self._names()[1:]:  # the greedy schedule's cost is known; the other objectives are CP-SAT's
+            value = objective_value(self.fleet, self.best, name) if name == "cost" else None
+            reports.append(StageReport(name=name, status="skipped" if value is None else "feasible", value=value))
+        self.best.stages = reports
+        log.info("fleet: no time to build the model; the greedy schedule is the answer")
+        return self.best
+
     def _run(self) -> IntSchedule:
         self.interrupted = False
-        self.best = greedy(self.fleet)  # the hint of the first stage, and the answer should it find none
-        names: list[Stage] = ["served", self.fleet.objective]
-        names.append("cost" if self.fleet.objective != "cost" else "committed_gpu_hours")
+        self.best = IntSchedule(slot=list(self.first.slot), start_min=list(self.first.start_min))
+        if not self.built:
+            return self._greedy_only()
+        names = self._names()
         reports: list[StageReport] = []
         for k, name in enumerate(names):
             remaining = self.time_limit_s - (time.perf_counter() - self.started)

@@ -1,7 +1,8 @@
 """The fleet's spreadsheets: jobs.csv (a batch sheet plus scheduling columns) and inventory.csv.
 
-Times are hours from the plan's start (a number) or dates/timestamps (ISO 8601 text, or date
-cells of XLSX/Parquet). The start is --start, else the earliest date among earliest_start and
+Times are hours from the plan's start (a number, 0 .. MAX_TIME_HOURS) or dates/timestamps (ISO
+8601 text, or date cells of XLSX/Parquet), in UTC (fleet/times.py: an offset is converted, no
+offset means UTC). The start is --start, else the earliest date among earliest_start and
 available_from; a sheet with dates only in deadline/available_to needs --start. A bad job row is
 an error row of the output (status=error), never a lost row; a bad inventory row stops the run
 (exit 2): without its pools no schedule means anything.
@@ -16,10 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vramplan.fleet.inputs import FleetJob, Pool, PoolWindow
+from vramplan.fleet.inputs import MAX_PRIORITY, MAX_TIME_HOURS, FleetJob, Pool, PoolWindow
+from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp, utc
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
-from vramplan.models.core.numbers import parse_count
+from vramplan.models.core.numbers import parse_count, parse_real
 from vramplan.sheets.rows import check_columns, is_empty, parse_row, unreadable_header_error
 from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import split_list
@@ -44,6 +46,7 @@ INVENTORY_COLUMNS: dict[str, tuple[str, str]] = {
     "committed": ("false", "true: already paid for (marginal cost 0, idle time reported)"),
     "price_usd_per_gpu_hour": ("the catalogue's", "your price per GPU-hour for this pool"),
 }
+WINDOW_COLUMNS = {"from_hours": "available_from", "to_hours": "available_to"}  # PoolWindow's fields
 TRUE, FALSE = ("true", "yes", "1", "y"), ("false", "no", "0", "n")
 MARKET_PREFIX = "market:"
 
@@ -58,36 +61,32 @@ def parse_bool(field_name: str, value: Any) -> bool:
 
 
 def parse_priority(value: Any) -> float:
-    try:
-        priority = float(value)
-    except (TypeError, ValueError):
-        raise VramplanError("priority", value, "must be a number >= 0") from None
-    if not 0 <= priority <= 10_000:
-        raise VramplanError("priority", value, "must be between 0 and 10000")
+    """The number grammar (models/core/numbers.py), 0 .. MAX_PRIORITY."""
+    priority = parse_real("priority", value)
+    if not 0 <= priority <= MAX_PRIORITY:
+        raise VramplanError("priority", value, f"must be between 0 and {MAX_PRIORITY}")
     return priority
 
 
-def parse_time(field_name: str, value: Any) -> float | datetime:
-    """Hours from the start (a number >= 0) or a timestamp."""
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        hours = float(value)
-    else:
-        text = str(value).strip()
-        try:
-            hours = float(text)
-        except ValueError:
-            try:
-                return datetime.fromisoformat(text).replace(tzinfo=None)
-            except ValueError:
-                raise VramplanError(field_name, value, "is neither hours from the start nor a date "
-                                                       "(YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None
-    if not hours >= 0 or hours == float("inf"):
-        raise VramplanError(field_name, value, "must be a finite number of hours >= 0")
+def _in_domain(field_name: str, value: Any, hours: float) -> float:
+    if not 0 <= hours <= MAX_TIME_HOURS:
+        raise VramplanError(field_name, value, f"must be between 0 and {MAX_TIME_HOURS:g} hours from the start")
     return hours
+
+
+def parse_time(field_name: str, value: Any) -> float | datetime:
+    """Hours from the start (the number grammar, 0 .. MAX_TIME_HOURS) or a timestamp in UTC (fleet/times.py)."""
+    if isinstance(value, (datetime, date)):
+        return utc(value)
+    try:
+        hours = parse_real(field_name, value)
+    except VramplanError:
+        stamp = parse_timestamp(value) if isinstance(value, str) else None
+        if stamp is None:
+            raise VramplanError(field_name, value, f"is neither hours from the start nor a date ({TIMESTAMP_FORMS})") \
+                from None
+        return stamp
+    return _in_domain(field_name, value, hours)
 
 
 def hours_from(start: datetime | None, field_name: str, value: float | datetime) -> float:
@@ -98,7 +97,7 @@ def hours_from(start: datetime | None, field_name: str, value: float | datetime)
     hours = (value - start) / timedelta(hours=1)
     if hours < 0:
         raise VramplanError(field_name, value.isoformat(), f"is before the plan's start {start.isoformat()}")
-    return hours
+    return _in_domain(field_name, value.isoformat(), hours)
 
 
 @dataclass
@@ -177,7 +176,9 @@ def _window(catalogue: Catalogue, offering: str, cells: dict[str, Any], start: d
         window = PoolWindow(from_hours=hours.get("available_from", 0.0), to_hours=hours.get("available_to"),
                             num_gpus=gpus)
     except ValidationError as error:
-        raise from_validation_error(error, cells) from None
+        wrong = from_validation_error(error, cells)
+        column = WINDOW_COLUMNS.get(wrong.field, wrong.field)  # the sheet's name, not the model's
+        raise VramplanError(column, cells.get(column, wrong.value), wrong.reason) from None
     if window.to_hours is not None and window.to_hours <= window.from_hours:
         raise VramplanError("available_to", cells.get("available_to"), "is not after available_from")
     return window
@@ -232,10 +233,9 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
             first = rows[0][1]
             pool = Pool(name=name, offering=offerings.pop(), windows=tuple(windows),
                         committed=parse_bool("committed", first.get("committed", False)),
-                        price_usd_per_gpu_hour=None if is_empty(first.get("price_usd_per_gpu_hour"))
-                        else float(first["price_usd_per_gpu_hour"]))
+                        price_usd_per_gpu_hour=first.get("price_usd_per_gpu_hour"))  # the number grammar
         except ValidationError as error:
-            raise VramplanError("inventory", origin, f"row {number}: {from_validation_error(error)}") from None
+            raise VramplanError("inventory", origin, f"row {number}: {from_validation_error(error, first)}") from None
         except (VramplanError, ValueError) as error:
             raise VramplanError("inventory", origin, f"row {number}: {error}") from None
         pools.append(pool)

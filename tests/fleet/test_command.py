@@ -140,7 +140,7 @@ def test_the_shipped_example_schedules_and_plots(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out, plot = tmp_path / "schedule.csv", tmp_path / "gantt.png"
     result = invoke("fleet", str(EXAMPLES / "jobs.csv"), "--inventory", str(EXAMPLES / "inventory.csv"), "-o", str(out),
-                    "--market", "on", "--quota", "runpod=64", "--time-limit", "20", "--plot", str(plot))
+                    "--market", "on", "--quota", "runpod=64", "--plot", str(plot))  # the default limit: planner and all
     assert result.exit_code in (0, 3), result.output
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
     expected = list(csv.DictReader(io.StringIO((EXAMPLES / "schedule.csv").read_text(encoding="utf-8-sig"))))
@@ -186,3 +186,123 @@ def test_the_schedule_never_overwrites_an_input(tmp_path: Path, which: str) -> N
     result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / which))
     one_line_error(result)
     assert (tmp_path / which).read_bytes() == before
+
+
+# --- hostile input: every fleet number has a domain, and a value outside it is one line or a row error ---
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--seed", "2147483648"),  # CP-SAT's random_seed is an int32: this was a TypeError from SatParameters
+    ("--seed", "-1"),
+    ("--time-limit", "86401"),  # was a ValidationError of FleetQuery after the whole candidate phase
+    ("--horizon-days", "1e308"),  # was a ValidationError (horizon_hours inf)
+    ("--start", "2027-13-01"),
+])
+def test_an_option_outside_its_domain_is_one_line_naming_it(tmp_path: Path, option: str, value: str) -> None:
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}], POOLS, option, value)
+    one_line_error(result, option, value)
+    assert rows == []
+
+
+@pytest.mark.parametrize("gpus", ["99999999999999999999", "1000001", "-1", "1_000", "inf"])
+def test_a_quota_outside_its_domain_is_one_line_naming_it(tmp_path: Path, gpus: str) -> None:
+    """A quota of 10^20 GPUs was a ValidationError of PoolWindow (internal error)."""
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], POOLS, "--market", "on", "--quota", f"aws={gpus}")
+    one_line_error(result, f"quota='aws={gpus}'", "1,000,000")
+
+
+def test_the_largest_seed_and_time_limit_in_their_domains_run(tmp_path: Path) -> None:
+    jobs_csv = write_csv(tmp_path / "jobs.csv", [{"id": "a", **GOOD_JOB}], JOB_HEADER)
+    inventory = write_csv(tmp_path / "inventory.csv", POOLS, INVENTORY_HEADER)
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / "s.csv"),
+                    "--seed", "2147483647", "--time-limit", "86400", "--horizon-days", "3660")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("deadline", "1e308"),  # was OverflowError: cannot convert float infinity to integer
+    ("earliest_start", "1e308"),
+    ("deadline", "1000001"),
+    ("earliest_start", "9e18"),
+    ("deadline", "nan"),
+    ("deadline", "inf"),
+    ("priority", "1e308"),
+    ("priority", "nan"),
+    ("priority", "1_000"),  # float() took it; the number grammar does not
+    ("tokens", "1e308"),
+])
+def test_a_job_cell_outside_its_domain_is_that_rows_error(tmp_path: Path, column: str, value: str) -> None:
+    jobs = [{"id": "bad", **GOOD_JOB, column: value}, {"id": "ok", **GOOD_JOB}]
+    result, rows = run(tmp_path, jobs)
+    assert result.exit_code == 3, result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+    assert [r["status"] for r in rows] == ["error", "scheduled"]
+    assert rows[0]["error"].startswith(f"{column}='{value}'"), rows[0]["error"]
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("price_usd_per_gpu_hour", "1e308"),  # was OverflowError: cannot convert float infinity to integer
+    ("price_usd_per_gpu_hour", "0"),
+    ("price_usd_per_gpu_hour", "1_000"),
+    ("available_to", "1e308"),
+    ("available_from", "9e18"),
+    ("available_to", "0"),
+    ("num_gpus", "99999999999999999999"),
+])
+def test_an_inventory_cell_outside_its_domain_is_one_line_naming_it(tmp_path: Path, column: str, value: str) -> None:
+    header = INVENTORY_HEADER + ["price_usd_per_gpu_hour"]
+    jobs_csv = write_csv(tmp_path / "jobs.csv", [{"id": "a", **GOOD_JOB}], JOB_HEADER)
+    inventory = write_csv(tmp_path / "inventory.csv", [{**POOLS[0], column: value}], header)
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / "s.csv"))
+    one_line_error(result, "row 2", f"{column}='{value}'")
+
+
+def test_a_plan_above_the_cost_limit_is_that_rows_answer_not_the_runs_error(tmp_path: Path) -> None:
+    """1e14 tokens at 10,000 USD a GPU-hour: the plan costs more than one job may (domain.py); the
+    run stopped with `job=1: costs ...` (exit 2) instead of answering the other rows."""
+    jobs = [{"id": "huge", **GOOD_JOB, "tokens": "1e14"}, {"id": "ok", **GOOD_JOB}]
+    pools = [{**POOLS[0], "committed": "false", "price_usd_per_gpu_hour": "10000"}]
+    jobs_csv = write_csv(tmp_path / "jobs.csv", jobs, JOB_HEADER)
+    inventory = write_csv(tmp_path / "inventory.csv", pools, INVENTORY_HEADER + ["price_usd_per_gpu_hour"])
+    out = tmp_path / "s.csv"
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--horizon-days", "3660")
+    assert result.exit_code == 3, result.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
+    assert [r["status"] for r in rows] == ["unserved", "scheduled"]
+    assert "costs more than the fleet's limit" in rows[0]["explanation"]
+
+
+# --- time zones: every timestamp is UTC (fleet/times.py) ---
+
+
+def test_timestamps_with_an_offset_are_converted_to_utc(tmp_path: Path) -> None:
+    """09:00+09:00 is 00:00 UTC, the pool's start (hour 0); 09:00 without an offset is 09:00 UTC.
+    The offset was dropped, so both read as 09:00 and both jobs started at hour 9."""
+    jobs = [{"id": "tokyo", **GOOD_JOB, "earliest_start": "2027-01-04T09:00+09:00"},
+            {"id": "utc", **GOOD_JOB, "earliest_start": "2027-01-04T09:00"},
+            {"id": "zulu", **GOOD_JOB, "earliest_start": "2027-01-04T03:00Z"}]
+    pools = [{**POOLS[0], "num_gpus": "64", "available_from": "2027-01-03T19:00-05:00"}]
+    result, rows = run(tmp_path, jobs, pools)
+    assert result.exit_code == 0, result.output
+    assert [float(r["start_hours"]) for r in rows] == [0.0, 9.0, 3.0]
+    assert [r["start"] for r in rows] == ["2027-01-04T00:00", "2027-01-04T09:00", "2027-01-04T03:00"]
+
+
+def test_start_with_an_offset_is_the_same_instant_in_utc(tmp_path: Path) -> None:
+    jobs = [{"id": "a", **GOOD_JOB, "earliest_start": "2027-01-04T12:00", "deadline": "2027-01-05T12:00"}]
+    result, rows = run(tmp_path, jobs, POOLS, "--start", "2027-01-04T09:00+09:00")
+    assert result.exit_code == 0, result.output
+    assert float(rows[0]["start_hours"]) == 12.0  # --start is 00:00 UTC
+
+
+def test_datetime_cells_with_a_time_zone_are_converted_to_utc() -> None:
+    """XLSX/Parquet datetime cells arrive as datetimes; one with tzinfo lost its offset."""
+    from datetime import date, timedelta, timezone
+
+    from vramplan.fleet.sheet import parse_time
+
+    tokyo = timezone(timedelta(hours=9))
+    assert parse_time("earliest_start", datetime(2027, 1, 4, 9, 0, tzinfo=tokyo)) == datetime(2027, 1, 4, 0, 0)
+    assert parse_time("earliest_start", datetime(2027, 1, 4, 9, 0)) == datetime(2027, 1, 4, 9, 0)
+    assert parse_time("deadline", date(2027, 1, 4)) == datetime(2027, 1, 4)
+    assert parse_time("deadline", "2027-01-04T00:00+01:00") == datetime(2027, 1, 3, 23, 0)
