@@ -9,8 +9,10 @@ cluster is a BatchError with the engine's own message.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 from typing import Any
 
 from vramplan.batch.backends import BatchError, ChunkDone, ChunkLost, Outcome
@@ -21,14 +23,30 @@ log = logging.getLogger(__name__)
 
 CLUSTER_MIN_CHUNK_SIZE = 8  # a task on a cluster costs about as much as solving one row
 CLUSTER_MAX_CHUNK_SIZE = 64
-CONNECT_TIMEOUT_S = 60
+CONNECT_TIMEOUT_S = 60  # a cluster's handshake; VRAMPLAN_CONNECT_TIMEOUT_S sets another (connect_timeout_s)
 LOCAL_OBJECT_STORE_BYTES = 200 * 2**20
+
+
+def connect_timeout_s() -> float:
+    """How long a cluster may take to answer its handshake: VRAMPLAN_CONNECT_TIMEOUT_S (seconds, 1 ..
+    3600), else CONNECT_TIMEOUT_S."""
+    text = os.environ.get("VRAMPLAN_CONNECT_TIMEOUT_S")
+    if text is None:
+        return CONNECT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 1 <= seconds <= 3600:
+        raise BatchError(f"VRAMPLAN_CONNECT_TIMEOUT_S={text!r}: must be seconds between 1 and 3600")
+    return seconds
 
 
 def _missing(engine: str, extra: str) -> BatchError:
     return BatchError(f"the {engine} backend needs {engine}: pip install 'vramplan[{extra}]'")
 
 
+MAX_SCHEDULER_FILE_BYTES = 2**20  # a scheduler's JSON is a few hundred bytes
 REACH_TIMEOUT_S = 5  # a cluster address that takes no TCP connection in this long is not answering
 
 
@@ -64,6 +82,60 @@ def check_scheduler_file(path: str) -> None:
         raise BatchError(f"cannot read the Dask scheduler file {path}: {_first_line(error)}") from None
     if not stat.S_ISREG(mode):
         raise BatchError(f"the Dask scheduler file {path} is not a regular file")
+    if mode and os.stat(path).st_size > MAX_SCHEDULER_FILE_BYTES:
+        raise BatchError(f"the Dask scheduler file {path} is not a scheduler file (over 1 MiB)")
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        content = None
+    if not isinstance(content, dict) or not isinstance(content.get("address"), str):
+        # Dask asserted on it (`AssertionError:` with no text was the whole message)
+        raise BatchError(f"the Dask scheduler file {path} is not a scheduler file (JSON with an 'address', "
+                         "as `dask scheduler --scheduler-file` writes)")
+
+
+RAY_PROBE = ("import logging, sys, ray; ray.init(address=sys.argv[1], include_dashboard=False, "
+             "log_to_driver=False, logging_level=logging.ERROR); ray.shutdown()")
+
+
+def probe_ray(address: str) -> None:
+    """Connect to the Ray cluster once in a child process, within CONNECT_TIMEOUT_S: ray.init has no
+    timeout of its own, and a port that takes TCP connections but is no Ray head kept it retrying
+    past 150 s (a port that closes each connection) or printed 20 lines first. A cluster that answers
+    costs one more connect (a few seconds); what fails here is one line."""
+    import subprocess
+
+    try:
+        probe = subprocess.run([sys.executable, "-c", RAY_PROBE, address], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=connect_timeout_s())
+    except subprocess.TimeoutExpired:
+        raise BatchError(f"cannot reach the Ray cluster {address}: it did not answer as a Ray head within "
+                         f"{connect_timeout_s():g} s") from None
+    if probe.returncode != 0:
+        lines = [line for line in probe.stderr.decode("utf-8", "replace").splitlines() if "Error" in line]
+        reason = " ".join(lines[-1].split())[:300] if lines else f"the connect exited with {probe.returncode}"
+        raise BatchError(f"cannot start or reach the Ray cluster {address}: {reason}")
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """File descriptor 2 points at /dev/null while Ray connects: its C++ core writes a
+    `gcs_client.cc ... Failed to get cluster ID` line a second to the process's stderr while an
+    address does not answer as a Ray head (20 lines before its own error), below Python's logging
+    and whatever RAY_BACKEND_LOG_LEVEL says. What fails is still one line: the exception, reported
+    by the caller once the descriptor is back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _first_line(error: BaseException) -> str:
@@ -92,13 +164,15 @@ class RayBackend:
         options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         if target:
             check_reachable("Ray", target)
+            probe_ray(target)
         try:
-            if target:
-                ray.init(address=target, **options)
-            else:
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                ray.init(address="local", num_cpus=workers, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                         _node_ip_address="127.0.0.1", **options)
+            with _native_stderr_silenced():
+                if target:
+                    ray.init(address=target, **options)
+                else:
+                    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                    ray.init(address="local", num_cpus=workers, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                             _node_ip_address="127.0.0.1", **options)
         except Exception as error:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ...
             raise BatchError(f"cannot start or reach the Ray cluster {target or '(local)'}: "
                              f"{_first_line(error)}") from None
@@ -117,7 +191,7 @@ class RayBackend:
         probes = [self._version.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
                   for node in nodes]
         try:
-            return set(ray.get(probes, timeout=CONNECT_TIMEOUT_S))
+            return set(ray.get(probes, timeout=connect_timeout_s()))
         except Exception as error:  # noqa: BLE001
             raise BatchError(f"cannot run vramplan on the Ray workers (is it installed there?): "
                              f"{_first_line(error)}") from None
@@ -175,16 +249,16 @@ class DaskBackend:
             check_reachable("Dask", address)
         try:
             if address and (address.endswith(".json") or os.path.isfile(address)):
-                self._client = distributed.Client(scheduler_file=address, timeout=CONNECT_TIMEOUT_S)
+                self._client = distributed.Client(scheduler_file=address, timeout=connect_timeout_s())
             elif address or dask.config.get("scheduler-address", None):
-                self._client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S)
+                self._client = distributed.Client(address, timeout=connect_timeout_s())
             else:
                 self._cluster = distributed.LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=None, silence_logs=logging.WARNING,
                 )
                 self._client = distributed.Client(self._cluster)
-            self._client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+            self._client.wait_for_workers(1, timeout=connect_timeout_s())
         except Exception as error:  # noqa: BLE001 - OSError, TimeoutError, ValueError ...
             self._close_cluster()
             raise BatchError(f"cannot start or reach the Dask cluster {address or '(local)'}: "
