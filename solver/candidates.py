@@ -108,7 +108,18 @@ def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | No
         return None
     space.fill_count(n, [li], (p,))
     buffers = space.buffer_mib[b, p, li]
-    return [space.static_mib[zf, n, p, li, j] + buffers + mib for j, mib in enumerate(space.ranks_activation_mib(r, b, p, li, n))]
+    return [space.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + buffers + mib
+            for j, mib in enumerate(space.ranks_activation_mib(r, b, p, li, n))]
+
+
+def accumulated_mib(space: SearchSpace, zf: int, n: int, p: int, li: int, j: int, b: int) -> int:
+    """What gradient accumulation adds to checked rank j's model states: space.accumulation_mib
+    when the micro-batch b leaves more than one micro-batch a step."""
+    extra = space.accumulation_mib[zf, n, p, li, j]
+    if not extra:
+        return 0
+    accum = space.tables.accumulation(space.layouts[li], space.counts[n], space.micro_batches[b])
+    return extra if accum > 1 else 0
 
 
 def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
@@ -146,7 +157,7 @@ def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool
     total = slots[j]
     if memory and total > space.limit_mib[g]:
         return None
-    static = space.static_mib[zf, n, p, li, j] + space.buffer_mib[b, p, li]
+    static = space.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + space.buffer_mib[b, p, li]
     return InnerMetrics(static, total - static, host_mib_per_gpu(space, n, inner), 0)
 
 

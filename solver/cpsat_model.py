@@ -28,7 +28,7 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import Inner, inner_tie_radix, tail_us
+from vramplan.solver.candidates import Inner, accumulated_mib, inner_tie_radix, tail_us
 from vramplan.solver.space import SearchSpace
 
 INT64_ROOM = 2**62
@@ -141,11 +141,18 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         offloaded = (space.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
         return (*(buffers + ranks[j] for j in slots), base, *offloaded)
 
+    # Unsharded gradient accumulation (a stack that reduce-scatters only the last micro-batch: litgpt):
+    # model states grow with (ZeRO stage, layout, micro-batch) together: its own columns of by_zero.
+    accumulating = any(space.accumulation_mib[i, n, jj, lay, j] for i in allowed_zf for jj in precisions
+                       for lay in layouts for j in slots)
+
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
-        """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step."""
+        """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step (and
+        what gradient accumulation adds to each checked rank's model states)."""
         lay, b_ = pairs[k]
         forward, backward = steps.comm_us[space.zero_offloads[i][0], b_, jj, lay]
-        return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay]
+        grown = tuple(accumulated_mib(space, i, n, jj, lay, j, b_) for j in slots) if accumulating else ()
+        return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay], *grown
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.static_mib[i, n, jj, lay, j] for j in slots), space.host_mib_per_gpu[i, n, jj, lay]),
@@ -159,13 +166,14 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         host = total_host
     else:
         *dynamic, base = dynamic
-    for rank_static, rank_dynamic in zip(static, dynamic):  # memory of each checked pipeline rank
-        model.add(rank_static + rank_dynamic <= space.limit_mib[g])
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
     fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj],
                                     ("fwd_window_us", "bwd_window_us"), uppers)
-    fwd, bwd, tail, opt = _table(model, [zfs, ps, lbs], by_zero, ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us"),
-                                 uppers)
+    fwd, bwd, tail, opt, *grown = _table(
+        model, [zfs, ps, lbs], by_zero,
+        ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in slots if accumulating)), uppers)
+    for j, (rank_static, rank_dynamic) in enumerate(zip(static, dynamic)):  # memory of each checked pipeline rank
+        model.add(rank_static + rank_dynamic + (grown[j] if grown else 0) <= space.limit_mib[g])
     fwd_exposed = model.new_int_var(0, max(0, uppers["fwd_comm_us"]), "fwd_exposed_us")
     model.add_max_equality(fwd_exposed, [fwd - fwd_window, 0])
     bwd_exposed = model.new_int_var(0, max(0, uppers["bwd_comm_us"], uppers["tail_us"]), "bwd_exposed_us")

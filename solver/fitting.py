@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vramplan.solver.candidates import Inner, InnerMetrics, host_mib_per_gpu, inner_metrics, inner_tie
+from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_metrics, inner_tie
 from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 
@@ -63,8 +63,10 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
                           dtype=np.int64)  # (zf, p, j)
         dynamic = np.array([[[[space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
-        grids.append((li, precisions, batches, (static[:, None, None, :, :] + dynamic[None, :, :, :, :]).max(axis=-1),
-                      static, dynamic))
+        accumulated = np.array([[[[accumulated_mib(space, zf, n, p, li, j, b) for j in js] for p in precisions]
+                                 for b in batches] for zf in zfs], dtype=np.int64)  # (zf, b, p, j)
+        peak = (static[:, None, None, :, :] + dynamic[None, :, :, :, :] + accumulated[:, None, :, :, :]).max(axis=-1)
+        grids.append((li, precisions, batches, peak, static, dynamic, accumulated))
     return grids
 
 
@@ -117,12 +119,13 @@ def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, Inner
     g, n, per_instance, _ = shape
     fitting = []
     grids = _peaks(space, g, n, tp_reach(per_instance))[0]
-    for li, precisions, batches, peak, static, dynamic in grids:
+    for li, precisions, batches, peak, static, dynamic, accumulated in grids:
         zf, r, b, p = np.nonzero(peak <= space.limit_mib[g])
         order = np.lexsort((p, -b, r, zf))  # candidates.inner_tie: zf, r, larger micro-batch first, p
         zf, r, b, p = zf[order], r[order], b[order], p[order]
-        rank = (static[zf, p, :] + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
-        static_mib = static[zf, p, rank] + np.array([space.buffer_mib[batches[i], precisions[k], li]
+        held = static[zf, p, :] + accumulated[zf, b, p, :]  # (point, j)
+        rank = (held + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
+        static_mib = held[np.arange(len(rank)), rank] + np.array([space.buffer_mib[batches[i], precisions[k], li]
                                                      for i, k in zip(b.tolist(), p.tolist())], dtype=np.int64)
         host = np.array([host_mib_per_gpu(space, n, Inner(z, rr, precisions[k], batches[i], li))
                          for z, rr, i, k in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist())], dtype=np.int64)

@@ -138,6 +138,8 @@ class SearchSpace:
     # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
     static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
+    # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
+    accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
     micro_keys: dict[tuple[int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t)
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)

@@ -25,7 +25,7 @@ from vramplan.models.memory.activations import (
     microbatch_offload_bytes,
     stage_activations,
 )
-from vramplan.models.memory.model_states import ModelStates, model_states
+from vramplan.models.memory.model_states import ModelStates, model_states, unsharded_accumulation_bytes
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_activations import inflight_chunks
 from vramplan.models.memory.parallel_overhead import num_communicators
@@ -203,12 +203,24 @@ class Tables:
         return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
 
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
-        """Model states of pipeline rank `stage` (models.model_states), memoised on what they depend on."""
+        """Model states of pipeline rank `stage` (models.model_states) without gradient accumulation,
+        memoised on what they depend on; what accumulation adds is accumulation_mib."""
         zero_group, expert_dp, _ = self._groups(layout, n)
         key = ("states", layout.tp, layout.pp, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
-        return self._get(key, lambda: model_states(self.arch, self.job,
-                                                   self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1), stage),
-                         memo=self.states_memo)
+        return self._get(key, lambda: model_states(self.arch, self.job, self._states_plan(layout, n, zero, offload, precision),
+                                                   stage), memo=self.states_memo)
+
+    def accumulation_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> int:
+        """What a step of more than one micro-batch adds to rank `stage`'s model states, MiB
+        (models.model_states unsharded_accumulation_bytes: a stack that keeps unsharded gradients
+        until the last micro-batch; 0 for every other)."""
+        if offload != "none":
+            return 0
+        plan = self._states_plan(layout, n, zero, offload, precision).model_copy(update={"grad_accum": 2})
+        return bytes_to_mib_ceil(unsharded_accumulation_bytes(self.arch, self.job, plan, stage))
+
+    def _states_plan(self, layout: Layout, n: int, zero: int, offload: str, precision: str) -> Plan:
+        return self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1).model_copy(update={"grad_accum": 1})
 
     def _groups(self, layout: Layout, n: int) -> tuple[int, int, int]:
         """(ZeRO group, expert-data-parallel group, communicators) of a layout on n GPUs, read off

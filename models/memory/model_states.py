@@ -153,6 +153,8 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += part_w
         gradients += part_g
         optimizer += part_o
+    if plan.offload == "none":
+        gradients += unsharded_accumulation_bytes(arch, job, plan, stage)
     if keeps_stage_gathered(job, plan):
         # The stage's 16-bit parameters stay gathered and its gradients accumulate unsharded, in
         # FSDP2's fp32 reduce dtype (torchtitan mixed_precision_reduce = float32), all step.
@@ -167,6 +169,28 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
+
+
+# Stacks whose gradient accumulation under ZeRO-3 keeps the gradients unsharded until the last
+# micro-batch: litgpt's finetune/pretrain scripts wrap every accumulating micro-batch in
+# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py, full.py at
+# 2685705), which under its ModelParallelStrategy (FSDP2) is `set_requires_gradient_sync(False)`:
+# FSDP2 then accumulates each trainable parameter's unsharded gradient and reduce-scatters it with
+# the last micro-batch (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py). A full
+# fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard.
+UNSHARDED_ACCUMULATION_STACKS = frozenset({"litgpt"})
+
+
+def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
+    """What unsharded gradient accumulation adds on pipeline rank `stage` beyond the ZeRO-3 gradient
+    shard: the rank's trainable gradients at full size less their shard (0 when the stack
+    reduce-scatters every micro-batch, without accumulation, or on one ZeRO rank)."""
+    if job.stack not in UNSHARDED_ACCUMULATION_STACKS or plan.zero != 3 or plan.grad_accum <= 1:
+        return 0
+    if plan.zero_group <= 1 or job.optimizer_in_backward:
+        return 0
+    full = _bytes(rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, stage), recipe_state_bytes(job, plan.precision)[1])
+    return full - _shard(full, plan.zero_group)
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:
