@@ -1,6 +1,6 @@
 """`python -m vramplan`: the same command line as `vramplan`."""
 
-from vramplan.cli import main
+from vramplan.cli import run
 
 if __name__ == "__main__":
-    main(prog_name="vramplan")
+    run()

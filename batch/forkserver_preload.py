@@ -16,8 +16,11 @@ import sys
 
 import vramplan.batch.worker  # noqa: F401  (the preload: every worker forks with the solver imported)
 
-# What a child meets when the batch process went away during the hand-over.
-PARENT_GONE = (EOFError, pickle.UnpicklingError, ConnectionError, KeyboardInterrupt)
+# What a child meets when the batch process went away during the hand-over: the task's pickle cut
+# short, its pipe closed, or (FileNotFoundError) the pool's semaphores already unlinked by the
+# parent's exit when the child rebuilds them (multiprocessing/synchronize.py SemLock._rebuild).
+# Only the hand-over reaches this hook: a worker's own failures are its rows' errors.
+PARENT_GONE = (EOFError, pickle.UnpicklingError, ConnectionError, FileNotFoundError, KeyboardInterrupt)
 
 
 def quiet_hook(kind: type[BaseException], error: BaseException, trace: object) -> None:
