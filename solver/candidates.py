@@ -21,6 +21,7 @@ from typing import NamedTuple
 from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_tables import StepTables
+from vramplan.solver.tables import accumulation
 
 
 class Inner(NamedTuple):
@@ -118,7 +119,7 @@ def accumulated_mib(space: SearchSpace, zf: int, n: int, p: int, li: int, j: int
     extra = space.accumulation_mib[zf, n, p, li, j]
     if not extra:
         return 0
-    accum = space.tables.accumulation(space.layouts[li], space.counts[n], space.micro_batches[b])
+    accum = accumulation(space.global_batch, space.layouts[li], space.counts[n], space.micro_batches[b])
     return extra if accum > 1 else 0
 
 

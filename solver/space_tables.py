@@ -80,7 +80,8 @@ def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
         states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
-        accumulated = {stage: tables.accumulation_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
+        accumulated = {stage: tables.accumulation_mib(layout, zero, offload, n, precision, stage)  # type: ignore[union-attr]
+                       for stage in distinct}
         for j, stage in enumerate(stages):
             space.static_mib[zf, n_i, p, li, j] = states[stage][0]
             space.accumulation_mib[zf, n_i, p, li, j] = accumulated[stage]
