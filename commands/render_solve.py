@@ -150,6 +150,11 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
     return parts
 
 
+def _limit_name(result: SolveResult) -> str:
+    """The limit that cut the search short, as the options name it."""
+    return "work limit" if result.limit_reached == "work" else "time limit"
+
+
 def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> str:
     head = (f"{result.model.name} ({count(result.model.num_params)} params): global batch {result.global_batch}, "
             f"{count(round(result.tokens))} tokens, objective {result.objective.name}\n"
@@ -157,10 +162,10 @@ def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> s
             f"{result.solve_time_s:.2f} s)")
     parts: list[Any] = [head]
     if result.objective.gap is not None:
-        parts.append(f"time limit reached: best bound {objective_text(result, result.objective.best_bound)}, "
+        parts.append(f"{_limit_name(result)} reached: best bound {objective_text(result, result.objective.best_bound)}, "
                      f"gap {result.objective.gap:.1%}")
     elif result.status == "feasible":
-        parts.append("time limit reached: the best plan found so far, not proven optimal (no bound)")
+        parts.append(f"{_limit_name(result)} reached: the best plan found so far, not proven optimal (no bound)")
     if result.plans:
         parts += _best_plan_parts(result, screen)
         if len(result.plans) > 1:

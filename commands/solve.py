@@ -41,7 +41,8 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
     pictures = bool(options.get("plot_path") or options.get("report_path"))  # they draw the front
     try:
         query = query_from_fields(option_fields(options), top_k=options["top"], pareto=options["pareto"] or pictures,
-                                  engine=options["engine"], time_limit_s=options["time_limit"])
+                                  engine=options["engine"], work_limit=options["work_limit"],
+                                  time_limit_s=options["time_limit"])
     except ValidationError as error:
         raise validation_error(error) from None
     refuse_contradictions(options, query.job)
@@ -86,7 +87,11 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
 @click.option("--top", type=COUNT, default=3, show_default=True, help="Best K distinct plans.")
 @click.option("--pareto", is_flag=True, help="Also return the cost-vs-time Pareto front.")
 @click.option("--engine", type=click.Choice(["cpsat", "brute"]), default="cpsat", show_default=True)
-@click.option("--time-limit", type=POSITIVE, default=10.0, show_default=True, help="Seconds for the solver.")
+@click.option("--work-limit", type=POSITIVE, default=50_000.0, show_default=True,
+              help="Work units for the search and its explanation, counted, not timed: the answer does not "
+                   "depend on the machine's load (about 1 ms of CPU each; docs/input-rules.md#time-limits).")
+@click.option("--time-limit", type=POSITIVE, default=600.0, show_default=True,
+              help="Wall-clock seconds: an outer safety net, reached only on a very slow or loaded machine.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw the cost-vs-time Pareto front to FILE (.png, .svg, .pdf; implies --pareto; "
                    "needs vramplan[plot]).")

@@ -294,7 +294,8 @@ def _explanation_text(result: SolveResult) -> str:
 def output_row(result: SolveResult) -> dict[str, Any]:
     """The answer columns of one solved row (GiB as floats, the best plan only)."""
     if result.status == "unknown":
-        return error_row("no plan found within the solver's time limit (status unknown: not proven infeasible)")
+        which = "work limit (--work-limit)" if result.limit_reached == "work" else "time limit"
+        return error_row(f"no plan found within the solver's {which} (status unknown: not proven infeasible)")
     answer: dict[str, Any] = dict.fromkeys(ANSWER_COLUMNS)
     answer["status"] = result.status
     if result.status == "infeasible" or not result.plans:

@@ -12,7 +12,15 @@ from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
-from vramplan.solver.engine import MAX_PARETO_POINTS, EngineResult, SolverInternalError, TimeLimitReached, time_left_s
+from vramplan.solver.engine import (
+    MAX_PARETO_POINTS,
+    MILLI,
+    Budget,
+    EngineResult,
+    SolverInternalError,
+    TimeLimitReached,
+    replayed,
+)
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace, build_space
@@ -29,12 +37,14 @@ DISTINCT_OVERFETCH = 3
 LEANER_PERCENT = 1  # "leaner" is at least 1% less GPU memory (0.02 GiB of 165 saved by recompute is not)
 
 
-def run_engine(space: SearchSpace) -> EngineResult:
+def run_engine(space: SearchSpace, budget: Budget | None = None) -> EngineResult:
+    """The query's engine on its space, within `budget` (default: the query's own)."""
     query = space.query
     engine = solve_cpsat if query.engine == "cpsat" else solve_brute
+    budget = Budget.of(query) if budget is None else budget
     if query.top_k == 1:
-        return engine(space, 1, query.pareto, MAX_PARETO_POINTS)
-    outcome = engine(space, query.top_k * DISTINCT_OVERFETCH, query.pareto, MAX_PARETO_POINTS)
+        return engine(space, 1, query.pareto, MAX_PARETO_POINTS, budget)
+    outcome = engine(space, query.top_k * DISTINCT_OVERFETCH, query.pareto, MAX_PARETO_POINTS, budget)
     outcome.choices = distinct_choices(space, outcome.choices)[:query.top_k]
     return outcome
 
@@ -64,56 +74,60 @@ def _objective_report(space: SearchSpace, outcome: EngineResult, value: float | 
     return report
 
 
-def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, deadline: float):
-    """Explain an infeasible answer; the solves it makes share what is left of --time-limit
-    (time.perf_counter() deadline) and stop, as TimeLimitReached, once it is spent."""
-    miss = closest_miss(space, deadline)
+def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, budget: Budget):
+    """Explain an infeasible answer; the solves it makes draw on the solve's `budget` and stop, as
+    TimeLimitReached, once it is spent (a re-solve it cut short without a plan is not a "no")."""
+    miss = closest_miss(space, budget)
     miss_plan = verified_plan(space, miss[0], must_fit=False) if miss is not None else None
 
-    def bounded(changed: SolveQuery) -> SolveQuery:
-        return changed.model_copy(update={"top_k": 1, "pareto": False,
-                                          "time_limit_s": time_left_s(changed.time_limit_s, deadline)})
+    def one_plan(changed: SolveQuery) -> SolveQuery:
+        return changed.model_copy(update={"top_k": 1, "pareto": False})
 
     def solve_one(changed: SolveQuery):
         try:
-            result = solve(catalogue, bounded(changed), explain_infeasible=False)
+            result = _solve(catalogue, one_plan(changed), explain_infeasible=False, budget=budget)
         except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)
             return None
+        if result.status == "unknown":
+            raise TimeLimitReached(budget.reached)
         return result.plans[0] if result.plans else None
 
     def fits(changed: SolveQuery) -> bool:
         try:
-            return plan_exists(catalogue, bounded(changed))
+            return plan_exists(catalogue, one_plan(changed), budget)
         except VramplanError:
             return False
 
-    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, deadline, fits)
+    return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, budget, fits)
 
 
-def plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
+def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None = None) -> bool:
     """Whether any plan of the query's space fits, without searching for the best: the first point
     the CP-SAT engine meets, re-checked in exact bytes like any plan (the brute-force engine
-    answers by its full enumeration). TimeLimitReached when --time-limit runs out before the
-    answer is known (a "no" is never a guess). Rows of a batch ask the same questions of one job
-    (the relaxed query, each subset of restrictions): answers are kept in the active memo by
-    everything that decides them, not by the time left."""
-    return shared_result(catalogue, lambda: ("exists", query.feasibility_key(NOT_IN_EXISTS)),
-                         lambda: _plan_exists(catalogue, query))
+    answers by its full enumeration). TimeLimitReached when `budget` (default: the query's own)
+    runs out before the answer is known (a "no" is never a guess). Rows of a batch ask the same
+    questions of one job (the relaxed query, each subset of restrictions): answers are kept in the
+    active memo by everything that decides them, not by the limits, with the work they took
+    (engine.replayed)."""
+    budget = Budget.of(query) if budget is None else budget
+    return replayed(budget, lambda measured: shared_result(
+        catalogue, lambda: ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
+        lambda: _plan_exists(catalogue, query, budget))
 
 
-# What a yes/no answer does not depend on: the objective, the answer's shape, the time it was
-# given (a time-out raises instead of answering); the tokens only through the budget and deadline.
-NOT_IN_EXISTS = frozenset({"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s"})
+# What a yes/no answer does not depend on: the objective, the answer's shape, the limits it was
+# given (running out raises instead of answering); the tokens only through the budget and deadline.
+NOT_IN_EXISTS = frozenset({"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s", "work_limit"})
 
 
-def _plan_exists(catalogue: Catalogue, query: SolveQuery) -> bool:
+def _plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget) -> bool:
     space = build_space(catalogue, query)
     if query.engine == "cpsat":
-        choice = find_cpsat(space)
+        choice = find_cpsat(space, budget)
     else:
-        outcome = run_engine(space)
+        outcome = run_engine(space, budget)
         if outcome.status == "unknown":
-            raise TimeLimitReached
+            raise TimeLimitReached(budget.reached)
         choice = outcome.choices[0] if outcome.choices else None
     if choice is None:
         return False
@@ -135,9 +149,9 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
 
 def _solve_stacks(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:
     """The search over several stacks: each solved on its own space (its contract, the job's
-    recipe defaults restacked), the plans merged best first; every plan names its stack. A stack
-    the job cannot run on (QLoRA on megatron) is left out; when none has a plan, the first
-    stack's explanation answers."""
+    recipe defaults restacked) within its own budget, the plans merged best first; every plan names
+    its stack. A stack the job cannot run on (QLoRA on megatron) is left out; when none has a
+    plan, the first stack's explanation answers."""
     started = time.perf_counter()
     presets = load_stacks()
     results = []
@@ -161,7 +175,9 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, explain_infeasible: b
         "plans": plans,
         "pareto": pareto_front([p for r in answered for p in r.pareto]),
         "space_size": sum(r.space_size for r in results),
+        "search": best.search.model_copy(update={"work": sum(r.search.work for r in results)}),
         "solve_time_s": time.perf_counter() - started,
+        "limit_reached": next((r.limit_reached for r in results if r.limit_reached), None),
     })
 
 
@@ -174,15 +190,19 @@ def pareto_front(plans: list[SolvedPlan]) -> list[SolvedPlan]:
     return front
 
 
-def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:
+def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool,
+           budget: Budget | None = None) -> SolveResult:
+    """One stack's solve within `budget` (default: the query's own, which its explanation shares)."""
     started = time.perf_counter()
+    budget = Budget.of(query) if budget is None else budget
+    before = budget.spent
     space = build_space(catalogue, query)
-    outcome = run_engine(space)
+    outcome = run_engine(space, budget)
     plans = [verified_plan(space, choice) for choice in outcome.choices]
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]
     explanation = None
     if outcome.status == "infeasible" and explain_infeasible:
-        explanation = _explanation(catalogue, query, space, started + query.time_limit_s)
+        explanation = _explanation(catalogue, query, space, budget)
     value = plans[0].objective_value if plans else None
     return SolveResult(
         status=outcome.status,  # type: ignore[arg-type]
@@ -193,9 +213,11 @@ def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) ->
         engine=query.engine,
         space_size=space.size,
         search=SearchReport(combinations=space.size, evaluations=space.evaluations,
-                            cpsat_models=outcome.stats.models_built, cpsat_solves=outcome.stats.solves),
+                            cpsat_models=outcome.stats.models_built, cpsat_solves=outcome.stats.solves,
+                            work=(budget.spent - before) / MILLI),
         solve_time_s=time.perf_counter() - started,
         plans=plans,
         pareto=pareto,
         explanation=explanation,
+        limit_reached=budget.reached,
     )

@@ -3,8 +3,8 @@ CP-SAT model. It is the oracle the CP-SAT engine is tested against, and a fallba
 
 from __future__ import annotations
 
-import time
 from itertools import product
+from math import prod
 
 from vramplan.solver.candidates import (
     Choice,
@@ -14,14 +14,14 @@ from vramplan.solver.candidates import (
     objective_key,
     stage_twin_key,
 )
-from vramplan.solver.engine import EngineResult, SearchStats
+from vramplan.solver.engine import POINT_WORK, Budget, EngineResult, SearchStats, TimeLimitReached
 from vramplan.solver.space import SearchSpace
 
-CHECK_EVERY = 4096  # points between two looks at the clock
+CHECK_EVERY = 4096  # points charged to the budget at once (one look at the clock each)
 
 
 class OutOfTime(Exception):
-    """The enumeration passed its deadline; `points` are those found so far."""
+    """The enumeration ran out of its budget; `points` are those found so far."""
 
     def __init__(self, points: list[tuple[Choice, Metrics]]) -> None:
         super().__init__("time limit")
@@ -29,14 +29,19 @@ class OutOfTime(Exception):
 
 
 def feasible_points(space: SearchSpace, memory: bool = True, limits: bool = True,
-                    deadline: float | None = None) -> list[tuple[Choice, Metrics]]:
-    """Every point that passes the constraints; past `deadline` (time.monotonic()), OutOfTime."""
+                    budget: Budget | None = None) -> list[tuple[Choice, Metrics]]:
+    """Every point that passes the constraints; OutOfTime when `budget` runs out first (each
+    CHECK_EVERY points are charged before they are evaluated)."""
     points = []
     ranges = (range(len(space.clusters)), range(len(space.zero_offloads)), range(len(space.recomputes)),
               range(len(space.precisions)), range(len(space.micro_batches)), range(len(space.layouts)))
+    total = prod(len(r) for r in ranges)
     for count, indices in enumerate(product(*ranges)):
-        if deadline is not None and count % CHECK_EVERY == 0 and time.monotonic() > deadline:
-            raise OutOfTime(points)
+        if budget is not None and count % CHECK_EVERY == 0:
+            try:
+                budget.charge(POINT_WORK * min(CHECK_EVERY, total - count))
+            except TimeLimitReached:
+                raise OutOfTime(points) from None
         choice = Choice(*indices)
         metrics = evaluate(space, choice, memory=memory, limits=limits)
         if metrics is not None:
@@ -58,12 +63,13 @@ def pareto_front(space: SearchSpace, points: list[tuple[Choice, Metrics]], max_p
     return front
 
 
-def solve_brute(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int) -> EngineResult:
-    """Enumerate within --time-limit: past it, the best points seen so far come back as
-    "feasible" (not proven), or "unknown" when none was seen, as CP-SAT reports a time-out."""
+def solve_brute(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int,
+                budget: Budget | None = None) -> EngineResult:
+    """Enumerate within `budget` (default: the query's own): when it runs out, the best points seen
+    so far come back as "feasible" (not proven), or "unknown" when none was seen, as CP-SAT reports it."""
     status = "optimal"
     try:
-        points = feasible_points(space, deadline=time.monotonic() + space.query.time_limit_s)
+        points = feasible_points(space, budget=Budget.of(space.query) if budget is None else budget)
     except OutOfTime as out:
         points, status = out.points, "feasible"
         if not points:

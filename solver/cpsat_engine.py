@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
-import time
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -28,7 +27,16 @@ from ortools.sat.python import cp_model
 from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, stage_twin_key, step_cap_us
 from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
-from vramplan.solver.engine import EngineResult, SearchStats, SolverInternalError, TimeLimitReached
+from vramplan.solver.engine import (
+    MODEL_WORK,
+    SOLVE_WORK,
+    STEP_WORK,
+    Budget,
+    EngineResult,
+    SearchStats,
+    SolverInternalError,
+    TimeLimitReached,
+)
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
@@ -37,41 +45,65 @@ _UNBOUNDED = None
 
 
 @dataclass
+class _Seen:
+    """What a search that shares no model with other queries would know of one: the points it found
+    (a prefix of the model's, best first) and the step cap under which it ran dry."""
+
+    found: int = 0
+    dry_at: int | None = None
+
+
+@dataclass
 class _Search:
     space: SearchSpace
-    deadline: float
+    budget: Budget
     stats: SearchStats = field(default_factory=SearchStats)
     models: dict[tuple, ClusterModel | None] = field(default_factory=dict)  # by (cluster, branch), or by value (model())
-    timed_out: bool = False
+    # Work is charged for what this search would build and solve without the batch memo's models
+    # (_Seen per model key), so a query spends the same work, and reaches --work-limit alike, whatever
+    # the rows before it solved.
+    seen: dict[tuple, _Seen] = field(default_factory=dict)
     shape_branches: dict[tuple, list[Branch]] = field(default_factory=dict)  # per shape (branches)
     bounds: UnitBounds = field(init=False)
 
     def __post_init__(self) -> None:
         self.bounds = UnitBounds(self.space)
-        # Without a deadline or budget no model depends on the query's limits (every step cap is
-        # None): the models, and the points each found best first, are kept by value (the
-        # cluster's shape, branch, host budget and the host budgets of the cheaper same-hardware
-        # clusters it leaves their points to) in the space's UnitMemo, for every query of the family.
+        # Without a deadline or budget the models, and the points each found best first, are kept
+        # by value (the cluster's shape, branch, host budget, its own step cap from --max-days and
+        # --min-mfu, and the host budgets and caps of the cheaper same-hardware clusters it leaves
+        # their points to) in the space's UnitMemo, for every query of the family.
         query = self.space.query
         self.shared_models = query.deadline_hours is None and query.budget_usd is None
         if self.shared_models:
             self.models = self.space.shared.cluster_models
 
+    @property
+    def timed_out(self) -> bool:
+        """A limit cut the search short (a point it did not find is then not proven absent)."""
+        return self.budget.reached is not None
+
     # -- one cluster's points, best first ---------------------------------------------------
-    def model(self, unit: tuple[int, Branch]) -> ClusterModel | None:
+    def model(self, unit: tuple[int, Branch]) -> tuple[tuple, ClusterModel | None]:
+        """(the model's key, the model), built on first use; its work is charged on this search's first use."""
         c, branch = unit
         exclusions = self._exclusions(c)
         key = unit
         if self.shared_models:
             space = self.space
+            # The unit's own step cap is part of the model (--max-days over the tokens, --min-mfu):
+            # two rows of one job with other tokens built other models, and shared one before
+            # (`CP-SAT chose ... which the integer tables do not accept`, or a wrong infeasible).
             key = (space.unit_shape(space.clusters[c].shape), branch, space.host_budget_mib_per_gpu[c],
-                   tuple(exclusions))
+                   tuple(exclusions), step_cap_us(space, c))
+        if key not in self.seen:
+            self.budget.charge(MODEL_WORK)
+            self.seen[key] = _Seen()
         if key not in self.models:
             space = self.space
             layouts = branch_layouts(space, space.clusters[c].shape, branch)
             self.models[key] = build_cluster_model(space, c, step_cap_us(space, c), exclusions, layouts)
             self.stats.models_built += self.models[key] is not None
-        return self.models[key]
+        return key, self.models[key]
 
     def _exclusions(self, c: int) -> list[tuple[int, int | None]]:
         """Same-hardware clusters listed before this one (cheaper, then by offering rank)."""
@@ -83,10 +115,23 @@ class _Search:
                 if o != c and (space.clusters[o].price_units, space.offering_rank[o]) < rank]
 
     def point(self, unit: tuple[int, Branch], i: int, cap: int | None) -> tuple[Inner, int] | None:
-        """The i-th best point of a cluster's branch if its step is within cap."""
-        m = self.model(unit)
+        """The i-th best point of a cluster's branch if its step is within cap. A solve is charged
+        where this search, sharing no model, would solve: its answer is the same."""
+        key, m = self.model(unit)
         if m is None:
             return None
+        seen = self.seen[key]
+        solves = i >= seen.found and not (seen.dry_at is not None and cap is not None and cap <= seen.dry_at)
+        if solves:
+            self.budget.charge(SOLVE_WORK)
+        found = self._point(m, i, cap)
+        if solves and found is not None:
+            seen.found = i + 1
+        elif solves and not self.timed_out:
+            seen.dry_at = cap if cap is not None else huge()
+        return found
+
+    def _point(self, m: ClusterModel, i: int, cap: int | None) -> tuple[Inner, int] | None:
         if i < len(m.points):
             found = m.points[i]
             return self._here(m, found) if cap is None or found[1] <= cap else None
@@ -94,7 +139,7 @@ class _Search:
             return None
         found = self._next(m, cap)
         if found is None:
-            if not self.timed_out:  # a time-out proves nothing: the model (maybe the family's) stays open
+            if not self.timed_out:  # a cut-short solve proves nothing: the model (maybe the family's) stays open
                 m.exhausted_at_cap = cap if cap is not None else huge()
             return None
         m.points.append(found)
@@ -144,7 +189,7 @@ class _Search:
         params = solver.parameters
         params.num_workers = query.num_workers
         params.random_seed = query.random_seed
-        params.max_time_in_seconds = max(0.01, self.deadline - time.monotonic())
+        self.budget.limit_cpsat(params)  # the work left (deterministic time), the safety net's seconds
         # CP-SAT would install its own SIGINT handler for the solve and leave SIG_DFL behind, so
         # the next Ctrl-C would kill the process without Python's KeyboardInterrupt (no cleanup of
         # a batch's temporary files). A solve takes milliseconds: Python's handler stays.
@@ -170,7 +215,7 @@ class _Search:
         if code == cp_model.OPTIMAL:
             return solver
         if code in (cp_model.FEASIBLE, cp_model.UNKNOWN):
-            self.timed_out = True
+            self.budget.cpsat_stopped()
         return None
 
     # -- the branch-and-bound ---------------------------------------------------------------
@@ -211,42 +256,48 @@ class _Search:
             bound, tier, c, branch = heapq.heappop(heap)
             if len(kept) == k and bound > kept[-1][0][:len(bound)]:
                 break  # every later cluster's bound is at least this one's
-            if time.monotonic() > self.deadline:
-                self.timed_out = True
-                break
-            if not branch:
-                for each in self.branches(c):
-                    heapq.heappush(heap, (bound, 0, c, each))
-                continue
-            if tier < LAST_TIER:
-                fine = self.bounds.primary_bound(c, branch, order, tier=tier + 1)
-                if fine is not None and (caps[c] is None or self.bounds.step_bound_us(c, branch, tier + 1) <= caps[c]):
-                    heapq.heappush(heap, (fine, tier + 1, c, branch))
-                continue
-            i = taken = 0
-            while taken < k:
-                cap = self._cap(c, order, kept, k, step_below)
-                if cap == "prune":
-                    break
-                found = self.point((c, branch), i, cap)
-                if found is None:
-                    break
-                i += 1
-                choice, metrics = _checked(space, c, found)
-                key = objective_key(space, metrics, order)
-                if len(kept) == k and key >= kept[-1][0]:
-                    break
-                if k > 1:  # a list shows a plan once, not under several ZeRO stages that change nothing
-                    # A twin comes after its least stage (the same unit, a larger inner tie); one
-                    # whose twin was pushed out of the list is past the list's end too (checked above).
-                    twin = stage_twin_key(space, choice, metrics)
-                    if twin in twins:
-                        continue
-                    twins.add(twin)
-                bisect.insort(kept, (key, choice))
-                del kept[k:]
-                taken += 1
+            try:
+                self.budget.charge(STEP_WORK)
+                if not branch:
+                    for each in self.branches(c):
+                        heapq.heappush(heap, (bound, 0, c, each))
+                elif tier < LAST_TIER:
+                    fine = self.bounds.primary_bound(c, branch, order, tier=tier + 1)
+                    if fine is not None and (caps[c] is None or self.bounds.step_bound_us(c, branch, tier + 1) <= caps[c]):
+                        heapq.heappush(heap, (fine, tier + 1, c, branch))
+                else:
+                    self._take(c, branch, order, k, step_below, kept, twins)
+            except TimeLimitReached:
+                break  # the best points so far (solve_cpsat reports the status)
         return kept
+
+    def _take(self, c: int, branch: Branch, order: str, k: int, step_below: int | None,
+              kept: list[tuple[tuple, Choice]], twins: set[tuple]) -> None:
+        """Add the unit's points that enter the k best to `kept`, best first."""
+        space = self.space
+        i = taken = 0
+        while taken < k:
+            cap = self._cap(c, order, kept, k, step_below)
+            if cap == "prune":
+                break
+            found = self.point((c, branch), i, cap)
+            if found is None:
+                break
+            i += 1
+            choice, metrics = _checked(space, c, found)
+            key = objective_key(space, metrics, order)
+            if len(kept) == k and key >= kept[-1][0]:
+                break
+            if k > 1:  # a list shows a plan once, not under several ZeRO stages that change nothing
+                # A twin comes after its least stage (the same unit, a larger inner tie); one
+                # whose twin was pushed out of the list is past the list's end too (checked above).
+                twin = stage_twin_key(space, choice, metrics)
+                if twin in twins:
+                    continue
+                twins.add(twin)
+            bisect.insort(kept, (key, choice))
+            del kept[k:]
+            taken += 1
 
     def _cap(self, c: int, order: str, kept, k: int, step_below: int | None):
         """The longest step time that can still enter the top k on this cluster."""
@@ -266,8 +317,11 @@ class _Search:
         return min(caps) if caps else _UNBOUNDED
 
 
-def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int) -> EngineResult:
-    search = _Search(space, time.monotonic() + space.query.time_limit_s)
+def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points: int,
+                budget: Budget | None = None) -> EngineResult:
+    """The k best points (and the front): "feasible" (or "unknown" without a point) when `budget`
+    (default: the query's own) runs out first."""
+    search = _Search(space, Budget.of(space.query) if budget is None else budget)
     best = search.best(top_k, space.query.objective)
     result = EngineResult(status="optimal" if best else "infeasible", stats=search.stats)
     result.choices = [choice for _, choice in best]
@@ -280,14 +334,15 @@ def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
     return result
 
 
-def find_cpsat(space: SearchSpace) -> Choice | None:
-    """Any point of the space (None: none; TimeLimitReached when --time-limit runs out first): what the
-    explanation's yes/no questions need (does this relaxed query fit?). The order is free when
-    nothing is optimised, so the units most likely to hold a point come first: the largest GPU
-    memory, then the most GPUs (ZeRO and model parallelism shard more). A unit is skipped on its
-    bounds when it cannot fit (memory, or the deadline's and budget's step cap) and its CP-SAT
-    model asked for one point otherwise; an infeasible space is exhausted as by solve_cpsat."""
-    search = _Search(space, time.monotonic() + space.query.time_limit_s)
+def find_cpsat(space: SearchSpace, budget: Budget | None = None) -> Choice | None:
+    """Any point of the space (None: none; TimeLimitReached when `budget` (default: the query's own)
+    runs out first): what the explanation's yes/no questions need (does this relaxed query fit?).
+    The order is free when nothing is optimised, so the units most likely to hold a point come
+    first: the largest GPU memory, then the most GPUs (ZeRO and model parallelism shard more). A
+    unit is skipped on its bounds when it cannot fit (memory, or the deadline's and budget's step
+    cap) and its CP-SAT model asked for one point otherwise; an infeasible space is exhausted as
+    by solve_cpsat."""
+    search = _Search(space, Budget.of(space.query) if budget is None else budget)
     by_room = sorted(range(len(space.clusters)),
                      key=lambda c: (-space.limit_mib[space.clusters[c].gpu_index], -space.clusters[c].num_gpus, c))
     for c in by_room:
@@ -295,16 +350,15 @@ def find_cpsat(space: SearchSpace) -> Choice | None:
             continue
         cap = step_cap_us(space, c)
         for branch in search.branches(c):
-            if time.monotonic() > search.deadline:
-                raise TimeLimitReached
+            search.budget.charge(STEP_WORK)
             lower = search.bounds.step_bound_us(c, branch, LAST_TIER)
             if lower is None or (cap is not None and lower > cap):
                 continue
             found = search.point((c, branch), 0, None)
             if found is not None:
                 return _checked(space, c, found)[0]
-            if search.timed_out:  # CP-SAT stopped at the limit: "no point" is not proven
-                raise TimeLimitReached
+            if search.timed_out:  # CP-SAT stopped at a limit: "no point" is not proven
+                raise TimeLimitReached(search.budget.reached)
     return None
 
 

@@ -5,7 +5,6 @@ states, offload, more GPUs, bigger GPUs, LoRA/QLoRA."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from itertools import combinations, groupby, product
 
@@ -15,7 +14,7 @@ from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
 from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
-from vramplan.solver.engine import TimeLimitReached
+from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
@@ -33,16 +32,19 @@ Solver = Callable[[SolveQuery], SolvedPlan | None]
 Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)
 
 
-def closest_miss(space: SearchSpace, deadline: float | None = None) -> tuple[Choice, int] | None:
+def closest_miss(space: SearchSpace, budget: Budget | None = None) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
     fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
     least memory first (fitting.memory_peaks): the first memory level with an accepted point
-    is that shape's closest miss. Past `deadline` (time.perf_counter(): what is left of
-    --time-limit) the shapes not yet visited are skipped: the closest miss found so far."""
+    is that shape's closest miss. Each shape is charged to `budget` (the solve's): once it runs
+    out the shapes not yet visited are skipped: the closest miss found so far."""
     best: tuple[tuple[int, int], Choice] | None = None
     for shape in sorted({c.shape for c in space.clusters}):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
+        if budget is not None:
+            try:
+                budget.charge(STEP_WORK)
+            except TimeLimitReached:
+                break
         members = space.clusters_of_shape(shape)
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
@@ -225,9 +227,9 @@ def _gib(num_bytes: int) -> str:
 
 
 def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: SolvedPlan | None, over_mib: int | None,
-            solve_one: Solver, deadline: float | None = None, fits: Fits | None = None) -> Explanation:
-    """`deadline` (time.perf_counter()) bounds the conflict search as solve_one bounds the re-solves;
-    `fits` answers its yes/no questions (default: whether solve_one finds a plan)."""
+            solve_one: Solver, budget: Budget | None = None, fits: Fits | None = None) -> Explanation:
+    """`budget` (the solve's, which solve_one and fits share) bounds the conflict search; `fits`
+    answers its yes/no questions (default: whether solve_one finds a plan)."""
     if fits is None:
         def fits(changed: SolveQuery) -> bool:
             return solve_one(changed) is not None
@@ -239,7 +241,7 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
             # the CPU (docs/performance.md#explanations).
             conflicts = smallest_conflict(query, fits)
         elif space.clusters:
-            conflicts = conflicting_restrictions(catalogue, query, space, deadline)
+            conflicts = conflicting_restrictions(catalogue, query, space, budget)
             if conflicts is not None and fits(only_restrictions(query, conflicts)):
                 # Found on the least parallel layouts only, and the full space has a plan under
                 # these restrictions (model parallelism): not a conflict, and too many
@@ -277,8 +279,8 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     fixes = mitigations(query, space, catalogue, solve_one, fits, conflict)
     fitting = [m for m in fixes if m.fits]
     if fixes and not fixes[-1].tried:
-        parts.append(f"--time-limit {query.time_limit_s:g} s ran out before '{fixes[-1].change}' and the "
-                     f"changes after it were tried")
+        parts.append(f"{limit_label(budget.reached if budget else None, query)} ran out before '{fixes[-1].change}' "
+                     f"and the changes after it were tried")
     if fitting:
         parts.append("smallest change: " + _describe(fitting[0]))
         if len(fitting) > 1:

@@ -22,7 +22,7 @@ from ortools.sat.python import cp_model
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics
 from vramplan.solver.cpsat_model import LeanCpModel
-from vramplan.solver.engine import TimeLimitReached, time_left_s
+from vramplan.solver.engine import SOLVE_WORK, STEP_WORK, Budget, replayed
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import Cluster, SearchSpace, build_space
@@ -208,24 +208,26 @@ def _place_check(query: SolveQuery, label: str) -> Callable[[Cluster], bool]:
 
 
 def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
-                             deadline: float | None = None) -> list[str] | None:
+                             budget: Budget | None = None) -> list[str] | None:
     """Labels of a set of restrictions that cannot hold together; [] if nothing in the relaxed
     space fits at all (no restriction is to blame); None if the relaxed model is feasible with
-    every restriction too (then the user's space was empty for another reason). `deadline`
-    (time.perf_counter()): what is left of --time-limit; TimeLimitReached when it is spent
-    first (nothing is kept then)."""
-    return shared_result(catalogue, lambda: ("conflicts", query.feasibility_key(NOT_IN_CONFLICTS)),
-                         lambda: _conflicting_restrictions(catalogue, query, space, deadline))
+    every restriction too (then the user's space was empty for another reason). `budget` (default:
+    the query's own) pays for it; TimeLimitReached when it runs out first (nothing is kept then)."""
+    budget = Budget.of(query) if budget is None else budget
+    return replayed(budget, lambda measured: shared_result(
+        catalogue, lambda: ("conflicts", query.feasibility_key(NOT_IN_CONFLICTS)), measured),
+        lambda: _conflicting_restrictions(catalogue, query, space, budget))
 
 
-# What the conflicts do not depend on: the objective and the answer's shape (the tokens only
-# through the budget and the deadline: SolveQuery.feasibility_key).
-NOT_IN_CONFLICTS = frozenset({"objective", "top_k", "pareto", "engine", "num_workers", "random_seed"})
+# What the conflicts do not depend on: the objective, the answer's shape and the limits (an answer
+# is kept only when proven; the tokens only through the budget and the deadline: SolveQuery.feasibility_key).
+NOT_IN_CONFLICTS = frozenset({"objective", "top_k", "pareto", "engine", "num_workers", "random_seed", "work_limit",
+                              "time_limit_s"})
 
 
 def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
-                              deadline: float | None) -> list[str] | None:
-    time_left_s(query.time_limit_s, deadline)
+                              budget: Budget) -> list[str] | None:
+    budget.charge(STEP_WORK)
     relaxed = build_space(catalogue, relaxed_query(query))
     restrictions = restrictions_of(query)
     model = LeanCpModel()
@@ -238,14 +240,14 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
             check = checks.get(label)
             if check is not None and not check(relaxed.clusters[c]):
                 model.add_bool_or([a.Not(), lit.Not()])
-    step_bound_us, budget = space.deadline_bound_us, space.budget_bound_cost_units
+    step_bound_us, budget_units = space.deadline_bound_us, space.budget_bound_cost_units
     duration_bound_us = space.duration_bound_us
     # else no clause reads a step time
-    timed = any(x is not None for x in (step_bound_us, budget, duration_bound_us)) or query.min_mfu > 0
-    limits = StepLimits(step_bound_us, budget, duration_bound_us, query.min_mfu)
+    timed = any(x is not None for x in (step_bound_us, budget_units, duration_bound_us)) or query.min_mfu > 0
+    limits = StepLimits(step_bound_us, budget_units, duration_bound_us, query.min_mfu)
     pinned = _pinned_fields(query)
     for shape, all_fitting in shape_table(relaxed, timed).items():
-        time_left_s(query.time_limit_s, deadline)  # building the model over many offerings takes seconds
+        budget.charge(STEP_WORK)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
         fitting = _representatives(relaxed, pinned, shape, timed, all_fitting)
         prefix = f"inner{shape}"
@@ -255,16 +257,18 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
             _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner, metrics, lit,
                                limits)
     model.add_assumptions(list(assumption.values()))
+    budget.charge(SOLVE_WORK)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = time_left_s(query.time_limit_s, deadline)
+    budget.limit_cpsat(solver.parameters)
     solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (see cpsat_engine)
     # One presolve pass and light probing: most of this model's solve was presolve (docs/performance.md#explanations).
     solver.parameters.max_presolve_iterations = 1
     solver.parameters.cp_model_probing_level = 1
     status = solver.solve(model)
     if status == cp_model.UNKNOWN:
-        raise TimeLimitReached  # out of time before a conflict was proven
+        raise budget.cpsat_stopped()  # out of work or time before a conflict was proven
+    budget.charge_cpsat(solver.deterministic_time)  # a model made afresh: the same time with or without the memo
     if status != cp_model.INFEASIBLE:
         return None
     core = solver.sufficient_assumptions_for_infeasibility()

@@ -265,24 +265,33 @@ def test_brute_force_honours_the_time_limit(catalogue) -> None:
 
 
 def test_the_explanation_stops_at_the_time_limit(catalogue, monkeypatch) -> None:
-    """--time-limit bounds the whole command: an explanation's solves share what is left of it, and
-    the changes it had no time to try are listed as not tried, and said so, never as 'no'."""
-    from vramplan.solver import api
+    """--time-limit, the wall-clock safety net, bounds the whole solve: an explanation's solves share
+    what is left of it, and the changes it had no time to try are listed as not tried, and said so,
+    never as 'no'."""
+    from vramplan.solver import api, engine
 
     query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192), gpus=("a10g-24gb",), max_gpus=8)
     full = solve(catalogue, query).explanation
     assert full is not None and all(m.tried for m in full.mitigations) and "ran out" not in full.summary
 
-    class Clock:  # the command's clock: 100 s pass between two readings, so the limit is spent at once
+    class Clock:  # the solver's clock: stopped, until the search ends having taken all of --time-limit
         now = 0.0
 
-        def perf_counter(self) -> float:
-            self.now += 100.0
+        def monotonic(self) -> float:
             return self.now
 
-    monkeypatch.setattr(api, "time", Clock())
-    explanation = solve(catalogue, query).explanation
-    assert explanation is not None and len(explanation.mitigations) == 1
+    clock = Clock()
+    monkeypatch.setattr(engine, "time", clock)
+    scan = api.closest_miss
+
+    def late(space, budget):
+        clock.now += 2 * query.time_limit_s
+        return scan(space, budget)
+
+    monkeypatch.setattr(api, "closest_miss", late)
+    result = solve(catalogue, query)
+    explanation = result.explanation
+    assert explanation is not None and len(explanation.mitigations) == 1 and result.limit_reached == "time"
     assert not explanation.mitigations[0].tried and not explanation.mitigations[0].fits
     assert f"--time-limit {query.time_limit_s:g} s ran out before '{full.mitigations[0].change}'" in explanation.summary
 
