@@ -87,7 +87,7 @@ class _Search:
         """(the model's key, the model), built on first use; its work is charged on this search's first use."""
         c, branch = unit
         exclusions = self._exclusions(c)
-        key = unit
+        key: tuple = unit
         if self.shared_models:
             space = self.space
             # The unit's own step cap is part of the model (--max-days over the tokens, --min-mfu):
