@@ -23,7 +23,8 @@ from vramplan.solver.engine import (
 )
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
-from vramplan.solver.space import SearchSpace, build_space
+from vramplan.solver.space import SearchSpace
+from vramplan.solver.space_build import build_space
 from vramplan.solver.table_memo import TableMemo, shared_result, using
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 

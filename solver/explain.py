@@ -24,7 +24,8 @@ from vramplan.solver.restrictions import (
     unrestricted_max_gpus,
     within,
 )
-from vramplan.solver.space import SearchSpace, kept_valid_layouts
+from vramplan.solver.space import SearchSpace
+from vramplan.solver.space_build import kept_valid_layouts
 from vramplan.solver.space_domains import gpu_counts
 from vramplan.solver.tables import stage_slots
 

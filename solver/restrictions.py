@@ -25,7 +25,8 @@ from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import SOLVE_WORK, STEP_WORK, Budget, replayed
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
-from vramplan.solver.space import Cluster, SearchSpace, build_space
+from vramplan.solver.space import Cluster, SearchSpace
+from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import in_place, place_labels
 from vramplan.solver.table_memo import shared_result
 

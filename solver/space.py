@@ -17,49 +17,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
+from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import runs_on_count
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S
-from vramplan.models.memory.memory import check_job
 from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
-    instance_price_usd_per_hour,
-    num_instances,
     worked_tokens,
 )
 from vramplan.models.time.flops import training_flops_per_token
-from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, tp_reach, valid_layouts
+from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space_domains import (
-    allowed_counts,
-    divisors,
-    gpu_counts,
-    gpu_runs,
-    pinned_domains,
-    query_offerings,
-    recompute_domain,
-)
 from vramplan.solver.space_tables import (
     StepTables,
-    fill_compute_tables,
-    fill_layout_domains,
-    fill_memory_tables,
     fill_slots,
     fill_states,
     fill_step_tables,
 )
-from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
 from vramplan.solver.tables import (
     MIN_STAGE_SLOTS,
     MicroKey,
     RecomputeChoice,
     StageSlot,
     Tables,
-    num_stage_slots,
     stage_slots,
 )
 
@@ -388,73 +370,3 @@ class SearchSpace:
 def _reach(shape: tuple) -> tuple[int, int]:
     """(count index, TP reach): what a cluster shape's layouts depend on (TP inside one instance)."""
     return shape[1], tp_reach(shape[2])
-
-
-def kept_valid_layouts(tables: Tables, query: SolveQuery, max_tp: int = MAX_TP) -> list[Layout]:
-    """Every layout valid for the query's model, job and layout pins (layouts.valid_layouts),
-    kept with the job's tables; TP and EP up to max_tp (layouts.degree_limit)."""
-    pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what valid_layouts reads of the pins
-    return tables.kept(("valid-layouts", pins, max_tp), lambda: valid_layouts(tables.arch, tables.job, query.pins, max_tp))
-
-
-def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
-    """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
-    the models/ terms an earlier query evaluated (without it, an active solver/table_memo.py
-    memo supplies them, and may hand out a whole space built for an equivalent query)."""
-    shared = shared_space(catalogue, query)
-    if shared is not None:
-        return shared
-    arch = catalogue.architecture(query.model)
-    job = query.job
-    global_batch = query.effective_global_batch
-    batch_divisors = divisors(global_batch)
-    if tables is None or not tables.matches(arch, job, global_batch):
-        tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
-    pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what the layout domain reads of the pins
-    offerings = query_offerings(catalogue, query)
-    max_tp = degree_limit(max((o.domain_gpus for o in offerings), default=MAX_TP))
-    valid = kept_valid_layouts(tables, query, max_tp)
-    layouts = tables.kept(("layout-domain", pins, query.max_gpus, max_tp),
-                          lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid, max_tp))
-    sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
-    gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
-    gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes)})
-    count_index = {n: i for i, n in enumerate(counts)}
-    micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
-    zero_offloads, precisions = pinned_domains(query)
-    recomputes = recompute_domain(query, arch.num_layers)
-    for precision in precisions:
-        check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
-    if query.pins.precision is not None and gpus and not any(gpu_runs(g, query.pins.precision) for g in gpus):
-        raise VramplanError("precision", query.pins.precision,
-                            f"not supported by any allowed GPU ({', '.join(g.name for g in gpus)})")
-
-    widest = max((o.domain_gpus for o in offerings), default=0)
-    if query.pins.tp is not None and offerings and query.pins.tp > widest:
-        raise VramplanError("tp", query.pins.tp, f"TP stays inside one NVLink domain; the allowed offerings "
-                                                 f"have at most {widest} GPUs in one")
-    clusters = []
-    for offering in offerings:
-        for n in allowed_counts(offering, query, sizes):
-            instances = num_instances(n, offering)
-            price = instances * instance_price_usd_per_hour(offering, query.pricing)
-            clusters.append(
-                Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD))
-            )
-    space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
-                        micro_batches, layouts)
-    space.max_tp = max_tp
-    # Tie-break on the offering: real providers before the generic list-price rows, then by name.
-    names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
-    space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    pps = tuple(sorted({layout.pp for layout in layouts}))
-    space.num_slots = tables.kept(("stage-slots", pps), lambda: num_stage_slots(arch, pps))
-    space.tables, space.evaluations_before = tables, tables.evaluations
-    space.shared = shared_units(catalogue, query, UnitMemo)
-    fill_layout_domains(space)
-    fill_memory_tables(space, tables)
-    fill_compute_tables(space, tables)
-    log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
-    keep_space(catalogue, query, space)
-    return space

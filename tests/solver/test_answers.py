@@ -12,7 +12,7 @@ from vramplan.solver.candidates import Choice, evaluate
 from vramplan.solver.engine import EngineResult, SolverInternalError
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.restrictions import restrictions_of
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 
 HEADLINE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, objective="cost")
 

@@ -18,7 +18,7 @@ from vramplan.solver.brute import feasible_points
 from vramplan.solver.cpsat_bounds import LAST_TIER, UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.query_fields import query_from_fields
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 
 
 @pytest.mark.parametrize("zero", [0, 1, 2, 3])

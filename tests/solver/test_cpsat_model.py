@@ -15,7 +15,7 @@ from vramplan.solver import cpsat_engine
 from vramplan.solver.api import solve
 from vramplan.solver.engine import Budget
 from vramplan.solver.query import Pins, SolveQuery
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 from vramplan.solver.table_memo import TableMemo, using
 
 # Extreme queries: each must answer (a plan or an explained infeasible), never MODEL_INVALID.

@@ -117,7 +117,7 @@ def test_untimed_shape_tables_hold_the_same_points_without_step_times(catalogue,
     points with the same memory and host RAM per shape, step_us 0."""
     from vramplan.solver.fitting import shape_table
     from vramplan.solver.restrictions import relaxed_query
-    from vramplan.solver.space import build_space
+    from vramplan.solver.space_build import build_space
 
     relaxed = build_space(catalogue, relaxed_query(query))
     timed, untimed = shape_table(relaxed, True), shape_table(relaxed, False)

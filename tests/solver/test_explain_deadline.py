@@ -18,7 +18,7 @@ from vramplan.solver.engine import Budget, TimeLimitReached
 from vramplan.solver.explain import closest_miss
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 from vramplan.solver.table_memo import TableMemo, using
 
 INFEASIBLE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=("a100-sxm-80gb",),

@@ -9,7 +9,7 @@ import pytest
 from vramplan.models.core.setup import Job
 from vramplan.solver.explain import _count_leanest, _leanest_model_states
 from vramplan.solver.query import Pins, SolveQuery
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 
 
 @pytest.mark.parametrize(("model", "method", "max_gpus", "gpus", "zero"), [

@@ -15,7 +15,7 @@ from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.explain import mitigations
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.restrictions import only_restrictions, relaxed_query, within
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 
 BASE = SolveQuery(model="llama-3.1-8b", gpus=("l40s-48gb",), max_gpus=8, pins=Pins(zero=1))
 

@@ -9,7 +9,7 @@ import pytest
 from vramplan.models.core.setup import Job
 from vramplan.solver.fitting import _fitting, _memory_fitting
 from vramplan.solver.query import Pins, SolveQuery
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 
 
 @pytest.mark.parametrize(("model", "method", "pins"), [

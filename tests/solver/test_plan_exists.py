@@ -16,7 +16,7 @@ from vramplan.solver.candidates import evaluate
 from vramplan.solver.cpsat_engine import find_cpsat
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Pins, SolveQuery
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 from vramplan.solver.table_memo import TableMemo, using
 from vramplan.solver.verify import verified_plan
 

@@ -33,7 +33,7 @@ from vramplan.models.time.performance import (
     performance,
 )
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space import build_space
+from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import PARTIAL_RECOMPUTE_SHARES
 from vramplan.solver.tables import RecomputeChoice
 
