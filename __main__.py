@@ -1,6 +1,6 @@
 """`python -m vramplan`: the same command line as `vramplan`."""
 
-from vramplan.cli import run
+from vramplan.cli import main
 
 if __name__ == "__main__":
-    run()
+    main(prog_name="vramplan")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sys
 
 import click
@@ -59,17 +58,6 @@ def _exit_code(invoke) -> int:
         _say(f"internal error: {type(error).__name__}: {error}", err=True)
         return EXIT_ERROR
     return EXIT_OK
-
-
-def _ignore_ctrl_c() -> None:
-    """SIGINT ignored from here on, also when one arrives while the handler is being changed (its
-    KeyboardInterrupt is raised after signal.signal returns: set it again)."""
-    while True:
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            return
-        except KeyboardInterrupt:
-            continue
 
 
 class VramplanGroup(click.Group):
@@ -133,14 +121,3 @@ class LazyGroup(VramplanGroup):
 @click.version_option(package_name="vramplan")
 def main() -> None:
     """Plan GPU clusters and training configurations that fit in memory, cheapest or fastest."""
-
-
-def run() -> None:
-    """The `vramplan` executable and `python -m vramplan`: the command, then its exit. Once the exit
-    code is decided, a Ctrl-C (the second of two) would interrupt the interpreter's shutdown
-    (multiprocessing's exit handlers join a batch's helpers) and end the process by SIGINT (exit
-    -2) after its one line: it is ignored from then on; SIGTERM still ends the process. Not done
-    in `main`, which tests and the Python API call in their own process."""
-    code = main(prog_name="vramplan", standalone_mode=False)
-    _ignore_ctrl_c()
-    sys.exit(code)

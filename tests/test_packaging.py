@@ -70,7 +70,7 @@ def test_installed_files_have_one_top_level_name():
 
 def test_entry_point_is_in_the_package():
     scripts = {ep.name: ep.value for ep in DIST.entry_points if ep.group == "console_scripts"}
-    assert scripts == {"vramplan": "vramplan.cli:run"}  # main(), then Ctrl-C ignored while the process exits
+    assert scripts == {"vramplan": "vramplan.cli:main"}
 
 
 def test_python_dash_m_vramplan_runs_the_cli():
