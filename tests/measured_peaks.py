@@ -178,10 +178,14 @@ def table() -> str:
         predicted = comparison.predicted_bytes / UNIT_BYTES[unit]
         measured = "OOM" if run.oom else f"{cells['measured']} {unit}"
         ratio = "fits" if run.oom and comparison.fits else ("does not fit" if run.oom else f"{comparison.ratio:.2f}")
-        settings = f"{layout_label(cells)}{cells['settings']}".replace("|", "/")
-        lines.append(f"| {run.id} | {settings} | {cells['gpu']} | {measured} | "
+        lines.append(f"| {run.id} | {settings_cell(cells)} | {cells['gpu']} | {measured} | "
                      f"{predicted:.2f} {unit} ({cells['measure']}) | {ratio} | {run.known_miss} |")
     return "\n".join(lines) + "\n\n" + coverage(comparisons)
+
+
+def settings_cell(cells: dict[str, str]) -> str:
+    """A run's layout and settings as one cell of docs/fidelity.md's tables (no '|' inside)."""
+    return f"{layout_label(cells)}{cells['settings']}".replace("|", "/")
 
 
 def layout_label(cells: dict[str, str]) -> str:

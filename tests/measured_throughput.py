@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from measured_peaks import architecture, error_factor, job_and_plan, layout_label, read_rows
+from measured_peaks import architecture, error_factor, job_and_plan, read_rows, settings_cell
 
 from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
 from vramplan.models.time.calibration import compute_efficiency
@@ -109,8 +109,7 @@ def table() -> str:
         cells = c.run.cells
         unit = "MFU" if cells["measure"] == "mfu" else "tokens/s/GPU"
         shown = (lambda value: f"{value:.1%}") if cells["measure"] == "mfu" else (lambda value: f"{value:,.0f}")
-        settings = f"{layout_label(cells)}{cells['settings']}".replace("|", "/")
-        lines.append(f"| {c.run.id} | {settings} | {cells['gpu']} | {shown(c.run.measured)} {unit} | {shown(c.predicted)} | "
+        lines.append(f"| {c.run.id} | {settings_cell(cells)} | {cells['gpu']} | {shown(c.run.measured)} {unit} | {shown(c.predicted)} | "
                      f"{c.ratio:.2f} | {'yes' if c.calibrated else 'no'} | {c.run.known_miss} |")
     return "\n".join(lines) + "\n\n" + coverage(comparisons)
 
