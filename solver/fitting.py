@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_metrics, inner_tie
+from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_tie, step_us
 from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 
@@ -90,7 +90,7 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, 
         gpu, count, per_instance, _ = space.unit_shape(shape)
         key = (space.unit_shape(shape), timed) if timed else (gpu, count, tp_reach(per_instance), timed)
         if key not in space.shared.fitting:
-            space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed) if timed else _memory_fitting(space, shape))
+            space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed))
         layouts, fitting = space.shared.fitting[key]
         if layouts == space.layouts:  # numbered alike (read only: callers sort copies)
             table[shape] = fitting
@@ -100,14 +100,15 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, 
 
 
 def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
-    limit = space.limit_mib[shape[0]]
-    fitting = []
-    for peak, inner in shape_points(space, shape):
-        if peak > limit:
-            break
-        metrics = inner_metrics(space, shape, inner, timed=timed)
-        if metrics is not None:
-            fitting.append((inner, metrics))
+    """The shape's fitting points (_memory_fitting: memory from the grids at once) with their
+    integer step times (candidates.step_us, as inner_metrics adds it), best step time first. The
+    same points and metrics as inner_metrics over shape_points up to the GPU's limit, at a quarter
+    of the CPU (docs/performance.md#explanations)."""
+    fitting = _memory_fitting(space, shape)
+    if timed:
+        tables = {li: space.step_tables(shape, [li]) for li in {inner.layout for inner, _ in fitting}}
+        fitting = [(inner, metrics._replace(step_us=step_us(space, tables[inner.layout], shape, inner)))
+                   for inner, metrics in fitting]
     fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
     return fitting
 

@@ -1,13 +1,15 @@
-"""The explanations' untimed fitting table (solver/fitting.py) is computed on the memory grids at
-once; it must list exactly what the point-by-point walk (memory_peaks, then inner_metrics) lists,
-in the same order: mixed layer stacks, pins and several micro-batches and precisions included."""
+"""The explanations' fitting table (solver/fitting.py) is computed on the memory grids at once,
+with step times added per point; timed or not, it must list exactly what the point-by-point walk
+(shape_points up to the limit, then the engines' own inner_metrics) lists, in the same order:
+mixed layer stacks, pins and several micro-batches and precisions included."""
 
 from __future__ import annotations
 
 import pytest
 
 from vramplan.models.core.setup import Job
-from vramplan.solver.fitting import _fitting, _memory_fitting
+from vramplan.solver.candidates import inner_metrics, inner_tie
+from vramplan.solver.fitting import _fitting, shape_points
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
 
@@ -23,7 +25,23 @@ def test_grid_table_equals_point_by_point(catalogue, model: str, method: str, pi
                                               gpus=("l4-24gb", "h100-sxm-80gb", "v100-sxm-32gb")))
     points = 0
     for shape in sorted({c.shape for c in space.clusters}):
-        expected = _fitting(space, shape, timed=False)
-        assert _memory_fitting(space, shape) == expected
+        for timed in (False, True):
+            expected = _point_by_point(space, shape, timed)
+            assert _fitting(space, shape, timed) == expected
         points += len(expected)
     assert points > 100
+
+
+def _point_by_point(space, shape: tuple, timed: bool) -> list:
+    """The oracle: every point of the shape up to its GPU's limit (least memory first), kept where
+    the engines' inner_metrics says it fits, best step time then least inner tie first."""
+    limit = space.limit_mib[shape[0]]
+    fitting = []
+    for peak, inner in shape_points(space, shape):
+        if peak > limit:
+            break
+        metrics = inner_metrics(space, shape, inner, timed=timed)
+        if metrics is not None:
+            fitting.append((inner, metrics))
+    fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))
+    return fitting
