@@ -5,13 +5,8 @@ micro-batch). Its memory and step time depend only on the cluster's shape (GPU, 
 traffic leaves the instance), never on the price: inner_metrics() computes them per shape, and
 evaluate() adds what depends on the cluster (host RAM per instance, price, budget, deadline).
 
-The integer step time is linear in table entries, so the CP-SAT model can state it exactly:
-    step_us = compute_us + max(0, fwd_comm_us - fwd_window_us) + max(bwd_comm_us - bwd_window_us, tail_us)
-              + optimizer_us + parallel_us + bubble_us
-with every term rounded up but the overlap windows (models.performance.overlap_windows_s), rounded
-down; tail_us = ceil((fwd + bwd comm) / layers): the integer form of
-models.performance.exposed_communication_s (zero when there is no traffic, since windows >= 0)
-plus models.parallel_time's TP/PP/CP/EP terms.
+The integer step time is defined once, in solver/step_time.py (the CP-SAT model states the same
+sum there); step_us below reads a point's terms from its shape's step tables.
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ from typing import NamedTuple
 from vramplan.solver.layouts import tp_reach
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_tables import StepTables
+from vramplan.solver.step_time import point_step_us
 from vramplan.solver.tables import accumulation
 
 
@@ -90,18 +86,6 @@ def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
             space.offering_rank[choice.cluster])
 
 
-def exposed_us(comm_us: tuple[int, int], window_us: tuple[int, int], num_layers: int) -> int:
-    """The integer form of models.performance.exposed_communication_s: each phase's traffic beyond
-    its window, and at least one layer's share of the whole (tail_us)."""
-    forward, backward = comm_us
-    return max(0, forward - window_us[0]) + max(backward - window_us[1], tail_us(forward + backward, num_layers))
-
-
-def tail_us(comm_us: int, num_layers: int) -> int:
-    """At least one layer's share of the traffic stays exposed (the last bucket), rounded up."""
-    return -(-comm_us // num_layers)
-
-
 def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
     """GPU memory of the checked pipeline ranks (tables.stage_slots), MiB; None if invalid."""
     zf, r, p, b, li = inner
@@ -138,10 +122,9 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
 
 def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> int:
     """The integer step time of inner decisions on a shape, from its step tables t (the layout
-    tabulated): the sum the module docstring writes and the CP-SAT model states."""
+    tabulated): solver/step_time.py's sum."""
     zf, r, p, b, li = inner
-    exposed = exposed_us(t.comm_us[space.zero_offloads[zf][0], b, p, li], t.windows_us[r, p], space.arch.num_layers)
-    return t.compute_us[r, p] + exposed + t.optimizer_us[zf, b, p, li] + t.parallel_us[r, p, li] + t.bubble_us[r, p, li, b]
+    return point_step_us(t, space.zero_offloads[zf][0], zf, r, p, b, li, space.arch.num_layers)
 
 
 def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:

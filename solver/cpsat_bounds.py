@@ -24,7 +24,8 @@ from itertools import accumulate
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
 from vramplan.models.time.parallel_time import bubble_s
-from vramplan.solver.candidates import Inner, step_us, tail_us
+from vramplan.solver.candidates import Inner, step_us
+from vramplan.solver.step_time import tail_us
 from vramplan.solver.space import SearchSpace
 
 LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model

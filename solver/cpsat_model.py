@@ -9,9 +9,9 @@ on mixed-radix indices:
 
     static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
     host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
-    step_us = compute_us[r, p] + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p])
+    step_us = compute_us[r, p] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p])
               + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
-              + optimizer_us[zf, b, p]                                 (candidates.inner_metrics)
+              + optimizer_us[zf, b, p]                                 (solver/step_time.py add_step)
 
 No product of two variables appears (cost = price x step is left to the branch-and-bound in
 cpsat_engine.py, where the price is a constant per cluster), and no enforced linear constraint
@@ -28,8 +28,9 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import Inner, accumulated_mib, inner_tie_radix, tail_us
+from vramplan.solver.candidates import Inner, accumulated_mib, inner_tie_radix
 from vramplan.solver.space import SearchSpace
+from vramplan.solver.step_time import add_step, tail_us
 
 INT64_ROOM = 2**62
 
@@ -174,18 +175,10 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in slots if accumulating)), uppers)
     for j, (rank_static, rank_dynamic) in enumerate(zip(static, dynamic)):  # memory of each checked pipeline rank
         model.add(rank_static + rank_dynamic + (grown[j] if grown else 0) <= space.limit_mib[g])
-    fwd_exposed = model.new_int_var(0, max(0, uppers["fwd_comm_us"]), "fwd_exposed_us")
-    model.add_max_equality(fwd_exposed, [fwd - fwd_window, 0])
-    bwd_exposed = model.new_int_var(0, max(0, uppers["bwd_comm_us"], uppers["tail_us"]), "bwd_exposed_us")
-    model.add_max_equality(bwd_exposed, [bwd - bwd_window, tail])
-    step_ub = (uppers["compute_parallel_bubble_us"] + uppers["fwd_comm_us"] + max(uppers["bwd_comm_us"], uppers["tail_us"])
-               + uppers["optimizer_us"])
-    if step_cap is not None:
-        step_ub = min(step_ub, step_cap)
-    if step_ub < 0:
+    stated = add_step(model, base, (fwd, bwd), (fwd_window, bwd_window), tail, opt, uppers, step_cap)
+    if stated is None:
         return None
-    step = model.new_int_var(0, step_ub, "step_us")
-    model.add(step == base + fwd_exposed + bwd_exposed + opt)
+    step, step_ub = stated
     for other_host, other_cap in exclude:  # not (host <= other's budget and step <= other's cap)
         taken = model.new_bool_var("taken")
         model.add(host <= other_host).only_enforce_if(taken)

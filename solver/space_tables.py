@@ -5,15 +5,14 @@ module only writes its tables (units as there: MiB, microseconds)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.core.units import US_PER_S, to_us, to_us_array
+from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
-from vramplan.models.time.performance import overlap_windows_s
+from vramplan.solver.step_time import windows_us
 from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
@@ -152,12 +151,6 @@ class StepTables:
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
     bubble_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     layouts: set[int] = field(default_factory=set)  # the layouts tabulated so far
-
-
-def windows_us(forward_share: float, compute_s: float) -> tuple[int, int]:
-    """(forward, backward) overlap windows in whole microseconds, rounded down (hide no more than
-    the model's: models.performance.overlap_windows_s)."""
-    return tuple(math.floor(w * US_PER_S) for w in overlap_windows_s(compute_s, forward_share))
 
 
 def fill_step_tables(space: SearchSpace, shape: tuple, li: int, out: StepTables) -> None:

@@ -10,12 +10,7 @@ from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.engine import SolverInternalError
 from vramplan.solver.query import PlanChoice, SolvedPlan
 from vramplan.solver.space import PRICE_UNITS_PER_USD, SearchSpace
-
-# Integer step times round compute, the forward and backward traffic (or the tail), the optimizer
-# step, the model-parallel collectives and the bubble up and the two overlap windows down to the
-# microsecond (candidates.inner_metrics): 8 terms, so they sit within this many microseconds above
-# the reference's floating-point step time.
-STEP_ROUNDING_US = 8
+from vramplan.solver.step_time import STEP_ROUNDING_US
 
 
 def objective_value(space: SearchSpace, result: EstimateResult) -> float:
