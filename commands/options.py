@@ -12,6 +12,7 @@ import click
 # the models and the solver are imported when the command runs (bench/help_bench.py).
 from vramplan.models.core.choices import (
     BASE_DTYPES,
+    COMPILES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
     LOSSES,
@@ -145,6 +146,12 @@ job_options = _stack(
                  help="Step each parameter in its gradient hook (torchtune optimizer_in_bwd): no full gradient buffer."),
     click.option("--activation-offload/--no-activation-offload", default=None,
                  help="Offload saved activations to host memory (torchtune OffloadActivations, Unsloth checkpointing)."),
+    click.option("--compile", "compile", type=click.Choice(COMPILES[1:]), is_flag=False, flag_value="model+loss",
+                 default=None,
+                 help="torch.compile: alone, the decoder blocks and the loss (model+loss: torchtitan --compile.enable, "
+                      "torchtune compile: True); `--compile model` the blocks only [default: the stack's]."),
+    click.option("--no-compile", "no_compile", is_flag=True, default=False,
+                 help="No torch.compile: eager element-wise ops, fp32 loss copies [default: the stack's]."),
     click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
                  help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
                       "16bit = torchtune / torchao / Unsloth [default: the stack's]."),
@@ -185,6 +192,10 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
     """Click's parsed options as the flat fields of solver.query_fields (choices given as text
     become numbers; repeatable --gpu/--provider become the gpus/providers lists)."""
     fields = dict(options)
+    if fields.pop("no_compile", False):
+        if fields.get("compile") is not None:
+            raise VramplanError("no-compile", True, f"contradicts --compile {fields['compile']}")
+        fields["compile"] = "none"
     for name in ("qlora_bits", "zero"):
         if fields.get(name) is not None:
             fields[name] = int(fields[name])

@@ -14,7 +14,7 @@ catalogues/stack_capabilities.csv but `custom` (not a stack) has a writer.
 - megatron: Megatron-LM's `pretrain_gpt.py` arguments (parallel sizes, sequence parallelism,
   virtual stages, batch sizes, precision, distributed optimizer, recompute, optimizer offload).
 - torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism], [training],
-  [activation_checkpoint].
+  [activation_checkpoint], and [compile] when the job compiles.
 - torchtune (v0.6.1, launch/torchtune.py): a shell file naming the recipe and its `key=value`
   config overrides (TORCHTUNE_ARGS).
 - litgpt (v0.5.13, launch/litgpt.py): a shell file with the `litgpt finetune_full|finetune_lora`
@@ -48,6 +48,9 @@ def _hf_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
 
 
 def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+    if job.compile != "none":  # the Trainer's TrainingArguments(torch_compile=True), not a DeepSpeed JSON key
+        raise VramplanError("compile", job.compile, "the DeepSpeed JSON has no place for the hf Trainer's torch_compile; "
+                                                    "write --stack hf's configuration")
     return LaunchConfig("deepspeed", json.dumps(deepspeed_dict(plan), indent=2) + "\n", ".json")
 
 
@@ -137,7 +140,10 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         checkpoint = {"mode": {"none": "none", "full": "full"}.get(plan.recompute, "selective")}
         if plan.recompute in ("selective", "op"):
             checkpoint["selective_ac_option"] = "op"
-    return {"parallelism": parallelism, "training": training, "activation_checkpoint": checkpoint}
+    sections = {"parallelism": parallelism, "training": training, "activation_checkpoint": checkpoint}
+    if job.compile != "none":  # v0.2.2 job_config.py Compile: enable, components (default ["model", "loss"])
+        sections["compile"] = {"enable": True, "components": ["model"] if job.compile == "model" else ["model", "loss"]}
+    return sections
 
 
 def _toml(sections: dict[str, dict]) -> str:

@@ -99,7 +99,13 @@ def _hf_kernels(job: Job) -> dict[str, bool]:
                                                "fused linear cross-entropy, use_liger_kernel)")
     if job.optimizer_in_backward:
         raise VramplanError("optimizer_in_backward", True, "the hf Trainer steps the optimizer after the backward")
-    return {"use_liger_kernel": job.loss == "fused" or job.kernels == "fused"}
+    kernels = {"use_liger_kernel": job.loss == "fused" or job.kernels == "fused"}
+    if job.compile == "model":  # accelerate compiles the model the Trainer prepares, whose forward computes the loss
+        raise VramplanError("compile", "model", "the hf Trainer's torch_compile compiles the whole model, loss included "
+                                                "(--compile model+loss)")
+    if job.compile == "model+loss":
+        kernels["torch_compile"] = True
+    return kernels
 
 
 def _weights_dtype(job: Job, plan: Plan) -> str:

@@ -61,6 +61,9 @@ def overrides(job: Job, plan: Plan, num_layers: int) -> tuple[list[tuple[str, ob
                      "unfused optimizer")
     keys += _optimizer(job, plan, full, notes)
     keys += _loss(job)
+    if job.compile == "model":  # recipes/*.py: `compile` runs training.compile_model and training.compile_loss
+        raise VramplanError("compile", "model", "torchtune's `compile` compiles the model and the loss together")
+    keys.append(("compile", job.compile == "model+loss"))
     if not full:
         keys += _lora(job)
     return keys, notes

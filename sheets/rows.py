@@ -83,6 +83,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "activation_offload": ("the stack's", "true | false: saved activations in host memory"),
     "qlora_prep": ("the stack's", "16bit | peft (non-quantised parameters in fp32)"),
     "fragmentation_fraction": ("the stack's", "reserve as a fraction of the largest transient block"),
+    "compile": ("the stack's", "true | false | model: torch.compile the blocks and the loss, nothing, or the "
+                               "blocks only"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
@@ -172,6 +174,7 @@ class _Cells(BaseModel):
     activation_offload: bool | None = None
     qlora_prep: str | None = None
     fragmentation_fraction: Real | None = None
+    compile: Any = None  # true / false or a Compile value, read by models/core/setup.py Job.compile
 
 
 def is_empty(value: Any) -> bool:

@@ -174,8 +174,10 @@ def check_options(command: click.Command, args: list[str], synopsis: bool) -> tu
         if not takes_value(param):
             continue
         if not equals:
-            if i >= len(args):
-                problems.append(f"option {name} needs a value")
+            optional = getattr(param, "_flag_needs_value", False)  # click's optional value: `--compile` alone
+            if i >= len(args) or (optional and args[i].startswith("-")):
+                if not optional:
+                    problems.append(f"option {name} needs a value")
                 continue
             value = args[i].strip("[]") if synopsis else args[i]
             i += 1

@@ -169,6 +169,70 @@ def checkpoint_format(arch: Architecture) -> WeightFormat | None:
     return parse_format(arch.checkpoint_quantization)
 
 
+# Stacks that quantise through Lightning Fabric's BitsandbytesPrecision (litgpt finetune/lora.py
+# `--quantize bnb.*`: `plugins = BitsandbytesPrecision(quantize[4:], dtype)`, Lightning-AI/litgpt@e5493986
+# and @2685705). Three facts of that path, read in Lightning-AI/pytorch-lightning@b19eba3
+# src/lightning/fabric/plugins/precision/bitsandbytes.py and litgpt@e5493986:
+# - `module_init_context` swaps `torch.nn.Linear` for the bnb class while the model is built
+#   (`_ClassReplacementContextManager({"torch.nn.Linear": self._linear_cls})`), so every linear is
+#   quantised, the lm_head included (litgpt/lora.py GPT.__init__: `self.lm_head = LoRALinear(...)`,
+#   whose `self.linear = torch.nn.Linear(...)`); litgpt's lm_head is its own module, never tied to
+#   the embedding (litgpt/model.py GPT.__init__), so a tied checkpoint gets a second, quantised copy;
+# - `_Linear4bit.quantize` quantises `weight.contiguous().to(device=device, dtype=torch.half)`: the
+#   quant state's dtype is fp16, so dequantising a matrix for the bf16 GEMM makes an fp16 copy and
+#   then its bf16 cast (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward
+#   `F.dequantize_4bit(B, quant_state).to(A.dtype)`, and the same in backward): 2 + 2 bytes a weight;
+# - bitsandbytes before 0.43.2 (litgpt's code warns that it "only supports bitsandbytes v0.42.0",
+#   finetune/lora.py @2685705) keeps each quantised linear's input as a plain ctx attribute
+#   (MatMul4Bit.forward `ctx.tensors = (A, B)`, MatMul8bitLt `ctx.tensors = (CAt, subA, A)`), which
+#   autograd does not release after backward; litgpt's loop keeps the step's graph alive through the
+#   next micro-batch's forward (`logits = model(input_ids, lm_head_chunk_size=128)` rebinds the
+#   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
+#   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
+LIGHTNING_BNB_STACKS = frozenset({"litgpt"})
+LIGHTNING_QUANT_STATE_BYTES = HALF_BYTES  # fp16: `.to(device=device, dtype=torch.half)` before quantize_4bit
+
+
+def lightning_bnb(arch: Architecture, job: Job) -> bool:
+    """The frozen base is QLoRA's own bitsandbytes quantisation through Lightning Fabric (litgpt)."""
+    if job.method != "qlora" or job.stack not in LIGHTNING_BNB_STACKS:
+        return False
+    stored = checkpoint_format(arch)
+    return stored is None or stored.method not in ADAPTER_ONLY
+
+
+def quantised_lm_head_bytes(arch: Architecture, job: Job) -> int:
+    """Stored bytes of the lm_head when the stack quantises it (litgpt: LIGHTNING_BNB_STACKS), else 0:
+    one v x h matrix in the frozen base's format."""
+    fmt = frozen_base_format(arch, job)
+    if fmt is None or not lightning_bnb(arch, job):
+        return 0
+    return matrix_bytes(fmt, arch.hidden_size, arch.vocab_size)
+
+
+def dequantised_weight_bytes(arch: Architecture, job: Job, activation_bytes: int, precision: str) -> tuple[int, int]:
+    """(decoder, lm_head) transient bytes of dequantising the largest quantised matrix for a GEMM.
+
+    A bitsandbytes or NF4 base is multiplied as 16-bit weights: bitsandbytes@4870580 (0.42.0)
+    autograd/_functions.py MatMul4Bit.forward `torch.nn.functional.linear(A, F.dequantize_4bit(B,
+    quant_state).to(A.dtype).t(), bias)` and backward `torch.matmul(grad_output, F.dequantize_4bit(B,
+    ctx.state).to(grad_output.dtype).t())` (MatMul8bitLt.backward likewise casts CB to A's dtype),
+    torchao/dtypes/nf4tensor.py LinearNF4 (torchtune) `F.linear(input, weight.to(input.dtype))`: one
+    whole matrix at a time, in the activation dtype (e bytes a weight); under Lightning Fabric (litgpt)
+    the quant state is fp16 (LIGHTNING_QUANT_STATE_BYTES), so a bf16 or fp32 GEMM also holds the fp16
+    copy while casting it. The lm_head counts only where it is quantised (quantised_lm_head_bytes).
+    GPTQ/AWQ kernels multiply packed weights: 0."""
+    fmt = frozen_base_format(arch, job)
+    if fmt is None or fmt.method not in ("nf4", "fp4", "int8"):
+        return 0, 0
+    per_weight = activation_bytes
+    if lightning_bnb(arch, job) and precision != "fp16":  # fp16 compute uses the fp16 copy as it is
+        per_weight += LIGHTNING_QUANT_STATE_BYTES
+    largest = max(m.in_features * m.out_features for group in layer_groups(arch) for m in group.modules)
+    lm_head = arch.vocab_size * arch.hidden_size if quantised_lm_head_bytes(arch, job) else 0
+    return per_weight * largest, per_weight * lm_head
+
+
 def frozen_base_format(arch: Architecture, job: Job) -> WeightFormat | None:
     """How the frozen base of an adapter job is held: a GPTQ/AWQ/bitsandbytes checkpoint as stored;
     else QLoRA's bitsandbytes quantisation of the 16-bit (or dequantised FP8/MXFP4) weights; else

@@ -2,10 +2,11 @@
 
 A stack preset gives the default of every recipe option (master weights, loss, recompute and what
 `selective` means, optimizer, optimizer-in-backward, activation offload, kernels, accounting,
-attention, QLoRA preparation, fragmentation reserve) as that stack runs by default, and one fact
-that is not an option: the kernel it runs MoE experts with (`moe_kernel`); each row cites
-the stack's source in its `source` column (catalogues/README.md documents the columns). An option
-the user gives explicitly always wins over the preset. The default stack is `hf`.
+attention, QLoRA preparation, fragmentation reserve, torch.compile) as that stack runs by default, and facts
+that are not options: the kernel it runs MoE experts with (`moe_kernel`) and the fp8 recipe it
+trains fp8 with (`fp8_recipe`); each row cites the stack's source in its `source` column
+(catalogues/README.md documents the columns). An option the user gives explicitly always wins over
+the preset. The default stack is `hf`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (
     Accounting,
     Attention,
+    Compile,
     Job,
     Kernels,
     Loss,
@@ -37,6 +39,10 @@ DEFAULT_STACK: Stack = "hf"
 # How a stack runs a MoE layer's routed experts (models/time/moe_gemm.py): one grouped GEMM per
 # expert matrix over all local experts, or a Python loop launching each expert's GEMMs on its own.
 MoeKernel = Literal["loop", "grouped"]
+
+# Which fp8 training recipe the stack runs (models/time/fp8.py): Transformer Engine in Megatron-Core's
+# fused modules, te.Linear swapped in per nn.Linear, or torchao's Float8Linear (tensorwise).
+Fp8Recipe = Literal["te-megatron", "te-linear", "torchao"]
 
 
 class StackPreset(_Row):
@@ -57,7 +63,9 @@ class StackPreset(_Row):
     attention: Attention
     qlora_prep: QloraPrep
     fragmentation_fraction: float = Field(ge=0, le=4)
+    compile: Compile = Field(description="torch.compile by default: none, model (the blocks) or model+loss")
     moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
+    fp8_recipe: Fp8Recipe = Field(description="the fp8 training recipe the stack runs: its casts and fused GEMMs (not a Job field)")
     description: str
     source: str
 
@@ -65,7 +73,7 @@ class StackPreset(_Row):
 # Preset columns that are Job fields (recompute is a Plan decision: see plan_recompute).
 PRESET_JOB_FIELDS = ("master_weights", "loss", "loss_chunks", "selective", "optimizer", "optimizer_in_backward",
                      "activation_offload", "kernels", "accounting", "attention", "qlora_prep",
-                     "fragmentation_fraction")
+                     "fragmentation_fraction", "compile")
 
 
 def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ class StackCapabilities(_Row):
     multi_gpu: bool
     multi_node: bool
     fp8: bool
+    compile: bool = True  # a torch.compile switch (megatron and litgpt's finetune scripts have none)
     source: str
 
     @field_validator("zero_stages", mode="before")
@@ -97,6 +98,8 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "method", job.method, f"{job.method} training"
     if job.activation_offload and not caps.activation_offload:
         return "activation_offload", True, "activation offload"
+    if job.compile != "none" and not caps.compile:
+        return "compile", job.compile, "torch.compile"
     return None
 
 

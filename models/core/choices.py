@@ -27,6 +27,11 @@ Selective = Literal["attention", "op"]
 # number of layers (Megatron --recompute-num-layers); every N-th layer (torchtitan selective_ac_option).
 PartialRecompute = Literal["none", "any", "every-nth"]
 QloraPrep = Literal["16bit", "peft"]
+# torch.compile (models/memory/loss.py, activation_terms.py, models/time/compile_speed.py): none; the
+# decoder blocks only (torchtitan apply_compile, torchtune compile_model: one torch.compile per block);
+# the blocks and the loss (torchtitan's CompileConfig.components default ["model", "loss"], torchtune's
+# `compile: True`, which also runs training.compile_loss).
+Compile = Literal["none", "model", "model+loss"]
 # The frozen base of a LoRA job as loaded: in the training precision, or fp32 (a model loaded in
 # fp32 and kept so by FSDP's flat parameters, casting only the gathered copy: PEFT's examples/sft).
 BaseDtype = Literal["16bit", "fp32"]
@@ -46,6 +51,7 @@ SELECTIVES: tuple[Selective, ...] = ("attention", "op")
 MEMORY_BOUNDS: tuple[MemoryBound, ...] = ("estimate", "upper")
 BASE_DTYPES: tuple[BaseDtype, ...] = ("16bit", "fp32")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
+COMPILES: tuple[Compile, ...] = ("none", "model", "model+loss")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).
 MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)

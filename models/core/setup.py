@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # The domains' names, re-exported: models and the CLI import them from here or from models.choices.
 from vramplan.models.core.choices import (  # noqa: F401
     BASE_DTYPES,
+    COMPILES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
     LOSSES,
@@ -35,6 +36,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     Accounting,
     Attention,
     BaseDtype,
+    Compile,
     Kernels,
     Loss,
     MasterWeights,
@@ -107,6 +109,22 @@ class Job(_Frozen):
     qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")
     fragmentation_fraction: float = Field(default=1.0, ge=0, le=4, description="reserve x largest transient")
     loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
+    compile: Compile = Field(default="none", description="torch.compile: none, the decoder blocks (model), or "
+                             "the blocks and the loss (model+loss); true/false read as model+loss/none")
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _compile_switch(cls, value: object) -> object:
+        """--compile/--no-compile and a sheet's true/false: on means what torchtitan's `compile.enable`
+        (components ["model", "loss"] by default) and torchtune's `compile: True` compile."""
+        if isinstance(value, bool):
+            return "model+loss" if value else "none"
+        word = value.strip().lower() if isinstance(value, str) else value
+        if word in ("true", "false"):
+            return "model+loss" if word == "true" else "none"
+        if word not in COMPILES:
+            raise ValueError(f"must be true, false or one of {', '.join(COMPILES)}")
+        return word
 
     def __hash__(self) -> int:
         """A few fields' hash (equal jobs have them equal, so this agrees with ==): the functools

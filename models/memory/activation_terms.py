@@ -235,10 +235,10 @@ def _lora(arch: Architecture, x: Shape, adapters: int, rank: int, dropout_inputs
 
 def layer_terms(
     arch: Architecture, kernels: Kernels, attention: Attention, x: Shape, lora_adapters: int = 0, lora_rank: int = 0,
-    group: LayerGroup | None = None, lora_dropout_inputs: int = 0,
+    group: LayerGroup | None = None, lora_dropout_inputs: int = 0, compiled: bool = False,
 ) -> list[Term]:
     """Everything one decoder layer (of `group`'s kind; default the last layer's) saves for backward
-    with no recompute."""
+    with no recompute; `compiled`: the block runs under torch.compile (compiled_block_terms)."""
     group = layer_group(arch, arch.num_layers - 1) if group is None else group
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
@@ -266,7 +266,52 @@ def layer_terms(
         terms += _norm(arch, kernels, x, "post_mlp_norm")
     terms += _dropout_mask(arch, x, "mlp_residual")
     terms += _lora(arch, x, lora_adapters, lora_rank, lora_dropout_inputs)
-    return terms
+    return compiled_block_terms(arch, kernels, x, terms) if compiled else terms
+
+
+def compiled_block_terms(arch: Architecture, kernels: Kernels, x: Shape, terms: list[Term]) -> list[Term]:
+    """What a decoder block compiled with torch.compile saves instead (torchtitan apply_compile and
+    torchtune compile_model compile each block; inductor's min-cut partitioner decides what the
+    backward reads and recomputes the rest). Measured with torch 2.13 / inductor on CPU, saved-tensor
+    hooks on torchtitan's Llama block (RMSNorm, complex RoPE, SDPA, SwiGLU; bf16; h 256-512, f 512-1024,
+    tests/models/memory/test_compile.py): per token 16h + 6f + 4a + 8 bytes compiled against eager's
+    28h + 8f + 4a + 8 (K/V repeated to every head, as torchtitan's repeat_kv does). Each pre-norm
+    RMSNorm keeps only its fp32 rsqrt and its 16-bit output (which the linears read) instead of its
+    fp32 copies; the block keeps its input and the attention's output projection, from which the
+    backward recomputes both norms' inputs; SwiGLU keeps gate, up and their product (3 f-wide, not
+    4). For the Hugging Face layer: T (8h + 4ad + 4kd + 6f + 4a + 8) against eager's
+    T (16h + 4ad + 4kd + 8f + 4a + 8) (bf16, SDPA). Parts not measured keep their eager terms: other
+    norm kinds, QK norms, MoE experts, autocast (fp32 weights), fused kernels."""
+    if kernels != "eager" or x.autocast or arch.norm_kind != "rmsnorm" or arch.parallel_attention_mlp:
+        return terms
+    fused_norm = {f"{norm}.{part}" for norm in ("attn_norm", "mlp_norm") for part in ("input_fp32", "normed")}
+    compiled = [term for term in terms if term.name not in fused_norm]
+    compiled = [Term("mlp.gate_up_product", term.num_bytes * 3 // 4)  # of gate, up, act(gate), product
+                if term.name == "mlp.gate_up_act_product" and arch.mlp_kind in ("swiglu", "geglu") else term
+                for term in compiled]
+    residual = x.e * x.t * arch.hidden_size
+    return compiled + [Term("attn_norm.block_input", residual), Term("mlp_norm.attn_output", residual)]
+
+
+def linear_input_bytes(arch: Architecture, x: Shape, group: LayerGroup | None = None) -> int:
+    """Bytes of the distinct inputs of one decoder layer's linears (of `group`'s kind): the attention
+    input (the norm's output, shared by q/k/v and, with parallel attention + MLP on one norm, by the
+    MLP), MLA's q_b / kv_b latents, the output projection's input (a * dv), the MLP input and its
+    down projection's input (f; MoE: the K routed copies of the token, h wide, gathered per expert as
+    litgpt's LLaMAMoE `expert(x[token_idx])` does, and their K f-wide down inputs, plus a shared
+    expert's f). What a layer keeps when every linear keeps its input (quantised linears of
+    bitsandbytes before 0.43.2: models/memory/activations.py held_inputs_bytes)."""
+    group = layer_group(arch, arch.num_layers - 1) if group is None else group
+    h = arch.hidden_size
+    one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1
+    width = h + arch.num_attention_heads * arch.value_head_dim + (0 if one_input else h)
+    if arch.is_mla:
+        width += arch.q_lora_rank + arch.kv_lora_rank
+    if group.moe:
+        width += arch.experts_per_token * (h + arch.intermediate_size) + arch.shared_expert_intermediate_size
+    else:
+        width += arch.dense_intermediate_size or arch.intermediate_size
+    return x.e * x.t * width
 
 
 def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:

@@ -13,7 +13,11 @@ The peak comes at the start of backward: on top of everything kept, the largest 
 - the loss's gradient temporaries (models/memory/loss.py), and
 - one layer's backward: under recompute, the recomputed part of that layer is rebuilt (Chen et al.
   arXiv:1604.06174: the peak holds one segment being rebuilt) and its gradients are produced,
-  which layer_backward_temporaries bounds.
+  which layer_backward_temporaries bounds;
+and, with a bitsandbytes / NF4 frozen base, the 16-bit copy of the largest quantised matrix being
+multiplied (models/architecture/quantization.py dequantised_weight_bytes): in a layer's backward,
+or the lm_head's where the stack quantises it. Under litgpt's QLoRA the previous micro-batch's
+quantised-linear inputs are kept on top (held_inputs_bytes).
 """
 
 from __future__ import annotations
@@ -24,13 +28,22 @@ from fractions import Fraction
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.parallel import sequence_parallel_active, stage_layer_kinds
 from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
+from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import ceil_div
-from vramplan.models.memory.activation_terms import FP32, Shape, Term, embedding_terms, layer_terms, shared_terms
+from vramplan.models.memory.activation_terms import (
+    FP32,
+    Shape,
+    Term,
+    embedding_terms,
+    layer_terms,
+    linear_input_bytes,
+    shared_terms,
+)
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
-from vramplan.models.memory.loss import loss_cost
-from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
+from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
+from vramplan.models.memory.parallel_activations import GATHERED_SP_INPUT_STACKS, inflight_chunks, shard_terms
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
 
@@ -76,7 +89,8 @@ def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGrou
         rank = job.lora_rank
         if job.lora_dropout > 0:
             dropout_inputs = _dropout_inputs(arch, job, adapted)
-    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group, dropout_inputs)
+    return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group, dropout_inputs,
+                       compiled=job.compile != "none")
 
 
 # Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
@@ -95,6 +109,25 @@ def _dropout_inputs(arch: Architecture, job: Job, adapted: tuple) -> int:
         fused = [m.in_features for m in adapted if m.name in qkv]
         widths = [w for w, m in zip(widths, adapted) if m.name not in qkv] + fused[:1]
     return sum(widths)
+
+
+def held_inputs_bytes(arch: Architecture, job: Job, x: Shape) -> int:
+    """What litgpt's QLoRA keeps of the previous micro-batch while the next one runs forward: the input
+    of every quantised linear. bitsandbytes before 0.43.2 keeps it as a plain ctx attribute
+    (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward `ctx.tensors = (A, B)`),
+    which autograd's release of saved tensors after backward leaves alone, so it lives as long as the
+    graph; litgpt's loop keeps the graph through the previous `logits` until the next forward returns
+    (Lightning-AI/litgpt@e5493986 litgpt/finetune/lora.py fit: `logits = model(input_ids,
+    lm_head_chunk_size=128)`, `loss` rebound to a float by `running_loss.compute().item()` at every
+    log_interval = 1 iteration). Every layer's linear_input_bytes plus the lm_head's input (e T h:
+    Lightning quantises the lm_head, quantization.py LIGHTNING_BNB_STACKS). bitsandbytes 0.43.2
+    (#1270, "fix QLoRA mem bug: delete useless buffered activation") stopped keeping it; litgpt
+    still warns that it only supports 0.42.0 (finetune/lora.py @2685705), the version every
+    published litgpt QLoRA figure ran. 0 for any other stack or method."""
+    if not lightning_bnb(arch, job):
+        return 0
+    layers = sum(group.count * linear_input_bytes(arch, x, group) for group in layer_groups(arch))
+    return layers + x.e * x.t * arch.hidden_size
 
 
 def layer_backward_temporaries(
@@ -133,6 +166,8 @@ class MicrobatchActivations:
     activation_offload: bool = False
     fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/memory/fragmentation.py)
     last_fragmentation_bytes: int = 0  # reserve on the last rank (the loss's transient included)
+    held_bytes: int = 0  # kept from the previous micro-batch through this one's forward (held_inputs_bytes)
+    single_stage_loss_peak_bytes: int | None = None  # loss_peak_bytes without pipelining (loss_parallel)
 
 
 def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
@@ -141,24 +176,35 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
     layer_input = x.e * x.t * arch.hidden_size
     layer_input = ceil_div(layer_input, tp) if sp else layer_input
     kinds = []  # (its sharded terms, what its layers keep, backward peak bytes) per kind of layer
+    gathered = sp and job.stack in GATHERED_SP_INPUT_STACKS  # DTensor SP saves gathered linear inputs
+    dequant_layer, dequant_head = dequantised_weight_bytes(arch, job, x.e, plan.precision)
+    dequant_layer = ceil_div(dequant_layer, tp)  # the rank's TP shard of the matrix
     for group in layer_groups(arch):
-        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp)
+        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp, gathered)
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
-        kinds.append((group_terms, keep, keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp)))
+        peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer
+        kinds.append((group_terms, keep, peak))
     terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
     shared = _sum(shared_terms(arch, x, job.kernels))
     if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
         shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
     loss = loss_cost(arch, job, x)
+    # torch's loss_parallel backward (models/memory/loss.py), with the stage output kept under PP and
+    # the logits deleted without it: a micro-batch's terms do not know pp, stage_activations picks
+    loss_extra = single_stage_extra = loss.backward_extra_bytes
+    if tp > 1 and loss_parallel_backward_extra_bytes(arch, job, x) is not None:
+        loss_extra = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=False)
+        single_stage_extra = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=True)
     # The output layer is vocab-parallel: the loss's temporaries are / tp, and so (like the layers'
     # f-wide gradients) are the transient blocks the fragmentation reserve is sized from.
     return MicrobatchActivations(
         per_layer_bytes=largest_keep.per_layer_bytes,
         shared_bytes=shared,
         embedding_bytes=_sum(shard_terms(embedding_terms(arch, x), arch, tp, sp)),
-        output_layer_bytes=_sum(shard_terms(list(loss.kept), arch, tp, sp)),
+        output_layer_bytes=_sum(shard_terms(list(loss.kept), arch, tp, sp, gathered)),
         layer_peak_bytes=max(kind[2] for kind in kinds),
-        loss_peak_bytes=ceil_div(loss.backward_extra_bytes, tp),
+        loss_peak_bytes=max(ceil_div(loss_extra, tp), ceil_div(dequant_head, tp)),
+        single_stage_loss_peak_bytes=max(ceil_div(single_stage_extra, tp), ceil_div(dequant_head, tp)),
         terms=tuple(terms),
         kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes)
                     for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
@@ -166,7 +212,15 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         activation_offload=job.activation_offload,
         fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
         last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
+        held_bytes=held_inputs_bytes(arch, job, x),  # litgpt QLoRA: one GPU, no TP/PP (stack capabilities)
     )
+
+
+def _loss_peak(micro: MicrobatchActivations, first: bool, last: bool) -> int:
+    """The last rank's loss peak: a rank both first and last runs without pipelining."""
+    if first and last and micro.single_stage_loss_peak_bytes is not None:
+        return micro.single_stage_loss_peak_bytes
+    return micro.loss_peak_bytes
 
 
 def stage_activations(
@@ -190,10 +244,10 @@ def stage_activations(
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
     return Activations(
         per_layer_bytes=micro.per_layer_bytes,
-        layers_bytes=kept - offloaded + chunks * micro.shared_bytes,
+        layers_bytes=kept - offloaded + chunks * micro.shared_bytes + micro.held_bytes,
         embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
         output_layer_bytes=micro.output_layer_bytes if last else 0,
-        backward_peak_extra_bytes=max(micro.loss_peak_bytes if last else 0, micro.layer_peak_bytes),
+        backward_peak_extra_bytes=max(_loss_peak(micro, first, last) if last else 0, micro.layer_peak_bytes),
         terms=micro.terms,
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,

@@ -24,6 +24,18 @@ their largest single transient block (the fragmentation reserve is sized from it
   (e T h; the lm_head gradient, when it trains, goes into the gradient buffer counted with the
   gradients); a chunk holds `next_power_of_2(ceil(T / ceil(v / h)))` tokens' logits and their
   gradient (16-bit), about 2 e T h at most.
+
+`--compile model+loss` (the Job field `compile`) compiles the eager or chunked loss: torchtitan
+`torch.compile(cross_entropy_loss)` (torchtitan/components/loss.py `_maybe_compile`, compile.components
+default ["model", "loss"]) and torchtune `training.compile_loss` (torchtune/training/_compile.py:
+`CEWithChunkedOutputLoss.compute_cross_entropy` compiled, one call per chunk). Inductor fuses the
+`.float()` upcast, log_softmax and nll_loss: the compiled graph saves its 16-bit logits input (eTv;
+the same storage Hugging Face's output holds) and two fp32 numbers per token (row max and logsumexp),
+never an fp32 T x v tensor, and its backward writes the 16-bit logits gradient in one kernel (eTv,
+per chunk for the chunked loss). Measured with torch 2.13 / inductor on CPU
+(tests/models/memory/test_compile.py: T = 256, v = 4000 saves 2,048,000 + 2 x 1,024 bytes besides the
+targets where eager saves the 4,096,000-byte fp32 log-probabilities; the backward's only T x v buffer is
+the bf16 gradient). The fused linear cross-entropy has no logits to compile.
 """
 
 from __future__ import annotations
@@ -64,9 +76,26 @@ def _targets(x: Shape) -> Term:
     return Term("loss.targets", INT64 * (x.t + 1 if x.b == 1 else x.t))
 
 
+def compiled_loss(job: Job) -> bool:
+    """Whether torch.compile compiles the loss and the loss has logits to fuse (the module docstring)."""
+    return job.compile == "model+loss" and job.kernels == "eager" and job.loss in ("eager", "chunked")
+
+
+def _compiled_loss_cost(arch: Architecture, x: Shape, norm: list[Term], chunks: int) -> LossCost:
+    """The compiled cross-entropy: the 16-bit logits (every chunk's) and two fp32 numbers per token
+    kept; the backward writes one chunk's 16-bit logits gradient at a time."""
+    t, v = x.t, arch.vocab_size
+    kept = norm + [Term("lm_head.input", x.e * t * arch.hidden_size), Term("loss.logits", x.e * t * v),
+                   Term("loss.max_logsumexp_fp32", 2 * FP32 * t), _targets(x)]
+    gradient = x.e * -(-t // chunks) * v
+    return LossCost(kept, gradient, gradient)
+
+
 def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
     t, v, h = x.t, arch.vocab_size, arch.hidden_size
     norm = _norm(arch, job.kernels, x, "final_norm")
+    if compiled_loss(job):
+        return _compiled_loss_cost(arch, x, norm, min(job.loss_chunks, t) if job.loss == "chunked" else 1)
     if job.loss == "chunked":
         chunks = min(job.loss_chunks, t)
         kept = norm + [Term("lm_head.input", x.e * t * h), Term("loss.log_probs_fp32", FP32 * t * v), _targets(x)]
@@ -81,3 +110,28 @@ def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
     extra = loss_backward_extra_bytes(arch, job.kernels, x)
     largest = FP32 * t * v if job.kernels == "eager" else x.e * t * v  # fp32 logits gradient / in-place cast
     return LossCost(kept, extra, largest)
+
+
+# Stacks whose tensor parallelism computes the eager cross-entropy vocab-parallel through
+# torch.distributed.tensor.parallel.loss_parallel: torchtitan, on by default whenever tp > 1
+# (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallel_dims.py loss_parallel_enabled
+# `self.tp > 1 and self.enable_loss_parallel`, --training.disable_loss_parallel off; utils.py
+# get_train_context enters `loss_parallel()`; train.py `del pred` before `loss.backward()`).
+LOSS_PARALLEL_STACKS = frozenset({"torchtitan"})
+
+
+def loss_parallel_backward_extra_bytes(arch: Architecture, job: Job, x: Shape, logits_deleted: bool = True) -> int | None:
+    """The eager loss's backward under torch's loss_parallel, before / tp (None where it does not run).
+
+    torch/distributed/tensor/parallel/loss.py `_nll_loss_and_log_softmax_backward` (read at 02eef6b)
+    fuses nll_loss's and log_softmax's backward in Python ops on the local fp32 shard: `grad_input =
+    torch.zeros_like(x)`, then `(grad_input + torch.exp(x)) * grad_output`, so beside the saved fp32
+    log-probabilities it holds three fp32 T x v buffers at once (the zeros, exp(x) and their sum, or
+    the zeros, the sum and the product), where aten's fused log_softmax backward holds two (8Tv,
+    loss_backward_extra_bytes). Without pipelining torchtitan deletes the 16-bit logits before the
+    backward (`logits_deleted`), which the eager loss keeps (output.logits): the extra is then 3 x 4Tv
+    less those eTv; a pipeline stage keeps its output for its backward (torch.distributed.pipelining
+    stage.py `fwd_cache`), so under PP all 3 x 4Tv come on top."""
+    if job.stack not in LOSS_PARALLEL_STACKS or job.loss != "eager" or job.kernels != "eager" or compiled_loss(job):
+        return None
+    return (3 * FP32 - (x.e if logits_deleted else 0)) * x.t * arch.vocab_size

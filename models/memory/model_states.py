@@ -16,7 +16,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.architecture.quantization import frozen_base_format, quantised_weight_bytes
+from vramplan.models.architecture.quantization import (
+    frozen_base_format,
+    quantised_lm_head_bytes,
+    quantised_weight_bytes,
+)
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.parallel_states import RankParams, rank_params, rank_trainable_params
@@ -57,7 +61,8 @@ def _shard(num_params: int, num_ranks: int) -> int:
     return -(-num_params // num_ranks)
 
 
-def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankParams | None = None) -> int:
+def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankParams | None = None,
+                      holds_lm_head: bool = True) -> int:
     """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train)
     on a rank holding `shard` (models/memory/parallel_states.py; default the whole model).
 
@@ -67,7 +72,9 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     their bytes from its one function quantised_weight_bytes; else 16-bit. Embeddings, norms,
     biases and lm_head stay 16-bit, or become fp32 when PEFT's `prepare_model_for_kbit_training`
     prepares a QLoRA model (peft/utils/other.py: every fp16/bf16 parameter that is not `Params4bit`
-    is cast with `param.data.to(torch.float32)`).
+    is cast with `param.data.to(torch.float32)`). Under Lightning Fabric's bitsandbytes plugin (litgpt)
+    the lm_head is quantised too, and is a module of its own even where the checkpoint ties it
+    (quantization.py LIGHTNING_BNB_STACKS, quantised_lm_head_bytes), on the rank that holds it.
     """
     if job.method == "full":
         return 0
@@ -79,7 +86,10 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     # The rank's decoder matmul weights (its TP/PP/EP share: what FP8 would copy, parallel_states.py).
     quantised, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
     rest = Fraction(FP32_BYTES) if job.method == "qlora" and job.qlora_prep == "peft" else half
-    return quantised + _bytes(shard.total - held, rest)
+    lm_head = quantised_lm_head_bytes(arch, job) if holds_lm_head else 0
+    if lm_head and not arch.tie_word_embeddings:  # the 16-bit lm_head of the count becomes the quantised one
+        held += arch.vocab_size * arch.hidden_size
+    return quantised + lm_head + _bytes(shard.total - held, rest)
 
 
 def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
@@ -134,7 +144,8 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         if plan.expert_dp == plan.zero_group:  # one flat buffer, as with no expert parallelism
             groups = [(shard.total, plan.zero_group)]
     else:
-        weights_full = frozen_base_bytes(arch, job, plan.precision, shard) + _bytes(trainable, w)
+        weights_full = (frozen_base_bytes(arch, job, plan.precision, shard, holds_lm_head=stage == plan.pp - 1)
+                        + _bytes(trainable, w))
         groups = [(trainable, plan.zero_group)]
     weights = gradients = optimizer = host = 0
     for params, group in groups:

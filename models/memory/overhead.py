@@ -21,6 +21,12 @@ stage3_prefetch_bucket_size = 0.9*h*h):
   its full gradients are materialised (DeepSpeed `estimate_zero3_model_states_mem_needs`
   counts 4 bytes x largest layer), plus the prefetch bucket and a double-buffered reduce bucket.
   The largest gathered module is the biggest of a decoder layer, the embedding and lm_head.
+- FSDP's root unit: where a stack wraps only the decoder layers (ROOT_GATHERED_STACKS), what is
+  left (embedding, final norm, lm_head) belongs to the root FSDP unit, which is not resharded after
+  its forward and stays gathered through the backward (torch FSDP1 `_post_forward_reshard`: "Do not
+  free the root's parameters in the post-forward for FULL_SHARD"; FSDP2 `FSDPState._lazy_init`:
+  "For the root, do not reshard after forward", `post_forward_mesh_info = None`), beside the layer
+  being gathered, also under CPU offload (the gathered copy is on the GPU).
 """
 
 from __future__ import annotations
@@ -39,6 +45,16 @@ from vramplan.models.memory.precision import gradient_bytes_per_param, weight_by
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h
+# Stacks whose FSDP wraps the decoder layers and leaves the embedding, final norm and lm_head to the
+# root unit, as counted: hf (accelerate's TRANSFORMER_BASED_WRAP on the model's `_no_split_modules`,
+# and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules: huggingface/peft@5d602fd
+# examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py fsdp_auto_wrap_policy). Not
+# counted yet: torchtune's root holds tok_embeddings and output too unless `custom_sharded_layers`
+# (commented out in pytorch/torchtune recipes/configs/llama3_1/70B_lora.yaml), torchtitan's did at
+# 9dec370 (apply_fsdp: `fully_shard(model, ...)` over tok_embeddings, norm and output; today's
+# torchtitan/distributed/fsdp.py wraps them apart), and litgpt's FSDP2 root holds wte, ln_f and a
+# frozen lm_head (finetune/lora.py parallelize_fn @2685705).
+ROOT_GATHERED_STACKS = frozenset({"hf"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,15 @@ def largest_gathered_module_params(arch: Architecture) -> int:
     return max(counts.per_layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
 
 
+def root_unit_params(arch: Architecture, job: Job) -> int:
+    """Parameters of the FSDP root unit that stays gathered from its forward through the backward
+    (ROOT_GATHERED_STACKS): the embedding, the final norm and an untied lm_head; 0 for other stacks."""
+    if job.stack not in ROOT_GATHERED_STACKS:
+        return 0
+    counts = count_params(arch)
+    return counts.embedding + counts.final_norm + counts.lm_head
+
+
 def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     reserve = job.reserve
     multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
@@ -97,6 +122,8 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         module_grads = module if job.method == "full" else 0
         prefetch = PREFETCH_BUCKET_FRACTION * arch.hidden_size * arch.hidden_size
         live = module * weight_bytes + module_grads * grad_bytes + prefetch * weight_bytes
+        # the root unit, gathered (in the 16-bit compute dtype: FSDP's param_dtype) beside the layer
+        live += ceil_div(root_unit_params(arch, job), plan.tp) * weight_bytes
         buckets = 2 * bucket * grad_bytes
     return Overhead(
         cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,

@@ -41,13 +41,22 @@ _TENSOR_REGION = frozenset({
     "attn.qkv_output", "attn.output", "attn.output_copy", "attn.kv_b_output", "attn.logsumexp",
     "attn.softmax", "attn.softmax_cast", "attn.softcap_tanh", "attn.dropout_mask", "attn.dropout_output",
     "moe.fc1_output", "moe.fc2_input", "moe.gate_up_act_product",
-    "loss.log_probs_fp32", "loss.softcap_tanh", "output.logits",
+    "loss.log_probs_fp32", "loss.softcap_tanh", "output.logits", "loss.logits",
 })
 _SEQUENCE_REGION = frozenset({
     "attn_residual.dropout_mask", "mlp_residual.dropout_mask", "embedding.dropout_mask",
     "moe.router_softmax_fp32", "moe.router_input_fp32", "moe.routing", "lm_head.input",
 })
 _KV_REGION = frozenset({"attn.kv", "attn.k", "attn.v"})  # K/V of the KV heads (GQA: kv_heads_per_rank)
+# Stacks whose sequence parallelism is DTensor's: a column-parallel linear's input is redistributed
+# from Shard(1) (the sequence) to Replicate() in the forward and the linear saves that all-gathered
+# copy for its weight gradient (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py
+# apply_tp: "attention" / "feed_forward" PrepareModuleInput(input_layouts=Shard(1),
+# desired_input_layouts=Replicate()), "output" ColwiseParallel(input_layouts=Shard(1))), where
+# Megatron saves its sequence shard and all-gathers it again in the backward (Korthikanti sec. 4.2.2).
+# Their linear inputs are held whole under SP.
+GATHERED_SP_INPUT_STACKS = frozenset({"torchtitan"})
+_GATHERED_INPUTS = frozenset({"lm_head.input"})  # and every "*.linear_input"
 
 
 def _region(term: Term) -> str:
@@ -62,9 +71,12 @@ def _region(term: Term) -> str:
     return "replicated"
 
 
-def shard_term(term: Term, arch: Architecture, tp: int, sequence_parallel: bool) -> Term:
-    """One saved tensor as held by one TP rank."""
+def shard_term(term: Term, arch: Architecture, tp: int, sequence_parallel: bool, gathered_inputs: bool = False) -> Term:
+    """One saved tensor as held by one TP rank; gathered_inputs: the stack's SP saves the all-gathered
+    input of its column-parallel linears (GATHERED_SP_INPUT_STACKS)."""
     if tp == 1:
+        return term
+    if gathered_inputs and (term.name.endswith(".linear_input") or term.name in _GATHERED_INPUTS):
         return term
     region = _region(term)
     if region == "tensor":
@@ -78,8 +90,9 @@ def shard_term(term: Term, arch: Architecture, tp: int, sequence_parallel: bool)
     return replace(term, num_bytes=size)
 
 
-def shard_terms(terms: list[Term], arch: Architecture, tp: int, sequence_parallel: bool) -> list[Term]:
-    return [shard_term(term, arch, tp, sequence_parallel) for term in terms]
+def shard_terms(terms: list[Term], arch: Architecture, tp: int, sequence_parallel: bool,
+                gathered_inputs: bool = False) -> list[Term]:
+    return [shard_term(term, arch, tp, sequence_parallel, gathered_inputs) for term in terms]
 
 
 def inflight_chunks(pp: int, grad_accum: int, vpp: int, stage: int) -> int:

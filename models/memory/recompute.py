@@ -68,7 +68,7 @@ def effective_mode(job: Job, plan: Plan) -> Recompute:
 
 
 def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule, ...] | None = None,
-                       tp: int = 1, sp: bool = False) -> int:
+                       tp: int = 1, sp: bool = False, compiled: bool = False) -> int:
     """torchtitan op-level SAC on one rank: the block input, every other mm output, the SDPA output
     and logsumexp, and under sequence parallelism every reduce-scatter output (`_get_default_save_ops`
     saves `_c10d_functional.reduce_scatter_tensor` so the backward does not communicate again)
@@ -76,11 +76,20 @@ def op_sac_saved_bytes(arch: Architecture, x: Shape, modules: tuple[LinearModule
 
     Under TP a rank's mm ops are its shards: a column-parallel projection (q, k, v, gate, up) outputs
     out / tp, a row-parallel one (o, down: the hidden width) the full-width partial sum before its
-    all-reduce or reduce-scatter; attention runs on heads / tp. The block input is / tp under SP."""
+    all-reduce or reduce-scatter; attention runs on heads / tp. The block input is / tp under SP.
+
+    `compiled` (the block under torch.compile): the policy's MUST_SAVE tags reach inductor's
+    partitioner, which saves only what the backward reads. A row-parallel projection's output (the
+    down projection among the saved mms) and a reduce-scatter's only feed the residual add, whose
+    backward reads neither: they are not kept, where eager SAC caches every MUST_SAVE output until
+    its recompute (torch/utils/checkpoint.py _CachingTorchDispatchMode). Measured with torch 2.13 on
+    CPU (tests/models/memory/test_compile.py): the compiled torchtitan block keeps its input, the wq,
+    wv and w1 outputs, the SDPA output and logsumexp, not w2's."""
     modules = layer_linear_modules(arch) if modules is None else modules
     mms = [m for m in modules if m.copies_per_layer == 1]
-    saved_mm = sum(m.out_features if m.row_parallel else ceil_div(m.out_features, tp) for m in mms[0::2])  # 1st, 3rd, ...
-    row_parallel = sum(m.row_parallel for m in mms)
+    saved_mm = sum(m.out_features if m.row_parallel else ceil_div(m.out_features, tp) for m in mms[0::2]
+                   if not (compiled and m.row_parallel))  # 1st, 3rd, ...
+    row_parallel = 0 if compiled else sum(m.row_parallel for m in mms)
     q_dim = ceil_div(arch.num_attention_heads * arch.head_dim, tp)
     sdpa = x.e * x.t * q_dim + FP32 * x.t * ceil_div(arch.num_attention_heads, tp)
     block_input = ceil_div(x.e * x.t * arch.hidden_size, tp) if sp else x.e * x.t * arch.hidden_size
@@ -104,7 +113,8 @@ def layer_keep(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: S
         total = recomputed * layer_input + (layers - recomputed) * full_layer
         largest = layer_input if recomputed == layers else full_layer
     elif mode == "op":
-        saved = op_sac_saved_bytes(arch, x, None if group is None else group.modules, plan.tp, sequence_parallel_active(plan))
+        saved = op_sac_saved_bytes(arch, x, None if group is None else group.modules, plan.tp, sequence_parallel_active(plan),
+                                   compiled=job.compile != "none" and job.kernels == "eager")
         per_layer = min(full_layer, saved)
         rebuilt, total, largest = full_layer - per_layer, layers * per_layer, per_layer
     elif mode == "selective":

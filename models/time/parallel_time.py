@@ -45,8 +45,9 @@ from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction
-from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, FP8_LINEAR_SPEEDUP, compute_efficiency
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
+from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_gemm import (
     ExpertShape,
     expert_invocations,
@@ -238,7 +239,7 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
     """What the expert GEMMs take beyond the compute time's dense-shaped FLOPs (models/time/moe_gemm.py)."""
     if ep.shape is None:
         return 0.0
-    work = ep.expert_flops / FP8_LINEAR_SPEEDUP.value if ep.precision == "fp8" else ep.expert_flops
+    work = ep.expert_flops / fp8_gemm_speedup(gpu) if ep.precision == "fp8" else ep.expert_flops  # models/time/fp8.py
     dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * compute_efficiency(gpu.architecture).value)
     slowdown = expert_slowdown(ep.shape, peak_tflops(gpu, ep.precision), gpu.hbm_bandwidth_gb_per_s)
     return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)

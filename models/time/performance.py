@@ -36,14 +36,15 @@ from vramplan.models.memory.parallel_states import rank_params, rank_trainable_p
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.calibration import (
     COMMUNICATION_EFFICIENCY,
-    FP8_LINEAR_SPEEDUP,
     HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
     OPTIMIZER_STEP_BYTES_PER_PARAM,
     PCIE_BANDWIDTH_GB_PER_S,
     compute_efficiency,
 )
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
+from vramplan.models.time.compile_speed import eager_elementwise_s
 from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.fp8 import fp8_cast_seconds, fp8_gemm_time_ratio
 from vramplan.models.time.parallel_time import parallel_time
 from vramplan.models.time.rates import peak_tflops, rate_precision
 
@@ -173,10 +174,13 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
     work: float = flops.hardware
-    if plan.precision == "fp8":  # fp8 linears at FP8_LINEAR_SPEEDUP x the 16-bit rate, the rest in bf16
+    casts_s = 0.0
+    if plan.precision == "fp8":  # the linears' GEMMs in fp8 plus the recipe's casts, the rest in bf16 (models/time/fp8.py)
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
-        work = flops.hardware - flops.linear * (1 - 1 / FP8_LINEAR_SPEEDUP.value)
-    return tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
+        work = flops.hardware - flops.linear * (1 - fp8_gemm_time_ratio(gpu))
+        casts_s = fp8_cast_seconds(arch, job, plan, gpu)
+    matmul_s = tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
+    return matmul_s + casts_s + eager_elementwise_s(arch, job, plan, gpu)  # uncompiled element-wise ops (compile_speed.py)
 
 
 def dp_phase_times_s(traffic: DpTraffic, gpu: GpuSpec, crossing: bool, network_gb_per_s: float | None,

@@ -23,8 +23,8 @@ def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
 
 def rate_precision(precision: Precision) -> Precision:
     """The precision whose dense peak times the compute and is MFU's denominator: fp8 training
-    runs its other work in bf16 and its linears at FP8_LINEAR_SPEEDUP of bf16, so its MFU is
-    against the bf16 peak (as torchtitan's benchmarks and Megatron report fp8 runs)."""
+    runs its other work in bf16 and its linears' GEMMs in fp8 with the recipe's casts
+    (models/time/fp8.py), so its MFU is against the bf16 peak (as torchtitan's benchmarks and Megatron report fp8 runs)."""
     return "bf16" if precision == "fp8" else precision
 
 

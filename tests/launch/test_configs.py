@@ -11,7 +11,7 @@ cite (catalogues/stack_capabilities.csv):
   --use-precision-aware-optimizer (argument validation).
 - torchtitan v0.2.2 (73a0e69): torchtitan/config/job_config.py Parallelism, Training,
   ActivationCheckpoint (mode: selective, full, memory_budget, none; selective_ac_option 'op' or
-  digits; fsdp_reshard_after_forward: default, always, never).
+  digits; fsdp_reshard_after_forward: default, always, never), Compile (enable, components: model, loss).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ TORCHTITAN = {
     "training": {"local_batch_size": INT, "global_batch_size": INT, "seq_len": INT,
                  "mixed_precision_param": ("bfloat16", "float32"), "enable_cpu_offload": BOOL},
     "activation_checkpoint": {"mode": ("selective", "full", "memory_budget", "none"), "selective_ac_option": STR},
+    "compile": {"enable": BOOL, "components": lambda v: isinstance(v, list) and set(v) <= {"model", "loss"}},
 }
 
 
@@ -109,6 +110,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
         assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == plan.dp
         assert par["tensor_parallel_degree"] * par["pipeline_parallel_degree"] * plan.dp * plan.cp == plan.num_gpus
         assert (par["data_parallel_shard_degree"] > 1) == (plan.zero >= 2 and plan.dp > 1)
+        assert "compile" not in data  # torchtitan's Compile.enable defaults to False, as the job's compile
         option = data["activation_checkpoint"].get("selective_ac_option", "op")
         assert option == "op" or option.isdigit()
         assert data["training"].get("enable_cpu_offload", False) == (plan.offload == "optimizer+params")
@@ -122,6 +124,19 @@ def test_solve_writes_the_best_plans_config_for_its_stack(tmp_path):
     plan = json.loads(result.stdout)["plans"][0]["plan"]
     args = _megatron_args(path.read_text(encoding="utf-8"))
     assert int(args["--tensor-model-parallel-size"]) == plan["tp"] and int(args["--micro-batch-size"]) == plan["micro_batch"]
+
+
+@pytest.mark.parametrize(("compile_", "components"), [("model", ["model"]), ("model+loss", ["model", "loss"])])
+def test_torchtitan_compiles_what_the_job_compiles(compile_, components):
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3, recompute="op")
+    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan", compile=compile_), plan, num_layers=32).text)
+    assert data["compile"] == {"enable": True, "components": components}
+    assert all(in_domain(value, TORCHTITAN["compile"][key]) for key, value in data["compile"].items())
+
+
+def test_deepspeeds_json_cannot_hold_the_trainers_compile_switch():
+    with pytest.raises(VramplanError, match="compile"):
+        launch_config(Job(stack="deepspeed", compile=True), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3), num_layers=32)
 
 
 def test_every_stack_but_custom_has_a_writer():

@@ -49,7 +49,7 @@ HF = {
         "per_device_train_batch_size": INT, "gradient_accumulation_steps": INT, "bf16": BOOL, "fp16": BOOL,
         "optim": ("adamw_torch", "adamw_bnb_8bit", "paged_adamw_8bit", "sgd"),
         "activation_checkpointing": BOOL, "activation_checkpointing_kwargs": {"every_n_layers": INT, "offload": BOOL},
-        "use_liger_kernel": BOOL, "fsdp": (True,),
+        "use_liger_kernel": BOOL, "torch_compile": (True,), "fsdp": (True,),
         "fsdp_config": {"version": (1, 2), "reshard_after_forward": BOOL, "cpu_offload": BOOL, "activation_checkpointing": BOOL},
         "deepspeed": lambda value: isinstance(value, dict),  # checked against DEEPSPEED below
     },
@@ -73,6 +73,7 @@ CASES = [  # (job fields, plan, the engine that runs its data parallelism)
     ({}, Plan(gpu=H100, num_gpus=8, zero=3, offload="optimizer", recompute="full"), "deepspeed"),
     ({}, Plan(gpu=H100, num_gpus=8, zero=1, tp=2, grad_accum=16), "deepspeed"),
     ({}, Plan(gpu=H100, offload="optimizer", zero=1, precision="fp16"), "deepspeed"),
+    ({"compile": "model+loss"}, Plan(gpu=H100, num_gpus=8, zero=3, recompute="full"), "fsdp"),
     ({}, Plan(gpu=H100, num_gpus=16, zero=3, tp=4, recompute="full"), "distributed"),
     ({}, Plan(gpu=H100, num_gpus=8, zero=3, cp=2), "fsdp"),
     ({}, Plan(gpu=H100, num_gpus=8, zero=1, cp=2), "deepspeed"),
@@ -128,6 +129,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(fields, plan, engin
     assert kwargs.get("offload", False) == the_job.activation_offload
     assert args["optim"] == {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit"}[the_job.optimizer]
     assert args["use_liger_kernel"] == (the_job.loss == "fused")
+    assert args.get("torch_compile", False) == (the_job.compile == "model+loss")
     full_master = the_job.method == "full" and the_job.master_weights == "fp32"
     assert data["from_pretrained"]["dtype"] == ("float32" if full_master or plan.precision == "fp32" else
                                                 {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}[plan.precision])
@@ -151,6 +153,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(fields, plan, engin
     ({"recompute_layers": 9}, Plan(gpu=H100, recompute="full"), "recompute_layers"),  # no n gives ceil(32/n) = 9
     ({"optimizer_in_backward": True}, Plan(gpu=H100), "optimizer_in_backward"),
     ({"attention": "eager"}, Plan(gpu=H100, recompute="selective"), "recompute"),
+    ({"compile": "model"}, Plan(gpu=H100), "compile"),  # torch_compile compiles the loss with the model
 ])
 def test_what_hf_cannot_express_is_one_line_naming_the_field(fields, plan, field):
     assert_refused("hf", fields, plan, field)

@@ -38,7 +38,7 @@ RECIPES = ("full_finetune_single_device", "full_finetune_distributed", "lora_fin
 EVERY_RECIPE = {"batch_size": INT, "gradient_accumulation_steps": INT, "dtype": ("fp16", "bf16", "fp32", "fp64"),
                 "enable_activation_checkpointing": BOOL, "enable_activation_offloading": BOOL,
                 "optimizer._component_": STR, "loss._component_": STR, "loss.num_output_chunks": INT,
-                "tokenizer.max_seq_len": INT}
+                "tokenizer.max_seq_len": INT, "compile": BOOL}  # recipes/configs/*.yaml `compile: False`
 FULL = {"optimizer_in_bwd": BOOL, "clip_grad_norm": lambda v: v is None}
 DISTRIBUTED = {"fsdp_cpu_offload": BOOL, "fsdp_reshard_after_forward": BOOL}
 LORA = {"model.lora_attn_modules": lambda v: isinstance(v, list) and set(v) <= {"q_proj", "k_proj", "v_proj", "output_proj"},
@@ -87,6 +87,7 @@ CASES = [  # torchtune's preset: pure bf16 (no master copy), chunked loss
     ({"method": "lora", "lora_targets": ("q_proj", "v_proj", "o_proj")}, Plan(gpu=H100, num_gpus=8, zero=0, recompute="none")),
     ({"method": "qlora", "loss": "eager"}, Plan(gpu=H100, recompute="full", micro_batch=4)),
     ({"master_weights": "none"}, Plan(gpu=H100, precision="fp32")),
+    ({"method": "lora", "compile": "model+loss"}, Plan(gpu=H100, num_gpus=8, zero=3, recompute="full")),
 ]
 
 
@@ -115,6 +116,7 @@ def test_every_key_is_one_the_recipe_reads_and_every_value_is_the_plans(fields, 
     else:
         assert keys["enable_activation_checkpointing"] == (plan.recompute == "full")
     assert keys["enable_activation_offloading"] == the_job.activation_offload
+    assert keys["compile"] == (the_job.compile == "model+loss")
     if plan.offload == "optimizer":
         assert keys["optimizer._component_"] == "torchao.prototype.low_bit_optim.CPUOffloadOptimizer"
     else:
@@ -149,6 +151,7 @@ def test_every_key_is_one_the_recipe_reads_and_every_value_is_the_plans(fields, 
     ({"optimizer_in_backward": True}, Plan(gpu=H100, grad_accum=4), "optimizer_in_backward"),
     ({}, Plan(gpu=H100, recompute="full", recompute_layers=16), "recompute_layers"),  # single-device recipe
     ({"method": "lora", "lora_targets": ("q_proj", "up_proj")}, Plan(gpu=H100), "lora_targets"),
+    ({"compile": "model"}, Plan(gpu=H100), "compile"),  # `compile` compiles the loss too
 ])
 def test_what_torchtune_cannot_express_is_one_line_naming_the_field(fields, plan, field):
     assert_refused("torchtune", fields, plan, field)

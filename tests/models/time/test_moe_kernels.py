@@ -136,17 +136,18 @@ def _dsv3(layout: str):
 def test_deepseek_v3_published_layout_rates_above_tp8_layouts() -> None:
     """Before this model the TP8 layouts read as fast as the published one (779 vs 792 tokens/s/GPU:
     the all-to-all, charged at the network rate for all (ep-1)/ep peers, made EP64 no cheaper, and
-    256-wide TP slices of the experts cost nothing). Now: 854 for PP16 x EP64, 662 and 658 for TP8."""
+    256-wide TP slices of the experts cost nothing). Now: 847 for PP16 x EP64, 622 and 619 for TP8
+    (854, 662 and 658 before the fp8 recipe's casts, models/time/fp8.py, which weigh more on 256-wide slices)."""
     published = _dsv3("PP16 x EP64 (published)")[1].tokens_per_s / 2048
-    assert published == pytest.approx(854, rel=0.02)
+    assert published == pytest.approx(847, rel=0.02)
     for layout in ("TP8+SP x PP16 x EP8", "TP8+SP x PP8 x EP16"):
         assert _dsv3(layout)[1].tokens_per_s / 2048 < 0.82 * published
 
 
 def test_deepseek_v3_is_short_by_the_all_to_all_dualpipe_hides() -> None:
-    """1,543 reported; 854 predicted (0.55x): DualPipe overlaps the EP all-to-all with the other
+    """1,543 reported; 847 predicted (0.55x): DualPipe overlaps the EP all-to-all with the other
     micro-batch's compute, Megatron's default (the megatron stack) does not. Without the all-to-all
-    the prediction is 1.11x the report (MTP and DualPipe's residual bubble are not modelled)."""
+    the prediction is 1.08x the report (MTP and DualPipe's residual bubble are not modelled)."""
     plan, perf = _dsv3("PP16 x EP64 (published)")
     assert 0.5 < perf.tokens_per_s / 2048 / 1543 < 0.6
     traffic = ep_traffic(DSV3, _job("megatron", 4096), plan)
@@ -165,19 +166,22 @@ def test_ep_peers_inside_the_instance_talk_over_nvlink() -> None:
 
 
 def test_qwen3_30b_megatron_bridge_h100_without_ep_overlap() -> None:
-    """8,960 measured (FP8, EP16 over two nodes, no EP overlap): 7,689 predicted (0.86x; 5,107 before,
-    when the whole all-to-all went over the network). vramplan's fp8 model reads Megatron's dense
-    fp8 runs 0.69-0.76x (models/time/calibration.py), so this is as close as its dense ones."""
+    """8,960 measured (FP8, EP16 over two nodes, no EP overlap): 7,457 predicted (0.83x; 5,107 before,
+    when the whole all-to-all went over the network; 7,689 before the fp8 recipe's casts, which weigh
+    more on 768-wide experts, models/time/fp8.py). vramplan reads Megatron's dense fp8 runs 0.69-0.78x
+    (docs/fidelity.md `megatron-kernels`), so this is as close as its dense ones."""
     plan = Plan(gpu=H100.name, num_gpus=16, ep=16, zero=1, micro_batch=1, grad_accum=64, precision="fp8")
     perf = performance(QWEN3_30B, _job("megatron", 4096), plan, H100, 8, 50.0)
-    assert perf.tokens_per_s / 16 == pytest.approx(7689, rel=0.02)
+    assert perf.tokens_per_s / 16 == pytest.approx(7457, rel=0.02)
 
 
 def test_qwen3_30b_nemo_automodel_ep8() -> None:
     """12,040 measured (grouped experts, DeepEP, EP8 inside one node, local batch 4 with activation
     checkpointing): 10,072 predicted (0.84x; 10,898 before)."""
     plan = Plan(gpu=H100.name, num_gpus=8, ep=8, zero=3, micro_batch=4, grad_accum=16, recompute="full")
-    perf = performance(QWEN3_30B, _job("torchtitan", 4096), plan, H100, 8, 50.0)
+    # AutoModel's TE norms, linears and fused RoPE (examples/llm_benchmark/qwen/qwen3_moe_30b_te_deepep.yaml
+    # backend): no eager element-wise cost (models/time/compile_speed.py), as a compiled block
+    perf = performance(QWEN3_30B, _job("torchtitan", 4096, compile=True), plan, H100, 8, 50.0)
     assert 0.8 < perf.tokens_per_s / 8 / 12040 < 0.9
 
 
