@@ -50,7 +50,7 @@ def package_version() -> str:
 def solve_job(catalogue: Catalogue, job: dict[str, Any], tables: TableMemo | None = None) -> dict[str, Any]:
     """One job's answer row; never raises for a bad job."""
     try:
-        return output_row(solve(catalogue, SolveQuery.model_validate(job), tables=tables))
+        return output_row(solve(catalogue, SolveQuery.model_validate(job), memo=tables))
     except VramplanError as error:
         return error_row(str(error))
     except ValidationError as error:

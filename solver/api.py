@@ -25,7 +25,7 @@ from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
-from vramplan.solver.table_memo import TableMemo, shared_result, using
+from vramplan.solver.table_memo import TableMemo
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, bu
 
     def solve_one(changed: SolveQuery):
         try:
-            result = _solve(catalogue, one_plan(changed), explain_infeasible=False, budget=budget)
+            result = _solve(catalogue, one_plan(changed), space.memo, explain_infeasible=False, budget=budget)
         except VramplanError:  # the change makes a job no stack runs (e.g. fp8 with LoRA)
             return None
         if result.status == "unknown":
@@ -95,25 +95,27 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, bu
 
     def fits(changed: SolveQuery) -> bool:
         try:
-            return plan_exists(catalogue, one_plan(changed), budget)
+            return plan_exists(catalogue, one_plan(changed), budget, space.memo)
         except VramplanError:
             return False
 
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, budget, fits)
 
 
-def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None = None) -> bool:
+def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None = None,
+                memo: TableMemo | None = None) -> bool:
     """Whether any plan of the query's space fits, without searching for the best: the first point
     the CP-SAT engine meets, re-checked in exact bytes like any plan (the brute-force engine
     answers by its full enumeration). TimeLimitReached when `budget` (default: the query's own)
     runs out before the answer is known (a "no" is never a guess). Rows of a batch ask the same
-    questions of one job (the relaxed query, each subset of restrictions): answers are kept in the
-    active memo by everything that decides them, not by the limits, with the work they took
-    (engine.replayed)."""
+    questions of one job (the relaxed query, each subset of restrictions): answers are kept in
+    `memo` (default: one of its own) by everything that decides them, not by the limits, with the
+    work they took (engine.replayed)."""
     budget = Budget.of(query) if budget is None else budget
-    return replayed(budget, lambda measured: shared_result(
-        catalogue, lambda: ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
-        lambda: _plan_exists(catalogue, query, budget))
+    memo = TableMemo() if memo is None else memo
+    return replayed(budget, lambda measured: memo.result(
+        catalogue, ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
+        lambda: _plan_exists(catalogue, query, budget, memo))
 
 
 # What a yes/no answer does not depend on: the objective, the answer's shape, the limits it was
@@ -121,8 +123,8 @@ def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None =
 NOT_IN_EXISTS = frozenset({"objective", "top_k", "pareto", "num_workers", "random_seed", "time_limit_s", "work_limit"})
 
 
-def _plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget) -> bool:
-    space = build_space(catalogue, query)
+def _plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget, memo: TableMemo) -> bool:
+    space = build_space(catalogue, query, memo=memo)
     if query.engine == "cpsat":
         choice = find_cpsat(space, budget)
     else:
@@ -137,18 +139,19 @@ def _plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget) -> boo
 
 
 def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = True,
-          tables: TableMemo | None = None) -> SolveResult:
+          memo: TableMemo | None = None) -> SolveResult:
     """Search the query's space; plans are re-verified by models/; infeasible answers explained.
 
-    `tables` (solver/table_memo.py) lets many solves share the models/ values behind their
-    integer tables (a batch worker passes one); the answer is the same with or without it."""
-    with using(tables):
-        if len(query.stacks) > 1:
-            return _solve_stacks(catalogue, query, explain_infeasible)
-        return _solve(catalogue, query, explain_infeasible)
+    `memo` (solver/table_memo.py) lets many solves share the models/ values behind their integer
+    tables (a batch worker passes one); without one the solve makes its own, which its
+    explanation's re-solves share. The answer is the same with or without it."""
+    memo = TableMemo() if memo is None else memo
+    if len(query.stacks) > 1:
+        return _solve_stacks(catalogue, query, memo, explain_infeasible)
+    return _solve(catalogue, query, memo, explain_infeasible)
 
 
-def _solve_stacks(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool) -> SolveResult:
+def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool) -> SolveResult:
     """The search over several stacks: each solved on its own space (its contract, the job's
     recipe defaults restacked) within its own budget, the plans merged best first; every plan names
     its stack. A stack the job cannot run on (QLoRA on megatron) is left out; when none has a
@@ -159,14 +162,14 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, explain_infeasible: b
     for stack in query.stacks:
         single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets)})
         try:
-            results.append(_solve(catalogue, single, explain_infeasible=False))
+            results.append(_solve(catalogue, single, memo, explain_infeasible=False))
         except VramplanError as refused:
             if refused.field != "stack":
                 raise
     answered = [r for r in results if r.plans]
     if not answered:
         first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
-        return _solve(catalogue, first, explain_infeasible)
+        return _solve(catalogue, first, memo, explain_infeasible)
     sign = -1 if query.objective == "throughput" else 1
     plans = sorted((p for r in answered for p in r.plans), key=lambda p: sign * p.objective_value)[:query.top_k]
     best = next(r for r in answered if r.plans[0] is plans[0])
@@ -191,13 +194,13 @@ def pareto_front(plans: list[SolvedPlan]) -> list[SolvedPlan]:
     return front
 
 
-def _solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool,
+def _solve(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool,
            budget: Budget | None = None) -> SolveResult:
     """One stack's solve within `budget` (default: the query's own, which its explanation shares)."""
     started = time.perf_counter()
     budget = Budget.of(query) if budget is None else budget
     before = budget.spent
-    space = build_space(catalogue, query)
+    space = build_space(catalogue, query, memo=memo)
     outcome = run_engine(space, budget)
     plans = [verified_plan(space, choice) for choice in outcome.choices]
     pareto = [verified_plan(space, choice) for choice in outcome.pareto]

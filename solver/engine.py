@@ -99,7 +99,7 @@ class Budget:
 
 def replayed(budget: Budget, kept: Callable[[Callable[[], tuple[T, int]]], tuple[T, int]],
              compute: Callable[[], T]) -> T:
-    """compute() under `budget`, through `kept` (table_memo.shared_result: the answer and the work it
+    """compute() under `budget`, through `kept` (TableMemo.result: the answer and the work it
     took, kept by the batch memo); an answer kept earlier charges that work again, so a question
     costs the same work, and runs out of it alike, with or without the memo."""
     fresh = False

@@ -28,7 +28,6 @@ from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import Cluster, SearchSpace
 from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import in_place, place_labels
-from vramplan.solver.table_memo import shared_result
 
 
 @dataclass(frozen=True)
@@ -215,8 +214,8 @@ def conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Sea
     every restriction too (then the user's space was empty for another reason). `budget` (default:
     the query's own) pays for it; TimeLimitReached when it runs out first (nothing is kept then)."""
     budget = Budget.of(query) if budget is None else budget
-    return replayed(budget, lambda measured: shared_result(
-        catalogue, lambda: ("conflicts", query.feasibility_key(NOT_IN_CONFLICTS)), measured),
+    return replayed(budget, lambda measured: space.memo.result(
+        catalogue, ("conflicts", query.feasibility_key(NOT_IN_CONFLICTS)), measured),
         lambda: _conflicting_restrictions(catalogue, query, space, budget))
 
 
@@ -229,7 +228,7 @@ NOT_IN_CONFLICTS = frozenset({"objective", "top_k", "pareto", "engine", "num_wor
 def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: SearchSpace,
                               budget: Budget) -> list[str] | None:
     budget.charge(STEP_WORK)
-    relaxed = build_space(catalogue, relaxed_query(query))
+    relaxed = build_space(catalogue, relaxed_query(query), memo=space.memo)
     restrictions = restrictions_of(query)
     model = LeanCpModel()
     cluster_lits = [model.new_bool_var(f"cluster[{c}]") for c in range(len(relaxed.clusters))]

@@ -146,6 +146,9 @@ class SearchSpace:
     tcs_index: list[int] = field(default_factory=list)  # per layout
     offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
     tables: Tables | None = None  # the models/ terms behind the integer tables
+    # The memo service the space was built with (solver/table_memo.py): what its explanation's
+    # re-solves and questions share; a handle, passed on, never a context variable.
+    memo: Any = None
     layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
     layout_groups: dict[tuple, dict] = field(default_factory=dict)  # (group, n, TP reach): cluster_layout_groups
     shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use

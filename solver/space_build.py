@@ -32,7 +32,7 @@ from vramplan.solver.space_tables import (
     fill_layout_domains,
     fill_memory_tables,
 )
-from vramplan.solver.table_memo import keep_space, shared_space, shared_tables, shared_units
+from vramplan.solver.table_memo import TableMemo
 from vramplan.solver.tables import (
     Tables,
     num_stage_slots,
@@ -48,11 +48,14 @@ def kept_valid_layouts(tables: Tables, query: SolveQuery, max_tp: int = MAX_TP) 
     return tables.kept(("valid-layouts", pins, max_tp), lambda: valid_layouts(tables.arch, tables.job, query.pins, max_tp))
 
 
-def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None) -> SearchSpace:
+def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None,
+                memo: TableMemo | None = None) -> SearchSpace:
     """The query's domains and integer tables; `tables` (same model, job and global batch) reuses
-    the models/ terms an earlier query evaluated (without it, an active solver/table_memo.py
-    memo supplies them, and may hand out a whole space built for an equivalent query)."""
-    shared = shared_space(catalogue, query)
+    the models/ terms an earlier query evaluated (without it, `memo` supplies them, and may hand
+    out a whole space built for an equivalent query). Without a memo the space gets one of its
+    own; the space keeps its memo (SearchSpace.memo) for what runs on it."""
+    memo = TableMemo() if memo is None else memo
+    shared = memo.space(catalogue, query)
     if shared is not None:
         return shared
     arch = catalogue.architecture(query.model)
@@ -60,7 +63,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     global_batch = query.effective_global_batch
     batch_divisors = divisors(global_batch)
     if tables is None or not tables.matches(arch, job, global_batch):
-        tables = shared_tables(catalogue, query.model, arch, job, global_batch) or Tables(arch, job, global_batch)
+        tables = memo.tables(catalogue, query.model, arch, job, global_batch)
     pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what the layout domain reads of the pins
     offerings = query_offerings(catalogue, query)
     max_tp = degree_limit(max((o.domain_gpus for o in offerings), default=MAX_TP))
@@ -102,10 +105,11 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     pps = tuple(sorted({layout.pp for layout in layouts}))
     space.num_slots = tables.kept(("stage-slots", pps), lambda: num_stage_slots(arch, pps))
     space.tables, space.evaluations_before = tables, tables.evaluations
-    space.shared = shared_units(catalogue, query, UnitMemo)
+    space.shared = memo.units(catalogue, query, UnitMemo)
+    space.memo = memo
     fill_layout_domains(space)
     fill_memory_tables(space, tables)
     fill_compute_tables(space, tables)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
-    keep_space(catalogue, query, space)
+    memo.keep_space(catalogue, query, space)
     return space

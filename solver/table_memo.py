@@ -8,8 +8,7 @@ solver/tables.py Tables per triple and a new space only looks its terms up. The 
 what the functions returned, so answers are the same with and without it (tests/batch/test_speed.py compares them).
 
     memo = TableMemo()
-    with using(memo):
-        solve(catalogue, query)  # every space built inside, explanations' included, shares `memo`
+    solve(catalogue, query, memo=memo)  # every space built inside, explanations' included, shares `memo`
 
 Whole spaces are kept too (the last MAX_SPACES), with what they tabulate on use (memory and
 traffic tables, bounds, cluster models, memory grids): two queries that
@@ -18,18 +17,20 @@ explanation of an infeasible row builds the same relaxed space for all rows of o
 job. A kept space is handed out as a copy bound to the new query; the copy shares its tables,
 which every query fills further with the same query-independent values.
 
-Without an active memo each space computes its values itself, as before.
+The memo is a handle: solve() takes it (a batch worker passes one per process; without one a solve
+makes its own, which its explanation's re-solves share), build_space() keeps it on the space it
+builds (SearchSpace.memo), and what runs on that space (the explanation, its questions, the
+conflict model) passes it on. Nothing reads it from the context.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from vramplan.models.terms import STATES_TERMS, TIME_TERMS, job_fields, job_values
 from vramplan.solver.tables import Tables
 
 T = TypeVar("T")
@@ -37,7 +38,8 @@ T = TypeVar("T")
 MAX_JOBS = 64  # (model, job, global batch) triples kept; each holds up to ~10^4 values (~2 MB)
 MAX_SPACES = 32  # whole search spaces kept, with what they tabulated on use
 MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions, yes/no answers) kept
-STATES_SEQ_LEN = 1  # the sequence length of the key that model states share (they do not read it)
+STATES_FIELDS = job_fields(STATES_TERMS)  # what the shared model states are kept by
+TIME_FIELDS = job_fields(TIME_TERMS)  # what the shared time terms are kept by
 MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
 # Query fields a search space does not depend on: it reads them from space.query when asked.
 NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
@@ -73,16 +75,18 @@ class TableMemo:
         return entry[1]
 
     def _states_of(self, catalogue: object, model: str, job: Any) -> dict:
-        """The model-state values shared by the jobs of one model that differ only in sequence
-        length (a batch sheet's jobs commonly vary only the length; its jobs are
-        sorted by model and job, so one worker meets them in a row)."""
-        key = (id(catalogue), model, job.model_copy(update={"seq_len": STATES_SEQ_LEN}).model_dump_json())
+        """The model-state values shared by the jobs of one model that agree on the Job fields
+        model states read (models/terms.py STATES_TERMS: not the sequence length, the loss or the
+        kernels; a batch sheet's jobs commonly vary only the length, and its jobs are sorted by
+        model and job, so one worker meets them in a row)."""
+        key = (id(catalogue), model, job_values(job, STATES_FIELDS))
         return _kept(self._states, key, catalogue, dict, self.max_jobs)
 
     def _time_of(self, catalogue: object, model: str, job: Any, global_batch: int) -> dict:
         """The time-side values (solver/tables.py time_memo) shared by the jobs of one model and
-        global batch that differ only in the optimizer."""
-        key = (id(catalogue), model, job.model_dump_json(exclude={"optimizer"}), global_batch)
+        global batch that agree on the Job fields the time terms read (models/terms.py TIME_TERMS:
+        not the optimizer, whose 8-bit mitigation an explanation re-solves)."""
+        key = (id(catalogue), model, job_values(job, TIME_FIELDS), global_batch)
         return _kept(self._times, key, catalogue, dict, self.max_jobs)
 
     def space(self, catalogue: object, query: Any) -> Any | None:
@@ -147,49 +151,3 @@ def _family_key(query: Any) -> tuple:
     global batch and the pins but the GPU count; not which clusters the query allows."""
     pins = query.pins.model_copy(update={"num_gpus": None})
     return query.model, query.job.model_dump_json(), query.effective_global_batch, pins.model_dump_json()
-
-
-_active: ContextVar[TableMemo | None] = ContextVar("vramplan_table_memo", default=None)
-
-
-@contextlib.contextmanager
-def using(memo: TableMemo | None) -> Iterator[None]:
-    """Make `memo` the memo of the spaces built inside (None: keep the one already active)."""
-    if memo is None:
-        yield
-        return
-    token = _active.set(memo)
-    try:
-        yield
-    finally:
-        _active.reset(token)
-
-
-def shared_space(catalogue: object, query: Any) -> Any | None:
-    """The active memo's space for this query (None: build it)."""
-    memo = _active.get()
-    return None if memo is None else memo.space(catalogue, query)
-
-
-def keep_space(catalogue: object, query: Any, space: Any) -> None:
-    memo = _active.get()
-    if memo is not None:
-        memo.keep_space(catalogue, query, space)
-
-
-def shared_result(catalogue: object, key: Callable[[], tuple], compute: Callable[[], T]) -> T:
-    """compute(), or the active memo's earlier result for the same key."""
-    memo = _active.get()
-    return compute() if memo is None else memo.result(catalogue, key(), compute)
-
-
-def shared_units(catalogue: object, query: Any, make: Callable[[], T]) -> T:
-    """The active memo's UnitMemo for the query's family; make() without a memo."""
-    memo = _active.get()
-    return make() if memo is None else memo.units(catalogue, query, make)
-
-
-def shared_tables(catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any | None:
-    """The active memo's Tables for this (model, job, global batch); None without a memo."""
-    memo = _active.get()
-    return None if memo is None else memo.tables(catalogue, model, arch, job, global_batch)

@@ -54,13 +54,13 @@ def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, mo
     first = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "cost", **SMALL})
     wider = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "time", "tokens": "1e10",
                        "gpus": "h100-sxm-80gb", "max_gpus": "4"})
-    solve(catalogue, first, tables=memo)
+    solve(catalogue, first, memo=memo)
     after_first = len(calls)
     assert after_first > 0
-    assert output_row(solve(catalogue, wider, tables=memo)) == output_row(solve(catalogue, wider))
+    assert output_row(solve(catalogue, wider, memo=memo)) == output_row(solve(catalogue, wider))
     assert len(calls) > after_first  # (the memo-less solve did compute)
     calls.clear()
-    solve(catalogue, wider, tables=memo)
+    solve(catalogue, wider, memo=memo)
     assert calls == []
 
 
@@ -95,7 +95,7 @@ def test_rows_of_one_family_share_their_units_and_get_the_same_answers(catalogue
     built_alone = sum(result.search.cpsat_models for result in alone)
     for order in (list(range(len(queries))), list(reversed(range(len(queries))))):
         memo = TableMemo()
-        shared = {i: solve(catalogue, queries[i], tables=memo) for i in order}
+        shared = {i: solve(catalogue, queries[i], memo=memo) for i in order}
         assert [output_row(shared[i]) for i in range(len(queries))] == [output_row(r) for r in alone]
         assert sum(result.search.cpsat_models for result in shared.values()) < built_alone
 
@@ -109,7 +109,7 @@ def test_rows_whose_spaces_check_different_pipeline_ranks_share_the_family_memo(
             for objective, most in (("throughput", "8"), ("cost", "512"))]
     queries = [parse_row(row) for row in rows]
     memo = TableMemo()
-    shared = [output_row(solve(catalogue, query, tables=memo)) for query in queries]
+    shared = [output_row(solve(catalogue, query, memo=memo)) for query in queries]
     alone = [output_row(solve(catalogue, query)) for query in queries]
     assert [answer["status"] for answer in alone] == ["optimal", "optimal"]
     assert shared == alone

@@ -16,7 +16,7 @@ from vramplan.solver.api import solve
 from vramplan.solver.engine import Budget
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo
 
 # Extreme queries: each must answer (a plan or an explained infeasible), never MODEL_INVALID.
 H100 = ("h100-sxm-80gb",)
@@ -139,7 +139,7 @@ def test_shared_tables_give_the_same_answer_with_fewer_evaluations(catalogue) ->
     first = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), global_batch=32, gpus=("h100-sxm-80gb",))
     second = first.model_copy(update={"gpus": ("h100-sxm-80gb", "a100-sxm-80gb"), "objective": "time"})
     tables = TableMemo()
-    shared = [solve(catalogue, q, tables=tables) for q in (first, second)]
+    shared = [solve(catalogue, q, memo=tables) for q in (first, second)]
     alone = [solve(catalogue, q) for q in (first, second)]
     assert [r.plans[0].plan for r in shared] == [r.plans[0].plan for r in alone]
     assert shared[0].search.evaluations == alone[0].search.evaluations
@@ -173,19 +173,18 @@ def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(catalogue,
     fresh = cpsat_engine._Search(build_space(catalogue, query), Budget.of(query))
     unit = next((c, branch) for c in range(len(fresh.space.clusters)) for branch in fresh.branches(c)
                 if fresh.point((c, branch), 0, None) is not None)  # a unit with a plan
-    with using(TableMemo()):
-        space = build_space(catalogue, query)
-        first = cpsat_engine._Search(space, Budget.of(query))
-        real = cpsat_engine._Search._solve
+    space = build_space(catalogue, query, memo=TableMemo())
+    first = cpsat_engine._Search(space, Budget.of(query))
+    real = cpsat_engine._Search._solve
 
-        def out_of_time(self, m, objective, assumptions):
-            self.budget.cpsat_stopped()
-            return None
-        monkeypatch.setattr(cpsat_engine._Search, "_solve", out_of_time)
-        assert first.point(unit, 0, None) is None and first.timed_out
-        monkeypatch.setattr(cpsat_engine._Search, "_solve", real)
-        later = cpsat_engine._Search(space, Budget.of(query))  # the next row: the same unit model
-        found = later.point(unit, 0, 2**40)
+    def out_of_time(self, m, objective, assumptions):
+        self.budget.cpsat_stopped()
+        return None
+    monkeypatch.setattr(cpsat_engine._Search, "_solve", out_of_time)
+    assert first.point(unit, 0, None) is None and first.timed_out
+    monkeypatch.setattr(cpsat_engine._Search, "_solve", real)
+    later = cpsat_engine._Search(space, Budget.of(query))  # the next row: the same unit model
+    found = later.point(unit, 0, 2**40)
     alone = cpsat_engine._Search(build_space(catalogue, query), Budget.of(query)).point(unit, 0, None)
     assert found is not None and found == alone
 

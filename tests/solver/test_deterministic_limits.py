@@ -21,7 +21,7 @@ from vramplan.solver.api import plan_exists, solve
 from vramplan.solver.engine import Budget, TimeLimitReached
 from vramplan.solver.query import SolveQuery, SolveResult
 from vramplan.solver.restrictions import relaxed_query
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo
 
 HEADLINE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9)
 RUNNER_UPS = HEADLINE.model_copy(update={"top_k": 3, "pareto": True})  # 13 unit models, 46 solves
@@ -99,9 +99,8 @@ def test_the_batch_memo_does_not_change_where_the_work_limit_is_reached(catalogu
             cut = query.model_copy(update={"work_limit": limit})
             alone = solve(catalogue, cut)
             memo = TableMemo()
-            with using(memo):
-                solve(catalogue, query)  # an earlier row of the same job, with work to spare
-                shared = solve(catalogue, cut)
+            solve(catalogue, query, memo=memo)  # an earlier row of the same job, with work to spare
+            shared = solve(catalogue, cut, memo=memo)
             assert answer_and_work(shared) == answer_and_work(alone) and alone.limit_reached == "work", (query, limit)
 
 
@@ -121,14 +120,14 @@ def test_a_kept_yes_no_answer_charges_its_work_again(catalogue) -> None:
     question = relaxed_query(INFEASIBLE)
     measured = Budget.of(question)
     assert plan_exists(catalogue, question, measured)
-    with using(TableMemo()):
-        assert plan_exists(catalogue, question)
-        again = Budget.of(question)
-        assert plan_exists(catalogue, question, again) and again.spent == measured.spent
-        short = Budget(limit=measured.spent - 1, deadline=time.monotonic() + 600)
-        with pytest.raises(TimeLimitReached):
-            plan_exists(catalogue, question, short)
-        assert short.reached == "work"
+    memo = TableMemo()
+    assert plan_exists(catalogue, question, memo=memo)
+    again = Budget.of(question)
+    assert plan_exists(catalogue, question, again, memo) and again.spent == measured.spent
+    short = Budget(limit=measured.spent - 1, deadline=time.monotonic() + 600)
+    with pytest.raises(TimeLimitReached):
+        plan_exists(catalogue, question, short, memo)
+    assert short.reached == "work"
 
 
 def test_the_brute_force_engine_counts_its_points(catalogue) -> None:

@@ -19,7 +19,7 @@ from vramplan.solver.explain import closest_miss
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.restrictions import conflicting_restrictions
 from vramplan.solver.space_build import build_space
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo
 
 INFEASIBLE = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, gpus=("a100-sxm-80gb",),
                         pins={"num_gpus": 2, "offload": "none"})
@@ -31,14 +31,12 @@ def spent() -> Budget:
 
 
 def test_a_spent_deadline_stops_the_conflict_search_and_is_not_remembered(catalogue) -> None:
-    space = build_space(catalogue, INFEASIBLE)
-    memo = TableMemo()
-    with using(memo):
-        with pytest.raises(TimeLimitReached):
-            conflicting_restrictions(catalogue, INFEASIBLE, space, spent())
-        # With time left the same memo answers in full: the cut-short attempt was not kept.
-        assert conflicting_restrictions(catalogue, INFEASIBLE, space, Budget.of(INFEASIBLE)) == [
-            "--num-gpus 2", "--offload none"]
+    space = build_space(catalogue, INFEASIBLE, memo=TableMemo())
+    with pytest.raises(TimeLimitReached):
+        conflicting_restrictions(catalogue, INFEASIBLE, space, spent())
+    # With time left the same memo (the space's) answers in full: the cut-short attempt was not kept.
+    assert conflicting_restrictions(catalogue, INFEASIBLE, space, Budget.of(INFEASIBLE)) == [
+        "--num-gpus 2", "--offload none"]
 
 
 def test_a_spent_deadline_skips_the_closest_miss_scan(catalogue) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from vramplan.solver.api import solve
 from vramplan.solver.query_fields import query_from_fields
-from vramplan.solver.table_memo import TableMemo, _family_key, _space_key, using
+from vramplan.solver.table_memo import TableMemo, _family_key, _space_key
 
 
 def _query(compile_: str):
@@ -29,8 +29,7 @@ def test_rows_with_and_without_compile_answer_as_alone(catalogue):
     memo = TableMemo()
     shared = []
     for compile_ in ("none", "model+loss"):
-        with using(memo):
-            shared.append(solve(catalogue, _query(compile_)))
+        shared.append(solve(catalogue, _query(compile_), memo=memo))
     for a, b in zip(alone, shared):
         assert (a.status, [p.plan for p in a.plans]) == (b.status, [p.plan for p in b.plans])
         assert [p.performance.tokens_per_s for p in a.plans] == [p.performance.tokens_per_s for p in b.plans]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vramplan.solver.api import solve
 from vramplan.solver.query_fields import query_from_fields
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo
 
 
 def _query(tokens: float):
@@ -21,8 +21,7 @@ def test_rows_of_one_job_with_other_tokens_answer_as_alone(catalogue):
     memo = TableMemo()
     shared = []
     for tokens in (1e8, 1e10):
-        with using(memo):
-            shared.append(solve(catalogue, _query(tokens)))
+        shared.append(solve(catalogue, _query(tokens), memo=memo))
     for a, b in zip(alone, shared):
         assert (a.status, [p.plan for p in a.plans]) == (b.status, [p.plan for p in b.plans])
     assert alone[0].status == "optimal"  # the short run fits a year; the long one does not

@@ -17,7 +17,7 @@ from vramplan.solver.cpsat_engine import find_cpsat
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
-from vramplan.solver.table_memo import TableMemo, using
+from vramplan.solver.table_memo import TableMemo
 from vramplan.solver.verify import verified_plan
 
 QUERIES = [
@@ -73,10 +73,10 @@ def test_a_time_out_is_not_an_answer(catalogue) -> None:
     with pytest.raises(TimeLimitReached):
         plan_exists(catalogue, query.model_copy(update={"engine": "brute"}))
     fits = QUERIES[4]
-    with using(TableMemo()):  # a time-out is not kept: the same question with time answers
-        with pytest.raises(TimeLimitReached):
-            plan_exists(catalogue, fits.model_copy(update={"time_limit_s": 1e-6}))
-        assert plan_exists(catalogue, fits) is True
+    memo = TableMemo()  # a time-out is not kept: the same question with time answers
+    with pytest.raises(TimeLimitReached):
+        plan_exists(catalogue, fits.model_copy(update={"time_limit_s": 1e-6}), memo=memo)
+    assert plan_exists(catalogue, fits, memo=memo) is True
 
 
 def test_the_budget_case_is_one_the_roomiest_cluster_breaks(catalogue) -> None:

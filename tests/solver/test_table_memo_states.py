@@ -37,7 +37,7 @@ def test_answers_with_shared_states_are_those_without(catalogue) -> None:
     queries = [SolveQuery(model="llama-3.1-8b", job=Job(seq_len=seq_len), tokens=1e9, max_gpus=16)
                for seq_len in (8192, 512, 2048)]
     memo = TableMemo()
-    shared = [solve(catalogue, q, tables=memo) for q in queries]
+    shared = [solve(catalogue, q, memo=memo) for q in queries]
     alone = [solve(catalogue, q) for q in queries]
     assert [r.plans for r in shared] == [r.plans for r in alone]
     assert len(memo._states) == 1
@@ -81,7 +81,7 @@ def test_answers_with_shared_time_terms_are_those_without(catalogue) -> None:
     queries = [SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096, optimizer=optimizer), tokens=1e9, max_gpus=16)
                for optimizer in ("adamw", "adamw-8bit")]
     memo = TableMemo()
-    shared = [solve(catalogue, q, tables=memo) for q in queries]
+    shared = [solve(catalogue, q, memo=memo) for q in queries]
     alone = [solve(catalogue, q) for q in queries]
     assert [r.plans for r in shared] == [r.plans for r in alone]
     assert len(memo._times) == 1 and len(memo._jobs) == 2
