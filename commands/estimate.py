@@ -44,6 +44,10 @@ from vramplan.commands.options import (
 @click.option("--vpp", type=COUNT, default=1, show_default=True, help="Virtual stages per pipeline rank (interleaved 1F1B).")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=False, show_default=True,
               help="Megatron sequence parallelism with TP.")
+@click.option("--stage-layers", default=None, metavar="SPLIT",
+              help="Decoder layers of each pipeline rank, first to last, e.g. 7,8*14,7 (Megatron "
+                   "--decoder-first/last-pipeline-num-layers or a layout) [default: even, the remainder on the "
+                   "ranks before the last].")
 @click.option("--launch-config", "launch_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the stack's own launch configuration for the plan to FILE (deepspeed: JSON, "
                    "megatron: arguments, torchtitan: TOML).")
@@ -60,6 +64,7 @@ def estimate_command(**options: Any) -> None:
     from pydantic import ValidationError
 
     from vramplan.commands import output, render_estimate  # loaded when the command runs, not on --help
+    from vramplan.models.architecture.parallel import parse_split
     from vramplan.models.core.setup import Plan
     from vramplan.models.estimate import estimate
 
@@ -92,6 +97,7 @@ def estimate_command(**options: Any) -> None:
             ep=options["ep"],
             vpp=options["vpp"],
             sequence_parallel=options["sequence_parallel"],
+            stage_layers=None if options["stage_layers"] is None else parse_split(options["stage_layers"]),
         )
     except ValidationError as error:
         raise validation_error(error) from None

@@ -14,6 +14,7 @@ from vramplan.commands.render_text import (
     percent,
     ranges_line,
     render,
+    split_line,
     throughput_text,
 )
 from vramplan.models.core.results import EstimateResult
@@ -40,7 +41,7 @@ def layout_line(result: EstimateResult) -> str:
     layout += f" (vpp {plan.vpp})" if plan.vpp > 1 else ""
     layout += f" x CP {plan.cp} x DP {plan.dp}, EP {plan.ep}; memory of pipeline rank {result.memory.stage}"
     layout += f" of {result.memory.num_stages} (the most loaded)" if plan.pp > 1 else ""
-    return layout
+    return layout + split_line(result.memory)
 
 
 def performance_lines(result: EstimateResult) -> list[str]:
@@ -49,6 +50,7 @@ def performance_lines(result: EstimateResult) -> list[str]:
         f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
         f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
         + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
+           + (f" and stage imbalance {perf.pipeline_imbalance_s:,.2f} s" if perf.pipeline_imbalance_s > 0 else "")
            if perf.model_parallel_time_s > 0 else "")
         + (f", activation offload transfer {perf.offload_exposed_s:,.2f} s" if perf.offload_exposed_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "

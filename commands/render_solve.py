@@ -16,6 +16,7 @@ from vramplan.commands.render_text import (
     percent,
     ranges_line,
     render,
+    split_line,
     table_width,
     throughput_text,
 )
@@ -110,7 +111,7 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
 def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
     best = result.plans[0]
     perf, cost = best.performance, best.cost
-    return ["", f"Best plan: {plan_summary(best)}", f"layout: {layout_text(best)} = {best.plan.num_gpus} GPUs",
+    return ["", f"Best plan: {plan_summary(best)}", f"layout: {layout_text(best)} = {best.plan.num_gpus} GPUs{split_line(best.memory)}",
             network_line(best.cost),
             f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),

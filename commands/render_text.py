@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.literal import literal
 from vramplan.commands.output import Screen
+from vramplan.models.architecture.parallel import split_label
 from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, PerformanceReport
 from vramplan.models.core.units import BYTES_PER_GIB
 
@@ -177,3 +178,13 @@ def listing_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], ti
         if screen.width is None or table_width(table) <= screen.width:
             break
     return render([table], screen)
+
+
+def split_line(memory: MemoryReport) -> str:
+    """The pipeline's split and each checked rank's memory ('' without a pipeline)."""
+    if memory.num_stages <= 1:
+        return ""
+    ranks = ", ".join(f"{r.rank} ({r.layers} layers{' + embedding' if r.rank == 0 else ''}"
+                      f"{' + output layer' if r.rank == memory.num_stages - 1 else ''}) {gib(r.total_bytes)} GiB"
+                      for r in memory.rank_totals)
+    return f"\npipeline split {split_label(tuple(memory.stage_layers))} layers per rank; checked ranks: {ranks}"

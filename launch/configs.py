@@ -36,7 +36,9 @@ from vramplan.launch.common import LaunchConfig
 from vramplan.launch.deepspeed import deepspeed_dict
 from vramplan.launch.hf import hf_sections, json_text, unsloth_sections
 from vramplan.launch.litgpt import litgpt_text
+from vramplan.launch.pipeline import megatron_sets_vpp, megatron_split_args, torchtitan_model_parts
 from vramplan.launch.torchtune import torchtune_text
+from vramplan.models.architecture.parallel import split_of
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
@@ -100,7 +102,8 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
             f"--seq-length {job.seq_len}"]
     if plan.sequence_parallel and plan.tp > 1:
         args.append("--sequence-parallel")
-    if plan.vpp > 1:
+    args += megatron_split_args(plan, num_layers)
+    if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")
     args += {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format hybrid"]}.get(plan.precision, [])
     if plan.zero >= 1:
@@ -110,7 +113,9 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
     if plan.recompute == "selective":
         args.append("--recompute-granularity selective")
     elif plan.recompute == "full":
-        layers = plan.recompute_layers if plan.recompute_layers is not None else num_layers // plan.pp
+        # block: the first N layers of every stage; every layer of the largest stage is all of them
+        layers = plan.recompute_layers if plan.recompute_layers is not None else max(
+            split_of(num_layers, plan.stage_layers if plan.stage_layers is not None else plan.pp))
         args += ["--recompute-granularity full", "--recompute-method block", f"--recompute-num-layers {layers}"]
     return args
 
@@ -128,6 +133,7 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         parallelism["fsdp_reshard_after_forward"] = "always" if plan.zero == 3 else "never"
     if plan.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if plan.vpp > 1 else "1F1B"
+        parallelism["module_fqns_per_model_part"] = torchtitan_model_parts(plan, num_layers)
     training: dict[str, object] = {
         "local_batch_size": plan.micro_batch, "global_batch_size": plan.global_batch,  # accumulation: their ratio
         "seq_len": job.seq_len, "mixed_precision_param": "bfloat16"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.architecture.params import count_params
 from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
@@ -26,6 +27,7 @@ from vramplan.models.core.results import (
     ModelInfo,
     OverheadDetail,
     PerformanceReport,
+    RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
@@ -50,7 +52,7 @@ def model_info(arch: Architecture, job: Job) -> ModelInfo:
     )
 
 
-def memory_report(memory: MemoryBreakdown, job: Job, num_stages: int = 1) -> MemoryReport:
+def memory_report(memory: MemoryBreakdown, job: Job, split: tuple[int, ...] = ()) -> MemoryReport:
     acts, over = memory.activations, memory.overhead
     spread = memory_range(job.stack)
     return MemoryReport(
@@ -76,7 +78,10 @@ def memory_report(memory: MemoryBreakdown, job: Job, num_stages: int = 1) -> Mem
         host_limit_bytes=memory.host_limit_bytes,
         host_fits=memory.host_fits,
         stage=memory.stage,
-        num_stages=num_stages,
+        num_stages=max(1, len(split)),
+        stage_layers=list(split),
+        rank_totals=[RankTotal(rank=rank, layers=split[rank], total_bytes=total) for rank, total in memory.checked_ranks
+                     if rank < len(split)],
         activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
         overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
         paged_bytes=memory.states.paged_bytes,
@@ -100,6 +105,7 @@ def performance_report(perf: Performance, plan: Plan, gpu: GpuSpec) -> Performan
         optimizer_time_s=perf.optimizer_time_s,
         model_parallel_time_s=perf.model_parallel_time_s,
         pipeline_bubble_s=perf.pipeline_bubble_s,
+        pipeline_imbalance_s=perf.pipeline_imbalance_s,
         offload_exposed_s=perf.offload_exposed_s,
         tokens_per_step=perf.tokens_per_step,
         global_batch=plan.global_batch,
@@ -135,7 +141,8 @@ def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: in
     if performance.mfu_fraction < MFU_FLOOR:
         found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
     # exposed data-parallel traffic plus the model-parallel collectives (the pipeline bubble is idle, not traffic)
-    waiting = performance.exposed_communication_s + performance.model_parallel_time_s - performance.pipeline_bubble_s
+    waiting = (performance.exposed_communication_s + performance.model_parallel_time_s - performance.pipeline_bubble_s
+               - performance.pipeline_imbalance_s)
     if waiting > performance.compute_time_s:
         found.append(f"network-bound: each step waits {waiting:,.2f} s on communication against "
                      f"{performance.compute_time_s:,.2f} s of compute")
@@ -209,7 +216,7 @@ def estimate_plan(
         model=model_info(arch, job),
         job=job,
         plan=plan.model_copy(update={"offering": offering.name}),
-        memory=memory_report(memory, job, plan.pp),
+        memory=memory_report(memory, job, plan_split(arch, plan)),
         performance=performance_summary,
         cost=cost_report,
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)

@@ -8,7 +8,7 @@ of architectures (dense, MoE, MLA, local/global attention), stacks, methods, ker
 x offload, recompute and precisions with a Job and a Plan that record every field read, and fails
 when a read field is not declared here. Plan fields are the decisions the solver's own keys carry
 (solver/tables.py keys each term by the plan's decisions it reads, derived ones included:
-zero_group = dp x cp, expert_dp).
+zero_group = dp x cp, expert_dp; the solver's plans keep the default split, stage_layers None).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ MODEL_STATES = Term(
     "model_states", model_states,
     frozenset({"method", *_LORA, "qlora_bits", "qlora_prep", "base_dtype", "optimizer", "optimizer_in_backward",
                "accounting", "master_weights", "stack"}),
-    frozenset({"tp", "pp", "ep", "zero", "offload", "precision", "zero_group", "expert_dp", "grad_accum"}))
+    frozenset({"tp", "pp", "ep", "zero", "offload", "precision", "zero_group", "expert_dp", "grad_accum", "stage_layers"}))
 COMPUTE_TIME = Term(
     "compute_time_s", compute_time_s,
     frozenset({"method", "seq_len", "kernels", "loss", "compile", "stack", *_RECOMPUTE}),
@@ -47,7 +47,7 @@ COMPUTE_TIME = Term(
 DP_TRAFFIC = Term(
     "dp_traffic", dp_traffic,
     frozenset({"method", *_LORA, "accounting"}),
-    frozenset({"tp", "pp", "ep", "zero", "zero_group", "precision", "grad_accum"}))
+    frozenset({"tp", "pp", "ep", "zero", "zero_group", "precision", "grad_accum", "stage_layers"}))
 FLOPS = Term(
     "plan_flops_per_token", plan_flops_per_token,
     frozenset({"method", "seq_len", *_RECOMPUTE}),

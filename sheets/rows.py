@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from vramplan.models.architecture.parallel import split_label
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import Count, Real
 from vramplan.models.core.results import PILLARS
@@ -102,7 +103,7 @@ ANSWER_TYPES: dict[str, type] = {
     "gpu": str, "offering": str, "stack": str, "num_gpus": int, "dp": int, "zero": int, "recompute": str, "recompute_layers": int,
     "precision": str,
     "micro_batch": int, "grad_accum": int, "offload": str, "tp": int, "pp": int, "cp": int, "ep": int, "vpp": int,
-    "sequence_parallel": bool,
+    "sequence_parallel": bool, "stage_layers": str,
     **{column: float for column in MEMORY_COLUMNS},
     "tokens_per_s": float, "tokens_per_s_low": float, "tokens_per_s_high": float, "mfu": float, "hours": float,
     "usd_per_hour": float, "usd_total": float,
@@ -309,6 +310,8 @@ def output_row(result: SolveResult) -> dict[str, Any]:
     for column in PLAN_COLUMNS:
         answer[column] = getattr(best.plan, column)
     memory = best.memory
+    if memory.num_stages > 1:  # the pipeline's split, as --stage-layers takes it
+        answer["stage_layers"] = split_label(tuple(memory.stage_layers))
     for pillar in PILLARS:
         answer[f"{pillar}_gib"] = round(getattr(memory, f"{pillar}_bytes") / BYTES_PER_GIB, 4)
     for column in ("total", "total_low", "total_high"):

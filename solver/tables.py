@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds
+from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds, stage_layers
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
@@ -30,7 +30,7 @@ from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_activations import inflight_chunks
 from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic
+from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.performance import (
     DpTraffic,
     OptimizerTraffic,
@@ -367,11 +367,13 @@ class Tables:
         return parallel_seconds(traffic, gpu, n > per_instance, per_instance, network_gb_per_s, compute_s)
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
-        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the compute at each micro-batch
-        (models.parallel_time.bubble_s) plus the exposed activation-offload transfer (both stall the
-        step; one rounding), whole microseconds (array)."""
+        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's compute at each
+        micro-batch (models.parallel_time.bubble_s), what that stage adds to the mean's
+        (pp_imbalance_s, the layout's default split) and the exposed activation-offload transfer
+        (all stall the step; one rounding), whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
-        stalls = bubble_s(layout.pp, layout.vpp, np.array(accums), compute_s)
+        imbalance = stage_imbalance(self.arch, self.job.seq_len, stage_layers(self.arch.num_layers, layout.pp))
+        stalls = bubble_s(layout.pp, layout.vpp, np.array(accums), compute_s * imbalance) + pp_imbalance_s(imbalance, compute_s)
         if self.job.activation_offload:
             stalls = stalls + np.array([self.offload_exposed_s(micro, layout, accum, compute_s)
                                         for micro, accum in zip(micro_keys, accums)])

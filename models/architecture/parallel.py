@@ -36,8 +36,11 @@ def sequence_parallel_active(plan: Plan) -> bool:
     return plan.sequence_parallel and plan.tp > 1
 
 
-def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Decoder layers held by each pipeline rank (summed over its virtual chunks)."""
+Split = tuple[int, ...]  # decoder layers of each pipeline rank, summed over its virtual chunks
+
+
+def stage_layers(num_layers: int, pp: int) -> Split:
+    """The default split: decoder layers held by each pipeline rank (summed over its virtual chunks)."""
     if pp > num_layers:
         raise VramplanError("pp", pp, f"more pipeline stages than the {num_layers} layers")
     base, extra = divmod(num_layers, pp)
@@ -47,7 +50,42 @@ def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def candidate_stages(arch: Architecture, pp: int) -> tuple[int, ...]:
+def split_of(num_layers: int, pipeline: int | Split) -> Split:
+    """A pipeline as its split: a split as given, a pipeline depth as its default split."""
+    return stage_layers(num_layers, pipeline) if isinstance(pipeline, int) else tuple(pipeline)
+
+
+def plan_split(arch: Architecture, plan: Plan) -> Split:
+    """The plan's split (Plan.stage_layers: Megatron's --decoder-first/last-pipeline-num-layers or
+    --pipeline-model-parallel-layout, torchtitan's module_fqns_per_model_part), else the default."""
+    return plan.stage_layers if plan.stage_layers is not None else stage_layers(arch.num_layers, plan.pp)
+
+
+def split_label(split: Split) -> str:
+    """A split as Megatron's layout strings repeat a stage: '7,8*14,7'."""
+    runs: list[list[int]] = []
+    for count in split:
+        if runs and runs[-1][0] == count:
+            runs[-1][1] += 1
+        else:
+            runs.append([count, 1])
+    return ",".join(f"{count}*{times}" if times > 1 else str(count) for count, times in runs)
+
+
+def parse_split(text: str) -> Split:
+    """'7,8*14,7' (or '7,8,8,...'): the inverse of split_label; a bad cell is a one-line error."""
+    split: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        count, _, times = part.partition("*")
+        if not count.isdigit() or (times and not times.isdigit()) or int(count) < 1 or (times and int(times) < 1):
+            raise VramplanError("stage_layers", text, "must be layers per pipeline rank, e.g. 7,8*14,7 (each at least 1)")
+        split += [int(count)] * (int(times) if times else 1)
+        if len(split) > 1024:
+            raise VramplanError("stage_layers", text, "more than 1024 pipeline ranks")
+    return tuple(split)
+
+
+def candidate_stages(arch: Architecture, pipeline: int | Split) -> tuple[int, ...]:
     """The pipeline ranks that can be the most loaded (in GPU memory, and in host RAM under
     offload): the last (lm_head, loss) and, for each distinct set of layers a rank holds (how
     many of each kind of layer: models/architecture/params.py layer_group_counts), the first rank holding it
@@ -56,19 +94,20 @@ def candidate_stages(arch: Architecture, pp: int) -> tuple[int, ...]:
     first dense layers, Llama 4's alternating MoE layers, Gemma's local/global attention) can put
     more parameters on a middle rank than on the first of its layer count: Llama 4 Maverick at
     pp 16 holds 6% more on rank 1 than on rank 0, and up to 1.9x the host RAM per GPU under
-    ZeRO-Offload."""
+    ZeRO-Offload. `pipeline`: a depth (its default split) or a split."""
+    split = split_of(arch.num_layers, pipeline)
     first: dict[tuple, int] = {}
-    for rank in range(pp):
-        first.setdefault(stage_layer_kinds(arch, pp, rank), rank)
-    return tuple(sorted(set(first.values()) | {pp - 1}))
+    for rank in range(len(split)):
+        first.setdefault(stage_layer_kinds(arch, split, rank), rank)
+    return tuple(sorted(set(first.values()) | {len(split) - 1}))
 
 
 @lru_cache(maxsize=4096)
-def stage_layer_kinds(arch: Architecture, pp: int, stage: int) -> tuple[tuple[tuple[bool, bool, bool], int], ...]:
+def stage_layer_kinds(arch: Architecture, pipeline: int | Split, stage: int) -> tuple[tuple[tuple[bool, bool, bool], int], ...]:
     """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm) as
     models/params.LayerGroup names them) and how many of each, sorted: what its model states and
     activations depend on besides its position."""
-    counts = stage_layers(arch.num_layers, pp)
+    counts = split_of(arch.num_layers, pipeline)
     start = sum(counts[:stage])
     return tuple(sorted(((g.moe, g.local, g.qk_norm), n) for g, n in layer_group_counts(arch, start, start + counts[stage])))
 
@@ -101,7 +140,10 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
             raise VramplanError("cp", cp, f"seq_len {job.seq_len} must be divisible by 2*cp (load-balanced CP chunks)")
         if job.attention != "flash":
             raise VramplanError("cp", cp, "context parallelism runs on fused/flash attention (TE), not eager")
-    layers = stage_layers(arch.num_layers, pp)
+    layers = plan_split(arch, plan)
+    if plan.stage_layers is not None and sum(layers) != arch.num_layers:
+        raise VramplanError("stage_layers", split_label(layers),
+                            f"holds {sum(layers)} layers; {arch.name} has {arch.num_layers}")
     if vpp > 1 and min(layers) < vpp:
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
     if vpp > 1 and job.stack in EVEN_VIRTUAL_STAGES and any(count % vpp for count in layers):

@@ -48,6 +48,14 @@ class OverheadDetail(_Result):
     cp_buffers_bytes: int = 0  # ring-attention K/V buffers
 
 
+class RankTotal(_Result):
+    """One checked pipeline rank: its decoder layers and the memory it holds."""
+
+    rank: int
+    layers: int
+    total_bytes: int
+
+
 class MemoryReport(_Result):
     weights_bytes: int
     gradients_bytes: int
@@ -74,6 +82,10 @@ class MemoryReport(_Result):
     host_fits: bool
     stage: int = 0  # the pipeline rank reported: the most loaded (0 = embedding, pp - 1 = lm_head + loss)
     num_stages: int = 1
+    # The pipeline's split: decoder layers of each rank (Plan.stage_layers or the default), and the
+    # memory of each checked rank (the first holding each distinct set of layers, and the last).
+    stage_layers: list[int] = []
+    rank_totals: list[RankTotal] = []
     activations: ActivationDetail
     overhead: OverheadDetail
     paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator, not in total
@@ -94,6 +106,7 @@ class PerformanceReport(_Result):
     optimizer_time_s: float
     model_parallel_time_s: float = 0.0  # exposed TP/PP/CP/EP time incl. the pipeline bubble
     pipeline_bubble_s: float = 0.0
+    pipeline_imbalance_s: float = 0.0  # the slowest pipeline rank's work beyond the mean rank's
     offload_exposed_s: float = 0.0  # activation-offload host transfer not hidden by compute
     tokens_per_step: int
     global_batch: int

@@ -184,6 +184,10 @@ class Plan(_Frozen):
     ep: int = Field(default=1, ge=1, le=1024)
     vpp: int = Field(default=1, ge=1, le=1024)
     sequence_parallel: bool = False
+    # Decoder layers of each pipeline rank, summed over its virtual chunks (Megatron's
+    # --decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout, torchtitan's
+    # module_fqns_per_model_part); None = the default split (models/architecture/parallel.py stage_layers).
+    stage_layers: tuple[int, ...] | None = Field(default=None, description="layers per pipeline rank; None = even")
 
     @property
     def recompute_label(self) -> str:
@@ -214,6 +218,17 @@ class Plan(_Frozen):
     @property
     def global_batch(self) -> int:
         return self.micro_batch * self.grad_accum * self.dp
+
+    @model_validator(mode="after")
+    def _split_fits_the_pipeline(self) -> Plan:
+        if self.stage_layers is not None:
+            shown = ",".join(map(str, self.stage_layers))
+            if len(self.stage_layers) != self.pp:
+                raise VramplanError("stage_layers", shown, f"names {len(self.stage_layers)} pipeline ranks; pp is {self.pp}")
+            if min(self.stage_layers) < max(1, self.vpp):
+                raise VramplanError("stage_layers", shown, f"gives a rank fewer than {max(1, self.vpp)} layers "
+                                                           f"(each rank holds at least one per virtual stage)")
+        return self
 
     @model_validator(mode="after")
     def _offload_needs_zero(self) -> Plan:

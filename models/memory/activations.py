@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
-from vramplan.models.architecture.parallel import sequence_parallel_active, stage_layer_kinds
+from vramplan.models.architecture.parallel import plan_split, sequence_parallel_active, stage_layer_kinds
 from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
 from vramplan.models.core.catalogue_schema import Architecture
@@ -268,7 +268,7 @@ def offload_transfer_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
     Unsloth checkpoint offload: one copy each way)."""
     if not job.activation_offload:
         return 0
-    held = stage_layer_kinds(arch, plan.pp, 0)
+    held = stage_layer_kinds(arch, plan_split(arch, plan), 0)
     return 2 * plan.grad_accum * microbatch_offload_bytes(microbatch_activations(arch, job, plan), plan.vpp, held)
 
 
@@ -281,4 +281,4 @@ def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Act
 def rank_activations(arch: Architecture, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
     """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
     return stage_activations(micro, inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage), plan.vpp, stage == 0,
-                             stage == plan.pp - 1, stage_layer_kinds(arch, plan.pp, stage))
+                             stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage))

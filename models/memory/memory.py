@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vramplan.models.architecture.parallel import candidate_stages, check_layout
+from vramplan.models.architecture.parallel import candidate_stages, check_layout, plan_split
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import Pillar
@@ -27,6 +27,8 @@ class MemoryBreakdown:
     host_bytes: int  # per instance (node): offloaded model states and activations
     host_capacity_bytes: int | None
     stage: int = 0  # the pipeline rank this breakdown is for: the most loaded one
+    # Every checked pipeline rank (architecture/parallel.py candidate_stages) as (rank, total bytes).
+    checked_ranks: tuple[tuple[int, int], ...] = ()
 
     @property
     def pillars(self) -> dict[Pillar, int]:
@@ -135,7 +137,8 @@ def memory_per_gpu(
     rank offloads, times the node's GPUs: a node may hold any stage (the solver's tables take
     the same two maxima, solver/space_tables.py)."""
     check_compatible(arch, job, plan, gpu, offering)
-    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan.pp)]
+    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan_split(arch, plan))]
     worst = max(stages, key=lambda m: (m.total_bytes, -m.stage))
     per_gpu = (max(m.states.host_bytes_per_gpu for m in stages) + max(m.activations.offloaded_bytes for m in stages))
-    return replace(worst, host_bytes=per_gpu * gpus_per_node_used(plan, gpu, offering))
+    return replace(worst, host_bytes=per_gpu * gpus_per_node_used(plan, gpu, offering),
+                   checked_ranks=tuple((m.stage, m.total_bytes) for m in stages))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.architecture.quantization import (
     frozen_base_format,
     quantised_lm_head_bytes,
@@ -133,8 +134,9 @@ def zero_partition(
 def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> ModelStates:
     """Model states of pipeline rank `stage` (models/memory/parallel_states.py: the rank's TP/PP/EP shard;
     ZeRO over DP x CP for dense parameters and over expert-DP for experts)."""
-    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, stage)
-    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, stage)
+    split = plan_split(arch, plan)
+    shard = rank_params(arch, plan.tp, split, plan.ep, stage)
+    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
     w, g, k = recipe_state_bytes(job, plan.precision)
 
     # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA: the rank's
@@ -200,7 +202,8 @@ def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage
         return 0
     if plan.zero_group <= 1 or job.optimizer_in_backward:
         return 0
-    full = _bytes(rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, stage), recipe_state_bytes(job, plan.precision)[1])
+    trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, stage)
+    full = _bytes(trainable, recipe_state_bytes(job, plan.precision)[1])
     return full - _shard(full, plan.zero_group)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vramplan.models.architecture.lora import lora_params_per_layer, trainable_params
-from vramplan.models.architecture.parallel import kv_heads_per_rank, stage_layers
+from vramplan.models.architecture.parallel import Split, kv_heads_per_rank, split_of
 from vramplan.models.architecture.params import (
     LayerGroup,
     LinearModule,
@@ -116,22 +116,25 @@ def head_shard(arch: Architecture, tp: int, pp: int) -> int:
     return count_params(arch).final_norm + lm_head
 
 
-def stage_layer_counts(arch: Architecture, pp: int, stage: int) -> tuple[tuple[LayerGroup, int], ...]:
+def stage_layer_counts(arch: Architecture, pipeline: int | Split, stage: int) -> tuple[tuple[LayerGroup, int], ...]:
     """(kind of layer, how many of them) on pipeline rank `stage`, which holds a contiguous run of
-    layers (models/parallel.stage_layers); pp = 1: models/params.layer_groups' counts."""
-    if pp == 1:
+    layers (`pipeline`: a depth, its default split, or a split: models/architecture/parallel.py);
+    one rank: models/params.layer_groups' counts."""
+    counts = split_of(arch.num_layers, pipeline)
+    if len(counts) == 1:
         return tuple((group, group.count) for group in layer_groups(arch))
-    counts = stage_layers(arch.num_layers, pp)
     start = sum(counts[:stage])
     return layer_group_counts(arch, start, start + counts[stage])
 
 
 @lru_cache(maxsize=4096)
-def rank_params(arch: Architecture, tp: int, pp: int, ep: int, stage: int) -> RankParams:
+def rank_params(arch: Architecture, tp: int, pipeline: int | Split, ep: int, stage: int) -> RankParams:
     """Parameters of pipeline rank `stage` on one (TP, EP) rank, summed kind of layer by kind
-    (models/params.layer_groups). With tp = pp = ep = 1 this is exactly count_params(arch).total."""
+    (models/params.layer_groups; `pipeline`: a depth or a split). With tp = pp = ep = 1 this is
+    exactly count_params(arch).total."""
+    pp = len(split_of(arch.num_layers, pipeline))
     dense = expert = dense_matmul = expert_matmul = 0
-    for group, count in stage_layer_counts(arch, pp, stage):
+    for group, count in stage_layer_counts(arch, pipeline, stage):
         layer = layer_shard(arch, tp, ep, group)
         dense += count * layer.dense
         expert += count * layer.expert
@@ -144,7 +147,7 @@ def rank_params(arch: Architecture, tp: int, pp: int, ep: int, stage: int) -> Ra
     return RankParams(dense=dense, expert=expert, fp8_matmul_dense=dense_matmul, fp8_matmul_expert=expert_matmul)
 
 
-def rank_trainable_params(arch: Architecture, job: Job, tp: int, pp: int, ep: int, stage: int) -> int:
+def rank_trainable_params(arch: Architecture, job: Job, tp: int, pipeline: int | Split, ep: int, stage: int) -> int:
     """Parameters that train on pipeline rank `stage` of one (TP, EP) rank: its whole shard under
     full training; under LoRA the adapters of the rank's layers, each split over TP: Megatron-Bridge's
     ParallelLinearAdapter (src/megatron/bridge/peft/utils.py, read at 067f987) makes linear_in
@@ -152,8 +155,8 @@ def rank_trainable_params(arch: Architecture, job: Job, tp: int, pp: int, ep: in
     linear_out (B) a ColumnParallelLinear, so an adapter's r (d_in + d_out) lands / tp on each
     rank (ceil). With tp = pp = 1 this is trainable_params."""
     if job.method == "full":
-        return rank_params(arch, tp, pp, ep, stage).total
-    if tp == 1 and pp == 1:
+        return rank_params(arch, tp, pipeline, ep, stage).total
+    if tp == 1 and len(split_of(arch.num_layers, pipeline)) == 1:
         return trainable_params(arch, job)
     return sum(count * ceil_div(lora_params_per_layer(arch, job, group.modules), tp)
-               for group, count in stage_layer_counts(arch, pp, stage))
+               for group, count in stage_layer_counts(arch, pipeline, stage))

@@ -35,8 +35,9 @@ buffer per rank per pass (all-reduce two passes).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from vramplan.models.architecture.parallel import kv_heads_per_rank
+from vramplan.models.architecture.parallel import Split, kv_heads_per_rank, plan_split
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
@@ -68,10 +69,11 @@ class ParallelTime:
     pp_p2p_s: float
     cp_exposed_s: float
     ep_s: float  # the all-to-all and the expert GEMMs' shape and kernel (ep_time_s)
+    pp_imbalance_s: float = 0.0  # the slowest pipeline rank's work beyond the mean rank's (pp_imbalance_s)
 
     @property
     def total_s(self) -> float:
-        return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s
+        return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s + self.pp_imbalance_s
 
 
 def _seconds(num_bytes: float, link_gb_per_s: float) -> float:
@@ -133,6 +135,28 @@ def bubble_s(pp: int, vpp: int, grad_accum, compute_s: float):
 
 def pp_bubble_s(plan: Plan, compute_s: float) -> float:
     return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
+
+
+@lru_cache(maxsize=4096)
+def stage_imbalance(arch: Architecture, seq_len: int, split: Split) -> float:
+    """The slowest pipeline rank's work over the mean rank's: under 1F1B every micro-batch waits on
+    the slowest stage, forward and backward (Narayanan et al. 2021 sec. 2.2; Llama 3's report sec.
+    3.3.2 takes a layer off the first and the last stage for the embedding and the output layer).
+    A rank's work: its decoder layers, each the model's mean layer (forward_flops_per_token's
+    decoder and attention FLOPs / layers; a model that mixes kinds of layer counts its mean), and
+    on the last rank the output layer's. 1 without a pipeline."""
+    if len(split) == 1:
+        return 1.0
+    decoder, attention, logits = forward_flops_per_token(arch, seq_len)
+    per_layer = (decoder + attention) / arch.num_layers
+    work = [count * per_layer for count in split]
+    work[-1] += logits
+    return max(work) * len(work) / sum(work)
+
+
+def pp_imbalance_s(imbalance: float, compute_s: float) -> float:
+    """What the slowest rank adds to the mean rank's compute (compute_s: the mean's)."""
+    return compute_s * (imbalance - 1)
 
 
 def _pp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
@@ -285,9 +309,11 @@ def parallel_time(
     compute_s: float,
 ) -> ParallelTime:
     spans = plan.num_gpus > gpus_per_instance
+    imbalance = stage_imbalance(arch, job.seq_len, plan_split(arch, plan))
     return ParallelTime(
         tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
-        pp_bubble_s=pp_bubble_s(plan, compute_s),
+        pp_bubble_s=pp_bubble_s(plan, compute_s * imbalance),  # the bubble idles for the slowest stage's time
+        pp_imbalance_s=pp_imbalance_s(imbalance, compute_s),
         pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s),
         cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
         ep_s=ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.architecture.parallel import stage_layers
+from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
@@ -63,6 +63,7 @@ class Performance:
     optimizer_time_s: float
     model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP (all-to-all, expert GEMM kernel and shape): parallel_time.py
     pipeline_bubble_s: float
+    pipeline_imbalance_s: float  # the slowest pipeline rank's work beyond the mean's (parallel_time.stage_imbalance)
     offload_exposed_s: float  # activation-offload transfer the compute does not hide (offload_exposed_s)
     step_time_s: float
     tokens_per_step: int
@@ -93,15 +94,16 @@ def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
     if n == 1:
         return DpTraffic(0.0, 0.0)
     ring = (n - 1) / n
-    shard = rank_params(arch, plan.tp, plan.pp, plan.ep, 0).total
-    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, 0)
+    split = plan_split(arch, plan)
+    shard = rank_params(arch, plan.tp, split, plan.ep, 0).total
+    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, 0)
     grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
     params = shard * float(weight_bytes_per_param(plan.precision))
     if plan.zero <= 1:
         return DpTraffic(0.0, 2 * ring * grads)
     if plan.zero == 2:
         return DpTraffic(0.0, ring * (grads * plan.grad_accum + params))
-    units = plan.grad_accum * stage_layers(arch.num_layers, plan.pp)[0]  # one FSDP unit per layer
+    units = plan.grad_accum * split[0]  # one FSDP unit per layer
     return DpTraffic(ring * plan.grad_accum * params, ring * plan.grad_accum * (params + grads), units, 2 * units)
 
 
@@ -138,7 +140,7 @@ class OptimizerTraffic:
 
 
 def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
-    trainable = rank_trainable_params(arch, job, plan.tp, plan.pp, plan.ep, 0)
+    trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, 0)
     partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
     if plan.offload == "none":
         return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
@@ -259,6 +261,7 @@ def performance(
         optimizer_time_s=optimizer_s,
         model_parallel_time_s=model_parallel.total_s,
         pipeline_bubble_s=model_parallel.pp_bubble_s,
+        pipeline_imbalance_s=model_parallel.pp_imbalance_s,
         offload_exposed_s=offload_s,
         step_time_s=step_s,
         tokens_per_step=tokens_per_step,

@@ -34,12 +34,18 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             "--seq-length": INT, "--bf16": FLAG, "--fp16": FLAG, "--fp8-format": ("e4m3", "hybrid"),
             "--use-distributed-optimizer": FLAG, "--recompute-granularity": ("full", "selective"),
             "--recompute-method": ("uniform", "block"), "--recompute-num-layers": INT, "--optimizer-cpu-offload": FLAG,
-            "--optimizer-offload-fraction": FLOAT, "--use-precision-aware-optimizer": FLAG}
+            "--optimizer-offload-fraction": FLOAT, "--use-precision-aware-optimizer": FLAG,
+            # megatron/training/arguments.py: the uneven split and the layout string (launch/pipeline.py)
+            "--decoder-first-pipeline-num-layers": INT, "--decoder-last-pipeline-num-layers": INT,
+            "--pipeline-model-parallel-layout": STR}
 TORCHTITAN = {
     "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
                     "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
                     "pipeline_parallel_schedule": ("1F1B", "Interleaved1F1B", "GPipe", "LoopedBFS", "InterleavedZeroBubble"),
-                    "fsdp_reshard_after_forward": ("default", "always", "never")},
+                    "fsdp_reshard_after_forward": ("default", "always", "never"),
+                    # torchtitan config/configs.py ParallelismConfig.module_fqns_per_model_part
+                    "module_fqns_per_model_part": lambda v: isinstance(v, list) and all(
+                        isinstance(part, list) and all(isinstance(name, str) for name in part) for part in v)},
     "training": {"local_batch_size": INT, "global_batch_size": INT, "seq_len": INT,
                  "mixed_precision_param": ("bfloat16", "float32"), "enable_cpu_offload": BOOL},
     "activation_checkpoint": {"mode": ("selective", "full", "memory_budget", "none"), "selective_ac_option": STR},
@@ -94,7 +100,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
             * int(args["--context-parallel-size"]) * plan.dp == plan.num_gpus
         assert int(args["--global-batch-size"]) == plan.global_batch and int(args["--seq-length"]) == 8192
         assert ("--sequence-parallel" in args) == (plan.sequence_parallel and plan.tp > 1)
-        if plan.vpp > 1:
+        if plan.vpp > 1 and "--pipeline-model-parallel-layout" not in args:
             assert int(args["--num-layers-per-virtual-pipeline-stage"]) * plan.pp * plan.vpp == 80
         if "--optimizer-cpu-offload" in args:
             assert "--use-precision-aware-optimizer" in args
