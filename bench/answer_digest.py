@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from helpers.queries import random_query  # noqa: E402
+
 from vramplan.models.catalogue.catalogue import load_catalogue  # noqa: E402
 from vramplan.solver.api import solve  # noqa: E402
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job
 from vramplan.models.core.units import to_us
-from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.time.parallel_time import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
 from vramplan.solver.layouts import layout_plan
