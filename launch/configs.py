@@ -146,7 +146,7 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         checkpoint = {"mode": {"none": "none", "full": "full"}.get(plan.recompute, "selective")}
         if plan.recompute in ("selective", "op"):
             checkpoint["selective_ac_option"] = "op"
-    sections = {"parallelism": parallelism, "training": training, "activation_checkpoint": checkpoint}
+    sections: dict[str, dict] = {"parallelism": parallelism, "training": training, "activation_checkpoint": checkpoint}
     if job.compile != "none":  # v0.2.2 job_config.py Compile: enable, components (default ["model", "loss"])
         sections["compile"] = {"enable": True, "components": ["model"] if job.compile == "model" else ["model", "loss"]}
     return sections

@@ -192,9 +192,10 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
     # torch's loss_parallel backward (models/memory/loss.py), with the stage output kept under PP and
     # the logits deleted without it: a micro-batch's terms do not know pp, stage_activations picks
     loss_extra = single_stage_extra = loss.backward_extra_bytes
-    if tp > 1 and loss_parallel_backward_extra_bytes(arch, job, x) is not None:
-        loss_extra = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=False)
-        single_stage_extra = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=True)
+    kept = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=False)
+    deleted = loss_parallel_backward_extra_bytes(arch, job, x, logits_deleted=True)
+    if tp > 1 and kept is not None and deleted is not None:
+        loss_extra, single_stage_extra = kept, deleted
     # The output layer is vocab-parallel: the loss's temporaries are / tp, and so (like the layers'
     # f-wide gradients) are the transient blocks the fragmentation reserve is sized from.
     return MicrobatchActivations(
