@@ -11,33 +11,31 @@ against the brute-force enumeration), so pruning on it is exact. Before any tier
 the clusters whose GPU count cannot hold the job's model states at all (1/n of them per GPU, in
 GPU memory and host RAM): no layout is tabulated for them.
 
-The values are kept by value in the family's UnitMemo (solver/space.py): queries of one model,
-job, global batch and pins share them whatever clusters they allow.
+Tiers 1 and 2 are numpy arrays over all the layouts x precisions x recomputes of a cluster shape
+at once (solver/bound_arrays.py: the scalar terms to the bit, one array per shape instead of a
+models/ call per cell), which each (pp, tp) branch slices; tiers 3 and 4 walk a branch's terms
+least first. The values are kept by value in the family's UnitMemo (solver/space.py; bound_arrays.
+SearchSpace.unit_shape): queries of one model, job, global batch and pins share them whatever clusters they allow.
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
+
+import numpy as np
 
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
-from vramplan.models.time.parallel_time import bubble_s
+from vramplan.solver.bound_arrays import Branch, ShapeTerms, branch_of, shape_terms
 from vramplan.solver.candidates import Inner, step_us
-from vramplan.solver.step_time import tail_us
 from vramplan.solver.space import SearchSpace
+from vramplan.solver.step_time import exposed_lower_us
+
+__all__ = ["LAST_TIER", "Branch", "UnitBounds", "branch_layouts", "branch_of", "huge"]
 
 LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model
-Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
-
-
-def branch_of(layout: Layout) -> Branch:
-    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
-    tables small. CP-SAT's presolve of the table constraints grows faster than the tables
-    (see docs/performance.md#units-and-tiers); each branch gets its own bound, so the
-    branch-and-bound still builds only the branches that can win."""
-    return layout.pp, layout.tp
 
 
 def branch_layouts(space: SearchSpace, shape: tuple, branch: Branch) -> list[int]:
@@ -56,6 +54,15 @@ class UnitBounds:
     """The bounds of one space's (cluster, branch) units."""
 
     space: SearchSpace
+    _terms: dict[tuple, ShapeTerms] = field(default_factory=dict, repr=False)  # this space's shapes' UnitMemo entries
+
+    def _shape_terms(self, shape: tuple) -> ShapeTerms:
+        """bound_arrays.shape_terms, looked up once per shape of this space (the UnitMemo's key
+        is by value: a tuple made per lookup)."""
+        terms = self._terms.get(shape)
+        if terms is None:
+            terms = self._terms[shape] = shape_terms(self.space, shape)
+        return terms
 
     def lower_step_us(self, c: int, branch: Branch, memory: bool = True) -> int | None:
         """A lower bound of the cluster's step time on a branch (None: nothing can fit);
@@ -76,12 +83,15 @@ class UnitBounds:
         host RAM fits every checked pipeline rank with each rank's leanest activations and
         buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
         the first that fits."""
-        terms = self._time_terms(shape, branch)
         if host_mib is None:
-            return terms[0][0] if terms else None
+            terms = self._shape_terms(shape)
+            if branch not in terms.timed_least:
+                timed = self._timed(shape, branch)
+                terms.timed_least[branch] = int(timed.min()) if timed is not None and timed.size else None
+            return terms.timed_least[branch]
         g, n = shape[0], shape[1]
         limit, index = self.space.limit_mib[g], self.space.layout_index
-        for bound, layout, p, r in terms:
+        for bound, layout, p, r in self._time_terms(shape, branch):
             li = index[layout]
             if self._leanest(n, li, p, None, host_mib) <= limit and self._leanest(n, li, p, r, host_mib) <= limit:
                 return bound
@@ -89,68 +99,52 @@ class UnitBounds:
 
     def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
         """(step-time lower bound, Layout, precision, recompute) of a shape's layouts on a
-        branch, least first: the model-parallel terms (_parallel_terms) plus the least exposed
-        data-parallel traffic; kept in the family's UnitMemo."""
-        return self._kept_terms(self.space.shared.time_terms, shape, branch, self._compute_time_terms)
+        branch, least first (ties in the space's layout order, then precision, recompute): the
+        tier-1 terms plus the least exposed data-parallel traffic (_timed); kept in the family's
+        UnitMemo with Layouts (values), not this space's layout indices: the walk looks up the
+        index of each term it reaches (space.layout_index)."""
+        memo, key = self.space.shared.time_terms, (self.space.unit_shape(shape), branch)
+        if key not in memo:
+            timed = self._timed(shape, branch)
+            memo[key] = [] if timed is None else self._shape_terms(shape).sorted_terms(branch, timed)
+        return memo[key]
 
-    def _compute_time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
+    def _timed(self, shape: tuple, branch: Branch) -> np.ndarray | None:
+        """Tier 2's terms of a branch, (layout, precision, recompute) whole microseconds (None: no
+        layout or precision): each tier-1 term (compute + collectives + the least bubble) plus
+        step_time.exposed_lower_us of the least data-parallel traffic of its layout and precision
+        (_least_comm_us): exposed >= max(traffic - compute, one layer's tail), both windows at
+        their widest (they sum to the compute). Kept with the shape's terms."""
         space = self.space
-        g, n, per_instance, network = shape
-        gpu, count = space.gpus[g], space.counts[n]
-        zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
-        ps = space.gpu_precisions[g]
-        names = tuple(space.precisions[p] for p in ps)
-        comms = {li: dict(zip(ps, self._least_comm_us(space.layouts[li], count, zeros, names, gpu, per_instance, network)))
-                 for li in branch_layouts(space, shape, branch)} if ps else {}
-        terms = []
-        for rest, layout, p, r in self._parallel_terms(shape, branch):
-            li = space.layout_index[layout]
-            compute = to_us(space.compute_s[g, n, r, p])
-            comm = comms[li][p]
-            terms.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), li, p, r))
-        return terms
+        terms = self._shape_terms(shape)
+        if branch not in terms.timed:
+            rows = terms.traffic.rows.get(branch)
+            if rows is None or not terms.bound_us.size:
+                terms.timed[branch] = None
+            else:
+                g, n, per_instance, network = shape
+                zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+                names = tuple(space.precisions[p] for p in terms.precisions)
+                layouts = terms.traffic.layouts
+                comm = np.array([self._least_comm_us(layouts[i], space.counts[n], zeros, names, space.gpus[g],
+                                                     per_instance, network) for i in rows.tolist()],
+                                dtype=np.int64)[:, :, None]
+                terms.timed[branch] = terms.bound_us[rows] + exposed_lower_us(comm, terms.compute_us, space.arch.num_layers)
+        return terms.timed[branch]
 
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:
         """Tier 1: the least of compute + model-parallel collectives + the smallest bubble over
         the branch's layouts and the recompute x precision the GPU runs, without the data-parallel
-        traffic (whose grids cost most of tier 2; docs/performance.md#units-and-tiers)."""
-        terms = self._parallel_terms(self.space.clusters[c].shape, branch)
-        return terms[0][0] if terms else None
+        traffic (whose grids cost most of tier 2; docs/performance.md#units-and-tiers). The
+        shape's terms are arrays over all its layouts at once (solver/bound_arrays.py)."""
+        return self._shape_terms(self.space.clusters[c].shape).parallel_least(branch)
 
     def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
         """(compute + model-parallel collectives + the least bubble, Layout, precision, recompute),
         least first; kept like _time_terms."""
-        return self._kept_terms(self.space.shared.parallel_terms, shape, branch, self._compute_parallel_terms)
-
-    def _compute_parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, int, int, int]]:
-        space = self.space
-        g, n, per_instance, network = shape
-        tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
-        terms = []
-        ps = space.gpu_precisions[g]
-        for li in branch_layouts(space, shape, branch) if ps else ():
-            layout = space.layouts[li]
-            # The least bubble: the largest accumulation (the smallest micro-batch) of the layout.
-            accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, li]))
-            for p in ps:
-                precision = space.precisions[p]
-                for r, recompute in enumerate(space.recomputes):
-                    compute_s = space.compute_s[g, n, r, p]
-                    bound = (to_us(compute_s)
-                             + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
-                                                       compute_s))
-                             + to_us(bubble_s(layout.pp, layout.vpp, accum, compute_s)))
-                    terms.append((bound, li, p, r))
-        return terms
-
-    def _kept_terms(self, memo: dict, shape: tuple, branch: Branch, compute) -> list[tuple[int, Layout, int, int]]:
-        """compute(shape, branch)'s (bound, layout, precision, recompute) terms, least first, kept
-        in a family memo with Layouts (values), not this space's layout indices: the callers that
-        walk them look up the index of each term they reach (space.layout_index)."""
-        space = self.space
-        key = (space.unit_shape(shape), branch)
+        memo, key = self.space.shared.parallel_terms, (self.space.unit_shape(shape), branch)
         if key not in memo:
-            memo[key] = [(bound, space.layouts[li], p, r) for bound, li, p, r in sorted(compute(shape, branch))]
+            memo[key] = self._shape_terms(shape).sorted_terms(branch)
         return memo[key]
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,

@@ -87,8 +87,8 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, 
     table = {}
     for shape in sorted({c.shape for c in space.clusters}):
         # Untimed, a shape's table is its GPU's and count's memory alone (and the TP its instance allows).
-        gpu, count, per_instance, _ = space.unit_shape(shape)
-        key = (space.unit_shape(shape), timed) if timed else (gpu, count, tp_reach(per_instance), timed)
+        gpu, count, per_instance, _, layout_set = space.unit_shape(shape)
+        key = (space.unit_shape(shape), timed) if timed else (gpu, count, tp_reach(per_instance), layout_set, timed)
         if key not in space.shared.fitting:
             space.shared.fitting[key] = (space.layouts, _fitting(space, shape, timed))
         layouts, fitting = space.shared.fitting[key]

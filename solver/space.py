@@ -94,6 +94,9 @@ class UnitMemo:
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
     time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
+    shape_terms: dict[tuple, Any] = field(default_factory=dict)  # unit_shape -> ShapeTerms: tiers 1-2, all branches
+    count_traffic: dict[tuple, Any] = field(default_factory=dict)  # (count, TP reach, degree limit, precisions) -> CountTraffic
+    layout_sets: dict[tuple, int] = field(default_factory=dict)  # a shape's layouts (values) -> its number in unit_shape
     cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
     fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
     leanest_states: dict[tuple, tuple[int, str]] = field(default_factory=dict)  # (counts, layouts) -> explain.leanest_model_states
@@ -152,6 +155,7 @@ class SearchSpace:
     layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
     layout_groups: dict[tuple, dict] = field(default_factory=dict)  # (group, n, TP reach): cluster_layout_groups
     shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use
+    layout_set_ids: dict[tuple[int, int], int] = field(default_factory=dict)  # (n, TP reach) -> UnitMemo.layout_sets number
     evaluations_before: int = 0
 
     @functools.cached_property
@@ -166,10 +170,21 @@ class SearchSpace:
             return inner
         return inner._replace(layout=self.layout_index[layouts[inner.layout]])
 
-    def unit_shape(self, shape: tuple) -> tuple[str, int, int, float]:
-        """A shape by value (GPU name, GPU count, GPUs per instance, network): UnitMemo's key."""
+    def unit_shape(self, shape: tuple) -> tuple[str, int, int, float, int]:
+        """A shape by value (GPU name, GPU count, GPUs per instance, network) and which layouts it
+        runs (a number the family gives each distinct set): UnitMemo's key. A family's queries can
+        run different layouts on one shape: one that allows GB200 NVL72 trays searches EP up to 64
+        on every shape (layouts.degree_limit), a lower GPU limit caps tp x pp x cp. They share a
+        shape's work (bounds, unit models, tables) where its layouts are the same (a dense model's
+        H100 shapes), never across sets (a unit model made with EP 16 layouts was read by a query
+        without them: KeyError, 19 of the batch benchmark's 1,468 sample rows)."""
         g, n, per_instance, network = shape
-        return self.gpus[g].name, self.counts[n], per_instance, network
+        key = _reach(shape)
+        layout_set = self.layout_set_ids.get(key)
+        if layout_set is None:
+            values = tuple(self.layouts[li] for li in self.cluster_layouts(shape))
+            layout_set = self.layout_set_ids[key] = self.shared.layout_sets.setdefault(values, len(self.shared.layout_sets))
+        return self.gpus[g].name, self.counts[n], per_instance, network, layout_set
 
     @property
     def evaluations(self) -> int:

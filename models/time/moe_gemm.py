@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import sqrt
+from typing import TYPE_CHECKING, Union, overload
 
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.catalogue.stack import MoeKernel
@@ -53,7 +54,11 @@ from vramplan.models.time.calibration import (
     LOOP_EXPERT_OVERHEAD_S,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+
 _TERA = 10**12
+Calls = Union[float, "np.ndarray"]  # expert calls, or a numpy array of them (the solver's grids)
 
 
 def gemm_seconds(m: float, n: float, k: float, peak_tflops: float, hbm_gb_per_s: float, element_bytes: int) -> float:
@@ -117,6 +122,10 @@ def expert_invocations(arch: Architecture, layout: Layout, sequences: int) -> fl
     return sequences * (arch.num_experts / layout.ep) * moe_layers(arch) / layout.pp
 
 
-def loop_overhead_s(kernel: MoeKernel, invocations: float) -> float:
+@overload
+def loop_overhead_s(kernel: MoeKernel, invocations: float) -> float: ...
+@overload
+def loop_overhead_s(kernel: MoeKernel, invocations: np.ndarray) -> Calls: ...
+def loop_overhead_s(kernel: MoeKernel, invocations: Calls) -> Calls:
     """The loop kernel's fixed cost per expert call; none for a grouped kernel."""
     return invocations * LOOP_EXPERT_OVERHEAD_S.value if kernel == "loop" else 0.0

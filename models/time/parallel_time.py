@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Union, overload
 
 from vramplan.models.architecture.parallel import Split, kv_heads_per_rank, plan_split
 from vramplan.models.catalogue.catalogue import load_stacks
@@ -59,7 +60,12 @@ from vramplan.models.time.moe_gemm import (
 )
 from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
 
+if TYPE_CHECKING:
+    import numpy as np
+
 _TERA = 10**12
+Degree = Union[int, "np.ndarray"]  # a degree, or a numpy array of them (the solver's grids)
+Seconds = Union[float, "np.ndarray"]
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,15 @@ def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s:
     return _tp_seconds(forward, backward, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
 
 
-def bubble_s(pp: int, vpp: int, grad_accum, compute_s: float):
-    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (grad_accum may be an array)."""
+@overload
+def bubble_s(pp: int, vpp: int, grad_accum: int, compute_s: float) -> float: ...
+@overload
+def bubble_s(pp: Degree, vpp: Degree, grad_accum: np.ndarray, compute_s: Seconds) -> np.ndarray: ...
+@overload
+def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: np.ndarray) -> np.ndarray: ...
+def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: Seconds) -> Seconds:
+    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (each may be a numpy array:
+    the solver's grids take it elementwise)."""
     return compute_s * (pp - 1) / (vpp * grad_accum)
 
 

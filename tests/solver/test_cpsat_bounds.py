@@ -1,4 +1,4 @@
-"""The branch-and-bound's lower bounds (solver/cpsat_bounds.py) never exceed a real point's step
+"""The branch-and-bound's lower bounds (solver/cpsat_bounds.py, solver/bound_arrays.py) never exceed a real point's step
 time: a bound above a point would prune it and return a worse plan as "optimal". Checked point by
 point against the brute-force enumeration of the same space, on seeded queries that span
 instances (data-parallel and pipeline traffic over the offering's network), and the property of
@@ -45,7 +45,23 @@ def _query(seed: int) -> SolveQuery:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_lower_bounds_hold_at_every_feasible_point(catalogue, seed: int) -> None:
-    space = build_space(catalogue, _query(seed))
+    _check_every_tier_at_every_point(build_space(catalogue, _query(seed)))
+
+
+def test_lower_bounds_hold_on_a_moe_with_every_degree_free(catalogue) -> None:
+    """The tier-1 and tier-2 terms are arrays over each shape's layouts x precisions x recomputes
+    (solver/bound_arrays.py): checked here on a space where every term of them shows, a MoE on
+    Megatron at 16k with TP, PP, CP and EP all free, partial recompute, across instances."""
+    query = SolveQuery(model="deepseek-v2-lite", job=Job(seq_len=16384, stack="megatron"), global_batch=8, tokens=1e9,
+                       max_gpus=8, gpus=("h100-sxm-80gb",))
+    space = build_space(catalogue, query)
+    layouts = {space.layouts[choice.layout] for choice, _ in feasible_points(space)}
+    assert all(any(getattr(layout, degree) > 1 for layout in layouts) for degree in ("tp", "pp", "cp", "ep"))
+    assert any(r.layers is not None for r in space.recomputes), "partial recompute should be searched"
+    _check_every_tier_at_every_point(space)
+
+
+def _check_every_tier_at_every_point(space) -> None:
     bounds = UnitBounds(space)
     points = feasible_points(space)
     assert points, "the query should have plans"

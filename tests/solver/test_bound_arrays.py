@@ -1,0 +1,166 @@
+"""The branch-and-bound's tier-1 and tier-2 terms as arrays (solver/bound_arrays.py,
+solver/cpsat_bounds.py) are the scalar terms they replaced, cell for cell: the model-parallel
+seconds equal Tables.parallel_s (models.parallel_time.parallel_seconds) to the bit (on every shape,
+the small ones the bounds compute with the scalar calls included), the terms
+compute + collectives + least bubble (+ the least exposed data-parallel traffic) are the integers
+the scalar code summed, and each branch's sorted terms come in the scalar code's order. Checked on
+dense and MoE models (EP searched, grouped and loop expert kernels), context parallelism, fp8 and
+fp16 GPUs, partial recompute, and shapes inside and across instances. The bounds' soundness
+against every point is tests/solver/test_cpsat_bounds.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.catalogue import packaged_catalogue
+
+from vramplan.models.core.units import to_us
+from vramplan.models.time.parallel_time import bubble_s
+from vramplan.solver.bound_arrays import SCALAR_CELLS, count_traffic, parallel_seconds_grid, shape_terms
+from vramplan.solver.cpsat_bounds import UnitBounds, branch_layouts, branch_of
+from vramplan.solver.query_fields import query_from_fields
+from vramplan.solver.space_build import build_space
+from vramplan.solver.step_time import tail_us
+from vramplan.solver.table_memo import TableMemo
+
+CASES = {
+    # DeepSeek-V2-Lite on Megatron: 64 experts, EP free, partial recompute, 8-GPU instances and NVL72 trays
+    "moe-megatron": {"model": "deepseek-v2-lite", "seq_len": 4096, "global_batch": 256, "max_gpus": 256,
+                     "stack": "megatron", "gpus": "h100-sxm-80gb;gb200-186gb"},
+    # Mixtral in fp8 at 32k: EP and CP searched, fp8 expert GEMMs
+    "moe-fp8-cp": {"model": "mixtral-8x7b", "seq_len": 32768, "global_batch": 64, "max_gpus": 64, "precision": "fp8",
+                   "gpus": "h100-sxm-80gb;b200-180gb"},
+    # litgpt runs the experts in a loop (moe_kernel loop: a fixed cost per expert call)
+    "moe-loop": {"model": "qwen3-30b-a3b", "seq_len": 4096, "global_batch": 64, "max_gpus": 64, "stack": "litgpt",
+                 "gpus": "h100-sxm-80gb"},
+    # a dense model with CP, on GPUs with and without bf16 (V100: fp16)
+    "dense-cp": {"model": "llama-3.1-8b", "seq_len": 32768, "global_batch": 32, "max_gpus": 64,
+                 "gpus": "h100-sxm-80gb;v100-sxm-32gb;l40s-48gb"},
+}
+
+
+def _space(name: str):
+    return build_space(packaged_catalogue(), query_from_fields({"tokens": 1e9, **CASES[name]}))
+
+
+def _shapes(space) -> list[tuple]:
+    shapes = sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
+                     and space.count_layouts.get(c.count_index)})
+    return shapes[::max(1, len(shapes) // 40)]  # ~40 shapes: every count range, inside and across instances
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_parallel_seconds_grid_is_the_scalar_function_to_the_bit(name: str) -> None:
+    space = _space(name)
+    shapes = _shapes(space)
+    assert any(space.counts[n] > per_instance for _, n, per_instance, _ in shapes), "some shapes span instances"
+    assert any(space.counts[n] <= per_instance for _, n, per_instance, _ in shapes), "some fit one instance"
+    cells = 0
+    for shape in shapes:
+        g, n, per_instance, network = shape
+        ps, gpu, count = space.gpu_precisions[g], space.gpus[g], space.counts[n]
+        names = tuple(space.precisions[p] for p in ps)
+        compute = np.array([[space.compute_s[g, n, r, p] for r in range(len(space.recomputes))] for p in ps])
+        traffic = count_traffic(space, shape)
+        grid = parallel_seconds_grid(space.tables, traffic, names, compute, gpu, count > per_instance, per_instance,
+                                     network)
+        for i, layout in enumerate(traffic.layouts):
+            for k, p in enumerate(ps):
+                for r, recompute in enumerate(space.recomputes):
+                    scalar = space.tables.parallel_s(layout, count, recompute, space.precisions[p], gpu, per_instance,
+                                                     network, float(compute[k, r]))
+                    assert float(grid[i, k, r]) == scalar, (shape, layout, names[k], recompute)
+                    cells += 1
+    assert cells > 40
+
+
+def _scalar_parallel_terms(space, shape, branch) -> list[tuple[int, int, int, int]]:
+    """The tier-1 terms as the scalar code summed them, sorted (bound, layout index, p, r)."""
+    g, n, per_instance, network = shape
+    tables, gpu, count = space.tables, space.gpus[g], space.counts[n]
+    terms = []
+    for li in branch_layouts(space, shape, branch):
+        layout = space.layouts[li]
+        accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, li]))
+        for p in space.gpu_precisions[g]:
+            for r, recompute in enumerate(space.recomputes):
+                compute = space.compute_s[g, n, r, p]
+                terms.append((to_us(compute) + to_us(tables.parallel_s(layout, count, recompute, space.precisions[p], gpu,
+                                                                       per_instance, network, compute))
+                              + to_us(bubble_s(layout.pp, layout.vpp, accum, compute)), li, p, r))
+    return sorted(terms)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tier_terms_are_the_scalar_sums_in_the_scalar_order(name: str) -> None:
+    space = _space(name)
+    bounds = UnitBounds(space)
+    zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+    checked, paths = 0, set()
+    for shape in _shapes(space)[::4]:
+        g, n, per_instance, network = shape
+        paths.add(count_traffic(space, shape).size <= SCALAR_CELLS)  # the scalar path for small shapes
+        names = tuple(space.precisions[p] for p in space.gpu_precisions[g])
+        c = space.clusters_of_shape(shape)[0]
+        for branch in {branch_of(space.layouts[li]) for li in space.cluster_layouts(shape)}:
+            scalar = _scalar_parallel_terms(space, shape, branch)
+            arrays = bounds._parallel_terms(shape, branch)
+            assert [(b, space.layouts[li], p, r) for b, li, p, r in scalar] == arrays
+            assert bounds.parallel_step_us(c, branch) == scalar[0][0]
+            # tier 2: each term + max(traffic - compute, one layer's tail) of the least DP traffic
+            timed = []
+            for rest, li, p, r in scalar:
+                comm = dict(zip(space.gpu_precisions[g], bounds._least_comm_us(
+                    space.layouts[li], space.counts[n], zeros, names, space.gpus[g], per_instance, network)))[p]
+                compute = to_us(space.compute_s[g, n, r, p])
+                timed.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), li, p, r))
+            timed.sort()
+            assert [(b, space.layouts[li], p, r) for b, li, p, r in timed] == bounds._time_terms(shape, branch)
+            assert bounds.lower_step_us(c, branch, memory=False) == timed[0][0]
+            checked += 1
+    assert checked > 5
+    assert paths == ({True} if name == "moe-loop" else {True, False}), "both paths of _shape_terms are checked"
+
+
+def test_terms_are_shared_by_the_branches_and_kept_by_value() -> None:
+    """One ShapeTerms per shape, whatever branch asks; each branch's rows are its layouts."""
+    space = _space("moe-megatron")
+    shape = _shapes(space)[-1]
+    terms = shape_terms(space, shape)
+    branches = {branch_of(space.layouts[li]) for li in space.cluster_layouts(shape)}
+    assert len(branches) > 1
+    for branch in branches:
+        UnitBounds(space).step_bound_us(space.clusters_of_shape(shape)[0], branch, 1)
+        assert shape_terms(space, shape) is terms
+        assert [terms.traffic.layouts[i] for i in terms.traffic.rows[branch]] == \
+            [space.layouts[li] for li in branch_layouts(space, shape, branch)]
+
+
+def _bounds(space, counts: tuple[int, ...]) -> dict[tuple, list]:
+    """Every tier of every branch of the H100 clusters of these counts, by offering and count."""
+    bounds, found = UnitBounds(space), {}
+    for c, cluster in enumerate(space.clusters):
+        if cluster.num_gpus in counts and space.gpus[cluster.gpu_index].name == "h100-sxm-80gb":
+            for branch in sorted({branch_of(space.layouts[li]) for li in space.cluster_layouts(cluster.shape)}):
+                found[cluster.offering.name, cluster.num_gpus, branch] = [
+                    bounds.step_bound_us(c, branch, tier) for tier in range(1, 5)]
+    return found
+
+
+def test_family_queries_with_other_degree_limits_keep_their_own_terms(catalogue) -> None:
+    """A query that allows GB200 NVL72 trays searches EP up to 64 on every shape, H100s included
+    (layouts.degree_limit); one of the same family that allows H100s alone searches EP up to 8. The
+    family's UnitMemo keeps each one's terms apart (SearchSpace.unit_shape), so neither reads a bound over the
+    other's layouts: the same bounds as each space alone."""
+    fields = {"model": "deepseek-v2-lite", "seq_len": 4096, "global_batch": 256, "max_gpus": 256, "tokens": 1e10,
+              "objective": "time"}
+    narrow = query_from_fields({**fields, "gpus": "h100-sxm-80gb"})
+    wide = query_from_fields({**fields, "gpus": "h100-sxm-80gb;gb200-186gb"})
+    counts = (64, 256)
+    for first, second in ((narrow, wide), (wide, narrow)):
+        memo = TableMemo()
+        before = build_space(catalogue, first, memo=memo)
+        _bounds(before, counts)
+        space = build_space(catalogue, second, memo=memo)
+        assert before.shared is space.shared and before.max_tp != space.max_tp
+        assert _bounds(space, counts) == _bounds(build_space(catalogue, second), counts)
