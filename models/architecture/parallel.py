@@ -22,14 +22,7 @@ from vramplan.models.architecture.params import layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
-
-# Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
-# (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
-# virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
-# --pipeline-model-parallel-layout, which vramplan does not write, splits a rank unevenly).
-# torchtitan splits the model into pp x vpp stages of layers / stages each, the remainder spread
-# (pipeline_module_split), so its chunks may differ by one layer.
-EVEN_VIRTUAL_STAGES = frozenset({"megatron"})
+from vramplan.models.core.stack_behaviour import EVEN_VIRTUAL_STAGES
 
 
 def sequence_parallel_active(plan: Plan) -> bool:

@@ -45,6 +45,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import LinearModule, layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
+from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS
 
 FP32_BYTES, HALF_BYTES = 4, 2
 BNB4_BLOCK = 64  # bitsandbytes 4-bit first-level block
@@ -169,27 +170,6 @@ def checkpoint_format(arch: Architecture) -> WeightFormat | None:
     return parse_format(arch.checkpoint_quantization)
 
 
-# Stacks that quantise through Lightning Fabric's BitsandbytesPrecision (litgpt finetune/lora.py
-# `--quantize bnb.*`: `plugins = BitsandbytesPrecision(quantize[4:], dtype)`, Lightning-AI/litgpt@e5493986
-# and @2685705). Three facts of that path, read in Lightning-AI/pytorch-lightning@b19eba3
-# src/lightning/fabric/plugins/precision/bitsandbytes.py and litgpt@e5493986:
-# - `module_init_context` swaps `torch.nn.Linear` for the bnb class while the model is built
-#   (`_ClassReplacementContextManager({"torch.nn.Linear": self._linear_cls})`), so every linear is
-#   quantised, the lm_head included (litgpt/lora.py GPT.__init__: `self.lm_head = LoRALinear(...)`,
-#   whose `self.linear = torch.nn.Linear(...)`); litgpt's lm_head is its own module, never tied to
-#   the embedding (litgpt/model.py GPT.__init__), so a tied checkpoint gets a second, quantised copy;
-# - `_Linear4bit.quantize` quantises `weight.contiguous().to(device=device, dtype=torch.half)`: the
-#   quant state's dtype is fp16, so dequantising a matrix for the bf16 GEMM makes an fp16 copy and
-#   then its bf16 cast (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward
-#   `F.dequantize_4bit(B, quant_state).to(A.dtype)`, and the same in backward): 2 + 2 bytes a weight;
-# - bitsandbytes before 0.43.2 (litgpt's code warns that it "only supports bitsandbytes v0.42.0",
-#   finetune/lora.py @2685705) keeps each quantised linear's input as a plain ctx attribute
-#   (MatMul4Bit.forward `ctx.tensors = (A, B)`, MatMul8bitLt `ctx.tensors = (CAt, subA, A)`), which
-#   autograd does not release after backward; litgpt's loop keeps the step's graph alive through the
-#   next micro-batch's forward (`logits = model(input_ids, lm_head_chunk_size=128)` rebinds the
-#   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
-#   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
-LIGHTNING_BNB_STACKS = frozenset({"litgpt"})
 LIGHTNING_QUANT_STATE_BYTES = HALF_BYTES  # fp16: `.to(device=device, dtype=torch.half)` before quantize_4bit
 
 

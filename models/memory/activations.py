@@ -31,6 +31,7 @@ from vramplan.models.architecture.params import LayerGroup, layer_groups, module
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import FUSED_QKV_DROPOUT_STACKS, GATHERED_SP_INPUT_STACKS
 from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.activation_terms import (
     FP32,
@@ -43,7 +44,7 @@ from vramplan.models.memory.activation_terms import (
 )
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
-from vramplan.models.memory.parallel_activations import GATHERED_SP_INPUT_STACKS, inflight_chunks, shard_terms
+from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
 
@@ -91,12 +92,6 @@ def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGrou
             dropout_inputs = _dropout_inputs(arch, job, adapted)
     return layer_terms(arch, job.kernels, job.attention, x, adapters, rank, group, dropout_inputs,
                        compiled=job.compile != "none")
-
-
-# Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
-# adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
-# `after_A = F.linear(self.lora_dropout(x), self.lora_A)`, one dropped-out copy of x for q, k and v).
-FUSED_QKV_DROPOUT_STACKS = frozenset({"litgpt"})
 
 
 def _dropout_inputs(arch: Architecture, job: Job, adapted: tuple) -> int:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
+from vramplan.models.core.stack_behaviour import LOSS_PARALLEL_STACKS
 from vramplan.models.memory.activation_terms import (
     FP32,
     INT64,
@@ -110,14 +111,6 @@ def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
     extra = loss_backward_extra_bytes(arch, job.kernels, x)
     largest = FP32 * t * v if job.kernels == "eager" else x.e * t * v  # fp32 logits gradient / in-place cast
     return LossCost(kept, extra, largest)
-
-
-# Stacks whose tensor parallelism computes the eager cross-entropy vocab-parallel through
-# torch.distributed.tensor.parallel.loss_parallel: torchtitan, on by default whenever tp > 1
-# (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallel_dims.py loss_parallel_enabled
-# `self.tp > 1 and self.enable_loss_parallel`, --training.disable_loss_parallel off; utils.py
-# get_train_context enters `loss_parallel()`; train.py `del pred` before `loss.backward()`).
-LOSS_PARALLEL_STACKS = frozenset({"torchtitan"})
 
 
 def loss_parallel_backward_extra_bytes(arch: Architecture, job: Job, x: Shape, logits_deleted: bool = True) -> int | None:

@@ -24,6 +24,7 @@ from vramplan.models.architecture.quantization import (
 )
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import UNSHARDED_ACCUMULATION_STACKS
 from vramplan.models.memory.parallel_states import RankParams, rank_params, rank_trainable_params
 from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
@@ -182,16 +183,6 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
-
-
-# Stacks whose gradient accumulation under ZeRO-3 keeps the gradients unsharded until the last
-# micro-batch: litgpt's finetune/pretrain scripts wrap every accumulating micro-batch in
-# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py, full.py at
-# 2685705), which under its ModelParallelStrategy (FSDP2) is `set_requires_gradient_sync(False)`:
-# FSDP2 then accumulates each trainable parameter's unsharded gradient and reduce-scatters it with
-# the last micro-batch (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py). A full
-# fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard.
-UNSHARDED_ACCUMULATION_STACKS = frozenset({"litgpt"})
 
 
 def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:

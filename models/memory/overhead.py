@@ -39,22 +39,13 @@ from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import ROOT_GATHERED_STACKS
 from vramplan.models.core.units import BYTES_PER_MIB, ceil_div
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h
-# Stacks whose FSDP wraps the decoder layers and leaves the embedding, final norm and lm_head to the
-# root unit, as counted: hf (accelerate's TRANSFORMER_BASED_WRAP on the model's `_no_split_modules`,
-# and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules: huggingface/peft@5d602fd
-# examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py fsdp_auto_wrap_policy). Not
-# counted yet: torchtune's root holds tok_embeddings and output too unless `custom_sharded_layers`
-# (commented out in pytorch/torchtune recipes/configs/llama3_1/70B_lora.yaml), torchtitan's did at
-# 9dec370 (apply_fsdp: `fully_shard(model, ...)` over tok_embeddings, norm and output; today's
-# torchtitan/distributed/fsdp.py wraps them apart), and litgpt's FSDP2 root holds wte, ln_f and a
-# frozen lm_head (finetune/lora.py parallelize_fn @2685705).
-ROOT_GATHERED_STACKS = frozenset({"hf"})
 
 
 @dataclass(frozen=True)

@@ -48,14 +48,6 @@ _SEQUENCE_REGION = frozenset({
     "moe.router_softmax_fp32", "moe.router_input_fp32", "moe.routing", "lm_head.input",
 })
 _KV_REGION = frozenset({"attn.kv", "attn.k", "attn.v"})  # K/V of the KV heads (GQA: kv_heads_per_rank)
-# Stacks whose sequence parallelism is DTensor's: a column-parallel linear's input is redistributed
-# from Shard(1) (the sequence) to Replicate() in the forward and the linear saves that all-gathered
-# copy for its weight gradient (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py
-# apply_tp: "attention" / "feed_forward" PrepareModuleInput(input_layouts=Shard(1),
-# desired_input_layouts=Replicate()), "output" ColwiseParallel(input_layouts=Shard(1))), where
-# Megatron saves its sequence shard and all-gathers it again in the backward (Korthikanti sec. 4.2.2).
-# Their linear inputs are held whole under SP.
-GATHERED_SP_INPUT_STACKS = frozenset({"torchtitan"})
 _GATHERED_INPUTS = frozenset({"lm_head.input"})  # and every "*.linear_input"
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import EAGER_ELEMENTWISE_STACKS
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
@@ -58,9 +59,6 @@ MEASURED_BYTES = 2  # the activations' bytes per element in the measurement (bf1
 HBM_FRACTION = Efficiency(0.80, True, "torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1, 3: Llama 3.1 "
                                       "8B FSDP 8 / 128 H100, 5,762 / 6,667 and 5,605 / 6,514 tokens/s/GPU without / with "
                                       "torch.compile")
-
-# Stacks whose uncompiled blocks pay the element-wise traffic (see the module docstring).
-EAGER_ELEMENTWISE_STACKS = frozenset({"torchtitan", "torchtune"})
 
 
 def _layer_width_bytes(arch: Architecture, coefficients: tuple[float, float]) -> float:

@@ -1,0 +1,125 @@
+"""What a training stack's implementation does that no recipe option changes, each read in the
+stack's code: one table, each behaviour with the stacks that show it and the lines it was read in.
+models/ asks `job.stack in BEHAVIOUR` where the mechanism is modelled (the module named in each
+entry); a stack not named, `custom` or a catalogue of your own, shows none. docs/stacks.md lists them
+(`python -c "from vramplan.models.core.stack_behaviour import describe; print(describe())"`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """A behaviour, the stacks that show it, and where it is modelled."""
+
+    summary: str
+    stacks: frozenset[str]
+    modelled_in: str
+
+    def __contains__(self, stack: object) -> bool:
+        return stack in self.stacks
+
+
+# Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
+# (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
+# virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
+# --pipeline-model-parallel-layout splits a rank's chunks unevenly, and the one vramplan writes for
+# an uneven split keeps each rank's chunks equal: launch/pipeline.py).
+# torchtitan splits the model into pp x vpp stages of layers / stages each, the remainder spread
+# (pipeline_module_split), so its chunks may differ by one layer.
+EVEN_VIRTUAL_STAGES = Behaviour(
+    "interleaved stages of equal layers on each rank", frozenset({"megatron"}), "models/architecture/parallel.py")
+
+# Stacks whose gradient accumulation under ZeRO-3 keeps the gradients unsharded until the last
+# micro-batch: litgpt's finetune/pretrain scripts wrap every accumulating micro-batch in
+# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py, full.py at
+# 2685705), which under its ModelParallelStrategy (FSDP2) is `set_requires_gradient_sync(False)`:
+# FSDP2 then accumulates each trainable parameter's unsharded gradient and reduce-scatters it with
+# the last micro-batch (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py). A full
+# fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard.
+UNSHARDED_ACCUMULATION_STACKS = Behaviour(
+    "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt"}), "models/memory/model_states.py")
+
+# Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
+# adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
+# `after_A = F.linear(self.lora_dropout(x), self.lora_A)`, one dropped-out copy of x for q, k and v).
+FUSED_QKV_DROPOUT_STACKS = Behaviour(
+    "one LoRA dropout copy for the fused q/k/v projection", frozenset({"litgpt"}), "models/memory/activations.py")
+
+# Stacks whose sequence parallelism is DTensor's: a column-parallel linear's input is redistributed
+# from Shard(1) (the sequence) to Replicate() in the forward and the linear saves that all-gathered
+# copy for its weight gradient (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py
+# apply_tp: "attention" / "feed_forward" PrepareModuleInput(input_layouts=Shard(1),
+# desired_input_layouts=Replicate()), "output" ColwiseParallel(input_layouts=Shard(1))), where
+# Megatron saves its sequence shard and all-gathers it again in the backward (Korthikanti sec. 4.2.2).
+# Their linear inputs are held whole under SP.
+GATHERED_SP_INPUT_STACKS = Behaviour(
+    "sequence-parallel linears save their all-gathered input", frozenset({"torchtitan"}), "models/memory/parallel_activations.py")
+
+# Stacks whose tensor parallelism computes the eager cross-entropy vocab-parallel through
+# torch.distributed.tensor.parallel.loss_parallel: torchtitan, on by default whenever tp > 1
+# (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallel_dims.py loss_parallel_enabled
+# `self.tp > 1 and self.enable_loss_parallel`, --training.disable_loss_parallel off; utils.py
+# get_train_context enters `loss_parallel()`; train.py `del pred` before `loss.backward()`).
+LOSS_PARALLEL_STACKS = Behaviour(
+    "the eager loss runs under torch's loss_parallel with TP", frozenset({"torchtitan"}), "models/memory/loss.py")
+
+# Stacks whose FSDP wraps the decoder layers and leaves the embedding, final norm and lm_head to the
+# root unit, as counted: hf (accelerate's TRANSFORMER_BASED_WRAP on the model's `_no_split_modules`,
+# and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules: huggingface/peft@5d602fd
+# examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py fsdp_auto_wrap_policy). Not
+# counted yet: torchtune's root holds tok_embeddings and output too unless `custom_sharded_layers`
+# (commented out in pytorch/torchtune recipes/configs/llama3_1/70B_lora.yaml), torchtitan's did at
+# 9dec370 (apply_fsdp: `fully_shard(model, ...)` over tok_embeddings, norm and output; today's
+# torchtitan/distributed/fsdp.py wraps them apart), and litgpt's FSDP2 root holds wte, ln_f and a
+# frozen lm_head (finetune/lora.py parallelize_fn @2685705).
+ROOT_GATHERED_STACKS = Behaviour(
+    "FSDP's root unit (embedding, final norm, lm_head) stays gathered", frozenset({"hf"}), "models/memory/overhead.py")
+
+# Stacks that quantise through Lightning Fabric's BitsandbytesPrecision (litgpt finetune/lora.py
+# `--quantize bnb.*`: `plugins = BitsandbytesPrecision(quantize[4:], dtype)`, Lightning-AI/litgpt@e5493986
+# and @2685705). Three facts of that path, read in Lightning-AI/pytorch-lightning@b19eba3
+# src/lightning/fabric/plugins/precision/bitsandbytes.py and litgpt@e5493986:
+# - `module_init_context` swaps `torch.nn.Linear` for the bnb class while the model is built
+#   (`_ClassReplacementContextManager({"torch.nn.Linear": self._linear_cls})`), so every linear is
+#   quantised, the lm_head included (litgpt/lora.py GPT.__init__: `self.lm_head = LoRALinear(...)`,
+#   whose `self.linear = torch.nn.Linear(...)`); litgpt's lm_head is its own module, never tied to
+#   the embedding (litgpt/model.py GPT.__init__), so a tied checkpoint gets a second, quantised copy;
+# - `_Linear4bit.quantize` quantises `weight.contiguous().to(device=device, dtype=torch.half)`: the
+#   quant state's dtype is fp16, so dequantising a matrix for the bf16 GEMM makes an fp16 copy and
+#   then its bf16 cast (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward
+#   `F.dequantize_4bit(B, quant_state).to(A.dtype)`, and the same in backward): 2 + 2 bytes a weight;
+# - bitsandbytes before 0.43.2 (litgpt's code warns that it "only supports bitsandbytes v0.42.0",
+#   finetune/lora.py @2685705) keeps each quantised linear's input as a plain ctx attribute
+#   (MatMul4Bit.forward `ctx.tensors = (A, B)`, MatMul8bitLt `ctx.tensors = (CAt, subA, A)`), which
+#   autograd does not release after backward; litgpt's loop keeps the step's graph alive through the
+#   next micro-batch's forward (`logits = model(input_ids, lm_head_chunk_size=128)` rebinds the
+#   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
+#   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
+LIGHTNING_BNB_STACKS = Behaviour(
+    "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt"}), "models/architecture/quantization.py")
+
+# Stacks whose uncompiled blocks pay the element-wise HBM traffic that torch.compile's fusion
+# removes (models/time/compile_speed.py's module docstring: torchtitan and torchtune run eager
+# element-wise ops unless compiled; hf and deepspeed keep the calibrated fused-kernel speed).
+EAGER_ELEMENTWISE_STACKS = Behaviour(
+    "uncompiled blocks pay the element-wise HBM traffic", frozenset({"torchtitan", "torchtune"}), "models/time/compile_speed.py")
+
+
+BEHAVIOURS = {
+    "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
+    "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
+    "FUSED_QKV_DROPOUT_STACKS": FUSED_QKV_DROPOUT_STACKS,
+    "GATHERED_SP_INPUT_STACKS": GATHERED_SP_INPUT_STACKS,
+    "LOSS_PARALLEL_STACKS": LOSS_PARALLEL_STACKS,
+    "ROOT_GATHERED_STACKS": ROOT_GATHERED_STACKS,
+    "LIGHTNING_BNB_STACKS": LIGHTNING_BNB_STACKS,
+    "EAGER_ELEMENTWISE_STACKS": EAGER_ELEMENTWISE_STACKS,
+}
+
+
+def describe() -> str:
+    """One line per behaviour: its name, the stacks that show it, what it is and where it is modelled."""
+    return "\n".join(f"{name}: {', '.join(sorted(b.stacks))}: {b.summary} ({b.modelled_in})"
+                     for name, b in BEHAVIOURS.items())
