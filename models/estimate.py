@@ -32,7 +32,7 @@ from vramplan.models.core.results import (
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import Pricing, cost, has_price, training_hours, worked_tokens
+from vramplan.models.time.cost import Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -205,7 +205,7 @@ def estimate_plan(
         num_instances=price.num_instances,
         gpus_per_instance=offering.num_gpus,
         intra_node_gb_per_s=gpu.intra_node_bandwidth_gb_per_s,
-        network_gb_per_s=offering.network_bandwidth_gb_per_s or gpu.network_bandwidth_gb_per_s,
+        network_gb_per_s=network_gb_per_s(offering, gpu),
         usd_per_hour=price.usd_per_hour,
         tokens=tokens,
         hours=hours,

@@ -60,13 +60,16 @@ class Cluster:
     num_gpus: int
     num_instances: int
     price_units: int  # 1e-4 USD per hour for the whole cluster
+    # Per GPU between instances: the offering's, or where its catalogue row leaves it empty the GPU's
+    # usual fabric (as models.performance reads an empty one); never None in a shape.
+    network_gb_per_s: float
 
     @functools.cached_property
     def shape(self) -> tuple[int, int, int, float]:
-        """What memory and step time depend on: (GPU, count, GPUs per instance, the offering's
-        network bandwidth between instances). Price does not. Kept: the searches ask it per
-        cluster pair (cpsat_engine's exclusions), millions of times a batch."""
-        return (self.gpu_index, self.count_index, self.offering.domain_gpus, self.offering.network_bandwidth_gb_per_s)
+        """What memory and step time depend on: (GPU, count, GPUs per instance, the network
+        bandwidth between instances). Price does not. Kept: the searches ask it per cluster pair
+        (cpsat_engine's exclusions), millions of times a batch."""
+        return (self.gpu_index, self.count_index, self.offering.domain_gpus, self.network_gb_per_s)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.memory.memory import check_job
 from vramplan.models.time.cost import (
     instance_price_usd_per_hour,
+    network_gb_per_s,
     num_instances,
 )
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, valid_layouts
@@ -94,7 +95,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(
-                Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD))
+                Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD),
+                        network_gb_per_s(offering, gpus[gpu_index[offering.gpu]]))
             )
     space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
                         micro_batches, layouts)

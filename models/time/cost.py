@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from vramplan.models.core.catalogue_schema import Offering
+from vramplan.models.core.catalogue_schema import GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import ceil_div
 
@@ -23,6 +23,12 @@ class Cost:
     usd_per_hour: float
     hours: float
     usd_total: float
+
+
+def network_gb_per_s(offering: Offering, gpu: GpuSpec) -> float:
+    """Per-GPU bandwidth between the offering's instances, one direction: its catalogue value, or
+    where the row leaves it empty the GPU's usual fabric (catalogue_schema.Offering)."""
+    return gpu.network_bandwidth_gb_per_s if offering.network_bandwidth_gb_per_s is None else offering.network_bandwidth_gb_per_s
 
 
 def num_instances(num_gpus: int, offering: Offering) -> int:
