@@ -24,7 +24,7 @@ the family's UnitMemo, so every query of the family reads them whatever clusters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -37,10 +37,18 @@ from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
 from vramplan.models.time.parallel_time import ParallelTraffic, bubble_s, parallel_traffic
 from vramplan.models.time.rates import peak_tflops, rate_precision
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace, Shape
 from vramplan.solver.tables import RecomputeChoice, Tables
 
-Branch = tuple[int, ...]  # the layouts one CP-SAT model of a cluster covers (branch_of)
+
+class Branch(NamedTuple):
+    """The layouts of one pipeline depth and TP degree (docs/glossary.md: branch): what one CP-SAT
+    model of a cluster covers (branch_of)."""
+
+    pp: int
+    tp: int
+
+
 _TERA = 10**12
 # The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
 _FIELDS = ("tp_forward_bytes", "tp_backward_bytes", "forward_share", "pp_bytes", "cp_bytes", "attention_flops",
@@ -53,7 +61,7 @@ def branch_of(layout: Layout) -> Branch:
     tables small. CP-SAT's presolve of the table constraints grows faster than the tables
     (see docs/performance.md#units-and-tiers); each branch gets its own bound, so the
     branch-and-bound still builds only the branches that can win."""
-    return layout.pp, layout.tp
+    return Branch(layout.pp, layout.tp)
 
 
 # A shape with at most this many (layout, precision, recompute) cells takes the scalar path
@@ -136,7 +144,7 @@ class ShapeTerms:
         return [(bound, layouts[row_of[i // (num_p * num_r)]], ps[i // num_r % num_p], i % num_r) for bound, i in order]
 
 
-def shape_terms(space: SearchSpace, shape: tuple) -> ShapeTerms:
+def shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
     """The shape's tier-1 terms, kept in the family's UnitMemo by value (SearchSpace.unit_shape)."""
     memo = space.shared.shape_terms
     key = space.unit_shape(shape)
@@ -146,7 +154,7 @@ def shape_terms(space: SearchSpace, shape: tuple) -> ShapeTerms:
     return terms
 
 
-def _shape_terms(space: SearchSpace, shape: tuple) -> ShapeTerms:
+def _shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
     g, n, per_instance, network = shape
     gpu, ps = space.gpus[g], space.gpu_precisions[g]
     traffic = count_traffic(space, shape)
@@ -185,7 +193,7 @@ def by_cell_rows(values: list[int], num_layouts: int) -> list[list[int]]:
     return [values[i * width:(i + 1) * width] for i in range(num_layouts)]
 
 
-def _scalar_terms(space: SearchSpace, shape: tuple, traffic: CountTraffic, compute: list[list[float]]) -> list[int]:
+def _scalar_terms(space: SearchSpace, shape: Shape, traffic: CountTraffic, compute: list[list[float]]) -> list[int]:
     """The terms of a small shape, flat in (layout, precision, recompute) order, one scalar call a
     cell: to_us of the compute (models.performance.compute_time_s), of Tables.parallel_s
     (models.parallel_time.parallel_seconds) and of bubble_s at the layout's largest accumulation:
@@ -201,7 +209,7 @@ def _scalar_terms(space: SearchSpace, shape: tuple, traffic: CountTraffic, compu
             for precision, row in zip(precisions, compute) for recompute, seconds in zip(space.recomputes, row)]
 
 
-def count_traffic(space: SearchSpace, shape: tuple) -> CountTraffic:
+def count_traffic(space: SearchSpace, shape: Shape) -> CountTraffic:
     """The GPU-independent traffic of a shape's layouts, kept in the family's UnitMemo per (count,
     layout set: SearchSpace.unit_shape, precisions): the shapes of every GPU and offering with this
     count and these layouts share it."""
@@ -215,7 +223,7 @@ def count_traffic(space: SearchSpace, shape: tuple) -> CountTraffic:
     return traffic
 
 
-def _count_traffic(space: SearchSpace, shape: tuple, names: tuple[str, ...]) -> CountTraffic:
+def _count_traffic(space: SearchSpace, shape: Shape, names: tuple[str, ...]) -> CountTraffic:
     n = shape[1]
     tables, count = space.tables, space.counts[n]
     indices = space.cluster_layouts(shape)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from vramplan.solver.layouts import tp_reach
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace, Shape
 from vramplan.solver.space_tables import StepTables
 from vramplan.solver.step_time import point_step_us
 from vramplan.solver.tables import accumulation
@@ -107,7 +107,7 @@ def accumulated_mib(space: SearchSpace, zf: int, n: int, p: int, li: int, j: int
     return extra if accum > 1 else 0
 
 
-def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool = True,
+def inner_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool = True,
                   timed: bool = True) -> InnerMetrics | None:
     """Memory (the most loaded checked rank) and integer step time of inner decisions on a shape;
     None if invalid or (with memory=True) over the GPU's limit. timed=False leaves the step time
@@ -120,14 +120,14 @@ def inner_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool =
     return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
 
 
-def step_us(space: SearchSpace, t: StepTables, shape: tuple, inner: Inner) -> int:
+def step_us(space: SearchSpace, t: StepTables, shape: Shape, inner: Inner) -> int:
     """The integer step time of inner decisions on a shape, from its step tables t (the layout
     tabulated): solver/step_time.py's sum."""
     zf, r, p, b, li = inner
     return point_step_us(t, space.zero_offloads[zf][0], zf, r, p, b, li, space.arch.num_layers)
 
 
-def _memory_metrics(space: SearchSpace, shape: tuple, inner: Inner, memory: bool) -> InnerMetrics | None:
+def _memory_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool) -> InnerMetrics | None:
     g, n, per_instance, _ = shape
     zf, r, p, b, li = inner
     if (g, p) not in space.valid_gpu_precision or space.layouts[li].tp > tp_reach(per_instance):

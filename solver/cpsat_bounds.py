@@ -30,7 +30,7 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
 from vramplan.solver.bound_arrays import Branch, ShapeTerms, branch_of, shape_terms
 from vramplan.solver.candidates import Inner, step_us
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace, Shape
 from vramplan.solver.step_time import exposed_lower_us
 
 __all__ = ["LAST_TIER", "Branch", "UnitBounds", "branch_layouts", "branch_of", "huge"]
@@ -38,7 +38,7 @@ __all__ = ["LAST_TIER", "Branch", "UnitBounds", "branch_layouts", "branch_of", "
 LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model
 
 
-def branch_layouts(space: SearchSpace, shape: tuple, branch: Branch) -> list[int]:
+def branch_layouts(space: SearchSpace, shape: Shape, branch: Branch) -> list[int]:
     """The layouts of a cluster shape on one branch (what one unit's bound and CP-SAT model cover;
     the space's list, not a copy)."""
     return space.cluster_layout_groups(shape, branch_of).get(branch, [])
@@ -56,7 +56,7 @@ class UnitBounds:
     space: SearchSpace
     _terms: dict[tuple, ShapeTerms] = field(default_factory=dict, repr=False)  # this space's shapes' UnitMemo entries
 
-    def _shape_terms(self, shape: tuple) -> ShapeTerms:
+    def _shape_terms(self, shape: Shape) -> ShapeTerms:
         """bound_arrays.shape_terms, looked up once per shape of this space (the UnitMemo's key
         is by value: a tuple made per lookup)."""
         terms = self._terms.get(shape)
@@ -75,7 +75,7 @@ class UnitBounds:
             bounds[key] = self._lower_step_us(shape, branch, host)
         return bounds[key]
 
-    def _lower_step_us(self, shape: tuple, branch: Branch, host_mib: int | None) -> int | None:
+    def _lower_step_us(self, shape: Shape, branch: Branch, host_mib: int | None) -> int | None:
         """Relaxation: over the branch's layouts and the recompute x precision the GPU runs,
         the least of compute + model-parallel collectives + the smallest bubble (the largest
         accumulation) + the least exposed data-parallel traffic (see _least_comm_us). With a host
@@ -97,7 +97,7 @@ class UnitBounds:
                 return bound
         return None
 
-    def _time_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
+    def _time_terms(self, shape: Shape, branch: Branch) -> list[tuple[int, Layout, int, int]]:
         """(step-time lower bound, Layout, precision, recompute) of a shape's layouts on a
         branch, least first (ties in the space's layout order, then precision, recompute): the
         tier-1 terms plus the least exposed data-parallel traffic (_timed); kept in the family's
@@ -109,7 +109,7 @@ class UnitBounds:
             memo[key] = [] if timed is None else self._shape_terms(shape).sorted_terms(branch, timed)
         return memo[key]
 
-    def _timed(self, shape: tuple, branch: Branch) -> np.ndarray | None:
+    def _timed(self, shape: Shape, branch: Branch) -> np.ndarray | None:
         """Tier 2's terms of a branch, (layout, precision, recompute) whole microseconds (None: no
         layout or precision): each tier-1 term (compute + collectives + the least bubble) plus
         step_time.exposed_lower_us of the least data-parallel traffic of its layout and precision
@@ -139,7 +139,7 @@ class UnitBounds:
         shape's terms are arrays over all its layouts at once (solver/bound_arrays.py)."""
         return self._shape_terms(self.space.clusters[c].shape).parallel_least(branch)
 
-    def _parallel_terms(self, shape: tuple, branch: Branch) -> list[tuple[int, Layout, int, int]]:
+    def _parallel_terms(self, shape: Shape, branch: Branch) -> list[tuple[int, Layout, int, int]]:
         """(compute + model-parallel collectives + the least bubble, Layout, precision, recompute),
         least first; kept like _time_terms."""
         memo, key = self.space.shared.parallel_terms, (self.space.unit_shape(shape), branch)
@@ -188,7 +188,7 @@ class UnitBounds:
             memo[key] = self._fitted_step_us(shape, branch, host)
         return memo[key]
 
-    def _fitted_step_us(self, shape: tuple, branch: Branch, host_mib: int) -> int | None:
+    def _fitted_step_us(self, shape: Shape, branch: Branch, host_mib: int) -> int | None:
         """The (layout, precision, recompute) are visited in the order of their tier-1 terms
         (compute + collectives + the least bubble: at most every step time of theirs), so the first
         term at or above the best bound so far ends the walk; a layout's memory and step tables

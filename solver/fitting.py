@@ -11,7 +11,7 @@ import numpy as np
 
 from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_tie, step_us
 from vramplan.solver.layouts import tp_reach
-from vramplan.solver.space import SearchSpace
+from vramplan.solver.space import SearchSpace, Shape
 
 
 def explained_layouts(space: SearchSpace) -> list[int]:
@@ -70,14 +70,14 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     return grids
 
 
-def shape_points(space: SearchSpace, shape: tuple) -> Iterator[tuple[int, Inner]]:
+def shape_points(space: SearchSpace, shape: Shape) -> Iterator[tuple[int, Inner]]:
     """memory_peaks of a shape, without the choices the stack does not run on its GPU count."""
     g, n, per_instance, _ = shape
     return ((peak, inner) for peak, inner in memory_peaks(space, g, n, tp_reach(per_instance))
             if space.count_allows(n, inner.zero_offload, inner.recompute))
 
 
-def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, int], list[tuple[Inner, InnerMetrics]]]:
+def shape_table(space: SearchSpace, timed: bool = True) -> dict[Shape, list[tuple[Inner, InnerMetrics]]]:
     """Per shape, the inner decisions that fit the GPU, best step time first (the explanation's
     restriction model reads it; the engines do not); timed=False leaves the step times out
     (step_us 0, least inner tie first), for a model that reads only memory and host RAM. Memory
@@ -99,7 +99,7 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[tuple[int, int, 
     return table
 
 
-def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
+def _fitting(space: SearchSpace, shape: Shape, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
     """The shape's fitting points (_memory_fitting: memory from the grids at once) with their
     integer step times (candidates.step_us, as inner_metrics adds it), best step time first. The
     same points and metrics as inner_metrics over shape_points up to the GPU's limit, at a quarter
@@ -113,7 +113,7 @@ def _fitting(space: SearchSpace, shape: tuple, timed: bool) -> list[tuple[Inner,
     return fitting
 
 
-def _memory_fitting(space: SearchSpace, shape: tuple) -> list[tuple[Inner, InnerMetrics]]:
+def _memory_fitting(space: SearchSpace, shape: Shape) -> list[tuple[Inner, InnerMetrics]]:
     """_fitting without step times, from the memory grids at once: every point whose most loaded
     checked rank fits, least inner tie first, with inner_metrics' memory split (the static part is
     that of the first most loaded rank, plus the buffers) and host RAM."""

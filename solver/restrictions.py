@@ -25,7 +25,7 @@ from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import SOLVE_WORK, STEP_WORK, Budget, replayed
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
-from vramplan.solver.space import Cluster, SearchSpace
+from vramplan.solver.space import Cluster, SearchSpace, Shape
 from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import in_place, place_labels
 
@@ -279,7 +279,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
 PINNED_INNER_FIELDS = ("zero", "offload", "recompute", "micro_batch", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel")
 
 
-def _representatives(relaxed: SearchSpace, pinned_fields: dict[str, tuple[str, object]], shape: tuple, timed: bool,
+def _representatives(relaxed: SearchSpace, pinned_fields: dict[str, tuple[str, object]], shape: Shape, timed: bool,
                      fitting: list[tuple[Inner, InnerMetrics]]) -> list[tuple[Inner, InnerMetrics]]:
     """Inner decisions that differ in what a restriction can see: grouped by the values of the
     pinned fields, and within a group only those not dominated in (step time, host RAM), which

@@ -15,7 +15,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import runs_on_count
@@ -50,6 +50,18 @@ log = logging.getLogger(__name__)
 PRICE_UNITS_PER_USD = 10_000
 
 
+class Shape(NamedTuple):
+    """What a cluster's memory and step time depend on (docs/glossary.md: shape): its GPU and GPU
+    count as domain indices of the space, the GPUs of one NVLink domain of its offering, and the
+    network bandwidth per GPU between its instances. Clusters of one shape are the same hardware
+    at different prices; SearchSpace.unit_shape is the shape by value."""
+
+    gpu_index: int  # into SearchSpace.gpus
+    count_index: int  # into SearchSpace.counts
+    per_instance: int  # the offering's NVLink domain (Offering.domain_gpus)
+    network_gb_per_s: float  # between instances (models/time/cost.py network_gb_per_s)
+
+
 @dataclass(frozen=True)
 class Cluster:
     """num_gpus GPUs of one offering (whole instances beyond one instance)."""
@@ -65,11 +77,11 @@ class Cluster:
     network_gb_per_s: float
 
     @functools.cached_property
-    def shape(self) -> tuple[int, int, int, float]:
+    def shape(self) -> Shape:
         """What memory and step time depend on: (GPU, count, GPUs per instance, the network
         bandwidth between instances). Price does not. Kept: the searches ask it per cluster pair
         (cpsat_engine's exclusions), millions of times a batch."""
-        return (self.gpu_index, self.count_index, self.offering.domain_gpus, self.network_gb_per_s)
+        return Shape(self.gpu_index, self.count_index, self.offering.domain_gpus, self.network_gb_per_s)
 
 
 @dataclass
@@ -173,7 +185,7 @@ class SearchSpace:
             return inner
         return inner._replace(layout=self.layout_index[layouts[inner.layout]])
 
-    def unit_shape(self, shape: tuple) -> tuple[str, int, int, float, int]:
+    def unit_shape(self, shape: Shape) -> tuple[str, int, int, float, int]:
         """A shape by value (GPU name, GPU count, GPUs per instance, network) and which layouts it
         runs (a number the family gives each distinct set): UnitMemo's key. A family's queries can
         run different layouts on one shape: one that allows GB200 NVL72 trays searches EP up to 64
@@ -194,7 +206,7 @@ class SearchSpace:
         """models/ function evaluations this query made (terms shared with an earlier query are free)."""
         return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
 
-    def step_tables(self, shape: tuple, layouts: list[int]) -> StepTables:
+    def step_tables(self, shape: Shape, layouts: list[int]) -> StepTables:
         """A shape's step-time terms for these layouts, tabulated on first use: the search visits
         few (shape, layout) pairs, and only those pay for their traffic terms."""
         tables = self.timing.get(shape)
@@ -286,7 +298,7 @@ class SearchSpace:
             aliases = self.aliases_of_pp[pp] = tuple(stages.index(stage) for stage in stages)
         return aliases
 
-    def cluster_layouts(self, shape: tuple) -> list[int]:
+    def cluster_layouts(self, shape: Shape) -> list[int]:
         """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one
         instance; kept per shape (the branch-and-bound asks it for every cluster of every query)."""
         key = _reach(shape)  # shapes of one count and TP reach share the list
@@ -295,7 +307,7 @@ class SearchSpace:
             layouts = self.layouts_of_shape[key] = [li for li in self.count_layouts[key[0]] if self.layouts[li].tp <= key[1]]
         return layouts
 
-    def cluster_layout_groups(self, shape: tuple, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
+    def cluster_layout_groups(self, shape: Shape, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
         """cluster_layouts(shape) by group(layout), in that order, made once per group, count and TP
         reach (branch_layouts asks it very often; docs/performance.md#layout-plans)."""
         key = (group, *_reach(shape))
@@ -306,7 +318,7 @@ class SearchSpace:
                 groups.setdefault(group(self.layouts[li]), []).append(li)
         return groups
 
-    def clusters_of_shape(self, shape: tuple) -> list[int]:
+    def clusters_of_shape(self, shape: Shape) -> list[int]:
         """The clusters of one shape (the same hardware at other prices), in cluster order."""
         if not self.shape_members:
             for c, cluster in enumerate(self.clusters):
@@ -388,6 +400,6 @@ class SearchSpace:
         return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
 
 
-def _reach(shape: tuple) -> tuple[int, int]:
+def _reach(shape: Shape) -> tuple[int, int]:
     """(count index, TP reach): what a cluster shape's layouts depend on (TP inside one instance)."""
     return shape[1], tp_reach(shape[2])

@@ -16,7 +16,7 @@ from vramplan.solver.step_time import windows_us
 from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
-    from vramplan.solver.space import SearchSpace
+    from vramplan.solver.space import SearchSpace, Shape
 
 
 def fill_layout_domains(space: SearchSpace) -> None:
@@ -153,7 +153,7 @@ class StepTables:
     layouts: set[int] = field(default_factory=set)  # the layouts tabulated so far
 
 
-def fill_step_tables(space: SearchSpace, shape: tuple, li: int, out: StepTables) -> None:
+def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables) -> None:
     """One layout's step-time terms on a cluster shape, each family of terms as one grid."""
     g, n_i, per_instance, network = shape
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
