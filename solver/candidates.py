@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from vramplan.solver.clusters import Shape
 from vramplan.solver.layouts import tp_reach
-from vramplan.solver.space import SearchSpace, Shape
+from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_tables import StepTables
 from vramplan.solver.step_time import point_step_us
 from vramplan.solver.tables import accumulation

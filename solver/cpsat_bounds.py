@@ -30,7 +30,8 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
 from vramplan.solver.bound_arrays import Branch, ShapeTerms, branch_of, shape_terms
 from vramplan.solver.candidates import Inner, step_us
-from vramplan.solver.space import SearchSpace, Shape
+from vramplan.solver.clusters import Shape
+from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import exposed_lower_us
 
 __all__ = ["LAST_TIER", "Branch", "UnitBounds", "branch_layouts", "branch_of", "huge"]

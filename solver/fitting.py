@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_tie, step_us
+from vramplan.solver.clusters import Shape
 from vramplan.solver.layouts import tp_reach
-from vramplan.solver.space import SearchSpace, Shape
+from vramplan.solver.space import SearchSpace
 
 
 def explained_layouts(space: SearchSpace) -> list[int]:

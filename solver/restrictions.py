@@ -21,11 +21,12 @@ from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.solver.candidates import Inner, InnerMetrics
+from vramplan.solver.clusters import Cluster, Shape
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import SOLVE_WORK, STEP_WORK, Budget, replayed
 from vramplan.solver.fitting import shape_table
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
-from vramplan.solver.space import Cluster, SearchSpace, Shape
+from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import in_place, place_labels
 

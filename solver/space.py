@@ -15,11 +15,11 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import runs_on_count
-from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S
@@ -28,6 +28,7 @@ from vramplan.models.time.cost import (
     worked_tokens,
 )
 from vramplan.models.time.flops import training_flops_per_token
+from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster, Shape
 from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_tables import (
@@ -46,43 +47,6 @@ from vramplan.solver.tables import (
 )
 
 log = logging.getLogger(__name__)
-
-PRICE_UNITS_PER_USD = 10_000
-
-
-class Shape(NamedTuple):
-    """What a cluster's memory and step time depend on (docs/glossary.md: shape): its GPU and GPU
-    count as domain indices of the space, the GPUs of one NVLink domain of its offering, and the
-    network bandwidth per GPU between its instances. Clusters of one shape are the same hardware
-    at different prices; SearchSpace.unit_shape is the shape by value."""
-
-    gpu_index: int  # into SearchSpace.gpus
-    count_index: int  # into SearchSpace.counts
-    per_instance: int  # the offering's NVLink domain (Offering.domain_gpus)
-    network_gb_per_s: float  # between instances (models/time/cost.py network_gb_per_s)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """num_gpus GPUs of one offering (whole instances beyond one instance)."""
-
-    offering: Offering
-    gpu_index: int
-    count_index: int
-    num_gpus: int
-    num_instances: int
-    price_units: int  # 1e-4 USD per hour for the whole cluster
-    # Per GPU between instances: the offering's, or where its catalogue row leaves it empty the GPU's
-    # usual fabric (as models.performance reads an empty one); never None in a shape.
-    network_gb_per_s: float
-
-    @functools.cached_property
-    def shape(self) -> Shape:
-        """What memory and step time depend on: (GPU, count, GPUs per instance, the network
-        bandwidth between instances). Price does not. Kept: the searches ask it per cluster pair
-        (cpsat_engine's exclusions), millions of times a batch."""
-        return Shape(self.gpu_index, self.count_index, self.offering.domain_gpus, self.network_gb_per_s)
-
 
 @dataclass
 class UnitMemo:

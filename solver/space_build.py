@@ -16,9 +16,10 @@ from vramplan.models.time.cost import (
     network_gb_per_s,
     num_instances,
 )
+from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space import PRICE_UNITS_PER_USD, Cluster, SearchSpace, UnitMemo
+from vramplan.solver.space import SearchSpace, UnitMemo
 from vramplan.solver.space_domains import (
     allowed_counts,
     divisors,

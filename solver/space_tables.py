@@ -16,7 +16,8 @@ from vramplan.solver.step_time import windows_us
 from vramplan.solver.tables import Tables, stage_slot, stage_slots
 
 if TYPE_CHECKING:
-    from vramplan.solver.space import SearchSpace, Shape
+    from vramplan.solver.clusters import Shape
+    from vramplan.solver.space import SearchSpace
 
 
 def fill_layout_domains(space: SearchSpace) -> None:
