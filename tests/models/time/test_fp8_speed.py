@@ -7,6 +7,7 @@ torchtitan's torchao run; now nothing is fitted to an end-to-end run and that ru
 from __future__ import annotations
 
 import pytest
+from helpers.stack_columns import assert_stack_column
 from measured_throughput import compare, load_runs
 
 from vramplan.models.catalogue.catalogue import load_stacks
@@ -127,8 +128,6 @@ def test_narrow_experts_pay_more_casts_per_flop(catalogue) -> None:
 
 def test_every_stack_names_its_fp8_recipe() -> None:
     """catalogues/stacks.csv `fp8_recipe`, with the code that runs it in each row's source."""
-    stacks = load_stacks()
-    assert {name: row.fp8_recipe for name, row in stacks.items()} == {
+    assert_stack_column("fp8_recipe", {
         "hf": "torchao", "deepspeed": "torchao", "megatron": "te-megatron", "torchtitan": "torchao",
-        "torchtune": "torchao", "litgpt": "te-linear", "unsloth": "torchao", "custom": "torchao"}
-    assert all("fp8_recipe" in row.source for name, row in stacks.items() if name != "custom")
+        "torchtune": "torchao", "litgpt": "te-linear", "unsloth": "torchao", "custom": "torchao"})

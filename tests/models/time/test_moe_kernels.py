@@ -22,6 +22,7 @@ import math
 
 import pytest
 from helpers.catalogue import packaged_catalogue
+from helpers.stack_columns import assert_stack_column
 
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import with_preset
@@ -98,11 +99,9 @@ def test_lora_runs_no_weight_gradient_gemm_and_dense_models_have_no_experts() ->
 
 def test_each_stack_names_its_moe_kernel() -> None:
     """catalogues/stacks.csv `moe_kernel`, with the code that runs it in each row's source."""
-    stacks = load_stacks()
-    assert {name: row.moe_kernel for name, row in stacks.items()} == {
+    assert_stack_column("moe_kernel", {
         "hf": "grouped", "deepspeed": "grouped", "megatron": "grouped", "torchtitan": "grouped",
-        "torchtune": "grouped", "litgpt": "loop", "unsloth": "grouped", "custom": "grouped"}
-    assert all("moe_kernel" in row.source for name, row in stacks.items() if name != "custom")
+        "torchtune": "grouped", "litgpt": "loop", "unsloth": "grouped", "custom": "grouped"})
     assert moe_kernel(_job("litgpt", 2048)) == "loop"
 
 

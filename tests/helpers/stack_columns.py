@@ -1,0 +1,12 @@
+"""A stacks.csv column every stack names, with the code that runs it cited in each row's source."""
+
+from __future__ import annotations
+
+from vramplan.models.catalogue.catalogue import load_stacks
+
+
+def assert_stack_column(column: str, expected: dict[str, str]) -> None:
+    """Each stack's value of `column` is `expected`'s, and every real stack's source cites it."""
+    stacks = load_stacks()
+    assert {name: getattr(row, column) for name, row in stacks.items()} == expected
+    assert all(column in row.source for name, row in stacks.items() if name != "custom")
