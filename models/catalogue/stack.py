@@ -3,8 +3,8 @@
 A stack preset gives the default of every recipe option (master weights, loss, recompute and what
 `selective` means, optimizer, optimizer-in-backward, activation offload, kernels, accounting,
 attention, QLoRA preparation, fragmentation reserve, torch.compile) as that stack runs by default, and facts
-that are not options: the kernel it runs MoE experts with (`moe_kernel`) and the fp8 recipe it
-trains fp8 with (`fp8_recipe`); each row cites the stack's source in its `source` column
+that are not options: the kernel it runs MoE experts with (`moe_kernel`), the fp8 recipe it
+trains fp8 with (`fp8_recipe`) and its fused attention kernel (`attention_kernel`); each row cites the stack's source in its `source` column
 (catalogues/README.md documents the columns). An option the user gives explicitly always wins over
 the preset. The default stack is `hf`.
 """
@@ -44,6 +44,10 @@ MoeKernel = Literal["loop", "grouped"]
 # fused modules, te.Linear swapped in per nn.Linear, or torchao's Float8Linear (tensorwise).
 Fp8Recipe = Literal["te-megatron", "te-linear", "torchao"]
 
+# Which fused attention kernel the stack runs (models/time/attention_kernel.py): a FlashAttention-2-class
+# kernel (torch SDPA's flash backend, flash-attn 2), or cuDNN's fused attention (Transformer Engine).
+AttentionKernel = Literal["flash2", "cudnn"]
+
 
 class StackPreset(_Row):
     """One training stack's defaults (one row of catalogues/stacks.csv)."""
@@ -66,6 +70,7 @@ class StackPreset(_Row):
     compile: Compile = Field(description="torch.compile by default: none, model (the blocks) or model+loss")
     moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
     fp8_recipe: Fp8Recipe = Field(description="the fp8 training recipe the stack runs: its casts and fused GEMMs (not a Job field)")
+    attention_kernel: AttentionKernel = Field(description="the fused attention kernel the stack runs: flash2 or cudnn (not a Job field)")
     description: str
     source: str
 

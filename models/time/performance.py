@@ -34,6 +34,7 @@ from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.activations import offload_transfer_bytes
 from vramplan.models.memory.parallel_states import rank_params, rank_trainable_params
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.time.attention_kernel import attention_saved_flops_per_token
 from vramplan.models.time.calibration import (
     COMMUNICATION_EFFICIENCY,
     HOST_OPTIMIZER_BANDWIDTH_GB_PER_S,
@@ -171,15 +172,17 @@ def offload_exposed_s(transfer_bytes: float, compute_s: float) -> float:
 
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
     """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
-    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs."""
+    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs. The attention runs
+    at the stack's kernel's speed (models/time/attention_kernel.py: cuDNN's saves about 38% of
+    FlashAttention-2's time), the same on every layout of a count (the solver's compute tables)."""
     flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
     efficiency = compute_efficiency(gpu.architecture).value
-    work: float = flops.hardware
+    work: float = flops.hardware - attention_saved_flops_per_token(arch, job, plan, gpu)  # the stack's attention kernel
     casts_s = 0.0
     if plan.precision == "fp8":  # the linears' GEMMs in fp8 plus the recipe's casts, the rest in bf16 (models/time/fp8.py)
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
-        work = flops.hardware - flops.linear * (1 - fp8_gemm_time_ratio(gpu))
+        work -= flops.linear * (1 - fp8_gemm_time_ratio(gpu))
         casts_s = fp8_cast_seconds(arch, job, plan, gpu)
     matmul_s = tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
     return matmul_s + casts_s + eager_elementwise_s(arch, job, plan, gpu)  # uncompiled element-wise ops (compile_speed.py)
