@@ -141,7 +141,8 @@ job_options = _stack(
                  help="What --recompute selective means: attention = Korthikanti/Megatron attention core, "
                       "op = torchtitan per-op SAC [default: the stack's]."),
     click.option("--recompute-layers", type=COUNT, default=None,
-                 help="Layers --recompute full checkpoints (Megatron --recompute-num-layers) [default: all]."),
+                 help="Layers --recompute full checkpoints in each pipeline stage (each model chunk: Megatron "
+                      "--recompute-num-layers, block method) [default: all]."),
     click.option("--optimizer-in-backward/--no-optimizer-in-backward", default=None,
                  help="Step each parameter in its gradient hook (torchtune optimizer_in_bwd): no full gradient buffer."),
     click.option("--activation-offload/--no-activation-offload", default=None,

@@ -38,9 +38,10 @@ from vramplan.launch.hf import hf_sections, json_text, unsloth_sections
 from vramplan.launch.litgpt import litgpt_text
 from vramplan.launch.pipeline import megatron_sets_vpp, megatron_split_args, torchtitan_model_parts
 from vramplan.launch.torchtune import torchtune_text
-from vramplan.models.architecture.parallel import split_of
+from vramplan.models.architecture.parallel import largest_chunk
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.recompute import recompute_block
 
 __all__ = ["WRITERS", "LaunchConfig", "check_writer", "launch_config"]
 
@@ -113,11 +114,15 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
     if plan.recompute == "selective":
         args.append("--recompute-granularity selective")
     elif plan.recompute == "full":
-        # block: the first N layers of every stage; every layer of the largest stage is all of them
-        layers = plan.recompute_layers if plan.recompute_layers is not None else max(
-            split_of(num_layers, plan.stage_layers if plan.stage_layers is not None else plan.pp))
-        args += ["--recompute-granularity full", "--recompute-method block", f"--recompute-num-layers {layers}"]
+        # block: the first N layers of every model chunk; every layer of the largest chunk is all of them
+        layers = recompute_block(job, plan)
+        args += ["--recompute-granularity full", "--recompute-method block",
+                 f"--recompute-num-layers {layers if layers is not None else _chunk_layers(plan, num_layers)}"]
     return args
+
+
+def _chunk_layers(plan: Plan, num_layers: int) -> int:
+    return largest_chunk(num_layers, plan.stage_layers if plan.stage_layers is not None else plan.pp, plan.vpp)
 
 
 def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
@@ -139,8 +144,10 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         "seq_len": job.seq_len, "mixed_precision_param": "bfloat16"}
     if plan.offload == "optimizer+params":  # FSDP CPU offload of parameters, gradients and optimizer states
         training["enable_cpu_offload"] = True
-    if plan.recompute == "full" and plan.recompute_layers is not None:
-        stride = max(1, round(num_layers / plan.pp / max(1, plan.recompute_layers)))
+    block = recompute_block(job, plan)
+    if plan.recompute == "full" and block is not None and block < _chunk_layers(plan, num_layers):
+        # every n-th block of a model part checkpoints about N of its layers
+        stride = max(1, round(_chunk_layers(plan, num_layers) / block))
         checkpoint = {"mode": "selective", "selective_ac_option": str(stride)}
     else:
         checkpoint = {"mode": {"none": "none", "full": "full"}.get(plan.recompute, "selective")}

@@ -8,7 +8,7 @@ of architectures (dense, MoE, MLA, local/global attention), stacks, methods, ker
 x offload, recompute and precisions with a Job and a Plan that record every field read, and fails
 when a read field is not declared here. Plan fields are the decisions the solver's own keys carry
 (solver/tables.py keys each term by the plan's decisions it reads, derived ones included:
-zero_group = dp x cp, expert_dp; the solver's plans keep the default split, stage_layers None).
+zero_group = dp x cp, expert_dp; the split, stage_layers, is part of the solver's Layout).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ MODEL_STATES = Term(
     frozenset({"tp", "pp", "ep", "zero", "offload", "precision", "zero_group", "expert_dp", "grad_accum", "stage_layers"}))
 COMPUTE_TIME = Term(
     "compute_time_s", compute_time_s,
-    frozenset({"method", "seq_len", "kernels", "loss", "compile", "stack", *_RECOMPUTE}),
-    frozenset({"tp", "pp", "cp", "ep", "sequence_parallel", "recompute", "recompute_layers", "precision",
-               "micro_batch", "grad_accum"}))
+    frozenset({"method", "seq_len", "kernels", "loss", "compile", "stack", "attention", *_RECOMPUTE}),
+    frozenset({"tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "recompute_layers", "precision",
+               "micro_batch", "grad_accum", "stage_layers"}))
 DP_TRAFFIC = Term(
     "dp_traffic", dp_traffic,
     frozenset({"method", *_LORA, "accounting"}),
@@ -51,12 +51,12 @@ DP_TRAFFIC = Term(
 FLOPS = Term(
     "plan_flops_per_token", plan_flops_per_token,
     frozenset({"method", "seq_len", *_RECOMPUTE}),
-    frozenset({"recompute", "recompute_layers"}))
+    frozenset({"pp", "vpp", "recompute", "recompute_layers", "stage_layers"}))
 PARALLEL_TRAFFIC = Term(
     "parallel_traffic", parallel_traffic,
     frozenset({"method", "seq_len", "stack", *_RECOMPUTE}),
     frozenset({"tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "layout", "recompute", "recompute_layers",
-               "precision", "micro_batch", "grad_accum"}))
+               "precision", "micro_batch", "grad_accum", "stage_layers"}))
 
 TERMS = (MODEL_STATES, COMPUTE_TIME, DP_TRAFFIC, FLOPS, PARALLEL_TRAFFIC)
 STATES_TERMS = (MODEL_STATES,)  # solver/tables.py states_memo

@@ -35,7 +35,7 @@ from vramplan.models.core.units import BYTES_PER_GB, to_us, to_us_array
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
-from vramplan.models.time.parallel_time import ParallelTraffic, bubble_s, parallel_traffic
+from vramplan.models.time.parallel_time import ParallelTraffic, bubble_s
 from vramplan.models.time.rates import peak_tflops, rate_precision
 from vramplan.solver.clusters import Shape
 from vramplan.solver.space import SearchSpace
@@ -113,7 +113,7 @@ class CountTraffic:
 
 @dataclass
 class ShapeTerms:
-    """A shape's tier-1 terms: compute_us (P, R), bound_us (L, P, R) = compute + collectives + least
+    """A shape's tier-1 terms: compute_us (L, P, R), bound_us (L, P, R) = compute + collectives + least
     bubble, whole microseconds; each branch's least term (tier 1), and on use its sorted terms
     (tier 4's walk) and its tier-2 terms (+ the least exposed data-parallel traffic, cpsat_bounds)."""
 
@@ -160,14 +160,16 @@ def _shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
     gpu, ps = space.gpus[g], space.gpu_precisions[g]
     traffic = count_traffic(space, shape)
     recomputes = range(len(space.recomputes))
-    compute = [[space.compute_s[g, n, r, p] for r in recomputes] for p in ps]
+    # Each layout's compute (its chunking's: a partial full recompute counts its layers per model chunk).
+    compute = [[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in recomputes] for p in ps]
+               for li in space.cluster_layouts(shape)]
     if not traffic.layouts or not ps:
         empty = np.zeros((len(traffic.layouts), len(ps), len(recomputes)), dtype=np.int64)
-        return ShapeTerms(traffic, ps, to_us_array(np.array(compute, dtype=np.float64).reshape(len(ps), -1)), empty, {})
+        return ShapeTerms(traffic, ps, empty, empty, {})
     if traffic.size <= SCALAR_CELLS:
         by_cell = _scalar_terms(space, shape, traffic, compute)
         bound = np.array(by_cell, dtype=np.int64).reshape(traffic.size // (len(ps) * len(recomputes)), len(ps), -1)
-        compute_us = np.array([[to_us(c) for c in row] for row in compute], dtype=np.int64)
+        compute_us = np.array([[[to_us(c) for c in row] for row in rows] for rows in compute], dtype=np.int64)
         by_layout = [min(cells) for cells in by_cell_rows(by_cell, len(traffic.layouts))]
     else:
         compute_s = np.array(compute, dtype=np.float64)
@@ -194,7 +196,7 @@ def by_cell_rows(values: list[int], num_layouts: int) -> list[list[int]]:
     return [values[i * width:(i + 1) * width] for i in range(num_layouts)]
 
 
-def _scalar_terms(space: SearchSpace, shape: Shape, traffic: CountTraffic, compute: list[list[float]]) -> list[int]:
+def _scalar_terms(space: SearchSpace, shape: Shape, traffic: CountTraffic, compute: list[list[list[float]]]) -> list[int]:
     """The terms of a small shape, flat in (layout, precision, recompute) order, one scalar call a
     cell: to_us of the compute (models.performance.compute_time_s), of Tables.parallel_s
     (models.parallel_time.parallel_seconds) and of bubble_s at the layout's largest accumulation:
@@ -206,8 +208,8 @@ def _scalar_terms(space: SearchSpace, shape: Shape, traffic: CountTraffic, compu
     return [to_us(seconds) + to_us(tables.parallel_s(layout, count, recompute, precision, gpu, per_instance, network,
                                                      seconds))
             + to_us(bubble_s(layout.pp, layout.vpp, accum, seconds))
-            for layout, accum in zip(traffic.layouts, traffic.accums)
-            for precision, row in zip(precisions, compute) for recompute, seconds in zip(space.recomputes, row)]
+            for layout, accum, rows in zip(traffic.layouts, traffic.accums, compute)
+            for precision, row in zip(precisions, rows) for recompute, seconds in zip(space.recomputes, row)]
 
 
 def count_traffic(space: SearchSpace, shape: Shape) -> CountTraffic:
@@ -258,9 +260,7 @@ def _layout_cells(tables: Tables, layout: Layout, n: int, names: tuple[str, ...]
 def _traffic(tables: Tables, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
     """models.parallel_time.parallel_traffic of a replica: Tables.parallel_s' own memo entry (the
     same key and evaluation count), so the step tables' parallel_s later finds it."""
-    return tables._get(("parallel-traffic", layout, n, recompute, precision),  # noqa: SLF001
-                       lambda: parallel_traffic(tables.arch, tables.job, tables._replica_plan(layout, n, recompute, precision)),  # noqa: SLF001
-                       memo=tables.time_memo)
+    return tables.parallel_traffic(layout, n, recompute, precision)
 
 
 def _link_denominator(link_gb_per_s: float) -> float:
@@ -271,7 +271,7 @@ def _link_denominator(link_gb_per_s: float) -> float:
 def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], compute_s: np.ndarray, gpu,
                           spans_instances: bool, per_instance: int, network: float) -> np.ndarray:
     """models.parallel_time.parallel_seconds of every (layout, precision, recompute) cell of a
-    count's traffic on a shape (compute_s: (P, R) seconds), as one (L, P, R) array: each term is
+    count's traffic on a shape (compute_s: (L, P, R) seconds), as one (L, P, R) array: each term is
     the scalar function's expression, operation for operation (numpy's float64 +, -, *, / and
     maximum round as Python's floats do), so each cell equals the scalar value. A term no layout
     has (every degree 1: 0.0 in every cell) is left out of the sum, which adding 0.0 leaves as is."""

@@ -130,7 +130,7 @@ class UnitBounds:
                 comm = np.array([self._least_comm_us(layouts[i], space.counts[n], zeros, names, space.gpus[g],
                                                      per_instance, network) for i in rows.tolist()],
                                 dtype=np.int64)[:, :, None]
-                terms.timed[branch] = terms.bound_us[rows] + exposed_lower_us(comm, terms.compute_us, space.arch.num_layers)
+                terms.timed[branch] = terms.bound_us[rows] + exposed_lower_us(comm, terms.compute_us[rows], space.arch.num_layers)
         return terms.timed[branch]
 
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:

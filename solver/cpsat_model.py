@@ -9,7 +9,7 @@ on mixed-radix indices:
 
     static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
     host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
-    step_us = compute_us[r, p] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p])
+    step_us = compute_us[r, p, l] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p, l])
               + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
               + optimizer_us[zf, b, p]                                 (solver/step_time.py add_step)
 
@@ -119,8 +119,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     # The checked pipeline ranks (tables.stage_slots) that are some layout's own rank: a slot that
     # repeats an earlier rank on every layout of the model (every slot but the first when pp = 1)
     # would only repeat that rank's columns and constraint.
-    pps = {space.layouts[lay].pp for lay in layouts}
-    slots = [j for j in range(space.num_slots) if any(space.slot_aliases(pp)[j] == j for pp in pps)]
+    pipelines = {space.layouts[lay].pipeline for lay in layouts}
+    slots = [j for j in range(space.num_slots) if any(space.slot_aliases(pipeline)[j] == j for pipeline in pipelines)]
     ps, ls = (p, precisions), (li, layouts)
     uppers: dict[str, int] = {}  # each tabulated term's largest value (_table)
 
@@ -136,7 +136,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         """Activations + buffers of each checked rank; compute + model-parallel collectives + stalls
         (bubble, exposed offload transfer); with activation offloading, what it keeps on the host."""
         lay, b_ = pairs[k]
-        base = steps.compute_us[i, jj] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
+        base = steps.compute_us[i, jj, lay] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
         ranks = space.ranks_activation_mib(i, b_, jj, lay, n)
         offloaded = (space.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
@@ -168,8 +168,12 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     else:
         *dynamic, base = dynamic
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
-    fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj],
-                                    ("fwd_window_us", "bwd_window_us"), uppers)
+    if len({space.layout_chunk[lay] for lay in layouts}) == 1:  # the compute of every layout alike (tables.compute_class)
+        fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj, layouts[0]],
+                                        ("fwd_window_us", "bwd_window_us"), uppers)
+    else:
+        fwd_window, bwd_window = _table(model, [rs, ps, ls], lambda k, jj, lay: steps.windows_us[k, jj, lay],
+                                        ("fwd_window_us", "bwd_window_us"), uppers)
     fwd, bwd, tail, opt, *grown = _table(
         model, [zfs, ps, lbs], by_zero,
         ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in slots if accumulating)), uppers)

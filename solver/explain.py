@@ -99,7 +99,7 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     n = space.counts[n_i]
     for li in space.count_layouts[n_i]:
         layout = space.layouts[li]
-        stages = set(stage_slots(space.arch, layout.pp))
+        stages = set(stage_slots(space.arch, layout.pipeline))
         for (zero, offload), precision in product(space.zero_offloads, space.precisions):
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)

@@ -1,4 +1,4 @@
-"""The parallel layouts a query searches: (tp, pp, cp, ep, vpp, sequence parallelism).
+"""The parallel layouts a query searches: (tp, pp, cp, ep, vpp, sequence parallelism, split).
 
 Megatron-Core's rank layout (models/architecture/parallel.py): num_gpus = tp x pp x cp x dp, expert
 parallelism carved from the dp x cp ranks. The solver searches power-of-two degrees (what
@@ -10,14 +10,16 @@ for its 128k stage). Sequence parallelism comes with TP (Megatron users enable i
 shards the activations TP alone replicates, for the same communication volume in
 models.parallel_time), unless pinned off. Pins widen or fix each domain (any power of two up to
 1024). Each layout is checked by models.parallel.check_layout; a pinned value no layout can take
-is a one-line error naming it.
+is a one-line error naming it. A pipeline without interleaving also comes in the uneven splits
+of models.parallel.balanced_splits (Megatron's first/last rank counts): the split is a value of
+the unit model's layout decision, so CP-SAT chooses it with the rest.
 """
 
 from __future__ import annotations
 
 from itertools import product
 
-from vramplan.models.architecture.parallel import check_layout
+from vramplan.models.architecture.parallel import balanced_splits, check_layout
 from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import layout_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
@@ -92,6 +94,9 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP
                 or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
+        if vpp == 1:  # a pipeline's uneven splits (interleaved stages keep the default: Megatron's equal chunks)
+            layouts += [split for split in (layout._replace(split=s) for s in balanced_splits(arch.num_layers, pp))
+                        if valid_layout_error(arch, job, split, tp) is None]
     return sorted(layouts, key=Layout.preference)
 
 

@@ -163,10 +163,11 @@ class PlanChoice(BaseModel):
     ep: int = 1
     vpp: int = 1
     sequence_parallel: bool = False
+    stage_layers: tuple[int, ...] | None = None  # the pipeline's split when not the default (Plan.stage_layers)
 
     @property
     def recompute_label(self) -> str:
-        return recompute_label(self.recompute, self.recompute_layers)
+        return recompute_label(self.recompute, self.recompute_layers, self.pp)
 
     @property
     def layout(self) -> Layout:

@@ -43,6 +43,7 @@ from vramplan.solver.tables import (
     RecomputeChoice,
     StageSlot,
     Tables,
+    layout_chunk_layers,
     stage_slots,
 )
 
@@ -105,7 +106,7 @@ class SearchSpace:
     # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
     accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
-    micro_keys: dict[tuple[int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t)
+    micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t, a share's chunk)
     slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
     filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in slots
@@ -115,10 +116,15 @@ class SearchSpace:
     representatives: dict[tuple, list] = field(default_factory=dict)  # restrictions._representatives per (shape, timed, pinned fields)
     cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
     least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
-    aliases_of_pp: dict[int, tuple[int, ...]] = field(default_factory=dict)  # slot_aliases
+    aliases_of_pp: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # slot_aliases per pipeline
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
-    compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)  # (g, n, r, p)
+    # Compute per (g, n, r, p): the least over the count's layouts (the bounds' value); per layout
+    # class too (g, n, r, p, k), k = layout_chunk[l]: fp8's casts and a partial full recompute's
+    # layers depend on the layout (tables.compute_layout, compute_class).
+    compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
+    chunk_compute_s: dict[tuple[int, int, int, int, int], float] = field(default_factory=dict)
+    layout_chunk: list[int] = field(default_factory=list)  # per layout: its compute class's index
     timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, layouts filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     gpu_precisions: list[tuple[int, ...]] = field(default_factory=list)  # per GPU: the p of valid_gpu_precision, ascending
@@ -204,23 +210,28 @@ class SearchSpace:
         value = self.activations_mib.get(key)
         if value is None:
             value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_key(r, b, p, self.tcs_index[li]), self.slots[n, li, b, j])
+                self.micro_key(r, b, p, li), self.slots[n, li, b, j])
         return value
 
-    def micro_key(self, r: int, b: int, p: int, t: int) -> MicroKey:
+    def micro_key(self, r: int, b: int, p: int, li: int) -> MicroKey:
         """What one micro-batch's activations depend on, for recompute r, micro-batch b, precision p
-        and the t-th distinct (tp, cp, sp); made on first use and kept with the domains' Tables."""
-        micro = self.micro_keys.get((r, b, p, t))
+        on layout l: its (tp, cp, sp) and the recompute as its model chunks run it (a share of a
+        chunk's layers resolved: RecomputeChoice.resolved); made on first use and kept with the
+        domains' Tables."""
+        recompute = self.recomputes[r]
+        chunk = layout_chunk_layers(self.arch.num_layers, self.layouts[li]) if recompute.share is not None else 0
+        key = (r, b, p, self.tcs_index[li], chunk)
+        micro = self.micro_keys.get(key)
         if micro is None:
-            tp, cp, sp = self.tcs[t]
-            micro = self.micro_keys[r, b, p, t] = MicroKey(tp, cp, sp, self.recomputes[r], self.micro_batches[b],
-                                                           self.precisions[p])
+            tp, cp, sp = self.tcs[self.tcs_index[li]]
+            micro = self.micro_keys[key] = MicroKey(tp, cp, sp, recompute.resolved(self.arch.num_layers, self.layouts[li]),
+                                                    self.micro_batches[b], self.precisions[p])
         return micro
 
     def ranks_activation_mib(self, r: int, b: int, p: int, li: int, n: int) -> list[int]:
         """activation_mib of every checked rank j, each distinct rank once (slots repeat the first
         rank: with pp = 1 every slot is rank 0)."""
-        aliases = self.slot_aliases(self.layouts[li].pp)
+        aliases = self.slot_aliases(self.layouts[li].pipeline)
         values = [0] * len(aliases)
         for j, alias in enumerate(aliases):
             values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
@@ -249,17 +260,18 @@ class SearchSpace:
         (models.memory.memory_per_gpu takes the same maximum); 0 without activation offloading."""
         if not self.job.activation_offload:
             return 0
-        aliases = self.slot_aliases(self.layouts[li].pp)
-        micro = self.micro_key(r, b, p, self.tcs_index[li])
+        aliases = self.slot_aliases(self.layouts[li].pipeline)
+        micro = self.micro_key(r, b, p, li)
         return max(self.tables.offloaded_mib(micro, self.slots[n, li, b, j])  # type: ignore[union-attr]
                    for j, alias in enumerate(aliases) if alias == j)
 
-    def slot_aliases(self, pp: int) -> tuple[int, ...]:
-        """For each checked slot of a pipeline depth, the first slot that checks the same rank."""
-        aliases = self.aliases_of_pp.get(pp)
+    def slot_aliases(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
+        """For each checked slot of a pipeline (a depth, or a split: Layout.pipeline), the first
+        slot that checks the same rank."""
+        aliases = self.aliases_of_pp.get(pipeline)
         if aliases is None:
-            stages = stage_slots(self.arch, pp, self.num_slots)
-            aliases = self.aliases_of_pp[pp] = tuple(stages.index(stage) for stage in stages)
+            stages = stage_slots(self.arch, pipeline, self.num_slots)
+            aliases = self.aliases_of_pp[pipeline] = tuple(stages.index(stage) for stage in stages)
         return aliases
 
     def cluster_layouts(self, shape: Shape) -> list[int]:
@@ -311,7 +323,7 @@ class SearchSpace:
             num_gpus=c.num_gpus,
             zero=zero,
             recompute=self.recomputes[r].mode,
-            recompute_layers=self.recomputes[r].layers,
+            recompute_layers=self.recomputes[r].resolved(self.arch.num_layers, layout).layers,
             precision=self.precisions[p],
             micro_batch=micro,
             grad_accum=self.global_batch * layout.model_parallel // (micro * c.num_gpus),

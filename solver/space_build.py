@@ -105,8 +105,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     # Tie-break on the offering: real providers before the generic list-price rows, then by name.
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
-    pps = tuple(sorted({layout.pp for layout in layouts}))
-    space.num_slots = tables.kept(("stage-slots", pps), lambda: num_stage_slots(arch, pps))
+    pipelines = tuple(dict.fromkeys(layout.pipeline for layout in layouts))
+    space.num_slots = tables.kept(("stage-slots", pipelines), lambda: num_stage_slots(arch, pipelines))
     space.tables, space.evaluations_before = tables, tables.evaluations
     space.shared = memo.units(catalogue, query, UnitMemo)
     space.memo = memo

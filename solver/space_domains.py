@@ -117,23 +117,26 @@ def gpu_runs(gpu: GpuSpec, precision: str) -> bool:
     return True
 
 
-# Partial full recompute the solver tries, as shares of each stage's layers, by what the stack can
-# run (catalogues/stacks.csv partial_recompute): Megatron any count, torchtitan every 2nd / 4th block.
-PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 4), (1, 2), (3, 4)), "every-nth": ((1, 4), (1, 2))}
+# Partial full recompute the solver tries, as shares of each model chunk's layers (resolved per
+# layout: RecomputeChoice.resolved), by what the stack can run (catalogues/stacks.csv
+# partial_recompute): Megatron any count per chunk (--recompute-num-layers), torchtitan every 2nd /
+# 4th block of its model part.
+PARTIAL_RECOMPUTE_SHARES = {"none": (), "any": ((1, 8), (1, 4), (3, 8), (1, 2), (3, 4)), "every-nth": ((1, 4), (1, 2))}
 
 
 def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice]:
     """Recompute modes, least recompute first (the tie-break), with the stack's partial full
-    recompute before full when neither the mode nor the job's recompute_layers is fixed."""
+    recompute before full when neither the mode nor the job's recompute_layers is fixed (the
+    job's count is then the full mode's: each model chunk checkpoints that many layers)."""
     pins, caps = query.pins, stack_caps(query)
     if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute)) is not None:
         raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
-    choices = [RecomputeChoice(r) for r in RECOMPUTES
+    job_layers = query.job.recompute_layers
+    choices = [RecomputeChoice(r, job_layers if r == "full" else None) for r in RECOMPUTES
                if (pins.recompute is None or r == pins.recompute) and r in caps.recomputes]
-    if pins.recompute is None and query.job.recompute_layers is None:
+    if pins.recompute is None and job_layers is None:
         kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
-        layers = sorted({num_layers * a // b for a, b in PARTIAL_RECOMPUTE_SHARES[kind]} - {0, num_layers})
-        choices[-1:-1] = [RecomputeChoice("full", n) for n in layers]
+        choices[-1:-1] = [RecomputeChoice("full", share=share) for share in PARTIAL_RECOMPUTE_SHARES[kind]]
     return choices
 
 

@@ -13,7 +13,7 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.solver.step_time import windows_us
-from vramplan.solver.tables import Tables, stage_slot, stage_slots
+from vramplan.solver.tables import Tables, compute_class, stage_slot, stage_slots
 
 if TYPE_CHECKING:
     from vramplan.solver.clusters import Shape
@@ -75,7 +75,7 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
 def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
-    stages = stage_slots(space.arch, layout.pp, space.num_slots)
+    stages = stage_slots(space.arch, layout.pipeline, space.num_slots)
     distinct = tuple(dict.fromkeys(stages))  # slots repeat the first rank (pp = 1: every slot)
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
@@ -91,7 +91,7 @@ def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
 def fill_slots(space: SearchSpace, n_i: int, li: int) -> None:
     """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
     layout, n = space.layouts[li], space.counts[n_i]
-    stages = stage_slots(space.arch, layout.pp, space.num_slots)
+    stages = stage_slots(space.arch, layout.pipeline, space.num_slots)
     distinct = tuple(dict.fromkeys(stages))
     for b in space.valid_batches[n_i, li]:
         accum = space.tables.accumulation(layout, n, space.micro_batches[b])
@@ -115,38 +115,49 @@ def _fill_valid_precisions(space: SearchSpace) -> None:
 
 
 def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
-    """Compute time per (GPU, count, recompute, precision): the branch-and-bound's lower bound
-    (a replica's tokens split over its tp x pp x cp GPUs: every layout of a count computes alike)."""
+    """Compute time per (GPU, count, recompute, precision) and layout class: a replica's tokens
+    split over its tp x pp x cp GPUs, the same on every layout of a count but for fp8 and a partial
+    full recompute (tables.compute_layout, compute_class). compute_s keeps the least over the
+    count's layouts: the branch-and-bound's lower bound."""
+    classes = [compute_class(lay, tuple(space.recomputes), tuple(space.precisions), space.arch.num_layers)
+               for lay in space.layouts]
+    chunkings = list(dict.fromkeys(classes))
+    space.layout_chunk = [chunkings.index(c) for c in classes]
     gpus_by_count: dict[int, set[int]] = {}
     for c in space.clusters:
         gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
     for n_i, gpu_indices in sorted(gpus_by_count.items()):
         if not space.count_layouts[n_i]:
             continue
-        layout, n = space.layouts[space.count_layouts[n_i][0]], space.counts[n_i]
+        n = space.counts[n_i]
+        # One layout of the count per class: every other computes alike.
+        first = {space.layout_chunk[li]: space.layouts[li] for li in reversed(space.count_layouts[n_i])}
         for g in sorted(gpu_indices):
             ps = space.gpu_precisions[g]
             # One GPU and count's compute times, kept in the Tables for every space of the job by
             # value (the same precision index names another precision in a space with other pins).
             names = tuple(space.precisions[p] for p in ps)
-            # kept() calls the factory at once when the row is missing: it never outlives the loop.
-            row = tables.kept(("compute-row", space.gpus[g].name, n, names, tuple(space.recomputes)), lambda: [  # noqa: B023
-                tables.compute_s(space.gpus[g], layout, n, recompute, precision)  # noqa: B023
-                for precision, recompute in product(names, space.recomputes)])  # noqa: B023
-            for (p, r), seconds in zip(product(ps, range(len(space.recomputes))), row):
-                space.compute_s[g, n_i, r, p] = seconds
+            for k, layout in sorted(first.items()):
+                # kept() calls the factory at once when the row is missing: it never outlives the loop.
+                row = tables.kept(("compute-row", space.gpus[g].name, n, names, tuple(space.recomputes), chunkings[k]),
+                                  lambda: [tables.compute_s(space.gpus[g], layout, n, recompute, precision)  # noqa: B023
+                                           for precision, recompute in product(names, space.recomputes)])  # noqa: B023
+                for (p, r), seconds in zip(product(ps, range(len(space.recomputes))), row):
+                    space.chunk_compute_s[g, n_i, r, p, k] = seconds
+                    least = space.compute_s.get((g, n_i, r, p))
+                    space.compute_s[g, n_i, r, p] = seconds if least is None else min(least, seconds)
 
 
 @dataclass
 class StepTables:
     """One shape's step-time terms in whole microseconds (candidates.step_us adds them): the
-    compute and its (forward, backward) overlap windows (r, p), data-parallel traffic (forward,
+    compute and its (forward, backward) overlap windows (r, p, l), data-parallel traffic (forward,
     backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
     PP p2p + CP + EP (r, p, l) and the stalls (r, p, l, b): the pipeline bubble and the exposed
     activation-offload transfer."""
 
-    compute_us: dict[tuple[int, int], int] = field(default_factory=dict)
-    windows_us: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    compute_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    windows_us: dict[tuple[int, int, int], tuple[int, int]] = field(default_factory=dict)
     comm_us: dict[tuple[int, int, int, int], tuple[int, int]] = field(default_factory=dict)
     optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
@@ -168,13 +179,12 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
     names = tuple(space.precisions[p] for p in ps)
     for p, precision in zip(ps, names):
         for r, recompute in enumerate(space.recomputes):
-            compute = space.compute_s[g, n_i, r, p]
-            if (r, p) not in out.compute_us:  # the same on every layout of the shape
-                out.compute_us[r, p] = to_us(compute)
-                out.windows_us[r, p] = windows_us(tables.forward_share(recompute), compute)
+            compute = space.chunk_compute_s[g, n_i, r, p, space.layout_chunk[li]]
+            out.compute_us[r, p, li] = to_us(compute)
+            out.windows_us[r, p, li] = windows_us(tables.forward_share(recompute, layout), compute)
             out.parallel_us[r, p, li] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
-            micro_keys = tuple(space.micro_key(r, b, p, space.tcs_index[li]) for b in batches)
+            micro_keys = tuple(space.micro_key(r, b, p, li) for b in batches)
             for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)

@@ -2,7 +2,7 @@
 numpy grids, a CP-SAT model), from the terms solver/space_tables.py tabulates per (shape, layout):
 
     step_us = base_us + exposed_us + optimizer_us
-    base_us = compute_us[r, p] + parallel_us[r, p, l] + bubble_us[r, p, l, b]
+    base_us = compute_us[r, p, l] + parallel_us[r, p, l] + bubble_us[r, p, l, b]
     exposed_us = max(0, fwd_comm_us - fwd_window_us) + max(bwd_comm_us - bwd_window_us, tail_us)
     tail_us = ceil((fwd_comm_us + bwd_comm_us) / layers)
 
@@ -63,8 +63,8 @@ def exposed_us(comm_us: tuple[int, int], window_us: tuple[int, int], num_layers:
 def point_step_us(t: StepTables, zero: int, zf: int, r: int, p: int, b: int, li: int, num_layers: int) -> int:
     """One point's step time from its shape's step tables t (layout li tabulated; zero: the ZeRO
     stage of the ZeRO x offload choice zf)."""
-    exposed = exposed_us(t.comm_us[zero, b, p, li], t.windows_us[r, p], num_layers)
-    return t.compute_us[r, p] + t.parallel_us[r, p, li] + t.bubble_us[r, p, li, b] + exposed + t.optimizer_us[zf, b, p, li]
+    exposed = exposed_us(t.comm_us[zero, b, p, li], t.windows_us[r, p, li], num_layers)
+    return t.compute_us[r, p, li] + t.parallel_us[r, p, li] + t.bubble_us[r, p, li, b] + exposed + t.optimizer_us[zf, b, p, li]
 
 
 def exposed_lower_us(comm_us: np.ndarray, compute_us: np.ndarray, num_layers: int) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vramplan.models.architecture.parallel import candidate_stages, stage_layer_kinds, stage_layers
+from vramplan.models.architecture.parallel import Split, candidate_stages, largest_chunk, split_of, stage_layer_kinds
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
@@ -29,8 +29,16 @@ from vramplan.models.memory.model_states import ModelStates, model_states, unsha
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_activations import inflight_chunks
 from vramplan.models.memory.parallel_overhead import num_communicators
+from vramplan.models.memory.recompute import rank_recomputed, stage_recomputed
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.time.parallel_time import bubble_s, parallel_seconds, parallel_traffic, pp_imbalance_s, stage_imbalance
+from vramplan.models.time.parallel_time import (
+    ParallelTraffic,
+    bubble_s,
+    parallel_seconds,
+    parallel_traffic,
+    pp_imbalance_s,
+    stage_imbalance,
+)
 from vramplan.models.time.performance import (
     DpTraffic,
     OptimizerTraffic,
@@ -62,17 +70,35 @@ class StageSlot(NamedTuple):
 
 class RecomputeChoice(NamedTuple):
     """One value of the recompute decision: the mode and, for partial full recompute, the decoder
-    layers of the whole model it checkpoints (Plan.recompute_layers; None: the job's, or every layer)."""
+    layers each model chunk checkpoints (Plan.recompute_layers, Megatron's --recompute-num-layers
+    with --recompute-method block; None: the job's, or every layer), or the share of a chunk's
+    layers the solver tries (a / b: resolved per layout, the same share on a deep and a shallow
+    pipeline)."""
 
     mode: str
     layers: int | None = None
+    share: tuple[int, int] | None = None
 
-    def label(self, num_layers: int) -> str:
-        """How tables and pins name it: `full`, or `full 63/126` for a partial recompute."""
-        return self.mode if self.layers is None else f"{self.mode} {self.layers}/{num_layers}"
+    def resolved(self, num_layers: int, layout: Layout) -> RecomputeChoice:
+        """A share as the layer count each of the layout's model chunks checkpoints: a / b of the
+        largest chunk's layers, at least one (the rest of the model's chunks checkpoint as many,
+        or all of theirs: models/memory/recompute.py rank_recomputed); all of them is full
+        recompute of every layer (layers None)."""
+        if self.share is None:
+            return self
+        a, b = self.share
+        chunk = layout_chunk_layers(num_layers, layout)
+        layers = max(1, chunk * a // b)
+        return RecomputeChoice(self.mode, None if layers >= chunk else layers)  # all of a chunk: every layer
+
+
+def layout_chunk_layers(num_layers: int, layout: Layout) -> int:
+    """The most decoder layers one model chunk of the layout holds (models.parallel.largest_chunk)."""
+    return largest_chunk(num_layers, layout.pipeline, layout.vpp)
 
 
 NO_RECOMPUTE = RecomputeChoice("none")
+_ONE_GPU = Layout()
 
 
 class MicroKey(NamedTuple):
@@ -89,24 +115,25 @@ class MicroKey(NamedTuple):
 MIN_STAGE_SLOTS = 3  # the first, the last and one more rank: every stack of one kind of layer
 
 
-def stage_slots(arch: Architecture, pp: int, num_slots: int = MIN_STAGE_SLOTS) -> tuple[int, ...]:
+def stage_slots(arch: Architecture, pipeline: int | Split, num_slots: int = MIN_STAGE_SLOTS) -> tuple[int, ...]:
     """The pipeline ranks whose memory is checked (models.parallel.candidate_stages: the most
     loaded rank is among them): the first, the last, then the other candidates, padded to
     num_slots with the first (a repeated rank checks nothing new). Mixed stacks of layers
     have up to four candidates in the catalogue (num_stage_slots)."""
-    candidates = candidate_stages(arch, pp)
-    slots = (0, pp - 1, *(s for s in candidates if s not in (0, pp - 1)))
+    candidates = candidate_stages(arch, pipeline)
+    last = (pipeline if isinstance(pipeline, int) else len(pipeline)) - 1
+    slots = (0, last, *(s for s in candidates if s not in (0, last)))
     return slots + (0,) * (num_slots - len(slots))
 
 
-def num_stage_slots(arch: Architecture, pps: tuple[int, ...]) -> int:
+def num_stage_slots(arch: Architecture, pipelines: tuple[int | Split, ...]) -> int:
     """How many pipeline ranks a space checks per layout: enough for its layouts' candidates."""
-    return max(MIN_STAGE_SLOTS, *(len(stage_slots(arch, pp, 0)) for pp in pps))
+    return max(MIN_STAGE_SLOTS, *(len(stage_slots(arch, pipeline, 0)) for pipeline in pipelines))
 
 
 def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> StageSlot:
     return StageSlot(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
-                     stage_layer_kinds(arch, layout.pp, stage))
+                     stage_layer_kinds(arch, layout.pipeline, stage))
 
 
 def _stack(cells: list[list[list]], kind: type):
@@ -117,6 +144,27 @@ def _stack(cells: list[list[list]], kind: type):
     values = [getattr(cell, name) for plane in cells for row in plane for cell in row for name in names]
     grid = np.array(values, dtype=np.float64).reshape(len(cells), len(cells[0]), len(cells[0][0]), len(names))
     return kind(*(grid[..., i] for i in range(len(names))))
+
+
+def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:
+    """What of a layout a replica's compute time depends on (models.performance.compute_time_s):
+    nothing (None) but for fp8, whose casts depend on every degree (models/time/fp8.py
+    fp8_cast_bytes: a rank's shard of each GEMM), and for a partial full recompute the layers it
+    re-runs in all (each model chunk checkpoints its first N: models/memory/recompute.py
+    rank_recomputed; a share resolved for the layout first)."""
+    if precision == "fp8":
+        return tuple(layout)
+    if recompute.mode != "full" or (recompute.layers is None and recompute.share is None):
+        return None
+    block = recompute.resolved(num_layers, layout).layers
+    return ("recomputed", sum(rank_recomputed(layers, layout.vpp, block) for layers in split_of(num_layers, layout.pipeline)))
+
+
+def compute_class(layout: Layout, recomputes: tuple[RecomputeChoice, ...], precisions: tuple[str, ...],
+                  num_layers: int) -> tuple:
+    """The layouts whose compute is the same for every recompute and precision of a space share a
+    class (compute_layout of each)."""
+    return tuple(compute_layout(layout, r, p, num_layers) for r in recomputes for p in precisions)
 
 
 @lru_cache(maxsize=1 << 17)
@@ -206,7 +254,7 @@ class Tables:
         """Model states of pipeline rank `stage` (models.model_states) without gradient accumulation,
         memoised on what they depend on; what accumulation adds is accumulation_mib."""
         zero_group, expert_dp, _ = self._groups(layout, n)
-        key = ("states", layout.tp, layout.pp, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
+        key = ("states", layout.tp, layout.pp, layout.split, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
         return self._get(key, lambda: model_states(self.arch, self.job, self._states_plan(layout, n, zero, offload, precision),
                                                    stage), memo=self.states_memo)
 
@@ -275,8 +323,8 @@ class Tables:
         micro-batch out and back); 0 without offloading."""
         if not self.job.activation_offload:
             return 0.0
-        per_micro = self._get(("offload-transfer", *micro, layout.pp, layout.vpp), lambda: microbatch_offload_bytes(
-            self._microbatch(micro), layout.vpp, stage_layer_kinds(self.arch, layout.pp, 0)))
+        per_micro = self._get(("offload-transfer", *micro, layout.pp, layout.split, layout.vpp), lambda: microbatch_offload_bytes(
+            self._microbatch(micro), layout.vpp, stage_layer_kinds(self.arch, layout.pipeline, 0)))
         return offload_exposed_s(2 * accum * per_micro, compute_s)
 
     def _microbatch(self, micro: MicroKey) -> MicrobatchActivations:
@@ -290,10 +338,16 @@ class Tables:
         return _layout_plan(layout, n, zero, offload, recompute, precision, micro, self.global_batch)
 
     def compute_s(self, gpu: GpuSpec, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> float:
-        """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count."""
+        """A replica's tokens over its tp x pp x cp GPUs: the same for every layout of a count, but
+        for fp8 and a partial full recompute (compute_layout)."""
+        recompute = recompute.resolved(self.arch.num_layers, layout)
+
         def compute() -> float:
             return compute_time_s(self.arch, self.job, self._replica_plan(layout, n, recompute, precision), gpu)
-        return self._get(("compute", gpu.name, n, recompute, precision), compute, memo=self.time_memo)
+        shape = compute_layout(layout, recompute, precision, self.arch.num_layers)
+        # a partial recompute's compute is that of the layers it re-runs in all, whatever the split
+        what = shape if shape is not None and shape[0] == "recomputed" else (recompute, shape)
+        return self._get(("compute", gpu.name, n, precision, what), compute, memo=self.time_memo)
 
     def comm_s(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
                precisions: tuple[str, ...], gpu: GpuSpec, per_instance: int,
@@ -325,14 +379,18 @@ class Tables:
 
     def _traffic(self, layout: Layout, zero: int, n: int, micro: int, precision: str) -> DpTraffic:
         accum = self.accumulation(layout, n, micro) if zero >= 2 else None
-        key = (layout.tp, layout.pp, layout.ep, self._groups(layout, n)[0], zero, precision, accum)
+        key = (layout.tp, layout.pp, layout.split, layout.ep, self._groups(layout, n)[0], zero, precision, accum)
         return self._get(("traffic", *key), lambda: dp_traffic(
             self.arch, self.job, self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)), memo=self.time_memo)
 
-    def forward_share(self, recompute: RecomputeChoice) -> float:
-        """The forward pass's share of the executed FLOPs under a recompute (models.flops)."""
-        plan = self._plan(Layout(), 1, 0, "none", recompute, "bf16", 1)
-        return self._get(("forward-share", recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share,
+    def forward_share(self, recompute: RecomputeChoice, layout: Layout = _ONE_GPU) -> float:
+        """The forward pass's share of the executed FLOPs under a recompute (models.flops) on a
+        layout's pipeline (a partial full recompute counts its layers per model chunk: compute_layout)."""
+        recompute = recompute.resolved(self.arch.num_layers, layout)
+        shape = compute_layout(layout, recompute, "bf16", self.arch.num_layers)
+        plan = self._plan(Layout() if shape is None else layout, layout.model_parallel if shape else 1, 0, "none", recompute,
+                          "bf16", 1)
+        return self._get(("forward-share", shape or recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share,
                          memo=self.time_memo)
 
     def optimizer_us(self, layout: Layout, n: int, zero_offloads: tuple[tuple[int, str], ...], micros: tuple[int, ...],
@@ -351,7 +409,7 @@ class Tables:
     def _optimizer_traffic(self, layout: Layout, zero: int, offload: str, n: int, micro: int,
                            precision: str) -> OptimizerTraffic:
         accum = self.accumulation(layout, n, micro) if offload == "optimizer+params" else None
-        key = (layout.tp, layout.pp, layout.ep, self._groups(layout, n)[0], zero, offload, accum)
+        key = (layout.tp, layout.pp, layout.split, layout.ep, self._groups(layout, n)[0], zero, offload, accum)
         return self._get(("opt-traffic", *key), lambda: optimizer_traffic(
             self.arch, self.job, self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)))
 
@@ -361,10 +419,18 @@ class Tables:
         moves micro-batch x accumulation = global batch / dp sequences per step, whatever the split.
         The traffic is kept per (layout, count, recompute, precision); its seconds on a shape are
         a few float operations (models.parallel_time.parallel_seconds)."""
-        traffic = self._get(("parallel-traffic", layout, n, recompute, precision),
-                            lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, recompute, precision)),
-                            memo=self.time_memo)
-        return parallel_seconds(traffic, gpu, n > per_instance, per_instance, network_gb_per_s, compute_s)
+        return parallel_seconds(self.parallel_traffic(layout, n, recompute, precision), gpu, n > per_instance, per_instance,
+                                network_gb_per_s, compute_s)
+
+    def parallel_traffic(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
+        """models.parallel_time.parallel_traffic of a replica, kept per layout without its split:
+        a split changes only what a partial full recompute re-runs in all (compute_layout), which
+        keys it then (the traffic's layout serves its degrees alone)."""
+        recompute = recompute.resolved(self.arch.num_layers, layout)
+        shape = compute_layout(layout, recompute, "bf16", self.arch.num_layers)
+        return self._get(("parallel-traffic", layout._replace(split=None), n, shape or recompute, precision),
+                         lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, recompute, precision)),
+                         memo=self.time_memo)
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's compute at each
@@ -372,7 +438,10 @@ class Tables:
         (pp_imbalance_s, the layout's default split) and the exposed activation-offload transfer
         (all stall the step; one rounding), whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
-        imbalance = stage_imbalance(self.arch, self.job.seq_len, stage_layers(self.arch.num_layers, layout.pp))
+        recompute = micro_keys[0].recompute  # one recompute per call (fill_step_tables), resolved for the layout
+        recomputed = self._called(("stage-recomputed", layout, recompute), lambda: stage_recomputed(
+            self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, "bf16", 1)))
+        imbalance = stage_imbalance(self.arch, self.job.seq_len, split_of(self.arch.num_layers, layout.pipeline), recomputed)
         stalls = bubble_s(layout.pp, layout.vpp, np.array(accums), compute_s * imbalance) + pp_imbalance_s(imbalance, compute_s)
         if self.job.activation_offload:
             stalls = stalls + np.array([self.offload_exposed_s(micro, layout, accum, compute_s)

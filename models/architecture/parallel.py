@@ -21,6 +21,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.layout import split_label
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import EVEN_VIRTUAL_STAGES
 
@@ -43,26 +44,51 @@ def stage_layers(num_layers: int, pp: int) -> Split:
     return tuple(counts)
 
 
+# How far a searched split moves a rank's layers from the middle ranks' count (balanced_splits).
+SPLIT_REACH = (2, 1)  # up to 3 fewer, 2 more
+
+
+def balanced_splits(num_layers: int, pp: int) -> list[Split]:
+    """The uneven splits the solver searches besides the default, in Megatron-LM's form: the first
+    and the last rank hold their own count (--decoder-first-pipeline-num-layers,
+    --decoder-last-pipeline-num-layers), the ranks between them an even share of the rest
+    (megatron/core/transformer/transformer_block.py get_num_layers_to_build: the middle ranks'
+    layers divide evenly). torchtitan takes any split (module_fqns_per_model_part), so it runs
+    these too. The middle ranks hold floor or ceil(layers / pp) each; the first and the last up to
+    SPLIT_REACH fewer or more: Llama 3 405B took one layer off each (7, 8 x 14, 7); the first
+    rank keeps the most micro-batches in flight under 1F1B (fewer layers: less memory), the last
+    runs the output layer and the loss (fewer layers: a shorter slowest stage). The default split
+    is not among them. Empty without a pipeline."""
+    if pp < 2:
+        return []
+    fewer, more = SPLIT_REACH
+    default, splits = stage_layers(num_layers, pp), []
+    for middle in sorted({num_layers // pp, -(-num_layers // pp)}):
+        ends = num_layers - (pp - 2) * middle  # the first's and the last's layers together
+        for first in range(max(1, middle - fewer), middle + more + 1):
+            last = ends - first
+            if max(1, middle - fewer) <= last <= middle + more:
+                split = (first, *(middle,) * (pp - 2), last)
+                if split != default and split not in splits:
+                    splits.append(split)
+    return splits
+
+
 def split_of(num_layers: int, pipeline: int | Split) -> Split:
     """A pipeline as its split: a split as given, a pipeline depth as its default split."""
     return stage_layers(num_layers, pipeline) if isinstance(pipeline, int) else tuple(pipeline)
+
+
+def largest_chunk(num_layers: int, pipeline: int | Split, vpp: int) -> int:
+    """The most decoder layers one model chunk (a pipeline rank's virtual stage) holds: what a
+    partial full recompute's per-chunk count is measured against (models/memory/recompute.py)."""
+    return -(-max(split_of(num_layers, pipeline)) // vpp)
 
 
 def plan_split(arch: Architecture, plan: Plan) -> Split:
     """The plan's split (Plan.stage_layers: Megatron's --decoder-first/last-pipeline-num-layers or
     --pipeline-model-parallel-layout, torchtitan's module_fqns_per_model_part), else the default."""
     return plan.stage_layers if plan.stage_layers is not None else stage_layers(arch.num_layers, plan.pp)
-
-
-def split_label(split: Split) -> str:
-    """A split as Megatron's layout strings repeat a stage: '7,8*14,7'."""
-    runs: list[list[int]] = []
-    for count in split:
-        if runs and runs[-1][0] == count:
-            runs[-1][1] += 1
-        else:
-            runs.append([count, 1])
-    return ",".join(f"{count}*{times}" if times > 1 else str(count) for count, times in runs)
 
 
 def parse_split(text: str) -> Split:

@@ -54,7 +54,7 @@ QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 COMPILES: tuple[Compile, ...] = ("none", "model", "model+loss")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).
-MAX_GPUS = 4096  # GPUs the solver searches up to (max_gpus, max_nodes)
+MAX_GPUS = 16_384  # GPUs the solver searches up to (max_gpus, max_nodes): Llama 3 405B trained on 16,384 H100
 MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
 MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)

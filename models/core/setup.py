@@ -103,7 +103,7 @@ class Job(_Frozen):
     loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
     selective: Selective = Field(default="attention", description="what --recompute selective means")
     recompute_layers: int | None = Field(default=None, ge=1, le=1024, description="layers full recompute covers "
-                                         "(none of them: recompute none)")
+                                         "in each pipeline stage's model chunk (none of them: recompute none)")
     optimizer_in_backward: bool = False
     activation_offload: bool = False
     qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")
@@ -156,9 +156,10 @@ def offload_refusal(zero: int, offload: str) -> str | None:
     return None
 
 
-def recompute_label(mode: str, layers: int | None) -> str:
-    """A recompute as tables and sentences show it: the mode, and the layers a partial full recompute checkpoints."""
-    return mode if layers is None else f"{mode} ({layers} layers)"
+def recompute_label(mode: str, layers: int | None, pp: int = 1) -> str:
+    """A recompute as tables and sentences show it: the mode, and the layers a partial full
+    recompute checkpoints (in each pipeline stage when there are several)."""
+    return mode if layers is None else f"{mode} ({layers} layers{' per stage' if pp > 1 else ''})"
 
 
 class Plan(_Frozen):
@@ -169,9 +170,11 @@ class Plan(_Frozen):
     num_gpus: Count = Field(default=1, ge=1, le=MAX_PLAN_GPUS)
     zero: ZeroStage = 0
     recompute: Recompute = "none"
-    # Megatron --recompute-num-layers as a decision (models/memory/recompute.py recomputed_layers): the
-    # solver's partial recompute; None = the job's recompute_layers (every layer when that is None too).
-    recompute_layers: int | None = Field(default=None, ge=0, le=1024, description="layers full recompute covers")
+    # Megatron --recompute-num-layers (block) as a decision: the first N layers of each model chunk
+    # (models/memory/recompute.py recompute_block); the solver's partial recompute; None = the job's
+    # recompute_layers (every layer when that is None too).
+    recompute_layers: int | None = Field(default=None, ge=0, le=1024,
+                                         description="layers full recompute covers in each model chunk")
     precision: Precision = "bf16"
     micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
     grad_accum: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
@@ -191,7 +194,7 @@ class Plan(_Frozen):
 
     @property
     def recompute_label(self) -> str:
-        return recompute_label(self.recompute, self.recompute_layers)
+        return recompute_label(self.recompute, self.recompute_layers, self.pp)
 
     @property
     def layout(self) -> Layout:

@@ -46,7 +46,7 @@ from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
 from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
 from vramplan.models.memory.precision import activation_bytes
-from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, layer_keep
+from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, effective_mode, layer_keep, rank_recomputed, recompute_block
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,10 @@ class MicrobatchActivations:
     layer_peak_bytes: int  # one layer's backward working set (rebuilt part + gradient temporaries)
     loss_peak_bytes: int  # the loss's backward temporaries (last rank)
     terms: tuple[Term, ...]
-    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model and what
-    # they keep together (before offloading).
-    kinds: tuple[tuple[tuple[bool, bool, bool], int, int], ...] = ()
+    # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model, what they
+    # keep together (before offloading), and what one of them keeps checkpointed and not (full recompute).
+    kinds: tuple[tuple[tuple[bool, bool, bool], int, int, int, int], ...] = ()
+    recompute_block: int | None = None  # full recompute of the first N layers of each model chunk (recompute_block)
     largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
     activation_offload: bool = False
     fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/memory/fragmentation.py)
@@ -202,8 +203,9 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         loss_peak_bytes=max(ceil_div(loss_extra, tp), ceil_div(dequant_head, tp)),
         single_stage_loss_peak_bytes=max(ceil_div(single_stage_extra, tp), ceil_div(dequant_head, tp)),
         terms=tuple(terms),
-        kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes)
+        kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes, keep.per_layer_bytes, keep.rebuilt_bytes)
                     for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
+        recompute_block=recompute_block(job, plan) if effective_mode(job, plan) == "full" else None,
         largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
         activation_offload=job.activation_offload,
         fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
@@ -231,9 +233,8 @@ def stage_activations(
     every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
     holding two of them keeps 20% more than the average share said. Activation offloading then
     leaves the layer in use and the one being prefetched on the GPU."""
-    by_kind = {kind: (count, kept_bytes) for kind, count, kept_bytes in micro.kinds}
-    share = sum(Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held)
-    kept = ceil_div(chunks * share.numerator, vpp * share.denominator)
+    layers_bytes = _rank_layers_bytes(micro, vpp, held)
+    kept = ceil_div(chunks * layers_bytes.numerator, vpp * layers_bytes.denominator)
     offloaded = 0
     if micro.activation_offload:
         layers = sum(n for _, n in held)
@@ -248,6 +249,26 @@ def stage_activations(
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,
     )
+
+
+def _rank_layers_bytes(micro: MicrobatchActivations, vpp: int,
+                       held: tuple[tuple[tuple[bool, bool, bool], int], ...]) -> Fraction:
+    """What a rank's decoder layers `held` keep for one micro-batch through all its vpp chunks.
+    Under partial full recompute (micro.recompute_block = N) the rank checkpoints its first N
+    layers per chunk (recompute.rank_recomputed), each kind its share of them rounded down (fewer
+    checkpointed keep more: never an underestimate); otherwise each kind keeps its share of what
+    the model's layers of that kind keep (the same per layer)."""
+    by_kind = {kind: rest for kind, *rest in micro.kinds}
+    if micro.recompute_block is not None:
+        layers = sum(n for _, n in held)
+        recomputed = rank_recomputed(layers, vpp, micro.recompute_block)
+        total = 0
+        for kind, n in held:
+            _, _, checkpointed_bytes, full_bytes = by_kind[kind]
+            checkpointed = recomputed * n // layers
+            total += checkpointed * checkpointed_bytes + (n - checkpointed) * full_bytes
+        return Fraction(total)
+    return sum((Fraction(n * by_kind[kind][1], by_kind[kind][0]) for kind, n in held), Fraction(0))
 
 
 def microbatch_offload_bytes(micro: MicrobatchActivations, vpp: int,

@@ -13,8 +13,9 @@
   (attention output and its fp32 logsumexp). Norms, activations and element-wise ops are recomputed.
   MoE experts run grouped GEMMs, which are not in the save list: they are recomputed.
 - "full": the layer input only (Korthikanti: 2sbh). `recompute_layers = N` is Megatron-LM's
-  `--recompute-num-layers N` with `--recompute-method block`: the first N layers of the stage are
-  checkpointed, the others keep everything; torchtune and HF checkpoint every layer.
+  `--recompute-num-layers N` with `--recompute-method block`: the first N layers of each model
+  chunk (a pipeline rank's stage, or each of its virtual stages) are checkpointed, the others keep
+  everything (recompute_block); torchtune and HF checkpoint every layer.
 
 Activation offloading (`activation_offload`): torchtune's `OffloadActivations`
 (torchtune/training/_activation_offloading.py) moves every saved tensor to pinned host memory on a
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.architecture.parallel import sequence_parallel_active
+from vramplan.models.architecture.parallel import plan_split, sequence_parallel_active
 from vramplan.models.architecture.params import LayerGroup, LinearModule, layer_linear_modules
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan, Recompute
@@ -45,14 +46,38 @@ class LayerKeep:
     largest_bytes: int  # the most one layer of this kind keeps (what offloading leaves resident)
 
 
-def recomputed_layers(arch: Architecture, job: Job, plan: Plan) -> int:
-    """Decoder layers (of the whole model) that full recompute checkpoints: the plan's
-    `recompute_layers` (the solver's partial recompute), else the job's, else every layer; 0 unless
-    the mode is full. Pipeline ranks checkpoint their share of them (Megatron's per-stage N)."""
+def recompute_block(job: Job, plan: Plan) -> int | None:
+    """The decoder layers each model chunk checkpoints under full recompute: the plan's
+    `recompute_layers` (the solver's partial recompute), else the job's; None: every layer (and 0
+    layers when the mode is not full: the caller checks the mode). Every stack counts them per
+    pipeline rank, because a rank runs only its own layers: Megatron-LM's `--recompute-method block
+    --recompute-num-layers N` checkpoints the first N layers of each model chunk
+    (megatron/core/recompute.py @ HEAD of NVIDIA/Megatron-LM: `for layer_idx in
+    range(self.num_layers_per_pipeline_rank)` ... `layer_idx < self.config.recompute_num_layers`,
+    one TransformerBlock per virtual stage); torchtitan's every-n-th block counts the blocks of its
+    model part; without a pipeline the model is one chunk."""
+    return plan.recompute_layers if plan.recompute_layers is not None else job.recompute_layers
+
+
+def rank_recomputed(layers: int, vpp: int, block: int | None) -> int:
+    """Of a rank's `layers` decoder layers in `vpp` model chunks, those full recompute checkpoints
+    when each chunk checkpoints its first `block` (None: all)."""
+    return layers if block is None else min(block * vpp, layers)
+
+
+def stage_recomputed(arch: Architecture, job: Job, plan: Plan) -> tuple[int, ...]:
+    """The decoder layers full recompute checkpoints on each pipeline rank (0s unless the mode is full)."""
+    split = plan_split(arch, plan)
     if plan.recompute != "full":
-        return 0
-    chosen = plan.recompute_layers if plan.recompute_layers is not None else job.recompute_layers
-    return arch.num_layers if chosen is None else min(chosen, arch.num_layers)
+        return (0,) * len(split)
+    block = recompute_block(job, plan)
+    return tuple(rank_recomputed(layers, plan.vpp, block) for layers in split)
+
+
+def recomputed_layers(arch: Architecture, job: Job, plan: Plan) -> int:
+    """Decoder layers of the whole model that full recompute checkpoints: each rank's
+    (stage_recomputed) summed; 0 unless the mode is full."""
+    return sum(stage_recomputed(arch, job, plan))
 
 
 def recomputed_fraction(arch: Architecture, job: Job, plan: Plan) -> float:

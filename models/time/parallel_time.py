@@ -46,7 +46,7 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
-from vramplan.models.memory.recompute import recomputed_fraction
+from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_gemm_speedup
@@ -151,18 +151,21 @@ def pp_bubble_s(plan: Plan, compute_s: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def stage_imbalance(arch: Architecture, seq_len: int, split: Split) -> float:
+def stage_imbalance(arch: Architecture, seq_len: int, split: Split, recomputed: tuple[int, ...] | None = None) -> float:
     """The slowest pipeline rank's work over the mean rank's: under 1F1B every micro-batch waits on
     the slowest stage, forward and backward (Narayanan et al. 2021 sec. 2.2; Llama 3's report sec.
     3.3.2 takes a layer off the first and the last stage for the embedding and the output layer).
-    A rank's work: its decoder layers, each the model's mean layer (forward_flops_per_token's
-    decoder and attention FLOPs / layers; a model that mixes kinds of layer counts its mean), and
-    on the last rank the output layer's. 1 without a pipeline."""
+    A rank's work, in forward passes of its layers: its decoder layers, each the model's mean layer
+    (forward_flops_per_token's decoder and attention FLOPs / layers; a model that mixes kinds of
+    layer counts its mean), a third of one more for each layer full recompute re-runs on it
+    (`recomputed`, models/memory/recompute.py stage_recomputed: a re-run forward next to a forward
+    and a backward of twice its FLOPs), and on the last rank the output layer's. 1 without a pipeline."""
     if len(split) == 1:
         return 1.0
     decoder, attention, logits = forward_flops_per_token(arch, seq_len)
     per_layer = (decoder + attention) / arch.num_layers
-    work = [count * per_layer for count in split]
+    rerun = recomputed or (0,) * len(split)
+    work = [(count + again / 3) * per_layer for count, again in zip(split, rerun)]
     work[-1] += logits
     return max(work) * len(work) / sum(work)
 
@@ -322,7 +325,7 @@ def parallel_time(
     compute_s: float,
 ) -> ParallelTime:
     spans = plan.num_gpus > gpus_per_instance
-    imbalance = stage_imbalance(arch, job.seq_len, plan_split(arch, plan))
+    imbalance = stage_imbalance(arch, job.seq_len, plan_split(arch, plan), stage_recomputed(arch, job, plan))
     return ParallelTime(
         tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
         pp_bubble_s=pp_bubble_s(plan, compute_s * imbalance),  # the bubble idles for the slowest stage's time

@@ -167,3 +167,22 @@ def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):
     twin = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
                                  "--stack", "deepspeed", "-o", str(path), "--launch-config", str(path)))
     assert "is also this run's --output file" in twin
+
+
+def _megatron_of(job: Job, plan: Plan) -> dict[str, str | None]:
+    return _megatron_args(launch_config(job, plan, 126).text)
+
+
+def test_megatron_recomputes_the_plans_layers_per_stage_and_carries_the_split():
+    """--recompute-num-layers is per model chunk (megatron/core/recompute.py, block method): the
+    plan's count as it is, the job's when the plan has none, every layer of the largest chunk for
+    full recompute; an uneven split goes out as the first and the last rank's counts."""
+    job = Job(seq_len=8192, stack="megatron")
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=8192, tp=8, pp=16, recompute="full", recompute_layers=3,
+                stage_layers=(6,) + (8,) * 15)
+    args = _megatron_of(job, plan)
+    assert args["--recompute-num-layers"] == "3" and args["--recompute-method"] == "block"
+    assert args["--decoder-first-pipeline-num-layers"] == "6"
+    assert _megatron_of(job.model_copy(update={"recompute_layers": 2}),
+                          plan.model_copy(update={"recompute_layers": None}))["--recompute-num-layers"] == "2"
+    assert _megatron_of(job, plan.model_copy(update={"recompute_layers": None}))["--recompute-num-layers"] == "8"

@@ -188,8 +188,8 @@ def test_budget_and_deadline_are_restrictions(catalogue) -> None:
 
 def test_a_wrong_table_entry_is_caught_as_an_internal_error(catalogue, monkeypatch) -> None:
     space = build_space(catalogue, HEADLINE)
-    for key in space.compute_s:
-        space.compute_s[key] /= 2  # the engine now believes every plan computes twice as fast
+    for key in space.chunk_compute_s:
+        space.chunk_compute_s[key] /= 2  # the engine now believes every plan computes twice as fast
     assert evaluate(space, Choice(0, 0, 0, 0, 0), memory=False, limits=False) is not None
     with pytest.raises(SolverInternalError, match="objective mismatch"):
         verify.verified_plan(space, Choice(0, 0, 0, 0, 0), must_fit=False)

@@ -60,7 +60,8 @@ def test_parallel_seconds_grid_is_the_scalar_function_to_the_bit(name: str) -> N
         g, n, per_instance, network = shape
         ps, gpu, count = space.gpu_precisions[g], space.gpus[g], space.counts[n]
         names = tuple(space.precisions[p] for p in ps)
-        compute = np.array([[space.compute_s[g, n, r, p] for r in range(len(space.recomputes))] for p in ps])
+        compute = np.array([[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in range(len(space.recomputes))]
+                             for p in ps] for li in space.cluster_layouts(shape)])
         traffic = count_traffic(space, shape)
         grid = parallel_seconds_grid(space.tables, traffic, names, compute, gpu, count > per_instance, per_instance,
                                      network)
@@ -68,7 +69,7 @@ def test_parallel_seconds_grid_is_the_scalar_function_to_the_bit(name: str) -> N
             for k, p in enumerate(ps):
                 for r, recompute in enumerate(space.recomputes):
                     scalar = space.tables.parallel_s(layout, count, recompute, space.precisions[p], gpu, per_instance,
-                                                     network, float(compute[k, r]))
+                                                     network, float(compute[i, k, r]))
                     assert float(grid[i, k, r]) == scalar, (shape, layout, names[k], recompute)
                     cells += 1
     assert cells > 40
@@ -84,7 +85,7 @@ def _scalar_parallel_terms(space, shape, branch) -> list[tuple[int, int, int, in
         accum = tables.accumulation(layout, count, min(space.micro_batches[b] for b in space.valid_batches[n, li]))
         for p in space.gpu_precisions[g]:
             for r, recompute in enumerate(space.recomputes):
-                compute = space.compute_s[g, n, r, p]
+                compute = space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]]
                 terms.append((to_us(compute) + to_us(tables.parallel_s(layout, count, recompute, space.precisions[p], gpu,
                                                                        per_instance, network, compute))
                               + to_us(bubble_s(layout.pp, layout.vpp, accum, compute)), li, p, r))
@@ -112,7 +113,7 @@ def test_tier_terms_are_the_scalar_sums_in_the_scalar_order(name: str) -> None:
             for rest, li, p, r in scalar:
                 comm = dict(zip(space.gpu_precisions[g], bounds._least_comm_us(
                     space.layouts[li], space.counts[n], zeros, names, space.gpus[g], per_instance, network)))[p]
-                compute = to_us(space.compute_s[g, n, r, p])
+                compute = to_us(space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]])
                 timed.append((rest + max(comm - compute, tail_us(comm, space.arch.num_layers)), li, p, r))
             timed.sort()
             assert [(b, space.layouts[li], p, r) for b, li, p, r in timed] == bounds._time_terms(shape, branch)

@@ -11,6 +11,7 @@ from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job
 from vramplan.models.core.units import to_us
+from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.parallel_time import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
 from vramplan.solver.layouts import layout_plan
@@ -59,7 +60,8 @@ def test_grids_equal_one_plan_at_a_time(catalogue, model: str, layout: Layout, n
 def _stall(tables: Tables, plan, compute_s: float) -> float:
     """models.parallel_time's pipeline stall of a plan: the slowest stage's bubble and what that
     stage adds to the mean's (ParallelTime.pp_bubble_s + pp_imbalance_s)."""
-    imbalance = stage_imbalance(tables.arch, tables.job.seq_len, plan_split(tables.arch, plan))
+    imbalance = stage_imbalance(tables.arch, tables.job.seq_len, plan_split(tables.arch, plan),
+                                stage_recomputed(tables.arch, tables.job, plan))
     return pp_bubble_s(plan, compute_s * imbalance) + pp_imbalance_s(imbalance, compute_s)
 
 

@@ -28,8 +28,8 @@ def _random_terms(rng: random.Random) -> dict[str, int]:
 
 def _tables(terms: dict[str, int]) -> StepTables:
     t = StepTables()
-    t.compute_us[0, 0] = terms["compute"]
-    t.windows_us[0, 0] = (terms["forward_window"], max(0, terms["backward_window"]))
+    t.compute_us[0, 0, 0] = terms["compute"]
+    t.windows_us[0, 0, 0] = (terms["forward_window"], max(0, terms["backward_window"]))
     t.parallel_us[0, 0, 0] = terms["parallel"]
     t.bubble_us[0, 0, 0, 0] = terms["bubble"]
     t.comm_us[2, 0, 0, 0] = (terms["forward"], terms["backward"])

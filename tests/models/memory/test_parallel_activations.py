@@ -114,8 +114,8 @@ def test_a_rank_keeps_its_own_layers_activations_kind_by_kind(catalogue) -> None
     arch, job = catalogue.architecture("llama-4-maverick"), Job(seq_len=4096)
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, pp=16, grad_accum=32)
     micro = microbatch_activations(arch, job, plan)
-    per_layer = {kind: kept // count for kind, count, kept in micro.kinds}
-    average = sum(kept for _, _, kept in micro.kinds) / sum(count for _, count, _ in micro.kinds)
+    per_layer = {kind: kept // count for kind, count, kept, *_ in micro.kinds}
+    average = sum(kind[2] for kind in micro.kinds) / sum(kind[1] for kind in micro.kinds)
     assert max(per_layer.values()) > 1.9 * average  # the kinds differ
     shares = {}
     for stage in range(1, 15):  # middle ranks: no embedding, no output layer
@@ -126,3 +126,23 @@ def test_a_rank_keeps_its_own_layers_activations_kind_by_kind(catalogue) -> None
         assert kept == chunks * sum(n * per_layer[kind] for kind, n in held)
         shares[held] = kept // chunks
     assert len(shares) == 3 and max(shares.values()) > 1.9 * min(shares.values())  # one MoE layer or two
+
+
+@pytest.mark.parametrize(("split", "block"), [((12,) * 8, 5), ((11,) + (12,) * 6 + (13,), 12), ((10,) + (12,) * 6 + (14,), 3)])
+def test_block_recompute_checkpoints_the_first_n_layers_of_each_stage(split: tuple, block: int) -> None:
+    """Megatron's --recompute-method block --recompute-num-layers N (megatron/core/recompute.py:
+    the first N layers of each TransformerBlock, one per model chunk) on GPT-3 175B (96 layers),
+    TP 8 + SP, pp 8: every rank keeps min(N, its layers) checkpointed inputs 2sbh/t and the full
+    Korthikanti layer sbh(34 + 5as/h)/t (+ the fp32 norm statistics) for the rest, per micro-batch
+    in flight (1F1B: pp - rank). A stage with fewer layers than N checkpoints all of its own."""
+    plan = Plan(gpu="a100-sxm-80gb", num_gpus=64, tp=TP, pp=8, sequence_parallel=True, grad_accum=16,
+                recompute="full", recompute_layers=block, stage_layers=split)
+    full_layer = (SBH * 34 + 5 * A * S * S) // TP + NORM_STATS // TP
+    checkpointed = 2 * SBH // TP
+    for rank, layers in enumerate(split):
+        held = min(block, layers)
+        acts = activations(GPT3, JOB, plan, rank)
+        # GPT-3 has learned positions: no RoPE tables shared by the layers
+        assert acts.layers_bytes == (8 - rank) * (held * checkpointed + (layers - held) * full_layer)
+    from vramplan.models.memory.recompute import stage_recomputed
+    assert stage_recomputed(GPT3, JOB, plan) == tuple(min(block, layers) for layers in split)

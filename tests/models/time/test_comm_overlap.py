@@ -18,6 +18,7 @@ import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
@@ -117,14 +118,22 @@ def _recomputes(stack: str, **fields) -> list[RecomputeChoice]:
 def test_partial_recompute_is_searched_where_the_stack_runs_it() -> None:
     assert {s.name: s.partial_recompute for s in load_stacks().values()}["megatron"] == "any"
     # Megatron has no per-op SAC (its contract's recomputes: none, selective, full).
-    assert _recomputes("megatron") == [RecomputeChoice("none"), RecomputeChoice("selective"),
-                                       RecomputeChoice("full", 31), RecomputeChoice("full", 63),
-                                       RecomputeChoice("full", 94), RecomputeChoice("full")]
-    assert [r.layers for r in _recomputes("torchtitan")] == [None, None, None, 31, 63, None]
+    # Shares of each model chunk's layers, resolved per layout (Megatron's N per chunk): 126 layers
+    # in one chunk checkpoint 15, 31, 47, 63 or 94 of them; 16 stages of at most 8 layers 1, 2, 3,
+    # 4 or 6 each.
+    megatron = _recomputes("megatron")
+    assert megatron == [RecomputeChoice("none"), RecomputeChoice("selective"),
+                        *(RecomputeChoice("full", share=share) for share in ((1, 8), (1, 4), (3, 8), (1, 2), (3, 4))),
+                        RecomputeChoice("full")]
+    assert [r.resolved(126, Layout()).layers for r in megatron[2:7]] == [15, 31, 47, 63, 94]
+    assert [r.resolved(126, Layout(tp=8, pp=16)).layers for r in megatron[2:7]] == [1, 2, 3, 4, 6]
+    assert [r.share for r in _recomputes("torchtitan")] == [None, None, None, (1, 4), (1, 2), None]
     assert len(PARTIAL_RECOMPUTE_SHARES["every-nth"]) == 2  # every 4th, every 2nd block
-    assert all(r.layers is None for r in _recomputes("hf"))  # HF checkpoints every layer or none
+    assert all(r.layers is None and r.share is None for r in _recomputes("hf"))  # HF checkpoints every layer or none
     assert _recomputes("megatron", pins={"recompute": "full"}) == [RecomputeChoice("full")]
-    assert all(r.layers is None for r in _recomputes("megatron", job={"recompute_layers": 10}))
+    # The job's count is the full mode's: every chunk checkpoints that many, no share is searched.
+    assert _recomputes("megatron", job={"recompute_layers": 10})[-1] == RecomputeChoice("full", 10)
+    assert all(r.share is None for r in _recomputes("megatron", job={"recompute_layers": 10}))
 
 
 def test_partial_recompute_plan_is_reproduced_by_estimate(catalogue) -> None:
@@ -139,7 +148,7 @@ def test_partial_recompute_plan_is_reproduced_by_estimate(catalogue) -> None:
     best = solve(catalogue, query).plans[0]
     choice = best.plan
     assert choice.recompute == "full" and 0 < choice.recompute_layers < LLAMA_405B.num_layers
-    assert choice.recompute_label == f"full ({choice.recompute_layers} layers)"
+    assert choice.pp > 1 and choice.recompute_label == f"full ({choice.recompute_layers} layers per stage)"
     plan = Plan(gpu=choice.gpu, offering=choice.offering, num_gpus=choice.num_gpus, zero=choice.zero,
                 recompute="full", precision=choice.precision, micro_batch=choice.micro_batch,
                 grad_accum=choice.grad_accum, offload=choice.offload, tp=choice.tp, pp=choice.pp, cp=choice.cp,
