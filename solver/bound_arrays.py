@@ -52,8 +52,8 @@ class Branch(NamedTuple):
 
 _TERA = 10**12
 # The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
-_FIELDS = ("tp_forward_bytes", "tp_backward_bytes", "forward_share", "pp_bytes", "cp_bytes", "attention_flops",
-           "forward_flops")
+_FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "forward_share", "pp_bytes", "pp_overlapped_bytes", "cp_bytes",
+           "attention_flops", "forward_flops")
 _EP_FIELDS = ("routed_bytes", "expert_flops", "calls")
 
 
@@ -249,12 +249,19 @@ def _layout_cells(tables: Tables, layout: Layout, n: int, names: tuple[str, ...]
     its expert shape per precision and the MoE kernel: kept in the Tables, as the count's shapes of
     every TP reach (whose layouts nest) and every family of the job read them."""
     def compute() -> tuple[list[tuple[float, ...]], tuple[list, str]]:
+        if layout.split is not None:  # a split's traffic is its layout's but for a partial recompute's (Tables.parallel_traffic)
+            base, expert = _layout_cells(tables, layout._replace(split=None), n, names, recomputes)
+            return [_cell(_traffic(tables, layout, n, recompute, precision)) if recompute.share or recompute.layers
+                    else base[k * len(recomputes) + i]
+                    for k, precision in enumerate(names) for i, recompute in enumerate(recomputes)], expert
         cells = [_traffic(tables, layout, n, recompute, precision) for precision in names for recompute in recomputes]
-        values = [tuple(getattr(t, name) for name in _FIELDS) + tuple(getattr(t.ep, name) for name in _EP_FIELDS)
-                  for t in cells]
         shapes = [cells[k * len(recomputes)].ep.shape for k in range(len(names))]  # recompute-independent
-        return values, (shapes, cells[0].ep.kernel if cells else "grouped")
+        return [_cell(t) for t in cells], (shapes, cells[0].ep.kernel if cells else "grouped")
     return tables.kept(("bound-traffic-cells", layout, n, names, recomputes), compute)
+
+
+def _cell(t: ParallelTraffic) -> tuple[float, ...]:
+    return tuple(getattr(t, name) for name in _FIELDS) + tuple(getattr(t.ep, name) for name in _EP_FIELDS)
 
 
 def _traffic(tables: Tables, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
@@ -279,15 +286,18 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
     has = t.parallel
     intra = _link_denominator(gpu.intra_node_bandwidth_gb_per_s)
     net = _link_denominator(network)
-    total = np.zeros(f["tp_forward_bytes"].shape)
+    total = np.zeros(f["tp_exposed_bytes"].shape)
     if has["tp"]:
-        # TP: parallel_time._tp_seconds: the forward's collectives in full, the backward's beyond
-        # the backward compute, compute_s * (1 - forward_share)
-        total = np.where(d["tp"] > 1, f["tp_forward_bytes"] / intra + np.maximum(
-            0.0, f["tp_backward_bytes"] / intra - compute_s * (1 - f["forward_share"])), 0.0)
+        # TP: parallel_time._tp_seconds: the exposed collectives in full, the overlapped (the
+        # backward's) beyond the backward compute, compute_s * (1 - forward_share)
+        total = np.where(d["tp"] > 1, f["tp_exposed_bytes"] / intra + np.maximum(
+            0.0, f["tp_overlapped_bytes"] / intra - compute_s * (1 - f["forward_share"])), 0.0)
     if has["pp"]:
-        # PP p2p: parallel_time._seconds over the network when the job spans instances, else NVLink
-        total = total + np.where(d["pp"] > 1, f["pp_bytes"] / (net if spans_instances else intra), 0.0)
+        # PP p2p: parallel_time._pp_seconds over the network when the job spans instances, else
+        # NVLink: the blocking transfers in full, the overlapped ones beyond the compute
+        pp_link = net if spans_instances else intra
+        total = total + np.where(d["pp"] > 1, f["pp_bytes"] / pp_link + np.maximum(
+            0.0, f["pp_overlapped_bytes"] / pp_link - compute_s), 0.0)
     if has["cp"]:
         # CP: parallel_time._cp_seconds on parallel_time._cp_link (the network when tp x cp leaves
         # the instance): the ring beyond the attention's share of the compute

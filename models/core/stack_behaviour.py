@@ -106,6 +106,40 @@ LIGHTNING_BNB_STACKS = Behaviour(
 EAGER_ELEMENTWISE_STACKS = Behaviour(
     "uncompiled blocks pay the element-wise HBM traffic", frozenset({"torchtitan", "torchtune"}), "models/time/compile_speed.py")
 
+# Stacks whose TP waits for each backward collective before more compute runs: torchtitan's TP is
+# torch's DTensor styles (pytorch/torchtitan@820504e torchtitan/models/llama3/parallelize_llama.py
+# apply_tp: PrepareModuleInput Shard(1) -> Replicate() before "attention" and "feed_forward",
+# colwise wq/wk/wv/w1/w3, rowwise wo/w2 to Shard(1)). In the backward, torch's Redistribute.backward
+# (pytorch/pytorch@012e4b9 torch/distributed/tensor/_redistribute.py) issues the reduce-scatter of a colwise input's
+# gradient only once the linear's backward (its grad-input and weight-gradient GEMMs) has run, and
+# the rowwise output's all-gather feeds that linear's GEMMs; the result is waited on at its first
+# use (torch/distributed/_functional_collectives.py _maybe_wrap_tensor: an AsyncCollectiveTensor in
+# eager, `wait_tensor` right after the collective when traced), which is the next op. Compiled
+# blocks (apply_compile: torch.compile(transformer_block, fullgraph=True)) keep that order:
+# torch/_inductor/config.py reorder_for_compute_comm_overlap = False. Megatron instead issues them
+# beside the GEMMs (LinearWithGradAccumulationAndAsyncCommunication). torchtitan's
+# --parallelism.enable_async_tensor_parallel (default False, config_manager.py @820504e) micro-
+# pipelines them with the GEMMs: not modelled.
+SERIAL_TP_BACKWARD_STACKS = Behaviour(
+    "TP's backward collectives run between the GEMMs, not beside them", frozenset({"torchtitan"}),
+    "models/time/parallel_time.py")
+
+# Stacks whose interleaved pipeline sends and receives each chunk's activations and gradients
+# while the next chunk computes: Megatron-LM's --overlap-p2p-communication is on by default
+# (NVIDIA/Megatron-LM@d98e8a6 megatron/training/arguments.py: `--no-overlap-p2p-communication`,
+# store_false, dest overlap_p2p_comm; validate_args turns it off without an interleaved schedule),
+# and Megatron-Bridge sets it whenever vpp > 1 (NVIDIA-NeMo/Megatron-Bridge@5776a6d
+# src/megatron/bridge/training/comm_overlap.py _get_model_comm_overlap_cfgs: `overlap_p2p_comm =
+# True` if vp_size > 1, else batch_p2p_comm). forward_backward_pipelining_with_interleaving
+# (megatron/core/pipeline_parallel/schedules.py) then posts each 1F1B steady-state transfer after
+# its chunk (pp_post_forward / pp_post_backward) and waits on it only before the chunk that needs
+# it (pp_pre_forward / pp_pre_backward), one chunk of the other direction later; the warmup and
+# cool-down transfers stay blocking (overlap_p2p_comm_warmup_flush defaults to False,
+# megatron/core/model_parallel_config.py), a fixed number of chunks per step, not modelled.
+OVERLAPPED_P2P_STACKS = Behaviour(
+    "the interleaved schedule's steady-state p2p runs beside the compute", frozenset({"megatron"}),
+    "models/time/parallel_time.py")
+
 
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
@@ -116,6 +150,8 @@ BEHAVIOURS = {
     "ROOT_GATHERED_STACKS": ROOT_GATHERED_STACKS,
     "LIGHTNING_BNB_STACKS": LIGHTNING_BNB_STACKS,
     "EAGER_ELEMENTWISE_STACKS": EAGER_ELEMENTWISE_STACKS,
+    "SERIAL_TP_BACKWARD_STACKS": SERIAL_TP_BACKWARD_STACKS,
+    "OVERLAPPED_P2P_STACKS": OVERLAPPED_P2P_STACKS,
 }
 
 

@@ -13,12 +13,16 @@ buffer per rank per pass (all-reduce two passes).
   (after attention and after the MLP) and two backward, of one b x s/cp x h activation each;
   with SP each all-reduce becomes a reduce-scatter + all-gather of the same volume. Full
   recompute re-runs the two forward ones in the layers it checkpoints. The forward ones are
-  exposed (Megatron's default; the TE userbuffer overlap is opt-in); the backward ones run
-  beside the backward GEMMs (tp_time_s).
+  exposed (Megatron-LM's default: model_parallel_config.py tp_comm_overlap = False; the TE
+  userbuffer overlap Megatron-Bridge's performance recipes turn on is not modelled); the backward
+  ones run beside the backward GEMMs (tp_time_s), except on SERIAL_TP_BACKWARD_STACKS (torchtitan's
+  DTensor TP: models/core/stack_behaviour.py), where they are exposed too.
 - PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
   compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
   every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
-  scatter-gather optimisation of sec. 4.1 without SP).
+  scatter-gather optimisation of sec. 4.1 without SP). Exposed, except an interleaved schedule's on
+  OVERLAPPED_P2P_STACKS (Megatron's --overlap-p2p-communication: overlaps_p2p), which runs beside
+  the compute and is exposed only beyond it.
 - CP (Megatron-Core / TE ring attention, AttnFuncWithCPAndKVP2P): cp - 1 ring steps per layer,
   each sending the rank's K/V chunk forward and K/V + dK/dV backward, overlapped with the
   attention blocks of the ring; only what exceeds the attention compute is exposed.
@@ -44,6 +48,7 @@ from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.core.stack_behaviour import OVERLAPPED_P2P_STACKS, SERIAL_TP_BACKWARD_STACKS
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
@@ -98,10 +103,11 @@ class ParallelTraffic:
     *_time_s functions (which are built from the same two halves)."""
 
     layout: Layout
-    tp_forward_bytes: float  # the forward's collectives, recomputed layers' included: exposed
-    tp_backward_bytes: float  # the backward's: hidden behind the backward GEMMs
+    tp_exposed_bytes: float  # the forward's collectives, recomputed layers' included (and the backward's: _tp_bytes)
+    tp_overlapped_bytes: float  # the backward's: hidden behind the backward GEMMs
     forward_share: float  # of the executed FLOPs (models.flops): the rest is the backward's window
-    pp_bytes: float  # p2p of hidden states forward and gradients backward
+    pp_bytes: float  # p2p of hidden states forward and gradients backward: blocking
+    pp_overlapped_bytes: float  # the same, beside the compute (overlaps_p2p: Megatron's interleaved schedule)
     cp_bytes: float  # the K/V ring
     attention_flops: int  # forward FLOPs per token: attention (CP's window) ...
     forward_flops: int  # ... of the whole forward (layers + attention + logits)
@@ -109,29 +115,35 @@ class ParallelTraffic:
 
 
 def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
+    """(exposed, overlapped) bytes of the TP collectives: the forward's, and the backward's, which
+    SERIAL_TP_BACKWARD_STACKS (torchtitan) run between the GEMMs and so expose too."""
     if plan.tp == 1:
         return 0.0, 0.0
     e = activation_bytes(plan.precision)
     activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
     per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
     forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
-    return forward, 2 * per_collective
+    backward = 2 * per_collective
+    if job.stack in SERIAL_TP_BACKWARD_STACKS:
+        return forward + backward, 0.0
+    return forward, backward
 
 
-def _tp_seconds(forward_bytes: float, backward_bytes: float, link_gb_per_s: float, backward_compute_s: float) -> float:
-    return _seconds(forward_bytes, link_gb_per_s) + max(0.0, _seconds(backward_bytes, link_gb_per_s) - backward_compute_s)
+def _tp_seconds(exposed_bytes: float, overlapped_bytes: float, link_gb_per_s: float, backward_compute_s: float) -> float:
+    return _seconds(exposed_bytes, link_gb_per_s) + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - backward_compute_s)
 
 
 def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
     """Exposed TP collectives: the forward's (and the recomputed forward's) in full; the backward's
     overlap the backward GEMMs (Megatron LinearWithGradAccumulationAndAsyncCommunication issues the
     input all-gather and the grad-input reduce-scatter / all-reduce async_op=True beside the
-    grad-input and weight-gradient GEMMs), exposed only beyond the backward compute."""
+    grad-input and weight-gradient GEMMs), exposed only beyond the backward compute; on
+    SERIAL_TP_BACKWARD_STACKS (torchtitan) in full as well."""
     if plan.tp == 1:
         return 0.0
-    forward, backward = _tp_bytes(arch, job, plan)
+    exposed, overlapped = _tp_bytes(arch, job, plan)
     backward_compute_s = compute_s * (1 - plan_flops_per_token(arch, job, plan).forward_share)
-    return _tp_seconds(forward, backward, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
+    return _tp_seconds(exposed, overlapped, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
 
 
 @overload
@@ -185,11 +197,33 @@ def _pp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     return 2 * hidden * plan.vpp * plan.grad_accum  # activations forward, gradients backward
 
 
-def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float) -> float:
+def overlaps_p2p(job: Job, plan: Plan) -> bool:
+    """Whether the plan's p2p runs beside the compute: an interleaved schedule on
+    OVERLAPPED_P2P_STACKS (Megatron's --overlap-p2p-communication; without interleaving Megatron
+    batches its p2p, blocking). Only the 1F1B steady state's transfers overlap there; the warmup's
+    and cool-down's, a fixed number of chunks per step ((pp - 1) * 2 + (vpp - 1) * pp on the first
+    rank: schedules.py get_pp_rank_microbatches), block: left out, as the share depends on the
+    accumulation and the traffic here is a replica's whatever its micro-batches (the solver's)."""
+    return plan.pp > 1 and plan.vpp > 1 and job.stack in OVERLAPPED_P2P_STACKS
+
+
+def _pp_traffic(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
+    """(blocking, overlapped) p2p bytes (overlaps_p2p)."""
+    volume = _pp_bytes(arch, job, plan)
+    return (0.0, volume) if overlaps_p2p(job, plan) else (volume, 0.0)
+
+
+def _pp_seconds(blocking_bytes: float, overlapped_bytes: float, link_gb_per_s: float, compute_s: float) -> float:
+    """The blocking transfers in full; the overlapped ones beyond the compute they run beside."""
+    return _seconds(blocking_bytes, link_gb_per_s) + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - compute_s)
+
+
+def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float,
+             compute_s: float = 0.0) -> float:
     if plan.pp == 1:
         return 0.0
     link = network_gb_per_s if spans_instances else gpu.intra_node_bandwidth_gb_per_s
-    return _seconds(_pp_bytes(arch, job, plan), link)
+    return _pp_seconds(*_pp_traffic(arch, job, plan), link, compute_s)
 
 
 def _cp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
@@ -299,10 +333,10 @@ def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_i
 
 def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
     """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
-    tp_forward, tp_backward = _tp_bytes(arch, job, plan)
+    tp_exposed, tp_overlapped = _tp_bytes(arch, job, plan)
     share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
     attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
-    return ParallelTraffic(plan.layout, tp_forward, tp_backward, share, _pp_bytes(arch, job, plan),
+    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, share, *_pp_traffic(arch, job, plan),
                            _cp_bytes(arch, job, plan), attention, forward, ep_traffic(arch, job, plan))
 
 
@@ -312,8 +346,9 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
     cp_exposed_s and ep_time_s, float for float (tests/solver/test_step_grids.py)."""
     t, layout = traffic, traffic.layout
     intra = gpu.intra_node_bandwidth_gb_per_s
-    tp = _tp_seconds(t.tp_forward_bytes, t.tp_backward_bytes, intra, compute_s * (1 - t.forward_share)) if layout.tp > 1 else 0.0
-    pp = _seconds(t.pp_bytes, network_gb_per_s if spans_instances else intra) if layout.pp > 1 else 0.0
+    tp = _tp_seconds(t.tp_exposed_bytes, t.tp_overlapped_bytes, intra, compute_s * (1 - t.forward_share)) if layout.tp > 1 else 0.0
+    pp = _pp_seconds(t.pp_bytes, t.pp_overlapped_bytes, network_gb_per_s if spans_instances else intra,
+                     compute_s) if layout.pp > 1 else 0.0
     cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
                      t.attention_flops, t.forward_flops) if layout.cp > 1 else 0.0
     ep = _ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s) if t.ep.shape is not None else 0.0
@@ -330,7 +365,7 @@ def parallel_time(
         tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
         pp_bubble_s=pp_bubble_s(plan, compute_s * imbalance),  # the bubble idles for the slowest stage's time
         pp_imbalance_s=pp_imbalance_s(imbalance, compute_s),
-        pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s),
+        pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s, compute_s),
         cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
         ep_s=ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s),
     )
