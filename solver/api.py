@@ -10,7 +10,6 @@ from vramplan.models.catalogue.stack import restacked
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
-from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
 from vramplan.solver.engine import (
     MAX_PARETO_POINTS,
@@ -22,6 +21,7 @@ from vramplan.solver.engine import (
     replayed,
 )
 from vramplan.solver.explain import closest_miss, explain
+from vramplan.solver.points import Choice, Metrics, evaluate
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
@@ -53,7 +53,7 @@ def run_engine(space: SearchSpace, budget: Budget | None = None) -> EngineResult
 def distinct_choices(space: SearchSpace, choices: list[Choice]) -> list[Choice]:
     """The choices (best first) without those that an earlier kept one matches or beats in cost and
     step time and that are not LEANER_PERCENT leaner in GPU memory (the engines' integers:
-    candidates.Metrics)."""
+    points.Metrics)."""
     kept: list[tuple[Choice, Metrics]] = []
     for choice in choices:
         metrics = evaluate(space, choice)

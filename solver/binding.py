@@ -9,8 +9,8 @@ from collections.abc import Callable
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.models.time.cost import PRICING_WORDS, has_price
-from vramplan.solver.candidates import cluster_accepts, host_mib_per_gpu, inner_metrics, step_cap_us
 from vramplan.solver.fitting import shape_points
+from vramplan.solver.points import cluster_accepts, host_mib_per_gpu, inner_metrics, step_cap_us
 from vramplan.solver.query import SolvedPlan, SolveQuery
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_domains import in_place, place_label, plannable

@@ -6,7 +6,8 @@ from __future__ import annotations
 from itertools import product
 from math import prod
 
-from vramplan.solver.candidates import (
+from vramplan.solver.engine import POINT_WORK, Budget, EngineResult, SearchStats, TimeLimitReached
+from vramplan.solver.points import (
     Choice,
     Metrics,
     evaluate,
@@ -14,7 +15,6 @@ from vramplan.solver.candidates import (
     objective_key,
     stage_twin_key,
 )
-from vramplan.solver.engine import POINT_WORK, Budget, EngineResult, SearchStats, TimeLimitReached
 from vramplan.solver.space import SearchSpace
 
 CHECK_EVERY = 4096  # points charged to the budget at once (one look at the clock each)

@@ -29,8 +29,8 @@ import numpy as np
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
 from vramplan.solver.bound_arrays import Branch, ShapeTerms, branch_of, shape_terms
-from vramplan.solver.candidates import Inner, step_us
 from vramplan.solver.clusters import Shape
+from vramplan.solver.points import Inner, step_us
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import exposed_lower_us
 
@@ -206,7 +206,7 @@ class UnitBounds:
             dynamic = self._leanest_dynamic(n, li, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
                        if space.host_mib_per_gpu[zf, n, p, li] <= host_mib
-                       and all(space.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_slots))]
+                       and all(space.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_rank_columns))]
             if not fitting:
                 continue
             steps = space.step_tables(shape, [li])
@@ -227,7 +227,7 @@ class UnitBounds:
         budget: the last tier asks it again for every shape and host budget of the count) and by
         the number of checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
         space = self.space
-        key = (space.counts[n], space.layouts[li], p, r, space.num_slots)
+        key = (space.counts[n], space.layouts[li], p, r, space.num_rank_columns)
         memo = space.shared.leanest_dynamic
         if key not in memo:
             b = space.valid_batches[n, li][0]  # micro_batches ascend, so valid_batches do too
@@ -244,9 +244,9 @@ class UnitBounds:
         memo = space.shared.leanest_mib
         if key not in memo:
             space.fill_count(n, [li], (p,))
-            dynamic = [0] * space.num_slots if r is None else self._leanest_dynamic(n, li, p, r)
+            dynamic = [0] * space.num_rank_columns if r is None else self._leanest_dynamic(n, li, p, r)
             options = sorted((space.host_mib_per_gpu[zf, n, p, li],
-                              max(space.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_slots)))
+                              max(space.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_rank_columns)))
                              for zf in range(len(space.zero_offloads)))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]

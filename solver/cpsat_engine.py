@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import Choice, Inner, evaluate, objective_key, stage_twin_key, step_cap_us
 from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import (
@@ -37,6 +36,7 @@ from vramplan.solver.engine import (
     SolverInternalError,
     TimeLimitReached,
 )
+from vramplan.solver.points import Choice, Inner, evaluate, objective_key, stage_twin_key, step_cap_us
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ on mixed-radix indices:
 No product of two variables appears (cost = price x step is left to the branch-and-bound in
 cpsat_engine.py, where the price is a constant per cluster), and no enforced linear constraint
 carries a large coefficient (ortools#5293), so every coefficient stays far inside int64.
-The objective is step_us x radix + inner tie (candidates.inner_tie): one integer that orders the
+The objective is step_us x radix + inner tie (points.inner_tie): one integer that orders the
 points of a cluster exactly as the brute-force oracle does; when step_ub x radix would not keep
 2^62 of room, the model minimises step time and then the tie in two stages instead.
 """
@@ -28,7 +28,7 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.candidates import Inner, accumulated_mib, inner_tie_radix
+from vramplan.solver.points import Inner, accumulated_mib, inner_tie_radix
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import add_step, tail_us
 
@@ -116,18 +116,18 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     b = _var(model, sorted({b_ for _, b_ in pairs}), "b")
     model.add_allowed_assignments([lb, li, b], [(i, lay, b_) for i, (lay, b_) in enumerate(pairs)])
     zfs, rs, lbs = (zf, sorted(allowed_zf)), (r, sorted(allowed_r)), (lb, list(range(len(pairs))))
-    # The checked pipeline ranks (tables.stage_slots) that are some layout's own rank: a slot that
-    # repeats an earlier rank on every layout of the model (every slot but the first when pp = 1)
+    # The checked pipeline ranks (tables.rank_columns) that are some layout's own rank: a column that
+    # repeats an earlier rank on every layout of the model (every column but the first when pp = 1)
     # would only repeat that rank's columns and constraint.
     pipelines = {space.layouts[lay].pipeline for lay in layouts}
-    slots = [j for j in range(space.num_slots) if any(space.slot_aliases(pipeline)[j] == j for pipeline in pipelines)]
+    checked = [j for j in range(space.num_rank_columns) if any(space.column_aliases(pipeline)[j] == j for pipeline in pipelines)]
     ps, ls = (p, precisions), (li, layouts)
     uppers: dict[str, int] = {}  # each tabulated term's largest value (_table)
 
     # Memory per checked pipeline rank j: static[zf, p, l] + (buffers + activations)[r, p, (l, b)] <= limit,
     # the activations being micro-batch pieces (tp, cp, sp, recompute, micro-batch, precision)
     # on the rank's layers and in-flight chunks (pp, vpp, accumulation): SearchSpace.activation_mib.
-    # Step time (candidates.inner_metrics): compute + model-parallel collectives + bubble
+    # Step time (points.inner_metrics): compute + model-parallel collectives + bubble
     # + max(comm - window, tail) + optimizer.
 
     offloading = space.job.activation_offload
@@ -140,26 +140,26 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         buffers = space.buffer_mib[b_, jj, lay]
         ranks = space.ranks_activation_mib(i, b_, jj, lay, n)
         offloaded = (space.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
-        return (*(buffers + ranks[j] for j in slots), base, *offloaded)
+        return (*(buffers + ranks[j] for j in checked), base, *offloaded)
 
     # Unsharded gradient accumulation (a stack that reduce-scatters only the last micro-batch: litgpt):
     # model states grow with (ZeRO stage, layout, micro-batch) together: its own columns of by_zero.
     accumulating = any(space.accumulation_mib[i, n, jj, lay, j] for i in allowed_zf for jj in precisions
-                       for lay in layouts for j in slots)
+                       for lay in layouts for j in checked)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step (and
         what gradient accumulation adds to each checked rank's model states)."""
         lay, b_ = pairs[k]
         forward, backward = steps.comm_us[space.zero_offloads[i][0], b_, jj, lay]
-        grown = tuple(accumulated_mib(space, i, n, jj, lay, j, b_) for j in slots) if accumulating else ()
+        grown = tuple(accumulated_mib(space, i, n, jj, lay, j, b_) for j in checked) if accumulating else ()
         return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay], *grown
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
-        *(space.static_mib[i, n, jj, lay, j] for j in slots), space.host_mib_per_gpu[i, n, jj, lay]),
-        (*(f"static{j}" for j in slots), "host_mib"), uppers)
-    columns = (*(f"activations{j}" for j in slots), "compute_parallel_bubble_us", *(("offloaded_mib",) if offloading else ()))
-    dynamic = _table(model, [rs, ps, lbs], by_recompute, columns, uppers)
+        *(space.static_mib[i, n, jj, lay, j] for j in checked), space.host_mib_per_gpu[i, n, jj, lay]),
+        (*(f"static{j}" for j in checked), "host_mib"), uppers)
+    dynamic_names = (*(f"activations{j}" for j in checked), "compute_parallel_bubble_us", *(("offloaded_mib",) if offloading else ()))
+    dynamic = _table(model, [rs, ps, lbs], by_recompute, dynamic_names, uppers)
     if offloading:  # host RAM: offloaded states (zf, p, l) + offloaded activations (r, p, (l, b))
         *dynamic, base, offloaded = dynamic
         total_host = model.new_int_var(0, uppers["host_mib"] + uppers["offloaded_mib"], "host_total_mib")
@@ -176,7 +176,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
                                         ("fwd_window_us", "bwd_window_us"), uppers)
     fwd, bwd, tail, opt, *grown = _table(
         model, [zfs, ps, lbs], by_zero,
-        ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in slots if accumulating)), uppers)
+        ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in checked if accumulating)), uppers)
     for j, (rank_static, rank_dynamic) in enumerate(zip(static, dynamic)):  # memory of each checked pipeline rank
         model.add(rank_static + rank_dynamic + (grown[j] if grown else 0) <= space.limit_mib[g])
     stated = add_step(model, base, (fwd, bwd), (fwd_window, bwd_window), tail, opt, uppers, step_cap)
@@ -191,7 +191,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
             model.add(taken == 0)
         else:
             model.add(step >= other_cap + 1).only_enforce_if(taken)
-    tie = (((li * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # candidates.inner_tie
+    tie = (((li * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # points.inner_tie
     radix = inner_tie_radix(space)
     single = (step_ub + 1) * radix < INT64_ROOM
     return ClusterModel(model, (zf, r, p, b, li), step, step * radix + tie if single else tie, single, space.layouts)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from vramplan.solver.candidates import Choice
+from vramplan.solver.points import Choice
 
 if TYPE_CHECKING:
     from vramplan.solver.query import SolveQuery

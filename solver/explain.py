@@ -13,9 +13,9 @@ from vramplan.models.catalogue.stack import restacked
 from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
-from vramplan.solver.candidates import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
+from vramplan.solver.points import Choice, cluster_accepts, inner_metrics
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
     conflicting_restrictions,
@@ -27,7 +27,7 @@ from vramplan.solver.restrictions import (
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import kept_valid_layouts
 from vramplan.solver.space_domains import gpu_counts
-from vramplan.solver.tables import stage_slots
+from vramplan.solver.tables import rank_columns
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)
@@ -99,7 +99,7 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     n = space.counts[n_i]
     for li in space.count_layouts[n_i]:
         layout = space.layouts[li]
-        stages = set(stage_slots(space.arch, layout.pipeline))
+        stages = set(rank_columns(space.arch, layout.pipeline))
         for (zero, offload), precision in product(space.zero_offloads, space.precisions):
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)

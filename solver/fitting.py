@@ -1,6 +1,6 @@
 """The explanations' memory grids: every explained inner point of a shape by its most loaded
 checked rank's memory (memory_peaks), and per shape the points that fit (shape_table, which the
-conflicting-restrictions model reads). The same numbers as candidates.memory_slots_mib and
+conflicting-restrictions model reads). The same numbers as points.memory_columns_mib and
 inner_metrics, tabulated term by term on numpy grids; the engines do not read them."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vramplan.solver.candidates import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_tie, step_us
 from vramplan.solver.clusters import Shape
 from vramplan.solver.layouts import tp_reach
+from vramplan.solver.points import Inner, InnerMetrics, accumulated_mib, host_mib_per_gpu, inner_tie, step_us
 from vramplan.solver.space import SearchSpace
 
 
@@ -25,7 +25,7 @@ def explained_layouts(space: SearchSpace) -> list[int]:
 def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tuple[int, Inner]]:
     """(MiB of the most loaded checked rank, inner point) for every explained inner point a count
     can take on GPU g with TP up to `reach`, least memory first. The same numbers as
-    memory_slots_mib, tabulated by term: static per (ZeRO x offload, precision) and activations
+    memory_columns_mib, tabulated by term: static per (ZeRO x offload, precision) and activations
     + buffers per (recompute, micro-batch, precision), added on a grid rather than point by point
     (the grid is cached on the space: memory does not depend on the network or the price), and
     points are made only as far as a caller reads."""
@@ -59,7 +59,7 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
         space.fill_count(n, [li], precisions)
         batches = space.valid_batches[n, li]
         zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
-        js = range(space.num_slots)
+        js = range(space.num_rank_columns)
         static = np.array([[[space.static_mib[zf, n, p, li, j] for j in js] for p in precisions] for zf in zfs],
                           dtype=np.int64)  # (zf, p, j)
         dynamic = np.array([[[[space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
@@ -102,7 +102,7 @@ def shape_table(space: SearchSpace, timed: bool = True) -> dict[Shape, list[tupl
 
 def _fitting(space: SearchSpace, shape: Shape, timed: bool) -> list[tuple[Inner, InnerMetrics]]:
     """The shape's fitting points (_memory_fitting: memory from the grids at once) with their
-    integer step times (candidates.step_us, as inner_metrics adds it), best step time first. The
+    integer step times (points.step_us, as inner_metrics adds it), best step time first. The
     same points and metrics as inner_metrics over shape_points up to the GPU's limit, at a quarter
     of the CPU (docs/performance.md#explanations)."""
     fitting = _memory_fitting(space, shape)
@@ -123,7 +123,7 @@ def _memory_fitting(space: SearchSpace, shape: Shape) -> list[tuple[Inner, Inner
     grids = _peaks(space, g, n, tp_reach(per_instance))[0]
     for li, precisions, batches, peak, static, dynamic, accumulated in grids:
         zf, r, b, p = np.nonzero(peak <= space.limit_mib[g])
-        order = np.lexsort((p, -b, r, zf))  # candidates.inner_tie: zf, r, larger micro-batch first, p
+        order = np.lexsort((p, -b, r, zf))  # points.inner_tie: zf, r, larger micro-batch first, p
         zf, r, b, p = zf[order], r[order], b[order], p[order]
         held = static[zf, p, :] + accumulated[zf, b, p, :]  # (point, j)
         rank = (held + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank

@@ -20,11 +20,11 @@ from typing import NamedTuple
 from ortools.sat.python import cp_model
 
 from vramplan.models.catalogue.catalogue import Catalogue
-from vramplan.solver.candidates import Inner, InnerMetrics
 from vramplan.solver.clusters import Cluster, Shape
 from vramplan.solver.cpsat_model import LeanCpModel
 from vramplan.solver.engine import SOLVE_WORK, STEP_WORK, Budget, replayed
 from vramplan.solver.fitting import shape_table
+from vramplan.solver.points import Inner, InnerMetrics
 from vramplan.solver.query import DEFAULT_MAX_GPUS, Pins, SolveQuery
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space

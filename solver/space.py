@@ -33,18 +33,18 @@ from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_tables import (
     StepTables,
-    fill_slots,
+    fill_rank_places,
     fill_states,
     fill_step_tables,
 )
 from vramplan.solver.tables import (
-    MIN_STAGE_SLOTS,
+    MIN_RANK_COLUMNS,
     MicroKey,
+    RankPlace,
     RecomputeChoice,
-    StageSlot,
     Tables,
     layout_chunk_layers,
-    stage_slots,
+    rank_columns,
 )
 
 log = logging.getLogger(__name__)
@@ -96,27 +96,27 @@ class SearchSpace:
     precisions: list[str]
     micro_batches: list[int]
     layouts: list[Layout]
-    num_slots: int = MIN_STAGE_SLOTS  # pipeline ranks checked per layout (tables.stage_slots)
+    num_rank_columns: int = MIN_RANK_COLUMNS  # pipeline ranks checked per layout (tables.rank_columns)
     max_tp: int = MAX_TP  # the largest TP and EP degree searched (layouts.degree_limit of the NVLink domains)
     count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
     # Integer tables, keyed by domain indices; a missing key is an invalid combination.
-    # Memory per pipeline-stage slot j (0: the first stage, 1: the last, 2: another candidate).
+    # Memory per checked-rank column j (0: the first stage, 1: the last, 2: another candidate).
     static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
     # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
     accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
     micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t, a share's chunk)
-    slots: dict[tuple[int, int, int, int], StageSlot] = field(default_factory=dict)  # (n, l, b, j)
+    rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
-    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in slots
+    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in rank_places
     filled_states: set[tuple[int, int, int]] = field(default_factory=set)  # (n, l, p) in static_mib, host_mib_per_gpu
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids, filled on use
     representatives: dict[tuple, list] = field(default_factory=dict)  # restrictions._representatives per (shape, timed, pinned fields)
     cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
     least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
-    aliases_of_pp: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # slot_aliases per pipeline
+    aliases_of_pipeline: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # column_aliases per pipeline
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     # Compute per (g, n, r, p): the least over the count's layouts (the bounds' value); per layout
@@ -189,13 +189,13 @@ class SearchSpace:
         return tables
 
     def fill_count(self, n: int, layouts: list[int], precisions: tuple[int, ...] | list[int]) -> None:
-        """Tabulate count index n's pipeline slots, and its model states and host RAM in these
+        """Tabulate count index n's checked-rank places, and its model states and host RAM in these
         precisions, for these layouts on first use: the branch-and-bound's bounds prune most
         (count, layout) pairs before anything needs them, and a bound or model reads only its
         GPU's precisions (a space with V100s runs fp16 too; docs/performance.md#tabulated-precisions)."""
         for li in layouts:
             if (n, li) not in self.filled_counts:
-                fill_slots(self, n, li)
+                fill_rank_places(self, n, li)
                 self.filled_counts.add((n, li))
             for p in precisions:
                 if (n, li, p) not in self.filled_states:
@@ -203,14 +203,14 @@ class SearchSpace:
                     self.filled_states.add((n, li, p))
 
     def activation_mib(self, r: int, b: int, p: int, li: int, n: int, j: int) -> int:
-        """Activations of checked pipeline rank j (stage_slots) in MiB, tabulated on first use:
+        """Activations of checked pipeline rank j (rank_columns) in MiB, tabulated on first use:
         one micro-batch's terms (r, b, p and the layout's tp, cp, sp) on the rank's layers and
         in-flight micro-batches (the count n, the layout, b)."""
         key = (r, b, p, li, n, j)
         value = self.activations_mib.get(key)
         if value is None:
             value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_key(r, b, p, li), self.slots[n, li, b, j])
+                self.micro_key(r, b, p, li), self.rank_places[n, li, b, j])
         return value
 
     def micro_key(self, r: int, b: int, p: int, li: int) -> MicroKey:
@@ -229,9 +229,9 @@ class SearchSpace:
         return micro
 
     def ranks_activation_mib(self, r: int, b: int, p: int, li: int, n: int) -> list[int]:
-        """activation_mib of every checked rank j, each distinct rank once (slots repeat the first
-        rank: with pp = 1 every slot is rank 0)."""
-        aliases = self.slot_aliases(self.layouts[li].pipeline)
+        """activation_mib of every checked rank j, each distinct rank once (columns repeat the first
+        rank: with pp = 1 every column is rank 0)."""
+        aliases = self.column_aliases(self.layouts[li].pipeline)
         values = [0] * len(aliases)
         for j, alias in enumerate(aliases):
             values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
@@ -260,18 +260,18 @@ class SearchSpace:
         (models.memory.memory_per_gpu takes the same maximum); 0 without activation offloading."""
         if not self.job.activation_offload:
             return 0
-        aliases = self.slot_aliases(self.layouts[li].pipeline)
+        aliases = self.column_aliases(self.layouts[li].pipeline)
         micro = self.micro_key(r, b, p, li)
-        return max(self.tables.offloaded_mib(micro, self.slots[n, li, b, j])  # type: ignore[union-attr]
+        return max(self.tables.offloaded_mib(micro, self.rank_places[n, li, b, j])  # type: ignore[union-attr]
                    for j, alias in enumerate(aliases) if alias == j)
 
-    def slot_aliases(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
-        """For each checked slot of a pipeline (a depth, or a split: Layout.pipeline), the first
-        slot that checks the same rank."""
-        aliases = self.aliases_of_pp.get(pipeline)
+    def column_aliases(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
+        """For each checked-rank column of a pipeline (a depth, or a split: Layout.pipeline), the
+        first column that checks the same rank."""
+        aliases = self.aliases_of_pipeline.get(pipeline)
         if aliases is None:
-            stages = stage_slots(self.arch, pipeline, self.num_slots)
-            aliases = self.aliases_of_pp[pipeline] = tuple(stages.index(stage) for stage in stages)
+            stages = rank_columns(self.arch, pipeline, self.num_rank_columns)
+            aliases = self.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
         return aliases
 
     def cluster_layouts(self, shape: Shape) -> list[int]:

@@ -37,7 +37,7 @@ from vramplan.solver.space_tables import (
 from vramplan.solver.table_memo import TableMemo
 from vramplan.solver.tables import (
     Tables,
-    num_stage_slots,
+    rank_column_count,
 )
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     pipelines = tuple(dict.fromkeys(layout.pipeline for layout in layouts))
-    space.num_slots = tables.kept(("stage-slots", pipelines), lambda: num_stage_slots(arch, pipelines))
+    space.num_rank_columns = tables.kept(("rank-columns", pipelines), lambda: rank_column_count(arch, pipelines))
     space.tables, space.evaluations_before = tables, tables.evaluations
     space.shared = memo.units(catalogue, query, UnitMemo)
     space.memo = memo

@@ -13,7 +13,7 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.solver.step_time import windows_us
-from vramplan.solver.tables import Tables, compute_class, stage_slot, stage_slots
+from vramplan.solver.tables import Tables, compute_class, rank_columns, rank_place
 
 if TYPE_CHECKING:
     from vramplan.solver.clusters import Shape
@@ -49,7 +49,7 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
 
 
 def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
-    """The tables every count shares; each count's own (model states, host RAM, pipeline slots)
+    """The tables every count shares; each count's own (model states, host RAM, checked-rank places)
     are filled on first use (SearchSpace.fill_count). The micro-batch buffers and activation
     keys are kept in the Tables by the domains they index, like the layout domains."""
     _fill_valid_precisions(space)
@@ -75,8 +75,8 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
 def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
-    stages = stage_slots(space.arch, layout.pipeline, space.num_slots)
-    distinct = tuple(dict.fromkeys(stages))  # slots repeat the first rank (pp = 1: every slot)
+    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
+    distinct = tuple(dict.fromkeys(stages))  # columns repeat the first rank (pp = 1: every column)
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
         states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
@@ -88,16 +88,16 @@ def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
         space.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
 
 
-def fill_slots(space: SearchSpace, n_i: int, li: int) -> None:
+def fill_rank_places(space: SearchSpace, n_i: int, li: int) -> None:
     """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
     layout, n = space.layouts[li], space.counts[n_i]
-    stages = stage_slots(space.arch, layout.pipeline, space.num_slots)
+    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
     distinct = tuple(dict.fromkeys(stages))
     for b in space.valid_batches[n_i, li]:
         accum = space.tables.accumulation(layout, n, space.micro_batches[b])
-        ranks = {stage: stage_slot(space.arch, layout, accum, stage) for stage in distinct}
+        ranks = {stage: rank_place(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            space.slots[n_i, li, b, j] = ranks[stage]
+            space.rank_places[n_i, li, b, j] = ranks[stage]
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
@@ -150,7 +150,7 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
 
 @dataclass
 class StepTables:
-    """One shape's step-time terms in whole microseconds (candidates.step_us adds them): the
+    """One shape's step-time terms in whole microseconds (points.step_us adds them): the
     compute and its (forward, backward) overlap windows (r, p, l), data-parallel traffic (forward,
     backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
     PP p2p + CP + EP (r, p, l) and the stalls (r, p, l, b): the pipeline bubble and the exposed

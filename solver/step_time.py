@@ -14,7 +14,7 @@ traffic beyond its window, and at least one layer's share of the whole, the last
 models/time/parallel_time.py's TP/PP/CP/EP terms and bubble. verify.py re-evaluates every plan
 with models/ and allows STEP_ROUNDING_US of rounding between the two.
 
-Who uses which form: candidates.step_us (a point: the brute-force oracle, verification, the
+Who uses which form: points.step_us (a point: the brute-force oracle, verification, the
 explanations' tables), add_step (the CP-SAT unit model, solver/cpsat_model.py), exposed_lower_us
 (the branch-and-bound's bounds, solver/cpsat_bounds.py). tests/solver/test_step_time.py holds the
 three to the same integers.

@@ -56,7 +56,7 @@ from vramplan.models.time.performance import (
 from vramplan.solver.layouts import layout_plan
 
 
-class StageSlot(NamedTuple):
+class RankPlace(NamedTuple):
     """Where a checked pipeline rank sits: models.activations.stage_activations' arguments after
     the micro-batch (the micro-batches in flight, the virtual stages, whether it is the first and
     the last rank, its decoder layers by kind)."""
@@ -112,27 +112,27 @@ class MicroKey(NamedTuple):
     precision: str
 
 
-MIN_STAGE_SLOTS = 3  # the first, the last and one more rank: every stack of one kind of layer
+MIN_RANK_COLUMNS = 3  # the first, the last and one more rank: every stack of one kind of layer
 
 
-def stage_slots(arch: Architecture, pipeline: int | Split, num_slots: int = MIN_STAGE_SLOTS) -> tuple[int, ...]:
+def rank_columns(arch: Architecture, pipeline: int | Split, num_rank_columns: int = MIN_RANK_COLUMNS) -> tuple[int, ...]:
     """The pipeline ranks whose memory is checked (models.parallel.candidate_stages: the most
     loaded rank is among them): the first, the last, then the other candidates, padded to
-    num_slots with the first (a repeated rank checks nothing new). Mixed stacks of layers
-    have up to four candidates in the catalogue (num_stage_slots)."""
+    num_rank_columns with the first (a repeated rank checks nothing new). Mixed stacks of layers
+    have up to four candidates in the catalogue (rank_column_count)."""
     candidates = candidate_stages(arch, pipeline)
     last = (pipeline if isinstance(pipeline, int) else len(pipeline)) - 1
-    slots = (0, last, *(s for s in candidates if s not in (0, last)))
-    return slots + (0,) * (num_slots - len(slots))
+    columns = (0, last, *(s for s in candidates if s not in (0, last)))
+    return columns + (0,) * (num_rank_columns - len(columns))
 
 
-def num_stage_slots(arch: Architecture, pipelines: tuple[int | Split, ...]) -> int:
+def rank_column_count(arch: Architecture, pipelines: tuple[int | Split, ...]) -> int:
     """How many pipeline ranks a space checks per layout: enough for its layouts' candidates."""
-    return max(MIN_STAGE_SLOTS, *(len(stage_slots(arch, pipeline, 0)) for pipeline in pipelines))
+    return max(MIN_RANK_COLUMNS, *(len(rank_columns(arch, pipeline, 0)) for pipeline in pipelines))
 
 
-def stage_slot(arch: Architecture, layout: Layout, accum: int, stage: int) -> StageSlot:
-    return StageSlot(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
+def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int) -> RankPlace:
+    return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
                      stage_layer_kinds(arch, layout.pipeline, stage))
 
 
@@ -302,20 +302,20 @@ class Tables:
         return self._get(("buffers", layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1, micro, precision),
                          compute)
 
-    def activation_mib(self, micro: MicroKey, slot: StageSlot) -> int:
+    def activation_mib(self, micro: MicroKey, place: RankPlace) -> int:
         """A pipeline rank's activations at its peak (models.activations.stage_activations of one
         micro-batch's terms), rounded up to MiB."""
         def compute() -> int:
-            return bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *slot).total_bytes)
-        return self._get(("activations", *micro, *slot), compute)
+            return bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *place).total_bytes)
+        return self._get(("activations", *micro, *place), compute)
 
-    def offloaded_mib(self, micro: MicroKey, slot: StageSlot) -> int:
+    def offloaded_mib(self, micro: MicroKey, place: RankPlace) -> int:
         """What activation offloading keeps in host memory for a pipeline rank at its peak
         (models.activations.stage_activations' offloaded_bytes), rounded up to MiB; 0 without it."""
         if not self.job.activation_offload:
             return 0
-        return self._get(("offloaded", *micro, *slot),
-                         lambda: bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *slot).offloaded_bytes))
+        return self._get(("offloaded", *micro, *place),
+                         lambda: bytes_to_mib_ceil(stage_activations(self._microbatch(micro), *place).offloaded_bytes))
 
     def offload_exposed_s(self, micro: MicroKey, layout: Layout, accum: int, compute_s: float) -> float:
         """The activation-offload transfer the compute does not hide (models.performance
@@ -426,11 +426,17 @@ class Tables:
         """models.parallel_time.parallel_traffic of a replica, kept per layout without its split:
         a split changes only what a partial full recompute re-runs in all (compute_layout), which
         keys it then (the traffic's layout serves its degrees alone)."""
-        recompute = recompute.resolved(self.arch.num_layers, layout)
-        shape = compute_layout(layout, recompute, "bf16", self.arch.num_layers)
-        return self._get(("parallel-traffic", layout._replace(split=None), n, shape or recompute, precision),
-                         lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, recompute, precision)),
+        base, resolved, what = self._called(("traffic-key", layout, recompute), lambda: self._traffic_key(layout, recompute))
+        return self._get(("parallel-traffic", base, n, what, precision),
+                         lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, resolved, precision)),
                          memo=self.time_memo)
+
+    def _traffic_key(self, layout: Layout, recompute: RecomputeChoice) -> tuple[Layout, RecomputeChoice, object]:
+        """(the layout without its split, the recompute resolved for the layout, what of the
+        recompute the traffic depends on: compute_layout's re-run layers, or the recompute)."""
+        resolved = recompute.resolved(self.arch.num_layers, layout)
+        shape = compute_layout(layout, resolved, "bf16", self.arch.num_layers)
+        return layout._replace(split=None), resolved, shape or resolved
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's compute at each

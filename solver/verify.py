@@ -6,9 +6,9 @@ from __future__ import annotations
 from vramplan.models.core.results import EstimateResult
 from vramplan.models.core.units import US_PER_S
 from vramplan.models.estimate import estimate_plan
-from vramplan.solver.candidates import Choice, Metrics, evaluate
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD
 from vramplan.solver.engine import SolverInternalError
+from vramplan.solver.points import Choice, Metrics, evaluate
 from vramplan.solver.query import PlanChoice, SolvedPlan
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import STEP_ROUNDING_US

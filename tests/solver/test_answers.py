@@ -8,8 +8,8 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.models.estimate import estimate
 from vramplan.solver import verify
 from vramplan.solver.api import _objective_report, solve
-from vramplan.solver.candidates import Choice, evaluate
 from vramplan.solver.engine import EngineResult, SolverInternalError
+from vramplan.solver.points import Choice, evaluate
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.restrictions import restrictions_of
 from vramplan.solver.space_build import build_space

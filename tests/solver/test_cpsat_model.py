@@ -197,7 +197,7 @@ def test_unit_models_tabulate_each_distinct_rank_once_and_no_fixed_column(catalo
     first and the last stage's memory."""
     from vramplan.solver.cpsat_bounds import branch_layouts, branch_of
     from vramplan.solver.cpsat_model import build_cluster_model
-    from vramplan.solver.tables import stage_slots
+    from vramplan.solver.tables import rank_columns
 
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096, stack="custom"), global_batch=64, gpus=H100, max_gpus=16,
                        pins=Pins(precision="bf16"))
@@ -213,9 +213,9 @@ def test_unit_models_tabulate_each_distinct_rank_once_and_no_fixed_column(catalo
         names = [proto.variables[i].name for i in range(len(proto.variables))]
         # a slot is a column when it is its own rank on some layout of the branch (a split of its
         # own can make a middle rank a candidate: models.parallel.candidate_stages)
-        ranks = len({j for li in layouts for j, alias in enumerate(space.slot_aliases(space.layouts[li].pipeline))
+        ranks = len({j for li in layouts for j, alias in enumerate(space.column_aliases(space.layouts[li].pipeline))
                      if alias == j})
-        assert ranks >= len(set(stage_slots(space.arch, branch[0], space.num_slots)))
+        assert ranks >= len(set(rank_columns(space.arch, branch[0], space.num_rank_columns)))
         assert sum(name.startswith("static") for name in names) == ranks
         assert sum(name.startswith("activations") for name in names) == ranks
         precision = names.index("p")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from vramplan.models.core.setup import Job
-from vramplan.solver.candidates import inner_metrics, inner_tie
 from vramplan.solver.fitting import _fitting, shape_points
+from vramplan.solver.points import inner_metrics, inner_tie
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
 

@@ -12,9 +12,9 @@ import pytest
 
 from vramplan.models.core.setup import Job
 from vramplan.solver.api import plan_exists, solve
-from vramplan.solver.candidates import evaluate
 from vramplan.solver.cpsat_engine import find_cpsat
 from vramplan.solver.engine import TimeLimitReached
+from vramplan.solver.points import evaluate
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
 from vramplan.solver.table_memo import TableMemo

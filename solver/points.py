@@ -87,8 +87,8 @@ def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
             space.offering_rank[choice.cluster])
 
 
-def memory_slots_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
-    """GPU memory of the checked pipeline ranks (tables.stage_slots), MiB; None if invalid."""
+def memory_columns_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
+    """GPU memory of the checked pipeline ranks (tables.rank_columns), MiB; None if invalid."""
     zf, r, p, b, li = inner
     if li not in space.count_layouts[n] or b not in space.valid_batches[n, li]:
         return None
@@ -135,11 +135,11 @@ def _memory_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool
         return None
     if not space.count_allows(n, zf, r):
         return None
-    slots = memory_slots_mib(space, n, inner)
-    if slots is None:
+    columns = memory_columns_mib(space, n, inner)
+    if columns is None:
         return None
-    j = max(range(space.num_slots), key=lambda k: (slots[k], -k))
-    total = slots[j]
+    j = max(range(space.num_rank_columns), key=lambda k: (columns[k], -k))
+    total = columns[j]
     if memory and total > space.limit_mib[g]:
         return None
     static = space.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + space.buffer_mib[b, p, li]
