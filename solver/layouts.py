@@ -94,7 +94,7 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP
                 or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
-        if vpp == 1:  # a pipeline's uneven splits (interleaved stages keep the default: Megatron's equal chunks)
+        if vpp == 1 and caps.uneven_split:  # a pipeline's uneven splits (interleaved: the default, Megatron's equal chunks)
             layouts += [split for split in (layout._replace(split=s) for s in balanced_splits(arch.num_layers, pp))
                         if valid_layout_error(arch, job, split, tp) is None]
     return sorted(layouts, key=Layout.preference)

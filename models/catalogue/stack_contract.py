@@ -58,6 +58,7 @@ class StackCapabilities(_Row):
     multi_node: bool
     fp8: bool
     compile: bool = True  # a torch.compile switch (megatron and litgpt's finetune scripts have none)
+    uneven_split: bool = False  # a pipeline's layers per rank given (Megatron's first/last rank counts, torchtitan's model parts)
     source: str
 
     @field_validator("zero_stages", mode="before")
@@ -109,17 +110,24 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout) -> tupl
                 ("sequence_parallel", layout.sp and layout.tp > 1, caps.sequence_parallel, "Megatron sequence parallelism"),
                 ("pp", layout.pp > 1, caps.pp, "pipeline parallelism"),
                 ("vpp", layout.vpp > 1, caps.vpp, "interleaved virtual pipeline stages"),
+                ("stage_layers", layout.split is not None and layout.pp > 1, caps.uneven_split, "uneven pipeline splits"),
                 ("cp", layout.cp > 1, caps.cp, "context parallelism"),
                 ("ep", layout.ep > 1, caps.ep, "expert parallelism"))
     for field, used, runs, feature in features:
         if used and not runs:
-            return field, getattr(layout, "sp" if field == "sequence_parallel" else field), feature
+            return field, _layout_value(layout, field), feature
     allowed = caps.method_parallel(method)
     if allowed is not None:
         for field in ("tp", "pp", "cp"):
             if getattr(layout, field) > 1 and field not in allowed:
                 return field, getattr(layout, field), f"{method} with {field.upper()}"
     return None
+
+
+def _layout_value(layout: Layout, field: str) -> object:
+    if field == "stage_layers":
+        return ",".join(map(str, layout.split or ()))
+    return getattr(layout, "sp" if field == "sequence_parallel" else field)
 
 
 def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str) -> tuple[str, object, str] | None:

@@ -8,6 +8,7 @@ flight under 1F1B (19, 20, 20, 21)."""
 from __future__ import annotations
 
 import pytest
+from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.estimate import estimate
@@ -82,3 +83,27 @@ def test_llama3_405b_on_metas_layout_fits_with_the_least_recompute_per_stage(cat
                   sequence_parallel=True)
     two = estimate(catalogue, query.model, job, Plan(**fields, recompute_layers=2), query.tokens)
     assert two.memory.total_bytes > two.memory.limit_bytes  # one layer less per stage does not fit
+
+
+def test_only_stacks_that_take_a_split_get_one(monkeypatch) -> None:
+    """catalogues/stack_capabilities.csv uneven_split: Megatron (first/last rank counts) and
+    torchtitan (model parts by name) take a split of their own; a stack with pipelines but no
+    such option (a catalogue of your own) is searched on the default split and refuses a given one."""
+    from vramplan.models.catalogue import catalogue as catalogue_module
+    from vramplan.models.catalogue.stack_contract import layout_refusal
+    from vramplan.models.core.layout import Layout
+    from vramplan.solver import layouts as layouts_module
+    from vramplan.solver.layouts import valid_layouts
+
+    caps = catalogue_module.load_stack_capabilities()
+    assert {name for name, c in caps.items() if c.uneven_split} == {"megatron", "torchtitan", "custom"}
+    split = Layout(pp=4, split=(9, 8, 8, 7))
+    assert layout_refusal(caps["megatron"], "full", split) is None
+    no_split = caps["megatron"].model_copy(update={"uneven_split": False})
+    assert layout_refusal(no_split, "full", split) == ("stage_layers", "9,8,8,7", "uneven pipeline splits")
+    arch = packaged_catalogue().architecture("llama-3.1-8b")
+    job = Job(seq_len=4096, stack="megatron")
+    assert any(lay.split for lay in valid_layouts(arch, job, Pins(pp=4)))
+    monkeypatch.setattr(layouts_module, "load_stack_capabilities", lambda: {**caps, "megatron": no_split})
+    searched = valid_layouts(arch, job, Pins(pp=4))
+    assert searched and not any(lay.split for lay in searched)
