@@ -33,11 +33,17 @@ EVEN_VIRTUAL_STAGES = Behaviour(
 
 # Stacks whose gradient accumulation under ZeRO-3 keeps the gradients unsharded until the last
 # micro-batch: litgpt's finetune/pretrain scripts wrap every accumulating micro-batch in
-# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py, full.py at
-# 2685705), which under its ModelParallelStrategy (FSDP2) is `set_requires_gradient_sync(False)`:
-# FSDP2 then accumulates each trainable parameter's unsharded gradient and reduce-scatters it with
-# the last micro-batch (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py). A full
-# fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard.
+# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py L354, full.py
+# L281 at 2685705 = v0.5.13). Under lora.py's ModelParallelStrategy (FSDP2, L158) that is
+# `set_requires_gradient_sync(False)`: FSDP2 accumulates each trainable parameter's unsharded
+# gradient and reduce-scatters it with the last micro-batch
+# (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py); frozen parameters get none. Under
+# full.py's FSDPStrategy (FSDP1, L108, one unit per Block) it is `FullyShardedDataParallel.no_sync`,
+# whose post-backward hook returns before the reduce-scatter: the same bytes when every parameter
+# trains. A full fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard. Not this
+# stack: litgpt up to v0.5.7 sharded LoRA with FSDP1 Block units mixing the frozen base with the
+# adapters, which keep the frozen weights' gradients too (model_states.py mixed_unit_gradient_bytes,
+# docs/fidelity.md `litgpt-fsdp1-frozen-grads`).
 UNSHARDED_ACCUMULATION_STACKS = Behaviour(
     "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt"}), "models/memory/model_states.py")
 
