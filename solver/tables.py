@@ -29,6 +29,7 @@ from vramplan.models.memory.model_states import ModelStates, model_states, unsha
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_activations import inflight_chunks
 from vramplan.models.memory.parallel_overhead import num_communicators
+from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import rank_recomputed, stage_recomputed
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import (
@@ -254,7 +255,9 @@ class Tables:
         """Model states of pipeline rank `stage` (models.model_states) without gradient accumulation,
         memoised on what they depend on; what accumulation adds is accumulation_mib."""
         zero_group, expert_dp, _ = self._groups(layout, n)
-        key = ("states", layout.tp, layout.pp, layout.split, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
+        # a split enters through the rank's own layers (its first/last place is the stage number)
+        key = ("states", layout.tp, layout.pp, stage_layer_kinds(self.arch, layout.pipeline, stage), layout.ep, zero_group,
+               expert_dp, zero, offload, precision, stage)
         return self._get(key, lambda: model_states(self.arch, self.job, self._states_plan(layout, n, zero, offload, precision),
                                                    stage), memo=self.states_memo)
 
@@ -269,6 +272,12 @@ class Tables:
 
     def _states_plan(self, layout: Layout, n: int, zero: int, offload: str, precision: str) -> Plan:
         return self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1).model_copy(update={"grad_accum": 1})
+
+    def _heaviest_rank(self, layout: Layout) -> tuple:
+        """The pipeline rank holding the most parameters and its layers by kind: what of a split
+        the data-parallel and optimizer traffic read (models.performance: that rank's shard)."""
+        rank = heaviest_rank(self.arch, layout.tp, layout.pipeline, layout.ep)
+        return rank, stage_layer_kinds(self.arch, layout.pipeline, rank)
 
     def _groups(self, layout: Layout, n: int) -> tuple[int, int, int]:
         """(ZeRO group, expert-data-parallel group, communicators) of a layout on n GPUs, read off
@@ -379,7 +388,7 @@ class Tables:
 
     def _traffic(self, layout: Layout, zero: int, n: int, micro: int, precision: str) -> DpTraffic:
         accum = self.accumulation(layout, n, micro) if zero >= 2 else None
-        key = (layout.tp, layout.pp, layout.split, layout.ep, self._groups(layout, n)[0], zero, precision, accum)
+        key = (layout.tp, layout.pp, self._heaviest_rank(layout), layout.ep, self._groups(layout, n)[0], zero, precision, accum)
         return self._get(("traffic", *key), lambda: dp_traffic(
             self.arch, self.job, self._plan(layout, n, zero, "none", NO_RECOMPUTE, precision, micro)), memo=self.time_memo)
 
@@ -409,7 +418,7 @@ class Tables:
     def _optimizer_traffic(self, layout: Layout, zero: int, offload: str, n: int, micro: int,
                            precision: str) -> OptimizerTraffic:
         accum = self.accumulation(layout, n, micro) if offload == "optimizer+params" else None
-        key = (layout.tp, layout.pp, layout.split, layout.ep, self._groups(layout, n)[0], zero, offload, accum)
+        key = (layout.tp, layout.pp, self._heaviest_rank(layout), layout.ep, self._groups(layout, n)[0], zero, offload, accum)
         return self._get(("opt-traffic", *key), lambda: optimizer_traffic(
             self.arch, self.job, self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, micro)))
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vramplan.models.architecture.lora import lora_params_per_layer, trainable_params
-from vramplan.models.architecture.parallel import Split, kv_heads_per_rank, split_of
+from vramplan.models.architecture.parallel import Split, candidate_stages, kv_heads_per_rank, split_of
 from vramplan.models.architecture.params import (
     LayerGroup,
     LinearModule,
@@ -160,3 +160,11 @@ def rank_trainable_params(arch: Architecture, job: Job, tp: int, pipeline: int |
         return trainable_params(arch, job)
     return sum(count * ceil_div(lora_params_per_layer(arch, job, group.modules), tp)
                for group, count in stage_layer_counts(arch, pipeline, stage))
+
+
+def heaviest_rank(arch: Architecture, tp: int, pipeline: int | Split, ep: int) -> int:
+    """The pipeline rank holding the most parameters (the first of equals): its data-parallel
+    collectives and optimizer step take the longest, and every rank waits for them at the step's
+    end. The candidate ranks (models.parallel.candidate_stages) are the only ones that can be."""
+    ranks = candidate_stages(arch, pipeline)
+    return max(ranks, key=lambda stage: (rank_params(arch, tp, pipeline, ep, stage).total, -stage))

@@ -32,7 +32,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.activations import offload_transfer_bytes
-from vramplan.models.memory.parallel_states import rank_params, rank_trainable_params
+from vramplan.models.memory.parallel_states import heaviest_rank, rank_params, rank_trainable_params
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 from vramplan.models.time.attention_kernel import attention_saved_flops_per_token
 from vramplan.models.time.calibration import (
@@ -89,22 +89,24 @@ class DpTraffic:
 
 
 def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
-    """Traffic over the DP x CP group of the parameters of the rank's TP/PP/EP shard (rank 0's,
-    models/memory/parallel_states.py)."""
+    """Traffic over the DP x CP group of the parameters of the rank's TP/PP/EP shard: the pipeline
+    rank holding the most (models/memory/parallel_states.py heaviest_rank), whose collectives the
+    others wait for."""
     n = plan.zero_group
     if n == 1:
         return DpTraffic(0.0, 0.0)
     ring = (n - 1) / n
     split = plan_split(arch, plan)
-    shard = rank_params(arch, plan.tp, split, plan.ep, 0).total
-    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, 0)
+    rank = heaviest_rank(arch, plan.tp, split, plan.ep)
+    shard = rank_params(arch, plan.tp, split, plan.ep, rank).total
+    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, rank)
     grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
     params = shard * float(weight_bytes_per_param(plan.precision))
     if plan.zero <= 1:
         return DpTraffic(0.0, 2 * ring * grads)
     if plan.zero == 2:
         return DpTraffic(0.0, ring * (grads * plan.grad_accum + params))
-    units = plan.grad_accum * split[0]  # one FSDP unit per layer
+    units = plan.grad_accum * split[rank]  # one FSDP unit per layer
     return DpTraffic(ring * plan.grad_accum * params, ring * plan.grad_accum * (params + grads), units, 2 * units)
 
 
@@ -141,7 +143,8 @@ class OptimizerTraffic:
 
 
 def optimizer_traffic(arch: Architecture, job: Job, plan: Plan) -> OptimizerTraffic:
-    trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, 0)
+    split = plan_split(arch, plan)
+    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, heaviest_rank(arch, plan.tp, split, plan.ep))
     partition = -(-trainable // plan.zero_group) if plan.zero >= 1 else trainable
     if plan.offload == "none":
         return OptimizerTraffic(partition * OPTIMIZER_STEP_BYTES_PER_PARAM, 0.0, 0.0)
