@@ -110,7 +110,8 @@ def _place_cell(offering: Any) -> str:
 STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"), ("recompute", "recompute"),
                  ("selective", "selective"), ("optimizer", "optimizer"), ("optimizer_in_backward", "opt-in-bwd"),
                  ("activation_offload", "act offload"), ("kernels", "kernels"), ("accounting", "accounting"),
-                 ("qlora_prep", "qlora prep"), ("fragmentation_fraction", "frag"), ("compile", "compile")]
+                 ("qlora_prep", "qlora prep"), ("fragmentation_fraction", "frag"), ("compile", "compile"),
+                 ("tp_overlap", "tp overlap")]
 
 
 @click.command()

@@ -153,6 +153,10 @@ job_options = _stack(
                       "torchtune compile: True); `--compile model` the blocks only [default: the stack's]."),
     click.option("--no-compile", "no_compile", is_flag=True, default=False,
                  help="No torch.compile: eager element-wise ops, fp32 loss copies [default: the stack's]."),
+    click.option("--tp-overlap/--no-tp-overlap", "tp_overlap", default=None,
+                 help="TP communication overlapped with the GEMMs, forward and backward (Megatron --tp-comm-overlap, "
+                      "torchtitan async TP, which needs --compile); with sequence parallelism only "
+                      "[default: the stack's]."),
     click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
                  help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
                       "16bit = torchtune / torchao / Unsloth [default: the stack's]."),
@@ -234,6 +238,9 @@ def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
                             f"applies to --recompute full; the recompute is {options['recompute']}")
     if options.get("sequence_parallel") is True and options.get("tp") == 1:
         raise VramplanError("sequence-parallel", True, "shards what tensor parallelism replicates: it needs --tp > 1")
+    if job.tp_overlap and _given("tp_overlap") and options.get("sequence_parallel") is False and (options.get("tp") or 1) > 1:
+        raise VramplanError("tp-overlap", True, "overlaps sequence parallelism's all-gathers / reduce-scatters with the "
+                                                "GEMMs (Megatron-LM asserts --sequence-parallel with it): add --sequence-parallel")
 
 
 def build_job(options: dict[str, Any]) -> Job:

@@ -11,10 +11,11 @@ catalogues/stack_capabilities.csv but `custom` (not a stack) has a writer.
   sequence_parallel_size, expert_parallel); activation checkpointing is the Trainer's
   `activation_checkpointing` (`gradient_checkpointing`, its deprecated alias in transformers 5.25),
   so the JSON carries none.
-- megatron: Megatron-LM's `pretrain_gpt.py` arguments (parallel sizes, sequence parallelism,
-  virtual stages, batch sizes, precision, distributed optimizer, recompute, optimizer offload).
-- torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism], [training],
-  [activation_checkpoint], and [compile] when the job compiles.
+- megatron: Megatron-LM's `pretrain_gpt.py` arguments (parallel sizes, sequence parallelism and
+  its TP communication overlap, virtual stages, batch sizes, precision, distributed optimizer,
+  recompute, optimizer offload).
+- torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism] (async TP with --tp-overlap),
+  [training], [activation_checkpoint], and [compile] when the job compiles.
 - torchtune (v0.6.1, launch/torchtune.py): a shell file naming the recipe and its `key=value`
   config overrides (TORCHTUNE_ARGS).
 - litgpt (v0.5.13, launch/litgpt.py): a shell file with the `litgpt finetune_full|finetune_lora`
@@ -103,6 +104,8 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
             f"--seq-length {job.seq_len}"]
     if plan.sequence_parallel and plan.tp > 1:
         args.append("--sequence-parallel")
+        if job.tp_overlap:  # arguments.py asserts sequence parallelism with it (and drops SP at tp 1)
+            args.append("--tp-comm-overlap")
     args += megatron_split_args(plan, num_layers)
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")
@@ -136,6 +139,11 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
     }
     if shard > 1:  # ZeRO-3 reshards after forward, ZeRO-2 keeps the gathered parameters
         parallelism["fsdp_reshard_after_forward"] = "always" if plan.zero == 3 else "never"
+    if job.tp_overlap and plan.tp > 1:  # v0.2.2 distributed/tensor_parallel.py maybe_enable_async_tp
+        if job.compile == "none":
+            raise VramplanError("tp_overlap", True, "torchtitan's async TP needs torch.compile of the blocks "
+                                                    "(maybe_enable_async_tp raises without it): add --compile")
+        parallelism["enable_async_tensor_parallel"] = True
     if plan.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if plan.vpp > 1 else "1F1B"
         parallelism["module_fqns_per_model_part"] = torchtitan_model_parts(plan, num_layers)

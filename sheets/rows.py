@@ -86,6 +86,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
     "fragmentation_fraction": ("the stack's", "reserve as a fraction of the largest transient block"),
     "compile": ("the stack's", "true | false | model: torch.compile the blocks and the loss, nothing, or the "
                                "blocks only"),
+    "tp_overlap": ("the stack's", "true | false: TP communication overlapped with the GEMMs (Megatron "
+                                  "--tp-comm-overlap, torchtitan async TP)"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
@@ -176,6 +178,7 @@ class _Cells(BaseModel):
     qlora_prep: str | None = None
     fragmentation_fraction: Real | None = None
     compile: Any = None  # true / false or a Compile value, read by models/core/setup.py Job.compile
+    tp_overlap: bool | None = None
 
 
 def is_empty(value: Any) -> bool:

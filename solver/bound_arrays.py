@@ -52,8 +52,8 @@ class Branch(NamedTuple):
 
 _TERA = 10**12
 # The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
-_FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "forward_share", "pp_bytes", "pp_overlapped_bytes", "cp_bytes",
-           "attention_flops", "forward_flops")
+_FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "tp_forward_overlapped_bytes", "forward_share", "pp_bytes",
+           "pp_overlapped_bytes", "cp_bytes", "attention_flops", "forward_flops")
 _EP_FIELDS = ("routed_bytes", "expert_flops", "calls")
 
 
@@ -289,9 +289,11 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
     total = np.zeros(f["tp_exposed_bytes"].shape)
     if has["tp"]:
         # TP: parallel_time._tp_seconds: the exposed collectives in full, the overlapped (the
-        # backward's) beyond the backward compute, compute_s * (1 - forward_share)
+        # backward's) beyond the backward compute, compute_s * (1 - forward_share), the
+        # forward-overlapped (tp_overlap: the forward's) beyond the forward compute, compute_s * forward_share
         total = np.where(d["tp"] > 1, f["tp_exposed_bytes"] / intra + np.maximum(
-            0.0, f["tp_overlapped_bytes"] / intra - compute_s * (1 - f["forward_share"])), 0.0)
+            0.0, f["tp_overlapped_bytes"] / intra - compute_s * (1 - f["forward_share"])) + np.maximum(
+            0.0, f["tp_forward_overlapped_bytes"] / intra - compute_s * f["forward_share"]), 0.0)
     if has["pp"]:
         # PP p2p: parallel_time._pp_seconds over the network when the job spans instances, else
         # NVLink: the blocking transfers in full, the overlapped ones beyond the compute

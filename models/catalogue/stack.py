@@ -2,8 +2,8 @@
 
 A stack preset gives the default of every recipe option (master weights, loss, recompute and what
 `selective` means, optimizer, optimizer-in-backward, activation offload, kernels, accounting,
-attention, QLoRA preparation, fragmentation reserve, torch.compile) as that stack runs by default, and facts
-that are not options: the kernel it runs MoE experts with (`moe_kernel`), the fp8 recipe it
+attention, QLoRA preparation, fragmentation reserve, torch.compile, TP communication overlap) as that
+stack runs by default, and facts that are not options: the kernel it runs MoE experts with (`moe_kernel`), the fp8 recipe it
 trains fp8 with (`fp8_recipe`) and its fused attention kernel (`attention_kernel`); each row cites the stack's source in its `source` column
 (catalogues/README.md documents the columns). An option the user gives explicitly always wins over
 the preset. The default stack is `hf`.
@@ -68,6 +68,8 @@ class StackPreset(_Row):
     qlora_prep: QloraPrep
     fragmentation_fraction: float = Field(ge=0, le=4)
     compile: Compile = Field(description="torch.compile by default: none, model (the blocks) or model+loss")
+    tp_overlap: bool = Field(default=False, description="TP communication overlapped with the GEMMs by default "
+                             "(Megatron --tp-comm-overlap, torchtitan async TP): models/time/parallel_time.py")
     moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
     fp8_recipe: Fp8Recipe = Field(description="the fp8 training recipe the stack runs: its casts and fused GEMMs (not a Job field)")
     attention_kernel: AttentionKernel = Field(description="the fused attention kernel the stack runs: flash2 or cudnn (not a Job field)")
@@ -78,7 +80,7 @@ class StackPreset(_Row):
 # Preset columns that are Job fields (recompute is a Plan decision: see plan_recompute).
 PRESET_JOB_FIELDS = ("master_weights", "loss", "loss_chunks", "selective", "optimizer", "optimizer_in_backward",
                      "activation_offload", "kernels", "accounting", "attention", "qlora_prep",
-                     "fragmentation_fraction", "compile")
+                     "fragmentation_fraction", "compile", "tp_overlap")
 
 
 def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more me
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import field_validator
 
@@ -25,6 +25,7 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
+TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 
 
@@ -58,6 +59,10 @@ class StackCapabilities(_Row):
     multi_node: bool
     fp8: bool
     compile: bool = True  # a torch.compile switch (megatron and litgpt's finetune scripts have none)
+    # TP communication overlapped with the GEMMs (Job.tp_overlap): "true" runs it (Megatron's
+    # --tp-comm-overlap), "compile" only with torch.compile of the blocks (torchtitan's async TP is an
+    # Inductor pass: distributed/tensor_parallel.py maybe_enable_async_tp raises without it), "false" none.
+    tp_overlap: TpOverlapSupport = "false"
     uneven_split: bool = False  # a pipeline's layers per rank given (Megatron's first/last rank counts, torchtitan's model parts)
     source: str
 
@@ -101,6 +106,10 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "activation_offload", True, "activation offload"
     if job.compile != "none" and not caps.compile:
         return "compile", job.compile, "torch.compile"
+    if job.tp_overlap and caps.tp_overlap == "false":
+        return "tp_overlap", True, "TP communication overlap"
+    if job.tp_overlap and caps.tp_overlap == "compile" and job.compile == "none":
+        return "tp_overlap", True, "async TP without torch.compile"
     return None
 
 

@@ -111,6 +111,9 @@ class Job(_Frozen):
     loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
     compile: Compile = Field(default="none", description="torch.compile: none, the decoder blocks (model), or "
                              "the blocks and the loss (model+loss); true/false read as model+loss/none")
+    tp_overlap: bool = Field(default=False, description="TP communication overlapped with the GEMMs: Megatron "
+                             "--tp-comm-overlap (TE userbuffers), torchtitan async TP (needs torch.compile); "
+                             "with sequence parallelism only")
 
     @field_validator("compile", mode="before")
     @classmethod

@@ -13,10 +13,14 @@ buffer per rank per pass (all-reduce two passes).
   (after attention and after the MLP) and two backward, of one b x s/cp x h activation each;
   with SP each all-reduce becomes a reduce-scatter + all-gather of the same volume. Full
   recompute re-runs the two forward ones in the layers it checkpoints. The forward ones are
-  exposed (Megatron-LM's default: model_parallel_config.py tp_comm_overlap = False; the TE
-  userbuffer overlap Megatron-Bridge's performance recipes turn on is not modelled); the backward
+  exposed (Megatron-LM's default: model_parallel_config.py tp_comm_overlap = False); the backward
   ones run beside the backward GEMMs (tp_time_s), except on SERIAL_TP_BACKWARD_STACKS (torchtitan's
-  DTensor TP: models/core/stack_behaviour.py), where they are exposed too.
+  DTensor TP: models/core/stack_behaviour.py), where they are exposed too. With the recipe option
+  tp_overlap (overlaps_tp: Megatron's --tp-comm-overlap, Transformer Engine userbuffers pipelining
+  each all-gather / reduce-scatter with its linear's GEMM, forward and backward; torchtitan's async
+  TP, Inductor's micro-pipeline pass over the compiled forward and backward graphs; both with
+  sequence parallelism only) every TP collective runs beside the GEMMs: the forward's exposed only
+  beyond the forward compute, the backward's and the recomputed forward's beyond the backward's.
 - PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
   compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
   every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
@@ -104,7 +108,8 @@ class ParallelTraffic:
 
     layout: Layout
     tp_exposed_bytes: float  # the forward's collectives, recomputed layers' included (and the backward's: _tp_bytes)
-    tp_overlapped_bytes: float  # the backward's: hidden behind the backward GEMMs
+    tp_overlapped_bytes: float  # the backward's: hidden behind the backward GEMMs (and the recomputed forward's: overlaps_tp)
+    tp_forward_overlapped_bytes: float  # the forward's, hidden behind the forward GEMMs (overlaps_tp; else 0)
     forward_share: float  # of the executed FLOPs (models.flops): the rest is the backward's window
     pp_bytes: float  # p2p of hidden states forward and gradients backward: blocking
     pp_overlapped_bytes: float  # the same, beside the compute (overlaps_p2p: Megatron's interleaved schedule)
@@ -114,23 +119,48 @@ class ParallelTraffic:
     ep: EpTraffic  # the all-to-alls and the expert GEMMs
 
 
-def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]:
-    """(exposed, overlapped) bytes of the TP collectives: the forward's, and the backward's, which
-    SERIAL_TP_BACKWARD_STACKS (torchtitan) run between the GEMMs and so expose too."""
+def overlaps_tp(job: Job, plan: Plan) -> bool:
+    """Whether the plan's TP collectives run beside the GEMMs: the job's tp_overlap with sequence
+    parallelism. Megatron's --tp-comm-overlap (model_parallel_config.py tp_comm_overlap) gives each
+    TE linear a userbuffer that pipelines its all-gather / reduce-scatter with its GEMM in chunks,
+    forward and backward (tp_comm_overlap_ag / _rs; the backward's bulk overlaps, tp_comm_bulk_dgrad
+    / _wgrad); arguments.py asserts sequence_parallel with it. torchtitan's async TP
+    (enable_async_tensor_parallel) sets torch._inductor.config._micro_pipeline_tp, whose post-grad
+    pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses all_gather -> mm and mm ->
+    reduce_scatter into fused_all_gather_matmul / fused_matmul_reduce_scatter in every compiled
+    graph, the backward's included: SP's collectives, none without them."""
+    return job.tp_overlap and plan.tp > 1 and plan.sequence_parallel
+
+
+def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float, float]:
+    """(exposed, overlapped, forward-overlapped) bytes of the TP collectives: the forward's, and the
+    backward's, which SERIAL_TP_BACKWARD_STACKS (torchtitan) run between the GEMMs and so expose too;
+    under overlaps_tp the forward's hide behind the forward compute, and the backward's and the
+    recomputed forward's (which runs inside the backward) behind the backward compute."""
     if plan.tp == 1:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     e = activation_bytes(plan.precision)
     activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
     per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
-    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
     backward = 2 * per_collective
+    if overlaps_tp(job, plan):  # the recomputed forward runs in the backward (torchtitan: its compiled graph)
+        rerun_and_backward = 2 * recomputed_fraction(arch, job, plan) * per_collective + backward
+        if job.stack in SERIAL_TP_BACKWARD_STACKS:
+            return rerun_and_backward, 0.0, 2 * per_collective
+        return 0.0, rerun_and_backward, 2 * per_collective
+    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
     if job.stack in SERIAL_TP_BACKWARD_STACKS:
-        return forward + backward, 0.0
-    return forward, backward
+        return forward + backward, 0.0, 0.0
+    return forward, backward, 0.0
 
 
-def _tp_seconds(exposed_bytes: float, overlapped_bytes: float, link_gb_per_s: float, backward_compute_s: float) -> float:
-    return _seconds(exposed_bytes, link_gb_per_s) + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - backward_compute_s)
+def _tp_seconds(exposed_bytes: float, overlapped_bytes: float, forward_overlapped_bytes: float, link_gb_per_s: float,
+                backward_compute_s: float, forward_compute_s: float) -> float:
+    """The exposed collectives in full; the overlapped ones beyond the backward compute, the
+    forward-overlapped ones beyond the forward compute (each window the whole phase's compute)."""
+    return (_seconds(exposed_bytes, link_gb_per_s)
+            + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - backward_compute_s)
+            + max(0.0, _seconds(forward_overlapped_bytes, link_gb_per_s) - forward_compute_s))
 
 
 def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
@@ -138,12 +168,14 @@ def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s:
     overlap the backward GEMMs (Megatron LinearWithGradAccumulationAndAsyncCommunication issues the
     input all-gather and the grad-input reduce-scatter / all-reduce async_op=True beside the
     grad-input and weight-gradient GEMMs), exposed only beyond the backward compute; on
-    SERIAL_TP_BACKWARD_STACKS (torchtitan) in full as well."""
+    SERIAL_TP_BACKWARD_STACKS (torchtitan) in full as well. Under overlaps_tp (the job's tp_overlap)
+    the forward's are exposed only beyond the forward compute, the rest beyond the backward's."""
     if plan.tp == 1:
         return 0.0
-    exposed, overlapped = _tp_bytes(arch, job, plan)
-    backward_compute_s = compute_s * (1 - plan_flops_per_token(arch, job, plan).forward_share)
-    return _tp_seconds(exposed, overlapped, gpu.intra_node_bandwidth_gb_per_s, backward_compute_s)
+    exposed, overlapped, forward_overlapped = _tp_bytes(arch, job, plan)
+    share = plan_flops_per_token(arch, job, plan).forward_share
+    return _tp_seconds(exposed, overlapped, forward_overlapped, gpu.intra_node_bandwidth_gb_per_s,
+                       compute_s * (1 - share), compute_s * share)
 
 
 @overload
@@ -333,10 +365,11 @@ def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_i
 
 def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
     """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
-    tp_exposed, tp_overlapped = _tp_bytes(arch, job, plan)
+    tp_exposed, tp_overlapped, tp_forward_overlapped = _tp_bytes(arch, job, plan)
     share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
     attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
-    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, share, *_pp_traffic(arch, job, plan),
+    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share,
+                           *_pp_traffic(arch, job, plan),
                            _cp_bytes(arch, job, plan), attention, forward, ep_traffic(arch, job, plan))
 
 
@@ -346,7 +379,8 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
     cp_exposed_s and ep_time_s, float for float (tests/solver/test_step_grids.py)."""
     t, layout = traffic, traffic.layout
     intra = gpu.intra_node_bandwidth_gb_per_s
-    tp = _tp_seconds(t.tp_exposed_bytes, t.tp_overlapped_bytes, intra, compute_s * (1 - t.forward_share)) if layout.tp > 1 else 0.0
+    tp = _tp_seconds(t.tp_exposed_bytes, t.tp_overlapped_bytes, t.tp_forward_overlapped_bytes, intra,
+                     compute_s * (1 - t.forward_share), compute_s * t.forward_share) if layout.tp > 1 else 0.0
     pp = _pp_seconds(t.pp_bytes, t.pp_overlapped_bytes, network_gb_per_s if spans_instances else intra,
                      compute_s) if layout.pp > 1 else 0.0
     cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,

@@ -7,11 +7,12 @@ cite (catalogues/stack_capabilities.csv):
 - DeepSpeed v0.19.5 (cf44300): the DEEPSPEED table and its sources in tests/launch/published.py.
 - Megatron-LM core_v0.19.0 (5be9626): megatron/training/arguments.py and the flags it generates
   from ModelParallelConfig / TransformerConfig / OptimizerConfig fields (underscores become
-  hyphens; fp8 becomes --fp8-format); --optimizer-cpu-offload requires
+  hyphens; fp8 becomes --fp8-format; tp_comm_overlap --tp-comm-overlap); --optimizer-cpu-offload requires
   --use-precision-aware-optimizer (argument validation).
 - torchtitan v0.2.2 (73a0e69): torchtitan/config/job_config.py Parallelism, Training,
   ActivationCheckpoint (mode: selective, full, memory_budget, none; selective_ac_option 'op' or
-  digits; fsdp_reshard_after_forward: default, always, never), Compile (enable, components: model, loss).
+  digits; fsdp_reshard_after_forward: default, always, never; enable_async_tensor_parallel), Compile
+  (enable, components: model, loss).
 """
 
 from __future__ import annotations
@@ -37,12 +38,17 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             "--optimizer-offload-fraction": FLOAT, "--use-precision-aware-optimizer": FLAG,
             # megatron/training/arguments.py: the uneven split and the layout string (launch/pipeline.py)
             "--decoder-first-pipeline-num-layers": INT, "--decoder-last-pipeline-num-layers": INT,
-            "--pipeline-model-parallel-layout": STR}
+            "--pipeline-model-parallel-layout": STR,
+            # megatron/core/model_parallel_config.py ModelParallelConfig.tp_comm_overlap (bool: a flag); arguments.py
+            # asserts --sequence-parallel with it
+            "--tp-comm-overlap": FLAG}
 TORCHTITAN = {
     "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
                     "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
                     "pipeline_parallel_schedule": ("1F1B", "Interleaved1F1B", "GPipe", "LoopedBFS", "InterleavedZeroBubble"),
                     "fsdp_reshard_after_forward": ("default", "always", "never"),
+                    # v0.2.2 job_config.py Parallelism.enable_async_tensor_parallel (default False)
+                    "enable_async_tensor_parallel": BOOL,
                     # torchtitan config/configs.py ParallelismConfig.module_fqns_per_model_part
                     "module_fqns_per_model_part": lambda v: isinstance(v, list) and all(
                         isinstance(part, list) and all(isinstance(name, str) for name in part) for part in v)},
@@ -100,6 +106,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
             * int(args["--context-parallel-size"]) * plan.dp == plan.num_gpus
         assert int(args["--global-batch-size"]) == plan.global_batch and int(args["--seq-length"]) == 8192
         assert ("--sequence-parallel" in args) == (plan.sequence_parallel and plan.tp > 1)
+        assert "--tp-comm-overlap" not in args  # Megatron-LM's tp_comm_overlap defaults to False, as the preset
         if plan.vpp > 1 and "--pipeline-model-parallel-layout" not in args:
             assert int(args["--num-layers-per-virtual-pipeline-stage"]) * plan.pp * plan.vpp == 80
         if "--optimizer-cpu-offload" in args:
@@ -117,6 +124,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
         assert par["tensor_parallel_degree"] * par["pipeline_parallel_degree"] * plan.dp * plan.cp == plan.num_gpus
         assert (par["data_parallel_shard_degree"] > 1) == (plan.zero >= 2 and plan.dp > 1)
         assert "compile" not in data  # torchtitan's Compile.enable defaults to False, as the job's compile
+        assert "enable_async_tensor_parallel" not in par  # off by default, as the preset's tp_overlap
         option = data["activation_checkpoint"].get("selective_ac_option", "op")
         assert option == "op" or option.isdigit()
         assert data["training"].get("enable_cpu_offload", False) == (plan.offload == "optimizer+params")
