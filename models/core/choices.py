@@ -19,7 +19,7 @@ Offload = Literal["none", "optimizer", "optimizer+params"]
 ZeroStage = Literal[0, 1, 2, 3]
 # Training-stack recipes (models/memory/recipe.py, loss.py, recompute.py, fragmentation.py; presets in
 # catalogues/stacks.csv, read by models/catalogue/stack.py).
-Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth", "custom"]
+Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth", "custom"]
 MasterWeights = Literal["fp32", "none"]
 Loss = Literal["eager", "chunked", "fused"]
 Selective = Literal["attention", "op"]
@@ -44,7 +44,8 @@ OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "adamw-8bit-p
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "op", "full")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
-STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "unsloth", "custom")
+STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth",
+                              "custom")
 MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
 LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")

@@ -47,7 +47,7 @@ MEMORY_RANGES: dict[str, Range] = {
     "torchtune": Range(0.89, 1.12, 8, 0.75, "8 published torchtune runs (coverage 75% leave-one-out)"),
     "unsloth": Range(0.88, 1.00, 5, 1.00, "5 published unsloth runs (coverage 100% leave-one-out)"),
 }
-POOLED_MEMORY_RANGE = Range(0.88, 1.18, 55, 0.98, "55 published runs of all stacks (coverage 98% leave-one-out)")
+POOLED_MEMORY_RANGE = Range(0.88, 1.18, 58, 0.98, "58 published runs of all stacks (coverage 98% leave-one-out)")
 THROUGHPUT_RANGE = Range(0.84, 1.25, 33, 0.94, "33 published runs on calibrated GPUs (coverage 94% leave-one-out)")
 # --- end of generated data -----------------------------------------------------------------------
 

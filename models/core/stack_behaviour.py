@@ -40,18 +40,29 @@ EVEN_VIRTUAL_STAGES = Behaviour(
 # (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py); frozen parameters get none. Under
 # full.py's FSDPStrategy (FSDP1, L108, one unit per Block) it is `FullyShardedDataParallel.no_sync`,
 # whose post-backward hook returns before the reduce-scatter: the same bytes when every parameter
-# trains. A full fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard. Not this
-# stack: litgpt up to v0.5.7 sharded LoRA with FSDP1 Block units mixing the frozen base with the
-# adapters, which keep the frozen weights' gradients too (model_states.py mixed_unit_gradient_bytes,
-# docs/fidelity.md `litgpt-fsdp1-frozen-grads`).
+# trains. A full fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard; so does
+# litgpt-fsdp1's (lit-gpt up to v0.5.7, FSDP1 no_sync), whose LoRA runs keep more
+# (MIXED_FLAT_PARAM_STACKS below).
 UNSHARDED_ACCUMULATION_STACKS = Behaviour(
-    "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt"}), "models/memory/model_states.py")
+    "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt", "litgpt-fsdp1"}),
+    "models/memory/model_states.py")
+
+# Stacks whose FSDP1 units each flatten a decoder layer's frozen base weights with its LoRA
+# adapters into one FlatParameter (use_orig_params=True), so the whole unit gets a gradient, held
+# unsharded under no_sync while accumulating: lit-gpt 2023 to litgpt v0.5.7 (lit-gpt 8641822
+# finetune/lora.py FSDPStrategy(auto_wrap_policy={Block}) and fabric.no_backward_sync; torch 2.1
+# flat_param.py _validate_tensors_to_flatten, _runtime_utils.py _post_backward_hook; litgpt #1538
+# (v0.5.8) wraps each Linear instead): models/memory/model_states.py mixed_unit_gradient_bytes.
+MIXED_FLAT_PARAM_STACKS = Behaviour(
+    "one FSDP1 flat parameter per block mixes frozen weights and adapters: the whole block gets a gradient",
+    frozenset({"litgpt-fsdp1"}), "models/memory/model_states.py")
 
 # Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
 # adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
 # `after_A = F.linear(self.lora_dropout(x), self.lora_A)`, one dropped-out copy of x for q, k and v).
 FUSED_QKV_DROPOUT_STACKS = Behaviour(
-    "one LoRA dropout copy for the fused q/k/v projection", frozenset({"litgpt"}), "models/memory/activations.py")
+    "one LoRA dropout copy for the fused q/k/v projection", frozenset({"litgpt", "litgpt-fsdp1"}),
+    "models/memory/activations.py")
 
 # Stacks whose sequence parallelism is DTensor's: a column-parallel linear's input is redistributed
 # from Shard(1) (the sequence) to Replicate() in the forward and the linear saves that all-gathered
@@ -104,7 +115,8 @@ ROOT_GATHERED_STACKS = Behaviour(
 #   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
 #   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
 LIGHTNING_BNB_STACKS = Behaviour(
-    "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt"}), "models/architecture/quantization.py")
+    "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt", "litgpt-fsdp1"}),
+    "models/architecture/quantization.py")
 
 # Stacks whose uncompiled blocks pay the element-wise HBM traffic that torch.compile's fusion
 # removes (models/time/compile_speed.py's module docstring: torchtitan and torchtune run eager
@@ -150,6 +162,7 @@ OVERLAPPED_P2P_STACKS = Behaviour(
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
     "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
+    "MIXED_FLAT_PARAM_STACKS": MIXED_FLAT_PARAM_STACKS,
     "FUSED_QKV_DROPOUT_STACKS": FUSED_QKV_DROPOUT_STACKS,
     "GATHERED_SP_INPUT_STACKS": GATHERED_SP_INPUT_STACKS,
     "LOSS_PARALLEL_STACKS": LOSS_PARALLEL_STACKS,

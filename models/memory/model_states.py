@@ -24,7 +24,7 @@ from vramplan.models.architecture.quantization import (
 )
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import UNSHARDED_ACCUMULATION_STACKS
+from vramplan.models.core.stack_behaviour import MIXED_FLAT_PARAM_STACKS, UNSHARDED_ACCUMULATION_STACKS
 from vramplan.models.memory.parallel_states import (
     RankParams,
     layer_shard,
@@ -173,6 +173,8 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights += part_w
         gradients += part_g
         optimizer += part_o
+    if mixes_flat_params(job, plan):  # the Block's whole FlatParameter gets a gradient, sharded after each micro-batch
+        gradients = mixed_unit_gradient_bytes(arch, job, plan.model_copy(update={"grad_accum": 1}), stage)
     if plan.offload == "none":
         gradients += unsharded_accumulation_bytes(arch, job, plan, stage)
     if keeps_stage_gathered(job, plan):
@@ -194,10 +196,14 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
 def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
     """What unsharded gradient accumulation adds on pipeline rank `stage` beyond the ZeRO-3 gradient
     shard: the rank's trainable gradients at full size less their shard (0 when the stack
-    reduce-scatters every micro-batch, without accumulation, or on one ZeRO rank)."""
-    if job.stack not in UNSHARDED_ACCUMULATION_STACKS or plan.zero != 3 or plan.grad_accum <= 1:
+    reduce-scatters every micro-batch, without accumulation, or on one ZeRO rank); under FSDP1's
+    mixed units (mixes_flat_params) the whole units' gradient less its shard."""
+    if plan.zero != 3 or plan.grad_accum <= 1 or plan.zero_group <= 1 or job.optimizer_in_backward:
         return 0
-    if plan.zero_group <= 1 or job.optimizer_in_backward:
+    if mixes_flat_params(job, plan):  # FSDP1's no_sync: every unit's whole gradient until the last micro-batch
+        whole = mixed_unit_gradient_bytes(arch, job, plan, stage)
+        return whole - mixed_unit_gradient_bytes(arch, job, plan.model_copy(update={"grad_accum": 1}), stage)
+    if job.stack not in UNSHARDED_ACCUMULATION_STACKS:
         return 0
     trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, stage)
     full = _bytes(trainable, recipe_state_bytes(job, plan.precision)[1])
@@ -210,8 +216,8 @@ def mixed_unit_gradient_bytes(arch: Architecture, job: Job, plan: Plan, stage: i
     holds the layer's frozen base weights together with its adapters: the regime of lit-gpt 2023 to
     litgpt v0.5.7 (the rows marked `litgpt-fsdp1-frozen-grads` in tests/data/measured_peaks.csv).
     Not the `litgpt` stack's (litgpt v0.5.13 shards LoRA with FSDP2, whose frozen parameters get no
-    gradient: UNSHARDED_ACCUMULATION_STACKS); no stack of the catalogue runs this regime, so
-    model_states does not call it (docs/fidelity.md#misses-and-why).
+    gradient: UNSHARDED_ACCUMULATION_STACKS): the `litgpt-fsdp1` stack's (MIXED_FLAT_PARAM_STACKS).
+    model_states holds its 1/N shard, unsharded_accumulation_bytes the rest under accumulation.
 
     What the code holds, read at lit-gpt 8641822, its pinned Lightning 71aed751 and torch 2.1:
     - finetune/lora.py L83-89: `FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy=
@@ -246,9 +252,19 @@ def mixed_unit_gradient_bytes(arch: Architecture, job: Job, plan: Plan, stage: i
         layer = layer_shard(arch, plan.tp, plan.ep, group)
         layers += count * (layer.dense + layer.expert)
     units = layers + rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
-    dtype = Fraction(FP32_BYTES) if job.base_dtype == "fp32" else weight_bytes_per_param(plan.precision)
     held = units if plan.grad_accum > 1 else _shard(units, plan.zero_group)
-    return _bytes(held, dtype)
+    return _bytes(held, _flat_param_bytes(job, plan))
+
+
+def _flat_param_bytes(job: Job, plan: Plan) -> Fraction:
+    """Bytes per parameter of an FSDP1 FlatParameter's gradient: its one dtype, the base's."""
+    return Fraction(FP32_BYTES) if job.base_dtype == "fp32" else weight_bytes_per_param(plan.precision)
+
+
+def mixes_flat_params(job: Job, plan: Plan) -> bool:
+    """Whether the rank's gradients are mixed_unit_gradient_bytes' (the stack's FSDP1 units mix
+    frozen weights with adapters: LoRA under ZeRO-3, nothing offloaded)."""
+    return job.stack in MIXED_FLAT_PARAM_STACKS and job.method == "lora" and plan.zero == 3 and plan.offload == "none"
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:

@@ -154,7 +154,9 @@ def test_deepspeeds_json_cannot_hold_the_trainers_compile_switch():
 
 
 def test_every_stack_but_custom_has_a_writer():
-    assert set(WRITERS) == set(STACKS) - {"custom"}
+    # litgpt-fsdp1: lit-gpt up to v0.5.7 kept its hyperparameters in the scripts (finetune/lora.py
+    # module constants at 8641822), no configuration file to write
+    assert set(WRITERS) == set(STACKS) - {"custom", "litgpt-fsdp1"}
     for stack in WRITERS:
         check_writer(stack)
     with pytest.raises(VramplanError, match="no launch-config writer"):
