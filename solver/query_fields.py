@@ -8,7 +8,7 @@ from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import plan_recompute, with_preset
-from vramplan.models.core.choices import STACKS
+from vramplan.models.core.choices import NOT_IN_ANY, STACKS
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, RuntimeReserve
 from vramplan.solver.query import Pins, SolveQuery
@@ -59,13 +59,13 @@ def job_from_fields(fields: Mapping[str, Any]) -> Job:
 
 
 def stack_list(value: Any) -> tuple[str, ...]:
-    """`any` (every stack but custom) or several stacks separated by ',' or ';': the stacks a
-    search chooses between; () for one stack (or none given)."""
+    """`any` (every current stack: not custom nor a replaced release, NOT_IN_ANY) or several stacks
+    separated by ',' or ';': the stacks a search chooses between; () for one stack (or none given)."""
     if not isinstance(value, str):
         return ()
     names = split_list(value) or ()
     if names == ("any",):
-        return tuple(s for s in STACKS if s != "custom")
+        return tuple(s for s in STACKS if s not in NOT_IN_ANY)
     return tuple(dict.fromkeys(names)) if len(names) > 1 else ()
 
 

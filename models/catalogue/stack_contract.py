@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from vramplan.models.core.catalogue_schema import _Row
+from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
@@ -207,7 +208,7 @@ def broader_stacks(capabilities: dict[str, StackCapabilities], current: str) -> 
         return frozenset(f for f in LAYOUT_FEATURES if getattr(capabilities[name], f))
 
     mine = features(current)
-    broader = [name for name in capabilities if name not in (current, "custom") and features(name) > mine]
+    broader = [name for name in capabilities if name != current and name not in NOT_IN_ANY and features(name) > mine]
     # the most parallel features first, then the most ZeRO stages and offloads (stable: catalogue order)
     return sorted(broader, key=lambda name: (-len(features(name)), -len(capabilities[name].zero_stages),
                                              -len(capabilities[name].offloads)))

@@ -46,6 +46,9 @@ OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
 STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth",
                               "custom")
+# Stacks a search of `--stack any` leaves out: custom (no limits) and the releases a current stack
+# replaced (litgpt-fsdp1: lit-gpt up to v0.5.7, today's litgpt runs FSDP2).
+NOT_IN_ANY: frozenset[Stack] = frozenset({"custom", "litgpt-fsdp1"})
 MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
 LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")
