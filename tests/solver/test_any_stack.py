@@ -29,14 +29,16 @@ def test_several_stacks_answer_the_best_of_each_and_name_it(catalogue) -> None:
     assert [p.objective_value for p in both.plans] == sorted(p.objective_value for p in both.plans)
 
 
-def test_any_is_every_stack_but_custom_and_the_launch_config_is_the_chosen_ones(tmp_path) -> None:
+def test_any_is_every_current_stack_and_the_launch_config_is_the_chosen_ones(tmp_path) -> None:
     path = tmp_path / "launch"
     result = invoke("solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "64", "--tokens", "2e9",
                     "--stack", "any", "--format", "json", "--launch-config", str(path))
     assert result.exit_code == 0, result.stderr
     best = json.loads(result.stdout)["plans"][0]["plan"]
     assert best["stack"] == "megatron" and "--tensor-model-parallel-size 8" in path.read_text(encoding="utf-8")
-    assert query_from_fields({**HEADLINE, "stack": "any"}).stacks == tuple(s for s in load_stacks() if s != "custom")
+    # not custom (no limits), nor litgpt-fsdp1 (lit-gpt up to v0.5.7, which today's litgpt replaced)
+    assert query_from_fields({**HEADLINE, "stack": "any"}).stacks == tuple(
+        s for s in load_stacks() if s not in ("custom", "litgpt-fsdp1"))
 
 
 def test_a_stack_the_job_cannot_use_drops_out_and_one_stack_is_for_estimate() -> None:
