@@ -10,21 +10,16 @@ And the solver's numpy mirror (solver/bound_arrays.py parallel_seconds_grid) of 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from helpers.catalogue import packaged_catalogue
+from helpers.parallel_grid import assert_the_four_terms, checked_grid
 
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.time.parallel_time import (
-    cp_exposed_s,
-    ep_time_s,
     overlaps_p2p,
-    parallel_seconds,
-    parallel_traffic,
     pp_p2p_s,
     tp_time_s,
 )
-from vramplan.solver.bound_arrays import count_traffic, parallel_seconds_grid
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space_build import build_space
 
@@ -64,12 +59,7 @@ def test_parallel_seconds_equal_the_four_terms(stack: str) -> None:
     job = Job(seq_len=8192, stack=stack)
     for plan in (Plan(**TP8), Plan(**INTERLEAVED), Plan(**{**INTERLEAVED, "vpp": 1})):
         for compute in (0.0, 0.5, 30.0):
-            spans = plan.num_gpus > 8
-            expected = (tp_time_s(LLAMA_70B, job, plan, H100, compute)
-                        + pp_p2p_s(LLAMA_70B, job, plan, H100, spans, 50.0, compute)
-                        + cp_exposed_s(LLAMA_70B, job, plan, H100, 8, 50.0, compute)
-                        + ep_time_s(LLAMA_70B, job, plan, H100, 8, 50.0))
-            assert parallel_seconds(parallel_traffic(LLAMA_70B, job, plan), H100, spans, 8, 50.0, compute) == expected
+            assert_the_four_terms(LLAMA_70B, job, plan, H100, compute)
 
 
 @pytest.mark.parametrize("stack", ["megatron", "torchtitan"])
@@ -81,24 +71,7 @@ def test_the_solver_grid_is_the_scalar_function_to_the_bit(stack: str) -> None:
     space = build_space(CATALOGUE, query_from_fields({"tokens": 1e9, "model": "llama-3.1-70b", "seq_len": 8192,
                                                       "global_batch": 128, "max_gpus": 128, "stack": stack,
                                                       "gpus": "h100-sxm-80gb", **pins}))
-    shapes = sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
-                     and space.count_layouts.get(c.count_index)})
-    cells, overlapped, tp = 0, 0, 0
-    for shape in shapes:
-        g, n, per_instance, network = shape
-        ps, gpu, count = space.gpu_precisions[g], space.gpus[g], space.counts[n]
-        compute = np.array([[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in range(len(space.recomputes))]
-                             for p in ps] for li in space.cluster_layouts(shape)])
-        traffic = count_traffic(space, shape)
-        grid = parallel_seconds_grid(space.tables, traffic, tuple(space.precisions[p] for p in ps), compute, gpu,
-                                     count > per_instance, per_instance, network)
-        for i, layout in enumerate(traffic.layouts):
-            overlapped += bool(traffic.cells(space.tables)[1]["pp_overlapped_bytes"][i].any())
-            tp += layout.tp > 1
-            for k, p in enumerate(ps):
-                for r, recompute in enumerate(space.recomputes):
-                    scalar = space.tables.parallel_s(layout, count, recompute, space.precisions[p], gpu, per_instance,
-                                                     network, float(compute[i, k, r]))
-                    assert float(grid[i, k, r]) == scalar, (shape, layout, recompute)
-                    cells += 1
+    cells, rows = checked_grid(space)
+    overlapped = sum(bool(t.cells(space.tables)[1]["pp_overlapped_bytes"][i].any()) for t, i in rows)
+    tp = sum(t.layouts[i].tp > 1 for t, i in rows)
     assert cells > 40 and tp and (overlapped or stack != "megatron")

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import tomllib
 
-import numpy as np
 import pytest
 from helpers.catalogue import packaged_catalogue
 from helpers.cli import assert_error_line, invoke
+from helpers.parallel_grid import assert_the_four_terms, checked_grid
 
 from vramplan.launch.configs import launch_config
 from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
@@ -28,16 +28,11 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import (
-    cp_exposed_s,
-    ep_time_s,
     overlaps_tp,
-    parallel_seconds,
     parallel_traffic,
-    pp_p2p_s,
     tp_time_s,
 )
 from vramplan.sheets.rows import INPUT_COLUMNS, parse_row
-from vramplan.solver.bound_arrays import count_traffic, parallel_seconds_grid
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space_build import build_space
 
@@ -107,12 +102,7 @@ def test_parallel_seconds_equal_the_four_terms_with_the_overlap(stack: str) -> N
     for plan in (Plan(**TP8), Plan(**{**TP8, "recompute": "full"}),
                  Plan(**{**TP8, "num_gpus": 64, "pp": 8, "vpp": 5, "grad_accum": 64})):
         for compute in (0.0, 0.05, 0.5, 30.0):
-            spans = plan.num_gpus > 8
-            expected = (tp_time_s(LLAMA_70B, job, plan, H100, compute)
-                        + pp_p2p_s(LLAMA_70B, job, plan, H100, spans, 50.0, compute)
-                        + cp_exposed_s(LLAMA_70B, job, plan, H100, 8, 50.0, compute)
-                        + ep_time_s(LLAMA_70B, job, plan, H100, 8, 50.0))
-            assert parallel_seconds(parallel_traffic(LLAMA_70B, job, plan), H100, spans, 8, 50.0, compute) == expected
+            assert_the_four_terms(LLAMA_70B, job, plan, H100, compute)
 
 
 @pytest.mark.parametrize("stack", ["megatron", "torchtitan"])
@@ -123,25 +113,8 @@ def test_the_solver_grid_is_the_scalar_function_to_the_bit(stack: str) -> None:
               "stack": stack, "gpus": "h100-sxm-80gb", "tp_overlap": True,
               **({"compile": "model+loss"} if stack == "torchtitan" else {})}
     space = build_space(CATALOGUE, query_from_fields(fields))
-    shapes = sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
-                     and space.count_layouts.get(c.count_index)})
-    cells, hidden = 0, 0
-    for shape in shapes:
-        g, n, per_instance, network = shape
-        ps, gpu, count = space.gpu_precisions[g], space.gpus[g], space.counts[n]
-        compute = np.array([[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in range(len(space.recomputes))]
-                             for p in ps] for li in space.cluster_layouts(shape)])
-        traffic = count_traffic(space, shape)
-        grid = parallel_seconds_grid(space.tables, traffic, tuple(space.precisions[p] for p in ps), compute, gpu,
-                                     count > per_instance, per_instance, network)
-        for i, layout in enumerate(traffic.layouts):
-            hidden += bool(traffic.cells(space.tables)[1]["tp_forward_overlapped_bytes"][i].any())
-            for k, p in enumerate(ps):
-                for r, recompute in enumerate(space.recomputes):
-                    scalar = space.tables.parallel_s(layout, count, recompute, space.precisions[p], gpu, per_instance,
-                                                     network, float(compute[i, k, r]))
-                    assert float(grid[i, k, r]) == scalar, (shape, layout, recompute)
-                    cells += 1
+    cells, rows = checked_grid(space)
+    hidden = sum(bool(t.cells(space.tables)[1]["tp_forward_overlapped_bytes"][i].any()) for t, i in rows)
     assert cells > 40 and hidden
 
 
