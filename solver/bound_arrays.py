@@ -37,9 +37,10 @@ from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
 from vramplan.models.time.parallel_time import ParallelTraffic, bubble_s
 from vramplan.models.time.rates import peak_tflops, rate_precision
+from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.clusters import Shape
 from vramplan.solver.space import SearchSpace
-from vramplan.solver.tables import RecomputeChoice, Tables
+from vramplan.solver.tables import Tables
 
 
 class Branch(NamedTuple):

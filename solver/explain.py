@@ -13,6 +13,7 @@ from vramplan.models.catalogue.stack import restacked
 from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
+from vramplan.solver.choice_keys import rank_columns
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.points import Choice, cluster_accepts, inner_metrics
@@ -27,7 +28,6 @@ from vramplan.solver.restrictions import (
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import kept_valid_layouts
 from vramplan.solver.space_domains import gpu_counts
-from vramplan.solver.tables import rank_columns
 
 Solver = Callable[[SolveQuery], SolvedPlan | None]
 Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)

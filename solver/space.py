@@ -28,6 +28,14 @@ from vramplan.models.time.cost import (
     worked_tokens,
 )
 from vramplan.models.time.flops import training_flops_per_token
+from vramplan.solver.choice_keys import (
+    MIN_RANK_COLUMNS,
+    MicroKey,
+    RankPlace,
+    RecomputeChoice,
+    layout_chunk_layers,
+    rank_columns,
+)
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster, Shape
 from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
@@ -37,15 +45,7 @@ from vramplan.solver.space_tables import (
     fill_states,
     fill_step_tables,
 )
-from vramplan.solver.tables import (
-    MIN_RANK_COLUMNS,
-    MicroKey,
-    RankPlace,
-    RecomputeChoice,
-    Tables,
-    layout_chunk_layers,
-    rank_columns,
-)
+from vramplan.solver.tables import Tables
 
 log = logging.getLogger(__name__)
 

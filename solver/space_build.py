@@ -16,6 +16,7 @@ from vramplan.models.time.cost import (
     network_gb_per_s,
     num_instances,
 )
+from vramplan.solver.choice_keys import rank_column_count
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
@@ -35,10 +36,7 @@ from vramplan.solver.space_tables import (
     fill_memory_tables,
 )
 from vramplan.solver.table_memo import TableMemo
-from vramplan.solver.tables import (
-    Tables,
-    rank_column_count,
-)
+from vramplan.solver.tables import Tables
 
 log = logging.getLogger(__name__)
 

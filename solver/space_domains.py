@@ -22,8 +22,8 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, offload_refusal
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.time.cost import has_price, num_instances
+from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.tables import RecomputeChoice
 
 HALF_PRECISIONS = ("bf16", "fp16")  # searched by default; fp8 and fp32 only when pinned
 

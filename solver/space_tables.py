@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
+from vramplan.solver.choice_keys import compute_class, rank_columns, rank_place
 from vramplan.solver.step_time import windows_us
-from vramplan.solver.tables import Tables, compute_class, rank_columns, rank_place
+from vramplan.solver.tables import Tables
 
 if TYPE_CHECKING:
     from vramplan.solver.clusters import Shape

@@ -195,9 +195,9 @@ def test_unit_models_tabulate_each_distinct_rank_once_and_no_fixed_column(catalo
     of the model (with pp = 1 every slot is rank 0), and a decision with one value (here the pinned
     precision). What is left still checks every distinct rank: the pipelined branch keeps the
     first and the last stage's memory."""
+    from vramplan.solver.choice_keys import rank_columns
     from vramplan.solver.cpsat_bounds import branch_layouts, branch_of
     from vramplan.solver.cpsat_model import build_cluster_model
-    from vramplan.solver.tables import rank_columns
 
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=4096, stack="custom"), global_batch=64, gpus=H100, max_gpus=16,
                        pins=Pins(precision="bf16"))

@@ -14,8 +14,9 @@ from vramplan.models.core.units import to_us
 from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.parallel_time import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
+from vramplan.solver.choice_keys import NO_RECOMPUTE, MicroKey
 from vramplan.solver.layouts import layout_plan
-from vramplan.solver.tables import NO_RECOMPUTE, MicroKey, Tables
+from vramplan.solver.tables import Tables
 
 ZEROS = (0, 1, 2, 3)
 ZERO_OFFLOADS = ((0, "none"), (1, "none"), (1, "optimizer"), (2, "none"), (2, "optimizer"), (3, "none"),

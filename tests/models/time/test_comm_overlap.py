@@ -33,10 +33,10 @@ from vramplan.models.time.performance import (
     overlap_windows_s,
     performance,
 )
+from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_build import build_space
 from vramplan.solver.space_domains import PARTIAL_RECOMPUTE_SHARES
-from vramplan.solver.tables import RecomputeChoice
 
 H100 = packaged_catalogue().gpu("h100-sxm-80gb")
 LLAMA_405B = packaged_catalogue().architecture("llama-3.1-405b")
