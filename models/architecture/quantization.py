@@ -45,7 +45,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import LinearModule, layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
-from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS
+from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS, TORCHAO_NF4_STACKS
 
 FP32_BYTES, HALF_BYTES = 4, 2
 BNB4_BLOCK = 64  # bitsandbytes 4-bit first-level block
@@ -164,6 +164,56 @@ def bnb4_bytes_per_weight(double_quant: bool = True) -> Fraction:
     if double_quant:
         return Fraction(1, 2) + Fraction(1, BNB4_BLOCK) + Fraction(FP32_BYTES, BNB4_BLOCK * BNB4_DOUBLE_QUANT_BLOCK)
     return Fraction(1, 2) + Fraction(FP32_BYTES, BNB4_BLOCK)
+
+
+def torchao_nf4(arch: Architecture, job: Job) -> bool:
+    """The frozen base is QLoRA's own NF4 as torchao's NF4Tensor (TORCHAO_NF4_STACKS: torchtune), whose
+    quantisation state FSDP shards and gathers with the data; any other NF4 / FP4 base is bitsandbytes."""
+    if job.method != "qlora" or job.stack not in TORCHAO_NF4_STACKS:
+        return False
+    stored = checkpoint_format(arch)
+    return stored is None or stored.method not in ADAPTER_ONLY
+
+
+def bnb4_quant_state(arch: Architecture, job: Job) -> WeightFormat | None:
+    """The bitsandbytes 4-bit format of a frozen base whose quant state lives outside its sharded
+    parameter (None for a 16-bit, torchao NF4, 8-bit or GPTQ/AWQ base)."""
+    fmt = frozen_base_format(arch, job)
+    if fmt is None or fmt.method not in ("nf4", "fp4") or torchao_nf4(arch, job):
+        return None
+    return fmt
+
+
+def packed_4bit_bytes(weights: int) -> int:
+    """The 4-bit values of `weights` weights, two a byte: what a bitsandbytes Params4bit's data holds
+    (in its quant_storage dtype), without the quant state."""
+    return _ceil(weights, 2)
+
+
+def quantised_layer_bytes(arch: Architecture, job: Job, weight_bytes: int, modules: tuple[LinearModule, ...],
+                          norm_params: int) -> int | None:
+    """Bytes of one decoder layer as ZeRO-3 / FSDP gathers it when its base is 4-bit: the storage the
+    sharded parameter holds, not a 16-bit copy. torchao's NF4Tensor gathers its data, scalers and
+    factors (pytorch/ao@a584e2427 torchao/dtypes/nf4tensor.py L853-875 fsdp_pre_all_gather): the
+    stored bytes; a bitsandbytes Params4bit (quant_storage = the 16-bit dtype, PEFT's FSDP / ZeRO-3
+    QLoRA) is flattened and gathered as its packed data only, the quant state staying a module
+    attribute (bitsandbytes@dcfb6f81 bitsandbytes/nn/modules.py L181-189 `_quantize`: `self.data =
+    w_4bit`, `self.module.quant_state = quant_state`; L268-274 Linear4bit.forward: "the quant state got
+    lost when the parameter got converted. This happens for example for fsdp", restored from the
+    module): W / 2 bytes. Biases, norms and out-of-scope matrices stay `weight_bytes` a parameter.
+    None where the base is not 4-bit (the caller counts 16-bit)."""
+    fmt = frozen_base_format(arch, job)
+    if fmt is None or fmt.method not in ("nf4", "fp4"):
+        return None
+    total = norm_params * weight_bytes
+    for m in modules:
+        if not _in_scope(fmt, m):
+            total += m.num_params * weight_bytes
+            continue
+        weights = m.in_features * m.out_features
+        stored = matrix_bytes(fmt, m.in_features, m.out_features) if torchao_nf4(arch, job) else packed_4bit_bytes(weights)
+        total += m.copies_per_layer * (stored + (m.num_params // m.copies_per_layer - weights) * weight_bytes)
+    return total
 
 
 def checkpoint_format(arch: Architecture) -> WeightFormat | None:

@@ -118,6 +118,32 @@ LIGHTNING_BNB_STACKS = Behaviour(
     "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt", "litgpt-fsdp1"}),
     "models/architecture/quantization.py")
 
+# Stacks whose QLoRA base is torchao's NF4Tensor, not a bitsandbytes Params4bit: torchtune
+# (pytorch/torchtune@30b8519e8 torchtune/modules/peft/lora.py L95 `to_nf4(linear.weight)` when
+# quantize_base). Under FSDP2 the
+# NF4Tensor is one tensor subclass that shards and all-gathers its quantised data, scalers and
+# quantisation factors together (pytorch/ao@a584e2427 torchao/dtypes/nf4tensor.py L853-875
+# `fsdp_pre_all_gather` returns (quantized_scalers, quantization_factor, quantized_data), L877-928
+# `fsdp_post_all_gather` rebuilds the NF4Tensor): its quantisation state is sharded with the data and
+# the gathered layer is NF4, not 16-bit. A bitsandbytes base keeps its quant state (absmax) as a
+# module attribute outside the sharded parameter (models/memory/model_states.py
+# resident_quant_state_bytes); both gather the quantised storage (models/memory/overhead.py).
+TORCHAO_NF4_STACKS = Behaviour(
+    "QLoRA's NF4 base is torchao's NF4Tensor: FSDP shards its quantisation state with it", frozenset({"torchtune"}),
+    "models/architecture/quantization.py")
+
+# Stacks whose training loop drops its own reference to the logits before the backward, so that
+# the output layer's and the loss's saved tensors are freed by the loss's backward, before any
+# decoder layer runs its backward: torchtune (pytorch/torchtune@30b8519e8
+# recipes/lora_finetune_single_device.py L648-652 and recipes/lora_finetune_distributed.py
+# L744-747: `loss = self._loss_fn(logits, labels)`, "free logits otherwise it peaks backward
+# memory", `del logits`; full_finetune_single_device.py L522-524 the same). Autograd frees a node's saved
+# tensors once its backward has run (retain_graph False), so a layer's backward peak does not
+# stack on the logits: models/memory/activations.py stage_activations.
+LOGITS_RELEASED_STACKS = Behaviour(
+    "the logits are freed before the decoder layers' backward", frozenset({"torchtune"}),
+    "models/memory/activations.py")
+
 # Stacks whose uncompiled blocks pay the element-wise HBM traffic that torch.compile's fusion
 # removes (models/time/compile_speed.py's module docstring: torchtitan and torchtune run eager
 # element-wise ops unless compiled; hf and deepspeed keep the calibrated fused-kernel speed).
@@ -168,6 +194,8 @@ BEHAVIOURS = {
     "LOSS_PARALLEL_STACKS": LOSS_PARALLEL_STACKS,
     "ROOT_GATHERED_STACKS": ROOT_GATHERED_STACKS,
     "LIGHTNING_BNB_STACKS": LIGHTNING_BNB_STACKS,
+    "TORCHAO_NF4_STACKS": TORCHAO_NF4_STACKS,
+    "LOGITS_RELEASED_STACKS": LOGITS_RELEASED_STACKS,
     "EAGER_ELEMENTWISE_STACKS": EAGER_ELEMENTWISE_STACKS,
     "SERIAL_TP_BACKWARD_STACKS": SERIAL_TP_BACKWARD_STACKS,
     "OVERLAPPED_P2P_STACKS": OVERLAPPED_P2P_STACKS,

@@ -17,7 +17,10 @@ The peak comes at the start of backward: on top of everything kept, the largest 
 and, with a bitsandbytes / NF4 frozen base, the 16-bit copy of the largest quantised matrix being
 multiplied (models/architecture/quantization.py dequantised_weight_bytes): in a layer's backward,
 or the lm_head's where the stack quantises it. Under litgpt's QLoRA the previous micro-batch's
-quantised-linear inputs are kept on top (held_inputs_bytes).
+quantised-linear inputs are kept on top (held_inputs_bytes). Where the training loop drops its
+reference to the logits (LOGITS_RELEASED_STACKS: torchtune's `del logits`), the loss's backward
+frees what the output layer kept before any layer's backward runs, so a layer's backward stacks on
+the layers' activations only (stage_activations).
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ from vramplan.models.architecture.params import LayerGroup, layer_groups, module
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import FUSED_QKV_DROPOUT_STACKS, GATHERED_SP_INPUT_STACKS
+from vramplan.models.core.stack_behaviour import (
+    FUSED_QKV_DROPOUT_STACKS,
+    GATHERED_SP_INPUT_STACKS,
+    LOGITS_RELEASED_STACKS,
+)
 from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.activation_terms import (
     FP32,
@@ -164,6 +171,9 @@ class MicrobatchActivations:
     last_fragmentation_bytes: int = 0  # reserve on the last rank (the loss's transient included)
     held_bytes: int = 0  # kept from the previous micro-batch through this one's forward (held_inputs_bytes)
     single_stage_loss_peak_bytes: int | None = None  # loss_peak_bytes without pipelining (loss_parallel)
+    # The output layer's and the loss's saved tensors are freed before the layers' backward
+    # (LOGITS_RELEASED_STACKS): a layer's backward peak does not stack on them.
+    output_released: bool = False
 
 
 def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
@@ -211,6 +221,7 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
         last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
         held_bytes=held_inputs_bytes(arch, job, x),  # litgpt QLoRA: one GPU, no TP/PP (stack capabilities)
+        output_released=job.stack in LOGITS_RELEASED_STACKS,
     )
 
 
@@ -239,12 +250,17 @@ def stage_activations(
     if micro.activation_offload:
         layers = sum(n for _, n in held)
         offloaded = max(0, kept - min(layers, OFFLOAD_RESIDENT_LAYERS) * micro.largest_layer_bytes)
+    output = micro.output_layer_bytes if last else 0
+    # Where the loop drops the logits (output_released), the loss's backward frees what the output
+    # layer kept before the last layer's backward starts: that peak is the layer's working set on
+    # top of the layers' activations alone.
+    layer_peak = max(0, micro.layer_peak_bytes - output) if micro.output_released else micro.layer_peak_bytes
     return Activations(
         per_layer_bytes=micro.per_layer_bytes,
         layers_bytes=kept - offloaded + chunks * micro.shared_bytes + micro.held_bytes,
         embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
-        output_layer_bytes=micro.output_layer_bytes if last else 0,
-        backward_peak_extra_bytes=max(_loss_peak(micro, first, last) if last else 0, micro.layer_peak_bytes),
+        output_layer_bytes=output,
+        backward_peak_extra_bytes=max(_loss_peak(micro, first, last) if last else 0, layer_peak),
         terms=micro.terms,
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,

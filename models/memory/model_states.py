@@ -18,7 +18,9 @@ from functools import lru_cache
 
 from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.architecture.quantization import (
+    bnb4_quant_state,
     frozen_base_format,
+    packed_4bit_bytes,
     quantised_lm_head_bytes,
     quantised_weight_bytes,
 )
@@ -100,6 +102,23 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     return quantised + lm_head + _bytes(shard.total - held, rest)
 
 
+def resident_quant_state_bytes(arch: Architecture, job: Job, shard: RankParams) -> int:
+    """The bitsandbytes 4-bit quant state (absmax, and with double quantisation its nested absmax) of
+    the rank's quantised matrices, which ZeRO-3 / FSDP neither shards nor offloads: bitsandbytes
+    quantises on the GPU and keeps the state as a module attribute beside the parameter
+    (bitsandbytes@dcfb6f81 bitsandbytes/nn/modules.py L181-189 Params4bit._quantize:
+    `self.module.quant_state = quant_state`; L268-274 Linear4bit.forward restores it after "the quant
+    state got lost when the parameter got converted. This happens for example for fsdp"), while FSDP
+    flattens, shards and offloads only the parameter's packed data and DeepSpeed ZeRO-3 partitions
+    `param.data`. 1.09 GB for Llama 2 70B with double quantisation, on every rank. 0 for a torchao NF4
+    base (TORCHAO_NF4_STACKS: FSDP2 shards its scalers with the data) and any other base."""
+    fmt = bnb4_quant_state(arch, job)
+    if fmt is None:
+        return 0
+    stored, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
+    return stored - packed_4bit_bytes(held)
+
+
 def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
     """FP8 training (Transformer Engine) casts each linear weight to fp8 in row- and column-wise
     layouts (Hopper GEMMs need both for forward and dgrad) and keeps them for the step: 2 bytes per
@@ -145,6 +164,7 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
     shard = rank_params(arch, plan.tp, split, plan.ep, stage)
     trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
     w, g, k = recipe_state_bytes(job, plan.precision)
+    resident = 0  # held whole on the GPU under any ZeRO stage (resident_quant_state_bytes)
 
     # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA: the rank's
     # TP/PP share of both, parallel_states.rank_trainable_params).
@@ -156,7 +176,10 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         weights_full = (frozen_base_bytes(arch, job, plan.precision, shard, holds_lm_head=stage == plan.pp - 1)
                         + _bytes(trainable, w))
         groups = [(trainable, plan.zero_group)]
-    weights = gradients = optimizer = host = 0
+        if plan.zero == 3:  # the bitsandbytes quant state stays whole on the GPU, outside the partition
+            resident = resident_quant_state_bytes(arch, job, shard)
+            weights_full -= resident
+    weights, gradients, optimizer, host = resident, 0, 0, 0
     for params, group in groups:
         full = _bytes(params, w) if job.method == "full" else weights_full
         part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group)

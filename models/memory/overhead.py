@@ -20,7 +20,8 @@ stage3_prefetch_bucket_size = 0.9*h*h):
 - ZeRO-3: the gathered working set. While a module runs backward its full 16-bit parameters and
   its full gradients are materialised (DeepSpeed `estimate_zero3_model_states_mem_needs`
   counts 4 bytes x largest layer), plus the prefetch bucket and a double-buffered reduce bucket.
-  The largest gathered module is the biggest of a decoder layer, the embedding and lm_head.
+  The largest gathered module is the biggest of a decoder layer, the embedding and lm_head; a 4-bit
+  QLoRA base's layer is gathered as its quantised storage, not 16-bit (gathered_module_bytes).
 - FSDP's root unit: where a stack wraps only the decoder layers (ROOT_GATHERED_STACKS), what is
   left (embedding, final norm, lm_head) belongs to the root FSDP unit, which is not resharded after
   its forward and stays gathered through the backward (torch FSDP1 `_post_forward_reshard`: "Do not
@@ -36,7 +37,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.params import count_params
+from vramplan.models.architecture.params import count_params, layer_groups, layer_norm_params
+from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import ROOT_GATHERED_STACKS
@@ -83,6 +85,21 @@ def largest_gathered_module_params(arch: Architecture) -> int:
     return max(counts.per_layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
 
 
+def gathered_module_bytes(arch: Architecture, job: Job, weight_bytes: int) -> int:
+    """Bytes of the largest module ZeRO-3 / FSDP gathers, in the format its sharded parameters hold:
+    16-bit (weight_bytes a parameter), except a 4-bit QLoRA base's decoder layer, which is gathered
+    as its quantised storage (models/architecture/quantization.py quantised_layer_bytes: torchao's
+    NF4Tensor, a bitsandbytes Params4bit's packed data); the dequantised 16-bit copy of one matrix is
+    the activations' (dequantised_weight_bytes). The embedding and lm_head stay 16-bit."""
+    counts = count_params(arch)
+    embedding = max(arch.vocab_size * arch.hidden_size, counts.lm_head) * weight_bytes
+    layers = [quantised_layer_bytes(arch, job, weight_bytes, group.modules, layer_norm_params(arch, group))
+              for group in layer_groups(arch)]
+    if any(layer is None for layer in layers):
+        return largest_gathered_module_params(arch) * weight_bytes
+    return max(embedding, *(layer for layer in layers if layer is not None))
+
+
 def root_unit_params(arch: Architecture, job: Job) -> int:
     """Parameters of the FSDP root unit that stays gathered from its forward through the backward
     (ROOT_GATHERED_STACKS): the embedding, the final norm and an untied lm_head; 0 for other stacks."""
@@ -112,7 +129,8 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         # gradient is the adapter's, which is small; count the full-module case for full FT.
         module_grads = module if job.method == "full" else 0
         prefetch = PREFETCH_BUCKET_FRACTION * arch.hidden_size * arch.hidden_size
-        live = module * weight_bytes + module_grads * grad_bytes + prefetch * weight_bytes
+        gathered = ceil_div(gathered_module_bytes(arch, job, int(weight_bytes)), plan.tp)
+        live = gathered + module_grads * grad_bytes + prefetch * weight_bytes
         # the root unit, gathered (in the 16-bit compute dtype: FSDP's param_dtype) beside the layer
         live += ceil_div(root_unit_params(arch, job), plan.tp) * weight_bytes
         buckets = 2 * bucket * grad_bytes
