@@ -33,6 +33,7 @@ def sequence_parallel_active(plan: Plan) -> bool:
 Split = tuple[int, ...]  # decoder layers of each pipeline rank, summed over its virtual chunks
 
 
+@lru_cache(maxsize=4096)
 def stage_layers(num_layers: int, pp: int) -> Split:
     """The default split: decoder layers held by each pipeline rank (summed over its virtual chunks)."""
     if pp > num_layers:

@@ -162,6 +162,7 @@ def rank_trainable_params(arch: Architecture, job: Job, tp: int, pipeline: int |
                for group, count in stage_layer_counts(arch, pipeline, stage))
 
 
+@lru_cache(maxsize=4096)
 def heaviest_rank(arch: Architecture, tp: int, pipeline: int | Split, ep: int) -> int:
     """The pipeline rank holding the most parameters (the first of equals): its data-parallel
     collectives and optimizer step take the longest, and every rank waits for them at the step's

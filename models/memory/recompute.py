@@ -27,6 +27,7 @@ holds the layer in use and the one being prefetched: 2 layers' worth instead of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vramplan.models.architecture.parallel import plan_split, sequence_parallel_active
 from vramplan.models.architecture.params import LayerGroup, LinearModule, layer_linear_modules
@@ -70,8 +71,12 @@ def stage_recomputed(arch: Architecture, job: Job, plan: Plan) -> tuple[int, ...
     split = plan_split(arch, plan)
     if plan.recompute != "full":
         return (0,) * len(split)
-    block = recompute_block(job, plan)
-    return tuple(rank_recomputed(layers, plan.vpp, block) for layers in split)
+    return _split_recomputed(split, plan.vpp, recompute_block(job, plan))
+
+
+@lru_cache(maxsize=4096)
+def _split_recomputed(split: tuple[int, ...], vpp: int, block: int | None) -> tuple[int, ...]:
+    return tuple(rank_recomputed(layers, vpp, block) for layers in split)
 
 
 def recomputed_layers(arch: Architecture, job: Job, plan: Plan) -> int:
