@@ -16,6 +16,7 @@ Hardware FLOPs add what recompute re-runs: full recompute one more forward of ev
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
@@ -58,6 +59,7 @@ def _attention_span(arch: Architecture, seq_len: int, local: bool) -> int:
     return min(seq_len, arch.attention_window) if local else seq_len
 
 
+@lru_cache(maxsize=4096)
 def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
     """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model.
 
