@@ -35,7 +35,8 @@ from vramplan.models.core.units import BYTES_PER_GB, to_us, to_us_array
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
-from vramplan.models.time.parallel_time import ParallelTraffic, bubble_s
+from vramplan.models.time.parallel_time import ParallelTraffic
+from vramplan.models.time.pipeline_schedule import bubble_s
 from vramplan.models.time.rates import peak_tflops, rate_precision
 from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.clusters import Shape
@@ -183,7 +184,7 @@ def _shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
                                         per_instance, network)
         bound = compute_us + to_us_array(seconds)  # models.parallel_time.parallel_seconds (Tables.parallel_s), to the bit
         if traffic.parallel["pp"]:  # (pp = 1 has no bubble: 0 us)
-            # models.parallel_time.bubble_s at the layout's largest accumulation (its smallest valid
+            # models.pipeline_schedule.bubble_s at the layout's largest accumulation (its smallest valid
             # micro-batch): the least bubble of any of its micro-batches (bubble_s falls as it grows)
             bound = bound + to_us_array(bubble_s(degrees["pp"], degrees["vpp"], degrees["accum"], compute_s))
         by_layout = bound.reshape(len(traffic.layouts), -1).min(axis=1).tolist()

@@ -30,14 +30,7 @@ from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.time.parallel_time import (
-    ParallelTraffic,
-    bubble_s,
-    parallel_seconds,
-    parallel_traffic,
-    pp_imbalance_s,
-    stage_imbalance,
-)
+from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic
 from vramplan.models.time.performance import (
     DpTraffic,
     OptimizerTraffic,
@@ -52,6 +45,7 @@ from vramplan.models.time.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
+from vramplan.models.time.pipeline_schedule import bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.solver.choice_keys import NO_RECOMPUTE, MicroKey, RankPlace, RecomputeChoice, compute_layout
 from vramplan.solver.layouts import layout_plan
 
@@ -349,7 +343,7 @@ class Tables:
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's compute at each
-        micro-batch (models.parallel_time.bubble_s), what that stage adds to the mean's
+        micro-batch (models.pipeline_schedule.bubble_s), what that stage adds to the mean's
         (pp_imbalance_s, the layout's default split) and the exposed activation-offload transfer
         (all stall the step; one rounding), whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]

@@ -19,7 +19,7 @@ with their TP/PP layouts, now that the pipeline bubble and the TP collectives ar
 (models/time/parallel_time.py): the published iteration times (13.75 s and 37.83 s with SP +
 selective) leave 0.6185 and 0.6982 of dense peak for the matmuls once the bubble (7/64, 34/280) of
 the slowest stage, what that stage adds to the mean (the output layer on the last of 12 and of 3
-layers a stage: 1.025x and 1.066x, parallel_time.stage_imbalance), the forward's TP collectives
+layers a stage: 1.025x and 1.066x, pipeline_schedule.stage_imbalance), the forward's TP collectives
 (the backward's overlap the backward GEMMs) and the p2p traffic are taken out; their mean is 0.658
 (0.63 before the slowest stage was modelled, 0.65 while every TP collective was charged; the
 earlier 0.549 was their raw HFU, which already contained the bubble). The wider GEMMs of the 530B

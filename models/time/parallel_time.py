@@ -43,10 +43,9 @@ buffer per rank per pass (all-reduce two passes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Union, overload
+from typing import TYPE_CHECKING
 
-from vramplan.models.architecture.parallel import Split, kv_heads_per_rank, plan_split
+from vramplan.models.architecture.parallel import kv_heads_per_rank, plan_split
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
@@ -67,14 +66,13 @@ from vramplan.models.time.moe_gemm import (
     loop_overhead_s,
     moe_layers,
 )
+from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 _TERA = 10**12
-Degree = Union[int, "np.ndarray"]  # a degree, or a numpy array of them (the solver's grids)
-Seconds = Union[float, "np.ndarray"]
 
 
 @dataclass(frozen=True)
@@ -176,47 +174,6 @@ def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s:
     share = plan_flops_per_token(arch, job, plan).forward_share
     return _tp_seconds(exposed, overlapped, forward_overlapped, gpu.intra_node_bandwidth_gb_per_s,
                        compute_s * (1 - share), compute_s * share)
-
-
-@overload
-def bubble_s(pp: int, vpp: int, grad_accum: int, compute_s: float) -> float: ...
-@overload
-def bubble_s(pp: Degree, vpp: Degree, grad_accum: np.ndarray, compute_s: Seconds) -> np.ndarray: ...
-@overload
-def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: np.ndarray) -> np.ndarray: ...
-def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: Seconds) -> Seconds:
-    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (each may be a numpy array:
-    the solver's grids take it elementwise)."""
-    return compute_s * (pp - 1) / (vpp * grad_accum)
-
-
-def pp_bubble_s(plan: Plan, compute_s: float) -> float:
-    return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
-
-
-@lru_cache(maxsize=4096)
-def stage_imbalance(arch: Architecture, seq_len: int, split: Split, recomputed: tuple[int, ...] | None = None) -> float:
-    """The slowest pipeline rank's work over the mean rank's: under 1F1B every micro-batch waits on
-    the slowest stage, forward and backward (Narayanan et al. 2021 sec. 2.2; Llama 3's report sec.
-    3.3.2 takes a layer off the first and the last stage for the embedding and the output layer).
-    A rank's work, in forward passes of its layers: its decoder layers, each the model's mean layer
-    (forward_flops_per_token's decoder and attention FLOPs / layers; a model that mixes kinds of
-    layer counts its mean), a third of one more for each layer full recompute re-runs on it
-    (`recomputed`, models/memory/recompute.py stage_recomputed: a re-run forward next to a forward
-    and a backward of twice its FLOPs), and on the last rank the output layer's. 1 without a pipeline."""
-    if len(split) == 1:
-        return 1.0
-    decoder, attention, logits = forward_flops_per_token(arch, seq_len)
-    per_layer = (decoder + attention) / arch.num_layers
-    rerun = recomputed or (0,) * len(split)
-    work = [(count + again / 3) * per_layer for count, again in zip(split, rerun)]
-    work[-1] += logits
-    return max(work) * len(work) / sum(work)
-
-
-def pp_imbalance_s(imbalance: float, compute_s: float) -> float:
-    """What the slowest rank adds to the mean rank's compute (compute_s: the mean's)."""
-    return compute_s * (imbalance - 1)
 
 
 def _pp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:

@@ -64,7 +64,7 @@ class Performance:
     optimizer_time_s: float
     model_parallel_time_s: float  # TP + PP (bubble, p2p) + CP + EP (all-to-all, expert GEMM kernel and shape): parallel_time.py
     pipeline_bubble_s: float
-    pipeline_imbalance_s: float  # the slowest pipeline rank's work beyond the mean's (parallel_time.stage_imbalance)
+    pipeline_imbalance_s: float  # the slowest pipeline rank's work beyond the mean's (pipeline_schedule.stage_imbalance)
     offload_exposed_s: float  # activation-offload transfer the compute does not hide (offload_exposed_s)
     step_time_s: float
     tokens_per_step: int

@@ -15,7 +15,7 @@ import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.units import to_us
-from vramplan.models.time.parallel_time import bubble_s
+from vramplan.models.time.pipeline_schedule import bubble_s
 from vramplan.solver.bound_arrays import SCALAR_CELLS, count_traffic, parallel_seconds_grid, shape_terms
 from vramplan.solver.cpsat_bounds import UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query_fields import query_from_fields

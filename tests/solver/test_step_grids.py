@@ -12,8 +12,8 @@ from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job
 from vramplan.models.core.units import to_us
 from vramplan.models.memory.recompute import stage_recomputed
-from vramplan.models.time.parallel_time import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
+from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.solver.choice_keys import NO_RECOMPUTE, MicroKey
 from vramplan.solver.layouts import layout_plan
 from vramplan.solver.tables import Tables

@@ -22,7 +22,7 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory_terms import memory_terms
 from vramplan.models.memory.parallel_states import embedding_shard, rank_params
 from vramplan.models.time.flops import forward_flops_per_token
-from vramplan.models.time.parallel_time import stage_imbalance
+from vramplan.models.time.pipeline_schedule import stage_imbalance
 
 META_405B = (7,) + (8,) * 14 + (7,)  # Llama 3 405B, PP 16: a layer off the first and the last stage
 
