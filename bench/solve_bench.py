@@ -7,7 +7,7 @@ how solve time grows with the search space (combinations = the product of the de
 Headline: Llama-3.1-70B full fine-tune at 8k context, global batch 64, 2e9 tokens, objective cost,
 default catalogues, top 1. 405B pre-training: 8k context, global batch 2048 (16M tokens per step,
 Llama 3's), 15.6e12 tokens (Llama 3's pre-training corpus), fused kernels, the fastest plan on up to
-4,096 H100s (the most a query may ask for; Llama 3 ran on 16,384), on the default stack and with
+4,096 H100s (queries may ask for up to 16,384, what Llama 3 ran on), on the default stack and with
 `--stack megatron` (which adds partial recompute to the search). DeepSeek-V3 pre-training with
 every degree free, EP included: its report's 4k context, global batch 15,360 and 14.8e12 tokens,
 the fastest plan on up to 2,048 H100s (it ran on 2,048 H800s), `--stack megatron` (Megatron-Core's
