@@ -17,11 +17,17 @@ from vramplan.models.time.parallel_time import (
 from vramplan.solver.bound_arrays import CountTraffic, count_traffic, parallel_seconds_grid
 
 
-def checked_grid(space) -> tuple[int, list[tuple[CountTraffic, int]]]:
-    """Asserts every (shape, layout, precision, recompute) cell of the space's grids equals the
-    scalar parallel_s; returns the cells checked and each (traffic, layout row) visited."""
-    shapes = sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
-                     and space.count_layouts.get(c.count_index)})
+def grid_shapes(space) -> list[tuple]:
+    """The space's cluster shapes with a precision and a layout, in order."""
+    return sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
+                   and space.count_layouts.get(c.count_index)})
+
+
+def checked_grid(space, shapes: list[tuple] | None = None) -> tuple[int, list[tuple[CountTraffic, int]]]:
+    """Asserts every (shape, layout, precision, recompute) cell of the space's grids (of `shapes`,
+    default grid_shapes) equals the scalar parallel_s; returns the cells checked and each
+    (traffic, layout row) visited."""
+    shapes = grid_shapes(space) if shapes is None else shapes
     cells, rows = 0, []
     for shape in shapes:
         g, n, per_instance, network = shape

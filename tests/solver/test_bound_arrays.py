@@ -10,13 +10,13 @@ against every point is tests/solver/test_cpsat_bounds.py."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from helpers.catalogue import packaged_catalogue
+from helpers.parallel_grid import checked_grid, grid_shapes
 
 from vramplan.models.core.units import to_us
 from vramplan.models.time.pipeline_schedule import bubble_s
-from vramplan.solver.bound_arrays import SCALAR_CELLS, count_traffic, parallel_seconds_grid, shape_terms
+from vramplan.solver.bound_arrays import SCALAR_CELLS, count_traffic, shape_terms
 from vramplan.solver.cpsat_bounds import UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space_build import build_space
@@ -44,8 +44,7 @@ def _space(name: str):
 
 
 def _shapes(space) -> list[tuple]:
-    shapes = sorted({c.shape for c in space.clusters if space.gpu_precisions[c.gpu_index]
-                     and space.count_layouts.get(c.count_index)})
+    shapes = grid_shapes(space)
     return shapes[::max(1, len(shapes) // 40)]  # ~40 shapes: every count range, inside and across instances
 
 
@@ -55,23 +54,7 @@ def test_parallel_seconds_grid_is_the_scalar_function_to_the_bit(name: str) -> N
     shapes = _shapes(space)
     assert any(space.counts[n] > per_instance for _, n, per_instance, _ in shapes), "some shapes span instances"
     assert any(space.counts[n] <= per_instance for _, n, per_instance, _ in shapes), "some fit one instance"
-    cells = 0
-    for shape in shapes:
-        g, n, per_instance, network = shape
-        ps, gpu, count = space.gpu_precisions[g], space.gpus[g], space.counts[n]
-        names = tuple(space.precisions[p] for p in ps)
-        compute = np.array([[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in range(len(space.recomputes))]
-                             for p in ps] for li in space.cluster_layouts(shape)])
-        traffic = count_traffic(space, shape)
-        grid = parallel_seconds_grid(space.tables, traffic, names, compute, gpu, count > per_instance, per_instance,
-                                     network)
-        for i, layout in enumerate(traffic.layouts):
-            for k, p in enumerate(ps):
-                for r, recompute in enumerate(space.recomputes):
-                    scalar = space.tables.parallel_s(layout, count, recompute, space.precisions[p], gpu, per_instance,
-                                                     network, float(compute[i, k, r]))
-                    assert float(grid[i, k, r]) == scalar, (shape, layout, names[k], recompute)
-                    cells += 1
+    cells, _ = checked_grid(space, shapes)
     assert cells > 40
 
 

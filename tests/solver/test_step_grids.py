@@ -94,15 +94,9 @@ def test_parallel_seconds_equal_the_four_terms(catalogue, seed: int) -> None:
     ep_time_s of the plan, float for float, whichever degrees, precision, recompute and links."""
     import random
 
+    from helpers.parallel_grid import assert_the_four_terms
+
     from vramplan.models.core.setup import Plan
-    from vramplan.models.time.parallel_time import (
-        cp_exposed_s,
-        ep_time_s,
-        parallel_seconds,
-        parallel_traffic,
-        pp_p2p_s,
-        tp_time_s,
-    )
 
     rng = random.Random(seed)
     model = rng.choice(["llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b"])
@@ -117,8 +111,4 @@ def test_parallel_seconds_equal_the_four_terms(catalogue, seed: int) -> None:
                     micro_batch=rng.choice([1, 2]), grad_accum=rng.choice([1, 4]))
         gpu = catalogue.gpu(rng.choice(["h100-sxm-80gb", "l40s-48gb"]))
         per_instance, network, compute = rng.choice([4, 8]), rng.choice([25.0, 50.0]), rng.uniform(0.1, 30.0)
-        spans = plan.num_gpus > per_instance
-        expected = (tp_time_s(arch, job, plan, gpu, compute) + pp_p2p_s(arch, job, plan, gpu, spans, network)
-                    + cp_exposed_s(arch, job, plan, gpu, per_instance, network, compute)
-                    + ep_time_s(arch, job, plan, gpu, per_instance, network))
-        assert parallel_seconds(parallel_traffic(arch, job, plan), gpu, spans, per_instance, network, compute) == expected
+        assert_the_four_terms(arch, job, plan, gpu, compute, per_instance, network)
