@@ -6,6 +6,7 @@ leave-one-out coverage. `python tests/fidelity_ranges.py --write` regenerates th
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -17,6 +18,7 @@ from vramplan.models.catalogue.catalogue import load_catalogue
 from vramplan.models.core.fidelity_ranges import MIN_RUNS, Range
 
 DIGITS = 2
+SPREAD_RUNS = 3  # a stack's runs count towards the shared spread from this many (a median needs a few)
 
 
 def _bounds(ratios: list[float]) -> tuple[float, float]:
@@ -30,19 +32,63 @@ def _inside(ratio: float, bounds: tuple[float, float]) -> bool:
     return bounds[0] <= ratio <= bounds[1]
 
 
-def _range(ratios: list[float], what: str, pooled: list[float] | None = None) -> Range:
-    """The range of `ratios`, and the share of them inside the range made without each one (made from
-    `pooled` without it where fewer than MIN_RUNS remain)."""
-    inside = 0
-    for i, ratio in enumerate(ratios):
-        others = ratios[:i] + ratios[i + 1:]
-        if len(others) < MIN_RUNS and pooled is not None:
-            others = list(pooled)
-            others.remove(ratio)
-        inside += _inside(ratio, _bounds(others))
-    coverage = round(inside / len(ratios), 2)
-    return Range(*_bounds(ratios), len(ratios), coverage, f"{len(ratios)} published {what} (coverage "
-                                                          f"{coverage:.0%} leave-one-out)")
+def _coverage(ratios: list[float], bounds_without) -> float:
+    """The share of `ratios` inside the range made without each one (bounds_without(i))."""
+    return round(sum(_inside(ratio, bounds_without(i)) for i, ratio in enumerate(ratios)) / len(ratios), 2)
+
+
+def _range(ratios: list[float], what: str) -> Range:
+    """The lowest and the highest of `ratios`, and their leave-one-out coverage."""
+    coverage = _coverage(ratios, lambda i: _bounds(ratios[:i] + ratios[i + 1:]))
+    return Range(*_bounds(ratios), len(ratios), coverage, _basis(len(ratios), what, coverage))
+
+
+def _basis(runs: int, what: str, coverage: float) -> str:
+    return f"{runs} published {what} (coverage {coverage:.0%} leave-one-out)"
+
+
+def _spread(by_stack: dict[str, list[float]]) -> tuple[float, float]:
+    """How far a run lands from its own stack's centre: the least and the largest ratio / the
+    stack's median, over the stacks with SPREAD_RUNS runs or more."""
+    spread = [ratio / statistics.median(ratios) for ratios in by_stack.values() if len(ratios) >= SPREAD_RUNS
+              for ratio in ratios]
+    return min(spread), max(spread)
+
+
+def _stack_bounds(ratios: list[float], spread: tuple[float, float]) -> tuple[float, float]:
+    """A stack's range: its own runs, and around their median the spread every stack's runs show
+    (a stack's own few runs say where its centre is; how far one run strays is what is left
+    unmodelled, shared by all stacks: with its own extremes alone a stack of n runs holds a new
+    one with probability (n - 1) / (n + 1), 75% for 7)."""
+    centre = statistics.median(ratios)
+    return _bounds([*ratios, centre * spread[0], centre * spread[1]])
+
+
+def _stack_range(stack: str, by_stack: dict[str, list[float]]) -> Range:
+    """A stack's range and its leave-one-out coverage: each run against the range made without it
+    (its stack's runs and the shared spread both without it; the pooled runs without it where fewer
+    than MIN_RUNS of its stack remain)."""
+    ratios = by_stack[stack]
+    return Range(*_stack_bounds(ratios, _spread(by_stack)), len(ratios),
+                 coverage := _coverage(ratios, lambda i: _bounds_without(by_stack, stack, i)),
+                 _basis(len(ratios), f"{stack} runs", coverage))
+
+
+def _bounds_without(by_stack: dict[str, list[float]], stack: str, i: int) -> tuple[float, float]:
+    """The range a run of `stack` (its i-th) would get from the evidence without it."""
+    others = {name: ratios[:i] + ratios[i + 1:] if name == stack else ratios for name, ratios in by_stack.items()}
+    if len(others[stack]) < MIN_RUNS:
+        return _bounds([ratio for ratios in others.values() for ratio in ratios])
+    return _stack_bounds(others[stack], _spread(others))
+
+
+def memory_coverage() -> tuple[int, int]:
+    """(runs inside, runs): every measured run that is not a known miss against the range its
+    stack gets from the evidence without it (the pooled range for the stacks with few runs)."""
+    by_stack = memory_ratios()
+    inside = sum(_inside(ratio, _bounds_without(by_stack, stack, i))
+                 for stack, ratios in by_stack.items() for i, ratio in enumerate(ratios))
+    return inside, sum(len(ratios) for ratios in by_stack.values())
 
 
 def memory_ratios() -> dict[str, list[float]]:
@@ -63,7 +109,7 @@ def throughput_ratios() -> list[float]:
 def ranges() -> tuple[dict[str, Range], Range, Range]:
     by_stack = memory_ratios()
     pooled = [ratio for ratios in by_stack.values() for ratio in ratios]
-    stacks = {stack: _range(ratios, f"{stack} runs") for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
+    stacks = {stack: _stack_range(stack, by_stack) for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
     return stacks, _range(pooled, "runs of all stacks"), _range(throughput_ratios(), "runs on calibrated GPUs")
 
 
