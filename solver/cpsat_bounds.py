@@ -42,7 +42,7 @@ LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT m
 def branch_layouts(space: SearchSpace, shape: Shape, branch: Branch) -> list[int]:
     """The layouts of a cluster shape on one branch (what one unit's bound and CP-SAT model cover;
     the space's list, not a copy)."""
-    return space.cluster_layout_groups(shape, branch_of).get(branch, [])
+    return space.branch_layout_lists(shape).get(branch, [])
 
 
 def huge() -> int:
@@ -56,6 +56,7 @@ class UnitBounds:
 
     space: SearchSpace
     _terms: dict[tuple, ShapeTerms] = field(default_factory=dict, repr=False)  # this space's shapes' UnitMemo entries
+    _fits: dict[int, bool] = field(default_factory=dict, repr=False)  # may_fit per cluster
 
     def _shape_terms(self, shape: Shape) -> ShapeTerms:
         """bound_arrays.shape_terms, looked up once per shape of this space (the UnitMemo's key
@@ -202,14 +203,14 @@ class UnitBounds:
             if best is not None and rest >= best:
                 break
             li = space.layout_index[layout]
-            space.fill_count(n, [li], (p,))
+            space.on_use.fill_count(n, [li], (p,))
             dynamic = self._leanest_dynamic(n, li, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
-                       if space.host_mib_per_gpu[zf, n, p, li] <= host_mib
-                       and all(space.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_rank_columns))]
+                       if space.on_use.host_mib_per_gpu[zf, n, p, li] <= host_mib
+                       and all(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_rank_columns))]
             if not fitting:
                 continue
-            steps = space.step_tables(shape, [li])
+            steps = space.on_use.step_tables(shape, [li])
             bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, li))
                         for zf in fitting for b in space.valid_batches[n, li])
             if best is None or bound < best:
@@ -231,7 +232,7 @@ class UnitBounds:
         memo = space.shared.leanest_dynamic
         if key not in memo:
             b = space.valid_batches[n, li][0]  # micro_batches ascend, so valid_batches do too
-            memo[key] = [space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
+            memo[key] = [space.buffer_mib[b, p, li] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, li, n)]
         return memo[key]
 
     def _leanest_by_host(self, n: int, li: int, p: int, r: int | None) -> tuple[list[int], list[int]]:
@@ -243,10 +244,10 @@ class UnitBounds:
         key = (space.counts[n], space.layouts[li], p, r)
         memo = space.shared.leanest_mib
         if key not in memo:
-            space.fill_count(n, [li], (p,))
+            space.on_use.fill_count(n, [li], (p,))
             dynamic = [0] * space.num_rank_columns if r is None else self._leanest_dynamic(n, li, p, r)
-            options = sorted((space.host_mib_per_gpu[zf, n, p, li],
-                              max(space.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_rank_columns)))
+            options = sorted((space.on_use.host_mib_per_gpu[zf, n, p, li],
+                              max(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_rank_columns)))
                              for zf in range(len(space.zero_offloads)))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]
@@ -256,7 +257,7 @@ class UnitBounds:
         the layout (Tables.least_share_bytes: the most loaded rank holds at least 1/n of the
         single-GPU plan's states). One check per (count, host budget, limit), no layout tabulated."""
         space = self.space
-        fits = space.cluster_fits.get(c)
+        fits = self._fits.get(c)
         if fits is not None:
             return fits
         g, n, _, _ = space.clusters[c].shape
@@ -267,7 +268,7 @@ class UnitBounds:
         if key not in memo:
             memo[key] = any(gpu <= limit * BYTES_PER_MIB and host_bytes <= host * BYTES_PER_MIB
                             for gpu, host_bytes in self._least_shares(n, precisions))
-        space.cluster_fits[c] = memo[key]
+        self._fits[c] = memo[key]
         return memo[key]
 
     def _least_shares(self, n: int, precisions: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -284,17 +285,10 @@ class UnitBounds:
 
     def compute_step_us(self, c: int) -> int | None:
         """A first, cheap lower bound of the cluster's step time: its least compute over the
-        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs).
-        The same for every cluster of one GPU and count: kept per (GPU, count) in the space (every
-        search of the space asks it for every cluster)."""
-        space = self.space
-        g, n, _, _ = space.clusters[c].shape
-        kept = space.least_compute_us
-        if (g, n) not in kept:
-            times = [space.compute_s[g, n, r, p] for p in space.gpu_precisions[g]
-                     for r in range(len(space.recomputes)) if (g, n, r, p) in space.compute_s]
-            kept[g, n] = to_us(min(times)) if times else None
-        return kept[g, n]
+        recompute x precision its GPU runs (no memory, no traffic; None: no precision runs),
+        derived per (GPU, count) with the space (space.derive_lookups)."""
+        cluster = self.space.clusters[c]
+        return self.space.least_compute_us[cluster.gpu_index, cluster.count_index]
 
     def step_bound_us(self, c: int, branch: Branch | None, tier: int) -> int | None:
         """The step-time lower bound of a tier: 0 the least compute (the same on every branch:

@@ -102,8 +102,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         layouts = space.cluster_layouts(cluster.shape)
     if not precisions or not layouts:
         return None
-    steps = space.step_tables(cluster.shape, layouts)
-    space.fill_count(n, layouts, precisions)
+    steps = space.on_use.step_tables(cluster.shape, layouts)
+    space.on_use.fill_count(n, layouts, precisions)
     model = LeanCpModel()
     allowed_zf, allowed_r = space.count_choices(n)  # what the stack runs on this many GPUs
     if not allowed_zf or not allowed_r:
@@ -138,13 +138,13 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         lay, b_ = pairs[k]
         base = steps.compute_us[i, jj, lay] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
-        ranks = space.ranks_activation_mib(i, b_, jj, lay, n)
-        offloaded = (space.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
+        ranks = space.on_use.ranks_activation_mib(i, b_, jj, lay, n)
+        offloaded = (space.on_use.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
         return (*(buffers + ranks[j] for j in checked), base, *offloaded)
 
     # Unsharded gradient accumulation (a stack that reduce-scatters only the last micro-batch: litgpt):
     # model states grow with (ZeRO stage, layout, micro-batch) together: its own columns of by_zero.
-    accumulating = any(space.accumulation_mib[i, n, jj, lay, j] for i in allowed_zf for jj in precisions
+    accumulating = any(space.on_use.accumulation_mib[i, n, jj, lay, j] for i in allowed_zf for jj in precisions
                        for lay in layouts for j in checked)
 
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
@@ -156,7 +156,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay], *grown
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
-        *(space.static_mib[i, n, jj, lay, j] for j in checked), space.host_mib_per_gpu[i, n, jj, lay]),
+        *(space.on_use.static_mib[i, n, jj, lay, j] for j in checked), space.on_use.host_mib_per_gpu[i, n, jj, lay]),
         (*(f"static{j}" for j in checked), "host_mib"), uppers)
     dynamic_names = (*(f"activations{j}" for j in checked), "compute_parallel_bubble_us", *(("offloaded_mib",) if offloading else ()))
     dynamic = _table(model, [rs, ps, lbs], by_recompute, dynamic_names, uppers)

@@ -40,12 +40,12 @@ def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tup
 def _peaks(space: SearchSpace, g: int, n: int, reach: int) -> tuple:
     """(grids, their peaks flattened, each grid's offset, the peaks' ascending order), kept on the space."""
     key = (g, n, reach)
-    if key not in space.peaks:
+    if key not in space.on_use.peaks:
         grids = _peak_grids(space, g, n, reach)
         peaks = np.concatenate([grid[3].ravel() for grid in grids]) if grids else np.zeros(0, dtype=np.int64)
         offsets = np.cumsum([0] + [grid[3].size for grid in grids])
-        space.peaks[key] = (grids, peaks, offsets, np.argsort(peaks, kind="stable"))
-    return space.peaks[key]
+        space.on_use.peaks[key] = (grids, peaks, offsets, np.argsort(peaks, kind="stable"))
+    return space.on_use.peaks[key]
 
 
 def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
@@ -56,13 +56,13 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     for li in explained_layouts(space):
         if li not in space.count_layouts[n] or space.layouts[li].tp > reach or not precisions:
             continue
-        space.fill_count(n, [li], precisions)
+        space.on_use.fill_count(n, [li], precisions)
         batches = space.valid_batches[n, li]
         zfs, rs = range(len(space.zero_offloads)), range(len(space.recomputes))
         js = range(space.num_rank_columns)
-        static = np.array([[[space.static_mib[zf, n, p, li, j] for j in js] for p in precisions] for zf in zfs],
+        static = np.array([[[space.on_use.static_mib[zf, n, p, li, j] for j in js] for p in precisions] for zf in zfs],
                           dtype=np.int64)  # (zf, p, j)
-        dynamic = np.array([[[[space.buffer_mib[b, p, li] + mib for mib in space.ranks_activation_mib(r, b, p, li, n)]
+        dynamic = np.array([[[[space.buffer_mib[b, p, li] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, li, n)]
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
         accumulated = np.array([[[[accumulated_mib(space, zf, n, p, li, j, b) for j in js] for p in precisions]
                                  for b in batches] for zf in zfs], dtype=np.int64)  # (zf, b, p, j)
@@ -107,7 +107,7 @@ def _fitting(space: SearchSpace, shape: Shape, timed: bool) -> list[tuple[Inner,
     of the CPU (docs/performance.md#explanations)."""
     fitting = _memory_fitting(space, shape)
     if timed:
-        tables = {li: space.step_tables(shape, [li]) for li in {inner.layout for inner, _ in fitting}}
+        tables = {li: space.on_use.step_tables(shape, [li]) for li in {inner.layout for inner, _ in fitting}}
         fitting = [(inner, metrics._replace(step_us=step_us(space, tables[inner.layout], shape, inner)))
                    for inner, metrics in fitting]
     fitting.sort(key=lambda item: (item[1].step_us, inner_tie(space, item[0])))

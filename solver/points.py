@@ -92,16 +92,16 @@ def memory_columns_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | 
     zf, r, p, b, li = inner
     if li not in space.count_layouts[n] or b not in space.valid_batches[n, li]:
         return None
-    space.fill_count(n, [li], (p,))
+    space.on_use.fill_count(n, [li], (p,))
     buffers = space.buffer_mib[b, p, li]
-    return [space.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + buffers + mib
-            for j, mib in enumerate(space.ranks_activation_mib(r, b, p, li, n))]
+    return [space.on_use.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + buffers + mib
+            for j, mib in enumerate(space.on_use.ranks_activation_mib(r, b, p, li, n))]
 
 
 def accumulated_mib(space: SearchSpace, zf: int, n: int, p: int, li: int, j: int, b: int) -> int:
-    """What gradient accumulation adds to checked rank j's model states: space.accumulation_mib
+    """What gradient accumulation adds to checked rank j's model states: space.on_use.accumulation_mib
     when the micro-batch b leaves more than one micro-batch a step."""
-    extra = space.accumulation_mib[zf, n, p, li, j]
+    extra = space.on_use.accumulation_mib[zf, n, p, li, j]
     if not extra:
         return 0
     accum = accumulation(space.global_batch, space.layouts[li], space.counts[n], space.micro_batches[b])
@@ -117,7 +117,7 @@ def inner_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool =
     metrics = _memory_metrics(space, shape, inner, memory)
     if metrics is None or not timed:
         return metrics
-    step = step_us(space, space.step_tables(shape, [inner.layout]), shape, inner)
+    step = step_us(space, space.on_use.step_tables(shape, [inner.layout]), shape, inner)
     return InnerMetrics(metrics.static_mib, metrics.activation_mib, metrics.host_mib_per_gpu, step)
 
 
@@ -142,7 +142,7 @@ def _memory_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool
     total = columns[j]
     if memory and total > space.limit_mib[g]:
         return None
-    static = space.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + space.buffer_mib[b, p, li]
+    static = space.on_use.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + space.buffer_mib[b, p, li]
     return InnerMetrics(static, total - static, host_mib_per_gpu(space, n, inner), 0)
 
 
@@ -150,7 +150,7 @@ def host_mib_per_gpu(space: SearchSpace, n: int, inner: Inner) -> int:
     """Host RAM per GPU: the offloaded model states (zf, p, l) and the offloaded activations
     (r, b, p, l), each the most any checked rank holds (models.memory.memory_per_gpu's sum)."""
     zf, r, p, b, li = inner
-    return space.host_mib_per_gpu[zf, n, p, li] + space.offloaded_mib(r, b, p, li, n)
+    return space.on_use.host_mib_per_gpu[zf, n, p, li] + space.on_use.offloaded_mib(r, b, p, li, n)
 
 
 # A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a

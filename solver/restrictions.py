@@ -290,9 +290,9 @@ def _representatives(relaxed: SearchSpace, pinned_fields: dict[str, tuple[str, o
     fields are pinned: the batch rows of one job share the relaxed space."""
     pinned = [name for name, _ in pinned_fields.values()]  # _pinned_fields: in PINNED_INNER_FIELDS order
     key = (shape, timed, tuple(pinned))
-    if key not in relaxed.representatives:
-        relaxed.representatives[key] = _undominated(relaxed, pinned, fitting)
-    return relaxed.representatives[key]
+    if key not in relaxed.on_use.representatives:
+        relaxed.on_use.representatives[key] = _undominated(relaxed, pinned, fitting)
+    return relaxed.on_use.representatives[key]
 
 
 def _undominated(relaxed: SearchSpace, pinned: list[str],

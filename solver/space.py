@@ -11,9 +11,9 @@ models.performance.exposed_communication_s before rounding), prices in 1e-4 USD 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,29 +22,17 @@ from vramplan.models.catalogue.stack_contract import runs_on_count
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import US_PER_S
+from vramplan.models.core.units import US_PER_S, to_us
 from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
     worked_tokens,
 )
 from vramplan.models.time.flops import training_flops_per_token
-from vramplan.solver.choice_keys import (
-    MIN_RANK_COLUMNS,
-    MicroKey,
-    RankPlace,
-    RecomputeChoice,
-    layout_chunk_layers,
-    rank_columns,
-)
+from vramplan.solver.choice_keys import MIN_RANK_COLUMNS, RecomputeChoice, rank_columns
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster, Shape
 from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space_tables import (
-    StepTables,
-    fill_rank_places,
-    fill_states,
-    fill_step_tables,
-)
+from vramplan.solver.space_fills import SpaceFills
 from vramplan.solver.tables import Tables
 
 log = logging.getLogger(__name__)
@@ -98,24 +86,15 @@ class SearchSpace:
     layouts: list[Layout]
     num_rank_columns: int = MIN_RANK_COLUMNS  # pipeline ranks checked per layout (tables.rank_columns)
     max_tp: int = MAX_TP  # the largest TP and EP degree searched (layouts.degree_limit of the NVLink domains)
-    count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
-    # Integer tables, keyed by domain indices; a missing key is an invalid combination.
-    # Memory per checked-rank column j (0: the first stage, 1: the last, 2: another candidate).
-    static_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
-    host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
-    # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
-    accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
+    # What the search looks up by shape, count or pipeline, derived from the domains when the space
+    # is built (derive_lookups), never filled later:
+    count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)  # several GPUs?
+    # Integer tables, keyed by domain indices; a missing key is an invalid combination. Those every
+    # count shares are made here at build; each count's, layout's and shape's own are filled on
+    # first read, in on_use (solver/space_fills.py), the one part of the space that grows.
     buffer_mib: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (b, p, l): TP/PP/CP buffers
-    micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)  # (r, b, p, t, a share's chunk)
-    rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j)
-    activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # filled on use
-    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in rank_places
-    filled_states: set[tuple[int, int, int]] = field(default_factory=set)  # (n, l, p) in static_mib, host_mib_per_gpu
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
-    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids, filled on use
-    representatives: dict[tuple, list] = field(default_factory=dict)  # restrictions._representatives per (shape, timed, pinned fields)
-    cluster_fits: dict[int, bool] = field(default_factory=dict)  # cpsat_bounds.UnitBounds.may_fit per cluster
-    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # compute_step_us per (GPU, count)
+    least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # per (GPU, count): compute_step_us
     aliases_of_pipeline: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # column_aliases per pipeline
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
@@ -125,7 +104,6 @@ class SearchSpace:
     compute_s: dict[tuple[int, int, int, int], float] = field(default_factory=dict)
     chunk_compute_s: dict[tuple[int, int, int, int, int], float] = field(default_factory=dict)
     layout_chunk: list[int] = field(default_factory=list)  # per layout: its compute class's index
-    timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, layouts filled on first use
     valid_gpu_precision: set[tuple[int, int]] = field(default_factory=set)
     gpu_precisions: list[tuple[int, ...]] = field(default_factory=list)  # per GPU: the p of valid_gpu_precision, ascending
     count_layouts: dict[int, list[int]] = field(default_factory=dict)  # n -> layouts whose degrees divide it
@@ -138,10 +116,23 @@ class SearchSpace:
     # re-solves and questions share; a handle, passed on, never a context variable.
     memo: Any = None
     layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
-    layout_groups: dict[tuple, dict] = field(default_factory=dict)  # (group, n, TP reach): cluster_layout_groups
-    shape_members: dict[tuple, list[int]] = field(default_factory=dict)  # clusters_of_shape, filled on use
+    # (n, TP reach) -> (pp, tp) -> layouts: branch_layout_lists
+    branches_of_shape: dict[tuple[int, int], dict[tuple[int, int], list[int]]] = field(default_factory=dict)
+    shape_members: dict[Shape, list[int]] = field(default_factory=dict)  # its clusters (clusters_of_shape)
     layout_set_ids: dict[tuple[int, int], int] = field(default_factory=dict)  # (n, TP reach) -> UnitMemo.layout_sets number
     evaluations_before: int = 0
+    on_use: SpaceFills = field(init=False, repr=False)  # the tables filled on first read
+
+    def __post_init__(self) -> None:
+        self.on_use = SpaceFills(self)
+
+    def for_query(self, query: SolveQuery) -> SearchSpace:
+        """This space bound to an equivalent query (solver/table_memo.py: one that differs only in
+        what the space does not read): a copy that shares every table, those filled on first read
+        included; its models/ evaluations count from now."""
+        copy = dataclasses.replace(self, query=query, evaluations_before=self.tables.evaluations if self.tables else 0)
+        copy.on_use = dataclasses.replace(self.on_use, space=copy)
+        return copy
 
     @functools.cached_property
     def layout_index(self) -> dict[Layout, int]:
@@ -164,78 +155,12 @@ class SearchSpace:
         H100 shapes), never across sets (a unit model made with EP 16 layouts was read by a query
         without them: KeyError, 19 of the batch benchmark's 1,468 sample rows)."""
         g, n, per_instance, network = shape
-        key = _reach(shape)
-        layout_set = self.layout_set_ids.get(key)
-        if layout_set is None:
-            values = tuple(self.layouts[li] for li in self.cluster_layouts(shape))
-            layout_set = self.layout_set_ids[key] = self.shared.layout_sets.setdefault(values, len(self.shared.layout_sets))
-        return self.gpus[g].name, self.counts[n], per_instance, network, layout_set
+        return self.gpus[g].name, self.counts[n], per_instance, network, self.layout_set_ids[_reach(shape)]
 
     @property
     def evaluations(self) -> int:
         """models/ function evaluations this query made (terms shared with an earlier query are free)."""
         return self.tables.evaluations - self.evaluations_before if self.tables is not None else 0
-
-    def step_tables(self, shape: Shape, layouts: list[int]) -> StepTables:
-        """A shape's step-time terms for these layouts, tabulated on first use: the search visits
-        few (shape, layout) pairs, and only those pay for their traffic terms."""
-        tables = self.timing.get(shape)
-        if tables is None:
-            tables = self.timing[shape] = StepTables()
-        for li in layouts:
-            if li not in tables.layouts:
-                fill_step_tables(self, shape, li, tables)
-                tables.layouts.add(li)
-        return tables
-
-    def fill_count(self, n: int, layouts: list[int], precisions: tuple[int, ...] | list[int]) -> None:
-        """Tabulate count index n's checked-rank places, and its model states and host RAM in these
-        precisions, for these layouts on first use: the branch-and-bound's bounds prune most
-        (count, layout) pairs before anything needs them, and a bound or model reads only its
-        GPU's precisions (a space with V100s runs fp16 too; docs/performance.md#tabulated-precisions)."""
-        for li in layouts:
-            if (n, li) not in self.filled_counts:
-                fill_rank_places(self, n, li)
-                self.filled_counts.add((n, li))
-            for p in precisions:
-                if (n, li, p) not in self.filled_states:
-                    fill_states(self, n, li, p)
-                    self.filled_states.add((n, li, p))
-
-    def activation_mib(self, r: int, b: int, p: int, li: int, n: int, j: int) -> int:
-        """Activations of checked pipeline rank j (rank_columns) in MiB, tabulated on first use:
-        one micro-batch's terms (r, b, p and the layout's tp, cp, sp) on the rank's layers and
-        in-flight micro-batches (the count n, the layout, b)."""
-        key = (r, b, p, li, n, j)
-        value = self.activations_mib.get(key)
-        if value is None:
-            value = self.activations_mib[key] = self.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_key(r, b, p, li), self.rank_places[n, li, b, j])
-        return value
-
-    def micro_key(self, r: int, b: int, p: int, li: int) -> MicroKey:
-        """What one micro-batch's activations depend on, for recompute r, micro-batch b, precision p
-        on layout l: its (tp, cp, sp) and the recompute as its model chunks run it (a share of a
-        chunk's layers resolved: RecomputeChoice.resolved); made on first use and kept with the
-        domains' Tables."""
-        recompute = self.recomputes[r]
-        chunk = layout_chunk_layers(self.arch.num_layers, self.layouts[li]) if recompute.share is not None else 0
-        key = (r, b, p, self.tcs_index[li], chunk)
-        micro = self.micro_keys.get(key)
-        if micro is None:
-            tp, cp, sp = self.tcs[self.tcs_index[li]]
-            micro = self.micro_keys[key] = MicroKey(tp, cp, sp, recompute.resolved(self.arch.num_layers, self.layouts[li]),
-                                                    self.micro_batches[b], self.precisions[p])
-        return micro
-
-    def ranks_activation_mib(self, r: int, b: int, p: int, li: int, n: int) -> list[int]:
-        """activation_mib of every checked rank j, each distinct rank once (columns repeat the first
-        rank: with pp = 1 every column is rank 0)."""
-        aliases = self.column_aliases(self.layouts[li].pipeline)
-        values = [0] * len(aliases)
-        for j, alias in enumerate(aliases):
-            values[j] = self.activation_mib(r, b, p, li, n, j) if alias == j else values[alias]
-        return values
 
     def count_allows(self, n: int, zf: int, r: int) -> bool:
         """Whether the stack runs ZeRO x offload zf and recompute r on count index n's GPUs (its
@@ -246,59 +171,24 @@ class SearchSpace:
 
     def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
         """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
-        several = self.counts[n] > 1
-        choices = self.count_choice_sets.get(several)
-        if choices is None:
-            caps, count = load_stack_capabilities()[self.job.stack], self.counts[n]
-            choices = self.count_choice_sets[several] = (
-                frozenset(i for i, (_, f) in enumerate(self.zero_offloads) if runs_on_count(caps, count, "offload", f)),
-                frozenset(i for i, r in enumerate(self.recomputes) if runs_on_count(caps, count, "recompute", r.mode)))
-        return choices
-
-    def offloaded_mib(self, r: int, b: int, p: int, li: int, n: int) -> int:
-        """Activations offloaded to host memory per GPU (MiB): the most any checked rank offloads
-        (models.memory.memory_per_gpu takes the same maximum); 0 without activation offloading."""
-        if not self.job.activation_offload:
-            return 0
-        aliases = self.column_aliases(self.layouts[li].pipeline)
-        micro = self.micro_key(r, b, p, li)
-        return max(self.tables.offloaded_mib(micro, self.rank_places[n, li, b, j])  # type: ignore[union-attr]
-                   for j, alias in enumerate(aliases) if alias == j)
+        return self.count_choice_sets[self.counts[n] > 1]
 
     def column_aliases(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
         """For each checked-rank column of a pipeline (a depth, or a split: Layout.pipeline), the
         first column that checks the same rank."""
-        aliases = self.aliases_of_pipeline.get(pipeline)
-        if aliases is None:
-            stages = rank_columns(self.arch, pipeline, self.num_rank_columns)
-            aliases = self.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
-        return aliases
+        return self.aliases_of_pipeline[pipeline]
 
     def cluster_layouts(self, shape: Shape) -> list[int]:
         """Layouts a cluster of this shape can run: degrees dividing its count, TP inside one
-        instance; kept per shape (the branch-and-bound asks it for every cluster of every query)."""
-        key = _reach(shape)  # shapes of one count and TP reach share the list
-        layouts = self.layouts_of_shape.get(key)
-        if layouts is None:
-            layouts = self.layouts_of_shape[key] = [li for li in self.count_layouts[key[0]] if self.layouts[li].tp <= key[1]]
-        return layouts
+        instance (shapes of one count and TP reach share the list)."""
+        return self.layouts_of_shape[_reach(shape)]
 
-    def cluster_layout_groups(self, shape: Shape, group: Callable[[Layout], tuple]) -> dict[tuple, list[int]]:
-        """cluster_layouts(shape) by group(layout), in that order, made once per group, count and TP
-        reach (branch_layouts asks it very often; docs/performance.md#layout-plans)."""
-        key = (group, *_reach(shape))
-        groups = self.layout_groups.get(key)
-        if groups is None:
-            groups = self.layout_groups[key] = {}
-            for li in self.cluster_layouts(shape):
-                groups.setdefault(group(self.layouts[li]), []).append(li)
-        return groups
+    def branch_layout_lists(self, shape: Shape) -> dict[tuple[int, int], list[int]]:
+        """cluster_layouts(shape) by (pp, tp) (cpsat_bounds.Branch), in that order."""
+        return self.branches_of_shape[_reach(shape)]
 
     def clusters_of_shape(self, shape: Shape) -> list[int]:
         """The clusters of one shape (the same hardware at other prices), in cluster order."""
-        if not self.shape_members:
-            for c, cluster in enumerate(self.clusters):
-                self.shape_members.setdefault(cluster.shape, []).append(c)
         return self.shape_members.get(shape, [])
 
     @property
@@ -379,3 +269,36 @@ class SearchSpace:
 def _reach(shape: Shape) -> tuple[int, int]:
     """(count index, TP reach): what a cluster shape's layouts depend on (TP inside one instance)."""
     return shape[1], tp_reach(shape[2])
+
+
+def derive_lookups(space: SearchSpace) -> None:
+    """What the search looks up by shape, count or pipeline, from the domains at once (the space
+    is built, then only read): each cluster shape's layouts and their (pp, tp) branches, the
+    clusters of each shape, each TP reach's layout set number in the family's UnitMemo (unit_shape),
+    the checked-rank aliases of each pipeline, the ZeRO x offload and recompute choices the stack
+    runs on one GPU and on several, and each (GPU, count)'s least compute (the tier-0 bound)."""
+    for c, cluster in enumerate(space.clusters):
+        space.shape_members.setdefault(cluster.shape, []).append(c)
+    for shape in space.shape_members:
+        key = _reach(shape)
+        if key in space.layouts_of_shape:
+            continue
+        n, reach = key
+        layouts = space.layouts_of_shape[key] = [li for li in space.count_layouts[n] if space.layouts[li].tp <= reach]
+        branches = space.branches_of_shape[key] = {}
+        for li in layouts:
+            branches.setdefault((space.layouts[li].pp, space.layouts[li].tp), []).append(li)
+        values = tuple(space.layouts[li] for li in layouts)
+        space.layout_set_ids[key] = space.shared.layout_sets.setdefault(values, len(space.shared.layout_sets))
+    for pipeline in dict.fromkeys(layout.pipeline for layout in space.layouts):
+        stages = rank_columns(space.arch, pipeline, space.num_rank_columns)
+        space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
+    caps = load_stack_capabilities()[space.job.stack]
+    for count in {min(space.counts, default=1), max(space.counts, default=1)}:
+        space.count_choice_sets.setdefault(count > 1, (
+            frozenset(i for i, (_, f) in enumerate(space.zero_offloads) if runs_on_count(caps, count, "offload", f)),
+            frozenset(i for i, r in enumerate(space.recomputes) if runs_on_count(caps, count, "recompute", r.mode))))
+    for g, n in {(cluster.gpu_index, cluster.count_index) for cluster in space.clusters}:
+        times = [space.compute_s[g, n, r, p] for p in space.gpu_precisions[g]
+                 for r in range(len(space.recomputes)) if (g, n, r, p) in space.compute_s]
+        space.least_compute_us[g, n] = to_us(min(times)) if times else None

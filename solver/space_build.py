@@ -20,7 +20,7 @@ from vramplan.solver.choice_keys import rank_column_count
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, valid_layouts
 from vramplan.solver.query import SolveQuery
-from vramplan.solver.space import SearchSpace, UnitMemo
+from vramplan.solver.space import SearchSpace, UnitMemo, derive_lookups
 from vramplan.solver.space_domains import (
     allowed_counts,
     divisors,
@@ -111,6 +111,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     fill_layout_domains(space)
     fill_memory_tables(space, tables)
     fill_compute_tables(space, tables)
+    derive_lookups(space)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     memo.keep_space(catalogue, query, space)
     return space

@@ -1,7 +1,8 @@
 """The integer tables of a search space, filled from solver/tables.py's memoised models/ terms:
-the layout domains, the tables every count shares, and on first use each (count, layout)'s
-memory and each (shape, layout)'s step-time terms. solver/space.py owns the SearchSpace; this
-module only writes its tables (units as there: MiB, microseconds)."""
+the layout domains and the tables every count shares when the space is built, and on first read
+each (count, layout)'s memory and each (shape, layout)'s step-time terms (into the space's
+SpaceFills, solver/space_fills.py). solver/space.py owns the SearchSpace; this module only writes
+its tables (units as there: MiB, microseconds)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from vramplan.solver.tables import Tables
 if TYPE_CHECKING:
     from vramplan.solver.clusters import Shape
     from vramplan.solver.space import SearchSpace
+    from vramplan.solver.space_fills import SpaceFills
 
 
 def fill_layout_domains(space: SearchSpace) -> None:
@@ -51,14 +53,14 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
 
 def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     """The tables every count shares; each count's own (model states, host RAM, checked-rank places)
-    are filled on first use (SearchSpace.fill_count). The micro-batch buffers and activation
+    are filled on first read (SpaceFills.fill_count). The micro-batch buffers and activation
     keys are kept in the Tables by the domains they index, like the layout domains."""
     _fill_valid_precisions(space)
     used = tuple(sorted({p for _, p in space.valid_gpu_precision}))
     domains = (tuple(space.layouts), tuple(space.micro_batches), tuple(space.precisions), used)
     space.buffer_mib = tables.kept(("buffer-table", *domains), lambda: _buffer_table(space, tables, used))
-    # Filled on use (SearchSpace.activation_mib): a space reads a few of the keys its domains allow.
-    space.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), dict)
+    # Filled on first read (SpaceFills.micro_key): a space reads a few of the keys its domains allow.
+    space.on_use.micro_keys = tables.kept(("micro-keys", *domains, tuple(space.recomputes)), dict)
     permille = space.job.capacity_per_mille
     gpu_permille = space.job.gpu_capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * gpu_permille // 1000 for g in space.gpus]
@@ -73,7 +75,7 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
             for li, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
 
 
-def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
+def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
     stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
@@ -84,12 +86,12 @@ def fill_states(space: SearchSpace, n_i: int, li: int, p: int) -> None:
         accumulated = {stage: tables.accumulation_mib(layout, zero, offload, n, precision, stage)  # type: ignore[union-attr]
                        for stage in distinct}
         for j, stage in enumerate(stages):
-            space.static_mib[zf, n_i, p, li, j] = states[stage][0]
-            space.accumulation_mib[zf, n_i, p, li, j] = accumulated[stage]
-        space.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
+            fills.static_mib[zf, n_i, p, li, j] = states[stage][0]
+            fills.accumulation_mib[zf, n_i, p, li, j] = accumulated[stage]
+        fills.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
 
 
-def fill_rank_places(space: SearchSpace, n_i: int, li: int) -> None:
+def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int) -> None:
     """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
     layout, n = space.layouts[li], space.counts[n_i]
     stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
@@ -98,7 +100,7 @@ def fill_rank_places(space: SearchSpace, n_i: int, li: int) -> None:
         accum = space.tables.accumulation(layout, n, space.micro_batches[b])
         ranks = {stage: rank_place(space.arch, layout, accum, stage) for stage in distinct}
         for j, stage in enumerate(stages):
-            space.rank_places[n_i, li, b, j] = ranks[stage]
+            fills.rank_places[n_i, li, b, j] = ranks[stage]
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
@@ -185,7 +187,7 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
             out.windows_us[r, p, li] = windows_us(tables.forward_share(recompute, layout), compute)
             out.parallel_us[r, p, li] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
                                                                network, compute))
-            micro_keys = tuple(space.micro_key(r, b, p, li) for b in batches)
+            micro_keys = tuple(space.on_use.micro_key(r, b, p, li) for b in batches)
             for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)

@@ -25,7 +25,6 @@ conflict model) passes it on. Nothing reads it from the context.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -96,8 +95,7 @@ class TableMemo:
         if entry is None or entry[0] is not catalogue:
             return None
         self._spaces.move_to_end(key)
-        kept = entry[1]  # the copy shares the tables; its evaluations count from now
-        return dataclasses.replace(kept, query=query, evaluations_before=kept.tables.evaluations)
+        return entry[1].for_query(query)
 
     def keep_space(self, catalogue: object, query: Any, space: Any) -> None:
         self._spaces[id(catalogue), self._space_key(query)] = (catalogue, space)

@@ -155,11 +155,11 @@ def test_activations_never_fall_as_the_micro_batch_grows(catalogue, model: str, 
         for n, layouts in space.count_layouts.items():
             for layout in layouts:
                 batches = space.valid_batches[n, layout]
-                space.fill_count(n, [layout], space.gpu_precisions[0])
+                space.on_use.fill_count(n, [layout], space.gpu_precisions[0])
                 pipelined += space.layouts[layout].pp > 1 and len(batches) > 1
                 for p in space.gpu_precisions[0]:
                     for r in range(len(space.recomputes)):
-                        rows = [[space.buffer_mib[b, p, layout] + mib for mib in space.ranks_activation_mib(r, b, p, layout, n)]
+                        rows = [[space.buffer_mib[b, p, layout] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, layout, n)]
                                 for b in batches]
                         for j, column in enumerate(zip(*rows)):
                             assert list(column) == sorted(column), (space.counts[n], space.layouts[layout], p, r, j, column)
