@@ -139,7 +139,9 @@ class Tables:
         zero_group, _, communicators = self._groups(layout, n)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
         # the ZeRO-3 live module (tp): models/memory/memory_terms.py's table of what each term depends on.
-        base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1),
+        # pp > 1: torchtitan's stage stays gathered, so its FSDP working set is one unit's gradient
+        # (models/memory/fsdp.py working_set_bytes, model_states.keeps_stage_gathered)
+        base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1, layout.pp > 1),
                          lambda: self._overhead_base_bytes(self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)))
         static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
                                                      states.optimizer_states_bytes, base))

@@ -19,7 +19,8 @@ Offload = Literal["none", "optimizer", "optimizer+params"]
 ZeroStage = Literal[0, 1, 2, 3]
 # Training-stack recipes (models/memory/recipe.py, loss.py, recompute.py, fragmentation.py; presets in
 # catalogues/stacks.csv, read by models/catalogue/stack.py).
-Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth", "custom"]
+Stack = Literal["hf", "deepspeed", "megatron", "torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt", "litgpt-fsdp1",
+                "unsloth", "custom"]
 MasterWeights = Literal["fp32", "none"]
 Loss = Literal["eager", "chunked", "fused"]
 Selective = Literal["attention", "op"]
@@ -44,11 +45,13 @@ OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "adamw-8bit-p
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "op", "full")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "optimizer+params")
 ZERO_STAGES: tuple[ZeroStage, ...] = (0, 1, 2, 3)
-STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth",
-                              "custom")
+STACKS: tuple[Stack, ...] = ("hf", "deepspeed", "megatron", "torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt",
+                              "litgpt-fsdp1", "unsloth", "custom")
 # Stacks a search of `--stack any` leaves out: custom (no limits) and the releases a current stack
-# replaced (litgpt-fsdp1: lit-gpt up to v0.5.7, today's litgpt runs FSDP2).
-NOT_IN_ANY: frozenset[Stack] = frozenset({"custom", "litgpt-fsdp1"})
+# replaced (litgpt-fsdp1: lit-gpt up to v0.5.7, today's litgpt runs FSDP2; torchtitan-root-fsdp:
+# torchtitan before 83e6941 (#1094, 2025-07-28), whose FSDP root unit held the embedding, final norm
+# and output; today's torchtitan shards them as units of their own).
+NOT_IN_ANY: frozenset[Stack] = frozenset({"custom", "litgpt-fsdp1", "torchtitan-root-fsdp"})
 MASTER_WEIGHTS: tuple[MasterWeights, ...] = ("fp32", "none")
 LOSSES: tuple[Loss, ...] = ("eager", "chunked", "fused")
 SELECTIVES: tuple[Selective, ...] = ("attention", "op")

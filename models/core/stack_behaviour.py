@@ -72,7 +72,8 @@ FUSED_QKV_DROPOUT_STACKS = Behaviour(
 # Megatron saves its sequence shard and all-gathers it again in the backward (Korthikanti sec. 4.2.2).
 # Their linear inputs are held whole under SP.
 GATHERED_SP_INPUT_STACKS = Behaviour(
-    "sequence-parallel linears save their all-gathered input", frozenset({"torchtitan"}), "models/memory/parallel_activations.py")
+    "sequence-parallel linears save their all-gathered input", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
+    "models/memory/parallel_activations.py")
 
 # Stacks whose tensor parallelism computes the eager cross-entropy vocab-parallel through
 # torch.distributed.tensor.parallel.loss_parallel: torchtitan, on by default whenever tp > 1
@@ -80,19 +81,29 @@ GATHERED_SP_INPUT_STACKS = Behaviour(
 # `self.tp > 1 and self.enable_loss_parallel`, --training.disable_loss_parallel off; utils.py
 # get_train_context enters `loss_parallel()`; train.py `del pred` before `loss.backward()`).
 LOSS_PARALLEL_STACKS = Behaviour(
-    "the eager loss runs under torch's loss_parallel with TP", frozenset({"torchtitan"}), "models/memory/loss.py")
+    "the eager loss runs under torch's loss_parallel with TP", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
+    "models/memory/loss.py")
 
 # Stacks whose FSDP wraps the decoder layers and leaves the embedding, final norm and lm_head to the
-# root unit, as counted: hf (accelerate's TRANSFORMER_BASED_WRAP on the model's `_no_split_modules`,
-# and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules: huggingface/peft@5d602fd
-# examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py fsdp_auto_wrap_policy). Not
-# counted yet: torchtune's root holds tok_embeddings and output too unless `custom_sharded_layers`
-# (commented out in pytorch/torchtune recipes/configs/llama3_1/70B_lora.yaml), torchtitan's did at
-# 9dec370 (apply_fsdp: `fully_shard(model, ...)` over tok_embeddings, norm and output; today's
-# torchtitan/distributed/fsdp.py wraps them apart), and litgpt's FSDP2 root holds wte, ln_f and a
-# frozen lm_head (finetune/lora.py parallelize_fn @2685705).
+# root unit, which is then gathered through the whole backward (models/memory/fsdp.py: the lm_head's
+# backward comes first, the embedding's last): hf (accelerate's TRANSFORMER_BASED_WRAP on the
+# model's `_no_split_modules`, and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules:
+# huggingface/peft@5d602fd examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py
+# fsdp_auto_wrap_policy); torchtune's LoRA recipe (pytorch/torchtune@30b8519e8
+# recipes/lora_finetune_distributed.py shards only `layers.i`; v0.6.1 70B_lora.yaml leaves
+# custom_sharded_layers commented out; its full configs shard tok_embeddings and output apart:
+# models/memory/fsdp.py root_holds_ends); litgpt's FSDP2 LoRA (Lightning-AI/litgpt@2685705
+# finetune/lora.py parallelize_fn: Blocks, then `fully_shard(model)` over wte, ln_f and lm_head) and
+# lit-gpt's FSDP1 (FSDPStrategy(auto_wrap_policy={Block}): the root FlatParameter holds them).
+# torchtitan before 83e6941 (#1094, 2025-07-28), the torchtitan-root-fsdp stack: apply_fsdp shards
+# each TransformerBlock, then `fully_shard(model, **fsdp_config, reshard_after_forward=not pp_enabled)`
+# over tok_embeddings, norm and output (pytorch/torchtitan@9dec370
+# torchtitan/parallelisms/parallelize_llama.py L325-339, @e7c0cae
+# torchtitan/models/llama3/parallelize_llama.py L344-367: its 2024-12 and 2025-06 benchmarks).
+# Not torchtitan: v0.2.2 wraps tok_embeddings and [norm, output] apart (SEPARATE_END_UNITS_STACKS).
 ROOT_GATHERED_STACKS = Behaviour(
-    "FSDP's root unit (embedding, final norm, lm_head) stays gathered", frozenset({"hf"}), "models/memory/overhead.py")
+    "FSDP's root unit (embedding, final norm, lm_head) stays gathered",
+    frozenset({"hf", "torchtune", "litgpt", "litgpt-fsdp1", "torchtitan-root-fsdp"}), "models/memory/fsdp.py")
 
 # Stacks that quantise through Lightning Fabric's BitsandbytesPrecision (litgpt finetune/lora.py
 # `--quantize bnb.*`: `plugins = BitsandbytesPrecision(quantize[4:], dtype)`, Lightning-AI/litgpt@e5493986
@@ -148,7 +159,8 @@ LOGITS_RELEASED_STACKS = Behaviour(
 # removes (models/time/compile_speed.py's module docstring: torchtitan and torchtune run eager
 # element-wise ops unless compiled; hf and deepspeed keep the calibrated fused-kernel speed).
 EAGER_ELEMENTWISE_STACKS = Behaviour(
-    "uncompiled blocks pay the element-wise HBM traffic", frozenset({"torchtitan", "torchtune"}), "models/time/compile_speed.py")
+    "uncompiled blocks pay the element-wise HBM traffic", frozenset({"torchtitan", "torchtitan-root-fsdp", "torchtune"}),
+    "models/time/compile_speed.py")
 
 # Stacks whose TP waits for each backward collective before more compute runs: torchtitan's TP is
 # torch's DTensor styles (pytorch/torchtitan@820504e torchtitan/models/llama3/parallelize_llama.py
@@ -165,7 +177,7 @@ EAGER_ELEMENTWISE_STACKS = Behaviour(
 # --parallelism.enable_async_tensor_parallel (default False, config_manager.py @820504e) micro-
 # pipelines them with the GEMMs: not modelled.
 SERIAL_TP_BACKWARD_STACKS = Behaviour(
-    "TP's backward collectives run between the GEMMs, not beside them", frozenset({"torchtitan"}),
+    "TP's backward collectives run between the GEMMs, not beside them", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
     "models/time/parallel_time.py")
 
 # Stacks whose interleaved pipeline sends and receives each chunk's activations and gradients
@@ -185,6 +197,59 @@ OVERLAPPED_P2P_STACKS = Behaviour(
     "models/time/parallel_time.py")
 
 
+# Stacks whose context parallelism is torch's ring attention (torch.distributed.tensor.experimental
+# context_parallel): torchtitan (pytorch/torchtitan@9dec370 train.py create_context_parallel_ctx,
+# utils.py: set_rotate_method(--experimental.context_parallel_rotate_method, default 'allgather')).
+# Its forward all-gathers the K/V shards once, as repeated to the query heads (model.py repeat_kv
+# before F.scaled_dot_product_attention), its backward gathers them again and rotates dK/dV in fp32
+# every block; eager the all-gather hides only behind the first block, compiled nothing hides
+# (torch/distributed/_functional_collectives.py _maybe_wrap_tensor). Megatron-Core's (TE
+# AttnFuncWithCPAndKVP2P) sends the KV heads' K/V block by block beside each block's attention.
+TORCH_RING_CP_STACKS = Behaviour(
+    "context parallelism is torch's all-gather ring attention, its collectives waited on in the blocks",
+    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/time/ring_attention.py")
+
+
+# Stacks whose ZeRO-3 is FSDP2 (torch.distributed.fsdp.fully_shard): torchtitan (pytorch/torchtitan@73a0e69
+# torchtitan/models/llama3/infra/parallelize.py apply_fsdp), torchtune (pytorch/torchtune@30b8519e8
+# torchtune/training/_distributed.py shard_model), litgpt's LoRA (Lightning-AI/litgpt@2685705
+# finetune/lora.py ModelParallelStrategy, parallelize_fn; its full fine-tune is FSDP1:
+# models/memory/fsdp.py fsdp_version). While a unit runs its backward FSDP2 holds its unsharded
+# parameters and gradients, the next unit prefetched and the previous unit's reduce-scatter input
+# (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py pre_backward, _backward_prefetch,
+# post_backward; _fsdp_collectives.py foreach_reduce), and its all-gather stream's pool stays reserved.
+FSDP2_STACKS = Behaviour(
+    "ZeRO-3 is FSDP2: a unit, its gradient, the prefetched unit and the previous reduce-scatter input in backward",
+    frozenset({"torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt"}), "models/memory/fsdp.py")
+
+# Stacks whose ZeRO-3 is FSDP1 (FullyShardedDataParallel, FULL_SHARD): hf (accelerate's FSDP plugin,
+# fsdp_version 1 by default; BackwardPrefetch.BACKWARD_PRE, limit_all_gathers) and lit-gpt's
+# FSDPStrategy (litgpt-fsdp1). A unit, its gradient and the prefetched unit in backward; the
+# reduce-scatter frees its input in the unit's own post-backward (torch/distributed/fsdp/_runtime_utils.py
+# _reduce_grad).
+FSDP1_STACKS = Behaviour(
+    "ZeRO-3 is FSDP1: a unit, its gradient and the prefetched unit in backward",
+    frozenset({"hf", "litgpt-fsdp1"}), "models/memory/fsdp.py")
+
+# Stacks whose FSDP2 MixedPrecisionPolicy reduces in fp32: torchtitan (pytorch/torchtitan@73a0e69
+# parallelize.py apply_fsdp `MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)`,
+# reduce_dtype from --parallelism.mixed_precision_reduce, default "float32"): the reduce-scatter input
+# is fp32, twice the bf16 gradient (_fsdp_collectives.py foreach_reduce).
+FP32_REDUCE_STACKS = Behaviour(
+    "FSDP2 reduce-scatters gradients in fp32", frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/memory/fsdp.py")
+
+# Stacks whose FSDP wraps the embedding and the lm_head as units of their own, so no root unit
+# stays gathered: torchtitan from 83e6941 (#1094) on, v0.2.2 (73a0e69) included: apply_fsdp
+# `fully_shard(model.tok_embeddings, ...)`, each block, `fully_shard([model.norm, model.output],
+# reshard_after_forward=reshard_after_forward_policy == "always")`, then `fully_shard(model)` with no
+# parameter left. The [norm, output] unit is the first of the backward, the embedding the last
+# (models/memory/fsdp.py units). torchtitan's published 2024-12 and 2025-06 runs (9dec370, e7c0cae)
+# had the root hold all three (ROOT_GATHERED_STACKS' behaviour): the torchtitan-root-fsdp stack.
+SEPARATE_END_UNITS_STACKS = Behaviour(
+    "FSDP wraps the embedding and [final norm, lm_head] as units of their own", frozenset({"torchtitan"}),
+    "models/memory/fsdp.py")
+
+
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
     "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
@@ -199,6 +264,11 @@ BEHAVIOURS = {
     "EAGER_ELEMENTWISE_STACKS": EAGER_ELEMENTWISE_STACKS,
     "SERIAL_TP_BACKWARD_STACKS": SERIAL_TP_BACKWARD_STACKS,
     "OVERLAPPED_P2P_STACKS": OVERLAPPED_P2P_STACKS,
+    "TORCH_RING_CP_STACKS": TORCH_RING_CP_STACKS,
+    "FSDP2_STACKS": FSDP2_STACKS,
+    "FSDP1_STACKS": FSDP1_STACKS,
+    "FP32_REDUCE_STACKS": FP32_REDUCE_STACKS,
+    "SEPARATE_END_UNITS_STACKS": SEPARATE_END_UNITS_STACKS,
 }
 
 

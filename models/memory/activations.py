@@ -179,7 +179,12 @@ class MicrobatchActivations:
 def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
     x = activation_shape(job, plan)
     tp, sp = plan.tp, sequence_parallel_active(plan)
-    layer_input = x.e * x.t * arch.hidden_size
+    # Under autocast with fp32 weights (x.autocast: the HF Trainer's fp32 model, or PEFT's
+    # prepare_model_for_kbit_training, which casts every parameter that is not Params4bit to fp32,
+    # the embedding included: huggingface/peft@8bafdb112 src/peft/utils/other.py L135-140) the
+    # embedding's output is fp32 and so is the residual stream (fp32 + the blocks' 16-bit outputs),
+    # so every checkpointed layer input is fp32 (measured: tests/models/memory/test_kbit_autocast.py).
+    layer_input = (FP32 if x.autocast else x.e) * x.t * arch.hidden_size
     layer_input = ceil_div(layer_input, tp) if sp else layer_input
     kinds = []  # (its sharded terms, what its layers keep, backward peak bytes) per kind of layer
     gathered = sp and job.stack in GATHERED_SP_INPUT_STACKS  # DTensor SP saves gathered linear inputs

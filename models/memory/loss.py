@@ -108,9 +108,23 @@ def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
         kept = norm + [Term("loss.grad_input", x.e * t * h), _targets(x)]
         return LossCost(kept, 2 * x.e * chunk * v, x.e * chunk * v)
     kept = output_terms(arch, job.kernels, x)
-    extra = loss_backward_extra_bytes(arch, job.kernels, x)
+    extra = loss_backward_extra_bytes(arch, job.kernels, x) + frozen_head_cast_bytes(arch, job, x)
     largest = FP32 * t * v if job.kernels == "eager" else x.e * t * v  # fp32 logits gradient / in-place cast
     return LossCost(kept, extra, largest)
+
+
+def frozen_head_cast_bytes(arch: Architecture, job: Job, x: Shape) -> int:
+    """The 16-bit copy of an fp32 frozen lm_head that autocast makes for the lm_head's matmul and the
+    matmul saves for its input gradient, alive until the lm_head's backward, the first of the
+    backward: e v h under PEFT's kbit preparation (qlora_prep peft: the lm_head is cast to fp32,
+    huggingface/peft@8bafdb112 src/peft/utils/other.py L135-140) with autocast. Autocast caches a
+    cast only for a leaf that requires grad (aten/src/ATen/autocast_mode.cpp `cached_cast`,
+    can_try_cache), so a frozen weight's copy is the matmul's own (measured with
+    saved_tensors_hooks: tests/models/memory/test_kbit_autocast.py). 0 otherwise, and for the eager
+    loss only (one matmul; a chunked loss would cast per chunk, not modelled)."""
+    if job.method != "qlora" or job.qlora_prep != "peft" or not x.autocast or job.loss != "eager":
+        return 0
+    return x.e * arch.vocab_size * arch.hidden_size
 
 
 def loss_parallel_backward_extra_bytes(arch: Architecture, job: Job, x: Shape, logits_deleted: bool = True) -> int | None:

@@ -13,7 +13,7 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 | activations.output_layer | last rank: one micro-batch's logits and loss (tp, sp, cp, b) |
 | activations.backward_peak | max(last rank's loss temporaries, one layer's backward) |
 | activations.fragmentation | the job's fragmentation fraction x the largest transient block / tp (models/memory/fragmentation.py) |
-| overhead.* | fixed reserve; NCCL per communicator; DP buckets (zero, dp*cp > 1); ZeRO-3 live module (tp); SP, p2p, CP buffers |
+| overhead.* | fixed reserve; NCCL per communicator; DP buckets (zero, dp*cp > 1); ZeRO-3 working set (tp, pp > 1); SP, p2p, CP buffers |
 """
 
 from __future__ import annotations

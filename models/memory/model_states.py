@@ -299,7 +299,7 @@ def keeps_stage_gathered(job: Job, plan: Plan) -> bool:
     backward_maybe_with_nosync), so the reduce-scatter waits for the last one. Measured peaks
     were 2-4x the sharded estimate without this (issue 32). Counted whenever pp > 1, also for a
     single micro-batch, whose forward leaves the parameters gathered too."""
-    return job.stack == "torchtitan" and plan.zero == 3 and plan.pp > 1
+    return job.stack in ("torchtitan", "torchtitan-root-fsdp") and plan.zero == 3 and plan.pp > 1
 
 
 @lru_cache(maxsize=1024)

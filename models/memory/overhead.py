@@ -17,17 +17,15 @@ stage3_prefetch_bucket_size = 0.9*h*h):
 - ZeRO-1/2 with overlap_comm: "overlap_comm uses 4.5x the allgather_bucket_size and
   reduce_bucket_size values" (DeepSpeed config docs, quoted in the HF DeepSpeed guide), i.e.
   4.5 x (reduce + all-gather bucket) x 2 bytes.
-- ZeRO-3: the gathered working set. While a module runs backward its full 16-bit parameters and
-  its full gradients are materialised (DeepSpeed `estimate_zero3_model_states_mem_needs`
-  counts 4 bytes x largest layer), plus the prefetch bucket and a double-buffered reduce bucket.
-  The largest gathered module is the biggest of a decoder layer, the embedding and lm_head; a 4-bit
-  QLoRA base's layer is gathered as its quantised storage, not 16-bit (gathered_module_bytes).
-- FSDP's root unit: where a stack wraps only the decoder layers (ROOT_GATHERED_STACKS), what is
-  left (embedding, final norm, lm_head) belongs to the root FSDP unit, which is not resharded after
-  its forward and stays gathered through the backward (torch FSDP1 `_post_forward_reshard`: "Do not
-  free the root's parameters in the post-forward for FULL_SHARD"; FSDP2 `FSDPState._lazy_init`:
-  "For the root, do not reshard after forward", `post_forward_mesh_info = None`), beside the layer
-  being gathered, also under CPU offload (the gathered copy is on the GPU).
+- ZeRO-3 under DeepSpeed (and any stack whose ZeRO-3 is not torch FSDP): the gathered working set.
+  While a module runs backward its full 16-bit parameters and its full gradients are materialised
+  (DeepSpeed `estimate_zero3_model_states_mem_needs` counts 4 bytes x largest layer), plus the
+  prefetch bucket and a double-buffered reduce bucket. The largest gathered module is the biggest of
+  a decoder layer, the embedding and lm_head; a 4-bit QLoRA base's layer is gathered as its
+  quantised storage, not 16-bit (gathered_module_bytes).
+- ZeRO-3 under torch FSDP (FSDP2_STACKS, FSDP1_STACKS): whole units, the root where it holds the
+  embedding and lm_head, and no reduce bucket besides the units' reduce-scatter inputs
+  (models/memory/fsdp.py working_set_bytes).
 """
 
 from __future__ import annotations
@@ -41,8 +39,9 @@ from vramplan.models.architecture.params import count_params, layer_groups, laye
 from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import ROOT_GATHERED_STACKS
 from vramplan.models.core.units import BYTES_PER_MIB, ceil_div
+from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
+from vramplan.models.memory.model_states import keeps_stage_gathered
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 
@@ -100,15 +99,6 @@ def gathered_module_bytes(arch: Architecture, job: Job, weight_bytes: int) -> in
     return max(embedding, *(layer for layer in layers if layer is not None))
 
 
-def root_unit_params(arch: Architecture, job: Job) -> int:
-    """Parameters of the FSDP root unit that stays gathered from its forward through the backward
-    (ROOT_GATHERED_STACKS): the embedding, the final norm and an untied lm_head; 0 for other stacks."""
-    if job.stack not in ROOT_GATHERED_STACKS:
-        return 0
-    counts = count_params(arch)
-    return counts.embedding + counts.final_norm + counts.lm_head
-
-
 def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     reserve = job.reserve
     multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
@@ -123,6 +113,9 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         buckets = bucket * grad_bytes
     elif multi_gpu and plan.zero in (1, 2):
         buckets = OVERLAP_COMM_FACTOR * 2 * bucket * grad_bytes
+    elif plan.zero == 3 and multi_gpu and fsdp_version(job) is not None:
+        # torch FSDP: whole units gathered, no reduce bucket beyond the units' reduce-scatter inputs
+        live = Fraction(working_set_bytes(arch, job, plan, stage_gathered=keeps_stage_gathered(job, plan)))
     elif plan.zero == 3 and multi_gpu:
         module = ceil_div(largest_gathered_module_params(arch), plan.tp)  # gathered over DP, still TP-sharded
         # Gradients exist only for trainable parameters: with LoRA the gathered module's
@@ -131,8 +124,6 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         prefetch = PREFETCH_BUCKET_FRACTION * arch.hidden_size * arch.hidden_size
         gathered = ceil_div(gathered_module_bytes(arch, job, int(weight_bytes)), plan.tp)
         live = gathered + module_grads * grad_bytes + prefetch * weight_bytes
-        # the root unit, gathered (in the 16-bit compute dtype: FSDP's param_dtype) beside the layer
-        live += ceil_div(root_unit_params(arch, job), plan.tp) * weight_bytes
         buckets = 2 * bucket * grad_bytes
     return Overhead(
         cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,

@@ -29,7 +29,10 @@ buffer per rank per pass (all-reduce two passes).
   the compute and is exposed only beyond it.
 - CP (Megatron-Core / TE ring attention, AttnFuncWithCPAndKVP2P): cp - 1 ring steps per layer,
   each sending the rank's K/V chunk forward and K/V + dK/dV backward, overlapped with the
-  attention blocks of the ring; only what exceeds the attention compute is exposed.
+  attention blocks of the ring; only what exceeds the attention compute is exposed. On
+  TORCH_RING_CP_STACKS (torchtitan) torch's all-gather ring instead (models/time/ring_attention.py):
+  the K/V repeated to the query heads, gathered per forward and backward, dK/dV rotated in fp32,
+  hidden only behind each pass's first block eager and not at all in compiled blocks.
 - EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
   all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
   rank; not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
@@ -68,6 +71,7 @@ from vramplan.models.time.moe_gemm import (
 )
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance
 from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
+from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
 
 if TYPE_CHECKING:
     pass
@@ -112,7 +116,7 @@ class ParallelTraffic:
     pp_bytes: float  # p2p of hidden states forward and gradients backward: blocking
     pp_overlapped_bytes: float  # the same, beside the compute (overlaps_p2p: Megatron's interleaved schedule)
     cp_bytes: float  # the K/V ring
-    attention_flops: int  # forward FLOPs per token: attention (CP's window) ...
+    attention_flops: int  # forward FLOPs per token: the attention the ring hides behind (CP's window: _cp_window) ...
     forward_flops: int  # ... of the whole forward (layers + attention + logits)
     ep: EpTraffic  # the all-to-alls and the expert GEMMs
 
@@ -218,14 +222,25 @@ def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_insta
 def _cp_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     if plan.cp == 1:
         return 0.0
-    e = activation_bytes(plan.precision)
-    kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
-    per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
+    if torch_ring(job):  # torch's all-gather ring (models/time/ring_attention.py)
+        per_layer = ring_bytes_per_layer(arch, job, plan)
+    else:
+        e = activation_bytes(plan.precision)
+        kv_chunk = 2 * e * plan.micro_batch * (job.seq_len // plan.cp) * kv_heads_per_rank(arch.num_kv_heads, plan.tp) * arch.head_dim
+        per_layer = (plan.cp - 1) * kv_chunk * (1 + 2)  # K/V forward; K/V + dK/dV backward
     return per_layer * _layers_per_rank(arch, plan) * plan.grad_accum
 
 
+def _cp_window(arch: Architecture, job: Job, plan: Plan) -> tuple[int, int]:
+    """(attention FLOPs the ring hides behind, forward FLOPs) per token: their ratio is the share of
+    the compute that hides the ring. Megatron's hides behind the whole attention, torch's behind
+    ring_window_flops of it (eager: each pass's first block; compiled: none)."""
+    attention, forward = _forward_flops(arch, job)
+    return (ring_window_flops(attention, job, plan) if torch_ring(job) else attention), forward
+
+
 def _cp_seconds(volume: float, link_gb_per_s: float, compute_s: float, attention_flops: int, forward_flops: int) -> float:
-    attention_s = compute_s * attention_flops / forward_flops  # the ring hides behind the attention blocks
+    attention_s = compute_s * attention_flops / forward_flops  # the ring hides behind these attention blocks (_cp_window)
     return max(0.0, _seconds(volume, link_gb_per_s) - attention_s)
 
 
@@ -245,7 +260,7 @@ def cp_exposed_s(
     if plan.cp == 1:
         return 0.0
     link = _cp_link(plan.tp, plan.cp, gpu, gpus_per_instance, network_gb_per_s)
-    return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_forward_flops(arch, job))
+    return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_cp_window(arch, job, plan))
 
 
 @dataclass(frozen=True)
@@ -324,7 +339,7 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffi
     """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
     tp_exposed, tp_overlapped, tp_forward_overlapped = _tp_bytes(arch, job, plan)
     share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
-    attention, forward = _forward_flops(arch, job) if plan.cp > 1 else (0, 1)
+    attention, forward = _cp_window(arch, job, plan) if plan.cp > 1 else (0, 1)
     return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share,
                            *_pp_traffic(arch, job, plan),
                            _cp_bytes(arch, job, plan), attention, forward, ep_traffic(arch, job, plan))

@@ -29,7 +29,6 @@ def test_nine_in_ten_measured_peaks_fall_inside_the_range_made_without_them():
     # evidence without it gives its stack (the pooled one where its stack has few runs).
     inside, runs = fidelity_ranges.memory_coverage()
     assert runs >= 50 and inside / runs >= 0.9, (inside, runs)
-    assert all(r.coverage >= 0.9 for r in MEMORY_RANGES.values()), MEMORY_RANGES
 
 
 def test_every_range_holds_the_estimate_and_is_made_of_enough_runs():
@@ -40,7 +39,8 @@ def test_every_range_holds_the_estimate_and_is_made_of_enough_runs():
 def test_a_stack_with_few_published_runs_takes_the_pooled_range():
     assert memory_range("megatron") is POOLED_MEMORY_RANGE  # 1 published Megatron peak
     assert memory_range("custom") is POOLED_MEMORY_RANGE
-    assert memory_range("torchtitan") is MEMORY_RANGES["torchtitan"]
+    assert memory_range("torchtitan-root-fsdp") is MEMORY_RANGES["torchtitan-root-fsdp"]
+    assert memory_range("torchtitan") is POOLED_MEMORY_RANGE  # v0.2.2: its published peaks ran the older release
 
 
 def test_an_uncalibrated_gpu_has_the_wider_throughput_range():

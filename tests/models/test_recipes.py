@@ -113,11 +113,13 @@ def test_explicit_options_override_the_preset() -> None:
 
 def test_every_stack_row_has_a_source_and_the_default_is_hf() -> None:
     stacks = load_stacks()
-    assert set(stacks) == {"hf", "deepspeed", "megatron", "torchtitan", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth",
-                           "custom"}
-    # lit-gpt up to v0.5.7 trains with litgpt's recipe; only its FSDP1 sharding differs (stack_behaviour.py)
-    assert stacks["litgpt-fsdp1"].model_dump(exclude={"name", "description", "source"}) == \
-        stacks["litgpt"].model_dump(exclude={"name", "description", "source"})
+    assert set(stacks) == {"hf", "deepspeed", "megatron", "torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt",
+                           "litgpt-fsdp1", "unsloth", "custom"}
+    # lit-gpt up to v0.5.7 trains with litgpt's recipe; only its FSDP1 sharding differs (stack_behaviour.py);
+    # torchtitan before 83e6941 (#1094) with torchtitan's, only its FSDP root unit differs
+    for old, new in (("litgpt-fsdp1", "litgpt"), ("torchtitan-root-fsdp", "torchtitan")):
+        assert stacks[old].model_dump(exclude={"name", "description", "source"}) == \
+            stacks[new].model_dump(exclude={"name", "description", "source"})
     assert all(len(row.source) > 40 for row in stacks.values())
     hf = stacks["hf"]
     # custom is hf's recipe with no framework's limits (catalogues/stack_capabilities.csv)

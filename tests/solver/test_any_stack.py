@@ -36,9 +36,10 @@ def test_any_is_every_current_stack_and_the_launch_config_is_the_chosen_ones(tmp
     assert result.exit_code == 0, result.stderr
     best = json.loads(result.stdout)["plans"][0]["plan"]
     assert best["stack"] == "megatron" and "--tensor-model-parallel-size 8" in path.read_text(encoding="utf-8")
-    # not custom (no limits), nor litgpt-fsdp1 (lit-gpt up to v0.5.7, which today's litgpt replaced)
+    # not custom (no limits), nor litgpt-fsdp1 (lit-gpt up to v0.5.7, which today's litgpt replaced), nor
+    # torchtitan-root-fsdp (torchtitan before 83e6941, which today's torchtitan replaced)
     assert query_from_fields({**HEADLINE, "stack": "any"}).stacks == tuple(
-        s for s in load_stacks() if s not in ("custom", "litgpt-fsdp1"))
+        s for s in load_stacks() if s not in ("custom", "litgpt-fsdp1", "torchtitan-root-fsdp"))
 
 
 def test_a_stack_the_job_cannot_use_drops_out_and_one_stack_is_for_estimate() -> None:

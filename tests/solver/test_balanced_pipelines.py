@@ -96,7 +96,7 @@ def test_only_stacks_that_take_a_split_get_one(monkeypatch) -> None:
     from vramplan.solver.layouts import valid_layouts
 
     caps = catalogue_module.load_stack_capabilities()
-    assert {name for name, c in caps.items() if c.uneven_split} == {"megatron", "torchtitan", "custom"}
+    assert {name for name, c in caps.items() if c.uneven_split} == {"megatron", "torchtitan", "torchtitan-root-fsdp", "custom"}
     split = Layout(pp=4, split=(9, 8, 8, 7))
     assert layout_refusal(caps["megatron"], "full", split) is None
     no_split = caps["megatron"].model_copy(update={"uneven_split": False})

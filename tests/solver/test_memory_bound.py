@@ -15,7 +15,7 @@ from vramplan.models.core.setup import Job
 from vramplan.solver.api import solve
 from vramplan.solver.query import SolveQuery
 
-QUERY = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), gpus=("h100-sxm-80gb",), max_gpus=8, top_k=3)
+QUERY = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=8192), gpus=("h100-sxm-80gb",), max_gpus=8, top_k=3)
 
 
 def _upper(query: SolveQuery) -> SolveQuery:
@@ -38,7 +38,7 @@ def test_the_upper_bound_never_plans_leaner_than_the_estimate(catalogue):
     estimate, upper = solve(catalogue, QUERY), solve(catalogue, _upper(QUERY))
     assert upper.plans[0].objective_value >= estimate.plans[0].objective_value
     tight = [p for p in estimate.plans if p.memory.total_high_bytes > p.memory.capacity_bytes * p.memory.capacity_fraction]
-    assert tight  # ZeRO-1 on one H100: 64.0 GiB fits 71.7, its 72.3 GiB top does not
+    assert tight  # the cheapest plan: 69.7 GiB fits 71.7, its top (x 1.07, the hf stack's) does not
     assert all(p.plan not in [q.plan for q in upper.plans] for p in tight)
 
 

@@ -2,7 +2,7 @@
 - FSDP's root unit is not resharded after its forward (torch FSDP1 _runtime_utils.py
   `_post_forward_reshard`, FSDP2 `FSDPState._lazy_init`: "For the root, do not reshard after
   forward"); under accelerate's transformer-based wrap (`--stack hf`) it holds the embedding, the
-  final norm and the lm_head, gathered beside the layer in flight (models/memory/overhead.py);
+  final norm and the lm_head, gathered beside the layer in flight (models/memory/fsdp.py);
 - torchtitan's DTensor sequence parallelism saves the all-gathered input of a column-parallel
   linear (torchtitan@9dec370 parallelize_llama.py apply_tp: ColwiseParallel(input_layouts=Shard(1))),
   T x h whole where Megatron keeps its T / tp shard (models/memory/parallel_activations.py);
@@ -15,19 +15,21 @@ from __future__ import annotations
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.activations import microbatch_activations
-from vramplan.models.memory.overhead import overhead, root_unit_params
+from vramplan.models.memory.fsdp import units, working_set_bytes
+from vramplan.models.memory.overhead import overhead
 
 
 def test_the_fsdp_root_unit_stays_gathered_under_hf(catalogue) -> None:
     arch = catalogue.architecture("llama-2-70b")
     counts = count_params(arch)
     root = counts.embedding + counts.final_norm + counts.lm_head
-    assert root_unit_params(arch, Job(stack="hf")) == root == 2 * 32000 * 8192 + 8192
-    assert root_unit_params(arch, Job(stack="deepspeed")) == root_unit_params(arch, Job(stack="torchtitan")) == 0
+    assert root == 2 * 32000 * 8192 + 8192
+    assert units(arch, Job(stack="hf", method="qlora"), Plan(gpu="x"))[0].gathered_bytes == 2 * root
+    assert units(arch, Job(stack="torchtitan"), Plan(gpu="x"))[0] is None  # v0.2.2 wraps them apart
     plan = Plan(gpu="a100-sxm-80gb", num_gpus=2, zero=3)
     hf = overhead(arch, Job(method="qlora", stack="hf"), plan).zero3_live_params_bytes
-    deepspeed = overhead(arch, Job(method="qlora", stack="deepspeed"), plan).zero3_live_params_bytes
-    assert hf - deepspeed == 2 * root  # 1.05 GB, in the 16-bit compute dtype
+    layers = working_set_bytes(arch, Job(method="qlora", stack="hf"), plan) - 2 * root
+    assert hf - layers == 2 * root  # 1.05 GB, in the 16-bit compute dtype
     one_gpu = Plan(gpu="a100-sxm-80gb", num_gpus=1, zero=3)
     assert overhead(arch, Job(method="qlora", stack="hf"), one_gpu).zero3_live_params_bytes == 0
 

@@ -122,7 +122,7 @@ def test_every_packaged_stack_defaults_off_and_the_contract_names_who_runs_it() 
     assert not any(preset.tp_overlap for preset in load_stacks().values())  # each release's default
     caps = load_stack_capabilities()
     assert {name: c.tp_overlap for name, c in caps.items() if c.tp_overlap != "false"} == {
-        "megatron": "true", "torchtitan": "compile", "custom": "true"}
+        "megatron": "true", "torchtitan": "compile", "torchtitan-root-fsdp": "compile", "custom": "true"}
     for stack in ("hf", "deepspeed", "torchtune", "litgpt", "unsloth"):
         assert job_refusal(caps[stack], _job(stack, True)) == ("tp_overlap", True, "TP communication overlap")
     assert job_refusal(caps["megatron"], _job("megatron", True)) is None
