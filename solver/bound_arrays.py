@@ -24,7 +24,7 @@ the family's UnitMemo, so every query of the family reads them whatever clusters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, cast
+from typing import cast
 
 import numpy as np
 
@@ -39,32 +39,15 @@ from vramplan.models.time.parallel_time import ParallelTraffic
 from vramplan.models.time.pipeline_schedule import bubble_s
 from vramplan.models.time.rates import peak_tflops, rate_precision
 from vramplan.solver.choice_keys import RecomputeChoice
-from vramplan.solver.clusters import Shape
+from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.tables import Tables
-
-
-class Branch(NamedTuple):
-    """The layouts of one pipeline depth and TP degree (docs/glossary.md: branch): what one CP-SAT
-    model of a cluster covers (branch_of)."""
-
-    pp: int
-    tp: int
-
 
 _TERA = 10**12
 # The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
 _FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "tp_forward_overlapped_bytes", "forward_share", "pp_bytes",
            "pp_overlapped_bytes", "cp_bytes", "attention_flops", "forward_flops")
 _EP_FIELDS = ("routed_bytes", "expert_flops", "calls")
-
-
-def branch_of(layout: Layout) -> Branch:
-    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
-    tables small. CP-SAT's presolve of the table constraints grows faster than the tables
-    (see docs/performance.md#units-and-tiers); each branch gets its own bound, so the
-    branch-and-bound still builds only the branches that can win."""
-    return Branch(layout.pp, layout.tp)
 
 
 # A shape with at most this many (layout, precision, recompute) cells takes the scalar path
@@ -220,7 +203,7 @@ def count_traffic(space: SearchSpace, shape: Shape) -> CountTraffic:
     count and these layouts share it."""
     g, n, per_instance, _ = shape
     names = tuple(space.precisions[p] for p in space.gpu_precisions[g])
-    key = (space.counts[n], space.unit_shape(shape)[-1], names)  # the count and the shape's layout set
+    key = (space.counts[n], space.unit_shape(shape).layout_set, names)
     memo = space.shared.count_traffic
     traffic = memo.get(key)
     if traffic is None:

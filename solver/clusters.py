@@ -1,6 +1,7 @@
 """A cluster: a GPU count of one offering at its price, and its shape, what its memory and step time
-depend on (docs/glossary.md: cluster, shape). solver/space.py holds a query's clusters; the
-engines index them."""
+depend on; a branch, the layouts of one pipeline depth and TP degree; a unit's shape by value
+(docs/glossary.md: cluster, shape, branch, unit). solver/space.py holds a query's clusters; the
+engines index them; the family's per-unit work is kept by UnitShape and Branch."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from vramplan.models.core.catalogue_schema import Offering
+from vramplan.models.core.layout import Layout
 
 PRICE_UNITS_PER_USD = 10_000
 
@@ -23,6 +25,33 @@ class Shape(NamedTuple):
     count_index: int  # into SearchSpace.counts
     per_instance: int  # the offering's NVLink domain (Offering.domain_gpus)
     network_gb_per_s: float  # between instances (models/time/cost.py network_gb_per_s)
+
+
+class Branch(NamedTuple):
+    """The layouts of one pipeline depth and TP degree (docs/glossary.md: branch): what one CP-SAT
+    model of a cluster covers (branch_of)."""
+
+    pp: int
+    tp: int
+
+
+def branch_of(layout: Layout) -> Branch:
+    """(pp, tp): one CP-SAT model per cluster and branch keeps each model's (layout, micro-batch)
+    tables small. CP-SAT's presolve of the table constraints grows faster than the tables
+    (see docs/performance.md#units-and-tiers); each branch gets its own bound, so the
+    branch-and-bound still builds only the branches that can win."""
+    return Branch(layout.pp, layout.tp)
+
+
+class UnitShape(NamedTuple):
+    """A shape by value, and the set of layouts it runs (SearchSpace.unit_shape): what the family's
+    per-unit work (solver/space.py UnitMemo) is kept by, whatever domains index it in one query."""
+
+    gpu: str  # GpuSpec.name
+    num_gpus: int
+    per_instance: int
+    network_gb_per_s: float
+    layout_set: int  # the family's number for the shape's layouts (UnitMemo.layout_sets)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ import numpy as np
 
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.units import BYTES_PER_MIB, to_us
-from vramplan.solver.bound_arrays import Branch, ShapeTerms, branch_of, shape_terms
-from vramplan.solver.clusters import Shape
+from vramplan.solver.bound_arrays import ShapeTerms, shape_terms
+from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.points import Inner, step_us
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import exposed_lower_us

@@ -29,7 +29,7 @@ from vramplan.models.time.cost import (
 )
 from vramplan.models.time.flops import training_flops_per_token
 from vramplan.solver.choice_keys import MIN_RANK_COLUMNS, RecomputeChoice, rank_columns
-from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster, Shape
+from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Branch, Cluster, Shape, UnitShape
 from vramplan.solver.layouts import MAX_TP, tp_reach
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_fills import SpaceFills
@@ -54,18 +54,19 @@ class UnitMemo:
     each unit once. Precision, recompute, ZeRO x offload and micro-batch indices are the same in
     all of them (their domains follow from the job, the global batch and the pins)."""
 
-    lower_bounds: dict[tuple, int | None] = field(default_factory=dict)
-    fitted_bounds: dict[tuple, int | None] = field(default_factory=dict)  # last tier per (shape, branch, host budget)
-    parallel_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
+    lower_bounds: dict[tuple[UnitShape, Branch, int | None], int | None] = field(default_factory=dict)  # + host budget
+    fitted_bounds: dict[tuple[UnitShape, Branch, int], int | None] = field(default_factory=dict)  # last tier, + host budget
+    parallel_terms: dict[tuple[UnitShape, Branch], list] = field(default_factory=dict)  # -> [(bound, Layout, p, r)] least first
     count_fits: dict[tuple, bool] = field(default_factory=dict)  # (count, host budget, limit, precisions)
     count_shares: dict[tuple, list[tuple[int, int]]] = field(default_factory=dict)  # (count, precisions) -> least shares
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
-    time_terms: dict[tuple, list] = field(default_factory=dict)  # (shape, branch) -> [(bound, Layout, p, r)] least first
-    shape_terms: dict[tuple, Any] = field(default_factory=dict)  # unit_shape -> ShapeTerms: tiers 1-2, all branches
-    count_traffic: dict[tuple, Any] = field(default_factory=dict)  # (count, TP reach, degree limit, precisions) -> CountTraffic
+    time_terms: dict[tuple[UnitShape, Branch], list] = field(default_factory=dict)  # -> [(bound, Layout, p, r)] least first
+    shape_terms: dict[UnitShape, Any] = field(default_factory=dict)  # -> ShapeTerms: tiers 1-2, all branches
+    count_traffic: dict[tuple[int, int, tuple[str, ...]], Any] = field(default_factory=dict)  # (count, layout set, precisions)
     layout_sets: dict[tuple, int] = field(default_factory=dict)  # a shape's layouts (values) -> its number in unit_shape
-    cluster_models: dict[tuple, Any] = field(default_factory=dict)  # -> ClusterModel
+    # (UnitShape, Branch, host budget, exclusions, step cap) -> ClusterModel (cpsat_engine)
+    cluster_models: dict[tuple, Any] = field(default_factory=dict)
     fitting: dict[tuple, tuple] = field(default_factory=dict)  # (shape, timed) -> (layouts its points index, shape_table's points)
     leanest_states: dict[tuple, tuple[int, str]] = field(default_factory=dict)  # (counts, layouts) -> explain.leanest_model_states
 
@@ -146,7 +147,7 @@ class SearchSpace:
             return inner
         return inner._replace(layout=self.layout_index[layouts[inner.layout]])
 
-    def unit_shape(self, shape: Shape) -> tuple[str, int, int, float, int]:
+    def unit_shape(self, shape: Shape) -> UnitShape:
         """A shape by value (GPU name, GPU count, GPUs per instance, network) and which layouts it
         runs (a number the family gives each distinct set): UnitMemo's key. A family's queries can
         run different layouts on one shape: one that allows GB200 NVL72 trays searches EP up to 64
@@ -155,7 +156,7 @@ class SearchSpace:
         H100 shapes), never across sets (a unit model made with EP 16 layouts was read by a query
         without them: KeyError, 19 of the batch benchmark's 1,468 sample rows)."""
         g, n, per_instance, network = shape
-        return self.gpus[g].name, self.counts[n], per_instance, network, self.layout_set_ids[_reach(shape)]
+        return UnitShape(self.gpus[g].name, self.counts[n], per_instance, network, self.layout_set_ids[_reach(shape)])
 
     @property
     def evaluations(self) -> int:
