@@ -19,6 +19,7 @@ from vramplan.models.core.choices import (
     MASTER_WEIGHTS,
     MEMORY_BOUNDS,
     METHODS,
+    MOE_DISPATCHERS,
     NCCL_MIB,
     OFFLOADS,
     OPTIMIZERS,
@@ -157,6 +158,10 @@ job_options = _stack(
                  help="TP communication overlapped with the GEMMs, forward and backward (Megatron --tp-comm-overlap, "
                       "torchtitan async TP, which needs --compile); with sequence parallelism only "
                       "[default: the stack's]."),
+    click.option("--moe-dispatcher", type=click.Choice(MOE_DISPATCHERS), default=None,
+                 help="The MoE token dispatcher of expert parallelism: alltoall (one copy per chosen expert), or "
+                      "Megatron's flex dispatcher on DeepEP / HybridEP (one copy per remote node, forwarded over "
+                      "NVLink; torchtitan runs deepep) [default: the stack's]."),
     click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
                  help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
                       "16bit = torchtune / torchao / Unsloth [default: the stack's]."),

@@ -12,9 +12,10 @@ catalogues/stack_capabilities.csv but `custom` (not a stack) has a writer.
   `activation_checkpointing` (`gradient_checkpointing`, its deprecated alias in transformers 5.25),
   so the JSON carries none.
 - megatron: Megatron-LM's `pretrain_gpt.py` arguments (parallel sizes, sequence parallelism and
-  its TP communication overlap, virtual stages, batch sizes, precision, distributed optimizer,
-  recompute, optimizer offload).
-- torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism] (async TP with --tp-overlap),
+  its TP communication overlap, the MoE token dispatcher with EP, virtual stages, batch sizes,
+  precision, distributed optimizer, recompute, optimizer offload).
+- torchtitan (v0.2.2's JobConfig): the TOML sections [parallelism] (async TP with --tp-overlap,
+  DeepEP with --moe-dispatcher deepep),
   [training], [activation_checkpoint], and [compile] when the job compiles.
 - torchtune (v0.6.1, launch/torchtune.py): a shell file naming the recipe and its `key=value`
   config overrides (TORCHTUNE_ARGS).
@@ -106,6 +107,8 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
         args.append("--sequence-parallel")
         if job.tp_overlap:  # arguments.py asserts sequence parallelism with it (and drops SP at tp 1)
             args.append("--tp-comm-overlap")
+    if plan.ep > 1:  # transformer_config.py moe_token_dispatcher_type defaults to allgather; vramplan times these
+        args += _megatron_dispatcher_args(job)
     args += megatron_split_args(plan, num_layers)
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")
@@ -122,6 +125,15 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
         args += ["--recompute-granularity full", "--recompute-method block",
                  f"--recompute-num-layers {layers if layers is not None else _chunk_layers(plan, num_layers)}"]
     return args
+
+
+def _megatron_dispatcher_args(job: Job) -> list[str]:
+    """The job's MoE token dispatcher (models/time/moe_dispatch.py): core_v0.19.0 transformer_config.py
+    moe_token_dispatcher_type ('allgather', 'alltoall', 'flex') and, for flex, moe_flex_dispatcher_backend
+    ('deepep', 'hybridep', 'ncclep')."""
+    if job.moe_dispatcher == "alltoall":
+        return ["--moe-token-dispatcher-type alltoall"]
+    return ["--moe-token-dispatcher-type flex", f"--moe-flex-dispatcher-backend {job.moe_dispatcher}"]
 
 
 def _chunk_layers(plan: Plan, num_layers: int) -> int:
@@ -144,6 +156,11 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
             raise VramplanError("tp_overlap", True, "torchtitan's async TP needs torch.compile of the blocks "
                                                     "(maybe_enable_async_tp raises without it): add --compile")
         parallelism["enable_async_tensor_parallel"] = True
+    if job.moe_dispatcher != "alltoall" and plan.ep > 1:  # v0.2.2 job_config.py Parallelism.expert_parallel_comm_backend
+        if job.moe_dispatcher != "deepep":
+            raise VramplanError("moe_dispatcher", job.moe_dispatcher, "torchtitan's expert_parallel_comm_backend is "
+                                                                      "standard or deepep: use --moe-dispatcher deepep")
+        parallelism["expert_parallel_comm_backend"] = "deepep"
     if plan.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if plan.vpp > 1 else "1F1B"
         parallelism["module_fqns_per_model_part"] = torchtitan_model_parts(plan, num_layers)

@@ -88,6 +88,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
                                "blocks only"),
     "tp_overlap": ("the stack's", "true | false: TP communication overlapped with the GEMMs (Megatron "
                                   "--tp-comm-overlap, torchtitan async TP)"),
+    "moe_dispatcher": ("the stack's", "alltoall | deepep | hybridep: the EP token dispatcher (Megatron's "
+                                      "all-to-all, or its flex dispatcher on DeepEP / HybridEP)"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
@@ -179,6 +181,7 @@ class _Cells(BaseModel):
     fragmentation_fraction: Real | None = None
     compile: Any = None  # true / false or a Compile value, read by models/core/setup.py Job.compile
     tp_overlap: bool | None = None
+    moe_dispatcher: str | None = None
 
 
 def is_empty(value: Any) -> bool:

@@ -34,6 +34,7 @@ from vramplan.models.core.setup import Precision
 from vramplan.models.core.units import BYTES_PER_GB, to_us, to_us_array
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.fp8 import fp8_gemm_speedup
+from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
 from vramplan.models.time.parallel_time import ParallelTraffic
 from vramplan.models.time.pipeline_schedule import bubble_s
@@ -73,15 +74,17 @@ class CountTraffic:
     count: int
     names: tuple[str, ...]
     recomputes: tuple[RecomputeChoice, ...]
-    _grid: tuple | None = None  # (degrees, grid, shapes, kernel), gathered by cells()
+    _grid: tuple | None = None  # (degrees, grid, shapes, kernel, dispatch), gathered by cells()
 
     @property
     def size(self) -> int:
         return len(self.layouts) * len(self.names) * len(self.recomputes)
 
-    def cells(self, tables: Tables) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list, MoeKernel]:
+    def cells(self, tables: Tables) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list, MoeKernel,
+                                             Dispatch | None]:
         """(degrees: tp, pp, cp, ep, vpp, accum as (L, 1, 1) int64; grid: _FIELDS and _EP_FIELDS
-        as (L, P, R) float64; the expert shape per layout and precision; the MoE kernel)."""
+        as (L, P, R) float64; the expert shape per layout and precision; the MoE kernel; the EP
+        dispatcher with the model's experts and top-k, EpTraffic.dispatch: the job's, every layout's)."""
         if self._grid is None:
             cells = [_layout_cells(tables, layout, self.count, self.names, self.recomputes) for layout in self.layouts]
             size = (len(self.layouts), len(self.names), len(self.recomputes), len(_FIELDS) + len(_EP_FIELDS))
@@ -91,8 +94,9 @@ class CountTraffic:
             degrees = {name: columns[:, i].reshape(len(self.layouts), 1, 1)
                        for i, name in enumerate(("tp", "pp", "cp", "ep", "vpp", "accum"))}
             self._grid = (degrees, {name: grid[..., i] for i, name in enumerate(_FIELDS + _EP_FIELDS)},
-                          [layout_shapes for _, (layout_shapes, _) in cells],
-                          cells[0][1][1] if cells and self.names else "grouped")
+                          [layout_shapes for _, (layout_shapes, _, _) in cells],
+                          cells[0][1][1] if cells and self.names else "grouped",
+                          cells[0][1][2] if cells and self.names else None)
         return self._grid
 
 
@@ -161,7 +165,7 @@ def _shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
         compute_us = to_us_array(compute_s)  # models.performance.compute_time_s (space.compute_s), rounded up
         tables = space.tables
         assert tables is not None  # build_space sets it
-        degrees, grid, shapes, kernel = traffic.cells(tables)
+        degrees, grid, shapes, kernel, _ = traffic.cells(tables)
         names = tuple(space.precisions[p] for p in ps)
         seconds = parallel_seconds_grid(tables, traffic, names, compute_s, gpu, space.counts[n] > per_instance,
                                         per_instance, network)
@@ -229,11 +233,11 @@ def _count_traffic(space: SearchSpace, shape: Shape, names: tuple[str, ...]) -> 
 
 
 def _layout_cells(tables: Tables, layout: Layout, n: int, names: tuple[str, ...],
-                  recomputes: tuple[RecomputeChoice, ...]) -> tuple[list[tuple[float, ...]], tuple[list, str]]:
+                  recomputes: tuple[RecomputeChoice, ...]) -> tuple[list[tuple[float, ...]], tuple[list, str, Dispatch | None]]:
     """One layout's traffic fields per (precision, recompute), in _FIELDS + _EP_FIELDS order, and
-    its expert shape per precision and the MoE kernel: kept in the Tables, as the count's shapes of
-    every TP reach (whose layouts nest) and every family of the job read them."""
-    def compute() -> tuple[list[tuple[float, ...]], tuple[list, str]]:
+    its expert shape per precision, the MoE kernel and the EP dispatcher: kept in the Tables, as
+    the count's shapes of every TP reach (whose layouts nest) and every family of the job read them."""
+    def compute() -> tuple[list[tuple[float, ...]], tuple[list, str, Dispatch | None]]:
         if layout.split is not None:  # a split's traffic is its layout's but for a partial recompute's (Tables.parallel_traffic)
             base, expert = _layout_cells(tables, layout._replace(split=None), n, names, recomputes)
             return [_cell(_traffic(tables, layout, n, recompute, precision)) if recompute.share or recompute.layers
@@ -241,7 +245,8 @@ def _layout_cells(tables: Tables, layout: Layout, n: int, names: tuple[str, ...]
                     for k, precision in enumerate(names) for i, recompute in enumerate(recomputes)], expert
         cells = [_traffic(tables, layout, n, recompute, precision) for precision in names for recompute in recomputes]
         shapes = [cells[k * len(recomputes)].ep.shape for k in range(len(names))]  # recompute-independent
-        return [_cell(t) for t in cells], (shapes, cells[0].ep.kernel if cells else "grouped")
+        return [_cell(t) for t in cells], (shapes, cells[0].ep.kernel if cells else "grouped",
+                                           cells[0].ep.dispatch if cells else None)
     return tables.kept(("bound-traffic-cells", layout, n, names, recomputes), compute)
 
 
@@ -267,7 +272,7 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
     the scalar function's expression, operation for operation (numpy's float64 +, -, *, / and
     maximum round as Python's floats do), so each cell equals the scalar value. A term no layout
     has (every degree 1: 0.0 in every cell) is left out of the sum, which adding 0.0 leaves as is."""
-    d, f, shapes, _ = t.cells(tables)
+    d, f, shapes, _, _ = t.cells(tables)
     has = t.parallel
     intra = _link_denominator(gpu.intra_node_bandwidth_gb_per_s)
     net = _link_denominator(network)
@@ -299,15 +304,24 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
 def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gpu, per_instance: int, intra: float,
                      net: float) -> np.ndarray:
     """parallel_time._ep_seconds: all_to_all_seconds + _expert_gemm_seconds, per cell."""
-    d, f, shapes, kernel = t.cells(tables)
+    d, f, shapes, kernel, dispatch = t.cells(tables)
     all_to_all: float | np.ndarray = 0.0
     if t.parallel["ep"]:
         ep, routed = d["ep"], f["routed_bytes"]
         # parallel_time._ep_members_inside: EP peers tp x cp ranks apart inside the instance
         inside = np.maximum(1, np.minimum(ep, per_instance // (d["tp"] * d["cp"])))
         # parallel_time.all_to_all_seconds: the NVLink share and the network share at once, the slower one
-        nvlink = routed * (inside - 1) / ep / intra
-        across = routed * (ep - inside) / ep / net
+        if dispatch is not None and dispatch.deduplicates:
+            # a node-deduplicating dispatcher's shares (models/time/moe_dispatch.py dispatch_shares):
+            # the same Python floats per layout, then routed x share / link as _seconds does
+            shares = [dispatch_shares(dispatch, tp, e, inner) if e > 1 else (0.0, 0.0) for tp, e, inner in
+                      zip(d["tp"].ravel().tolist(), ep.ravel().tolist(), inside.ravel().tolist())]
+            nvlink_share, network_share = (np.array(column, dtype=np.float64).reshape(ep.shape) for column in zip(*shares))
+            nvlink = routed * nvlink_share / intra
+            across = routed * network_share / net
+        else:
+            nvlink = routed * (inside - 1) / ep / intra
+            across = routed * (ep - inside) / ep / net
         all_to_all = np.where(ep > 1, np.where(inside == ep, nvlink, np.maximum(nvlink, across)), 0.0)
     # parallel_time._expert_gemm_seconds: dense_s x (slowdown - 1) + the loop kernel's calls
     efficiency = compute_efficiency(gpu.architecture).value

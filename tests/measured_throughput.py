@@ -5,7 +5,8 @@ ZeRO / FSDP), micro-batch and micro-batches per step (grad_accum), sequence leng
 precision; the prediction is models/time/performance.py `performance` of that plan on the row's
 GPU, with the row's GPUs per node and per-GPU network bandwidth (empty = the GPU's catalogue
 values), and the row's stack preset for every recipe option the row leaves empty. The cells are
-read by the batch sheet's row parser, like tests/measured_peaks.py. What is compared:
+read by the batch sheet's row parser, like tests/measured_peaks.py (moe_dispatcher, the EP token
+dispatcher the run used, is the last column; empty = the stack preset's alltoall). What is compared:
 - tokens_per_s_per_gpu: tokens per second per GPU, as torchtitan (TPS/GPU) and Megatron-Bridge
   (Tokens / sec / GPU) log them: the step's tokens over the step time, over all GPUs;
 - mfu: model FLOPs utilisation against the 16-bit dense peak.
@@ -51,7 +52,9 @@ class Run:
 
 
 def load_runs() -> list[Run]:
-    return [Run(row) for row in read_rows(DATA)]
+    """The rows; a cell a row leaves off at its end (the last column, moe_dispatcher, is written only
+    where a run names its dispatcher) reads as empty."""
+    return [Run({name: value or "" for name, value in row.items()}) for row in read_rows(DATA)]
 
 
 def predict(run: Run, catalogue: Catalogue) -> Performance:

@@ -26,6 +26,7 @@ from vramplan.models.core.setup import (
     Kernels,
     Loss,
     MasterWeights,
+    MoeDispatcher,
     Optimizer,
     PartialRecompute,
     QloraPrep,
@@ -70,6 +71,8 @@ class StackPreset(_Row):
     compile: Compile = Field(description="torch.compile by default: none, model (the blocks) or model+loss")
     tp_overlap: bool = Field(default=False, description="TP communication overlapped with the GEMMs by default "
                              "(Megatron --tp-comm-overlap, torchtitan async TP): models/time/parallel_time.py")
+    moe_dispatcher: MoeDispatcher = Field(default="alltoall", description="the EP token dispatcher by default: alltoall, "
+                                          "deepep or hybridep (models/time/moe_dispatch.py)")
     moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
     fp8_recipe: Fp8Recipe = Field(description="the fp8 training recipe the stack runs: its casts and fused GEMMs (not a Job field)")
     attention_kernel: AttentionKernel = Field(description="the fused attention kernel the stack runs: flash2 or cudnn (not a Job field)")
@@ -80,7 +83,7 @@ class StackPreset(_Row):
 # Preset columns that are Job fields (recompute is a Plan decision: see plan_recompute).
 PRESET_JOB_FIELDS = ("master_weights", "loss", "loss_chunks", "selective", "optimizer", "optimizer_in_backward",
                      "activation_offload", "kernels", "accounting", "attention", "qlora_prep",
-                     "fragmentation_fraction", "compile", "tp_overlap")
+                     "fragmentation_fraction", "compile", "tp_overlap", "moe_dispatcher")
 
 
 def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pydantic import field_validator
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
+from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
 TpOverlapSupport = Literal["false", "true", "compile"]
@@ -65,6 +65,9 @@ class StackCapabilities(_Row):
     # Inductor pass: distributed/tensor_parallel.py maybe_enable_async_tp raises without it), "false" none.
     tp_overlap: TpOverlapSupport = "false"
     uneven_split: bool = False  # a pipeline's layers per rank given (Megatron's first/last rank counts, torchtitan's model parts)
+    # EP token dispatchers the stack runs (Job.moe_dispatcher, models/time/moe_dispatch.py): alltoall
+    # everywhere; Megatron's flex dispatcher on DeepEP / HybridEP, torchtitan's DeepEP backend.
+    moe_dispatchers: frozenset[str] = frozenset({"alltoall"})
     source: str
 
     @field_validator("zero_stages", mode="before")
@@ -76,6 +79,11 @@ class StackCapabilities(_Row):
     @classmethod
     def _offloads(cls, value: Any) -> frozenset[str]:
         return _words(value, OFFLOADS, "offloads")
+
+    @field_validator("moe_dispatchers", mode="before")
+    @classmethod
+    def _dispatchers(cls, value: Any) -> frozenset[str]:
+        return _words(value or "alltoall", MOE_DISPATCHERS, "moe_dispatchers")
 
     @field_validator("recomputes", mode="before")
     @classmethod
@@ -111,6 +119,8 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "tp_overlap", True, "TP communication overlap"
     if job.tp_overlap and caps.tp_overlap == "compile" and job.compile == "none":
         return "tp_overlap", True, "async TP without torch.compile"
+    if job.moe_dispatcher not in caps.moe_dispatchers:
+        return "moe_dispatcher", job.moe_dispatcher, f"the {job.moe_dispatcher} MoE token dispatcher"
     return None
 
 

@@ -33,6 +33,11 @@ QloraPrep = Literal["16bit", "peft"]
 # the blocks and the loss (torchtitan's CompileConfig.components default ["model", "loss"], torchtune's
 # `compile: True`, which also runs training.compile_loss).
 Compile = Literal["none", "model", "model+loss"]
+# The EP token dispatcher (models/time/moe_dispatch.py): Megatron's all-to-all of one copy per chosen
+# expert (--moe-token-dispatcher-type alltoall; torchtitan's standard all-to-all), or its flex
+# dispatcher on DeepEP or HybridEP (--moe-flex-dispatcher-backend deepep | hybridep: a token once
+# per remote node over the network, then once per rank over NVLink).
+MoeDispatcher = Literal["alltoall", "deepep", "hybridep"]
 # The frozen base of a LoRA job as loaded: in the training precision, or fp32 (a model loaded in
 # fp32 and kept so by FSDP's flat parameters, casting only the gathered copy: PEFT's examples/sft).
 BaseDtype = Literal["16bit", "fp32"]
@@ -59,6 +64,7 @@ MEMORY_BOUNDS: tuple[MemoryBound, ...] = ("estimate", "upper")
 BASE_DTYPES: tuple[BaseDtype, ...] = ("16bit", "fp32")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 COMPILES: tuple[Compile, ...] = ("none", "model", "model+loss")
+MOE_DISPATCHERS: tuple[MoeDispatcher, ...] = ("alltoall", "deepep", "hybridep")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).
 MAX_GPUS = 16_384  # GPUs the solver searches up to (max_gpus, max_nodes): Llama 3 405B trained on 16,384 H100

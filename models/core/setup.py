@@ -24,6 +24,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     MAX_PLAN_GPUS,
     MEMORY_BOUNDS,
     METHODS,
+    MOE_DISPATCHERS,
     NCCL_MIB,
     OFFLOADS,
     OPTIMIZERS,
@@ -42,6 +43,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     MasterWeights,
     MemoryBound,
     Method,
+    MoeDispatcher,
     Offload,
     Optimizer,
     PartialRecompute,
@@ -114,6 +116,10 @@ class Job(_Frozen):
     tp_overlap: bool = Field(default=False, description="TP communication overlapped with the GEMMs: Megatron "
                              "--tp-comm-overlap (TE userbuffers), torchtitan async TP (needs torch.compile); "
                              "with sequence parallelism only")
+    moe_dispatcher: MoeDispatcher = Field(default="alltoall", description="the EP token dispatcher: alltoall (one "
+                                          "copy per chosen expert), or Megatron's flex dispatcher on DeepEP or "
+                                          "HybridEP (one copy per remote node, forwarded over NVLink): "
+                                          "models/time/moe_dispatch.py")
 
     @field_validator("compile", mode="before")
     @classmethod

@@ -35,7 +35,9 @@ buffer per rank per pass (all-reduce two passes).
   hidden only behind each pass's first block eager and not at all in compiled blocks.
 - EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
   all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
-  rank; not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
+  rank (with the job's moe_dispatcher deepep / hybridep, Megatron's flex dispatcher, a token
+  crosses the network once per remote node and NVLink once per rank: models/time/moe_dispatch.py);
+  not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
   them; neither is a vramplan stack's default). The peers of an EP group inside the rank's
   instance are reached over NVLink and the others over the network, at once: the slower share
   sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
@@ -61,6 +63,7 @@ from vramplan.models.memory.recompute import recomputed_fraction, stage_recomput
 from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_gemm_speedup
+from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import (
     ExpertShape,
     expert_invocations,
@@ -274,6 +277,7 @@ class EpTraffic:
     calls: float  # local expert calls per step, one sequence per micro-batch
     kernel: MoeKernel
     precision: Precision
+    dispatch: Dispatch | None = None  # the job's dispatcher, experts and top-k (None: alltoall)
 
 
 def moe_kernel(job: Job) -> MoeKernel:
@@ -294,7 +298,9 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
     tokens_per_gpu = sequences * job.seq_len / (plan.tp * plan.pp * plan.cp)
     flops = plan_flops_per_token(arch, job, plan).expert * tokens_per_gpu if arch.is_moe else 0.0
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
-    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision)
+    dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
+    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision,
+                     dispatch)
 
 
 def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
@@ -303,10 +309,19 @@ def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
 
 
 def all_to_all_seconds(routed_bytes: float, layout: Layout, gpu: GpuSpec, gpus_per_instance: int,
-                        network_gb_per_s: float) -> float:
+                        network_gb_per_s: float, dispatch: Dispatch | None = None) -> float:
+    """The NVLink share and the network share at once, the slower one: the alltoall dispatcher's
+    (inside - 1) / ep and (ep - inside) / ep of the routed bytes, a node-deduplicating one's
+    moe_dispatch.dispatch_shares."""
     if layout.ep == 1:
         return 0.0
     inside = _ep_members_inside(layout, gpus_per_instance)
+    if dispatch is not None and dispatch.deduplicates:
+        nvlink_share, network_share = dispatch_shares(dispatch, layout.tp, layout.ep, inside)
+        nvlink = _seconds(routed_bytes * nvlink_share, gpu.intra_node_bandwidth_gb_per_s)
+        if inside == layout.ep:
+            return nvlink
+        return max(nvlink, _seconds(routed_bytes * network_share, network_gb_per_s))
     nvlink = _seconds(routed_bytes * (inside - 1) / layout.ep, gpu.intra_node_bandwidth_gb_per_s)
     if inside == layout.ep:
         return nvlink
@@ -324,7 +339,7 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
 
 
 def _ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s)
+    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
             + _expert_gemm_seconds(ep, gpu))
 
 

@@ -7,11 +7,13 @@ cite (catalogues/stack_capabilities.csv):
 - DeepSpeed v0.19.5 (cf44300): the DEEPSPEED table and its sources in tests/launch/published.py.
 - Megatron-LM core_v0.19.0 (5be9626): megatron/training/arguments.py and the flags it generates
   from ModelParallelConfig / TransformerConfig / OptimizerConfig fields (underscores become
-  hyphens; fp8 becomes --fp8-format; tp_comm_overlap --tp-comm-overlap); --optimizer-cpu-offload requires
-  --use-precision-aware-optimizer (argument validation).
+  hyphens; fp8 becomes --fp8-format; tp_comm_overlap --tp-comm-overlap; moe_token_dispatcher_type
+  --moe-token-dispatcher-type, moe_flex_dispatcher_backend --moe-flex-dispatcher-backend);
+  --optimizer-cpu-offload requires --use-precision-aware-optimizer (argument validation).
 - torchtitan v0.2.2 (73a0e69): torchtitan/config/job_config.py Parallelism, Training,
   ActivationCheckpoint (mode: selective, full, memory_budget, none; selective_ac_option 'op' or
-  digits; fsdp_reshard_after_forward: default, always, never; enable_async_tensor_parallel), Compile
+  digits; fsdp_reshard_after_forward: default, always, never; enable_async_tensor_parallel;
+  expert_parallel_comm_backend: standard, deepep), Compile
   (enable, components: model, loss).
 """
 
@@ -41,7 +43,11 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             "--pipeline-model-parallel-layout": STR,
             # megatron/core/model_parallel_config.py ModelParallelConfig.tp_comm_overlap (bool: a flag); arguments.py
             # asserts --sequence-parallel with it
-            "--tp-comm-overlap": FLAG}
+            "--tp-comm-overlap": FLAG,
+            # core_v0.19.0 transformer_config.py TransformerConfig.moe_token_dispatcher_type (Literal, default
+            # allgather) and moe_flex_dispatcher_backend (Literal, default deepep)
+            "--moe-token-dispatcher-type": ("allgather", "alltoall", "flex"),
+            "--moe-flex-dispatcher-backend": ("deepep", "hybridep", "ncclep")}
 TORCHTITAN = {
     "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
                     "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
@@ -49,6 +55,8 @@ TORCHTITAN = {
                     "fsdp_reshard_after_forward": ("default", "always", "never"),
                     # v0.2.2 job_config.py Parallelism.enable_async_tensor_parallel (default False)
                     "enable_async_tensor_parallel": BOOL,
+                    # v0.2.2 job_config.py Parallelism.expert_parallel_comm_backend (default standard)
+                    "expert_parallel_comm_backend": ("standard", "deepep"),
                     # torchtitan config/configs.py ParallelismConfig.module_fqns_per_model_part
                     "module_fqns_per_model_part": lambda v: isinstance(v, list) and all(
                         isinstance(part, list) and all(isinstance(name, str) for name in part) for part in v)},
@@ -85,6 +93,7 @@ PLANS = [
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=1, tp=8, pp=4, vpp=2, sequence_parallel=True, micro_batch=1,
                       grad_accum=16, recompute="full", recompute_layers=5)),
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp8", recompute="selective")),
+    ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=1, ep=16, grad_accum=4)),
     ("torchtitan", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=3, tp=4, pp=2, vpp=2, sequence_parallel=True, grad_accum=2,
                         recompute="op", offload="optimizer+params")),
     ("torchtitan", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=2, recompute="full", recompute_layers=16)),
@@ -107,6 +116,9 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
         assert int(args["--global-batch-size"]) == plan.global_batch and int(args["--seq-length"]) == 8192
         assert ("--sequence-parallel" in args) == (plan.sequence_parallel and plan.tp > 1)
         assert "--tp-comm-overlap" not in args  # Megatron-LM's tp_comm_overlap defaults to False, as the preset
+        # the all-to-all dispatcher the time model charges (Megatron-Core's own default is allgather), with EP
+        assert args.get("--moe-token-dispatcher-type") == ("alltoall" if plan.ep > 1 else None)
+        assert "--moe-flex-dispatcher-backend" not in args
         if plan.vpp > 1 and "--pipeline-model-parallel-layout" not in args:
             assert int(args["--num-layers-per-virtual-pipeline-stage"]) * plan.pp * plan.vpp == 80
         if "--optimizer-cpu-offload" in args:
@@ -125,6 +137,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
         assert (par["data_parallel_shard_degree"] > 1) == (plan.zero >= 2 and plan.dp > 1)
         assert "compile" not in data  # torchtitan's Compile.enable defaults to False, as the job's compile
         assert "enable_async_tensor_parallel" not in par  # off by default, as the preset's tp_overlap
+        assert "expert_parallel_comm_backend" not in par  # standard by default, as the preset's moe_dispatcher
         option = data["activation_checkpoint"].get("selective_ac_option", "op")
         assert option == "op" or option.isdigit()
         assert data["training"].get("enable_cpu_offload", False) == (plan.offload == "optimizer+params")

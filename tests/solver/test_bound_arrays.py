@@ -5,7 +5,8 @@ the small ones the bounds compute with the scalar calls included), the terms
 compute + collectives + least bubble (+ the least exposed data-parallel traffic) are the integers
 the scalar code summed, and each branch's sorted terms come in the scalar code's order. Checked on
 dense and MoE models (EP searched, grouped and loop expert kernels), context parallelism, fp8 and
-fp16 GPUs, partial recompute, and shapes inside and across instances. The bounds' soundness
+fp16 GPUs, partial recompute, the node-deduplicating HybridEP dispatcher, and shapes inside and
+across instances. The bounds' soundness
 against every point is tests/solver/test_cpsat_bounds.py."""
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ CASES = {
     # DeepSeek-V2-Lite on Megatron: 64 experts, EP free, partial recompute, 8-GPU instances and NVL72 trays
     "moe-megatron": {"model": "deepseek-v2-lite", "seq_len": 4096, "global_batch": 256, "max_gpus": 256,
                      "stack": "megatron", "gpus": "h100-sxm-80gb;gb200-186gb"},
+    # the same on Megatron's flex dispatcher with HybridEP: a token once per remote node over the
+    # network, once per rank over NVLink (models/time/moe_dispatch.py dispatch_shares per layout)
+    "moe-hybridep": {"model": "deepseek-v2-lite", "seq_len": 4096, "global_batch": 256, "max_gpus": 256,
+                     "stack": "megatron", "gpus": "h100-sxm-80gb;gb200-186gb", "moe_dispatcher": "hybridep"},
     # Mixtral in fp8 at 32k: EP and CP searched, fp8 expert GEMMs
     "moe-fp8-cp": {"model": "mixtral-8x7b", "seq_len": 32768, "global_batch": 64, "max_gpus": 64, "precision": "fp8",
                    "gpus": "h100-sxm-80gb;b200-180gb"},
