@@ -51,11 +51,18 @@ under a power cap (torchao's mx_formats README: Llama 3 8B, 8 power-limited B200
 per-op SAC: 8,307.5 tokens/s/GPU) is 1.8x below the prediction and calibrates nothing: the cap is
 not stated.
 
+CDNA3 (MI300X / MI325X) is fitted to the one published training run with every setting stated in
+text: pytorch/ao torchao/float8/README.md @ 853f87d1, torchtitan 2c8b594 on torch
+2.9.0.dev20250811+rocm6.4, Llama 3.1 8B on 8 MI300X, FSDP 8, local batch 1 x 8192, per-op SAC,
+torch.compile of blocks and loss: 5,376.5 tokens/s/GPU in bf16, 6,166 with Float8 tensorwise.
+vramplan reproduces the bf16 run at 0.2685 (it read 1.80x fast at Hopper's borrowed 0.4845); the
+Float8 twin, not fitted, then reads 0.99 (tests/models/time/test_generation_calibration.py). AMD
+publishes its Megatron / MaxText throughput as charts and MLPerf time-to-train, so there is no
+second point; the value is the ROCm nightly's eager-plus-compile torch stack of that run, and a
+better-tuned stack (AMD's Megatron fork) may run faster.
+
 Generations with no published calibration point reuse a calibrated one and say so
-(`calibrated=False`, `borrowed_from`): CDNA3 (MI300X / MI325X) has no published training run with
-every setting stated in text (AMD publishes its Megatron / torchtitan / MaxText throughput as
-charts; MLPerf publishes time-to-train, not throughput; SemiAnalysis' MI300X figures in
-ROCm/TransformerEngine#79 are marked preliminary), so it still borrows Hopper's value.
+(`calibrated=False`, `borrowed_from`).
 """
 
 from __future__ import annotations
@@ -83,10 +90,16 @@ _MEGATRON_BRIDGE = (
     "1024 H100 292 (paired efficiencies 0.442 / 0.419 / 0.483)"
 )
 
+_TORCHAO_MI300X = (
+    "torchao float8 README (853f87d1), torchtitan 2c8b594 on ROCm 6.4: Llama 3.1 8B, 8 MI300X, FSDP 8, 1 x 8192, "
+    "per-op SAC, compiled: 5,376.5 tokens/s/GPU bf16 (the fit), 6,166 Float8 (the check: 0.99)"
+)
+
 _CALIBRATED: dict[str, Efficiency] = {
     "ampere": Efficiency(0.658, True, _KORTHIKANTI),
     "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
     "blackwell": Efficiency(0.448, True, _MEGATRON_BRIDGE),
+    "cdna3": Efficiency(0.2685, True, _TORCHAO_MI300X),
 }
 
 
@@ -99,7 +112,6 @@ COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
     "volta": _borrowed("ampere", "no published point"),
     "turing": _borrowed("ampere", "no published point"),
     "ada": _borrowed("hopper", "no published point (same fp8 tensor-core generation as Hopper)"),
-    "cdna3": _borrowed("hopper", "no published run with every setting stated (AMD publishes charts, MLPerf time-to-train)"),
     "cdna4": _borrowed("hopper", "no published point"),
 }
 

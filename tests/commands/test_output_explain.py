@@ -50,12 +50,12 @@ def test_deadline_that_conflicts_says_what_the_fastest_plan_takes():
 
 
 def test_budget_and_deadline_together_each_say_their_minimum_given_the_other():
-    text = why(*HEADLINE, "--budget-usd", "1120", "--deadline-hours", "30")
+    text = why(*HEADLINE, "--budget-usd", "2020", "--deadline-hours", "30")
     cheapest_in_time = best(*HEADLINE, "--objective", "cost", "--deadline-hours", "30")
-    fastest_in_budget = best(*HEADLINE, "--objective", "time", "--budget-usd", "1120")
+    fastest_in_budget = best(*HEADLINE, "--objective", "time", "--budget-usd", "2020")
     assert (f"the cheapest plan that fits within --deadline-hours 30 costs "
             f"{cheapest_in_time['cost']['usd_total']:,.0f} USD") in text
-    assert (f"the fastest plan that fits within --budget-usd 1120 takes "
+    assert (f"the fastest plan that fits within --budget-usd 2020 takes "
             f"{fastest_in_budget['cost']['hours']:,.1f} hours") in text
 
 

@@ -40,7 +40,7 @@ def test_a_stack_with_few_published_runs_takes_the_pooled_range():
     assert memory_range("megatron") is POOLED_MEMORY_RANGE  # 1 published Megatron peak
     assert memory_range("custom") is POOLED_MEMORY_RANGE
     assert memory_range("torchtitan-root-fsdp") is MEMORY_RANGES["torchtitan-root-fsdp"]
-    assert memory_range("torchtitan") is POOLED_MEMORY_RANGE  # v0.2.2: its published peaks ran the older release
+    assert memory_range("torchtitan") is MEMORY_RANGES["torchtitan"]  # its own runs since #1094 (torchao's tables)
 
 
 def test_an_uncalibrated_gpu_has_the_wider_throughput_range():

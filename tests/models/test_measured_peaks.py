@@ -14,7 +14,7 @@ from measured_peaks import TOLERANCE, compare, load_runs
 RUNS = load_runs()
 KNOWN_MISSES = [run for run in RUNS if run.known_miss]
 EXPECTED = [run for run in RUNS if not run.known_miss]
-STACKS = {"hf", "deepspeed", "megatron", "torchtitan-root-fsdp", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth"}
+STACKS = {"hf", "deepspeed", "megatron", "torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt", "litgpt-fsdp1", "unsloth"}
 
 
 def _degree(run, name: str) -> int:
