@@ -185,10 +185,10 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
             compute = space.chunk_compute_s[g, n_i, r, p, space.layout_chunk[li]]
             out.compute_us[r, p, li] = to_us(compute)
             out.windows_us[r, p, li] = windows_us(tables.forward_share(recompute, layout), compute)
-            out.parallel_us[r, p, li] = to_us(tables.parallel_s(layout, n, recompute, precision, gpu, per_instance,
-                                                               network, compute))
+            parallel = tables.parallel_s(layout, n, recompute, precision, gpu, per_instance, network, compute)
+            out.parallel_us[r, p, li] = to_us(parallel)
             micro_keys = tuple(space.on_use.micro_key(r, b, p, li) for b in batches)
-            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute).tolist()):
+            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute, parallel).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
     forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up

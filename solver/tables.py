@@ -45,7 +45,7 @@ from vramplan.models.time.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
-from vramplan.models.time.pipeline_schedule import bubble_s, pp_imbalance_s, stage_imbalance
+from vramplan.models.time.pipeline_schedule import bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.solver.choice_keys import NO_RECOMPUTE, MicroKey, RankPlace, RecomputeChoice, compute_layout
 from vramplan.solver.layouts import layout_plan
 
@@ -343,17 +343,20 @@ class Tables:
         shape = compute_layout(layout, resolved, "bf16", self.arch.num_layers)
         return layout._replace(split=None), resolved, shape or resolved
 
-    def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float) -> np.ndarray:
-        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's compute at each
-        micro-batch (models.pipeline_schedule.bubble_s), what that stage adds to the mean's
-        (pp_imbalance_s, the layout's default split) and the exposed activation-offload transfer
-        (all stall the step; one rounding), whole microseconds (array)."""
+    def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float,
+                  parallel_s: float) -> np.ndarray:
+        """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's time at each
+        micro-batch (models.pipeline_schedule.bubble_s of stage_time_s: its compute and the exposed
+        model-parallel time, parallel_s), what that stage adds to the mean's (pp_imbalance_s, the
+        layout's split) and the exposed activation-offload transfer (all stall the step; one
+        rounding), whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
         recompute = micro_keys[0].recompute  # one recompute per call (fill_step_tables), resolved for the layout
         recomputed = self._called(("stage-recomputed", layout, recompute), lambda: stage_recomputed(
             self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, "bf16", 1)))
         imbalance = stage_imbalance(self.arch, self.job.seq_len, split_of(self.arch.num_layers, layout.pipeline), recomputed)
-        stalls = bubble_s(layout.pp, layout.vpp, np.array(accums), compute_s * imbalance) + pp_imbalance_s(imbalance, compute_s)
+        stalls = (bubble_s(layout.pp, layout.vpp, np.array(accums), stage_time_s(compute_s, imbalance, parallel_s))
+                  + pp_imbalance_s(imbalance, compute_s))
         if self.job.activation_offload:
             stalls = stalls + np.array([self.offload_exposed_s(micro, layout, accum, compute_s)
                                         for micro, accum in zip(micro_keys, accums)])

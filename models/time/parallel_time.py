@@ -21,8 +21,10 @@ buffer per rank per pass (all-reduce two passes).
   TP, Inductor's micro-pipeline pass over the compiled forward and backward graphs; both with
   sequence parallelism only) every TP collective runs beside the GEMMs: the forward's exposed only
   beyond the forward compute, the backward's and the recomputed forward's beyond the backward's.
-- PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of the ideal
-  compute; p2p sends each micro-batch's hidden states forward and their gradients backward at
+- PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of a step's
+  stage time: the slowest stage's compute and the TP, p2p, CP and EP time exposed in its
+  micro-batches (each of the pp - 1 idle slots waits for a whole micro-batch of a stage, its
+  waited-on collectives included); p2p sends each micro-batch's hidden states forward and their gradients backward at
   every one of the vpp chunk boundaries of a rank, 1/tp of them per TP rank (SP shard, or the
   scatter-gather optimisation of sec. 4.1 without SP). Exposed, except an interleaved schedule's on
   OVERLAPPED_P2P_STACKS (Megatron's --overlap-p2p-communication: overlaps_p2p), which runs beside
@@ -72,7 +74,7 @@ from vramplan.models.time.moe_gemm import (
     loop_overhead_s,
     moe_layers,
 )
-from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance
+from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
 
@@ -382,11 +384,18 @@ def parallel_time(
 ) -> ParallelTime:
     spans = plan.num_gpus > gpus_per_instance
     imbalance = stage_imbalance(arch, job.seq_len, plan_split(arch, plan), stage_recomputed(arch, job, plan))
+    tp = tp_time_s(arch, job, plan, gpu, compute_s)
+    p2p = pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s, compute_s)
+    cp = cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s)
+    ep = ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s)
     return ParallelTime(
-        tp_s=tp_time_s(arch, job, plan, gpu, compute_s),
-        pp_bubble_s=pp_bubble_s(plan, compute_s * imbalance),  # the bubble idles for the slowest stage's time
+        tp_s=tp,
+        # The bubble idles for the slowest stage's time per micro-batch: its compute and the exposed
+        # collectives and p2p each micro-batch waits on (pipeline_schedule.stage_time_s; the sum is
+        # parallel_seconds', float for float, which the solver's step tables pass)
+        pp_bubble_s=pp_bubble_s(plan, stage_time_s(compute_s, imbalance, tp + p2p + cp + ep)),
         pp_imbalance_s=pp_imbalance_s(imbalance, compute_s),
-        pp_p2p_s=pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s, compute_s),
-        cp_exposed_s=cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
-        ep_s=ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s),
+        pp_p2p_s=p2p,
+        cp_exposed_s=cp,
+        ep_s=ep,
     )

@@ -26,13 +26,25 @@ def bubble_s(pp: Degree, vpp: Degree, grad_accum: np.ndarray, compute_s: Seconds
 @overload
 def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: np.ndarray) -> np.ndarray: ...
 def bubble_s(pp: Degree, vpp: Degree, grad_accum: Degree, compute_s: Seconds) -> Seconds:
-    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of the compute (each may be a numpy array:
-    the solver's grids take it elementwise)."""
+    """The 1F1B bubble: (pp - 1) / (vpp x accumulation) of a step's stage time (stage_time_s; the
+    solver's bounds pass the compute alone, a lower bound) (each may be a numpy array: the solver's
+    grids take it elementwise)."""
     return compute_s * (pp - 1) / (vpp * grad_accum)
 
 
-def pp_bubble_s(plan: Plan, compute_s: float) -> float:
-    return bubble_s(plan.pp, plan.vpp, plan.grad_accum, compute_s)
+def pp_bubble_s(plan: Plan, stage_s: float) -> float:
+    return bubble_s(plan.pp, plan.vpp, plan.grad_accum, stage_s)
+
+
+def stage_time_s(compute_s: float, imbalance: float, exposed_s: float) -> float:
+    """A step's time of the slowest pipeline stage, whose micro-batches the 1F1B bubble idles for:
+    its compute (the mean rank's x imbalance) and the model-parallel time its micro-batches wait on
+    (exposed TP collectives, p2p, CP ring, EP all-to-all: parallel_time.parallel_seconds). Under
+    1F1B each of the pp - 1 warm-up and cool-down slots holds one micro-batch of a stage, forward or
+    backward, collectives and all (Narayanan et al. 2021 sec. 2.2: the bubble is (p - 1) x (t_f +
+    t_b), the time of a micro-batch's forward and backward on a stage); torchtitan's blocking TP and
+    ring collectives lengthen every slot (models/time/ring_attention.py)."""
+    return compute_s * imbalance + exposed_s
 
 
 @lru_cache(maxsize=4096)

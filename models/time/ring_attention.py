@@ -47,8 +47,8 @@ forward re-runs in the backward:
   each (2 kv against a backward block of twice a forward block: hidden while the all-gather's
   per-shard time is under the block's). The single window lets a pass's spare first block hide
   another pass's all-gather, which the ring does not: a lower bound there.
-What exceeds the hiding compute lengthens each micro-batch; the pipeline bubble over it is not
-modelled (models/time/pipeline_schedule.py takes the compute alone).
+What exceeds the hiding compute lengthens each micro-batch, and the pipeline bubble with it
+(models/time/pipeline_schedule.py stage_time_s).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from vramplan.models.core.setup import Job
 from vramplan.models.core.units import to_us
 from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.performance import communication_phases_s, optimizer_time_s
-from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance
+from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.solver.choice_keys import NO_RECOMPUTE, MicroKey
 from vramplan.solver.layouts import layout_plan
 from vramplan.solver.tables import Tables
@@ -53,17 +53,19 @@ def test_grids_equal_one_plan_at_a_time(catalogue, model: str, layout: Layout, n
             for zf, (zero, offload) in enumerate(ZERO_OFFLOADS):
                 plan = _plan(tables, layout, n, zero, offload, precision, micro)
                 assert optimizer[zf, i, k] == to_us(optimizer_time_s(arch, job, plan, spec))
-    bubbles = tables.bubble_us(layout, n, _micro_keys(layout, micros), 1.7)
-    assert bubbles.tolist() == [to_us(_stall(tables, _plan(tables, layout, n, 0, "none", "bf16", m), 1.7)) for m in micros]
+    bubbles = tables.bubble_us(layout, n, _micro_keys(layout, micros), 1.7, 0.3)
+    assert bubbles.tolist() == [to_us(_stall(tables, _plan(tables, layout, n, 0, "none", "bf16", m), 1.7, 0.3))
+                                for m in micros]
     assert layout.pp == 1 or bubbles.max() > 0
 
 
-def _stall(tables: Tables, plan, compute_s: float) -> float:
-    """models.parallel_time's pipeline stall of a plan: the slowest stage's bubble and what that
-    stage adds to the mean's (ParallelTime.pp_bubble_s + pp_imbalance_s)."""
+def _stall(tables: Tables, plan, compute_s: float, parallel_s: float) -> float:
+    """models.parallel_time's pipeline stall of a plan: the slowest stage's bubble (its compute and
+    the exposed model-parallel time its micro-batches wait on) and what that stage adds to the
+    mean's (ParallelTime.pp_bubble_s + pp_imbalance_s)."""
     imbalance = stage_imbalance(tables.arch, tables.job.seq_len, plan_split(tables.arch, plan),
                                 stage_recomputed(tables.arch, tables.job, plan))
-    return pp_bubble_s(plan, compute_s * imbalance) + pp_imbalance_s(imbalance, compute_s)
+    return pp_bubble_s(plan, stage_time_s(compute_s, imbalance, parallel_s)) + pp_imbalance_s(imbalance, compute_s)
 
 
 def _micro_keys(layout: Layout, micros: tuple[int, ...], precision: str = "bf16") -> tuple[MicroKey, ...]:
@@ -80,12 +82,12 @@ def test_stalls_hold_the_exposed_activation_offload_transfer(catalogue, layout: 
     arch, job, global_batch = catalogue.architecture("llama-3.1-8b"), Job(seq_len=16384, activation_offload=True), 64
     tables = Tables(arch, job, global_batch)
     micros = (1, 2)
-    stalls = tables.bubble_us(layout, n, _micro_keys(layout, micros), 0.05)
+    stalls = tables.bubble_us(layout, n, _micro_keys(layout, micros), 0.05, 0.01)
     for micro, stall in zip(micros, stalls.tolist()):
         plan = _plan(tables, layout, n, 0, "none", "bf16", micro)
         exposed = offload_exposed_s(offload_transfer_bytes(arch, job, plan), 0.05)
         assert exposed > 0
-        assert stall == to_us(_stall(tables, plan, 0.05) + exposed)
+        assert stall == to_us(_stall(tables, plan, 0.05, 0.01) + exposed)
 
 
 @pytest.mark.parametrize("seed", range(6))

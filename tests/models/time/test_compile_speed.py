@@ -37,7 +37,8 @@ def test_the_cost_follows_matmul_rate_over_hbm_bandwidth(catalogue) -> None:
     loss = {}
     for gpu in ("h100-sxm-80gb", "a100-sxm-80gb"):
         loss[gpu] = 1 - _tokens_per_gpu(catalogue, _job("none"), 64, gpu) / _tokens_per_gpu(catalogue, _job("model+loss"), 64, gpu)
-    assert 0.12 < loss["h100-sxm-80gb"] < 0.16 and 0.07 < loss["a100-sxm-80gb"] < 0.11
+    assert 0.12 < loss["h100-sxm-80gb"] < 0.16 and 0.07 < loss["a100-sxm-80gb"] < 0.12
+    assert loss["a100-sxm-80gb"] < loss["h100-sxm-80gb"]
 
 
 def test_only_unfused_eager_blocks_of_the_measured_stacks_pay(catalogue) -> None:

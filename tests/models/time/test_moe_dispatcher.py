@@ -124,16 +124,17 @@ def test_the_qwen3_ep16_h100_run_with_hybridep() -> None:
 
 def test_deepseek_v3_with_deepep_dispatch() -> None:
     """DeepSeek-V3 on 2,048 H800 (tests/models/time/test_moe_kernels.py's run: 1,543 tokens/s/GPU
-    reported, 868 predicted with the alltoall dispatcher): with DeepEP's dispatch (one IB copy per
-    node, NVLink forwarding) 1,047 (0.68x). Still short: the node-limited routing (at most 4 nodes a
-    token; 4.6 expected remote nodes of 7 without it) is not in the architecture catalogue, and
+    reported, 814 predicted with the alltoall dispatcher): with DeepEP's dispatch (one IB copy per
+    node, NVLink forwarding) 994 (0.64x; 1,047 while the bubble idled for the compute alone). Still
+    short: the node-limited routing (at most 4 nodes a token; 4.6 expected remote nodes of 7 without
+    it) is not in the architecture catalogue, and
     DualPipe hides the rest behind the other micro-batch's compute."""
     h800 = H100.model_copy(update={"name": "h800-sxm-80gb", "intra_node_bandwidth_gb_per_s": 200.0})
     plan = Plan(gpu=h800.name, num_gpus=2048, zero=1, micro_batch=1, precision="fp8", recompute="selective",
                 pp=16, ep=64, grad_accum=120)
     job = Job(seq_len=4096, stack="megatron", moe_dispatcher="deepep")
     rate = performance(CATALOGUE.architecture("deepseek-v3"), job, plan, h800, 8, 50.0).tokens_per_s / 2048
-    assert rate == pytest.approx(1047, rel=0.02)
+    assert rate == pytest.approx(994, rel=0.02)
     assert expected_copies(Dispatch("deepep", 256, 8), 1, 64, 8)[1] == pytest.approx(4.63, abs=0.01)
 
 
