@@ -5,7 +5,7 @@ Published runs, A100 80GB (312 dense TFLOPS), s = 2048, v = 51200, GPT layers (4
   175B (h 12288, a 96, L 96) TP 8 x PP 8 on 64 GPUs, global batch 64: 51.4% / 52.8%;
   530B (h 20480, a 128, L 105) TP 8 x PP 35 on 280 GPUs, global batch 280: 56.0% / 57.0%.
   The Ampere matmul efficiency is fitted to these two (models/time/calibration.py: the mean of the
-  0.6185 and 0.6982 they each leave once the bubble, the slowest stage's excess, the TP collectives
+  0.6215 and 0.7018 they each leave once the bubble, the slowest stage's excess, the TP collectives
   and p2p are taken out), so they agree within 7%, the half-spread of the two; the wider GEMMs of
   the 530B run closer to peak, which one efficiency per generation does not say. Everything else is
   a prediction.
