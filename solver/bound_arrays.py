@@ -261,7 +261,7 @@ def _traffic(tables: Tables, layout: Layout, n: int, recompute: RecomputeChoice,
 
 
 def _link_denominator(link_gb_per_s: float) -> float:
-    """models.parallel_time._seconds' divisor: seconds = bytes / this (the same product, in order)."""
+    """models.collectives.link_seconds' divisor: seconds = bytes / this (the same product, in order)."""
     return link_gb_per_s * COMMUNICATION_EFFICIENCY.value * BYTES_PER_GB
 
 
@@ -303,14 +303,14 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
 
 def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gpu, per_instance: int, intra: float,
                      net: float) -> np.ndarray:
-    """parallel_time._ep_seconds: all_to_all_seconds + _expert_gemm_seconds, per cell."""
+    """ep_time.ep_seconds: all_to_all_seconds + _expert_gemm_seconds, per cell."""
     d, f, shapes, kernel, dispatch = t.cells(tables)
     all_to_all: float | np.ndarray = 0.0
     if t.parallel["ep"]:
         ep, routed = d["ep"], f["routed_bytes"]
-        # parallel_time._ep_members_inside: EP peers tp x cp ranks apart inside the instance
+        # ep_time._ep_members_inside: EP peers tp x cp ranks apart inside the instance
         inside = np.maximum(1, np.minimum(ep, per_instance // (d["tp"] * d["cp"])))
-        # parallel_time.all_to_all_seconds: the NVLink share and the network share at once, the slower one
+        # ep_time.all_to_all_seconds: the NVLink share and the network share at once, the slower one
         if dispatch is not None and dispatch.deduplicates:
             # a node-deduplicating dispatcher's shares (models/time/moe_dispatch.py dispatch_shares):
             # the same Python floats per layout, then routed x share / link as _seconds does
@@ -323,7 +323,7 @@ def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gp
             nvlink = routed * (inside - 1) / ep / intra
             across = routed * (ep - inside) / ep / net
         all_to_all = np.where(ep > 1, np.where(inside == ep, nvlink, np.maximum(nvlink, across)), 0.0)
-    # parallel_time._expert_gemm_seconds: dense_s x (slowdown - 1) + the loop kernel's calls
+    # ep_time._expert_gemm_seconds: dense_s x (slowdown - 1) + the loop kernel's calls
     efficiency = compute_efficiency(gpu.architecture).value
     dense_rate = np.array([peak_tflops(gpu, rate_precision(cast(Precision, name))) * _TERA * efficiency for name in names],
                           dtype=np.float64).reshape(1, len(names), 1)

@@ -11,11 +11,18 @@ what makes per-layer ZeRO-3 gathers over thousands of ranks slow (models/time/pe
 
 from __future__ import annotations
 
-from vramplan.models.core.units import US_PER_S, ceil_div
+from vramplan.models.core.units import BYTES_PER_GB, US_PER_S, ceil_div
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY
 
 RING_BASE_US = 8.4  # tuning.cc baseLat[Ring][Simple]
 RING_NVLINK_STEP_US = 3.4  # hwLat[NVLINK][Ring][Simple]
 RING_NET_STEP_US = 9.6  # hwLat[NET][Ring][Simple]
+
+
+def link_seconds(num_bytes: float, link_gb_per_s: float) -> float:
+    """Bytes over a link at COMMUNICATION_EFFICIENCY of its rate (solver/bound_arrays.py divides by
+    the same product, in order)."""
+    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * BYTES_PER_GB)
 
 
 def ring_latency_s(ranks: int, nodes: int) -> float:

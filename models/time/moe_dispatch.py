@@ -1,11 +1,11 @@
 """What the EP dispatcher sends per routed token over NVLink and over the network (the job's
 `moe_dispatcher`, models/core/choices.py MoeDispatcher), as shares of the all-to-all dispatcher's
-routed bytes (models/time/parallel_time.py EpTraffic.routed_bytes: top-k copies of every token).
+routed bytes (models/time/ep_time.py EpTraffic.routed_bytes: top-k copies of every token).
 
 - alltoall (Megatron-LM core_v0.19.0 token_dispatcher.py MoEAlltoAllTokenDispatcher; torchtitan's
   "standard" expert-parallel all-to-all; every stack's default here): the tokens are permuted into
   one row per (token, chosen expert) and all-to-all'd, top-k copies per token, each to its
-  expert's rank: parallel_time.all_to_all_seconds' (inside - 1) / ep and (ep - inside) / ep shares.
+  expert's rank: ep_time.all_to_all_seconds' (inside - 1) / ep and (ep - inside) / ep shares.
 - deepep, hybridep (Megatron's flex dispatcher, --moe-token-dispatcher-type flex with
   --moe-flex-dispatcher-backend deepep | hybridep, token_dispatcher.py MoEFlexTokenDispatcher over
   the expert-TP x EP group, its routing map expanded to every TP rank of an expert's EP rank:
@@ -65,7 +65,7 @@ def miss_probability(experts: int, held: int, topk: int) -> float:
 
 def _node_ranks(ep: int, inside: int) -> list[int]:
     """EP ranks of each node the group spans, the source's node first: `inside` each, the last the
-    rest (parallel_time._ep_members_inside)."""
+    rest (ep_time._ep_members_inside)."""
     return [inside] * (ep // inside) + ([ep % inside] if ep % inside else [])
 
 

@@ -35,53 +35,25 @@ buffer per rank per pass (all-reduce two passes).
   TORCH_RING_CP_STACKS (torchtitan) torch's all-gather ring instead (models/time/ring_attention.py):
   the K/V repeated to the query heads, gathered per forward and backward, dK/dV rotated in fp32,
   hidden only behind each pass's first block eager and not at all in compiled blocks.
-- EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
-  all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
-  rank (with the job's moe_dispatcher deepep / hybridep, Megatron's flex dispatcher, a token
-  crosses the network once per remote node and NVLink once per rank: models/time/moe_dispatch.py);
-  not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
-  them; neither is a vramplan stack's default). The peers of an EP group inside the rank's
-  instance are reached over NVLink and the others over the network, at once: the slower share
-  sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
-  add to the expert GEMMs (models/time/moe_gemm.py): few tokens per expert (small ep) and narrow
-  expert slices (expert TP = tp) slow them, with or without EP.
+- EP: the all-to-alls and the expert GEMMs' shape and kernel, models/time/ep_time.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from vramplan.models.architecture.parallel import kv_heads_per_rank, plan_split
-from vramplan.models.catalogue.catalogue import load_stacks
-from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import OVERLAPPED_P2P_STACKS, SERIAL_TP_BACKWARD_STACKS
-from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
-from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_efficiency
+from vramplan.models.time.collectives import link_seconds
+from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
-from vramplan.models.time.fp8 import fp8_gemm_speedup
-from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
-from vramplan.models.time.moe_gemm import (
-    ExpertShape,
-    expert_invocations,
-    expert_shape,
-    expert_slowdown,
-    loop_overhead_s,
-    moe_layers,
-)
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
-from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
-
-if TYPE_CHECKING:
-    pass
-
-_TERA = 10**12
 
 
 @dataclass(frozen=True)
@@ -96,10 +68,6 @@ class ParallelTime:
     @property
     def total_s(self) -> float:
         return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s + self.pp_imbalance_s
-
-
-def _seconds(num_bytes: float, link_gb_per_s: float) -> float:
-    return num_bytes / (link_gb_per_s * COMMUNICATION_EFFICIENCY.value * BYTES_PER_GB)
 
 
 def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
@@ -165,9 +133,9 @@ def _tp_seconds(exposed_bytes: float, overlapped_bytes: float, forward_overlappe
                 backward_compute_s: float, forward_compute_s: float) -> float:
     """The exposed collectives in full; the overlapped ones beyond the backward compute, the
     forward-overlapped ones beyond the forward compute (each window the whole phase's compute)."""
-    return (_seconds(exposed_bytes, link_gb_per_s)
-            + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - backward_compute_s)
-            + max(0.0, _seconds(forward_overlapped_bytes, link_gb_per_s) - forward_compute_s))
+    return (link_seconds(exposed_bytes, link_gb_per_s)
+            + max(0.0, link_seconds(overlapped_bytes, link_gb_per_s) - backward_compute_s)
+            + max(0.0, link_seconds(forward_overlapped_bytes, link_gb_per_s) - forward_compute_s))
 
 
 def tp_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, compute_s: float = 0.0) -> float:
@@ -213,7 +181,7 @@ def _pp_traffic(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float]
 
 def _pp_seconds(blocking_bytes: float, overlapped_bytes: float, link_gb_per_s: float, compute_s: float) -> float:
     """The blocking transfers in full; the overlapped ones beyond the compute they run beside."""
-    return _seconds(blocking_bytes, link_gb_per_s) + max(0.0, _seconds(overlapped_bytes, link_gb_per_s) - compute_s)
+    return link_seconds(blocking_bytes, link_gb_per_s) + max(0.0, link_seconds(overlapped_bytes, link_gb_per_s) - compute_s)
 
 
 def pp_p2p_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, spans_instances: bool, network_gb_per_s: float,
@@ -246,7 +214,7 @@ def _cp_window(arch: Architecture, job: Job, plan: Plan) -> tuple[int, int]:
 
 def _cp_seconds(volume: float, link_gb_per_s: float, compute_s: float, attention_flops: int, forward_flops: int) -> float:
     attention_s = compute_s * attention_flops / forward_flops  # the ring hides behind these attention blocks (_cp_window)
-    return max(0.0, _seconds(volume, link_gb_per_s) - attention_s)
+    return max(0.0, link_seconds(volume, link_gb_per_s) - attention_s)
 
 
 def _forward_flops(arch: Architecture, job: Job) -> tuple[int, int]:
@@ -266,90 +234,6 @@ def cp_exposed_s(
         return 0.0
     link = _cp_link(plan.tp, plan.cp, gpu, gpus_per_instance, network_gb_per_s)
     return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_cp_window(arch, job, plan))
-
-
-@dataclass(frozen=True)
-class EpTraffic:
-    """What routing tokens to experts costs one GPU per step, GPU-independent: the all-to-all
-    bytes, and the expert GEMMs (their FLOPs, shape, number of expert calls and the stack's kernel)."""
-
-    routed_bytes: float  # dispatch + combine, forward + backward, before the share that leaves the rank
-    expert_flops: float  # expert GEMM FLOPs of the GPU's step (hardware, recompute included)
-    shape: ExpertShape | None  # None: a dense model
-    calls: float  # local expert calls per step, one sequence per micro-batch
-    kernel: MoeKernel
-    precision: Precision
-    dispatch: Dispatch | None = None  # the job's dispatcher, experts and top-k (None: alltoall)
-
-
-def moe_kernel(job: Job) -> MoeKernel:
-    """The MoE kernel the job's stack runs (catalogues/stacks.csv `moe_kernel`)."""
-    return load_stacks()[job.stack].moe_kernel
-
-
-def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
-    sequences = plan.micro_batch * plan.grad_accum  # a replica's, what the solver's replica plan keeps
-    layout = plan.layout
-    routed = 0.0
-    if plan.ep > 1:
-        e = activation_bytes(plan.precision)
-        per_layer: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
-        if plan.sequence_parallel and plan.tp > 1:
-            per_layer /= plan.tp
-        routed = 4 * per_layer * moe_layers(arch) / plan.pp * plan.grad_accum  # dispatch + combine, fwd + bwd
-    tokens_per_gpu = sequences * job.seq_len / (plan.tp * plan.pp * plan.cp)
-    flops = plan_flops_per_token(arch, job, plan).expert * tokens_per_gpu if arch.is_moe else 0.0
-    shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
-    dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
-    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision,
-                     dispatch)
-
-
-def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
-    """EP ranks of a group inside one instance: they are tp x cp ranks apart (Megatron's order)."""
-    return max(1, min(layout.ep, gpus_per_instance // (layout.tp * layout.cp)))
-
-
-def all_to_all_seconds(routed_bytes: float, layout: Layout, gpu: GpuSpec, gpus_per_instance: int,
-                        network_gb_per_s: float, dispatch: Dispatch | None = None) -> float:
-    """The NVLink share and the network share at once, the slower one: the alltoall dispatcher's
-    (inside - 1) / ep and (ep - inside) / ep of the routed bytes, a node-deduplicating one's
-    moe_dispatch.dispatch_shares."""
-    if layout.ep == 1:
-        return 0.0
-    inside = _ep_members_inside(layout, gpus_per_instance)
-    if dispatch is not None and dispatch.deduplicates:
-        nvlink_share, network_share = dispatch_shares(dispatch, layout.tp, layout.ep, inside)
-        nvlink = _seconds(routed_bytes * nvlink_share, gpu.intra_node_bandwidth_gb_per_s)
-        if inside == layout.ep:
-            return nvlink
-        return max(nvlink, _seconds(routed_bytes * network_share, network_gb_per_s))
-    nvlink = _seconds(routed_bytes * (inside - 1) / layout.ep, gpu.intra_node_bandwidth_gb_per_s)
-    if inside == layout.ep:
-        return nvlink
-    return max(nvlink, _seconds(routed_bytes * (layout.ep - inside) / layout.ep, network_gb_per_s))
-
-
-def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
-    """What the expert GEMMs take beyond the compute time's dense-shaped FLOPs (models/time/moe_gemm.py)."""
-    if ep.shape is None:
-        return 0.0
-    work = ep.expert_flops / fp8_gemm_speedup(gpu) if ep.precision == "fp8" else ep.expert_flops  # models/time/fp8.py
-    dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * compute_efficiency(gpu.architecture).value)
-    slowdown = expert_slowdown(ep.shape, peak_tflops(gpu, ep.precision), gpu.hbm_bandwidth_gb_per_s)
-    return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
-
-
-def _ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
-            + _expert_gemm_seconds(ep, gpu))
-
-
-def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    """The all-to-alls (not overlapped) and the expert GEMMs' shape and kernel; 0 for a dense model."""
-    if not arch.is_moe:
-        return 0.0
-    return _ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)
 
 
 def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
@@ -374,7 +258,7 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
                      compute_s) if layout.pp > 1 else 0.0
     cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
                      t.attention_flops, t.forward_flops) if layout.cp > 1 else 0.0
-    ep = _ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s) if t.ep.shape is not None else 0.0
+    ep = ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s) if t.ep.shape is not None else 0.0
     return tp + pp + cp + ep
 
 

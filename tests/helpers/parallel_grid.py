@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from vramplan.models.time.ep_time import ep_time_s
 from vramplan.models.time.parallel_time import (
     cp_exposed_s,
-    ep_time_s,
     parallel_seconds,
     parallel_traffic,
     pp_p2p_s,

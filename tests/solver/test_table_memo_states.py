@@ -49,10 +49,10 @@ def test_time_terms_read_no_optimizer(catalogue, model: str) -> None:
     (solver/tables.py time_memo): compute, data-parallel traffic and its phase times, TP/PP/CP/EP
     time, the bubble and the forward's share read no optimizer. Checked on the models/ functions
     for each optimizer, so a change that starts reading it fails here rather than in the answers."""
+    from vramplan.models.time.ep_time import ep_time_s
     from vramplan.models.time.flops import plan_flops_per_token
     from vramplan.models.time.parallel_time import (
         cp_exposed_s,
-        ep_time_s,
         parallel_traffic,
         pp_bubble_s,
         pp_p2p_s,

@@ -5,7 +5,7 @@ column `moe_dispatcher`, catalogues/stacks.csv `moe_dispatcher` and stack_capabi
   sends a token once per remote node holding any of its experts over the network and once per
   rank over NVLink, the expected counts under balanced routing against a brute-force enumeration
   of every expert choice;
-- parallel_time.all_to_all_seconds with it (the alltoall dispatcher's unchanged), and the
+- ep_time.all_to_all_seconds with it (the alltoall dispatcher's unchanged), and the
   published runs: Qwen3-30B-A3B on 16 H100 with HybridEP (Megatron-Bridge 3a9559f0) and
   DeepSeek-V3 on 2,048 H800 with DeepEP-style dispatch;
 - the solver's numpy mirror (solver/bound_arrays.py _ep_seconds_grid), cell for cell;
@@ -31,8 +31,8 @@ from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_st
 from vramplan.models.catalogue.stack_contract import job_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.time.ep_time import all_to_all_seconds, ep_traffic
 from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares, expected_copies, miss_probability
-from vramplan.models.time.parallel_time import all_to_all_seconds, ep_traffic
 from vramplan.models.time.performance import performance
 from vramplan.sheets.rows import INPUT_COLUMNS, parse_row
 from vramplan.solver.query_fields import query_from_fields

@@ -29,8 +29,8 @@ from vramplan.models.catalogue.stack import with_preset
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.time.calibration import LOOP_EXPERT_OVERHEAD_S
+from vramplan.models.time.ep_time import all_to_all_seconds, ep_time_s, ep_traffic, moe_kernel
 from vramplan.models.time.moe_gemm import expert_invocations, expert_shape, expert_slowdown, gemm_seconds
-from vramplan.models.time.parallel_time import all_to_all_seconds, ep_time_s, ep_traffic, moe_kernel
 from vramplan.models.time.performance import performance
 
 CAT = packaged_catalogue()

@@ -1,0 +1,124 @@
+"""The step time expert parallelism adds (models/time/parallel_time.py sums it with TP, PP and CP):
+
+- EP (Megatron MoE all-to-all dispatcher): per MoE layer and micro-batch, dispatch and combine
+  all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
+  rank (with the job's moe_dispatcher deepep / hybridep, Megatron's flex dispatcher, a token
+  crosses the network once per remote node and NVLink once per rank: models/time/moe_dispatch.py);
+  not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
+  them; neither is a vramplan stack's default). The peers of an EP group inside the rank's
+  instance are reached over NVLink and the others over the network, at once: the slower share
+  sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
+  add to the expert GEMMs (models/time/moe_gemm.py): few tokens per expert (small ep) and narrow
+  expert slices (expert TP = tp) slow them, with or without EP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.catalogue.stack import MoeKernel
+from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.layout import Layout
+from vramplan.models.core.setup import Job, Plan, Precision
+from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.time.collectives import link_seconds
+from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.fp8 import fp8_gemm_speedup
+from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
+from vramplan.models.time.moe_gemm import (
+    ExpertShape,
+    expert_invocations,
+    expert_shape,
+    expert_slowdown,
+    loop_overhead_s,
+    moe_layers,
+)
+from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
+
+_TERA = 10**12
+
+
+@dataclass(frozen=True)
+class EpTraffic:
+    """What routing tokens to experts costs one GPU per step, GPU-independent: the all-to-all
+    bytes, and the expert GEMMs (their FLOPs, shape, number of expert calls and the stack's kernel)."""
+
+    routed_bytes: float  # dispatch + combine, forward + backward, before the share that leaves the rank
+    expert_flops: float  # expert GEMM FLOPs of the GPU's step (hardware, recompute included)
+    shape: ExpertShape | None  # None: a dense model
+    calls: float  # local expert calls per step, one sequence per micro-batch
+    kernel: MoeKernel
+    precision: Precision
+    dispatch: Dispatch | None = None  # the job's dispatcher, experts and top-k (None: alltoall)
+
+
+def moe_kernel(job: Job) -> MoeKernel:
+    """The MoE kernel the job's stack runs (catalogues/stacks.csv `moe_kernel`)."""
+    return load_stacks()[job.stack].moe_kernel
+
+
+def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
+    sequences = plan.micro_batch * plan.grad_accum  # a replica's, what the solver's replica plan keeps
+    layout = plan.layout
+    routed = 0.0
+    if plan.ep > 1:
+        e = activation_bytes(plan.precision)
+        per_layer: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
+        if plan.sequence_parallel and plan.tp > 1:
+            per_layer /= plan.tp
+        routed = 4 * per_layer * moe_layers(arch) / plan.pp * plan.grad_accum  # dispatch + combine, fwd + bwd
+    tokens_per_gpu = sequences * job.seq_len / (plan.tp * plan.pp * plan.cp)
+    flops = plan_flops_per_token(arch, job, plan).expert * tokens_per_gpu if arch.is_moe else 0.0
+    shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
+    dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
+    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision,
+                     dispatch)
+
+
+def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
+    """EP ranks of a group inside one instance: they are tp x cp ranks apart (Megatron's order)."""
+    return max(1, min(layout.ep, gpus_per_instance // (layout.tp * layout.cp)))
+
+
+def all_to_all_seconds(routed_bytes: float, layout: Layout, gpu: GpuSpec, gpus_per_instance: int,
+                        network_gb_per_s: float, dispatch: Dispatch | None = None) -> float:
+    """The NVLink share and the network share at once, the slower one: the alltoall dispatcher's
+    (inside - 1) / ep and (ep - inside) / ep of the routed bytes, a node-deduplicating one's
+    moe_dispatch.dispatch_shares."""
+    if layout.ep == 1:
+        return 0.0
+    inside = _ep_members_inside(layout, gpus_per_instance)
+    if dispatch is not None and dispatch.deduplicates:
+        nvlink_share, network_share = dispatch_shares(dispatch, layout.tp, layout.ep, inside)
+        nvlink = link_seconds(routed_bytes * nvlink_share, gpu.intra_node_bandwidth_gb_per_s)
+        if inside == layout.ep:
+            return nvlink
+        return max(nvlink, link_seconds(routed_bytes * network_share, network_gb_per_s))
+    nvlink = link_seconds(routed_bytes * (inside - 1) / layout.ep, gpu.intra_node_bandwidth_gb_per_s)
+    if inside == layout.ep:
+        return nvlink
+    return max(nvlink, link_seconds(routed_bytes * (layout.ep - inside) / layout.ep, network_gb_per_s))
+
+
+def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
+    """What the expert GEMMs take beyond the compute time's dense-shaped FLOPs (models/time/moe_gemm.py)."""
+    if ep.shape is None:
+        return 0.0
+    work = ep.expert_flops / fp8_gemm_speedup(gpu) if ep.precision == "fp8" else ep.expert_flops  # models/time/fp8.py
+    dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * compute_efficiency(gpu.architecture).value)
+    slowdown = expert_slowdown(ep.shape, peak_tflops(gpu, ep.precision), gpu.hbm_bandwidth_gb_per_s)
+    return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
+
+
+def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+            + _expert_gemm_seconds(ep, gpu))
+
+
+def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    """The all-to-alls (not overlapped) and the expert GEMMs' shape and kernel; 0 for a dense model."""
+    if not arch.is_moe:
+        return 0.0
+    return ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)
