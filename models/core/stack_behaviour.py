@@ -250,6 +250,29 @@ SEPARATE_END_UNITS_STACKS = Behaviour(
     "models/memory/fsdp.py")
 
 
+# Stacks whose tensor parallelism under tensorwise Float8 all-gathers float8: torchtitan's apply_tp
+# swaps in torchao's Float8ColwiseParallel / Float8RowwiseParallel / PrepareFloat8ModuleInput
+# whenever float8 is on and the recipe is not rowwise (pytorch/torchtitan@9dec370
+# torchtitan/parallelisms/parallelize_llama.py L147-167 `if enable_float8`; @820504e
+# torchtitan/models/llama3/parallelize_llama.py L56-65 and @73a0e69 (v0.2.2)
+# torchtitan/models/llama3/infra/parallelize.py L77-86 `enable_float8_tensorwise_tp = enable_float8_linear
+# and not float8_is_rowwise`, recipe_name default None = tensorwise, the stacks' fp8_recipe torchao).
+# torchao/float8/float8_tensor_parallel.py (pytorch/ao@36027d8): PrepareFloat8ModuleInput casts the
+# attention / feed_forward input to float8 e4m3 before its Shard(1) -> Replicate() redistribute, and
+# Float8RowwiseParallel's NoopFwToFloat8BwDynamic casts wo / w2's output gradient to e5m2 before the
+# backward of their Partial -> Shard(1) redistribute, which is a Shard(1) -> Replicate() all-gather
+# (torch/distributed/tensor/_redistribute.py _redistribute_backward, torch 2.13: "for backward shard ->
+# partial, we just do shard -> replicate"); float8_ops.py allgather_fp8 gathers the 1-byte data. The
+# reduce-scatters (wo / w2's forward output, the attention / MLP input gradients) reduce bf16. Only
+# the dense blocks' plan: torchtitan's MoE models keep bf16 (deepseek_v3 raises NotImplementedError,
+# gpt_oss passes enable_float8_tensorwise_tp=False, llama4 / qwen3's MoE layers are not Float8
+# styles), so vramplan applies it to dense architectures. torchtitan removed it in 1786292 / 6348d93
+# (2026-04, config-based sharding): after the modelled versions.
+FLOAT8_TP_STACKS = Behaviour(
+    "tensorwise Float8 TP all-gathers float8 (forward inputs, backward output gradients)",
+    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/time/parallel_time.py")
+
+
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
     "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
@@ -269,6 +292,7 @@ BEHAVIOURS = {
     "FSDP1_STACKS": FSDP1_STACKS,
     "FP32_REDUCE_STACKS": FP32_REDUCE_STACKS,
     "SEPARATE_END_UNITS_STACKS": SEPARATE_END_UNITS_STACKS,
+    "FLOAT8_TP_STACKS": FLOAT8_TP_STACKS,
 }
 
 

@@ -21,6 +21,9 @@ buffer per rank per pass (all-reduce two passes).
   TP, Inductor's micro-pipeline pass over the compiled forward and backward graphs; both with
   sequence parallelism only) every TP collective runs beside the GEMMs: the forward's exposed only
   beyond the forward compute, the backward's and the recomputed forward's beyond the backward's.
+  On FLOAT8_TP_STACKS (torchtitan's tensorwise Float8 TP: torchao Float8ColwiseParallel /
+  Float8RowwiseParallel / PrepareFloat8ModuleInput) with fp8 and SP on a dense model the all-gathers
+  move float8 (1 byte; the reduce-scatters stay bf16): float8_tp.
 - PP (Narayanan et al. 2021, sec. 2.2): the 1F1B bubble is (pp - 1) / (vpp * m) of a step's
   stage time: the slowest stage's compute and the TP, p2p, CP and EP time exposed in its
   micro-batches (each of the pp - 1 idle slots waits for a whole micro-batch of a stage, its
@@ -46,8 +49,8 @@ from vramplan.models.architecture.parallel import kv_heads_per_rank, plan_split
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import OVERLAPPED_P2P_STACKS, SERIAL_TP_BACKWARD_STACKS
-from vramplan.models.memory.precision import activation_bytes
+from vramplan.models.core.stack_behaviour import FLOAT8_TP_STACKS, OVERLAPPED_P2P_STACKS, SERIAL_TP_BACKWARD_STACKS
+from vramplan.models.memory.precision import FP8_BYTES, activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
 from vramplan.models.time.collectives import link_seconds
 from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic
@@ -107,16 +110,41 @@ def overlaps_tp(job: Job, plan: Plan) -> bool:
     return job.tp_overlap and plan.tp > 1 and plan.sequence_parallel
 
 
+def float8_tp(arch: Architecture, job: Job, plan: Plan) -> bool:
+    """Whether the plan's TP all-gathers move float8 (FLOAT8_TP_STACKS: torchtitan's tensorwise
+    Float8 TP plan, torchao Float8ColwiseParallel / Float8RowwiseParallel / PrepareFloat8ModuleInput):
+    fp8 precision with sequence parallelism (without SP the collectives are all-reduces, which
+    reduce bf16) on a dense architecture (torchtitan's MoE models keep bf16 TP)."""
+    return (plan.precision == "fp8" and plan.tp > 1 and plan.sequence_parallel and job.stack in FLOAT8_TP_STACKS
+            and not arch.is_moe)
+
+
+def _tp_volume_share(arch: Architecture, job: Job, plan: Plan) -> float:
+    """The TP collectives' bytes over their 16-bit volume. With SP each of the layer's all-reduce
+    volumes is an all-gather and a reduce-scatter of one b x s/cp x h activation: forward, the
+    attention / MLP input's all-gather and wo / w2's output reduce-scatter; backward, the reverse
+    (the input gradient's reduce-scatter, the output gradient's all-gather). Under float8_tp both
+    all-gathers move the 1-byte float8 data (torchao float8_ops.py allgather_fp8: e4m3 inputs
+    forward, e5m2 output gradients backward), the reduce-scatters the bf16 sums: (1 + 2) / (2 + 2)."""
+    if not float8_tp(arch, job, plan):
+        return 1.0
+    e = activation_bytes(plan.precision)
+    return (FP8_BYTES + e) / (2 * e)
+
+
 def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float, float]:
     """(exposed, overlapped, forward-overlapped) bytes of the TP collectives: the forward's, and the
     backward's, which SERIAL_TP_BACKWARD_STACKS (torchtitan) run between the GEMMs and so expose too;
     under overlaps_tp the forward's hide behind the forward compute, and the backward's and the
-    recomputed forward's (which runs inside the backward) behind the backward compute."""
+    recomputed forward's (which runs inside the backward) behind the backward compute. Every
+    collective at the activations' 16-bit width, but the all-gathers of float8_tp at 1 byte (the
+    forward's, the recomputed forward's and the backward's alike: _tp_volume_share)."""
     if plan.tp == 1:
         return 0.0, 0.0, 0.0
     e = activation_bytes(plan.precision)
     activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
-    per_collective = 2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+    per_collective = (2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+                      * _tp_volume_share(arch, job, plan))  # float8 all-gathers on FLOAT8_TP_STACKS
     backward = 2 * per_collective
     if overlaps_tp(job, plan):  # the recomputed forward runs in the backward (torchtitan: its compiled graph)
         rerun_and_backward = 2 * recomputed_fraction(arch, job, plan) * per_collective + backward
