@@ -17,12 +17,13 @@ stage3_prefetch_bucket_size = 0.9*h*h):
 - ZeRO-1/2 with overlap_comm: "overlap_comm uses 4.5x the allgather_bucket_size and
   reduce_bucket_size values" (DeepSpeed config docs, quoted in the HF DeepSpeed guide), i.e.
   4.5 x (reduce + all-gather bucket) x 2 bytes.
-- ZeRO-3 under DeepSpeed (and any stack whose ZeRO-3 is not torch FSDP): the gathered working set.
-  While a module runs backward its full 16-bit parameters and its full gradients are materialised
-  (DeepSpeed `estimate_zero3_model_states_mem_needs` counts 4 bytes x largest layer), plus the
-  prefetch bucket and a double-buffered reduce bucket. The largest gathered module is the biggest of
-  a decoder layer, the embedding and lm_head; a 4-bit QLoRA base's layer is gathered as its
-  quantised storage, not 16-bit (gathered_module_bytes).
+- ZeRO-3 under DeepSpeed (and any stack whose ZeRO-3 is not torch FSDP): what DeepSpeed's parameter
+  coordinator holds gathered at its peak over one step, replayed module by module with DeepSpeed's
+  defaults (models/memory/zero3_live.py: each module fetches its own parameters, releases them
+  unless reused within stage3_max_reuse_distance, and prefetches while fewer than
+  stage3_max_live_parameters are gathered), the persistent parameters (norms, small LoRA matrices),
+  a full fine-tune's gradient of the largest module, and the IPG reduce bucket of reduce_bucket_size
+  elements, allocated whatever trains, with its reduce-scatter copy when it flushes mid-backward.
 - ZeRO-3 under torch FSDP (FSDP2_STACKS, FSDP1_STACKS): whole units, the root where it holds the
   embedding and lm_head, and no reduce bucket besides the units' reduce-scatter inputs
   (models/memory/fsdp.py working_set_bytes).
@@ -39,14 +40,14 @@ from vramplan.models.architecture.params import count_params, layer_groups, laye
 from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import BYTES_PER_MIB, ceil_div
+from vramplan.models.core.units import BYTES_PER_MIB
 from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
 from vramplan.models.memory.model_states import keeps_stage_gathered
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.memory.zero3_live import zero3_live
 
 OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
-PREFETCH_BUCKET_FRACTION = Fraction(9, 10)  # HF "auto": stage3_prefetch_bucket_size = 0.9 * h * h
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,11 @@ def bucket_elements(arch: Architecture, num_trainable: int) -> int:
 
 
 def largest_gathered_module_params(arch: Architecture) -> int:
+    """Parameters of the largest of a decoder layer (of any kind: the largest group, not the first
+    layer), the embedding and the lm_head: the most a whole-layer unit gathers."""
     counts = count_params(arch)
-    return max(counts.per_layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
+    layer = max(sum(m.num_params for m in g.modules) + layer_norm_params(arch, g) for g in layer_groups(arch))
+    return max(layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
 
 
 def gathered_module_bytes(arch: Architecture, job: Job, weight_bytes: int) -> int:
@@ -116,15 +120,10 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     elif plan.zero == 3 and multi_gpu and fsdp_version(job) is not None:
         # torch FSDP: whole units gathered, no reduce bucket beyond the units' reduce-scatter inputs
         live = Fraction(working_set_bytes(arch, job, plan, stage_gathered=keeps_stage_gathered(job, plan)))
-    elif plan.zero == 3 and multi_gpu:
-        module = ceil_div(largest_gathered_module_params(arch), plan.tp)  # gathered over DP, still TP-sharded
-        # Gradients exist only for trainable parameters: with LoRA the gathered module's
-        # gradient is the adapter's, which is small; count the full-module case for full FT.
-        module_grads = module if job.method == "full" else 0
-        prefetch = PREFETCH_BUCKET_FRACTION * arch.hidden_size * arch.hidden_size
-        gathered = ceil_div(gathered_module_bytes(arch, job, int(weight_bytes)), plan.tp)
-        live = gathered + module_grads * grad_bytes + prefetch * weight_bytes
-        buckets = 2 * bucket * grad_bytes
+    elif plan.zero == 3 and multi_gpu:  # DeepSpeed's coordinator and IPG bucket (models/memory/zero3_live.py)
+        held = zero3_live(arch, job, plan, int(weight_bytes), trainable)
+        live = Fraction(held.live_params_bytes)
+        buckets = Fraction(held.ipg_bucket_bytes)
     return Overhead(
         cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,
         cublas_workspace_bytes=reserve.cublas_workspace_mib * BYTES_PER_MIB,
