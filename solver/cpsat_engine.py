@@ -64,6 +64,7 @@ class _Search:
     # the rows before it solved.
     seen: dict[tuple, _Seen] = field(default_factory=dict)
     shape_branches: dict[tuple, list[Branch]] = field(default_factory=dict)  # per shape (branches)
+    dominance: dict[int, bool] = field(default_factory=dict)  # per cluster (dominated)
     bounds: UnitBounds = field(init=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +114,19 @@ class _Search:
         return [(space.host_budget_mib_per_gpu[o], step_cap_us(space, o))
                 for o in space.clusters_of_shape(mine.shape)
                 if o != c and (space.clusters[o].price_units, space.offering_rank[o]) < rank]
+
+    def dominated(self, c: int) -> bool:
+        """Whether every point of the cluster is a cheaper same-hardware cluster's (_exclusions):
+        one whose host budget is at least this one's and whose step cap is no tighter accepts
+        each point this cluster could hold (same GPUs, so the same GPU memory and step times),
+        so this cluster's models are empty on every branch and are neither built nor solved."""
+        known = self.dominance.get(c)
+        if known is None:
+            cap = step_cap_us(self.space, c)
+            host = self.space.host_budget_mib_per_gpu[c]
+            known = self.dominance[c] = any(other_host >= host and (other_cap is None or (cap is not None and cap <= other_cap))
+                                            for other_host, other_cap in self._exclusions(c))
+        return known
 
     def point(self, unit: tuple[int, Branch], i: int, cap: int | None) -> tuple[Inner, int] | None:
         """The i-th best point of a cluster's branch if its step is within cap. A solve is charged
@@ -244,7 +258,7 @@ class _Search:
         # the front, so clusters the search never reaches cost no branch list and no heap entries.
         heap = []
         for c in range(len(space.clusters)):
-            if not self.bounds.may_fit(c):
+            if not self.bounds.may_fit(c) or self.dominated(c):
                 continue
             bound = self.bounds.primary_bound(c, None, order, tier=0)
             if bound is not None and (caps[c] is None or self.bounds.compute_step_us(c) <= caps[c]):
@@ -346,7 +360,7 @@ def find_cpsat(space: SearchSpace, budget: Budget | None = None) -> Choice | Non
     by_room = sorted(range(len(space.clusters)),
                      key=lambda c: (-space.limit_mib[space.clusters[c].gpu_index], -space.clusters[c].num_gpus, c))
     for c in by_room:
-        if not search.bounds.may_fit(c):
+        if not search.bounds.may_fit(c) or search.dominated(c):
             continue
         cap = step_cap_us(space, c)
         for branch in search.branches(c):
