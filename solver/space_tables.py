@@ -38,13 +38,16 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
     tcs_index = [tcs.index((lay.tp, lay.cp, lay.sp)) for lay in space.layouts]
     count_layouts: dict[int, list[int]] = {}
     valid_batches: dict[tuple[int, int], list[int]] = {}
+    by_dp: dict[int, list[int]] = {}  # the micro-batches of a data-parallel degree (one list, shared)
     for n_i, n in enumerate(space.counts):
         count_layouts[n_i] = []
         for li, lay in enumerate(space.layouts):
             if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
                 continue
             dp = n // lay.model_parallel
-            batches = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
+            batches = by_dp.get(dp)
+            if batches is None:
+                batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             if batches:
                 count_layouts[n_i].append(li)
                 valid_batches[n_i, li] = batches
