@@ -333,8 +333,20 @@ class Tables:
         keys it then (the traffic's layout serves its degrees alone)."""
         base, resolved, what = self._called(("traffic-key", layout, recompute), lambda: self._traffic_key(layout, recompute))
         return self._get(("parallel-traffic", base, n, what, precision),
-                         lambda: parallel_traffic(self.arch, self.job, self._replica_plan(layout, n, resolved, precision)),
-                         memo=self.time_memo)
+                         lambda: self._recomputed_traffic(layout, n, resolved, precision), memo=self.time_memo)
+
+    def _recomputed_traffic(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
+        """parallel_traffic of one recompute, reading what neither the recompute nor the split
+        changes from the first traffic of the layout's degrees, count and precision
+        (parallel_traffic's same_layout)."""
+        memo, key = self.time_memo, ("layout-traffic", layout._replace(split=None), n, precision)
+        assert memo is not None  # __post_init__ sets it
+        plan = self._replica_plan(layout, n, recompute, precision)
+        reference = memo.get(key)
+        traffic = parallel_traffic(self.arch, self.job, plan, reference)  # type: ignore[arg-type]
+        if reference is None:
+            memo[key] = traffic
+        return traffic
 
     def _traffic_key(self, layout: Layout, recompute: RecomputeChoice) -> tuple[Layout, RecomputeChoice, object]:
         """(the layout without its split, the recompute resolved for the layout, what of the

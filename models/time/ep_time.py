@@ -24,7 +24,7 @@ from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.collectives import link_seconds
-from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.flops import FlopsPerToken, plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import (
@@ -59,7 +59,17 @@ def moe_kernel(job: Job) -> MoeKernel:
     return load_stacks()[job.stack].moe_kernel
 
 
-def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
+def expert_flops(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> float:
+    """Expert GEMM FLOPs of the GPU's step, recompute included (`flops`: the plan's
+    plan_flops_per_token, when the caller has it); 0 for a dense model."""
+    if not arch.is_moe:
+        return 0.0
+    tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
+    return (flops or plan_flops_per_token(arch, job, plan)).expert * tokens_per_gpu
+
+
+def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> EpTraffic:
+    """The all-to-all bytes and the expert GEMMs of the plan (`flops` as in expert_flops)."""
     sequences = plan.micro_batch * plan.grad_accum  # a replica's, what the solver's replica plan keeps
     layout = plan.layout
     routed = 0.0
@@ -69,12 +79,10 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan) -> EpTraffic:
         if plan.sequence_parallel and plan.tp > 1:
             per_layer /= plan.tp
         routed = 4 * per_layer * moe_layers(arch) / plan.pp * plan.grad_accum  # dispatch + combine, fwd + bwd
-    tokens_per_gpu = sequences * job.seq_len / (plan.tp * plan.pp * plan.cp)
-    flops = plan_flops_per_token(arch, job, plan).expert * tokens_per_gpu if arch.is_moe else 0.0
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
     dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
-    return EpTraffic(routed, flops, shape, expert_invocations(arch, layout, sequences), moe_kernel(job), plan.precision,
-                     dispatch)
+    return EpTraffic(routed, expert_flops(arch, job, plan, flops), shape, expert_invocations(arch, layout, sequences),
+                     moe_kernel(job), plan.precision, dispatch)
 
 
 def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:

@@ -43,7 +43,7 @@ buffer per rank per pass (all-reduce two passes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vramplan.models.architecture.parallel import kv_heads_per_rank, plan_split
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
@@ -53,7 +53,7 @@ from vramplan.models.core.stack_behaviour import FLOAT8_TP_STACKS, OVERLAPPED_P2
 from vramplan.models.memory.precision import FP8_BYTES, activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
 from vramplan.models.time.collectives import link_seconds
-from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic
+from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic, expert_flops
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
@@ -264,14 +264,27 @@ def cp_exposed_s(
     return _cp_seconds(_cp_bytes(arch, job, plan), link, compute_s, *_cp_window(arch, job, plan))
 
 
-def parallel_traffic(arch: Architecture, job: Job, plan: Plan) -> ParallelTraffic:
-    """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble)."""
+def parallel_traffic(arch: Architecture, job: Job, plan: Plan, same_layout: ParallelTraffic | None = None) -> ParallelTraffic:
+    """The GPU-independent half of the TP, PP p2p, CP and EP terms (not the bubble).
+
+    `same_layout`: the traffic of a plan that differs from this one in its recompute alone (the
+    solver tabulates every recompute of a layout): what the recompute changes is computed (the TP
+    bytes and the forward's share, which the recomputed forward grows; torch's ring re-gathered in
+    it; the expert FLOPs) and the rest read from it (the p2p, the CP window, the EP routing, expert
+    shape and calls), the same values (tests/solver/test_traffic_recompute.py)."""
     tp_exposed, tp_overlapped, tp_forward_overlapped = _tp_bytes(arch, job, plan)
-    share = plan_flops_per_token(arch, job, plan).forward_share if plan.tp > 1 else 0.0
-    attention, forward = _cp_window(arch, job, plan) if plan.cp > 1 else (0, 1)
-    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share,
-                           *_pp_traffic(arch, job, plan),
-                           _cp_bytes(arch, job, plan), attention, forward, ep_traffic(arch, job, plan))
+    flops = plan_flops_per_token(arch, job, plan)
+    share = flops.forward_share if plan.tp > 1 else 0.0
+    if same_layout is None:
+        attention, forward = _cp_window(arch, job, plan) if plan.cp > 1 else (0, 1)
+        pp = _pp_traffic(arch, job, plan)
+        ep = ep_traffic(arch, job, plan, flops)
+    else:
+        attention, forward = same_layout.attention_flops, same_layout.forward_flops
+        pp = same_layout.pp_bytes, same_layout.pp_overlapped_bytes
+        ep = replace(same_layout.ep, expert_flops=expert_flops(arch, job, plan, flops))
+    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share, *pp,
+                           _cp_bytes(arch, job, plan), attention, forward, ep)
 
 
 def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
