@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import sys
 
-YOUNG_OBJECTS = 50_000  # new container objects per young collection in a pacing worker (CPython: 700)
+from vramplan.solver.collector import YOUNG_OBJECTS  # new objects per young collection (CPython: 700), as a solve's
 
 
 class GcPacing:

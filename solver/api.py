@@ -10,6 +10,7 @@ from vramplan.models.catalogue.stack import restacked
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
+from vramplan.solver.collector import paced_collector
 from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
 from vramplan.solver.engine import (
     MAX_PARETO_POINTS,
@@ -146,9 +147,10 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     tables (a batch worker passes one); without one the solve makes its own, which its
     explanation's re-solves share. The answer is the same with or without it."""
     memo = TableMemo() if memo is None else memo
-    if len(query.stacks) > 1:
-        return _solve_stacks(catalogue, query, memo, explain_infeasible)
-    return _solve(catalogue, query, memo, explain_infeasible)
+    with paced_collector():  # the cyclic collector paced while the tables grow (solver/collector.py)
+        if len(query.stacks) > 1:
+            return _solve_stacks(catalogue, query, memo, explain_infeasible)
+        return _solve(catalogue, query, memo, explain_infeasible)
 
 
 def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool) -> SolveResult:

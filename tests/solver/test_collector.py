@@ -1,0 +1,57 @@
+"""solver/collector.py: a solve collects the young generation per YOUNG_OBJECTS new objects while it
+runs and gives the caller's thresholds back, whether it answers or raises."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.setup import Job
+from vramplan.solver import api
+from vramplan.solver.collector import YOUNG_OBJECTS, paced_collector
+from vramplan.solver.query import SolveQuery
+
+
+@pytest.fixture
+def default_thresholds():
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # CPython's defaults
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_a_solve_paces_the_collector_and_restores_it(catalogue, monkeypatch, default_thresholds) -> None:
+    seen = []
+    build = api.build_space
+
+    def recording(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(api, "build_space", recording)
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), global_batch=8, tokens=1e8, gpus=("h100-sxm-80gb",),
+                       max_gpus=8)
+    assert api.solve(catalogue, query).status == "optimal"
+    assert seen and all(t == (YOUNG_OBJECTS, 10, 10) for t in seen)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_thresholds_come_back_when_the_solve_raises(default_thresholds) -> None:
+    with pytest.raises(VramplanError), paced_collector():
+        assert gc.get_threshold() == (YOUNG_OBJECTS, 10, 10)
+        raise VramplanError("gpu", "x", "test")
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_callers_own_pacing_is_left_alone() -> None:
+    saved = gc.get_threshold()
+    try:
+        for thresholds in ((0, 10, 10), (100_000, 5, 5)):  # automatic collection off; a coarser pacing
+            gc.set_threshold(*thresholds)
+            with paced_collector():
+                assert gc.get_threshold() == thresholds
+            assert gc.get_threshold() == thresholds
+    finally:
+        gc.set_threshold(*saved)
