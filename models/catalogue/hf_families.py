@@ -59,7 +59,8 @@ FAMILIES: dict[str, Family] = {
     "llama": Family(defaults={**_LLAMA_DEFAULTS}),
     "mistral": Family(defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
     "mixtral": Family(keys=_MOE_KEYS, defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32,
-                                                "num_experts": 8, "experts_per_token": 2}),
+                                                "num_experts": 8, "experts_per_token": 2},
+                      parts={"moe_block_class": "transformers.models.mixtral.modeling_mixtral.MixtralSparseMoeBlock"}),
     # Qwen2Attention hard-codes bias=True on q/k/v (modeling_qwen2.py).
     "qwen2": Family(defaults={**_QWEN_DEFAULTS}, parts={"qkv_bias": True}),
     "qwen3": Family(defaults={**_QWEN_DEFAULTS}, parts={"qk_norm": "head"}),
@@ -67,7 +68,7 @@ FAMILIES: dict[str, Family] = {
         keys=_QWEN_MOE_KEYS,
         defaults={**_QWEN_DEFAULTS, "num_experts": 128, "experts_per_token": 8,
                   "moe_intermediate_size": 768, "moe_layer_interval": 1},
-        parts={"qk_norm": "head"},
+        parts={"qk_norm": "head", "moe_block_class": "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock"},
     ),
     # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
     # sliding window 4096 on every other layer, attention logits soft-capped at 50.

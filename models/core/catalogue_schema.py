@@ -239,6 +239,10 @@ class Architecture(_Row):
     shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
                                                    description="width of the always-on shared expert MLP; 0 = none")
     router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    moe_block_class: str | None = Field(
+        default=None, description="the Hugging Face class of a MoE layer's sparse block (transformers 5), recorded where a "
+                                  "stack reads it: DeepSpeed's ZeRO-3 fetches its default leaf classes whole "
+                                  "(models/memory/zero3_live.py); empty: not one of those")
     moe_all_experts: bool = Field(
         default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
     )

@@ -80,8 +80,11 @@ PREFETCH_BUCKET_ELEMENTS = 50_000_000  # stage3_prefetch_bucket_size default
 PERSISTENCE_THRESHOLD_ELEMENTS = 100_000  # stage3_param_persistence_threshold default
 MAX_LIVE_ELEMENTS = 1_000_000_000  # stage3_max_live_parameters default
 MAX_REUSE_DISTANCE_ELEMENTS = 1_000_000_000  # stage3_max_reuse_distance default
-# model_types whose sparse-MoE block is a default ZeRO-3 leaf from v0.18.0 (leaf_module_config.py)
-LEAF_MOE_BLOCK_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe"})
+# The sparse-MoE blocks that are ZeRO-3 leaves by default from v0.18.0 (runtime/zero/leaf_module_config.py
+# DEFAULT_LEAF_MODULE_CLASSES, 7d9a2f2bf), matched against Architecture.moe_block_class
+DEFAULT_LEAF_MODULE_CLASSES = frozenset({"transformers.models.mixtral.modeling_mixtral.MixtralSparseMoeBlock",
+                                         "transformers.models.qwen2_moe.modeling_qwen2_moe.Qwen2MoeSparseMoeBlock",
+                                         "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock"})
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def _layer(b: _Builder, arch: Architecture, job: Job, group: LayerGroup, tp: int
     adapted = set() if full else {m.name for m in adapted_modules(arch, job.lora_targets, group.modules)}
     b.persistent += layer_norm_params(arch, group)
     router, shared = module_name(arch, "router"), module_name(arch, "shared") + "."
-    leaf_block = group.moe and arch.model_type in LEAF_MOE_BLOCK_TYPES
+    leaf_block = group.moe and arch.moe_block_class in DEFAULT_LEAF_MODULE_CLASSES
     modules: list[Module | None] = []
     experts: list[int | None] = []  # the fused experts module (transformers 5: [E, ...] parameters)
     experts_at = -1  # its place in the forward
