@@ -264,13 +264,49 @@ SEPARATE_END_UNITS_STACKS = Behaviour(
 # (torch/distributed/tensor/_redistribute.py _redistribute_backward, torch 2.13: "for backward shard ->
 # partial, we just do shard -> replicate"); float8_ops.py allgather_fp8 gathers the 1-byte data. The
 # reduce-scatters (wo / w2's forward output, the attention / MLP input gradients) reduce bf16. Only
-# the dense blocks' plan: torchtitan's MoE models keep bf16 (deepseek_v3 raises NotImplementedError,
+# the dense blocks' plan: torchtitan's MoE models keep bf16 (deepseek_v3 raises on a float8 TP plan,
 # gpt_oss passes enable_float8_tensorwise_tp=False, llama4 / qwen3's MoE layers are not Float8
 # styles), so vramplan applies it to dense architectures. torchtitan removed it in 1786292 / 6348d93
 # (2026-04, config-based sharding): after the modelled versions.
 FLOAT8_TP_STACKS = Behaviour(
     "tensorwise Float8 TP all-gathers float8 (forward inputs, backward output gradients)",
     frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/time/parallel_time.py")
+
+
+# Stacks whose ZeRO-0 on several GPUs is torch DDP with gradient_as_bucket_view False (its default),
+# so the Reducer's flat buckets hold a second copy of every trainable gradient all run (torch 2.13
+# torch/nn/parallel/distributed.py L731-742, L828; reducer.cpp Reducer::initialize_buckets
+# `bucket.gradients = at::empty(...)`): hf's Trainer and unsloth through accelerate
+# (huggingface/accelerate@v1.14.0 utils/dataclasses.py L188 `gradient_as_bucket_view: bool = False`),
+# torchtitan's apply_ddp (pytorch/torchtitan@73a0e69 torchtitan/models/llama3/infra/parallelize.py
+# L363-373 `replicate(model, device_mesh=dp_mesh, bucket_cap_mb=100)`).
+DDP_BUCKET_COPY_STACKS = Behaviour(
+    "ZeRO-0 is torch DDP: its Reducer's buckets copy every trainable gradient",
+    frozenset({"hf", "unsloth", "torchtitan", "torchtitan-root-fsdp"}), "models/memory/dp_buffers.py")
+
+# Stacks whose data-parallel collectives run in place in contiguous gradient and parameter buffers
+# that are the model states themselves: Megatron's DDP and distributed optimizer
+# (NVIDIA/Megatron-LM@d98e8a6 megatron/core/distributed/param_and_grad_buffer.py start_grad_sync
+# L718-732: reduce-scatter into the shard view of bucket.grad_data, all-reduce of bucket.grad_data;
+# start_param_sync L508-525: all-gather into bucket.param_data). No bucket besides.
+IN_PLACE_DP_BUFFER_STACKS = Behaviour(
+    "data-parallel reduce and all-gather run in place in the contiguous gradient and parameter buffers",
+    frozenset({"megatron"}), "models/memory/dp_buffers.py")
+
+# Stacks whose runs on several GPUs always shard with FSDP, whatever ZeRO stage a plan names:
+# torchtune's distributed recipes (launch/torchtune.py: a ZeRO-0/1 plan "holds less than planned"),
+# litgpt (finetune/*.py: FSDP whenever devices > 1; catalogues/stack_capabilities.csv "0 only with one
+# device"). Their data-parallel buffers are FSDP's unsharded gradient and reduce-scatter input.
+ALWAYS_SHARDED_STACKS = Behaviour(
+    "several GPUs always run FSDP: a ZeRO-0 plan's buffers are FSDP's gradient and reduce-scatter input",
+    frozenset({"torchtune", "litgpt", "litgpt-fsdp1"}), "models/memory/dp_buffers.py")
+
+# Stacks whose data-parallel engine depends on the plan: hf (launch/hf.py _engine) runs ZeRO-0 as
+# torch DDP (DeepSpeed's with CP), ZeRO-1 as DeepSpeed, ZeRO-2 as FSDP2 or, with offload "optimizer"
+# or EP, DeepSpeed, and every stage as DeepSpeed with TP over several replicas (AutoTP).
+DP_ENGINE_BY_PLAN_STACKS = Behaviour(
+    "the data-parallel engine (DDP, FSDP2 or DeepSpeed) depends on the plan's stage, offload and layout",
+    frozenset({"hf"}), "models/memory/dp_buffers.py")
 
 
 BEHAVIOURS = {
@@ -293,6 +329,10 @@ BEHAVIOURS = {
     "FP32_REDUCE_STACKS": FP32_REDUCE_STACKS,
     "SEPARATE_END_UNITS_STACKS": SEPARATE_END_UNITS_STACKS,
     "FLOAT8_TP_STACKS": FLOAT8_TP_STACKS,
+    "DDP_BUCKET_COPY_STACKS": DDP_BUCKET_COPY_STACKS,
+    "IN_PLACE_DP_BUFFER_STACKS": IN_PLACE_DP_BUFFER_STACKS,
+    "ALWAYS_SHARDED_STACKS": ALWAYS_SHARDED_STACKS,
+    "DP_ENGINE_BY_PLAN_STACKS": DP_ENGINE_BY_PLAN_STACKS,
 }
 
 

@@ -10,13 +10,12 @@ Fixed runtime reserve (configurable, `RuntimeReserve` in models/core/setup.py):
 - NCCL: NCCL_BUFFSIZE is 4 MiB per channel and peer and protocol; a data-parallel job on 8 GPUs
   typically shows a few hundred MiB after init_process_group; default 512 MiB when num_gpus > 1.
 
-Communication buffers (DeepSpeed ZeRO as configured by the Hugging Face integration's "auto"
-values, transformers `integrations/deepspeed.py`: reduce_bucket_size = h*h,
-stage3_prefetch_bucket_size = 0.9*h*h):
-- ZeRO-0: one flat all-reduce bucket of gradients.
-- ZeRO-1/2 with overlap_comm: "overlap_comm uses 4.5x the allgather_bucket_size and
-  reduce_bucket_size values" (DeepSpeed config docs, quoted in the HF DeepSpeed guide), i.e.
-  4.5 x (reduce + all-gather bucket) x 2 bytes.
+Communication buffers:
+- ZeRO-0/1/2: what each stack's data-parallel engine allocates besides the model states while the
+  backward runs (models/memory/dp_buffers.py): torch DDP's bucket copy of the trainable gradients,
+  DeepSpeed ZeRO-1/2's two IPG buffers of reduce_bucket_size (5e8, DeepSpeed's default: no config
+  sets it) 16-bit elements, nothing for DeepSpeed's ZeRO-0 (it all-reduces after the backward) or
+  Megatron (in place in its grad buffer), FSDP's unit gradient and reduce-scatter input under ZeRO-2.
 - ZeRO-3 under DeepSpeed (and any stack whose ZeRO-3 is not torch FSDP): what DeepSpeed's parameter
   coordinator holds gathered at its peak over one step, replayed module by module with DeepSpeed's
   defaults (models/memory/zero3_live.py: each module fetches its own parameters, releases them
@@ -41,13 +40,12 @@ from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_MIB
+from vramplan.models.memory.dp_buffers import dp_buffer_bytes
 from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
 from vramplan.models.memory.model_states import keeps_stage_gathered
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
-from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
+from vramplan.models.memory.precision import weight_bytes_per_param
 from vramplan.models.memory.zero3_live import zero3_live
-
-OVERLAP_COMM_FACTOR = Fraction(9, 2)  # DeepSpeed docs: overlap_comm uses 4.5x the bucket sizes
 
 
 @dataclass(frozen=True)
@@ -73,11 +71,6 @@ class Overhead:
             + self.pp_p2p_bytes
             + self.cp_buffers_bytes
         )
-
-
-def bucket_elements(arch: Architecture, num_trainable: int) -> int:
-    """Elements per communication bucket: h*h (HF "auto"), never more than there are gradients."""
-    return min(arch.hidden_size * arch.hidden_size, num_trainable)
 
 
 def largest_gathered_module_params(arch: Architecture) -> int:
@@ -107,16 +100,12 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     reserve = job.reserve
     multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
     trainable = trainable_params(arch, job)
-    grad_bytes = gradient_bytes_per_param(plan.precision, job.accounting)
     weight_bytes = weight_bytes_per_param(plan.precision)
-    bucket = bucket_elements(arch, trainable)
 
     buckets = Fraction(0)
     live = Fraction(0)
-    if multi_gpu and plan.zero == 0:
-        buckets = bucket * grad_bytes
-    elif multi_gpu and plan.zero in (1, 2):
-        buckets = OVERLAP_COMM_FACTOR * 2 * bucket * grad_bytes
+    if multi_gpu and plan.zero in (0, 1, 2):  # each stack's DDP / DeepSpeed / FSDP buffers
+        buckets = Fraction(dp_buffer_bytes(arch, job, plan))
     elif plan.zero == 3 and multi_gpu and fsdp_version(job) is not None:
         # torch FSDP: whole units gathered, no reduce bucket beyond the units' reduce-scatter inputs
         live = Fraction(working_set_bytes(arch, job, plan, stage_gathered=keeps_stage_gathered(job, plan)))
