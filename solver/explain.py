@@ -16,7 +16,7 @@ from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason,
 from vramplan.solver.choice_keys import rank_columns
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
-from vramplan.solver.points import Choice, cluster_accepts, inner_metrics
+from vramplan.solver.points import Choice, step_cap_us, step_us
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
     conflicting_restrictions,
@@ -38,7 +38,14 @@ def closest_miss(space: SearchSpace, budget: Budget | None = None) -> tuple[Choi
     fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
     least memory first (fitting.memory_peaks): the first memory level with an accepted point
     is that shape's closest miss. Each shape is charged to `budget` (the solve's): once it runs
-    out the shapes not yet visited are skipped: the closest miss found so far."""
+    out the shapes not yet visited are skipped: the closest miss found so far.
+
+    A point needs only its step time (the grid gave its memory, and every point of shape_points
+    is valid: points.inner_metrics would not reject it), and a member cluster accepts it when the
+    step is within the cluster's cap (points.step_cap_us, taken once per cluster). A shape whose
+    least compute (SearchSpace.least_compute_us: the tier-0 bound, at most every point's step
+    time) is above every member's cap holds no accepted point and is not walked (the 405B row of
+    bench/solve_bench.py: every shape, 17,000 points a solve; docs/performance.md#explanations)."""
     best: tuple[tuple[int, int], Choice] | None = None
     for shape in sorted({c.shape for c in space.clusters}):
         if budget is not None:
@@ -47,17 +54,21 @@ def closest_miss(space: SearchSpace, budget: Budget | None = None) -> tuple[Choi
             except TimeLimitReached:
                 break
         members = space.clusters_of_shape(shape)
+        caps = [step_cap_us(space, c) for c in members]
+        least = space.least_compute_us.get((shape[0], shape[1]))
+        if least is not None and all(cap is not None and least > cap for cap in caps):
+            continue
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
             if best is not None and peak - limit > best[0][0]:
                 break
             for _, inner in level:
-                metrics = inner_metrics(space, shape, inner, memory=False)
-                if metrics is None or (best is not None and (peak - limit, metrics.step_us) >= best[0]):
+                step = step_us(space, space.on_use.step_tables(shape, [inner.layout]), shape, inner)
+                if best is not None and (peak - limit, step) >= best[0]:
                     continue
-                cluster = next((c for c in members if cluster_accepts(space, c, metrics, memory=False)), None)
-                if cluster is not None:
-                    best = ((peak - limit, metrics.step_us), Choice(cluster, *inner))
+                k = next((k for k, cap in enumerate(caps) if cap is None or step <= cap), None)
+                if k is not None:
+                    best = ((peak - limit, step), Choice(members[k], *inner))
             if best is not None and best[0][0] == peak - limit:
                 break  # a later level overshoots more
     return None if best is None else (best[1], best[0][0])

@@ -170,20 +170,19 @@ def _pinned_fields(query: SolveQuery) -> dict[str, tuple[str, object]]:
     return {pin_label(name, value): (name, value) for name, value in pins if value is not None}
 
 
-def _inner_allowed(relaxed: SearchSpace, inner: Inner, label: str, pinned: dict[str, tuple[str, object]]) -> bool:
-    """Whether the restriction `label` allows the inner decisions (only inner pins restrict them)."""
-    if label not in pinned:
-        return True
-    name, value = pinned[label]
-    return _inner_values(relaxed, inner)[name] == value
-
-
-def _inner_values(relaxed: SearchSpace, inner: Inner) -> dict:
+def _inner_values(relaxed: SearchSpace, inner: Inner, layout_fields: dict[int, dict] | None = None) -> dict:
+    """The pinnable fields' values of inner decisions; `layout_fields` keeps each layout's
+    plan fields for a caller that asks of many points."""
     zero, offload = relaxed.zero_offloads[inner.zero_offload]
-    layout = relaxed.layouts[inner.layout]
+    if layout_fields is None:
+        fields = relaxed.layouts[inner.layout].plan_fields()
+    elif inner.layout in layout_fields:
+        fields = layout_fields[inner.layout]
+    else:
+        fields = layout_fields[inner.layout] = relaxed.layouts[inner.layout].plan_fields()
     recompute = relaxed.recomputes[inner.recompute]  # a pinned mode means every layer: partial is another value
     return {"zero": zero, "offload": offload, "recompute": recompute.mode if recompute.layers is None else recompute,
-            "micro_batch": relaxed.micro_batches[inner.micro_batch], **layout.plan_fields()}
+            "micro_batch": relaxed.micro_batches[inner.micro_batch], **fields}
 
 
 def _cluster_checks(query: SolveQuery) -> dict[str, Callable[[Cluster], bool]]:
@@ -247,6 +246,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
     timed = any(x is not None for x in (step_bound_us, budget_units, duration_bound_us)) or query.min_mfu > 0
     limits = StepLimits(step_bound_us, budget_units, duration_bound_us, query.min_mfu)
     pinned = _pinned_fields(query)
+    clauses = _InnerClauses(model, relaxed, pinned, query, cluster_lits, assumption, limits)
     for shape, all_fitting in shape_table(relaxed, timed).items():
         budget.charge(STEP_WORK)  # building the model over many offerings takes seconds
         members = relaxed.clusters_of_shape(shape)
@@ -255,8 +255,7 @@ def _conflicting_restrictions(catalogue: Catalogue, query: SolveQuery, space: Se
         inner_lits = [model.new_bool_var(f"{prefix}[{i}]") for i in range(len(fitting))]
         model.add(sum(inner_lits) == sum(cluster_lits[c] for c in members))
         for (inner, metrics), lit in zip(fitting, inner_lits, strict=True):
-            _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner, metrics, lit,
-                               limits)
+            clauses.add(members, inner, metrics, lit)
     model.add_assumptions(list(assumption.values()))
     budget.charge(SOLVE_WORK)
     solver = cp_model.CpSolver()
@@ -299,10 +298,12 @@ def _undominated(relaxed: SearchSpace, pinned: list[str],
                  fitting: list[tuple[Inner, InnerMetrics]]) -> list[tuple[Inner, InnerMetrics]]:
     """_representatives' points: per pinned-field values, those not dominated in (step, host RAM)."""
 
+    layout_fields: dict[int, dict] = {}
+
     def signature(inner: Inner) -> tuple:
         if not pinned:  # one group: no restriction reads an inner value
             return ()
-        values = _inner_values(relaxed, inner)
+        values = _inner_values(relaxed, inner, layout_fields)
         return tuple(values[name] for name in pinned)
 
     kept: list[tuple[Inner, InnerMetrics]] = []
@@ -325,21 +326,57 @@ class StepLimits(NamedTuple):
     min_mfu: float
 
 
-def _add_inner_clauses(model, relaxed, pinned, query, members, cluster_lits, assumption, inner: Inner,
-                       metrics: InnerMetrics, lit, limits: StepLimits) -> None:
-    for label, a in assumption.items():
-        if not _inner_allowed(relaxed, inner, label, pinned):
-            model.add_bool_or([a.Not(), lit.Not()])
-    if limits.deadline_us is not None and metrics.step_us > limits.deadline_us:
-        model.add_bool_or([assumption[f"--deadline-hours {query.deadline_hours:g}"].Not(), lit.Not()])
-    if limits.duration_us is not None and metrics.step_us > limits.duration_us:
-        model.add_bool_or([assumption[f"--max-days {query.max_days:g}"].Not(), lit.Not()])
-    for c in members:
-        cluster = relaxed.clusters[c]
-        if metrics.host_mib_per_gpu > relaxed.host_budget_mib_per_gpu[c]:
-            model.add_bool_or([cluster_lits[c].Not(), lit.Not()])
-        if limits.budget_units is not None and metrics.step_us > limits.budget_units // max(1, cluster.price_units):
-            model.add_bool_or([assumption[f"--budget-usd {query.budget_usd:g}"].Not(), cluster_lits[c].Not(), lit.Not()])
-        mfu_cap = relaxed.mfu_bound_us(c, limits.min_mfu) if limits.min_mfu else None
-        if mfu_cap is not None and metrics.step_us > mfu_cap:
-            model.add_bool_or([assumption[f"--min-mfu {query.min_mfu:g}"].Not(), cluster_lits[c].Not(), lit.Not()])
+class _InnerClauses:
+    """The clauses of each inner literal: a pinned inner value the literal breaks excludes it with
+    that pin's assumption; a step above the deadline or --max-days with theirs; on each member
+    cluster, host RAM above its budget with the cluster's literal, a step above the budget's or the
+    MFU floor's cap with their assumption and the cluster's literal. The negated literals, each
+    cluster's caps and each layout's fields are taken once per model (they were taken per clause);
+    the clauses are the same, in the same order (tests/solver/test_explain_conflict_model.py)."""
+
+    def __init__(self, model: LeanCpModel, relaxed: SearchSpace, pinned: dict[str, tuple[str, object]],
+                 query: SolveQuery, cluster_lits: list, assumption: dict, limits: StepLimits) -> None:
+        self.model, self.relaxed, self.limits = model, relaxed, limits
+        self.negated = {label: a.Not() for label, a in assumption.items()}
+        # The inner pins in the assumptions' order (no other restriction excludes an inner point).
+        self.pins = [(self.negated[label], *pinned[label]) for label in assumption if label in pinned]
+        self.labels = (f"--deadline-hours {query.deadline_hours:g}" if query.deadline_hours is not None else "",
+                       f"--max-days {query.max_days:g}",
+                       f"--budget-usd {query.budget_usd:g}" if query.budget_usd is not None else "",
+                       f"--min-mfu {query.min_mfu:g}")
+        self.cluster_lits = cluster_lits
+        self.clusters: dict[int, tuple] = {}  # c -> (negated literal, host budget, budget cap, MFU cap)
+        self.layout_fields: dict[int, dict] = {}
+
+    def _cluster(self, c: int) -> tuple:
+        found = self.clusters.get(c)
+        if found is None:
+            relaxed, limits = self.relaxed, self.limits
+            price = relaxed.clusters[c].price_units
+            found = self.clusters[c] = (
+                self.cluster_lits[c].Not(), relaxed.host_budget_mib_per_gpu[c],
+                limits.budget_units // max(1, price) if limits.budget_units is not None else None,
+                relaxed.mfu_bound_us(c, limits.min_mfu) if limits.min_mfu else None)
+        return found
+
+    def add(self, members: list[int], inner: Inner, metrics: InnerMetrics, lit) -> None:
+        model, limits, step = self.model, self.limits, metrics.step_us
+        deadline, days, budget, mfu = self.labels
+        not_lit = lit.Not()
+        if self.pins:
+            values = _inner_values(self.relaxed, inner, self.layout_fields)
+            for not_pin, name, value in self.pins:
+                if values[name] != value:
+                    model.add_bool_or([not_pin, not_lit])
+        if limits.deadline_us is not None and step > limits.deadline_us:
+            model.add_bool_or([self.negated[deadline], not_lit])
+        if limits.duration_us is not None and step > limits.duration_us:
+            model.add_bool_or([self.negated[days], not_lit])
+        for c in members:
+            not_cluster, host_mib, budget_cap, mfu_cap = self._cluster(c)
+            if metrics.host_mib_per_gpu > host_mib:
+                model.add_bool_or([not_cluster, not_lit])
+            if budget_cap is not None and step > budget_cap:
+                model.add_bool_or([self.negated[budget], not_cluster, not_lit])
+            if mfu_cap is not None and step > mfu_cap:
+                model.add_bool_or([self.negated[mfu], not_cluster, not_lit])

@@ -1,0 +1,81 @@
+"""The closest miss (explain.closest_miss) reads each point's step time alone and takes each
+cluster's step cap once, and skips a shape whose least compute (the tier-0 bound) is above every
+member's cap: it must name the point that the walk over every point of every shape names (the
+engines' inner_metrics and cluster_accepts, memory ignored): the least overshoot, then the
+fastest, the first such in shape and point order."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from helpers.queries import random_query
+
+from vramplan.models.core.setup import Job
+from vramplan.solver.explain import closest_miss
+from vramplan.solver.fitting import shape_points
+from vramplan.solver.points import Choice, cluster_accepts, inner_metrics, step_cap_us
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.space_build import build_space
+from vramplan.solver.table_memo import TableMemo
+
+# Llama 3.1 405B pre-training on H100s (bench/solve_bench.py's infeasible row): --max-days 365
+# caps every count's step below its least compute, so no shape is walked.
+PRETRAIN_405B = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192, kernels="fused"), global_batch=2048,
+                           tokens=15.6e12, objective="time", max_gpus=4096, gpus=("h100-sxm-80gb",))
+
+
+def _every_point(space) -> tuple[Choice, int] | None:
+    """The oracle: every point of every shape, no level cut and no shape skipped."""
+    best = None
+    for shape in sorted({c.shape for c in space.clusters}):
+        limit = space.limit_mib[shape[0]]
+        for peak, inner in shape_points(space, shape):
+            metrics = inner_metrics(space, shape, inner, memory=False)
+            assert metrics is not None, "every point of shape_points is valid"
+            cluster = next((c for c in space.clusters_of_shape(shape)
+                            if cluster_accepts(space, c, metrics, memory=False)), None)
+            key = (peak - limit, metrics.step_us)
+            if cluster is not None and (best is None or key < best[0]):
+                best = (key, Choice(cluster, *inner))
+    return None if best is None else (best[1], best[0][0])
+
+
+def _skipped_shapes(space) -> set:
+    """Shapes whose least compute is above every member's step cap."""
+    skipped = set()
+    for shape in {c.shape for c in space.clusters}:
+        caps = [step_cap_us(space, c) for c in space.clusters_of_shape(shape)]
+        least = space.least_compute_us.get((shape[0], shape[1]))
+        if least is not None and None not in caps and least > max(caps):
+            skipped.add(shape)
+    return skipped
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+def test_closest_miss_is_the_least_overshoot_of_every_point(catalogue, seed: int) -> None:
+    query = random_query(random.Random(seed))
+    space = build_space(catalogue, query, memo=TableMemo())
+    assert closest_miss(space) == _every_point(space)
+
+
+@pytest.mark.parametrize("update", [
+    {"deadline_hours": 2.0},  # the deadline caps every cluster alike
+    {"budget_usd": 30.0},  # the budget caps each cluster by its price
+    {"max_days": 1.0},
+])
+def test_capped_shapes_are_skipped_and_the_miss_is_the_same(catalogue, update: dict) -> None:
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, max_gpus=64,
+                       gpus=("a100-sxm-40gb", "l4-24gb"), **update)
+    space = build_space(catalogue, query, memo=TableMemo())
+    assert _skipped_shapes(space)
+    assert closest_miss(space) == _every_point(space)
+
+
+def test_the_405b_row_walks_no_shape(catalogue) -> None:
+    space = build_space(catalogue, PRETRAIN_405B, memo=TableMemo())
+    walked = {c.shape for c in space.clusters} - _skipped_shapes(space)
+    # Only the 4,096-GPU shapes are walked, and they hold no data-parallel point at global batch 2048.
+    assert walked and all(space.counts[shape[1]] == 4096 and not any(shape_points(space, shape)) for shape in walked)
+    assert closest_miss(space) is None
+    assert _every_point(space) is None
