@@ -365,8 +365,10 @@ def find_cpsat(space: SearchSpace, budget: Budget | None = None) -> Choice | Non
         cap = step_cap_us(space, c)
         for branch in search.branches(c):
             search.budget.charge(STEP_WORK)
-            lower = search.bounds.step_bound_us(c, branch, LAST_TIER)
-            if lower is None or (cap is not None and lower > cap):
+            # The tiers in order, each at most the next: the first that leaves nothing (None, or
+            # above the cap) skips the unit as the last tier would, before the dearer tiers run.
+            if any(lower is None or (cap is not None and lower > cap)
+                   for lower in (search.bounds.step_bound_us(c, branch, tier) for tier in range(1, LAST_TIER + 1))):
                 continue
             found = search.point((c, branch), 0, None)
             if found is not None:
