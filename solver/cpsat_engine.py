@@ -37,6 +37,7 @@ from vramplan.solver.engine import (
     TimeLimitReached,
 )
 from vramplan.solver.points import Choice, Inner, evaluate, objective_key, stage_twin_key, step_cap_us
+from vramplan.solver.same_hardware import cheaper_twins, dominated
 from vramplan.solver.space import SearchSpace
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class _Search:
     def model(self, unit: tuple[int, Branch]) -> tuple[tuple, ClusterModel | None]:
         """(the model's key, the model), built on first use; its work is charged on this search's first use."""
         c, branch = unit
-        exclusions = self._exclusions(c)
+        exclusions = cheaper_twins(self.space, c)
         key: tuple = unit
         if self.shared_models:
             space = self.space
@@ -106,26 +107,12 @@ class _Search:
             self.stats.models_built += self.models[key] is not None
         return key, self.models[key]
 
-    def _exclusions(self, c: int) -> list[tuple[int, int | None]]:
-        """Same-hardware clusters listed before this one (cheaper, then by offering rank)."""
-        space = self.space
-        mine = space.clusters[c]
-        rank = (mine.price_units, space.offering_rank[c])
-        return [(space.host_budget_mib_per_gpu[o], step_cap_us(space, o))
-                for o in space.clusters_of_shape(mine.shape)
-                if o != c and (space.clusters[o].price_units, space.offering_rank[o]) < rank]
-
     def dominated(self, c: int) -> bool:
-        """Whether every point of the cluster is a cheaper same-hardware cluster's (_exclusions):
-        one whose host budget is at least this one's and whose step cap is no tighter accepts
-        each point this cluster could hold (same GPUs, so the same GPU memory and step times),
-        so this cluster's models are empty on every branch and are neither built nor solved."""
+        """same_hardware.dominated, once per cluster: its models are empty on every branch, so
+        they are neither built nor solved."""
         known = self.dominance.get(c)
         if known is None:
-            cap = step_cap_us(self.space, c)
-            host = self.space.host_budget_mib_per_gpu[c]
-            known = self.dominance[c] = any(other_host >= host and (other_cap is None or (cap is not None and cap <= other_cap))
-                                            for other_host, other_cap in self._exclusions(c))
+            known = self.dominance[c] = dominated(self.space, c)
         return known
 
     def point(self, unit: tuple[int, Branch], i: int, cap: int | None) -> tuple[Inner, int] | None:
