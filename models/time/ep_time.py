@@ -65,7 +65,8 @@ def expert_flops(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken 
     if not arch.is_moe:
         return 0.0
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
-    return (flops or plan_flops_per_token(arch, job, plan)).expert * tokens_per_gpu
+    per_token = plan_flops_per_token(arch, job, plan) if flops is None else flops
+    return per_token.expert * tokens_per_gpu
 
 
 def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> EpTraffic:
