@@ -106,7 +106,7 @@ def ends_apart(job: Job) -> bool:
     return job.stack in SEPARATE_END_UNITS_STACKS or (job.stack == "torchtune" and job.method == "full")
 
 
-def _layer_gathered_bytes(arch: Architecture, job: Job, weight_bytes: int) -> int:
+def layer_gathered_bytes(arch: Architecture, job: Job, weight_bytes: int) -> int:
     """The largest decoder layer as gathered: 16-bit, or a 4-bit base's quantised storage
     (models/architecture/quantization.py quantised_layer_bytes)."""
     sizes = []
@@ -132,7 +132,7 @@ def units(arch: Architecture, job: Job, plan: Plan) -> tuple[Unit | None, list[U
     counts = count_params(arch)
     layer_trainable = _largest_layer_params(arch) if full else ceil_div(trainable_params(arch, job), arch.num_layers)
     layer_trainable = ceil_div(layer_trainable, tp)
-    layer = Unit(ceil_div(_layer_gathered_bytes(arch, job, weight_bytes), tp), layer_trainable * weight_bytes,
+    layer = Unit(ceil_div(layer_gathered_bytes(arch, job, weight_bytes), tp), layer_trainable * weight_bytes,
                  layer_trainable * reduce)
     head = counts.lm_head or counts.embedding  # a tied lm_head's weight is the embedding
     layers = [layer] * min(3, arch.num_layers)

@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.params import count_params, layer_groups, layer_norm_params
-from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_MIB
@@ -71,29 +69,6 @@ class Overhead:
             + self.pp_p2p_bytes
             + self.cp_buffers_bytes
         )
-
-
-def largest_gathered_module_params(arch: Architecture) -> int:
-    """Parameters of the largest of a decoder layer (of any kind: the largest group, not the first
-    layer), the embedding and the lm_head: the most a whole-layer unit gathers."""
-    counts = count_params(arch)
-    layer = max(sum(m.num_params for m in g.modules) + layer_norm_params(arch, g) for g in layer_groups(arch))
-    return max(layer, arch.vocab_size * arch.hidden_size, counts.lm_head)
-
-
-def gathered_module_bytes(arch: Architecture, job: Job, weight_bytes: int) -> int:
-    """Bytes of the largest module ZeRO-3 / FSDP gathers, in the format its sharded parameters hold:
-    16-bit (weight_bytes a parameter), except a 4-bit QLoRA base's decoder layer, which is gathered
-    as its quantised storage (models/architecture/quantization.py quantised_layer_bytes: torchao's
-    NF4Tensor, a bitsandbytes Params4bit's packed data); the dequantised 16-bit copy of one matrix is
-    the activations' (dequantised_weight_bytes). The embedding and lm_head stay 16-bit."""
-    counts = count_params(arch)
-    embedding = max(arch.vocab_size * arch.hidden_size, counts.lm_head) * weight_bytes
-    layers = [quantised_layer_bytes(arch, job, weight_bytes, group.modules, layer_norm_params(arch, group))
-              for group in layer_groups(arch)]
-    if any(layer is None for layer in layers):
-        return largest_gathered_module_params(arch) * weight_bytes
-    return max(embedding, *(layer for layer in layers if layer is not None))
 
 
 def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
