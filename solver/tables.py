@@ -160,8 +160,8 @@ class Tables:
     def accumulation_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> int:
         """What a step of more than one micro-batch adds to rank `stage`'s model states, MiB
         (models.model_states unsharded_accumulation_bytes: a stack that keeps unsharded gradients
-        until the last micro-batch; 0 for every other)."""
-        if offload != "none" or zero != 3:  # unsharded_accumulation_bytes: ZeRO-3 without offload only
+        until the last micro-batch, under ZeRO-3 or DeepSpeed's ZeRO-1; 0 for every other)."""
+        if zero not in (1, 3):  # unsharded_accumulation_bytes: ZeRO-1 and ZeRO-3 only
             return 0
         plan = self._states_plan(layout, n, zero, offload, precision).model_copy(update={"grad_accum": 2})
         return bytes_to_mib_ceil(unsharded_accumulation_bytes(self.arch, self.job, plan, stage))

@@ -47,6 +47,23 @@ UNSHARDED_ACCUMULATION_STACKS = Behaviour(
     "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt", "litgpt-fsdp1"}),
     "models/memory/model_states.py")
 
+# Stacks whose ZeRO-1 reduces the gradients in backward hooks at the step's last micro-batch and
+# keeps only the rank's partition: DeepSpeed's stage_1_and_2 optimizer (the deepspeed stack; hf's
+# ZeRO-1, which launch/hf.py _engine always runs on DeepSpeed) with overlap_comm, which
+# launch/deepspeed.py writes. deepspeedai/DeepSpeed edaa72212 deepspeed/runtime/zero/stage_1_and_2.py:
+# L639-641 create the gradient hooks when overlap_comm or contiguous_gradients is set; process_gradients
+# (L1758-1765) reduces `if self.partition_gradients or self.overlap_comm`, through
+# reduce_ready_partitions_and_remove_grads (L1767-1769), which for stage 1 acts only
+# `if ... self.is_gradient_accumulation_boundary()`: each gradient is copied into the IPG bucket
+# and its own tensor freed, the partition's share kept in grads_in_partition (copy_grads_in_partition
+# L1665-1680), or, under cpu_offload, copied to the host (L1650-1663). Before the boundary stage 1 does
+# nothing in the hooks, so accumulating micro-batches hold every gradient whole. The ZeRO paper's
+# stage 1 (P_os, arXiv:1910.02054 Fig. 1) holds them whole always: the other stacks' (Megatron's
+# distributed optimizer keeps its whole contiguous grad buffer) and custom's.
+HOOK_REDUCED_ZERO1_STACKS = Behaviour(
+    "ZeRO-1 keeps only the gradient partition without accumulation (reduced in backward hooks)",
+    frozenset({"deepspeed", "hf"}), "models/memory/model_states.py")
+
 # Stacks whose FSDP1 units each flatten a decoder layer's frozen base weights with its LoRA
 # adapters into one FlatParameter (use_orig_params=True), so the whole unit gets a gradient, held
 # unsharded under no_sync while accumulating: lit-gpt 2023 to litgpt v0.5.7 (lit-gpt 8641822
@@ -313,6 +330,7 @@ BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
     "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
     "MIXED_FLAT_PARAM_STACKS": MIXED_FLAT_PARAM_STACKS,
+    "HOOK_REDUCED_ZERO1_STACKS": HOOK_REDUCED_ZERO1_STACKS,
     "FUSED_QKV_DROPOUT_STACKS": FUSED_QKV_DROPOUT_STACKS,
     "GATHERED_SP_INPUT_STACKS": GATHERED_SP_INPUT_STACKS,
     "LOSS_PARALLEL_STACKS": LOSS_PARALLEL_STACKS,

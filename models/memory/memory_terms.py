@@ -29,11 +29,13 @@ from vramplan.models.memory.parallel_activations import inflight_chunks
 def model_states_for(
     arch: Architecture, job: Job, precision: Precision, zero: ZeroStage, offload: Offload,
     tp: int, pp: int, ep: int, stage: int, zero_group: int, stage_layers: tuple[int, ...] | None = None,
+    grad_accum: int = 1,
 ) -> ModelStates:
     """Model states from the decisions they depend on (cp only through zero_group = dp * cp; the
-    pipeline's split, None = the default)."""
+    pipeline's split, None = the default; the accumulation, for stacks that keep unsharded gradients
+    while accumulating)."""
     plan = Plan(gpu="-", num_gpus=tp * pp * zero_group, tp=tp, pp=pp, ep=ep, zero=zero, offload=offload,
-                precision=precision, stage_layers=stage_layers)
+                precision=precision, stage_layers=stage_layers, grad_accum=grad_accum)
     return model_states(arch, job, plan, stage)
 
 
@@ -50,7 +52,7 @@ def activation_bytes_per_microbatch(
 def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> dict[str, int]:
     """Rank `stage`'s bytes by term (GPU and offering only set the capacity side, not these)."""
     states = model_states_for(arch, job, plan.precision, plan.zero, plan.offload, plan.tp, plan.pp, plan.ep, stage,
-                              plan.zero_group, plan.stage_layers)
+                              plan.zero_group, plan.stage_layers, plan.grad_accum)
     micro = activation_bytes_per_microbatch(arch, job, plan.precision, plan.tp, plan.cp, plan.sequence_parallel,
                                             plan.recompute, plan.micro_batch)
     chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)  # what the shared terms are kept for

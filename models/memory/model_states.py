@@ -26,7 +26,11 @@ from vramplan.models.architecture.quantization import (
 )
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import MIXED_FLAT_PARAM_STACKS, UNSHARDED_ACCUMULATION_STACKS
+from vramplan.models.core.stack_behaviour import (
+    HOOK_REDUCED_ZERO1_STACKS,
+    MIXED_FLAT_PARAM_STACKS,
+    UNSHARDED_ACCUMULATION_STACKS,
+)
 from vramplan.models.memory.parallel_states import (
     RankParams,
     layer_shard,
@@ -168,21 +172,19 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
 
     # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA: the rank's
     # TP/PP share of both, parallel_states.rank_trainable_params).
-    if job.method == "full":
-        groups = [(shard.dense, plan.zero_group), (shard.expert, plan.expert_dp)]
-        if plan.expert_dp == plan.zero_group:  # one flat buffer, as with no expert parallelism
-            groups = [(shard.total, plan.zero_group)]
-    else:
+    if job.method != "full":
         weights_full = (frozen_base_bytes(arch, job, plan.precision, shard, holds_lm_head=stage == plan.pp - 1)
                         + _bytes(trainable, w))
-        groups = [(trainable, plan.zero_group)]
         if plan.zero == 3:  # the bitsandbytes quant state stays whole on the GPU, outside the partition
             resident = resident_quant_state_bytes(arch, job, shard)
             weights_full -= resident
+    hooked = reduces_zero1_in_hooks(job, plan)
     weights, gradients, optimizer, host = resident, 0, 0, 0
-    for params, group in groups:
+    for params, group in state_groups(job, plan, shard, trainable):
         full = _bytes(params, w) if job.method == "full" else weights_full
         part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group)
+        if hooked:  # one micro-batch: the hooks keep only the partition's gradients (HOOK_REDUCED_ZERO1_STACKS)
+            part_g = _bytes(_shard(params, group), g)
         if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
             part_g = min(part_g, _bytes(largest_trainable_tensor_params(arch, job), g))
         if plan.offload == "optimizer+params":
@@ -191,15 +193,14 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         if plan.offload != "none":
             host += part_o + offload_host_buffers_bytes(_shard(params, group), w, plan.zero)
             part_o = 0
-            if plan.zero >= 2:
+            if plan.zero >= 2 or hooked:
                 part_g = 0  # the reduced gradient partition goes straight to host memory
         weights += part_w
         gradients += part_g
         optimizer += part_o
     if mixes_flat_params(job, plan):  # the Block's whole FlatParameter gets a gradient, sharded after each micro-batch
         gradients = mixed_unit_gradient_bytes(arch, job, plan.model_copy(update={"grad_accum": 1}), stage)
-    if plan.offload == "none":
-        gradients += unsharded_accumulation_bytes(arch, job, plan, stage)
+    gradients += unsharded_accumulation_bytes(arch, job, plan, stage)
     if keeps_stage_gathered(job, plan):
         # The stage's 16-bit parameters stay gathered and its gradients accumulate unsharded, in
         # FSDP2's fp32 reduce dtype (torchtitan mixed_precision_reduce = float32), all step.
@@ -216,12 +217,42 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
     return ModelStates(weights, gradients, optimizer, host, trainable, paged)
 
 
+def state_groups(job: Job, plan: Plan, shard: RankParams, trainable: int) -> list[tuple[int, int]]:
+    """(parameters, ZeRO group) of each flat buffer of the rank's trainable states: a full fine-tune's
+    dense parameters over the ZeRO group and its experts over the expert-DP group (one buffer when the
+    two are the same group, as without expert parallelism); a LoRA job's adapters over the ZeRO group."""
+    if job.method != "full":
+        return [(trainable, plan.zero_group)]
+    if plan.expert_dp == plan.zero_group:
+        return [(shard.total, plan.zero_group)]
+    return [(shard.dense, plan.zero_group), (shard.expert, plan.expert_dp)]
+
+
+def reduces_zero1_in_hooks(job: Job, plan: Plan) -> bool:
+    """Whether the plan's ZeRO-1 is DeepSpeed's, which reduces in backward hooks at the step's last
+    micro-batch and keeps the partition only (models/core/stack_behaviour.py HOOK_REDUCED_ZERO1_STACKS)."""
+    return plan.zero == 1 and job.stack in HOOK_REDUCED_ZERO1_STACKS
+
+
 def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
-    """What unsharded gradient accumulation adds on pipeline rank `stage` beyond the ZeRO-3 gradient
-    shard: the rank's trainable gradients at full size less their shard (0 when the stack
-    reduce-scatters every micro-batch, without accumulation, or on one ZeRO rank); under FSDP1's
-    mixed units (mixes_flat_params) the whole units' gradient less its shard."""
-    if plan.zero != 3 or plan.grad_accum <= 1 or plan.zero_group <= 1 or job.optimizer_in_backward:
+    """What unsharded gradient accumulation adds on pipeline rank `stage` beyond the gradient
+    model_states keeps for one micro-batch: under ZeRO-3, the rank's trainable gradients at full size
+    less their shard (0 when the stack reduce-scatters every micro-batch, without accumulation, or on
+    one ZeRO rank), under FSDP1's mixed units (mixes_flat_params) the whole units' gradient less its
+    shard; under DeepSpeed's ZeRO-1 (reduces_zero1_in_hooks), whose hooks reduce nothing before the
+    last micro-batch, every gradient whole less the partition it keeps (all of it with offload,
+    where the partition goes to the host)."""
+    if plan.grad_accum <= 1 or job.optimizer_in_backward:
+        return 0
+    if reduces_zero1_in_hooks(job, plan):
+        split = plan_split(arch, plan)
+        shard = rank_params(arch, plan.tp, split, plan.ep, stage)
+        trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
+        grad_bytes = recipe_state_bytes(job, plan.precision)[1]
+        kept = 0 if plan.offload != "none" else 1
+        return sum(_bytes(params, grad_bytes) - kept * _bytes(_shard(params, group), grad_bytes)
+                   for params, group in state_groups(job, plan, shard, trainable))
+    if plan.zero != 3 or plan.zero_group <= 1 or plan.offload != "none":
         return 0
     if mixes_flat_params(job, plan):  # FSDP1's no_sync: every unit's whole gradient until the last micro-batch
         whole = mixed_unit_gradient_bytes(arch, job, plan, stage)

@@ -49,7 +49,7 @@ GPT3_MEGATRON_COUNTS = packaged_catalogue().architecture("llama-2-7b").model_cop
 })
 # Activations follow the real GPT layer (4h GELU MLP, dropout 0.1, learned positions).
 GPT3 = packaged_catalogue().architecture("gpt3-175b").model_copy(update={"vocab_size": V})
-MEGATRON_JOB = Job(seq_len=S, kernels="fused", attention="eager", accounting="hf")
+MEGATRON_JOB = Job(seq_len=S, stack="megatron", kernels="fused", attention="eager", accounting="hf")
 
 
 def gpt3_plan(**update: object) -> Plan:
@@ -122,7 +122,7 @@ def test_fewer_micro_batches_than_stages_discount_like_megatron() -> None:
 
 
 LLAMA = packaged_catalogue().architecture("llama-3.1-8b")
-LLAMA_JOB = Job(seq_len=8192, kernels="fused", attention="flash", accounting="hf")
+LLAMA_JOB = Job(seq_len=8192, stack="megatron", kernels="fused", attention="flash", accounting="hf")
 
 
 def test_llama_8b_distributed_optimizer_d8() -> None:
