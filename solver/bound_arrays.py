@@ -38,7 +38,7 @@ from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
 from vramplan.models.time.parallel_time import ParallelTraffic
 from vramplan.models.time.pipeline_schedule import bubble_s
-from vramplan.models.time.rates import peak_tflops, rate_precision
+from vramplan.models.time.rates import hbm_stream_seconds, peak_tflops, rate_precision
 from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.space import SearchSpace
@@ -48,7 +48,7 @@ _TERA = 10**12
 # The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
 _FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "tp_forward_overlapped_bytes", "forward_share", "pp_bytes",
            "pp_overlapped_bytes", "cp_bytes", "attention_flops", "forward_flops")
-_EP_FIELDS = ("routed_bytes", "expert_flops", "calls")
+_EP_FIELDS = ("routed_bytes", "expert_flops", "calls", "permute_bytes")
 
 
 # A shape with at most this many (layout, precision, recompute) cells takes the scalar path
@@ -303,7 +303,7 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
 
 def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gpu, per_instance: int, intra: float,
                      net: float) -> np.ndarray:
-    """ep_time.ep_seconds: all_to_all_seconds + _expert_gemm_seconds, per cell."""
+    """ep_time.ep_seconds: all_to_all_seconds + _expert_gemm_seconds + the permutations' hbm_stream_seconds, per cell."""
     d, f, shapes, kernel, dispatch = t.cells(tables)
     all_to_all: float | np.ndarray = 0.0
     if t.parallel["ep"]:
@@ -333,7 +333,9 @@ def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gp
     work = f["expert_flops"] / speedup
     slowdown = np.array([[_slowdown(tables, shape, gpu, name) for shape, name in zip(row, names)] for row in shapes],
                         dtype=np.float64).reshape(len(shapes), len(names), 1)
-    return all_to_all + (work / dense_rate * (slowdown - 1) + loop_overhead_s(kernel, f["calls"]))
+    # + rates.hbm_stream_seconds of the dispatcher's permutation bytes, after the GEMMs' term (its order)
+    return (all_to_all + (work / dense_rate * (slowdown - 1) + loop_overhead_s(kernel, f["calls"]))
+            + hbm_stream_seconds(f["permute_bytes"], gpu))
 
 
 def _slowdown(tables: Tables, shape: ExpertShape, gpu, precision: str) -> float:

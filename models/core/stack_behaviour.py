@@ -326,6 +326,17 @@ DP_ENGINE_BY_PLAN_STACKS = Behaviour(
     frozenset({"hf"}), "models/memory/dp_buffers.py")
 
 
+# Stacks whose MoE token dispatcher reorders the routed copies in kernels of their own, each a
+# pass of hidden rows through HBM: Megatron-Core's alltoall dispatcher (NVIDIA/Megatron-LM@92c8482e
+# megatron/core/transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher: permute L638,
+# sort_chunks_by_idxs L733 / L768, unpermute L834) and its DeepEP path (_DeepepManager permute L1309,
+# unpermute L1321) with TE's fused permute kernels, and TEGroupedMLP's fp8 padding
+# (megatron/core/transformer/moe/experts.py L819-L978).
+TOKEN_PERMUTATION_STACKS = Behaviour(
+    "the MoE dispatcher's token permutations, chunk sort and fp8 padding stream the routed rows through HBM",
+    frozenset({"megatron"}), "models/time/moe_permute.py")
+
+
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
     "UNSHARDED_ACCUMULATION_STACKS": UNSHARDED_ACCUMULATION_STACKS,
@@ -351,6 +362,7 @@ BEHAVIOURS = {
     "IN_PLACE_DP_BUFFER_STACKS": IN_PLACE_DP_BUFFER_STACKS,
     "ALWAYS_SHARDED_STACKS": ALWAYS_SHARDED_STACKS,
     "DP_ENGINE_BY_PLAN_STACKS": DP_ENGINE_BY_PLAN_STACKS,
+    "TOKEN_PERMUTATION_STACKS": TOKEN_PERMUTATION_STACKS,
 }
 
 

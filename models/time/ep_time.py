@@ -9,7 +9,9 @@
   instance are reached over NVLink and the others over the network, at once: the slower share
   sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
   add to the expert GEMMs (models/time/moe_gemm.py): few tokens per expert (small ep) and narrow
-  expert slices (expert TP = tp) slow them, with or without EP.
+  expert slices (expert TP = tp) slow them, with or without EP. And the dispatcher's permutation
+  passes around the expert GEMMs (models/time/moe_permute.py: Megatron's alltoall and DeepEP paths),
+  memory-bound passes of the routed rows through HBM.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from vramplan.models.time.moe_gemm import (
     loop_overhead_s,
     moe_layers,
 )
-from vramplan.models.time.rates import gemm_element_bytes, peak_tflops, rate_precision
+from vramplan.models.time.moe_permute import permute_bytes
+from vramplan.models.time.rates import gemm_element_bytes, hbm_stream_seconds, peak_tflops, rate_precision
 
 _TERA = 10**12
 
@@ -52,6 +55,7 @@ class EpTraffic:
     kernel: MoeKernel
     precision: Precision
     dispatch: Dispatch | None = None  # the job's dispatcher, experts and top-k (None: alltoall)
+    permute_bytes: float = 0.0  # the dispatcher's permutation passes through HBM (moe_permute.py), recompute included
 
 
 def moe_kernel(job: Job) -> MoeKernel:
@@ -83,7 +87,7 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | 
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
     dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
     return EpTraffic(routed, expert_flops(arch, job, plan, flops), shape, expert_invocations(arch, layout, sequences),
-                     moe_kernel(job), plan.precision, dispatch)
+                     moe_kernel(job), plan.precision, dispatch, permute_bytes(arch, job, plan))
 
 
 def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
@@ -122,12 +126,14 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
 
 
 def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
+    """The all-to-alls, the expert GEMMs' shape and kernel, and the dispatcher's permutation passes."""
     return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
-            + _expert_gemm_seconds(ep, gpu))
+            + _expert_gemm_seconds(ep, gpu) + hbm_stream_seconds(ep.permute_bytes, gpu))
 
 
 def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    """The all-to-alls (not overlapped) and the expert GEMMs' shape and kernel; 0 for a dense model."""
+    """The all-to-alls (not overlapped), the expert GEMMs' shape and kernel and the dispatcher's
+    permutation passes; 0 for a dense model."""
     if not arch.is_moe:
         return 0.0
     return ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)

@@ -49,9 +49,9 @@ from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import Fp8Recipe
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
-from vramplan.models.time.calibration import FP8_CAST_HBM_EFFICIENCY, GEMM_PLATEAU, compute_efficiency
+from vramplan.models.time.calibration import GEMM_PLATEAU, compute_efficiency
+from vramplan.models.time.rates import hbm_stream_seconds
 
 
 @dataclass(frozen=True)
@@ -168,5 +168,5 @@ def fp8_cast_bytes(arch: Architecture, job: Job, plan: Plan, recipe: Fp8Recipe |
 
 
 def fp8_cast_seconds(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
-    """The casts of fp8_cast_bytes at FP8_CAST_HBM_EFFICIENCY of the GPU's HBM bandwidth."""
-    return fp8_cast_bytes(arch, job, plan) / (gpu.hbm_bandwidth_gb_per_s * BYTES_PER_GB * FP8_CAST_HBM_EFFICIENCY.value)
+    """The casts of fp8_cast_bytes at FP8_CAST_HBM_EFFICIENCY of the GPU's HBM bandwidth (rates.py)."""
+    return hbm_stream_seconds(fp8_cast_bytes(arch, job, plan), gpu)

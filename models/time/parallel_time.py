@@ -55,6 +55,7 @@ from vramplan.models.memory.recompute import recomputed_fraction, stage_recomput
 from vramplan.models.time.collectives import link_seconds
 from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic, expert_flops
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
+from vramplan.models.time.moe_permute import permute_bytes
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
 
@@ -270,8 +271,9 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan, same_layout: Para
     `same_layout`: the traffic of a plan that differs from this one in its recompute alone (the
     solver tabulates every recompute of a layout): what the recompute changes is computed (the TP
     bytes and the forward's share, which the recomputed forward grows; torch's ring re-gathered in
-    it; the expert FLOPs) and the rest read from it (the p2p, the CP window, the EP routing, expert
-    shape and calls), the same values (tests/solver/test_traffic_recompute.py)."""
+    it; the expert FLOPs and the dispatcher's permutation bytes, moe_permute.py) and the rest read
+    from it (the p2p, the CP window, the EP routing, expert shape and calls), the same values
+    (tests/solver/test_traffic_recompute.py)."""
     tp_exposed, tp_overlapped, tp_forward_overlapped = _tp_bytes(arch, job, plan)
     flops = plan_flops_per_token(arch, job, plan)
     share = flops.forward_share if plan.tp > 1 else 0.0
@@ -282,7 +284,8 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan, same_layout: Para
     else:
         attention, forward = same_layout.attention_flops, same_layout.forward_flops
         pp = same_layout.pp_bytes, same_layout.pp_overlapped_bytes
-        ep = replace(same_layout.ep, expert_flops=expert_flops(arch, job, plan, flops))
+        ep = replace(same_layout.ep, expert_flops=expert_flops(arch, job, plan, flops),
+                     permute_bytes=permute_bytes(arch, job, plan))
     return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share, *pp,
                            _cp_bytes(arch, job, plan), attention, forward, ep)
 

@@ -1,10 +1,20 @@
-"""The dense peak each precision's matmuls are timed against (performance.py, parallel_time.py)."""
+"""The dense peak each precision's matmuls are timed against (performance.py, parallel_time.py), and the
+rate memory-bound streaming kernels move bytes at (fp8.py's casts, moe_permute.py's token permutations)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Union, overload
 
 from vramplan.models.core.catalogue_schema import GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Precision
+from vramplan.models.core.units import BYTES_PER_GB
+from vramplan.models.time.calibration import FP8_CAST_HBM_EFFICIENCY
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Bytes = Union[float, "np.ndarray"]
 
 
 def peak_tflops(gpu: GpuSpec, precision: Precision) -> float:
@@ -31,3 +41,13 @@ def rate_precision(precision: Precision) -> Precision:
 def gemm_element_bytes(precision: Precision) -> int:
     """Bytes of one GEMM operand element: fp8 GEMMs read 1-byte inputs (Transformer Engine, torchao)."""
     return {"fp8": 1, "fp32": 4}.get(precision, 2)
+
+
+@overload
+def hbm_stream_seconds(num_bytes: float, gpu: GpuSpec) -> float: ...
+@overload
+def hbm_stream_seconds(num_bytes: np.ndarray, gpu: GpuSpec) -> np.ndarray: ...
+def hbm_stream_seconds(num_bytes: Bytes, gpu: GpuSpec) -> Bytes:
+    """Bytes a memory-bound streaming kernel (an fp8 cast, a token permutation) reads and writes, at
+    FP8_CAST_HBM_EFFICIENCY of the GPU's HBM bandwidth (an array: per cell)."""
+    return num_bytes / (gpu.hbm_bandwidth_gb_per_s * BYTES_PER_GB * FP8_CAST_HBM_EFFICIENCY.value)

@@ -139,26 +139,27 @@ def test_deepseek_v3_published_layout_rates_above_tp8_layouts() -> None:
     bubble idled for the stage's compute alone, not its exposed all-to-all), less than 0.82 of it for
     TP8 (812 before the megatron stack's cuDNN attention, models/time/attention_kernel.py; 854, 662 and
     658 before the fp8 recipe's casts, models/time/fp8.py, which weigh more on 256-wide slices; 847
-    before the slowest stage was modelled: 61 layers on 16 ranks put 4 on most of them)."""
+    before the slowest stage was modelled: 61 layers on 16 ranks put 4 on most of them). 783 with the
+    alltoall dispatcher's permutation passes (models/time/moe_permute.py; TP8 layouts 527 and 530)."""
     published = _dsv3("PP16 x EP64 (published)")[1].tokens_per_s / 2048
-    assert published == pytest.approx(814, rel=0.02)
+    assert published == pytest.approx(783, rel=0.02)
     for layout in ("TP8+SP x PP16 x EP8", "TP8+SP x PP8 x EP16"):
         assert _dsv3(layout)[1].tokens_per_s / 2048 < 0.82 * published
 
 
 def test_deepseek_v3_is_short_by_the_all_to_all_dualpipe_hides() -> None:
-    """1,543 reported; 814 predicted (0.53x): DualPipe overlaps the EP all-to-all with the other
+    """1,543 reported; 783 predicted (0.51x): DualPipe overlaps the EP all-to-all with the other
     micro-batch's compute, Megatron's default (the megatron stack) does not. Without the all-to-all
-    the prediction is 1.14x the report with the megatron stack's cuDNN attention (1.00x at the
-    calibrated FlashAttention-2 speed, models/time/attention_kernel.py): DeepSeek's own framework is
-    not Megatron and its attention kernel is not published (MTP and DualPipe's residual bubble are not
-    modelled either)."""
+    the prediction is 0.93x the report with the megatron stack's cuDNN attention and Megatron's
+    alltoall-dispatcher permutation passes (1.36 s of a 39 s step, models/time/moe_permute.py; 1.14x
+    before them): DeepSeek's own framework is not Megatron, its dispatch is DeepEP's and its
+    attention kernel is not published (MTP and DualPipe's residual bubble are not modelled either)."""
     plan, perf = _dsv3("PP16 x EP64 (published)")
     assert 0.5 < perf.tokens_per_s / 2048 / 1543 < 0.6
     traffic = ep_traffic(DSV3, _job("megatron", 4096), plan)
     a2a = all_to_all_seconds(traffic.routed_bytes, plan.layout, H800, 8, 50.0)
     hidden = perf.tokens_per_step / (perf.step_time_s - a2a) / 2048
-    assert 0.95 < hidden / 1543 < 1.2
+    assert 0.9 < hidden / 1543 < 1.2
 
 
 def test_ep_peers_inside_the_instance_talk_over_nvlink() -> None:
@@ -171,14 +172,15 @@ def test_ep_peers_inside_the_instance_talk_over_nvlink() -> None:
 
 
 def test_qwen3_30b_megatron_bridge_h100_without_ep_overlap() -> None:
-    """8,960 measured (FP8, EP16 over two nodes, no EP overlap): 7,910 predicted (0.88x; 7,457 before
-    the megatron stack's cuDNN attention, models/time/attention_kernel.py; 5,107 when the whole
+    """8,960 measured (FP8, EP16 over two nodes, no EP overlap): 7,305 predicted (0.82x; 7,910 before
+    the alltoall dispatcher's permutation passes, models/time/moe_permute.py; 7,457 before the
+    megatron stack's cuDNN attention, models/time/attention_kernel.py; 5,107 when the whole
     all-to-all went over the network; 7,689 before the fp8 recipe's casts, which weigh more on
     768-wide experts, models/time/fp8.py). vramplan reads Megatron's dense fp8 runs 0.73-0.85x
     (docs/fidelity.md `megatron-kernels`), so this is as close as its dense ones."""
     plan = Plan(gpu=H100.name, num_gpus=16, ep=16, zero=1, micro_batch=1, grad_accum=64, precision="fp8")
     perf = performance(QWEN3_30B, _job("megatron", 4096), plan, H100, 8, 50.0)
-    assert perf.tokens_per_s / 16 == pytest.approx(7910, rel=0.02)
+    assert perf.tokens_per_s / 16 == pytest.approx(7305, rel=0.02)
 
 
 def test_qwen3_30b_nemo_automodel_ep8() -> None:
