@@ -52,7 +52,7 @@ MEMORY_RANGES: dict[str, Range] = {
     "unsloth": Range(0.83, 1.06, 5, 1.00, "5 published unsloth runs (coverage 100% leave-one-out)"),
 }
 POOLED_MEMORY_RANGE = Range(0.87, 1.16, 64, 0.97, "64 published runs of all stacks (coverage 97% leave-one-out)")
-THROUGHPUT_RANGE = Range(0.88, 1.25, 45, 0.96, "45 published runs on calibrated GPUs (coverage 96% leave-one-out)")
+THROUGHPUT_RANGE = Range(0.88, 1.24, 44, 0.98, "44 published runs on calibrated GPUs (coverage 98% leave-one-out)")
 # --- end of generated data -----------------------------------------------------------------------
 
 

@@ -42,9 +42,8 @@ of models/time/fp8.py, Transformer Engine's casts included, and its cuDNN attent
 models/time/attention_kernel.py: the gap left is what the estimate leaves out for this stack,
 docs/fidelity.md `megatron-kernels`), so a Blackwell run is fitted to the same relative error as its
 Hopper pair: the efficiency at which vramplan predicts the B200 / GB200 run that fraction of its
-measurement, 0.442 (B200 8B), 0.419 (GB200 8B), 0.483 (B200 405B): mean 0.448 (the 405B pair
-gives 0.472 since Megatron's interleaved p2p runs beside the compute, OVERLAPPED_P2P_STACKS: mean
-0.444, within 0.005 of the value kept; not refitted yet)
+measurement, 0.442 (B200 8B), 0.419 (GB200 8B), 0.472 (B200 405B): mean 0.444 (0.448 while the
+405B pair gave 0.483, before Megatron's interleaved p2p ran beside the compute, OVERLAPPED_P2P_STACKS)
 (tests/models/time/test_generation_calibration.py reproduces the fit; 0.441 / 0.417 / 0.483, mean
 0.447, before the attention kernel, which both runs of a pair share; 0.431 / 0.402 / 0.486, mean
 0.44, under the former fitted fp8 speedup). Fitted to the fp8 runs alone
@@ -100,7 +99,7 @@ _TORCHAO_MI300X = (
 _CALIBRATED: dict[str, Efficiency] = {
     "ampere": Efficiency(0.662, True, _KORTHIKANTI),
     "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
-    "blackwell": Efficiency(0.448, True, _MEGATRON_BRIDGE),
+    "blackwell": Efficiency(0.444, True, _MEGATRON_BRIDGE),
     "cdna3": Efficiency(0.2685, True, _TORCHAO_MI300X),
 }
 

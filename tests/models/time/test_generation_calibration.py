@@ -71,7 +71,7 @@ def test_each_blackwell_pair_gives_its_fitted_efficiency(monkeypatch, model, hop
 def test_blackwell_is_the_mean_of_its_pairs() -> None:
     blackwell = compute_efficiency("blackwell")
     assert blackwell.calibrated and blackwell.borrowed_from is None
-    assert blackwell.value == pytest.approx(sum(p[-1] for p in PAIRS) / len(PAIRS), abs=0.005)
+    assert blackwell.value == pytest.approx(sum(p[-1] for p in PAIRS) / len(PAIRS), abs=0.0006)  # kept to 3 decimals
     assert "25.11" in blackwell.source and "Megatron-Bridge" in blackwell.source
 
 
