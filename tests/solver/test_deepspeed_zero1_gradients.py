@@ -9,7 +9,12 @@ reduce_ready_partitions_and_remove_grads, which for stage 1 acts only at the acc
 kept in grads_in_partition (L1665-1680), or sent to the host under cpu_offload (L1650-1663). The
 ZeRO paper's stage 1 (arXiv:1910.02054 Fig. 1, P_os: 2 + 2 + K/N bytes a parameter) holds the
 gradients whole, as Megatron's distributed optimizer does (its contiguous grad buffer), so the
-megatron and custom stacks keep that accounting."""
+megatron and custom stacks keep that accounting.
+
+Checked on the real implementation: tests/tools/deepspeed_zero1_probe.py runs DeepSpeed 0.19.8 on CPU
+(gloo, 2 ranks) with that config; at accumulation 1 no param.grad is left after the backward and the
+reduced partition holds P / 2 elements, at accumulation 3 every gradient is held whole after the first
+two micro-batches, and with offload "optimizer" none stays on the device at accumulation 1."""
 
 from __future__ import annotations
 
