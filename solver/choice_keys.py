@@ -24,6 +24,7 @@ class RankPlace(NamedTuple):
     first: bool
     last: bool
     held: tuple  # the kinds of layer it holds and how many (models.parallel.stage_layer_kinds)
+    micro_batches: int = 0  # a step's micro-batches where the pipeline keeps buffers per micro-batch, else 0
 
 
 class RecomputeChoice(NamedTuple):
@@ -88,9 +89,13 @@ def rank_column_count(arch: Architecture, pipelines: tuple[int | Split, ...]) ->
     return max(MIN_RANK_COLUMNS, *(len(rank_columns(arch, pipeline, 0)) for pipeline in pipelines))
 
 
-def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int) -> RankPlace:
+def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps_buffers: bool = False) -> RankPlace:
+    """models.activations.stage_activations' place arguments of pipeline rank `stage` at `accum`
+    micro-batches a step; the micro-batch count only where the job's pipeline keeps receive buffers
+    per micro-batch (models/memory/pipeline_buffers.py keeps_receive_buffers), so other stacks' ranks
+    share their places across accumulations."""
     return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
-                     stage_layer_kinds(arch, layout.pipeline, stage))
+                     stage_layer_kinds(arch, layout.pipeline, stage), accum if keeps_buffers and layout.pp > 1 else 0)
 
 
 def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 from vramplan.solver.choice_keys import compute_class, rank_columns, rank_place
 from vramplan.solver.step_time import windows_us
 from vramplan.solver.tables import Tables
@@ -99,9 +100,10 @@ def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int) -
     layout, n = space.layouts[li], space.counts[n_i]
     stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
     distinct = tuple(dict.fromkeys(stages))
+    keeps_buffers = keeps_receive_buffers(space.job)
     for b in space.valid_batches[n_i, li]:
         accum = space.tables.accumulation(layout, n, space.micro_batches[b])
-        ranks = {stage: rank_place(space.arch, layout, accum, stage) for stage in distinct}
+        ranks = {stage: rank_place(space.arch, layout, accum, stage, keeps_buffers) for stage in distinct}
         for j, stage in enumerate(stages):
             fills.rank_places[n_i, li, b, j] = ranks[stage]
 

@@ -336,6 +336,32 @@ TOKEN_PERMUTATION_STACKS = Behaviour(
     "the MoE dispatcher's token permutations, chunk sort and fp8 padding stream the routed rows through HBM",
     frozenset({"megatron"}), "models/time/moe_permute.py")
 
+# Stacks whose pipeline parallelism is torch.distributed.pipelining, whose stages allocate one
+# activation receive buffer and one gradient receive buffer per micro-batch of the step at setup
+# and hold them all step (torch/distributed/pipelining/stage.py _PipelineStageBase
+# _prepare_backward_infra: `for mb_index in range(num_microbatches): self.grad_recv_info[mb_index] =
+# self._create_grad_recv_info(...)`, _make_tensor_from_meta; PipelineStage / _PipelineStage
+# _prepare_forward_infra: `for chunk in range(num_microbatches): self.args_recv_info[chunk] =
+# self._create_act_recv_info()`; pytorch/pytorch#136380 "couldn't we keep a maximum of Y buffers";
+# the just-in-time allocation of #193872 / #196463 had not landed by 2026-09), and whose fwd_cache
+# keeps each micro-batch's stage output from its forward to its backward (forward_one_chunk
+# `self.fwd_cache[fwd_chunk_id] = (output_tuple, flat_input_args)`, popped in backward_one_chunk;
+# #194119: "A pipeline stage keeps every forward output alive"): torchtitan's PP
+# (torchtitan/distributed/pipeline_parallel.py builds PipelineStage per model chunk).
+TORCH_PIPELINING_STACKS = Behaviour(
+    "pipeline stages hold a receive buffer per micro-batch, for activations and gradients, all step",
+    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/memory/pipeline_buffers.py")
+
+# Stacks whose torch kept each stage input's gradient on its receive buffer's .grad until the next
+# step: stage_backward computed the input gradients into the leaf buffers' .grad and nothing freed
+# them before the next step's zero_grad, until pytorch/pytorch#164329 (2025-10-01, "Optimize memory
+# by early releasing stage inputs' gradients", measured on torchtitan 1F1B). torchtitan's own 2024-12
+# (9dec370) and 2025-06 (e7c0cae) benchmarks ran on torch nightlies before it: the
+# torchtitan-root-fsdp stack.
+RETAINED_INPUT_GRAD_STACKS = Behaviour(
+    "each pipeline stage input's gradient stays on its receive buffer until the next step",
+    frozenset({"torchtitan-root-fsdp"}), "models/memory/pipeline_buffers.py")
+
 
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
@@ -363,6 +389,8 @@ BEHAVIOURS = {
     "ALWAYS_SHARDED_STACKS": ALWAYS_SHARDED_STACKS,
     "DP_ENGINE_BY_PLAN_STACKS": DP_ENGINE_BY_PLAN_STACKS,
     "TOKEN_PERMUTATION_STACKS": TOKEN_PERMUTATION_STACKS,
+    "TORCH_PIPELINING_STACKS": TORCH_PIPELINING_STACKS,
+    "RETAINED_INPUT_GRAD_STACKS": RETAINED_INPUT_GRAD_STACKS,
 }
 
 

@@ -52,6 +52,7 @@ from vramplan.models.memory.activation_terms import (
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
 from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers, pipeline_buffer_units, retains_input_grads
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, effective_mode, layer_keep, rank_recomputed, recompute_block
 
@@ -66,11 +67,12 @@ class Activations:
     terms: tuple[Term, ...]  # one layer's no-recompute saved set, for explanations
     fragmentation_reserve_bytes: int = 0  # models/memory/fragmentation.py
     offloaded_bytes: int = 0  # saved activations in host memory (activation offloading)
+    pipeline_buffers_bytes: int = 0  # torch pipelining's receive buffers and kept outputs (pipeline_buffers.py)
 
     @property
     def total_bytes(self) -> int:
         return (self.embedding_bytes + self.layers_bytes + self.output_layer_bytes + self.backward_peak_extra_bytes
-                + self.fragmentation_reserve_bytes)
+                + self.fragmentation_reserve_bytes + self.pipeline_buffers_bytes)
 
 
 def _sum(terms: list[Term]) -> int:
@@ -174,6 +176,10 @@ class MicrobatchActivations:
     # The output layer's and the loss's saved tensors are freed before the layers' backward
     # (LOGITS_RELEASED_STACKS): a layer's backward peak does not stack on them.
     output_released: bool = False
+    # One micro-batch's stage-boundary hidden state, where the stack's pipeline keeps receive buffers
+    # per micro-batch (models/memory/pipeline_buffers.py; 0 elsewhere), and whether input gradients stay.
+    stage_unit_bytes: int = 0
+    input_grads_kept: bool = False
 
 
 def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
@@ -227,6 +233,8 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
         held_bytes=held_inputs_bytes(arch, job, x),  # litgpt QLoRA: one GPU, no TP/PP (stack capabilities)
         output_released=job.stack in LOGITS_RELEASED_STACKS,
+        stage_unit_bytes=layer_input if keeps_receive_buffers(job) else 0,
+        input_grads_kept=retains_input_grads(job),
     )
 
 
@@ -239,7 +247,7 @@ def _loss_peak(micro: MicrobatchActivations, first: bool, last: bool) -> int:
 
 def stage_activations(
     micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
-    held: tuple[tuple[tuple[bool, bool, bool], int], ...],
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0,
 ) -> Activations:
     """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
     in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
@@ -248,7 +256,9 @@ def stage_activations(
     model's layers of that kind keep. Kinds differ a lot: Llama 4 Maverick's MoE layers (HF runs
     every expert on every token) keep ~2x its average layer, so a rank of 3 of its 48 layers
     holding two of them keeps 20% more than the average share said. Activation offloading then
-    leaves the layer in use and the one being prefetched on the GPU."""
+    leaves the layer in use and the one being prefetched on the GPU. With `micro_batches` a step (0:
+    no pipeline) a stack whose pipeline keeps receive buffers per micro-batch holds them too
+    (models/memory/pipeline_buffers.py)."""
     layers_bytes = _rank_layers_bytes(micro, vpp, held)
     kept = ceil_div(chunks * layers_bytes.numerator, vpp * layers_bytes.denominator)
     offloaded = 0
@@ -269,6 +279,8 @@ def stage_activations(
         terms=micro.terms,
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,
+        pipeline_buffers_bytes=micro.stage_unit_bytes * pipeline_buffer_units(micro_batches, chunks, vpp, first, last,
+                                                                               micro.input_grads_kept),
     )
 
 
@@ -319,4 +331,5 @@ def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Act
 def rank_activations(arch: Architecture, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
     """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
     return stage_activations(micro, inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage), plan.vpp, stage == 0,
-                             stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage))
+                             stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage),
+                             plan.grad_accum if plan.pp > 1 else 0)

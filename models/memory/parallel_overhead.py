@@ -22,6 +22,7 @@ from vramplan.models.architecture.parallel import kv_heads_per_rank, sequence_pa
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import ceil_div
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 from vramplan.models.memory.precision import activation_bytes
 
 
@@ -33,7 +34,9 @@ def _hidden_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
 
 
 def pp_p2p_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
-    if plan.pp == 1:
+    """Megatron's p2p buffers; 0 where torch's pipelining keeps its receive buffers per micro-batch,
+    counted with the rank's activations (models/memory/pipeline_buffers.py)."""
+    if plan.pp == 1 or keeps_receive_buffers(job):
         return 0
     buffers = 4 if plan.vpp > 1 else 2
     return buffers * _hidden_bytes(arch, job, plan)

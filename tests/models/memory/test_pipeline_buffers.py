@@ -1,0 +1,82 @@
+"""torch's pipelining keeps a receive buffer per micro-batch (models/memory/pipeline_buffers.py).
+
+Read in torch/distributed/pipelining/stage.py (pytorch/pytorch main, 2026): _prepare_forward_infra
+makes `args_recv_info[chunk]` with a buffer from _make_tensor_from_meta for every chunk in
+range(num_microbatches), _prepare_backward_infra `grad_recv_info[mb_index]` likewise, both at
+setup and kept all step (pytorch/pytorch#136380; #193872 / #196463 would allocate them just in
+time, not landed by 2026-09), and forward_one_chunk keeps `fwd_cache[fwd_chunk_id] =
+(output_tuple, flat_input_args)` until backward_one_chunk pops it. Before pytorch/pytorch#164329
+(2025-10) each stage input's gradient stayed on its buffer's .grad until the next step."""
+
+from __future__ import annotations
+
+import pytest
+
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.catalogue.stack import with_preset
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activations import activations
+from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.memory.pipeline_buffers import pipeline_buffer_units
+from vramplan.solver.api import solve
+from vramplan.solver.query import Pins, SolveQuery
+
+
+def _job(stack: str, **fields) -> Job:
+    return Job(**with_preset({"stack": stack, "seq_len": 8192, **fields}, load_stacks()))
+
+
+@pytest.mark.parametrize(("first", "last", "input_grads", "units"), [
+    (False, False, False, 2 * 8),  # m activation + m gradient buffers; the w outputs replace the w inputs counted
+    (True, False, False, 8 + 3),  # no activation buffers; m gradient buffers and w outputs
+    (False, True, False, 8 - 3),  # m activation buffers less the w in flight; no gradient buffers, no output kept
+    (False, False, True, 3 * 8),  # + the m input gradients kept until the next step
+    (True, True, True, 0),  # one stage holds the whole model: nothing
+])
+def test_units_of_a_1f1b_rank(first, last, input_grads, units) -> None:
+    assert pipeline_buffer_units(8, 3, 1, first, last, input_grads) == units
+
+
+def test_interleaved_ranks_hold_a_set_per_stage_and_never_less() -> None:
+    """vpp stages on a rank: each stage but the pipeline's first receives, each but its last sends."""
+    assert pipeline_buffer_units(8, 5, 2, False, False, False) == 2 * 8 + 2 * 8  # (16 - 5) + 16 + 5
+    assert pipeline_buffer_units(8, 5, 2, True, False, False) == (8 - (5 - 3)) + 16 + 5
+    assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 2)
+    assert pipeline_buffer_units(0, 5, 2, False, False, True) == 0  # no pipeline
+
+
+def test_torchtitan_ranks_hold_them_and_megatrons_do_not(catalogue) -> None:
+    """Llama 3.1 70B, PP 4 at TP 1, 16 micro-batches of one 8k sequence: a unit is 8192 x 8192 x 2
+    bytes (128 MiB); a middle rank holds 2 x 16 of them, the first 16 + 4 (4 in flight), the last 16 - 1."""
+    arch = catalogue.architecture("llama-3.1-70b")
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=4, pp=4, zero=1, micro_batch=1, grad_accum=16, recompute="full")
+    unit = 8192 * 8192 * 2
+    titan = activations(arch, _job("torchtitan"), plan, stage=1)
+    assert titan.pipeline_buffers_bytes == 2 * 16 * unit
+    assert activations(arch, _job("torchtitan"), plan, stage=0).pipeline_buffers_bytes == (16 + 4) * unit
+    assert activations(arch, _job("torchtitan"), plan, stage=3).pipeline_buffers_bytes == (16 - 1) * unit
+    assert activations(arch, _job("torchtitan-root-fsdp"), plan, stage=1).pipeline_buffers_bytes == 3 * 16 * unit
+    assert activations(arch, _job("megatron"), plan, stage=1).pipeline_buffers_bytes == 0
+    longer = plan.model_copy(update={"grad_accum": 64})  # the term grows with the step's micro-batches
+    assert activations(arch, _job("torchtitan"), longer, stage=1).pipeline_buffers_bytes == 2 * 64 * unit
+
+
+def test_they_replace_megatrons_two_p2p_buffers(catalogue) -> None:
+    arch = catalogue.architecture("llama-3.1-8b")
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=4, pp=4, zero=1, micro_batch=1, grad_accum=8, recompute="full")
+    titan = memory_per_gpu(arch, _job("torchtitan"), plan, catalogue.gpu("h100-sxm-80gb"))
+    megatron = memory_per_gpu(arch, _job("megatron"), plan, catalogue.gpu("h100-sxm-80gb"))
+    assert titan.overhead.pp_p2p_bytes == 0 and megatron.overhead.pp_p2p_bytes == 2 * 8192 * 4096 * 2
+
+
+def test_both_engines_carry_the_micro_batch_count_and_agree(catalogue) -> None:
+    """Llama 3.1 8B over 8 A10G in 4 stages, 256 sequences a step: the buffers decide which
+    micro-batch and accumulation fit (without them in the search's tables its plans fail the exact
+    re-check, solver/verify.py); CP-SAT and brute force agree."""
+    query = SolveQuery(model="llama-3.1-8b", job=_job("torchtitan", seq_len=4096), gpus=("a10g-24gb",), max_gpus=8,
+                       global_batch=256, tokens=1e9, pins=Pins(pp=4), top_k=3, objective="cost")
+    cpsat = solve(catalogue, query)
+    brute = solve(catalogue, query.model_copy(update={"engine": "brute", "time_limit_s": 600}))
+    assert cpsat.status == brute.status == "optimal"
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    assert all(p.memory.activations_bytes > 0 for p in cpsat.plans)
