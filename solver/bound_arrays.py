@@ -16,9 +16,10 @@ loop kernels), CP, fp8, fp16, single- and multi-instance spaces with Tables.para
 otherwise. One scalar call cost ~10 us, half of it the expert GEMM slowdown (models/time/moe_gemm.py),
 which depends only on the layout's expert shape, the GPU and the precision: kept once per those.
 
-The traffic cells are kept per (layout, count, precisions, recomputes) in the Tables, their arrays
-per (count, layout set, precisions) and the terms per shape (SearchSpace.unit_shape: by value) in
-the family's UnitMemo, so every query of the family reads them whatever clusters it allows.
+The traffic cells are kept numbered per (count, precisions, recomputes) in the Tables (CountCells:
+each distinct Tables.parallel_traffic memo entry one row, a layout's cells row numbers), their
+arrays per (count, layout set, precisions) and the terms per shape (SearchSpace.unit_shape: by
+value) in the family's UnitMemo, so every query of the family reads them whatever clusters it allows.
 """
 
 from __future__ import annotations
@@ -75,10 +76,19 @@ class CountTraffic:
     names: tuple[str, ...]
     recomputes: tuple[RecomputeChoice, ...]
     _grid: tuple | None = None  # (degrees, grid, shapes, kernel, dispatch), gathered by cells()
+    slowdowns: dict[str, np.ndarray] = field(default_factory=dict)  # by GPU name: _ep_seconds_grid's expert slowdowns
+    _branch_layouts: dict[Branch, tuple[Layout, ...]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
         return len(self.layouts) * len(self.names) * len(self.recomputes)
+
+    def branch_layouts(self, branch: Branch) -> tuple[Layout, ...]:
+        """A branch's layouts, in its rows' order (kept: a memo key of the data-parallel rows, Tables.comm_rows_s)."""
+        layouts = self._branch_layouts.get(branch)
+        if layouts is None:
+            layouts = self._branch_layouts[branch] = tuple(self.layouts[i] for i in self.rows[branch].tolist())
+        return layouts
 
     def cells(self, tables: Tables) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list, MoeKernel,
                                              Dispatch | None]:
@@ -86,17 +96,19 @@ class CountTraffic:
         as (L, P, R) float64; the expert shape per layout and precision; the MoE kernel; the EP
         dispatcher with the model's experts and top-k, EpTraffic.dispatch: the job's, every layout's)."""
         if self._grid is None:
-            cells = [_layout_cells(tables, layout, self.count, self.names, self.recomputes) for layout in self.layouts]
+            cells = count_cells(tables, self.count, self.names, self.recomputes)
+            layout_cells = [cells.of_layout(tables, layout) for layout in self.layouts]
             size = (len(self.layouts), len(self.names), len(self.recomputes), len(_FIELDS) + len(_EP_FIELDS))
-            grid = np.array([values for layout_cells, _ in cells for values in layout_cells], dtype=np.float64).reshape(size)
+            rows = np.array([rows for rows, _ in layout_cells], dtype=np.intp).reshape(size[:3])
+            grid = cells.array()[rows]  # (L, P, R, fields): each cell's values, read by its row
             columns = np.array([(*layout[:5], accum) for layout, accum in zip(self.layouts, self.accums)],
                                dtype=np.int64).reshape(len(self.layouts), 6)
             degrees = {name: columns[:, i].reshape(len(self.layouts), 1, 1)
                        for i, name in enumerate(("tp", "pp", "cp", "ep", "vpp", "accum"))}
             self._grid = (degrees, {name: grid[..., i] for i, name in enumerate(_FIELDS + _EP_FIELDS)},
-                          [layout_shapes for _, (layout_shapes, _, _) in cells],
-                          cells[0][1][1] if cells and self.names else "grouped",
-                          cells[0][1][2] if cells and self.names else None)
+                          [layout_shapes for _, (layout_shapes, _, _) in layout_cells],
+                          layout_cells[0][1][1] if layout_cells and self.names else "grouped",
+                          layout_cells[0][1][2] if layout_cells and self.names else None)
         return self._grid
 
 
@@ -122,16 +134,25 @@ class ShapeTerms:
         """(bound, Layout, precision, recompute) of a branch, least first, ties in (layout, precision,
         recompute) order (the space's layout order): grid is the branch's (Lb, P, R) terms, by
         default its tier-1 ones."""
+        return self.cell_terms(self.sorted_cells(branch, grid))
+
+    def sorted_cells(self, branch: Branch, grid: np.ndarray | None = None) -> list[tuple[int, int]]:
+        """sorted_terms as (bound, cell): a cell is the term's flat index in the count's (layout,
+        precision, recompute) grid (bound_us'), which ascends with (layout, precision, recompute)
+        as a branch's rows do, so it breaks ties alike."""
         rows = self.traffic.rows.get(branch)
         if rows is None or not self.bound_us.size:
             return []
         grid = self.bound_us[rows] if grid is None else grid
-        num_p, num_r = grid.shape[1], grid.shape[2]
-        # (bound, flat index) pairs: the flat (C) order is (row, precision, recompute), which
-        # breaks ties (a branch's terms are a few hundred at most: Python's sort beats numpy's calls)
-        order = sorted(zip(grid.ravel().tolist(), range(grid.size)))
-        layouts, ps, row_of = self.traffic.layouts, self.precisions, rows.tolist()
-        return [(bound, layouts[row_of[i // (num_p * num_r)]], ps[i // num_r % num_p], i % num_r) for bound, i in order]
+        width = grid.shape[1] * grid.shape[2]
+        # (a branch's terms are a few hundred at most: Python's sort beats numpy's calls)
+        return sorted(zip(grid.ravel().tolist(), [row * width + k for row in rows.tolist() for k in range(width)]))
+
+    def cell_terms(self, cells: list[tuple[int, int]]) -> list[tuple[int, Layout, int, int]]:
+        """(bound, cell) pairs as (bound, Layout, precision, recompute)."""
+        num_p, num_r = self.bound_us.shape[1], self.bound_us.shape[2]
+        layouts, ps = self.traffic.layouts, self.precisions
+        return [(bound, layouts[cell // (num_p * num_r)], ps[cell // num_r % num_p], cell % num_r) for bound, cell in cells]
 
 
 def shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
@@ -149,19 +170,23 @@ def _shape_terms(space: SearchSpace, shape: Shape) -> ShapeTerms:
     gpu, ps = space.gpus[g], space.gpu_precisions[g]
     traffic = count_traffic(space, shape)
     recomputes = range(len(space.recomputes))
-    # Each layout's compute (its chunking's: a partial full recompute counts its layers per model chunk).
-    compute = [[[space.chunk_compute_s[g, n, r, p, space.layout_chunk[li]] for r in recomputes] for p in ps]
-               for li in space.cluster_layouts(shape)]
     if not traffic.layouts or not ps:
         empty = np.zeros((len(traffic.layouts), len(ps), len(recomputes)), dtype=np.int64)
         return ShapeTerms(traffic, ps, empty, empty, {})
+    # Each layout's compute (its chunking's: a partial full recompute counts its layers per model chunk).
+    chunks = [space.layout_chunk[li] for li in space.cluster_layouts(shape)]
     if traffic.size <= SCALAR_CELLS:
+        compute = [[[space.chunk_compute_s[g, n, r, p, k] for r in recomputes] for p in ps] for k in chunks]
         by_cell = _scalar_terms(space, shape, traffic, compute)
         bound = np.array(by_cell, dtype=np.int64).reshape(traffic.size // (len(ps) * len(recomputes)), len(ps), -1)
         compute_us = np.array([[[to_us(c) for c in row] for row in rows] for rows in compute], dtype=np.int64)
         by_layout = [min(cells) for cells in by_cell_rows(by_cell, len(traffic.layouts))]
     else:
-        compute_s = np.array(compute, dtype=np.float64)
+        # one (P, R) row per compute class of the count (a few), which each layout reads by its class
+        classes = {k: i for i, k in enumerate(dict.fromkeys(chunks))}
+        by_class = np.array([[[space.chunk_compute_s[g, n, r, p, k] for r in recomputes] for p in ps] for k in classes],
+                            dtype=np.float64)
+        compute_s = by_class[np.array([classes[k] for k in chunks], dtype=np.intp)]
         compute_us = to_us_array(compute_s)  # models.performance.compute_time_s (space.compute_s), rounded up
         tables = space.tables
         assert tables is not None  # build_space sets it
@@ -232,22 +257,60 @@ def _count_traffic(space: SearchSpace, shape: Shape, names: tuple[str, ...]) -> 
                         names, tuple(space.recomputes))
 
 
-def _layout_cells(tables: Tables, layout: Layout, n: int, names: tuple[str, ...],
-                  recomputes: tuple[RecomputeChoice, ...]) -> tuple[list[tuple[float, ...]], tuple[list, str, Dispatch | None]]:
-    """One layout's traffic fields per (precision, recompute), in _FIELDS + _EP_FIELDS order, and
-    its expert shape per precision, the MoE kernel and the EP dispatcher: kept in the Tables, as
-    the count's shapes of every TP reach (whose layouts nest) and every family of the job read them."""
-    def compute() -> tuple[list[tuple[float, ...]], tuple[list, str, Dispatch | None]]:
-        if layout.split is not None:  # a split's traffic is its layout's but for a partial recompute's (Tables.parallel_traffic)
-            base, expert = _layout_cells(tables, layout._replace(split=None), n, names, recomputes)
-            return [_cell(_traffic(tables, layout, n, recompute, precision)) if recompute.share or recompute.layers
-                    else base[k * len(recomputes) + i]
-                    for k, precision in enumerate(names) for i, recompute in enumerate(recomputes)], expert
-        cells = [_traffic(tables, layout, n, recompute, precision) for precision in names for recompute in recomputes]
-        shapes = [cells[k * len(recomputes)].ep.shape for k in range(len(names))]  # recompute-independent
-        return [_cell(t) for t in cells], (shapes, cells[0].ep.kernel if cells else "grouped",
-                                           cells[0].ep.dispatch if cells else None)
-    return tables.kept(("bound-traffic-cells", layout, n, names, recomputes), compute)
+@dataclass
+class CountCells:
+    """The traffic cells of one count's layouts in some precisions and recomputes, kept in the
+    Tables: the count's layout sets (one per TP reach; they nest) and every family of the job read
+    them. Each distinct cell, Tables.parallel_traffic's own memo key (the layout without its split,
+    the count, what of the recompute the traffic reads: Tables.traffic_ids, the precision), is one
+    row of values (_FIELDS + _EP_FIELDS), made once; a layout's cells are row numbers, so a split
+    reads its split-free layout's rows but for its partial recomputes', which are their own."""
+
+    count: int
+    names: tuple[str, ...]
+    recomputes: tuple[RecomputeChoice, ...]
+    values: list[tuple[float, ...]] = field(default_factory=list)
+    row_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (traffic id, precision) -> row
+    # per layout: its rows in (precision, recompute) order, and its expert shape per precision, MoE
+    # kernel and EP dispatcher (its split-free layout's)
+    layouts: dict[Layout, tuple[list[int], tuple[list, MoeKernel, Dispatch | None]]] = field(default_factory=dict)
+    _array: np.ndarray | None = None
+
+    def array(self) -> np.ndarray:
+        """values as one (rows, fields) float64 array (made again when rows were added)."""
+        if self._array is None or len(self._array) != len(self.values):
+            self._array = np.array(self.values, dtype=np.float64).reshape(len(self.values), len(_FIELDS) + len(_EP_FIELDS))
+        return self._array
+
+    def of_layout(self, tables: Tables, layout: Layout) -> tuple[list[int], tuple[list, MoeKernel, Dispatch | None]]:
+        """A layout's rows and expert information, its cells made on first use: a split's after its
+        split-free layout's (every recompute of it, as the split reads them; the layout's first
+        traffic is what the others read theirs from: Tables._recomputed_traffic)."""
+        known = self.layouts.get(layout)
+        if known is not None:
+            return known
+        base = tables.split_free(layout)
+        expert = self.of_layout(tables, base)[1] if base is not layout else None
+        rows = []
+        for k, precision in enumerate(self.names):
+            for traffic_id, recompute in zip(tables.traffic_ids(layout, self.recomputes), self.recomputes):
+                row = self.row_of.get((traffic_id, k))
+                if row is None:
+                    row = self.row_of[traffic_id, k] = len(self.values)
+                    self.values.append(_cell(_traffic(tables, layout, self.count, recompute, precision)))
+                rows.append(row)
+        if expert is None:
+            first = [_traffic(tables, layout, self.count, self.recomputes[0], precision) for precision in self.names]
+            # the expert shape is recompute-independent; the kernel and dispatcher the job's
+            expert = ([t.ep.shape for t in first], first[0].ep.kernel if first else "grouped",
+                      first[0].ep.dispatch if first else None)
+        known = self.layouts[layout] = (rows, expert)
+        return known
+
+
+def count_cells(tables: Tables, n: int, names: tuple[str, ...], recomputes: tuple[RecomputeChoice, ...]) -> CountCells:
+    """The count's CountCells in these precisions and recomputes, kept in the Tables."""
+    return tables.kept(("bound-count-cells", n, names, recomputes), lambda: CountCells(n, names, recomputes))
 
 
 def _cell(t: ParallelTraffic) -> tuple[float, ...]:
@@ -331,8 +394,11 @@ def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gp
     speedup = np.array([fp8_gemm_speedup(gpu) if name == "fp8" else 1.0 for name in names],
                        dtype=np.float64).reshape(1, len(names), 1)
     work = f["expert_flops"] / speedup
-    slowdown = np.array([[_slowdown(tables, shape, gpu, name) for shape, name in zip(row, names)] for row in shapes],
-                        dtype=np.float64).reshape(len(shapes), len(names), 1)
+    slowdown = t.slowdowns.get(gpu.name)
+    if slowdown is None:  # the same for every shape of the GPU with these layouts: kept with the traffic
+        slowdown = t.slowdowns[gpu.name] = np.array(
+            [[_slowdown(tables, shape, gpu, name) for shape, name in zip(row, names)] for row in shapes],
+            dtype=np.float64).reshape(len(shapes), len(names), 1)
     # + rates.hbm_stream_seconds of the dispatcher's permutation bytes, after the GEMMs' term (its order)
     return (all_to_all + (work / dense_rate * (slowdown - 1) + loop_overhead_s(kernel, f["calls"]))
             + hbm_stream_seconds(f["permute_bytes"], gpu))

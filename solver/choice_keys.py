@@ -115,5 +115,7 @@ def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, n
 def compute_class(layout: Layout, recomputes: tuple[RecomputeChoice, ...], precisions: tuple[str, ...],
                   num_layers: int) -> tuple:
     """The layouts whose compute is the same for every recompute and precision of a space share a
-    class (compute_layout of each)."""
-    return tuple(compute_layout(layout, r, p, num_layers) for r in recomputes for p in precisions)
+    class (compute_layout of each; it reads the precision only to tell fp8, so the others' once)."""
+    others = [compute_layout(layout, r, "bf16", num_layers) for r in recomputes] if any(p != "fp8" for p in precisions) else []
+    return tuple(compute_layout(layout, r, p, num_layers) if p == "fp8" else others[i]
+                 for i, r in enumerate(recomputes) for p in precisions)

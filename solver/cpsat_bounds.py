@@ -27,7 +27,7 @@ from itertools import accumulate
 import numpy as np
 
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.units import BYTES_PER_MIB, to_us
+from vramplan.models.core.units import BYTES_PER_MIB, to_us, to_us_array
 from vramplan.solver.bound_arrays import ShapeTerms, shape_terms
 from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.points import Inner, step_us
@@ -37,12 +37,23 @@ from vramplan.solver.step_time import exposed_lower_us
 __all__ = ["LAST_TIER", "Branch", "UnitBounds", "branch_layouts", "branch_of", "huge"]
 
 LAST_TIER = 4  # step_bound_us: the tier a unit reaches just before its CP-SAT model
+# A branch of at most this many layouts takes tier 2's data-parallel traffic per layout (comm_s,
+# _least_comm_us) rather than as one array (Tables.comm_rows_s): numpy's ~20 calls a branch cost
+# more than a few layouts' scalar ones (a dense model's usual branches; docs/performance.md).
+SCALAR_ROWS = 4
 
 
 def branch_layouts(space: SearchSpace, shape: Shape, branch: Branch) -> list[int]:
     """The layouts of a cluster shape on one branch (what one unit's bound and CP-SAT model cover;
     the space's list, not a copy)."""
     return space.branch_layout_lists(shape).get(branch, [])
+
+
+def _within(by_host: tuple[list[int], list[int]], host_mib: int) -> int:
+    """The least memory of _leanest_by_host's choices whose host RAM fits host_mib (huge: none)."""
+    hosts_mib, least_mib = by_host
+    i = bisect.bisect_right(hosts_mib, host_mib)
+    return least_mib[i - 1] if i else huge()
 
 
 def huge() -> int:
@@ -57,6 +68,7 @@ class UnitBounds:
     space: SearchSpace
     _terms: dict[tuple, ShapeTerms] = field(default_factory=dict, repr=False)  # this space's shapes' UnitMemo entries
     _fits: dict[int, bool] = field(default_factory=dict, repr=False)  # may_fit per cluster
+    _memory: dict[Shape, tuple[dict, dict]] = field(default_factory=dict, repr=False)  # _cell_memory per shape
 
     def _shape_terms(self, shape: Shape) -> ShapeTerms:
         """bound_arrays.shape_terms, looked up once per shape of this space (the UnitMemo's key
@@ -84,7 +96,11 @@ class UnitBounds:
         budget, only the layout x precision x recompute for which some ZeRO x offload within that
         host RAM fits every checked pipeline rank with each rank's leanest activations and
         buffers (_leanest): the terms are tried least first, so memory is only tabulated up to
-        the first that fits."""
+        the first that fits. The leanest memory of each term the walks reach is kept per cell of
+        the count's grid (_cell_memory), so the walks of the count's other shapes, branches and
+        host budgets, which meet the same cells in another order, read it without a lookup by value:
+        the same tables are filled, as a term's memory is only asked where a walk reaches it (its
+        model states, then its activations where those fit)."""
         if host_mib is None:
             terms = self._shape_terms(shape)
             if branch not in terms.timed_least:
@@ -92,24 +108,59 @@ class UnitBounds:
                 terms.timed_least[branch] = int(timed.min()) if timed is not None and timed.size else None
             return terms.timed_least[branch]
         g, n = shape[0], shape[1]
-        limit, index = self.space.limit_mib[g], self.space.layout_index
-        for bound, layout, p, r in self._time_terms(shape, branch):
-            li = index[layout]
-            if self._leanest(n, li, p, None, host_mib) <= limit and self._leanest(n, li, p, r, host_mib) <= limit:
+        limit = self.space.limit_mib[g]
+        terms = self._shape_terms(shape)
+        states, with_activations = self._cell_memory(shape)
+        num_r = terms.bound_us.shape[2]
+        for bound, cell in self._time_cells(shape, branch):
+            static = states.get(cell // num_r)  # (layout, precision): the recompute's cells share it
+            if static is None:
+                static = states[cell // num_r] = self._cell_leanest(terms, n, cell, False)
+            if _within(static, host_mib) > limit:
+                continue
+            dynamic = with_activations.get(cell)
+            if dynamic is None:
+                dynamic = with_activations[cell] = self._cell_leanest(terms, n, cell, True)
+            if _within(dynamic, host_mib) <= limit:
                 return bound
         return None
 
-    def _time_terms(self, shape: Shape, branch: Branch) -> list[tuple[int, Layout, int, int]]:
-        """(step-time lower bound, Layout, precision, recompute) of a shape's layouts on a
-        branch, least first (ties in the space's layout order, then precision, recompute): the
-        tier-1 terms plus the least exposed data-parallel traffic (_timed); kept in the family's
-        UnitMemo with Layouts (values), not this space's layout indices: the walk looks up the
-        index of each term it reaches (space.layout_index)."""
+    def _cell_memory(self, shape: Shape) -> tuple[dict[int, tuple[list[int], list[int]]], dict[int, tuple[list[int], list[int]]]]:
+        """_leanest_by_host of the count grid's cells the walks reached: per (layout, precision)
+        without activations, per cell with; kept in the family's UnitMemo by the count's grid
+        (count, layout set, precisions) and the checked ranks."""
+        memory = self._memory.get(shape)
+        if memory is None:
+            space = self.space
+            unit = space.unit_shape(shape)
+            key = (unit.num_gpus, unit.layout_set, space.gpu_precisions[shape[0]], space.num_rank_columns)
+            memory = space.shared.cell_memory.get(key)
+            if memory is None:
+                memory = space.shared.cell_memory[key] = ({}, {})
+            self._memory[shape] = memory
+        return memory
+
+    def _cell_leanest(self, terms: ShapeTerms, n: int, cell: int, activations: bool) -> tuple[list[int], list[int]]:
+        """_leanest_by_host of a term, a cell of the count's (layout, precision, recompute) grid:
+        its model states alone, or with its leanest activations and buffers."""
+        num_p, num_r = terms.bound_us.shape[1], terms.bound_us.shape[2]
+        row, p, r = cell // (num_p * num_r), terms.precisions[cell // num_r % num_p], cell % num_r
+        return self._leanest_by_host(n, self.space.layout_index[terms.traffic.layouts[row]], p, r if activations else None)
+
+    def _time_cells(self, shape: Shape, branch: Branch) -> list[tuple[int, int]]:
+        """(step-time lower bound, cell) of a shape's layouts on a branch, least first (ties in the
+        space's layout order, then precision, recompute): the tier-1 terms plus the least exposed
+        data-parallel traffic (_timed); a cell is the term's flat index in the count's (layout,
+        precision, recompute) grid (ShapeTerms.sorted_cells), kept in the family's UnitMemo."""
         memo, key = self.space.shared.time_terms, (self.space.unit_shape(shape), branch)
         if key not in memo:
             timed = self._timed(shape, branch)
-            memo[key] = [] if timed is None else self._shape_terms(shape).sorted_terms(branch, timed)
+            memo[key] = [] if timed is None else self._shape_terms(shape).sorted_cells(branch, timed)
         return memo[key]
+
+    def _time_terms(self, shape: Shape, branch: Branch) -> list[tuple[int, Layout, int, int]]:
+        """_time_cells as (bound, Layout, precision, recompute)."""
+        return self._shape_terms(shape).cell_terms(self._time_cells(shape, branch))
 
     def _timed(self, shape: Shape, branch: Branch) -> np.ndarray | None:
         """Tier 2's terms of a branch, (layout, precision, recompute) whole microseconds (None: no
@@ -124,14 +175,17 @@ class UnitBounds:
             if rows is None or not terms.bound_us.size:
                 terms.timed[branch] = None
             else:
-                g, n, per_instance, network = shape
-                zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
-                names = tuple(space.precisions[p] for p in terms.precisions)
-                layouts = terms.traffic.layouts
-                comm = np.array([self._least_comm_us(layouts[i], space.counts[n], zeros, names, space.gpus[g],
-                                                     per_instance, network) for i in rows.tolist()],
-                                dtype=np.int64)[:, :, None]
-                terms.timed[branch] = terms.bound_us[rows] + exposed_lower_us(comm, terms.compute_us[rows], space.arch.num_layers)
+                layouts = terms.traffic.branch_layouts(branch)
+                if len(layouts) <= SCALAR_ROWS:  # a few layouts: numpy's fixed cost per call is more than theirs
+                    g, n, per_instance, network = shape
+                    zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+                    names = tuple(space.precisions[p] for p in terms.precisions)
+                    comm = np.array([self._least_comm_us(layout, space.counts[n], zeros, names, space.gpus[g], per_instance,
+                                                         network) for layout in layouts], dtype=np.int64)
+                else:
+                    comm = self._least_comm_rows_us(shape, layouts, terms.precisions)
+                terms.timed[branch] = terms.bound_us[rows] + exposed_lower_us(comm[:, :, None], terms.compute_us[rows],
+                                                                              space.arch.num_layers)
         return terms.timed[branch]
 
     def parallel_step_us(self, c: int, branch: Branch) -> int | None:
@@ -148,6 +202,20 @@ class UnitBounds:
         if key not in memo:
             memo[key] = self._shape_terms(shape).sorted_terms(branch)
         return memo[key]
+
+    def _least_comm_rows_us(self, shape: Shape, layouts: tuple[Layout, ...], precisions: tuple[int, ...]) -> np.ndarray:
+        """_least_comm_us of every layout of a branch at once, (layouts, precisions) whole microseconds:
+        the layouts' grids from Tables.comm_rows_s (the same memo entries and values as comm_s), each
+        cell rounded up as to_us does, the least over the ZeRO stages."""
+        space = self.space
+        g, n, per_instance, network = shape
+        count = space.counts[n]
+        zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+        names = tuple(space.precisions[p] for p in precisions)
+        micros = tuple(space.global_batch * layout.model_parallel // count for layout in layouts)
+        forward, backward = space.tables.comm_rows_s(layouts, count, zeros, micros, names, space.gpus[g],  # type: ignore[union-attr]
+                                                     per_instance, network)
+        return (to_us_array(forward[:, :, 0, :]) + to_us_array(backward[:, :, 0, :])).min(axis=1)  # (layouts, precisions)
 
     def _least_comm_us(self, layout, n: int, zeros: tuple[int, ...], precisions: tuple[str, ...], gpu,
                        per_instance: int, network: float) -> list[int]:
@@ -168,9 +236,7 @@ class UnitBounds:
         precision (and recompute): the least over the ZeRO x offload choices whose host RAM fits
         host_mib of the largest over ranks j of static[j] + rank j's leanest activations and
         buffers (none when r is None). Any plan's memory is at least this."""
-        hosts_mib, least_mib = self._leanest_by_host(n, li, p, r)
-        i = bisect.bisect_right(hosts_mib, host_mib)
-        return least_mib[i - 1] if i else huge()
+        return _within(self._leanest_by_host(n, li, p, r), host_mib)
 
     def fitted_step_us(self, c: int, branch: Branch) -> int | None:
         """The last tier, asked only of a unit about to get a CP-SAT model: a lower bound of the unit's

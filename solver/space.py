@@ -61,7 +61,10 @@ class UnitMemo:
     count_shares: dict[tuple, list[tuple[int, int]]] = field(default_factory=dict)  # (count, precisions) -> least shares
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
-    time_terms: dict[tuple[UnitShape, Branch], list] = field(default_factory=dict)  # -> [(bound, Layout, p, r)] least first
+    time_terms: dict[tuple[UnitShape, Branch], list] = field(default_factory=dict)  # -> [(bound, cell)] least first
+    # (count, layout set, precisions, checked ranks) -> per (layout, precision) and per cell, leanest_mib's
+    # value (cpsat_bounds._cell_memory)
+    cell_memory: dict[tuple, tuple[dict, dict]] = field(default_factory=dict)
     shape_terms: dict[UnitShape, Any] = field(default_factory=dict)  # -> ShapeTerms: tiers 1-2, all branches
     count_traffic: dict[tuple[int, int, tuple[str, ...]], Any] = field(default_factory=dict)  # (count, layout set, precisions)
     layout_sets: dict[tuple, int] = field(default_factory=dict)  # a shape's layouts (values) -> its number in unit_shape

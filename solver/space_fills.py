@@ -34,11 +34,11 @@ class SpaceFills:
     host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
     # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
     accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
-    rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j)
+    rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j), on first read
+    stage_columns: dict[int, tuple[int, ...]] = field(default_factory=dict)  # l -> its checked ranks (rank_columns)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # (r, b, p, l, n, j)
     # (r, b, p, t, a share's chunk) -> MicroKey: the job's Tables' dict, shared by the spaces of its domains
     micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)
-    filled_counts: set[tuple[int, int]] = field(default_factory=set)  # (n, l) in rank_places
     filled_states: set[tuple[int, int, int]] = field(default_factory=set)  # (n, l, p) in static_mib, host_mib_per_gpu
     timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, its layouts filled on first read
     peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids per (g, n, reach)
@@ -57,14 +57,13 @@ class SpaceFills:
         return tables
 
     def fill_count(self, n: int, layouts: list[int], precisions: tuple[int, ...] | list[int]) -> None:
-        """Tabulate count index n's checked-rank places, and its model states and host RAM in these
-        precisions, for these layouts on first read: the branch-and-bound's bounds prune most
-        (count, layout) pairs before anything needs them, and a bound or model reads only its
-        GPU's precisions (a space with V100s runs fp16 too; docs/performance.md#tabulated-precisions)."""
+        """Tabulate count index n's model states and host RAM in these precisions, for these layouts
+        on first read: the branch-and-bound's bounds prune most (count, layout) pairs before
+        anything needs them, and a bound or model reads only its GPU's precisions (a space with
+        V100s runs fp16 too; docs/performance.md#tabulated-precisions). The checked ranks' places
+        (no models/ evaluation) are made per micro-batch when its activations are first read
+        (rank_place): a bound reads the smallest micro-batch's alone."""
         for li in layouts:
-            if (n, li) not in self.filled_counts:
-                fill_rank_places(self.space, self, n, li)
-                self.filled_counts.add((n, li))
             for p in precisions:
                 if (n, li, p) not in self.filled_states:
                     fill_states(self.space, self, n, li, p)
@@ -77,9 +76,19 @@ class SpaceFills:
         key = (r, b, p, li, n, j)
         value = self.activations_mib.get(key)
         if value is None:
+            place = self.rank_places.get((n, li, b, j)) or self.rank_place(n, li, b, j)  # (a RankPlace is never empty)
             value = self.activations_mib[key] = self.space.tables.activation_mib(  # type: ignore[union-attr]
-                self.micro_key(r, b, p, li), self.rank_places[n, li, b, j])
+                self.micro_key(r, b, p, li), place)
         return value
+
+    def rank_place(self, n: int, li: int, b: int, j: int) -> RankPlace:
+        """Where checked rank j of count index n and layout l sits at micro-batch b, made with the
+        micro-batch's other columns on first read (space_tables.fill_rank_places)."""
+        place = self.rank_places.get((n, li, b, j))
+        if place is None:
+            fill_rank_places(self.space, self, n, li, b)
+            place = self.rank_places[n, li, b, j]
+        return place
 
     def micro_key(self, r: int, b: int, p: int, li: int) -> MicroKey:
         """What one micro-batch's activations depend on, for recompute r, micro-batch b, precision p
@@ -114,5 +123,5 @@ class SpaceFills:
             return 0
         aliases = space.column_aliases(space.layouts[li].pipeline)
         micro = self.micro_key(r, b, p, li)
-        return max(space.tables.offloaded_mib(micro, self.rank_places[n, li, b, j])  # type: ignore[union-attr]
+        return max(space.tables.offloaded_mib(micro, self.rank_place(n, li, b, j))  # type: ignore[union-attr]
                    for j, alias in enumerate(aliases) if alias == j)

@@ -40,12 +40,13 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
     count_layouts: dict[int, list[int]] = {}
     valid_batches: dict[tuple[int, int], list[int]] = {}
     by_dp: dict[int, list[int]] = {}  # the micro-batches of a data-parallel degree (one list, shared)
+    degrees = [(lay.model_parallel, lay.cp, lay.ep) for lay in space.layouts]
     for n_i, n in enumerate(space.counts):
         count_layouts[n_i] = []
-        for li, lay in enumerate(space.layouts):
-            if n % lay.model_parallel or (n // lay.model_parallel * lay.cp) % lay.ep:
+        for li, (mp, cp, ep) in enumerate(degrees):
+            if n % mp or (n // mp * cp) % ep:
                 continue
-            dp = n // lay.model_parallel
+            dp = n // mp
             batches = by_dp.get(dp)
             if batches is None:
                 batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
@@ -75,8 +76,19 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
 
 
 def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> dict[tuple[int, int, int], int]:
-    return {(b, p, li): tables.buffer_mib(lay, micro, space.precisions[p])
-            for li, lay in enumerate(space.layouts) for (b, micro), p in product(enumerate(space.micro_batches), used)}
+    """Tables.buffer_mib per (micro-batch, precision, layout): the layouts of one buffer_class (what
+    the buffers read) share their values, looked up once per class."""
+    by_class: dict[tuple, list[tuple[tuple[int, int], int]]] = {}
+    table = {}
+    for li, lay in enumerate(space.layouts):
+        cls = tables.buffer_class(lay)
+        values = by_class.get(cls)
+        if values is None:
+            values = by_class[cls] = [((b, p), tables.buffer_mib(lay, micro, space.precisions[p]))
+                                      for (b, micro), p in product(enumerate(space.micro_batches), used)]
+        for (b, p), mib in values:
+            table[b, p, li] = mib
+    return table
 
 
 def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int) -> None:
@@ -95,17 +107,19 @@ def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int
         fills.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
 
 
-def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int) -> None:
-    """Where each checked pipeline rank of count index n_i and layout l sits, per micro-batch."""
+def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, b: int) -> None:
+    """Where each checked pipeline rank of count index n_i and layout l sits at micro-batch b (with
+    the step's micro-batch count where the job's pipeline keeps receive buffers per micro-batch:
+    models/memory/pipeline_buffers.py)."""
     layout, n = space.layouts[li], space.counts[n_i]
-    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
-    distinct = tuple(dict.fromkeys(stages))
+    stages = fills.stage_columns.get(li)
+    if stages is None:
+        stages = fills.stage_columns[li] = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
+    accum = space.tables.accumulation(layout, n, space.micro_batches[b])
     keeps_buffers = keeps_receive_buffers(space.job)
-    for b in space.valid_batches[n_i, li]:
-        accum = space.tables.accumulation(layout, n, space.micro_batches[b])
-        ranks = {stage: rank_place(space.arch, layout, accum, stage, keeps_buffers) for stage in distinct}
-        for j, stage in enumerate(stages):
-            fills.rank_places[n_i, li, b, j] = ranks[stage]
+    ranks = {stage: rank_place(space.arch, layout, accum, stage, keeps_buffers) for stage in dict.fromkeys(stages)}
+    for j, stage in enumerate(stages):
+        fills.rank_places[n_i, li, b, j] = ranks[stage]
 
 
 def _fill_valid_precisions(space: SearchSpace) -> None:
@@ -129,8 +143,9 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
     count's layouts: the branch-and-bound's lower bound."""
     classes = [compute_class(lay, tuple(space.recomputes), tuple(space.precisions), space.arch.num_layers)
                for lay in space.layouts]
-    chunkings = list(dict.fromkeys(classes))
-    space.layout_chunk = [chunkings.index(c) for c in classes]
+    numbers = {c: i for i, c in enumerate(dict.fromkeys(classes))}  # each class's number, in first-seen order
+    chunkings = list(numbers)
+    space.layout_chunk = [numbers[c] for c in classes]
     gpus_by_count: dict[int, set[int]] = {}
     for c in space.clusters:
         gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,12 @@ def _stack(cells: list[list[list]], kind: type):
     return kind(*(grid[..., i] for i in range(len(names))))
 
 
+def _stack_rows(grids: list[DpTraffic]) -> DpTraffic:
+    """Grids of one shape (each field an array) as one DpTraffic whose fields have a leading row axis."""
+    columns: list[Any] = [np.stack([getattr(grid, f.name) for grid in grids]) for f in fields(DpTraffic)]
+    return DpTraffic(*columns)
+
+
 @lru_cache(maxsize=1 << 17)
 def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str, micro: int,
                  global_batch: int) -> Plan:
@@ -83,6 +90,8 @@ class Tables:
     evaluations: int = 0  # models/ evaluations made so far
     _memo: dict[tuple, object] = field(default_factory=dict)
     _group_memo: dict[tuple, tuple[int, int, int]] = field(default_factory=dict)  # _groups by (layout, n)
+    _split_free: dict[Layout, Layout] = field(default_factory=dict)  # split_free of the layouts with a split
+    _traffic_numbers: dict[tuple, int] = field(default_factory=dict)  # traffic_ids: (layout, traffic key) -> number
     # rank_states' values, shared (solver/table_memo.py) by the Tables of jobs that differ only in
     # the sequence length and so in the global batch: model states read neither (nor the
     # accumulation; tests/solver/test_table_memo_states.py). None: this Tables' own memo.
@@ -203,9 +212,13 @@ class Tables:
         def compute() -> int:
             over = overhead(self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", NO_RECOMPUTE, precision, micro))
             return bytes_to_mib_ceil(over.tp_buffers_bytes + over.pp_p2p_bytes + over.cp_buffers_bytes)
-        # SP, p2p and CP buffers: one micro-batch's hidden states or K/V (tp, cp, sp; pp > 1, vpp > 1).
-        return self._get(("buffers", layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1, micro, precision),
-                         compute)
+        return self._get(("buffers", *self.buffer_class(layout), micro, precision), compute)
+
+    @staticmethod
+    def buffer_class(layout: Layout) -> tuple[int, int, bool, bool, bool]:
+        """What of a layout its buffers read: SP, p2p and CP buffers hold one micro-batch's hidden
+        states or K/V (tp, cp, sp; pp > 1, vpp > 1)."""
+        return layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1
 
     def activation_mib(self, micro: MicroKey, place: RankPlace) -> int:
         """A pipeline rank's activations at its peak (models.activations.stage_activations of one
@@ -264,18 +277,55 @@ class Tables:
         count); models.performance.dp_phase_times_on_link_s turns the whole grid into seconds at
         once (the same float operations per cell as one plan's). It leaves the instance when the DP
         group spans more; ZeRO-3's per-layer collectives pay the group's ring latency."""
-        plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precisions[0], micros[0])
-        crossing = crosses_nodes(dp_group_span(plan), per_instance)  # the DP group's span: tp x cp x dp
-        link, latency = communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s), dp_ring_latency_s(plan, per_instance)
+        crossing, latency = self._dp_crossing(layout, n, micros[0], precisions[0], per_instance)
+        link = communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s)
 
         def compute() -> tuple[np.ndarray, np.ndarray]:
-            traffic = self._called(("traffic-grid", layout, n, zeros, micros, precisions),
-                                   lambda: self._traffic_grid(layout, n, zeros, micros, precisions), memo=self.time_memo)
-            return dp_phase_times_on_link_s(traffic, link, latency)
+            return dp_phase_times_on_link_s(self._dp_traffic_grid(layout, n, zeros, micros, precisions), link, latency)
         # Kept by the link's rate and latency: the shapes of GPUs and offerings that move the
         # layout's traffic alike share the grid.
         return self._get(("comm-grid", layout, n, zeros, micros, precisions, link, latency),
                          compute, len(zeros) * len(micros) * len(precisions), memo=self.time_memo)
+
+    def comm_rows_s(self, layouts: tuple[Layout, ...], n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
+                    precisions: tuple[str, ...], gpu: GpuSpec, per_instance: int,
+                    network_gb_per_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """comm_s of several layouts at once, each at one micro-batch (micros[i]): (forward, backward)
+        arrays (layouts, zeros, 1, precisions) of seconds, each row the value comm_s gives (the same
+        float operations per cell, with the row's link and latency: tests/solver/test_bound_arrays.py).
+        The rows' traffic and where their DP groups run are kept per layout list (GPU-independent);
+        each row's comm_s memo entry is still made, and counted, where it is missing, so the
+        evaluations and what later lookups find are the same as comm_s per layout."""
+        traffic = self.kept(("dp-rows", layouts, n, zeros, micros, precisions), lambda: _stack_rows(
+            [self._dp_traffic_grid(layout, n, zeros, (micro,), precisions) for layout, micro in zip(layouts, micros)]))
+        crossings, latencies = self.kept(("dp-row-links", layouts, n, micros, precisions[0], per_instance), lambda: tuple(zip(
+            *(self._dp_crossing(layout, n, micro, precisions[0], per_instance) for layout, micro in zip(layouts, micros)))))
+        by_crossing = {crossing: communication_bandwidth_gb_per_s(gpu, crossing, network_gb_per_s) for crossing in (False, True)}
+        links = [by_crossing[crossing] for crossing in crossings]
+        shape = (len(layouts), 1, 1, 1)  # each row's link and latency (models/ types them as one float: Any here)
+        row_links: Any = np.array(links, dtype=np.float64).reshape(shape)
+        row_latencies: Any = np.array(latencies, dtype=np.float64).reshape(shape)
+        phases: Any = dp_phase_times_on_link_s(traffic, row_links, row_latencies)
+        forward, backward = phases
+        memo, cost = self.time_memo, len(zeros) * len(precisions)
+        assert memo is not None  # __post_init__ sets it
+        for i, (layout, micro, link, latency) in enumerate(zip(layouts, micros, links, latencies)):
+            key = ("comm-grid", layout, n, zeros, (micro,), precisions, link, latency)
+            if key not in memo:
+                self.evaluations += cost
+                memo[key] = (forward[i], backward[i])
+        return forward, backward
+
+    def _dp_crossing(self, layout: Layout, n: int, micro: int, precision: str, per_instance: int) -> tuple[bool, float]:
+        """(whether a layout's data-parallel traffic leaves the instance, its ring latency s): it
+        does when the DP group (tp x cp x dp) spans more."""
+        plan = self._plan(layout, n, 0, "none", NO_RECOMPUTE, precision, micro)
+        return crosses_nodes(dp_group_span(plan), per_instance), dp_ring_latency_s(plan, per_instance)
+
+    def _dp_traffic_grid(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
+                         precisions: tuple[str, ...]) -> DpTraffic:
+        return self._called(("traffic-grid", layout, n, zeros, micros, precisions),
+                            lambda: self._traffic_grid(layout, n, zeros, micros, precisions), memo=self.time_memo)
 
     def _traffic_grid(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
                       precisions: tuple[str, ...]) -> DpTraffic:
@@ -335,11 +385,31 @@ class Tables:
         return self._get(("parallel-traffic", base, n, what, precision),
                          lambda: self._recomputed_traffic(layout, n, resolved, precision), memo=self.time_memo)
 
+    def traffic_ids(self, layout: Layout, recomputes: tuple[RecomputeChoice, ...]) -> tuple[int, ...]:
+        """Per recompute, a number for what parallel_traffic keeps the layout's traffic by but the
+        count and precision (the layout without its split, what of the recompute the traffic
+        reads: _traffic_key): equal numbers, one memo entry of every count and precision."""
+        def compute() -> tuple[int, ...]:
+            keys = [self._called(("traffic-key", layout, r), lambda: self._traffic_key(layout, r))  # noqa: B023
+                    for r in recomputes]
+            return tuple(self._traffic_numbers.setdefault((base, what), len(self._traffic_numbers)) for base, _, what in keys)
+        return self._called(("traffic-ids", layout, recomputes), compute)
+
+    def split_free(self, layout: Layout) -> Layout:
+        """The layout without its split (itself when it has none): what its traffic and its
+        degrees' memo entries are kept by, made once per layout."""
+        if layout.split is None:
+            return layout
+        base = self._split_free.get(layout)
+        if base is None:
+            base = self._split_free[layout] = layout._replace(split=None)
+        return base
+
     def _recomputed_traffic(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
         """parallel_traffic of one recompute, reading what neither the recompute nor the split
         changes from the first traffic of the layout's degrees, count and precision
         (parallel_traffic's same_layout)."""
-        memo, key = self.time_memo, ("layout-traffic", layout._replace(split=None), n, precision)
+        memo, key = self.time_memo, ("layout-traffic", self.split_free(layout), n, precision)
         assert memo is not None  # __post_init__ sets it
         plan = self._replica_plan(layout, n, recompute, precision)
         reference = memo.get(key)
@@ -353,7 +423,7 @@ class Tables:
         recompute the traffic depends on: compute_layout's re-run layers, or the recompute)."""
         resolved = recompute.resolved(self.arch.num_layers, layout)
         shape = compute_layout(layout, resolved, "bf16", self.arch.num_layers)
-        return layout._replace(split=None), resolved, shape or resolved
+        return self.split_free(layout), resolved, shape or resolved
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float,
                   parallel_s: float) -> np.ndarray:

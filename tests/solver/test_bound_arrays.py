@@ -17,12 +17,13 @@ from helpers.parallel_grid import checked_grid, grid_shapes
 
 from vramplan.models.core.units import to_us
 from vramplan.models.time.pipeline_schedule import bubble_s
-from vramplan.solver.bound_arrays import SCALAR_CELLS, count_traffic, shape_terms
+from vramplan.solver.bound_arrays import _EP_FIELDS, _FIELDS, SCALAR_CELLS, _count_traffic, count_traffic, shape_terms
 from vramplan.solver.cpsat_bounds import UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space_build import build_space
 from vramplan.solver.step_time import tail_us
 from vramplan.solver.table_memo import TableMemo
+from vramplan.solver.tables import Tables
 
 CASES = {
     # DeepSeek-V2-Lite on Megatron: 64 experts, EP free, partial recompute, 8-GPU instances and NVL72 trays
@@ -153,3 +154,123 @@ def test_family_queries_with_other_degree_limits_keep_their_own_terms(catalogue)
         space = build_space(catalogue, second, memo=memo)
         assert before.shared is space.shared and before.max_tp != space.max_tp
         assert _bounds(space, counts) == _bounds(build_space(catalogue, second), counts)
+
+
+# -- issue 35: the cells, the data-parallel rows and the memory walk as values ------------------------------------
+
+
+def _traffic_keys(tables: Tables, layouts, count: int, names, recomputes) -> set[tuple]:
+    """Tables.parallel_traffic's memo keys that the per-layout cells read: each layout's every
+    (precision, recompute), and for a split its split-free layout's too (which its cells but the
+    partial recomputes' are)."""
+    keys = set()
+    for layout in layouts:
+        for each in {layout, layout._replace(split=None)}:
+            for recompute in recomputes:
+                base, _, what = tables._traffic_key(each, recompute)
+                keys.update(("parallel-traffic", base, count, what, precision) for precision in names)
+    return keys
+
+
+@pytest.mark.parametrize("name", ["moe-megatron", "moe-fp8-cp", "dense-cp"])
+def test_count_cells_are_tables_parallel_traffic_field_for_field(name: str) -> None:
+    """CountCells keeps each distinct traffic cell once and a layout's cells as row numbers (a split's
+    partial recomputes its own rows, its other cells its split-free layout's): every (layout,
+    precision, recompute) cell of a count's grid is Tables.parallel_traffic's value field for field,
+    each expert shape the split-free layout's, and a fresh Tables evaluates exactly the memo
+    entries the per-layout cells read (models/ evaluations, as before issue 35)."""
+    space = _space(name)
+    checked, splits, partial = 0, 0, 0
+    for shape in _shapes(space)[::3]:
+        names = tuple(space.precisions[p] for p in space.gpu_precisions[shape[0]])
+        traffic = _count_traffic(space, shape, names)  # not the family's: its cells are made below
+        if traffic.size <= SCALAR_CELLS:
+            continue
+        fresh = Tables(space.arch, space.job, space.global_batch)
+        degrees, grid, shapes, kernel, dispatch = traffic.cells(fresh)
+        assert fresh.evaluations == len(_traffic_keys(fresh, traffic.layouts, traffic.count, traffic.names,
+                                                      traffic.recomputes))
+        reference = Tables(space.arch, space.job, space.global_batch)
+        for i, layout in enumerate(traffic.layouts):
+            splits += layout.split is not None
+            for k, precision in enumerate(traffic.names):
+                for r, recompute in enumerate(traffic.recomputes):
+                    t = reference.parallel_traffic(layout, traffic.count, recompute, precision)
+                    assert [grid[f][i, k, r] for f in _FIELDS] == [getattr(t, f) for f in _FIELDS], (layout, recompute)
+                    assert [grid[f][i, k, r] for f in _EP_FIELDS] == [getattr(t.ep, f) for f in _EP_FIELDS]
+                    partial += layout.split is not None and recompute.share is not None
+                    checked += 1
+                first = reference.parallel_traffic(layout._replace(split=None), traffic.count, traffic.recomputes[0],
+                                                   precision)
+                assert shapes[i][k] == first.ep.shape and kernel == first.ep.kernel and dispatch == first.ep.dispatch
+            assert degrees["accum"][i, 0, 0] == traffic.accums[i]
+    assert checked > 100
+    assert splits and partial or name != "moe-megatron", "uneven splits with partial recompute are checked"
+
+
+@pytest.mark.parametrize("name", ["moe-megatron", "moe-hybridep", "dense-cp"])
+def test_data_parallel_rows_are_comm_s_per_layout(name: str) -> None:
+    """Tables.comm_rows_s (tier 2's traffic of a branch's layouts as one array) gives each row what
+    comm_s gives its layout, to the bit, and leaves the same memo entries and evaluations."""
+    space = _space(name)
+    zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
+    checked, crossing = 0, set()
+    for shape in _shapes(space)[::4]:
+        g, n, per_instance, network = shape
+        names, count, gpu = tuple(space.precisions[p] for p in space.gpu_precisions[g]), space.counts[n], space.gpus[g]
+        # a branch's rows at a time in the bounds; here the shape's every layout at once, whose DP
+        # groups span more or less (pp) and have other latencies (tp x pp)
+        for layouts in [*space.branch_layout_lists(shape).values(), space.cluster_layouts(shape)]:
+            values = tuple(space.layouts[li] for li in layouts)
+            micros = tuple(space.global_batch * layout.model_parallel // count for layout in values)
+            rows = Tables(space.arch, space.job, space.global_batch)
+            forward, backward = rows.comm_rows_s(values, count, zeros, micros, names, gpu, per_instance, network)
+            one = Tables(space.arch, space.job, space.global_batch)
+            for i, (layout, micro) in enumerate(zip(values, micros)):
+                f, b = one.comm_s(layout, count, zeros, (micro,), names, gpu, per_instance, network)
+                assert forward[i].tobytes() == f.tobytes() and backward[i].tobytes() == b.tobytes()
+                crossing.add(one._dp_crossing(layout, count, micro, names[0], per_instance)[0])
+                checked += 1
+            assert rows.evaluations == one.evaluations
+            assert {k for k in rows.time_memo if k[0] == "comm-grid"} == {k for k in one.time_memo if k[0] == "comm-grid"}
+    assert checked > 40 and crossing == {False, True}
+
+
+def _scalar_memory_walk(bounds: UnitBounds, shape, branch, host_mib: int) -> int | None:
+    """Tier 3 as the walk before issue 35: the tier-2 terms least first, each checked by _leanest."""
+    space = bounds.space
+    limit = space.limit_mib[shape[0]]
+    for bound, layout, p, r in bounds._time_terms(shape, branch):
+        li = space.layout_index[layout]
+        if bounds._leanest(shape[1], li, p, None, host_mib) <= limit and bounds._leanest(shape[1], li, p, r, host_mib) <= limit:
+            return bound
+    return None
+
+
+TIGHT = {  # spaces where many tier-2 terms do not fit: the walks pass terms whose model states alone do not
+    "moe-l40s": {"model": "deepseek-v2-lite", "seq_len": 4096, "global_batch": 256, "max_gpus": 64, "stack": "megatron",
+                 "gpus": "l40s-48gb"},
+    "mixtral-a100": {"model": "mixtral-8x7b", "seq_len": 4096, "global_batch": 64, "max_gpus": 32, "gpus": "a100-sxm-40gb"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIGHT))
+def test_memory_walk_is_the_scalar_walk_and_fills_the_same_tables(name: str) -> None:
+    """Tier 3 reads each term's leanest memory per cell of the count's grid (_cell_memory) where the
+    scalar walk looked it up by value: the same bound on every branch and host budget, and the same
+    tables filled (model states of the terms a walk reaches, activations only where those fit),
+    so the same models/ evaluations."""
+    arrays, scalar = (build_space(packaged_catalogue(), query_from_fields({"tokens": 1e9, **TIGHT[name]}))
+                      for _ in range(2))
+    on_arrays, on_scalar = UnitBounds(arrays), UnitBounds(scalar)
+    checked, found = 0, set()
+    for c, cluster in enumerate(arrays.clusters):
+        for branch in sorted({branch_of(arrays.layouts[li]) for li in arrays.cluster_layouts(cluster.shape)}):
+            expected = _scalar_memory_walk(on_scalar, cluster.shape, branch, scalar.host_budget_mib_per_gpu[c])
+            assert on_arrays.lower_step_us(c, branch) == expected
+            found.add(expected is None)
+            checked += 1
+    assert checked > 50 and found == {False, True}
+    fills = ("filled_states", "static_mib", "activations_mib")
+    assert all(getattr(arrays.on_use, f) == getattr(scalar.on_use, f) for f in fills)
+    assert arrays.evaluations == scalar.evaluations
