@@ -73,20 +73,22 @@ class MicroKey(NamedTuple):
 MIN_RANK_COLUMNS = 3  # the first, the last and one more rank: every stack of one kind of layer
 
 
-def rank_columns(arch: Architecture, pipeline: int | Split, num_rank_columns: int = MIN_RANK_COLUMNS) -> tuple[int, ...]:
+def rank_columns(arch: Architecture, pipeline: int | Split, num_rank_columns: int = MIN_RANK_COLUMNS,
+                 receive_buffers: bool = False) -> tuple[int, ...]:
     """The pipeline ranks whose memory is checked (models.parallel.candidate_stages: the most
     loaded rank is among them): the first, the last, then the other candidates, padded to
     num_rank_columns with the first (a repeated rank checks nothing new). Mixed stacks of layers
-    have up to four candidates in the catalogue (rank_column_count)."""
-    candidates = candidate_stages(arch, pipeline)
+    have up to four candidates in the catalogue (rank_column_count); a pipeline that keeps receive
+    buffers per micro-batch adds the first middle rank of each (`receive_buffers`)."""
+    candidates = candidate_stages(arch, pipeline, receive_buffers)
     last = (pipeline if isinstance(pipeline, int) else len(pipeline)) - 1
     columns = (0, last, *(s for s in candidates if s not in (0, last)))
     return columns + (0,) * (num_rank_columns - len(columns))
 
 
-def rank_column_count(arch: Architecture, pipelines: tuple[int | Split, ...]) -> int:
+def rank_column_count(arch: Architecture, pipelines: tuple[int | Split, ...], receive_buffers: bool = False) -> int:
     """How many pipeline ranks a space checks per layout: enough for its layouts' candidates."""
-    return max(MIN_RANK_COLUMNS, *(len(rank_columns(arch, pipeline, 0)) for pipeline in pipelines))
+    return max(MIN_RANK_COLUMNS, *(len(rank_columns(arch, pipeline, 0, receive_buffers)) for pipeline in pipelines))
 
 
 def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps_buffers: bool = False) -> RankPlace:

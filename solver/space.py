@@ -23,6 +23,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S, to_us
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 from vramplan.models.time.cost import (
     SECONDS_PER_HOUR,
     worked_tokens,
@@ -295,7 +296,7 @@ def derive_lookups(space: SearchSpace) -> None:
         values = tuple(space.layouts[li] for li in layouts)
         space.layout_set_ids[key] = space.shared.layout_sets.setdefault(values, len(space.shared.layout_sets))
     for pipeline in dict.fromkeys(layout.pipeline for layout in space.layouts):
-        stages = rank_columns(space.arch, pipeline, space.num_rank_columns)
+        stages = rank_columns(space.arch, pipeline, space.num_rank_columns, keeps_receive_buffers(space.job))
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:

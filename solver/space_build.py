@@ -11,6 +11,7 @@ from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.memory.memory import check_job
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 from vramplan.models.time.cost import (
     instance_price_usd_per_hour,
     network_gb_per_s,
@@ -104,7 +105,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
     space.offering_rank = [names.index(c.offering.name) for c in clusters]
     pipelines = tuple(dict.fromkeys(layout.pipeline for layout in layouts))
-    space.num_rank_columns = tables.kept(("rank-columns", pipelines), lambda: rank_column_count(arch, pipelines))
+    buffers = keeps_receive_buffers(job)  # models/memory/pipeline_buffers.py: a middle rank is checked too
+    space.num_rank_columns = tables.kept(("rank-columns", pipelines, buffers), lambda: rank_column_count(arch, pipelines, buffers))
     space.tables, space.evaluations_before = tables, tables.evaluations
     space.shared = memo.units(catalogue, query, UnitMemo)
     space.memo = memo

@@ -94,7 +94,7 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
 def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
-    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
+    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns, keeps_receive_buffers(space.job))
     distinct = tuple(dict.fromkeys(stages))  # columns repeat the first rank (pp = 1: every column)
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
@@ -114,7 +114,8 @@ def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, b
     layout, n = space.layouts[li], space.counts[n_i]
     stages = fills.stage_columns.get(li)
     if stages is None:
-        stages = fills.stage_columns[li] = rank_columns(space.arch, layout.pipeline, space.num_rank_columns)
+        stages = fills.stage_columns[li] = rank_columns(space.arch, layout.pipeline, space.num_rank_columns,
+                                                         keeps_receive_buffers(space.job))
     accum = space.tables.accumulation(layout, n, space.micro_batches[b])
     keeps_buffers = keeps_receive_buffers(space.job)
     ranks = {stage: rank_place(space.arch, layout, accum, stage, keeps_buffers) for stage in dict.fromkeys(stages)}

@@ -105,7 +105,7 @@ def parse_split(text: str) -> Split:
     return tuple(split)
 
 
-def candidate_stages(arch: Architecture, pipeline: int | Split) -> tuple[int, ...]:
+def candidate_stages(arch: Architecture, pipeline: int | Split, receive_buffers: bool = False) -> tuple[int, ...]:
     """The pipeline ranks that can be the most loaded (in GPU memory, and in host RAM under
     offload): the last (lm_head, loss) and, for each distinct set of layers a rank holds (how
     many of each kind of layer: models/architecture/params.py layer_group_counts), the first rank holding it
@@ -114,12 +114,20 @@ def candidate_stages(arch: Architecture, pipeline: int | Split) -> tuple[int, ..
     first dense layers, Llama 4's alternating MoE layers, Gemma's local/global attention) can put
     more parameters on a middle rank than on the first of its layer count: Llama 4 Maverick at
     pp 16 holds 6% more on rank 1 than on rank 0, and up to 1.9x the host RAM per GPU under
-    ZeRO-Offload. `pipeline`: a depth (its default split) or a split."""
+    ZeRO-Offload. `pipeline`: a depth (its default split) or a split. `receive_buffers`: the stack's
+    pipeline keeps receive buffers per micro-batch (models/memory/pipeline_buffers.py), which every
+    rank but the first holds twice over, so the first rank after the first holding each set of layers
+    is a candidate too (a middle rank of a long accumulation outweighs the first)."""
     split = split_of(arch.num_layers, pipeline)
     first: dict[tuple, int] = {}
+    after_first: dict[tuple, int] = {}
     for rank in range(len(split)):
-        first.setdefault(stage_layer_kinds(arch, split, rank), rank)
-    return tuple(sorted(set(first.values()) | {len(split) - 1}))
+        kinds = stage_layer_kinds(arch, split, rank)
+        first.setdefault(kinds, rank)
+        if rank > 0:
+            after_first.setdefault(kinds, rank)
+    ranks = set(first.values()) | (set(after_first.values()) if receive_buffers else set())
+    return tuple(sorted(ranks | {len(split) - 1}))
 
 
 @lru_cache(maxsize=4096)

@@ -14,6 +14,7 @@ from vramplan.models.core.units import BYTES_PER_GIB
 from vramplan.models.memory.activations import Activations, activations
 from vramplan.models.memory.model_states import ModelStates, model_states
 from vramplan.models.memory.overhead import Overhead, overhead
+from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def memory_per_gpu(
     rank offloads, times the node's GPUs: a node may hold any stage (the solver's tables take
     the same two maxima, solver/space_tables.py)."""
     check_compatible(arch, job, plan, gpu, offering)
-    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidate_stages(arch, plan_split(arch, plan))]
+    candidates = candidate_stages(arch, plan_split(arch, plan), keeps_receive_buffers(job))
+    stages = [stage_memory(arch, job, plan, gpu, offering, s) for s in candidates]
     worst = max(stages, key=lambda m: (m.total_bytes, -m.stage))
     per_gpu = (max(m.states.host_bytes_per_gpu for m in stages) + max(m.activations.offloaded_bytes for m in stages))
     return replace(worst, host_bytes=per_gpu * gpus_per_node_used(plan, gpu, offering),

@@ -80,3 +80,31 @@ def test_both_engines_carry_the_micro_batch_count_and_agree(catalogue) -> None:
     assert cpsat.status == brute.status == "optimal"
     assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
     assert all(p.memory.activations_bytes > 0 for p in cpsat.plans)
+
+
+def test_a_middle_rank_is_checked_where_it_outweighs_the_ends(catalogue) -> None:
+    """Llama 3.1 70B in 8 stages, 128 micro-batches of 2 sequences: rank 1 holds 2 x 128 units of
+    256 MiB (64 GiB), rank 0 128 + 8 and the last 127, so rank 1 is the most loaded; Megatron's
+    schedule keeps two buffers wherever, and its first rank stays the heaviest of its layers."""
+    arch, gpu = catalogue.architecture("llama-3.1-70b"), catalogue.gpu("h100-sxm-80gb")
+    plan = Plan(gpu=gpu.name, num_gpus=8, pp=8, zero=1, micro_batch=2, grad_accum=128, recompute="full")
+    titan = memory_per_gpu(arch, _job("torchtitan"), plan, gpu)
+    assert titan.stage == 1 and [rank for rank, _ in titan.checked_ranks] == [0, 1, 7]
+    assert activations(arch, _job("torchtitan"), plan, stage=1).pipeline_buffers_bytes == 2 * 128 * 2 * 8192 * 8192 * 2
+    megatron = memory_per_gpu(arch, _job("megatron"), plan, gpu)
+    assert [rank for rank, _ in megatron.checked_ranks] == [0, 7]
+
+
+def test_the_search_checks_that_middle_rank(catalogue) -> None:
+    """Llama 3.1 8B over A10G in 8 stages, 512 sequences of 4k a step: the first middle rank of a
+    plan on 16 GPUs (256 micro-batches of one sequence) outweighs both ends and is over the limit.
+    The search sees it only with that rank among its checked columns: without it, it returned such
+    a plan, which the exact re-check refused (solver/verify.py); with it nothing fits."""
+    arch, gpu = catalogue.architecture("llama-3.1-8b"), catalogue.gpu("a10g-24gb")
+    job = _job("torchtitan", seq_len=4096)
+    plan = Plan(gpu=gpu.name, num_gpus=16, pp=8, zero=2, micro_batch=1, grad_accum=256, recompute="selective")
+    memory = memory_per_gpu(arch, job, plan, gpu)
+    assert memory.stage == 1 and not memory.gpu_fits
+    query = SolveQuery(model="llama-3.1-8b", job=job, gpus=(gpu.name,), max_gpus=16, global_batch=512, tokens=1e9,
+                       pins=Pins(pp=8), top_k=3, objective="cost")
+    assert solve(catalogue, query).status == "infeasible"
