@@ -12,9 +12,7 @@ from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabiliti
 from vramplan.models.catalogue.stack import restacked
 from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
-from vramplan.solver.choice_keys import rank_columns
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.points import Choice, step_cap_us, step_us
@@ -111,7 +109,7 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     n = space.counts[n_i]
     for li in space.count_layouts[n_i]:
         layout = space.layouts[li]
-        stages = set(rank_columns(space.arch, layout.pipeline, receive_buffers=keeps_receive_buffers(space.job)))
+        stages = set(space.checked_stages(layout.pipeline))
         for (zero, offload), precision in product(space.zero_offloads, space.precisions):
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)

@@ -101,6 +101,7 @@ class SearchSpace:
     shared: UnitMemo = field(default_factory=UnitMemo)  # the branch-and-bound's per-unit work
     least_compute_us: dict[tuple[int, int], int | None] = field(default_factory=dict)  # per (GPU, count): compute_step_us
     aliases_of_pipeline: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # column_aliases per pipeline
+    stages_of_pipeline: dict[int | tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # checked_stages per pipeline
     limit_mib: list[int] = field(default_factory=list)  # per GPU
     host_budget_mib_per_gpu: list[int] = field(default_factory=list)  # per cluster
     # Compute per (g, n, r, p): the least over the count's layouts (the bounds' value); per layout
@@ -177,6 +178,16 @@ class SearchSpace:
     def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
         """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
         return self.count_choice_sets[self.counts[n] > 1]
+
+    def checked_stages(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
+        """The pipeline rank each checked-rank column of a pipeline evaluates (choice_keys.rank_columns,
+        with a middle rank where the job's pipeline keeps receive buffers per micro-batch:
+        models/memory/pipeline_buffers.py), made once per pipeline."""
+        stages = self.stages_of_pipeline.get(pipeline)
+        if stages is None:
+            stages = self.stages_of_pipeline[pipeline] = rank_columns(self.arch, pipeline, self.num_rank_columns,
+                                                                      keeps_receive_buffers(self.job))
+        return stages
 
     def column_aliases(self, pipeline: int | tuple[int, ...]) -> tuple[int, ...]:
         """For each checked-rank column of a pipeline (a depth, or a split: Layout.pipeline), the
@@ -296,7 +307,7 @@ def derive_lookups(space: SearchSpace) -> None:
         values = tuple(space.layouts[li] for li in layouts)
         space.layout_set_ids[key] = space.shared.layout_sets.setdefault(values, len(space.shared.layout_sets))
     for pipeline in dict.fromkeys(layout.pipeline for layout in space.layouts):
-        stages = rank_columns(space.arch, pipeline, space.num_rank_columns, keeps_receive_buffers(space.job))
+        stages = space.checked_stages(pipeline)
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:

@@ -35,7 +35,6 @@ class SpaceFills:
     # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
     accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j), on first read
-    stage_columns: dict[int, tuple[int, ...]] = field(default_factory=dict)  # l -> its checked ranks (rank_columns)
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # (r, b, p, l, n, j)
     # (r, b, p, t, a share's chunk) -> MicroKey: the job's Tables' dict, shared by the spaces of its domains
     micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)

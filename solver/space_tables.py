@@ -14,7 +14,7 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
-from vramplan.solver.choice_keys import compute_class, rank_columns, rank_place
+from vramplan.solver.choice_keys import compute_class, rank_place
 from vramplan.solver.step_time import windows_us
 from vramplan.solver.tables import Tables
 
@@ -94,7 +94,7 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
 def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int) -> None:
     """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
-    stages = rank_columns(space.arch, layout.pipeline, space.num_rank_columns, keeps_receive_buffers(space.job))
+    stages = space.checked_stages(layout.pipeline)
     distinct = tuple(dict.fromkeys(stages))  # columns repeat the first rank (pp = 1: every column)
     precision = space.precisions[p]
     for zf, (zero, offload) in enumerate(space.zero_offloads):
@@ -112,10 +112,7 @@ def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, b
     the step's micro-batch count where the job's pipeline keeps receive buffers per micro-batch:
     models/memory/pipeline_buffers.py)."""
     layout, n = space.layouts[li], space.counts[n_i]
-    stages = fills.stage_columns.get(li)
-    if stages is None:
-        stages = fills.stage_columns[li] = rank_columns(space.arch, layout.pipeline, space.num_rank_columns,
-                                                         keeps_receive_buffers(space.job))
+    stages = space.checked_stages(layout.pipeline)
     accum = space.tables.accumulation(layout, n, space.micro_batches[b])
     keeps_buffers = keeps_receive_buffers(space.job)
     ranks = {stage: rank_place(space.arch, layout, accum, stage, keeps_buffers) for stage in dict.fromkeys(stages)}
