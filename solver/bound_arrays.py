@@ -16,7 +16,7 @@ loop kernels), CP, fp8, fp16, single- and multi-instance spaces with Tables.para
 otherwise. One scalar call cost ~10 us, half of it the expert GEMM slowdown (models/time/moe_gemm.py),
 which depends only on the layout's expert shape, the GPU and the precision: kept once per those.
 
-The traffic cells are kept numbered per (count, precisions, recomputes) in the Tables (CountCells:
+The traffic cells are kept numbered per (count, precisions, recomputes) in the Tables (solver/traffic_cells.py CountCells:
 each distinct Tables.parallel_traffic memo entry one row, a layout's cells row numbers), their
 arrays per (count, layout set, precisions) and the terms per shape (SearchSpace.unit_shape: by
 value) in the family's UnitMemo, so every query of the family reads them whatever clusters it allows.
@@ -37,19 +37,15 @@ from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, compute_e
 from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
-from vramplan.models.time.parallel_time import ParallelTraffic
 from vramplan.models.time.pipeline_schedule import bubble_s
 from vramplan.models.time.rates import hbm_stream_seconds, peak_tflops, rate_precision
 from vramplan.solver.choice_keys import RecomputeChoice
 from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.tables import Tables
+from vramplan.solver.traffic_cells import EP_FIELDS, TRAFFIC_FIELDS, count_cells
 
 _TERA = 10**12
-# The fields of models.parallel_time.ParallelTraffic (and its EpTraffic) read per cell.
-_FIELDS = ("tp_exposed_bytes", "tp_overlapped_bytes", "tp_forward_overlapped_bytes", "forward_share", "pp_bytes",
-           "pp_overlapped_bytes", "cp_bytes", "attention_flops", "forward_flops")
-_EP_FIELDS = ("routed_bytes", "expert_flops", "calls", "permute_bytes")
 
 
 # A shape with at most this many (layout, precision, recompute) cells takes the scalar path
@@ -92,20 +88,20 @@ class CountTraffic:
 
     def cells(self, tables: Tables) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list, MoeKernel,
                                              Dispatch | None]:
-        """(degrees: tp, pp, cp, ep, vpp, accum as (L, 1, 1) int64; grid: _FIELDS and _EP_FIELDS
+        """(degrees: tp, pp, cp, ep, vpp, accum as (L, 1, 1) int64; grid: TRAFFIC_FIELDS and EP_FIELDS
         as (L, P, R) float64; the expert shape per layout and precision; the MoE kernel; the EP
         dispatcher with the model's experts and top-k, EpTraffic.dispatch: the job's, every layout's)."""
         if self._grid is None:
             cells = count_cells(tables, self.count, self.names, self.recomputes)
             layout_cells = [cells.of_layout(tables, layout) for layout in self.layouts]
-            size = (len(self.layouts), len(self.names), len(self.recomputes), len(_FIELDS) + len(_EP_FIELDS))
+            size = (len(self.layouts), len(self.names), len(self.recomputes), len(TRAFFIC_FIELDS) + len(EP_FIELDS))
             rows = np.array([rows for rows, _ in layout_cells], dtype=np.intp).reshape(size[:3])
             grid = cells.array()[rows]  # (L, P, R, fields): each cell's values, read by its row
             columns = np.array([(*layout[:5], accum) for layout, accum in zip(self.layouts, self.accums)],
                                dtype=np.int64).reshape(len(self.layouts), 6)
             degrees = {name: columns[:, i].reshape(len(self.layouts), 1, 1)
                        for i, name in enumerate(("tp", "pp", "cp", "ep", "vpp", "accum"))}
-            self._grid = (degrees, {name: grid[..., i] for i, name in enumerate(_FIELDS + _EP_FIELDS)},
+            self._grid = (degrees, {name: grid[..., i] for i, name in enumerate(TRAFFIC_FIELDS + EP_FIELDS)},
                           [layout_shapes for _, (layout_shapes, _, _) in layout_cells],
                           layout_cells[0][1][1] if layout_cells and self.names else "grouped",
                           layout_cells[0][1][2] if layout_cells and self.names else None)
@@ -255,72 +251,6 @@ def _count_traffic(space: SearchSpace, shape: Shape, names: tuple[str, ...]) -> 
     parallel = {name: any(getattr(layout, name) > 1 for layout in layouts) for name in ("tp", "pp", "cp", "ep")}
     return CountTraffic(layouts, accums, {b: np.array(r, dtype=np.intp) for b, r in rows.items()}, parallel, count,
                         names, tuple(space.recomputes))
-
-
-@dataclass
-class CountCells:
-    """The traffic cells of one count's layouts in some precisions and recomputes, kept in the
-    Tables: the count's layout sets (one per TP reach; they nest) and every family of the job read
-    them. Each distinct cell, Tables.parallel_traffic's own memo key (the layout without its split,
-    the count, what of the recompute the traffic reads: Tables.traffic_ids, the precision), is one
-    row of values (_FIELDS + _EP_FIELDS), made once; a layout's cells are row numbers, so a split
-    reads its split-free layout's rows but for its partial recomputes', which are their own."""
-
-    count: int
-    names: tuple[str, ...]
-    recomputes: tuple[RecomputeChoice, ...]
-    values: list[tuple[float, ...]] = field(default_factory=list)
-    row_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (traffic id, precision) -> row
-    # per layout: its rows in (precision, recompute) order, and its expert shape per precision, MoE
-    # kernel and EP dispatcher (its split-free layout's)
-    layouts: dict[Layout, tuple[list[int], tuple[list, MoeKernel, Dispatch | None]]] = field(default_factory=dict)
-    _array: np.ndarray | None = None
-
-    def array(self) -> np.ndarray:
-        """values as one (rows, fields) float64 array (made again when rows were added)."""
-        if self._array is None or len(self._array) != len(self.values):
-            self._array = np.array(self.values, dtype=np.float64).reshape(len(self.values), len(_FIELDS) + len(_EP_FIELDS))
-        return self._array
-
-    def of_layout(self, tables: Tables, layout: Layout) -> tuple[list[int], tuple[list, MoeKernel, Dispatch | None]]:
-        """A layout's rows and expert information, its cells made on first use: a split's after its
-        split-free layout's (every recompute of it, as the split reads them; the layout's first
-        traffic is what the others read theirs from: Tables._recomputed_traffic)."""
-        known = self.layouts.get(layout)
-        if known is not None:
-            return known
-        base = tables.split_free(layout)
-        expert = self.of_layout(tables, base)[1] if base is not layout else None
-        rows = []
-        for k, precision in enumerate(self.names):
-            for traffic_id, recompute in zip(tables.traffic_ids(layout, self.recomputes), self.recomputes):
-                row = self.row_of.get((traffic_id, k))
-                if row is None:
-                    row = self.row_of[traffic_id, k] = len(self.values)
-                    self.values.append(_cell(_traffic(tables, layout, self.count, recompute, precision)))
-                rows.append(row)
-        if expert is None:
-            first = [_traffic(tables, layout, self.count, self.recomputes[0], precision) for precision in self.names]
-            # the expert shape is recompute-independent; the kernel and dispatcher the job's
-            expert = ([t.ep.shape for t in first], first[0].ep.kernel if first else "grouped",
-                      first[0].ep.dispatch if first else None)
-        known = self.layouts[layout] = (rows, expert)
-        return known
-
-
-def count_cells(tables: Tables, n: int, names: tuple[str, ...], recomputes: tuple[RecomputeChoice, ...]) -> CountCells:
-    """The count's CountCells in these precisions and recomputes, kept in the Tables."""
-    return tables.kept(("bound-count-cells", n, names, recomputes), lambda: CountCells(n, names, recomputes))
-
-
-def _cell(t: ParallelTraffic) -> tuple[float, ...]:
-    return tuple(getattr(t, name) for name in _FIELDS) + tuple(getattr(t.ep, name) for name in _EP_FIELDS)
-
-
-def _traffic(tables: Tables, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
-    """models.parallel_time.parallel_traffic of a replica: Tables.parallel_s' own memo entry (the
-    same key and evaluation count), so the step tables' parallel_s later finds it."""
-    return tables.parallel_traffic(layout, n, recompute, precision)
 
 
 def _link_denominator(link_gb_per_s: float) -> float:

@@ -17,13 +17,14 @@ from helpers.parallel_grid import checked_grid, grid_shapes
 
 from vramplan.models.core.units import to_us
 from vramplan.models.time.pipeline_schedule import bubble_s
-from vramplan.solver.bound_arrays import _EP_FIELDS, _FIELDS, SCALAR_CELLS, _count_traffic, count_traffic, shape_terms
+from vramplan.solver.bound_arrays import SCALAR_CELLS, _count_traffic, count_traffic, shape_terms
 from vramplan.solver.cpsat_bounds import UnitBounds, branch_layouts, branch_of
 from vramplan.solver.query_fields import query_from_fields
 from vramplan.solver.space_build import build_space
 from vramplan.solver.step_time import tail_us
 from vramplan.solver.table_memo import TableMemo
 from vramplan.solver.tables import Tables
+from vramplan.solver.traffic_cells import EP_FIELDS, TRAFFIC_FIELDS
 
 CASES = {
     # DeepSeek-V2-Lite on Megatron: 64 experts, EP free, partial recompute, 8-GPU instances and NVL72 trays
@@ -196,8 +197,8 @@ def test_count_cells_are_tables_parallel_traffic_field_for_field(name: str) -> N
             for k, precision in enumerate(traffic.names):
                 for r, recompute in enumerate(traffic.recomputes):
                     t = reference.parallel_traffic(layout, traffic.count, recompute, precision)
-                    assert [grid[f][i, k, r] for f in _FIELDS] == [getattr(t, f) for f in _FIELDS], (layout, recompute)
-                    assert [grid[f][i, k, r] for f in _EP_FIELDS] == [getattr(t.ep, f) for f in _EP_FIELDS]
+                    assert [grid[f][i, k, r] for f in TRAFFIC_FIELDS] == [getattr(t, f) for f in TRAFFIC_FIELDS], (layout, recompute)
+                    assert [grid[f][i, k, r] for f in EP_FIELDS] == [getattr(t.ep, f) for f in EP_FIELDS]
                     partial += layout.split is not None and recompute.share is not None
                     checked += 1
                 first = reference.parallel_traffic(layout._replace(split=None), traffic.count, traffic.recomputes[0],
