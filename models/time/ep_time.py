@@ -28,7 +28,7 @@ from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.collectives import link_seconds
 from vramplan.models.time.flops import FlopsPerToken, plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_gemm_speedup
-from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
+from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares, routed_tokens
 from vramplan.models.time.moe_gemm import (
     ExpertShape,
     expert_invocations,
@@ -80,9 +80,7 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | 
     routed = 0.0
     if plan.ep > 1:
         e = activation_bytes(plan.precision)
-        per_layer: float = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.experts_per_token * arch.hidden_size
-        if plan.sequence_parallel and plan.tp > 1:
-            per_layer /= plan.tp
+        per_layer = e * routed_tokens(job, plan) * arch.experts_per_token * arch.hidden_size
         routed = 4 * per_layer * moe_layers(arch) / plan.pp * plan.grad_accum  # dispatch + combine, fwd + bwd
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
     dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)

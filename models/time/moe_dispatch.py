@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from vramplan.models.core.choices import MoeDispatcher
+from vramplan.models.core.setup import Job, Plan
 
 # Dispatchers that send a token once per node over the network and once per rank over NVLink.
 NODE_DEDUPLICATING: frozenset[MoeDispatcher] = frozenset({"deepep", "hybridep"})
@@ -55,6 +56,14 @@ class Dispatch:
     @property
     def deduplicates(self) -> bool:
         return self.dispatcher in NODE_DEDUPLICATING
+
+
+def routed_tokens(job: Job, plan: Plan) -> float:
+    """The tokens of one micro-batch a rank routes to the experts: micro-batch x s / cp, / tp under
+    sequence parallelism (each TP rank dispatches its sequence shard; the all-to-all's rows in
+    ep_time.ep_traffic, the permutations' in moe_permute.py)."""
+    tokens: float = plan.micro_batch * (job.seq_len // plan.cp)
+    return tokens / plan.tp if plan.sequence_parallel and plan.tp > 1 else tokens
 
 
 def miss_probability(experts: int, held: int, topk: int) -> float:

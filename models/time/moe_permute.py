@@ -64,7 +64,7 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import TOKEN_PERMUTATION_STACKS
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
-from vramplan.models.time.moe_dispatch import miss_probability
+from vramplan.models.time.moe_dispatch import miss_probability, routed_tokens
 from vramplan.models.time.moe_gemm import moe_layers
 
 # Dispatchers whose permutations are passes of their own (module docstring; hybridep: left at 0).
@@ -80,9 +80,7 @@ def permute_rows_per_direction(arch: Architecture, job: Job, plan: Plan) -> floa
     if not arch.is_moe or job.stack not in TOKEN_PERMUTATION_STACKS or job.moe_dispatcher not in PERMUTING_DISPATCHERS:
         return 0.0
     k, tp, ep = arch.experts_per_token, plan.tp, plan.ep
-    tokens: float = plan.micro_batch * (job.seq_len // plan.cp)  # ep_time.ep_traffic's rows
-    if plan.sequence_parallel and tp > 1:
-        tokens /= tp
+    tokens = routed_tokens(job, plan)
     copies = tokens * k * tp  # the local experts' rows, after the TP all-gather (balanced routing)
     if job.moe_dispatcher == "deepep":
         # one row per token and rank it reaches, each to every TP rank of the EP rank (moe_dispatch.py)
