@@ -151,12 +151,16 @@ def offload_host_buffers_bytes(partition_params: int, half_bytes: Fraction, zero
 
 
 def zero_partition(
-    weights_full_bytes: int, num_trainable: int, grad_bytes: Fraction, optimizer_bytes: Fraction, zero: int, dp: int
+    weights_full_bytes: int, num_trainable: int, grad_bytes: Fraction, optimizer_bytes: Fraction, zero: int, dp: int,
+    gradients_partitioned: bool | None = None,
 ) -> tuple[int, int, int]:
     """Per-GPU (weights, gradients, optimizer states) bytes under ZeRO stage `zero` on dp ranks
-    (ZeRO paper Fig. 1): stage >= 1 partitions optimizer states, >= 2 gradients, 3 parameters."""
+    (ZeRO paper Fig. 1): stage >= 1 partitions optimizer states, >= 2 gradients, 3 parameters;
+    `gradients_partitioned` overrides the stage's rule for the gradients (DeepSpeed's hook-reduced
+    ZeRO-1: reduces_zero1_in_hooks)."""
     weights = _shard(weights_full_bytes, dp) if zero == 3 else weights_full_bytes
-    gradients = _bytes(_shard(num_trainable, dp) if zero >= 2 else num_trainable, grad_bytes)
+    partitioned = zero >= 2 if gradients_partitioned is None else gradients_partitioned
+    gradients = _bytes(_shard(num_trainable, dp) if partitioned else num_trainable, grad_bytes)
     optimizer = _bytes(_shard(num_trainable, dp) if zero >= 1 else num_trainable, optimizer_bytes)
     return weights, gradients, optimizer
 
@@ -178,13 +182,12 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         if plan.zero == 3:  # the bitsandbytes quant state stays whole on the GPU, outside the partition
             resident = resident_quant_state_bytes(arch, job, shard)
             weights_full -= resident
-    hooked = reduces_zero1_in_hooks(job, plan)
+    # One micro-batch: DeepSpeed's ZeRO-1 hooks keep only the partition's gradients (HOOK_REDUCED_ZERO1_STACKS)
+    partitioned = plan.zero >= 2 or reduces_zero1_in_hooks(job, plan)
     weights, gradients, optimizer, host = resident, 0, 0, 0
     for params, group in state_groups(job, plan, shard, trainable):
         full = _bytes(params, w) if job.method == "full" else weights_full
-        part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group)
-        if hooked:  # one micro-batch: the hooks keep only the partition's gradients (HOOK_REDUCED_ZERO1_STACKS)
-            part_g = _bytes(_shard(params, group), g)
+        part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group, partitioned)
         if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
             part_g = min(part_g, _bytes(largest_trainable_tensor_params(arch, job), g))
         if plan.offload == "optimizer+params":
@@ -193,7 +196,7 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
         if plan.offload != "none":
             host += part_o + offload_host_buffers_bytes(_shard(params, group), w, plan.zero)
             part_o = 0
-            if plan.zero >= 2 or hooked:
+            if partitioned:
                 part_g = 0  # the reduced gradient partition goes straight to host memory
         weights += part_w
         gradients += part_g
