@@ -43,6 +43,11 @@ from vramplan.solver.space import SearchSpace
 log = logging.getLogger(__name__)
 
 _UNBOUNDED = None
+# An uncapped unit model of this many table values (cpsat_model.table_cells) or more is presolved:
+# over the batch benchmark's every-7th-row sample and solve_bench's queries, presolve cost more than
+# it saved below ~300 values and paid from there, most on models with no point left
+# (docs/performance.md#cp-sat-parameters-of-the-unit-models).
+PRESOLVE_MIN_CELLS = 400
 
 
 @dataclass
@@ -207,8 +212,9 @@ class _Search:
         # Nor implied-bound and greater-than-at-least-one-of detection, which only strengthen propagation (same section).
         params.use_implied_bounds = False
         params.auto_detect_greater_than_at_least_one_of = False
-        # Without a step cap, no presolve at all; under a cap one pass proves most models empty at once (same section).
-        params.cp_model_presolve = bool(assumptions)
+        # Under a step cap one presolve pass proves most models empty at once; without one it pays
+        # only on models of PRESOLVE_MIN_CELLS table values or more (same section).
+        params.cp_model_presolve = bool(assumptions) or m.cells >= PRESOLVE_MIN_CELLS
         code = solver.solve(m.model)
         self.stats.solves += 1
         if code == cp_model.MODEL_INVALID:

@@ -55,6 +55,7 @@ class ClusterModel:
     key: cp_model.LinearExpr
     single_objective: bool
     layouts: list  # the building space's layouts (what the layout variable's values index)
+    cells: int = 0  # the table constraints' values: the model's size (table_cells)
     points: list[tuple[Inner, int]] = field(default_factory=list)  # found so far, best first: (inner, step)
     exhausted_at_cap: int | None = None  # no further point has step <= this
 
@@ -194,4 +195,11 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     tie = (((li * nz + zf) * nr + r) * nb + (nb - 1 - b)) * np_ + p  # points.inner_tie
     radix = inner_tie_radix(space)
     single = (step_ub + 1) * radix < INT64_ROOM
-    return ClusterModel(model, (zf, r, p, b, li), step, step * radix + tie if single else tie, single, space.layouts)
+    return ClusterModel(model, (zf, r, p, b, li), step, step * radix + tie if single else tie, single, space.layouts,
+                        table_cells(model))
+
+
+def table_cells(model: cp_model.CpModel) -> int:
+    """The values of the model's table constraints (rows x columns): what CP-SAT expands into clauses,
+    so what its solve grows with (docs/performance.md#cp-sat-parameters-of-the-unit-models)."""
+    return sum(len(c.table.values) for c in model.proto.constraints if c.has_table())
