@@ -25,6 +25,7 @@ class RankPlace(NamedTuple):
     last: bool
     held: tuple  # the kinds of layer it holds and how many (models.parallel.stage_layer_kinds)
     micro_batches: int = 0  # a step's micro-batches where the pipeline keeps buffers per micro-batch, else 0
+    pp: int = 0  # the pipeline's ranks where the first rank's buffers read them (interleaved, buffers kept), else 0
 
 
 class RecomputeChoice(NamedTuple):
@@ -95,9 +96,12 @@ def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps
     """models.activations.stage_activations' place arguments of pipeline rank `stage` at `accum`
     micro-batches a step; the micro-batch count only where the job's pipeline keeps receive buffers
     per micro-batch (models/memory/pipeline_buffers.py keeps_receive_buffers), so other stacks' ranks
-    share their places across accumulations."""
-    return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage), layout.vpp, stage == 0, stage == layout.pp - 1,
-                     stage_layer_kinds(arch, layout.pipeline, stage), accum if keeps_buffers and layout.pp > 1 else 0)
+    share their places across accumulations; those stacks' interleaved in-flight count follows
+    torch's rounds (inflight_chunks torch_rounds), and their first rank's buffers read pp."""
+    buffered = keeps_buffers and layout.pp > 1
+    return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage, keeps_buffers), layout.vpp, stage == 0,
+                     stage == layout.pp - 1, stage_layer_kinds(arch, layout.pipeline, stage), accum if buffered else 0,
+                     layout.pp if buffered and layout.vpp > 1 and stage == 0 else 0)
 
 
 def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:

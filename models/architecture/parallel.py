@@ -23,7 +23,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import split_label
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import EVEN_VIRTUAL_STAGES
+from vramplan.models.core.stack_behaviour import EVEN_VIRTUAL_STAGES, TORCH_PIPELINING_STACKS
 
 
 def sequence_parallel_active(plan: Plan) -> bool:
@@ -145,6 +145,19 @@ def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
     return max(1, num_kv_heads // tp)
 
 
+def microbatches_per_round(pp: int, micro_batches: int) -> int:
+    """torch's ScheduleInterleaved1F1B (torch 2.13.0 torch/distributed/pipelining/schedules.py
+    __init__): number_of_rounds = max(1, m // pp), microbatches_per_round = m // number_of_rounds,
+    the forwards a stage runs before the rank moves to its next stage."""
+    return micro_batches // max(1, micro_batches // pp)
+
+
+def torch_interleaving_refuses(pp: int, micro_batches: int) -> bool:
+    """ScheduleInterleaved1F1B.__init__ raises unless m is a multiple of its rounds (max(1, m // pp)):
+    m = 9 on 4 ranks (2 rounds) is refused, 8, 10 and 12 are not."""
+    return micro_batches % max(1, micro_batches // pp) != 0
+
+
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
     """Layouts no Megatron/torchtitan run can take; each is a one-line error naming the field."""
     tp, pp, cp, ep, vpp = plan.tp, plan.pp, plan.cp, plan.ep, plan.vpp
@@ -174,6 +187,9 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
                             f"holds {sum(layers)} layers; {arch.name} has {arch.num_layers}")
     if vpp > 1 and min(layers) < vpp:
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
+    if vpp > 1 and job.stack in TORCH_PIPELINING_STACKS and torch_interleaving_refuses(pp, plan.grad_accum):
+        raise VramplanError("grad_accum", plan.grad_accum, f"torch's Interleaved1F1B on {pp} stages runs a multiple of its "
+                                                           f"{max(1, plan.grad_accum // pp)} rounds of micro-batches ({job.stack})")
     if vpp > 1 and job.stack in EVEN_VIRTUAL_STAGES and any(count % vpp for count in layers):
         shown = ", ".join(str(count) for count in dict.fromkeys(layers))
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages give ranks {shown} layers, "

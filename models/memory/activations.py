@@ -247,7 +247,7 @@ def _loss_peak(micro: MicrobatchActivations, first: bool, last: bool) -> int:
 
 def stage_activations(
     micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
-    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0,
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0, pp: int = 0,
 ) -> Activations:
     """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
     in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
@@ -258,7 +258,8 @@ def stage_activations(
     holding two of them keeps 20% more than the average share said. Activation offloading then
     leaves the layer in use and the one being prefetched on the GPU. With `micro_batches` a step (0:
     no pipeline) a stack whose pipeline keeps receive buffers per micro-batch holds them too
-    (models/memory/pipeline_buffers.py)."""
+    (models/memory/pipeline_buffers.py), where the first rank's share depends on the pipeline's
+    ranks `pp` when interleaved (0: bounded from above)."""
     layers_bytes = _rank_layers_bytes(micro, vpp, held)
     kept = ceil_div(chunks * layers_bytes.numerator, vpp * layers_bytes.denominator)
     offloaded = 0
@@ -280,7 +281,7 @@ def stage_activations(
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,
         pipeline_buffers_bytes=micro.stage_unit_bytes * pipeline_buffer_units(micro_batches, chunks, vpp, first, last,
-                                                                               micro.input_grads_kept),
+                                                                               micro.input_grads_kept, pp),
     )
 
 
@@ -325,11 +326,18 @@ def offload_transfer_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
 def activations(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Activations:
     """Pipeline rank `stage`'s activations at its peak (models/memory/parallel_activations.py: TP/SP
     shards of each term, s / cp tokens, the micro-batches 1F1B keeps in flight)."""
-    return rank_activations(arch, plan, microbatch_activations(arch, job, plan), stage)
+    return rank_activations(arch, job, plan, microbatch_activations(arch, job, plan), stage)
 
 
-def rank_activations(arch: Architecture, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
+def rank_chunks(job: Job, plan: Plan, stage: int) -> int:
+    """parallel_activations.inflight_chunks of the plan's rank `stage`, in the schedule the job's
+    stack runs (torch's interleaved rounds under TORCH_PIPELINING_STACKS)."""
+    return inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage, keeps_receive_buffers(job))
+
+
+def rank_activations(arch: Architecture, job: Job, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
     """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
-    return stage_activations(micro, inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage), plan.vpp, stage == 0,
+    pipelined = plan.pp > 1
+    return stage_activations(micro, rank_chunks(job, plan, stage), plan.vpp, stage == 0,
                              stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage),
-                             plan.grad_accum if plan.pp > 1 else 0)
+                             plan.grad_accum if pipelined else 0, plan.pp if pipelined else 0)

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Offload, Plan, Precision, Recompute, ZeroStage
-from vramplan.models.memory.activations import MicrobatchActivations, microbatch_activations, rank_activations
+from vramplan.models.memory.activations import MicrobatchActivations, microbatch_activations, rank_activations, rank_chunks
 from vramplan.models.memory.model_states import ModelStates, model_states
 from vramplan.models.memory.overhead import overhead
-from vramplan.models.memory.parallel_activations import inflight_chunks
 
 
 def model_states_for(
@@ -55,8 +54,8 @@ def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> di
                               plan.zero_group, plan.stage_layers, plan.grad_accum)
     micro = activation_bytes_per_microbatch(arch, job, plan.precision, plan.tp, plan.cp, plan.sequence_parallel,
                                             plan.recompute, plan.micro_batch)
-    chunks = inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage)  # what the shared terms are kept for
-    acts = rank_activations(arch, plan, micro, stage)
+    chunks = rank_chunks(job, plan, stage)  # what the shared terms are kept for
+    acts = rank_activations(arch, job, plan, micro, stage)
     over = overhead(arch, job, plan)
     terms = {
         "weights": states.weights_bytes,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from vramplan.models.architecture.parallel import kv_heads_per_rank
+from vramplan.models.architecture.parallel import kv_heads_per_rank, microbatches_per_round
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.activation_terms import Term
@@ -87,9 +87,16 @@ def shard_terms(terms: list[Term], arch: Architecture, tp: int, sequence_paralle
     return [shard_term(term, arch, tp, sequence_parallel, gathered_inputs) for term in terms]
 
 
-def inflight_chunks(pp: int, grad_accum: int, vpp: int, stage: int) -> int:
+def inflight_chunks(pp: int, grad_accum: int, vpp: int, stage: int, torch_rounds: bool = False) -> int:
     """Model chunks (layers/vpp of the rank's layers each) whose activations rank `stage` holds at
-    its peak (the first backward). vpp = 1: micro-batches."""
+    its peak (the first backward). vpp = 1: micro-batches. Interleaved, the warm-up runs vpp - 1
+    rounds of forwards before the rank's first backward: Megatron's rounds are pp micro-batches
+    (schedules.py get_pp_rank_microbatches, microbatch_group_size_per_vp_stage = pp); torch's
+    (`torch_rounds`: TORCH_PIPELINING_STACKS) are microbatches_per_round, which is pp where m is a
+    multiple of pp and m alone where m < pp (ScheduleInterleaved1F1B._get_warmup_ops:
+    (n_local_stages - 1) x microbatches_per_round + 2 (pp - 1 - rank); checked against its order in
+    tests/models/memory/test_pipeline_buffers.py)."""
     if vpp == 1:
         return min(pp - stage, grad_accum)
-    return min(2 * (pp - stage - 1) + (vpp - 1) * pp + 1, grad_accum * vpp)
+    per_round = microbatches_per_round(pp, grad_accum) if torch_rounds else pp
+    return min(2 * (pp - stage - 1) + (vpp - 1) * per_round + 1, grad_accum * vpp)

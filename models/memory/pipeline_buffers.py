@@ -9,27 +9,42 @@ rank holding vpp stages (interleaved schedules):
 
 - activation receive buffers: m per stage that is not the pipeline's first, all step
   (_prepare_forward_infra); the in-flight micro-batches' buffers are the stage input its first
-  layer saves, already among the activations, so w of them are not counted again;
+  layer saves, already among the activations, so those in flight on a receiving stage are not
+  counted again;
 - gradient receive buffers: m per stage that is not the pipeline's last, all step
   (_prepare_backward_infra);
-- the stage outputs fwd_cache keeps from forward to backward: w, on stages that send theirs on (the
-  last stage's output is the loss, counted with the output layer);
+- the stage outputs fwd_cache keeps from forward to backward: one per micro-batch in flight on a
+  stage that sends its output on (the last stage's output is the loss, counted with the output layer);
 - RETAINED_INPUT_GRAD_STACKS (torch before pytorch/pytorch#164329): each stage input's gradient,
   m per stage that is not the first, until the next step.
 
 This replaces the two p2p buffers models/memory/parallel_overhead.py counts for Megatron's
 schedule. With one virtual stage a middle rank holds 2 m units (3 m with retained gradients), the
-first m + w, the last m - w. With vpp stages a rank holds vpp of each kind but the pipeline's ends;
-what of them is in flight is not split by stage here, so the first rank's overlap and the last
-rank's outputs drop only the share that is surely not theirs (ceil / floor of w / vpp): never less
-than what is held.
+first m + w, the last m - w. With vpp stages a rank holds vpp of each kind but the pipeline's ends,
+and only the ends depend on which of their stages the w micro-batches are on. vramplan launches
+torchtitan with Interleaved1F1B for vpp > 1 (launch/configs.py), whose order (torch 2.13.0
+torch/distributed/pipelining/schedules.py ScheduleInterleaved1F1B) runs the forwards in rounds of
+r = m // max(1, m // pp) micro-batches per stage (microbatches_per_round; __init__ refuses m that
+is not a multiple of the rounds), stage after stage (forward_stage_index), then one forward and
+one backward a slot (_get_1f1b_rank_ops), the backwards from the last stage back. At the rank's
+activation peak (the ops holding the most in flight, the whole 1F1B phase):
+
+- the first rank holds up to min(m, 2 r) micro-batches on the pipeline's first stage (its first
+  round, then its next round's forwards fill in before that stage's first backward): the moment
+  the most of its in-flight inputs are not receive buffers, and the most embedding outputs live;
+- the last rank holds at most one on the pipeline's last stage, exactly one while that stage runs
+  (its forward, loss, backward: the moment its activations include the output layer), so its
+  fwd_cache keeps w - 1 outputs then.
+
+Both counted from the schedule's own order for pp 2-8, vpp 2-4, m up to 3 pp + 1, every rank
+(tests/models/memory/interleaved_orders.py, interleaved_1f1b_inflight.csv).
 """
 
 from __future__ import annotations
 
+from vramplan.models.architecture.parallel import microbatches_per_round
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import RETAINED_INPUT_GRAD_STACKS, TORCH_PIPELINING_STACKS
-from vramplan.models.core.units import ceil_div
 
 
 def keeps_receive_buffers(job: Job) -> bool:
@@ -41,16 +56,30 @@ def retains_input_grads(job: Job) -> bool:
     return job.stack in RETAINED_INPUT_GRAD_STACKS
 
 
+def first_stage_inflight(pp: int, vpp: int, micro_batches: int) -> int:
+    """Micro-batches on the pipeline's first stage at the first rank's peak (module docstring):
+    min(m, 2 r) with r the micro-batches per round; with one stage per rank, 1F1B's min(pp, m)."""
+    if vpp == 1:
+        return min(pp, micro_batches)
+    return min(micro_batches, 2 * microbatches_per_round(pp, micro_batches))
+
+
 def pipeline_buffer_units(micro_batches: int, chunks: int, vpp: int, first: bool, last: bool,
-                          input_grads: bool) -> int:
+                          input_grads: bool, pp: int = 0) -> int:
     """Stage-boundary units a rank keeps at its peak (module docstring): m = micro_batches a step,
     `chunks` micro-batch chunks in flight, vpp stages on the rank, whether it holds the pipeline's
-    first and last stage, and whether input gradients stay until the next step."""
+    first and last stage, whether input gradients stay until the next step, and the pipeline's
+    ranks pp (0: not known, when the first rank's in-flight inputs on its first stage are bounded
+    by min(m, chunks), which is exact for m < 3 pp and never less than what is held)."""
     if micro_batches <= 0:
         return 0
     receiving = vpp * micro_batches - (micro_batches if first else 0)  # stages fed by a previous stage
     sending = vpp * micro_batches - (micro_batches if last else 0)  # stages whose output goes on
-    outputs = chunks - (chunks // vpp if last else 0)
-    counted = chunks - (ceil_div(chunks, vpp) if first else 0)  # in-flight inputs the activations hold
+    on_first = 0
+    if first:  # in flight on the pipeline's first stage: their inputs are no receive buffers
+        known = first_stage_inflight(pp, vpp, micro_batches) if pp > 0 else micro_batches
+        on_first = chunks if vpp == 1 else min(chunks, known)
+    on_last = min(chunks, 1 if vpp > 1 else chunks) if last else 0  # their output is the loss, not kept
+    counted = chunks - on_first  # in-flight inputs the activations hold
     grads = receiving if input_grads else 0
-    return max(0, receiving - counted) + sending + outputs + grads
+    return max(0, receiving - counted) + sending + (chunks - on_last) + grads

@@ -10,14 +10,20 @@ time, not landed by 2026-09), and forward_one_chunk keeps `fwd_cache[fwd_chunk_i
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import pytest
 
+from vramplan.models.architecture.parallel import microbatches_per_round, torch_interleaving_refuses
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import with_preset
+from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.activations import activations
 from vramplan.models.memory.memory import memory_per_gpu
-from vramplan.models.memory.pipeline_buffers import pipeline_buffer_units
+from vramplan.models.memory.parallel_activations import inflight_chunks
+from vramplan.models.memory.pipeline_buffers import first_stage_inflight, pipeline_buffer_units
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 
@@ -37,12 +43,72 @@ def test_units_of_a_1f1b_rank(first, last, input_grads, units) -> None:
     assert pipeline_buffer_units(8, 3, 1, first, last, input_grads) == units
 
 
-def test_interleaved_ranks_hold_a_set_per_stage_and_never_less() -> None:
-    """vpp stages on a rank: each stage but the pipeline's first receives, each but its last sends."""
-    assert pipeline_buffer_units(8, 5, 2, False, False, False) == 2 * 8 + 2 * 8  # (16 - 5) + 16 + 5
-    assert pipeline_buffer_units(8, 5, 2, True, False, False) == (8 - (5 - 3)) + 16 + 5
-    assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 2)
+def test_interleaved_ranks_hold_a_set_per_stage() -> None:
+    """vpp stages on a rank: each stage but the pipeline's first receives, each but its last sends.
+    PP 4, vpp 2, 8 micro-batches (2 rounds of 4): the first rank has 11 in flight, 8 of them on the
+    pipeline's first stage (torch's order: 4 + 4 forwards of stage 0 before its first backward), so
+    3 of its 8 receive buffers are stage inputs the activations hold; the last rank has 5 in flight,
+    one on the last stage, whose output is the loss."""
+    assert pipeline_buffer_units(8, 9, 2, False, False, False) == 2 * 8 + 2 * 8  # (16 - 9) + 16 + 9
+    assert pipeline_buffer_units(8, 11, 2, True, False, False, pp=4) == (8 - 3) + 16 + 11
+    assert pipeline_buffer_units(8, 5, 2, False, True, False, pp=4) == (16 - 5) + 8 + (5 - 1)
+    assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 1)  # pp not needed
     assert pipeline_buffer_units(0, 5, 2, False, False, True) == 0  # no pipeline
+
+
+def test_the_first_rank_without_pp_is_bounded_and_exact_below_three_rounds() -> None:
+    """Without pp the first rank counts min(m, w) inputs on the first stage: exact for m < 3 pp
+    (all m are there), never less than held beyond (PP 4, vpp 2, 16 micro-batches: 8 there)."""
+    assert pipeline_buffer_units(8, 11, 2, True, False, False) == pipeline_buffer_units(8, 11, 2, True, False, False, pp=4)
+    assert pipeline_buffer_units(16, 11, 2, True, False, False, pp=4) == (16 - 3) + 32 + 11
+    assert pipeline_buffer_units(16, 11, 2, True, False, False) == 16 + 32 + 11  # 11 <= 16: none counted
+
+
+def _generated_counts() -> list[dict[str, str]]:
+    """torch 2.13.0's ScheduleInterleaved1F1B orders, counted by tests/models/memory/interleaved_orders.py."""
+    lines = (Path(__file__).parent / "interleaved_1f1b_inflight.csv").read_text().splitlines()
+    return [row for row in csv.DictReader(line for line in lines if not line.startswith("#")) if row["peak"] != "refused"]
+
+
+def test_the_ends_match_torchs_interleaved_order() -> None:
+    """Over pp 2-8, vpp 2-4, m up to 3 pp + 1: at the first rank's peak min(m, 2 r) micro-batches are
+    on the pipeline's first stage, and the last rank's last stage holds one while it runs, none more."""
+    rows = _generated_counts()
+    assert len(rows) > 1000
+    for row in rows:
+        pp, vpp, m, rank = (int(row[key]) for key in ("pp", "vpp", "micro_batches", "rank"))
+        if rank == 0:
+            assert first_stage_inflight(pp, vpp, m) == int(row["first_stage_max"]), row
+        if rank == pp - 1:
+            assert int(row["last_stage_at_its_op"]) == 1 and int(row["last_stage_max"]) <= 1, row
+
+
+def test_the_in_flight_count_is_torchs() -> None:
+    """inflight_chunks (models/memory/parallel_activations.py) with torch's rounds is the peak of
+    torch's own order for every m it runs; Megatron's rounds of pp give the same where m is a
+    multiple of pp (r = pp) and differ elsewhere (r = m // max(1, m // pp): m alone below pp)."""
+    differ = 0
+    for row in _generated_counts():
+        pp, vpp, m, rank = (int(row[key]) for key in ("pp", "vpp", "micro_batches", "rank"))
+        r = microbatches_per_round(pp, m)
+        assert int(row["peak"]) == min((vpp - 1) * r + 2 * (pp - 1 - rank) + 1, m * vpp), row
+        assert inflight_chunks(pp, m, vpp, rank, torch_rounds=True) == int(row["peak"]), row
+        if m % pp == 0:
+            assert inflight_chunks(pp, m, vpp, rank) == int(row["peak"]), row
+        differ += inflight_chunks(pp, m, vpp, rank) != int(row["peak"])
+    assert differ > 100  # the rounds matter: Megatron's count is not torch's
+
+
+def test_the_micro_batches_torch_refuses() -> None:
+    """ScheduleInterleaved1F1B.__init__ refuses m that is not a multiple of its rounds: the
+    generated orders mark them, torch_interleaving_refuses names the same ones, and an estimate or
+    a search under torchtitan's interleaved schedule never takes one (Megatron's does)."""
+    lines = (Path(__file__).parent / "interleaved_1f1b_inflight.csv").read_text().splitlines()
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    for row in rows:
+        pp, m = int(row["pp"]), int(row["micro_batches"])
+        assert torch_interleaving_refuses(pp, m) == (row["peak"] == "refused"), row
+    assert torch_interleaving_refuses(4, 9) and not torch_interleaving_refuses(4, 10)
 
 
 def test_torchtitan_ranks_hold_them_and_megatrons_do_not(catalogue) -> None:
@@ -108,3 +174,24 @@ def test_the_search_checks_that_middle_rank(catalogue) -> None:
     query = SolveQuery(model="llama-3.1-8b", job=job, gpus=(gpu.name,), max_gpus=16, global_batch=512, tokens=1e9,
                        pins=Pins(pp=8), top_k=3, objective="cost")
     assert solve(catalogue, query).status == "infeasible"
+
+
+def test_an_interleaved_torch_plan_runs_a_multiple_of_its_rounds(catalogue) -> None:
+    """Llama 3.1 8B in 4 stages of 2 virtual stages, 36 sequences a step: torchtitan's
+    Interleaved1F1B refuses 18 micro-batches (4 rounds) and 9 (2 rounds), so the estimate names
+    grad_accum and the search (both engines alike) never plans them: at TP 1 its fastest plan is 36
+    micro-batches on 4 GPUs, where Megatron's is 18 on 8."""
+    arch, gpu = catalogue.architecture("llama-3.1-8b"), catalogue.gpu("h100-sxm-80gb")
+    refused = Plan(gpu=gpu.name, num_gpus=4, pp=4, vpp=2, zero=1, micro_batch=2, grad_accum=18, recompute="full")
+    with pytest.raises(VramplanError, match="grad_accum"):
+        memory_per_gpu(arch, _job("torchtitan"), refused, gpu)
+    assert memory_per_gpu(arch, _job("megatron"), refused, gpu).total_bytes > 0
+    query = SolveQuery(model="llama-3.1-8b", job=_job("torchtitan"), gpus=(gpu.name,), max_gpus=8, global_batch=36,
+                       tokens=1e9, pins=Pins(tp=1, pp=4, vpp=2), top_k=5, objective="time")
+    cpsat = solve(catalogue, query)
+    brute = solve(catalogue, query.model_copy(update={"engine": "brute", "time_limit_s": 600}))
+    assert cpsat.status == brute.status == "optimal"
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    assert all(not torch_interleaving_refuses(4, p.plan.grad_accum) for p in cpsat.plans)
+    megatron = solve(catalogue, query.model_copy(update={"job": _job("megatron")}))
+    assert any(torch_interleaving_refuses(4, p.plan.grad_accum) for p in megatron.plans)
