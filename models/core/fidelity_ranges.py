@@ -53,7 +53,7 @@ MEMORY_RANGES: dict[str, Range] = {
     "unsloth": Range(0.80, 1.06, 5, 1.00, "5 published unsloth runs (coverage 100% leave-one-out)"),
 }
 POOLED_MEMORY_RANGE = Range(0.87, 1.17, 87, 0.98, "87 published runs of all stacks (coverage 98% leave-one-out)")
-THROUGHPUT_RANGE = Range(0.85, 1.25, 53, 1.00, "53 published runs on calibrated GPUs (coverage 100% leave-one-out)")
+THROUGHPUT_RANGE = Range(0.85, 1.25, 59, 1.00, "59 published runs on calibrated GPUs (coverage 100% leave-one-out)")
 # --- end of generated data -----------------------------------------------------------------------
 
 
