@@ -102,15 +102,14 @@ def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
     stages = space.checked_stages(layout.pipeline)
     distinct = tuple(dict.fromkeys(stages))  # columns repeat the first rank (pp = 1: every column)
-    precision = space.precisions[p]
-    for zf, (zero, offload) in enumerate(space.zero_offloads):
-        states = {stage: tables.states_mib(layout, zero, offload, n, precision, stage) for stage in distinct}
-        accumulated = {stage: tables.accumulation_mib(layout, zero, offload, n, precision, stage)  # type: ignore[union-attr]
-                       for stage in distinct}
+    grid = tables.states_grid(layout, n, space.precisions[p], tuple(space.zero_offloads), distinct)  # type: ignore[union-attr]
+    for zf, row in enumerate(grid):
+        cells = dict(zip(distinct, row))
         for j, stage in enumerate(stages):
-            fills.static_mib[zf, n_i, p, li, j] = states[stage][0]
-            fills.accumulation_mib[zf, n_i, p, li, j] = accumulated[stage]
-        fills.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host in states.values())
+            static, _, accumulated = cells[stage]
+            fills.static_mib[zf, n_i, p, li, j] = static
+            fills.accumulation_mib[zf, n_i, p, li, j] = accumulated
+        fills.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host, _ in row)
 
 
 def fill_rank_places(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, b: int) -> None:

@@ -8,8 +8,10 @@ the second query of a batch sheet's group only evaluates what the first did not.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
@@ -24,13 +26,13 @@ from vramplan.models.memory.activations import (
     microbatch_offload_bytes,
     stage_activations,
 )
-from vramplan.models.memory.model_states import ModelStates, model_states, unsharded_accumulation_bytes
+from vramplan.models.memory.model_states import ModelStates, model_states_over_zero, unsharded_accumulation_bytes
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic
+from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
 from vramplan.models.time.performance import (
     compute_time_s,
     offload_exposed_s,
@@ -49,6 +51,14 @@ def _layout_plan(layout: Layout, n: int, zero: int, offload: str, recompute: Rec
     return layout_plan(layout, gpu="", num_gpus=n, zero=zero, recompute=recompute.mode,
                        recompute_layers=recompute.layers, precision=precision,
                        micro_batch=micro, grad_accum=accumulation(global_batch, layout, n, micro), offload=offload)
+
+
+@lru_cache(maxsize=1 << 16)
+def _states_plan(layout: Layout, n: int, zero: int, offload: str, precision: str, global_batch: int, grad_accum: int) -> Plan:
+    """The one-micro-batch plan of the model states with `grad_accum` steps (1: what model_states
+    keeps; 2: what accumulation adds), made once (a Plan's copy costs more than the states' terms)."""
+    return _layout_plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1, global_batch).model_copy(
+        update={"grad_accum": grad_accum})
 
 
 def accumulation(global_batch: int, layout: Layout, n: int, micro: int) -> int:
@@ -111,14 +121,34 @@ class Tables(DataParallelTables):
         evaluation of the tables."""
         return self._called(key, compute)
 
+    def states_grid(self, layout: Layout, n: int, precision: str, zero_offloads: tuple[tuple[int, str], ...],
+                    stages: tuple[int, ...]) -> list[list[tuple[int, int, int]]]:
+        """Per (ZeRO stage, offload) of zero_offloads and pipeline rank of stages: (weights +
+        gradients + optimizer states + overhead without the micro-batch buffers, host RAM per GPU,
+        what accumulation adds: accumulation_mib), each rounded up to MiB. Each rank's states over
+        the ZeRO x offload choices are one models/ call (rank_states_over_zero)."""
+        return self._called(("states-grid", layout, n, precision, zero_offloads, stages),
+                            lambda: self._states_grid(layout, n, precision, zero_offloads, stages))
+
+    def _states_grid(self, layout: Layout, n: int, precision: str, zero_offloads: tuple[tuple[int, str], ...],
+                     stages: tuple[int, ...]) -> list[list[tuple[int, int, int]]]:
+        by_stage = [self.rank_states_over_zero(layout, zero_offloads, n, precision, stage) for stage in stages]
+        grid = []
+        for zf, (zero, offload) in enumerate(zero_offloads):
+            mib = self._states_mib(layout, zero, offload, n, precision, [states[zf] for states in by_stage])
+            grid.append([(static, host, self.accumulation_mib(layout, zero, offload, n, precision, stage))
+                         for (static, host), stage in zip(mib, stages)])
+        return grid
+
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
-        host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB."""
-        return self._called(("states_mib", layout, zero, offload, n, precision, stage),
-                            lambda: self._states_mib(layout, zero, offload, n, precision, stage))
+        host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB (states_grid's one cell)."""
+        static, host, _ = self.states_grid(layout, n, precision, ((zero, offload),), (stage,))[0][0]
+        return static, host
 
-    def _states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
-        states = self.rank_states(layout, zero, offload, n, precision, stage)
+    def _states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str,
+                    states: list[ModelStates]) -> list[tuple[int, int]]:
+        """states_mib of one ZeRO stage and offload's rank states (each a pipeline rank's)."""
         zero_group, _, communicators = self._groups(layout, n)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
         # the ZeRO-3 live module (tp): models/memory/memory_terms.py's table of what each term depends on.
@@ -126,19 +156,33 @@ class Tables(DataParallelTables):
         # (models/memory/fsdp.py working_set_bytes, model_states.keeps_stage_gathered)
         base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1, layout.pp > 1),
                          lambda: self._overhead_base_bytes(self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)))
-        static = sum(bytes_to_mib_ceil(x) for x in (states.weights_bytes, states.gradients_bytes,
-                                                     states.optimizer_states_bytes, base))
-        return static, bytes_to_mib_ceil(states.host_bytes_per_gpu)
+        base_mib = bytes_to_mib_ceil(base)
+        return [(bytes_to_mib_ceil(rank.weights_bytes) + bytes_to_mib_ceil(rank.gradients_bytes)
+                 + bytes_to_mib_ceil(rank.optimizer_states_bytes) + base_mib, bytes_to_mib_ceil(rank.host_bytes_per_gpu))
+                for rank in states]
 
     def rank_states(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> ModelStates:
         """Model states of pipeline rank `stage` (models.model_states) without gradient accumulation,
         memoised on what they depend on; what accumulation adds is accumulation_mib."""
+        return self.rank_states_over_zero(layout, ((zero, offload),), n, precision, stage)[0]
+
+    def rank_states_over_zero(self, layout: Layout, zero_offloads: tuple[tuple[int, str], ...], n: int, precision: str,
+                              stage: int) -> list[ModelStates]:
+        """rank_states of each (ZeRO stage, offload), those not kept yet made in one models/ call
+        (models.model_states model_states_over_zero), one evaluation each."""
         zero_group, expert_dp, _ = self._groups(layout, n)
         # a split enters through the rank's own layers (its first/last place is the stage number)
-        key = ("states", layout.tp, layout.pp, stage_layer_kinds(self.arch, layout.pipeline, stage), layout.ep, zero_group,
-               expert_dp, zero, offload, precision, stage)
-        return self._get(key, lambda: model_states(self.arch, self.job, self._states_plan(layout, n, zero, offload, precision),
-                                                   stage), memo=self.states_memo)
+        kinds = stage_layer_kinds(self.arch, layout.pipeline, stage)
+        keys = [("states", layout.tp, layout.pp, kinds, layout.ep, zero_group, expert_dp, zero, offload, precision, stage)
+                for zero, offload in zero_offloads]
+        memo = self.states_memo
+        assert memo is not None  # __post_init__ sets it
+        missing = {key: choice for key, choice in zip(keys, zero_offloads) if key not in memo}
+        if missing:
+            self.evaluations += len(missing)
+            plans = [self._states_plan(layout, n, zero, offload, precision) for zero, offload in missing.values()]
+            memo.update(zip(missing, model_states_over_zero(self.arch, self.job, plans, stage)))
+        return [memo[key] for key in keys]
 
     def accumulation_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> int:
         """What a step of more than one micro-batch adds to rank `stage`'s model states, MiB
@@ -146,11 +190,11 @@ class Tables(DataParallelTables):
         until the last micro-batch, under ZeRO-3 or DeepSpeed's ZeRO-1; 0 for every other)."""
         if zero not in (1, 3):  # unsharded_accumulation_bytes: ZeRO-1 and ZeRO-3 only
             return 0
-        plan = self._states_plan(layout, n, zero, offload, precision).model_copy(update={"grad_accum": 2})
+        plan = _states_plan(layout, n, zero, offload, precision, self.global_batch, 2)
         return bytes_to_mib_ceil(unsharded_accumulation_bytes(self.arch, self.job, plan, stage))
 
     def _states_plan(self, layout: Layout, n: int, zero: int, offload: str, precision: str) -> Plan:
-        return self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1).model_copy(update={"grad_accum": 1})
+        return _states_plan(layout, n, zero, offload, precision, self.global_batch, 1)
 
     def _heaviest_rank(self, layout: Layout) -> tuple:
         """The pipeline rank holding the most parameters and its layers by kind: what of a split
@@ -266,7 +310,27 @@ class Tables(DataParallelTables):
         keys it then (the traffic's layout serves its degrees alone)."""
         base, resolved, what = self._called(("traffic-key", layout, recompute), lambda: self._traffic_key(layout, recompute))
         return self._get(("parallel-traffic", base, n, what, precision),
-                         lambda: self._recomputed_traffic(layout, n, resolved, precision), memo=self.time_memo)
+                         lambda: self._recomputed_traffic(layout, n, (resolved,), precision)[0], memo=self.time_memo)
+
+    def parallel_traffics(self, layout: Layout, n: int, recomputes: Sequence[RecomputeChoice],
+                          precision: str) -> list[ParallelTraffic]:
+        """parallel_traffic of each recompute, kept under the same keys; those not kept yet made in
+        one models/ call (models.parallel_time.parallel_traffic_over_recomputes: what the recompute
+        does not change computed once), one evaluation each."""
+        memo = self.time_memo
+        assert memo is not None  # __post_init__ sets it
+        keys = [self._called(("traffic-key", layout, r), lambda: self._traffic_key(layout, r))  # noqa: B023
+                for r in recomputes]
+        entries = [("parallel-traffic", base, n, what, precision) for base, _, what in keys]
+        missing: dict[tuple, RecomputeChoice] = {}  # each entry not kept yet: its first recompute, resolved
+        for entry, (_, resolved, _) in zip(entries, keys):
+            if entry not in memo and entry not in missing:
+                missing[entry] = resolved
+        if missing:
+            self.evaluations += len(missing)
+            for entry, traffic in zip(missing, self._recomputed_traffic(layout, n, tuple(missing.values()), precision)):
+                memo[entry] = traffic
+        return cast("list[ParallelTraffic]", [memo[entry] for entry in entries])
 
     def traffic_ids(self, layout: Layout, recomputes: tuple[RecomputeChoice, ...]) -> tuple[int, ...]:
         """Per recompute, a number for what parallel_traffic keeps the layout's traffic by but the
@@ -288,17 +352,18 @@ class Tables(DataParallelTables):
             base = self._split_free[layout] = layout._replace(split=None)
         return base
 
-    def _recomputed_traffic(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str) -> ParallelTraffic:
-        """parallel_traffic of one recompute, reading what neither the recompute nor the split
-        changes from the first traffic of the layout's degrees, count and precision
-        (parallel_traffic's same_layout)."""
+    def _recomputed_traffic(self, layout: Layout, n: int, recomputes: tuple[RecomputeChoice, ...],
+                            precision: str) -> list[ParallelTraffic]:
+        """parallel_traffic of each recompute (in one models/ call: parallel_traffic_over_recomputes),
+        reading what neither the recompute nor the split changes from the first traffic of the
+        layout's degrees, count and precision (its same_layout)."""
         memo, key = self.time_memo, ("layout-traffic", self.split_free(layout), n, precision)
         assert memo is not None  # __post_init__ sets it
-        plan = self._replica_plan(layout, n, recompute, precision)
+        plans = [self._replica_plan(layout, n, recompute, precision) for recompute in recomputes]
         reference = memo.get(key)
-        traffic = parallel_traffic(self.arch, self.job, plan, reference)  # type: ignore[arg-type]
+        traffic = parallel_traffic_over_recomputes(self.arch, self.job, plans, reference)  # type: ignore[arg-type]
         if reference is None:
-            memo[key] = traffic
+            memo[key] = traffic[0]
         return traffic
 
     def _traffic_key(self, layout: Layout, recompute: RecomputeChoice) -> tuple[Layout, RecomputeChoice, object]:

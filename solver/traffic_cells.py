@@ -6,6 +6,7 @@ arrays read, and a layout's cells are row numbers."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -56,14 +57,19 @@ class CountCells:
             return known
         base = tables.split_free(layout)
         expert = self.of_layout(tables, base)[1] if base is not layout else None
-        rows = []
+        rows: list[int] = []
+        ids = tables.traffic_ids(layout, self.recomputes)
         for k, precision in enumerate(self.names):
-            for traffic_id, recompute in zip(tables.traffic_ids(layout, self.recomputes), self.recomputes):
-                row = self.row_of.get((traffic_id, k))
-                if row is None:
-                    row = self.row_of[traffic_id, k] = len(self.values)
-                    self.values.append(_cell(tables.parallel_traffic(layout, self.count, recompute, precision)))
-                rows.append(row)
+            # the precision's new cells, made in one Tables.parallel_traffics call
+            new: dict[int, RecomputeChoice] = {}  # each new cell's first recompute
+            for traffic_id, recompute in zip(ids, self.recomputes):
+                if (traffic_id, k) not in self.row_of:
+                    new.setdefault(traffic_id, recompute)
+            if new:
+                for traffic_id, traffic in zip(new, tables.parallel_traffics(layout, self.count, tuple(new.values()), precision)):
+                    self.row_of[traffic_id, k] = len(self.values)
+                    self.values.append(_cell(traffic))
+            rows.extend(self.row_of[traffic_id, k] for traffic_id in ids)
         if expert is None:
             first = [tables.parallel_traffic(layout, self.count, self.recomputes[0], precision) for precision in self.names]
             # the expert shape is recompute-independent; the kernel and dispatcher the job's
@@ -78,5 +84,8 @@ def count_cells(tables: Tables, n: int, names: tuple[str, ...], recomputes: tupl
     return tables.kept(("bound-count-cells", n, names, recomputes), lambda: CountCells(n, names, recomputes))
 
 
+_TRAFFIC_VALUES, _EP_VALUES = attrgetter(*TRAFFIC_FIELDS), attrgetter(*EP_FIELDS)
+
+
 def _cell(t: ParallelTraffic) -> tuple[float, ...]:
-    return tuple(getattr(t, name) for name in TRAFFIC_FIELDS) + tuple(getattr(t.ep, name) for name in EP_FIELDS)
+    return _TRAFFIC_VALUES(t) + _EP_VALUES(t.ep)

@@ -12,6 +12,7 @@ host RAM; `optimizer+params` (ZeRO-3 only) keeps the 16-bit parameter partition 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -168,10 +169,27 @@ def zero_partition(
 def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> ModelStates:
     """Model states of pipeline rank `stage` (models/memory/parallel_states.py: the rank's TP/PP/EP shard;
     ZeRO over DP x CP for dense parameters and over expert-DP for experts)."""
-    split = plan_split(arch, plan)
-    shard = rank_params(arch, plan.tp, split, plan.ep, stage)
-    trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
-    w, g, k = recipe_state_bytes(job, plan.precision)
+    return model_states_over_zero(arch, job, (plan,), stage)[0]
+
+
+def model_states_over_zero(arch: Architecture, job: Job, plans: Sequence[Plan], stage: int = 0) -> list[ModelStates]:
+    """model_states of plans that differ in their ZeRO stage and offload alone (the solver tabulates
+    a rank's states over the job's ZeRO x offload choices): the rank's shard, its trainable
+    parameters and their flat buffers (state_groups), and the recipe's bytes per parameter, once."""
+    first = plans[0]
+    split = plan_split(arch, first)
+    shard = rank_params(arch, first.tp, split, first.ep, stage)
+    trainable = rank_trainable_params(arch, job, first.tp, split, first.ep, stage)
+    groups = state_groups(job, first, shard, trainable)  # the ZeRO and expert-DP groups: the plans' own
+    recipe = recipe_state_bytes(job, first.precision)
+    return [_zero_states(arch, job, plan, stage, shard, trainable, groups, recipe) for plan in plans]
+
+
+def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: RankParams, trainable: int,
+                 groups: list[tuple[int, int]], recipe: tuple[Fraction, Fraction, Fraction]) -> ModelStates:
+    """model_states of the plan from what its ZeRO stage and offload do not change
+    (model_states_over_zero)."""
+    w, g, k = recipe
     resident = 0  # held whole on the GPU under any ZeRO stage (resident_quant_state_bytes)
 
     # Weights: the trainable parameters' working copy plus the frozen base (LoRA/QLoRA: the rank's
@@ -185,7 +203,7 @@ def model_states(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> Mo
     # One micro-batch: DeepSpeed's ZeRO-1 hooks keep only the partition's gradients (HOOK_REDUCED_ZERO1_STACKS)
     partitioned = plan.zero >= 2 or reduces_zero1_in_hooks(job, plan)
     weights, gradients, optimizer, host = resident, 0, 0, 0
-    for params, group in state_groups(job, plan, shard, trainable):
+    for params, group in groups:
         full = _bytes(params, w) if job.method == "full" else weights_full
         part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group, partitioned)
         if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)

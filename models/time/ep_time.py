@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vramplan.models.catalogue.catalogue import load_stacks
@@ -68,9 +69,16 @@ def expert_flops(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken 
     plan_flops_per_token, when the caller has it); 0 for a dense model."""
     if not arch.is_moe:
         return 0.0
+    return expert_flops_over_recomputes(arch, job, plan, [plan_flops_per_token(arch, job, plan) if flops is None else flops])[0]
+
+
+def expert_flops_over_recomputes(arch: Architecture, job: Job, plan: Plan, flops: Sequence[FlopsPerToken]) -> list[float]:
+    """expert_flops of the plan under each recompute's plan_flops_per_token (`flops`): the tokens
+    the GPU runs do not change with the recompute."""
+    if not arch.is_moe:
+        return [0.0] * len(flops)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
-    per_token = plan_flops_per_token(arch, job, plan) if flops is None else flops
-    return per_token.expert * tokens_per_gpu
+    return [per_token.expert * tokens_per_gpu for per_token in flops]
 
 
 def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> EpTraffic:

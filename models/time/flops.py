@@ -15,6 +15,7 @@ Hardware FLOPs add what recompute re-runs: full recompute one more forward of ev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -77,28 +78,47 @@ def training_flops_per_token(
 ) -> FlopsPerToken:
     """`recomputed_fraction`: the share of the layers full recompute re-runs (Megatron
     --recompute-num-layers; models.recompute.recomputed_fraction)."""
+    return training_flops_over_recomputes(arch, seq_len, ((recompute, recomputed_fraction),), method)[0]
+
+
+def training_flops_over_recomputes(arch: Architecture, seq_len: int, recomputes: Sequence[tuple[Recompute, float]],
+                                   method: Method = "full") -> list[FlopsPerToken]:
+    """training_flops_per_token of each (recompute, recomputed fraction): what the recompute does
+    not change (the forward's FLOPs, the model FLOPs, the experts' weights) counted once."""
     layers, attention, logits = forward_flops_per_token(arch, seq_len)
     # Attention scores/values have no weights: their backward is always twice their forward.
     passes = 3 if method == "full" else 2
     model = passes * (layers + logits) + 3 * attention
-    if recompute == "full":
-        extra, extra_linear = round((layers + attention) * recomputed_fraction), round(layers * recomputed_fraction)
-    elif recompute == "selective":
-        extra, extra_linear = attention, 0
-    elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/memory/recompute.py)
-        extra = extra_linear = layers // 2
-    else:
-        extra = extra_linear = 0
     experts = 2 * _routed_expert_weights(arch)  # forward FLOPs; recompute re-runs them in extra_linear's share
-    expert = passes * experts + (extra_linear * experts // layers if layers else 0)
-    return FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits,
-                         linear=passes * layers + extra_linear, expert=expert)
+    flops = []
+    for recompute, fraction in recomputes:
+        if recompute == "full":
+            extra, extra_linear = round((layers + attention) * fraction), round(layers * fraction)
+        elif recompute == "selective":
+            extra, extra_linear = attention, 0
+        elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/memory/recompute.py)
+            extra = extra_linear = layers // 2
+        else:
+            extra = extra_linear = 0
+        expert = passes * experts + (extra_linear * experts // layers if layers else 0)
+        flops.append(FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits,
+                                   linear=passes * layers + extra_linear, expert=expert))
+    return flops
 
 
 def plan_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> FlopsPerToken:
     """Model and hardware FLOPs per token under the plan's recompute (its recomputed share of layers)."""
-    return training_flops_per_token(arch, job.seq_len, effective_mode(job, plan), job.method,
-                                    recomputed_fraction(arch, job, plan))
+    return plan_flops_over_recomputes(arch, job, (plan,))[0]
+
+
+def plan_flops_over_recomputes(arch: Architecture, job: Job, plans: Sequence[Plan],
+                               fractions: Sequence[float] | None = None) -> list[FlopsPerToken]:
+    """plan_flops_per_token of plans that differ in their recompute alone (`fractions`: their
+    models.recompute.recomputed_fraction, when the caller has them)."""
+    if fractions is None:
+        fractions = [recomputed_fraction(arch, job, plan) for plan in plans]
+    return training_flops_over_recomputes(arch, job.seq_len, [(effective_mode(job, plan), fraction)
+                                                              for plan, fraction in zip(plans, fractions)], job.method)
 
 
 def korthikanti_model_flops_per_iteration(arch: Architecture, global_batch: int, seq_len: int) -> int:

@@ -58,6 +58,8 @@ casts' streaming kernels run at (models/time/rates.py hbm_stream_seconds, shared
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.choices import MoeDispatcher
 from vramplan.models.core.setup import Job, Plan
@@ -98,9 +100,27 @@ def permute_rows_per_direction(arch: Architecture, job: Job, plan: Plan) -> floa
 def permute_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
     """HBM bytes one GPU's dispatcher passes move per optimizer step: its stage's MoE layers, every
     micro-batch, forward, backward and a recomputed forward's share (full recompute)."""
-    rows = permute_rows_per_direction(arch, job, plan)
+    return permute_bytes_over_recomputes(arch, job, (plan,))[0]
+
+
+def permute_bytes_over_recomputes(arch: Architecture, job: Job, plans: Sequence[Plan],
+                                  fractions: Sequence[float] | None = None) -> list[float]:
+    """permute_bytes of plans that differ in their recompute alone: the rows once, the recomputed
+    forward's share per plan (`fractions`: their recomputed_fraction, when the caller has them)."""
+    first = plans[0]
+    rows = permute_rows_per_direction(arch, job, first)
     if rows == 0:
+        return [0.0] * len(plans)
+    row_bytes = activation_bytes(first.precision) * arch.hidden_size
+    layers = moe_layers(arch)
+    known: Sequence[float | None] = [None] * len(plans) if fractions is None else fractions
+    return [(2 + _reruns(arch, job, plan, fraction)) * rows * row_bytes * layers / plan.pp * plan.grad_accum
+            for plan, fraction in zip(plans, known)]
+
+
+def _reruns(arch: Architecture, job: Job, plan: Plan, fraction: float | None) -> float:
+    """The share of the forward a recompute re-runs: full recompute's recomputed_fraction (`fraction`,
+    when the caller has it); 0 for any other."""
+    if effective_mode(job, plan) != "full":
         return 0.0
-    reruns = recomputed_fraction(arch, job, plan) if effective_mode(job, plan) == "full" else 0.0
-    row_bytes = activation_bytes(plan.precision) * arch.hidden_size
-    return (2 + reruns) * rows * row_bytes * moe_layers(arch) / plan.pp * plan.grad_accum
+    return recomputed_fraction(arch, job, plan) if fraction is None else fraction

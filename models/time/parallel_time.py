@@ -43,6 +43,7 @@ buffer per rank per pass (all-reduce two passes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from vramplan.models.architecture.parallel import kv_heads_per_rank, plan_split
@@ -53,9 +54,9 @@ from vramplan.models.core.stack_behaviour import FLOAT8_TP_STACKS, OVERLAPPED_P2
 from vramplan.models.memory.precision import FP8_BYTES, activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
 from vramplan.models.time.collectives import link_seconds
-from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic, expert_flops
-from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
-from vramplan.models.time.moe_permute import permute_bytes
+from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic, expert_flops_over_recomputes
+from vramplan.models.time.flops import forward_flops_per_token, plan_flops_over_recomputes, plan_flops_per_token
+from vramplan.models.time.moe_permute import permute_bytes_over_recomputes
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
 
@@ -142,17 +143,28 @@ def _tp_bytes(arch: Architecture, job: Job, plan: Plan) -> tuple[float, float, f
     forward's, the recomputed forward's and the backward's alike: _tp_volume_share)."""
     if plan.tp == 1:
         return 0.0, 0.0, 0.0
+    return _tp_recomputed_bytes(job, plan, _tp_collective_bytes(arch, job, plan), recomputed_fraction(arch, job, plan))
+
+
+def _tp_collective_bytes(arch: Architecture, job: Job, plan: Plan) -> float:
+    """The step's bytes of one of a layer's TP collectives (tp > 1), whatever the recompute: a
+    ring's 2 (tp - 1) / tp of one b x s/cp x h activation, every layer of the rank and micro-batch."""
     e = activation_bytes(plan.precision)
     activation = e * plan.micro_batch * (job.seq_len // plan.cp) * arch.hidden_size
-    per_collective = (2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
-                      * _tp_volume_share(arch, job, plan))  # float8 all-gathers on FLOAT8_TP_STACKS
+    return (2 * (plan.tp - 1) / plan.tp * activation * _layers_per_rank(arch, plan) * plan.grad_accum
+            * _tp_volume_share(arch, job, plan))  # float8 all-gathers on FLOAT8_TP_STACKS
+
+
+def _tp_recomputed_bytes(job: Job, plan: Plan, per_collective: float, fraction: float) -> tuple[float, float, float]:
+    """_tp_bytes of the plan from its per-collective bytes (_tp_collective_bytes) and its
+    recomputed share of the layers (models.recompute.recomputed_fraction)."""
     backward = 2 * per_collective
     if overlaps_tp(job, plan):  # the recomputed forward runs in the backward (torchtitan: its compiled graph)
-        rerun_and_backward = 2 * recomputed_fraction(arch, job, plan) * per_collective + backward
+        rerun_and_backward = 2 * fraction * per_collective + backward
         if job.stack in SERIAL_TP_BACKWARD_STACKS:
             return rerun_and_backward, 0.0, 2 * per_collective
         return 0.0, rerun_and_backward, 2 * per_collective
-    forward = (2 + 2 * recomputed_fraction(arch, job, plan)) * per_collective  # recomputed layers re-run theirs
+    forward = (2 + 2 * fraction) * per_collective  # recomputed layers re-run theirs
     if job.stack in SERIAL_TP_BACKWARD_STACKS:
         return forward + backward, 0.0, 0.0
     return forward, backward, 0.0
@@ -274,20 +286,41 @@ def parallel_traffic(arch: Architecture, job: Job, plan: Plan, same_layout: Para
     it; the expert FLOPs and the dispatcher's permutation bytes, moe_permute.py) and the rest read
     from it (the p2p, the CP window, the EP routing, expert shape and calls), the same values
     (tests/solver/test_traffic_recompute.py)."""
-    tp_exposed, tp_overlapped, tp_forward_overlapped = _tp_bytes(arch, job, plan)
-    flops = plan_flops_per_token(arch, job, plan)
-    share = flops.forward_share if plan.tp > 1 else 0.0
+    return parallel_traffic_over_recomputes(arch, job, (plan,), same_layout)[0]
+
+
+def parallel_traffic_over_recomputes(arch: Architecture, job: Job, plans: Sequence[Plan],
+                                     same_layout: ParallelTraffic | None = None) -> list[ParallelTraffic]:
+    """parallel_traffic of plans that differ in their recompute alone (the solver tabulates every
+    recompute of a layout, count and precision): what the recompute does not change is computed
+    once, from the first plan or read from `same_layout` (as parallel_traffic's), and per plan only
+    what it changes: its recomputed share of the layers (models.recompute.recomputed_fraction), the
+    TP bytes from one collective's (_tp_collective_bytes), the FLOPs per token (forward share and
+    expert FLOPs: flops.plan_flops_over_recomputes), torch's ring bytes and the dispatcher's
+    permutation bytes (moe_permute.permute_bytes_over_recomputes)."""
+    first = plans[0]
+    fractions = [recomputed_fraction(arch, job, plan) for plan in plans]
+    flops = plan_flops_over_recomputes(arch, job, plans, fractions)
     if same_layout is None:
-        attention, forward = _cp_window(arch, job, plan) if plan.cp > 1 else (0, 1)
-        pp = _pp_traffic(arch, job, plan)
-        ep = ep_traffic(arch, job, plan, flops)
+        attention, forward = _cp_window(arch, job, first) if first.cp > 1 else (0, 1)
+        pp = _pp_traffic(arch, job, first)
+        ep = ep_traffic(arch, job, first, flops[0])
     else:
         attention, forward = same_layout.attention_flops, same_layout.forward_flops
         pp = same_layout.pp_bytes, same_layout.pp_overlapped_bytes
-        ep = replace(same_layout.ep, expert_flops=expert_flops(arch, job, plan, flops),
-                     permute_bytes=permute_bytes(arch, job, plan))
-    return ParallelTraffic(plan.layout, tp_exposed, tp_overlapped, tp_forward_overlapped, share, *pp,
-                           _cp_bytes(arch, job, plan), attention, forward, ep)
+        ep = same_layout.ep
+    per_collective = _tp_collective_bytes(arch, job, first) if first.tp > 1 else 0.0
+    experts = expert_flops_over_recomputes(arch, job, first, flops)
+    permutes = permute_bytes_over_recomputes(arch, job, plans, fractions)
+    layout = first.layout
+    traffic = []
+    for plan, fraction, per_token, expert, permute in zip(plans, fractions, flops, experts, permutes):
+        tp = _tp_recomputed_bytes(job, plan, per_collective, fraction) if plan.tp > 1 else (0.0, 0.0, 0.0)
+        share = per_token.forward_share if plan.tp > 1 else 0.0
+        plan_ep = ep if (expert, permute) == (ep.expert_flops, ep.permute_bytes) else replace(
+            ep, expert_flops=expert, permute_bytes=permute)
+        traffic.append(ParallelTraffic(layout, *tp, share, *pp, _cp_bytes(arch, job, plan), attention, forward, plan_ep))
+    return traffic
 
 
 def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bool, gpus_per_instance: int,
