@@ -1,5 +1,5 @@
 """The ranges of models/core/fidelity_ranges.py, derived from the evidence (tests/data): measured /
-predicted per stack (memory) and on calibrated GPUs (throughput), known misses left out, with their
+predicted per stack (memory; throughput on calibrated GPUs), known misses left out, with their
 leave-one-out coverage. `python tests/fidelity_ranges.py --write` regenerates the block in models/core/fidelity_ranges.py
 (without --write it prints it); tests/models/test_fidelity_ranges.py checks that the file holds it."""
 
@@ -64,14 +64,14 @@ def _stack_bounds(ratios: list[float], spread: tuple[float, float]) -> tuple[flo
     return _bounds([*ratios, centre * spread[0], centre * spread[1]])
 
 
-def _stack_range(stack: str, by_stack: dict[str, list[float]]) -> Range:
+def _stack_range(stack: str, by_stack: dict[str, list[float]], where: str = "") -> Range:
     """A stack's range and its leave-one-out coverage: each run against the range made without it
     (its stack's runs and the shared spread both without it; the pooled runs without it where fewer
     than MIN_RUNS of its stack remain)."""
     ratios = by_stack[stack]
     return Range(*_stack_bounds(ratios, _spread(by_stack)), len(ratios),
                  coverage := _coverage(ratios, lambda i: _bounds_without(by_stack, stack, i)),
-                 _basis(len(ratios), f"{stack} runs", coverage))
+                 _basis(len(ratios), f"{stack} runs{where}", coverage))
 
 
 def _bounds_without(by_stack: dict[str, list[float]], stack: str, i: int) -> tuple[float, float]:
@@ -82,13 +82,20 @@ def _bounds_without(by_stack: dict[str, list[float]], stack: str, i: int) -> tup
     return _stack_bounds(others[stack], _spread(others))
 
 
-def memory_coverage() -> tuple[int, int]:
-    """(runs inside, runs): every measured run that is not a known miss against the range its
-    stack gets from the evidence without it (the pooled range for the stacks with few runs)."""
-    by_stack = memory_ratios()
+def coverage(by_stack: dict[str, list[float]]) -> tuple[int, int]:
+    """(runs inside, runs): every run that is not a known miss against the range its stack gets
+    from the evidence without it (the pooled range for the stacks with few runs)."""
     inside = sum(_inside(ratio, _bounds_without(by_stack, stack, i))
                  for stack, ratios in by_stack.items() for i, ratio in enumerate(ratios))
     return inside, sum(len(ratios) for ratios in by_stack.values())
+
+
+def memory_coverage() -> tuple[int, int]:
+    return coverage(memory_ratios())
+
+
+def throughput_coverage() -> tuple[int, int]:
+    return coverage(throughput_ratios())
 
 
 def memory_ratios() -> dict[str, list[float]]:
@@ -100,17 +107,29 @@ def memory_ratios() -> dict[str, list[float]]:
     return dict(sorted(by_stack.items()))
 
 
-def throughput_ratios() -> list[float]:
-    catalogue = load_catalogue()
-    comparisons = [measured_throughput.compare(run, catalogue) for run in measured_throughput.load_runs()]
-    return [1 / c.ratio for c in comparisons if c.calibrated and not c.run.known_miss]
+def throughput_ratios() -> dict[str, list[float]]:
+    """measured / predicted throughput per stack, runs on GPU generations with a calibrated
+    efficiency that are not known misses."""
+    catalogue, by_stack = load_catalogue(), defaultdict(list)
+    for run in measured_throughput.load_runs():
+        comparison = measured_throughput.compare(run, catalogue)
+        if comparison.calibrated and not run.known_miss:
+            by_stack[run.cells["stack"]].append(1 / comparison.ratio)
+    return dict(sorted(by_stack.items()))
 
 
-def ranges() -> tuple[dict[str, Range], Range, Range]:
-    by_stack = memory_ratios()
+def _ranges(by_stack: dict[str, list[float]], pooled_what: str, where: str = "") -> tuple[dict[str, Range], Range]:
+    """The stacks' own ranges (MIN_RUNS runs or more) and the pooled one."""
     pooled = [ratio for ratios in by_stack.values() for ratio in ratios]
-    stacks = {stack: _stack_range(stack, by_stack) for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
-    return stacks, _range(pooled, "runs of all stacks"), _range(throughput_ratios(), "runs on calibrated GPUs")
+    stacks = {stack: _stack_range(stack, by_stack, where) for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
+    return stacks, _range(pooled, pooled_what)
+
+
+def ranges() -> tuple[dict[str, Range], Range, dict[str, Range], Range]:
+    memory, pooled_memory = _ranges(memory_ratios(), "runs of all stacks")
+    throughput, pooled_throughput = _ranges(throughput_ratios(), "runs of all stacks on calibrated GPUs",
+                                            " on calibrated GPUs")
+    return memory, pooled_memory, throughput, pooled_throughput
 
 
 def _literal(r: Range) -> str:
@@ -118,10 +137,12 @@ def _literal(r: Range) -> str:
 
 
 def generated_block() -> str:
-    stacks, pooled, throughput = ranges()
+    memory, pooled_memory, throughput, pooled_throughput = ranges()
     lines = ["MEMORY_RANGES: dict[str, Range] = {"]
-    lines += [f'    "{stack}": {_literal(r)},' for stack, r in stacks.items()]
-    lines += ["}", f"POOLED_MEMORY_RANGE = {_literal(pooled)}", f"THROUGHPUT_RANGE = {_literal(throughput)}"]
+    lines += [f'    "{stack}": {_literal(r)},' for stack, r in memory.items()]
+    lines += ["}", f"POOLED_MEMORY_RANGE = {_literal(pooled_memory)}", "THROUGHPUT_RANGES: dict[str, Range] = {"]
+    lines += [f'    "{stack}":\n        {_literal(r)},' for stack, r in throughput.items()]
+    lines += ["}", f"THROUGHPUT_RANGE = {_literal(pooled_throughput)}"]
     return "\n".join(lines)
 
 

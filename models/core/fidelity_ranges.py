@@ -17,7 +17,8 @@ moves a range fails there until this file is regenerated):
   honest figure for a run not in the evidence). docs/fidelity.md also gives the share of every measured run, known misses
   included, inside its stack's range.
 - throughput: measured / predicted tokens per second over the runs on GPU generations with a
-  calibrated efficiency (tests/data/measured_throughput.csv, known misses excluded). A generation
+  calibrated efficiency (tests/data/measured_throughput.csv, known misses excluded), per stack as
+  memory (the stacks with MIN_RUNS such runs; the others pooled). A generation
   that borrows another's efficiency (calibrated=False in models/time/calibration.py) takes a wider
   range: before their own calibration points, MI300X measured 1/1.80 and B200 1/2.00 of what the
   borrowed Hopper efficiency predicted (issue 32), so its low end is UNCALIBRATED_LOW.
@@ -53,7 +54,15 @@ MEMORY_RANGES: dict[str, Range] = {
     "unsloth": Range(0.80, 1.06, 5, 1.00, "5 published unsloth runs (coverage 100% leave-one-out)"),
 }
 POOLED_MEMORY_RANGE = Range(0.87, 1.17, 87, 0.98, "87 published runs of all stacks (coverage 98% leave-one-out)")
-THROUGHPUT_RANGE = Range(0.85, 1.25, 59, 1.00, "59 published runs on calibrated GPUs (coverage 100% leave-one-out)")
+THROUGHPUT_RANGES: dict[str, Range] = {
+    "megatron":
+        Range(0.91, 1.37, 21, 0.95, "21 published megatron runs on calibrated GPUs (coverage 95% leave-one-out)"),
+    "torchtitan":
+        Range(0.79, 1.20, 9, 1.00, "9 published torchtitan runs on calibrated GPUs (coverage 100% leave-one-out)"),
+    "torchtitan-root-fsdp":
+        Range(0.77, 1.17, 29, 0.97, "29 published torchtitan-root-fsdp runs on calibrated GPUs (coverage 97% leave-one-out)"),
+}
+THROUGHPUT_RANGE = Range(0.85, 1.25, 59, 1.00, "59 published runs of all stacks on calibrated GPUs (coverage 100% leave-one-out)")
 # --- end of generated data -----------------------------------------------------------------------
 
 
@@ -62,11 +71,13 @@ def memory_range(stack: str) -> Range:
     return MEMORY_RANGES.get(stack, POOLED_MEMORY_RANGE)
 
 
-def throughput_range(calibrated: bool) -> Range:
-    """The range of the measured throughput around the prediction, on a calibrated GPU or not."""
+def throughput_range(stack: str, calibrated: bool) -> Range:
+    """The range of the measured throughput around the prediction, for a run of this stack on a
+    calibrated GPU or not."""
+    spread = THROUGHPUT_RANGES.get(stack, THROUGHPUT_RANGE)
     if calibrated:
-        return THROUGHPUT_RANGE
-    low = min(UNCALIBRATED_LOW, THROUGHPUT_RANGE.low)
-    return Range(low, THROUGHPUT_RANGE.high, THROUGHPUT_RANGE.runs, THROUGHPUT_RANGE.coverage,
-                 f"{THROUGHPUT_RANGE.runs} published runs on calibrated GPUs, widened down to {low:.2f}: this GPU's "
+        return spread
+    low = min(UNCALIBRATED_LOW, spread.low)
+    return Range(low, spread.high, spread.runs, spread.coverage,
+                 f"{spread.basis.split(' (coverage')[0]}, widened down to {low:.2f}: this GPU's "
                  "efficiency is borrowed from another generation, and borrowed ones measured as low as that")
