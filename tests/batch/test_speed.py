@@ -48,8 +48,8 @@ def test_answers_are_identical_with_and_without_the_memo(catalogue, monkeypatch)
 
 def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, monkeypatch):
     calls = []
-    real = solver_tables.model_states
-    monkeypatch.setattr(solver_tables, "model_states", lambda *args: calls.append(args) or real(*args))
+    real = solver_tables.model_states_over_zero  # what the Tables evaluate model states with
+    monkeypatch.setattr(solver_tables, "model_states_over_zero", lambda *args: calls.append(args) or real(*args))
     memo = TableMemo()
     first = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "cost", **SMALL})
     wider = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "time", "tokens": "1e10",
