@@ -56,13 +56,13 @@ MEMORY_RANGES: dict[str, Range] = {
 POOLED_MEMORY_RANGE = Range(0.87, 1.17, 87, 0.98, "87 published runs of all stacks (coverage 98% leave-one-out)")
 THROUGHPUT_RANGES: dict[str, Range] = {
     "megatron":
-        Range(0.91, 1.38, 34, 0.97, "34 published megatron runs on calibrated GPUs (coverage 97% leave-one-out)"),
+        Range(0.83, 1.30, 78, 1.00, "78 published megatron runs on calibrated GPUs (coverage 100% leave-one-out)"),
     "torchtitan":
-        Range(0.78, 1.20, 9, 1.00, "9 published torchtitan runs on calibrated GPUs (coverage 100% leave-one-out)"),
+        Range(0.76, 1.20, 9, 1.00, "9 published torchtitan runs on calibrated GPUs (coverage 100% leave-one-out)"),
     "torchtitan-root-fsdp":
-        Range(0.77, 1.17, 29, 0.97, "29 published torchtitan-root-fsdp runs on calibrated GPUs (coverage 97% leave-one-out)"),
+        Range(0.75, 1.17, 29, 0.97, "29 published torchtitan-root-fsdp runs on calibrated GPUs (coverage 97% leave-one-out)"),
 }
-THROUGHPUT_RANGE = Range(0.85, 1.25, 72, 1.00, "72 published runs of all stacks on calibrated GPUs (coverage 100% leave-one-out)")
+THROUGHPUT_RANGE = Range(0.83, 1.25, 116, 1.00, "116 published runs of all stacks on calibrated GPUs (coverage 100% leave-one-out)")
 # --- end of generated data -----------------------------------------------------------------------
 
 
