@@ -100,6 +100,8 @@ def memory_table(memory: MemoryReport, screen: Screen, title: str = "Memory per 
         value = getattr(memory, f"{pillar}_bytes")
         share = f"{value / memory.total_bytes:.0%}" if memory.total_bytes else "-"
         table.add_row(pillar.replace("_", " "), gib(value), share)
+    if memory.step_grad_copy_bytes:  # the optimizer step's copies, in place of the freed activations
+        table.add_row("step's fp32 grad copies", gib(memory.step_grad_copy_bytes), "")
     table.add_section()
     table.add_row("total", gib(memory.total_bytes), "")
     table.add_row("measured peaks range", memory_range_text(memory), "")

@@ -113,6 +113,7 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")
     args += {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format hybrid"]}.get(plan.precision, [])
+    args += _megatron_grad_dtype_args(job, plan)
     if plan.zero >= 1:
         args.append("--use-distributed-optimizer")
     if plan.offload == "optimizer":  # arguments.py validation: CPU offload needs the precision-aware optimizer
@@ -125,6 +126,21 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
         args += ["--recompute-granularity full", "--recompute-method block",
                  f"--recompute-num-layers {layers if layers is not None else _chunk_layers(plan, num_layers)}"]
     return args
+
+
+def _megatron_grad_dtype_args(job: Job, plan: Plan) -> list[str]:
+    """The gradient buffer's dtype the job's accounting counts (models/memory/precision.py: "hf" 4
+    bytes, "zero" 2): Megatron's grad_dtype is fp32 when grad_reduce_in_fp32 =
+    accumulate_allreduce_grads_in_fp32, else the parameter's (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/distributed/param_and_grad_buffer.py L924, megatron/training/training.py L2635).
+    --fp16 leaves it off unless --accumulate-allreduce-grads-in-fp32 is given (arguments.py L3069);
+    --bf16 turns it on unless --grad-reduce-in-bf16 is (arguments.py L1204-1217). A 16-bit buffer
+    also makes the optimizer step copy it to fp32 (models/memory/model_states.py step_grad_copy_bytes)."""
+    if plan.precision == "fp16" and job.accounting == "hf":
+        return ["--accumulate-allreduce-grads-in-fp32"]
+    if plan.precision in ("bf16", "fp8") and job.accounting == "zero":
+        return ["--grad-reduce-in-bf16"]
+    return []
 
 
 def _megatron_dispatcher_args(job: Job) -> list[str]:

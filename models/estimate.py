@@ -85,6 +85,7 @@ def memory_report(memory: MemoryBreakdown, job: Job, split: tuple[int, ...] = ()
         activations=ActivationDetail(**{name: getattr(acts, name) for name in ActivationDetail.model_fields}),
         overhead=OverheadDetail(**{name: getattr(over, name) for name in OverheadDetail.model_fields}),
         paged_bytes=memory.states.paged_bytes,
+        step_grad_copy_bytes=memory.states.step_grad_copy_bytes,
     )
 
 

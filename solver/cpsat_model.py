@@ -8,6 +8,7 @@ decisions, tabulated by models/ in space.py and linked to the variables by eleme
 on mixed-radix indices:
 
     static_mib[zf, p] + activation_mib[r, b, p] <= limit_mib          (GPU memory, MiB)
+    static_mib[zf, p] + buffers_mib[b, p] + copy_mib[zf, p] <= limit_mib    (the optimizer step, where it copies)
     host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
     step_us = compute_us[r, p, l] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p, l])
               + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
@@ -148,13 +149,23 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     accumulating = any(space.on_use.accumulation_mib[i, n, jj, lay, j] for i in allowed_zf for jj in precisions
                        for lay in layouts for j in checked)
 
+    # The optimizer step's fp32 gradient copies (Megatron with a 16-bit gradient buffer:
+    # SpaceFills.step_copy_mib): the step holds them with the states and buffers but no activations,
+    # a second memory sum per checked rank (points.memory_columns_mib's max), stated only where a copy is.
+    copying = bool(space.on_use.step_copies_mib) and any(
+        space.on_use.step_copy_mib(i, n, jj, lay, j) for i in allowed_zf for jj in precisions for lay in layouts for j in checked)
+
     def by_zero(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Data-parallel traffic (forward, backward), its one-layer tail, the optimizer step (and
-        what gradient accumulation adds to each checked rank's model states)."""
+        what gradient accumulation adds to each checked rank's model states; the step's gradient
+        copies with the micro-batch's buffers)."""
         lay, b_ = pairs[k]
         forward, backward = steps.comm_us[space.zero_offloads[i][0], b_, jj, lay]
         grown = tuple(accumulated_mib(space, i, n, jj, lay, j, b_) for j in checked) if accumulating else ()
-        return forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay], *grown
+        copies = tuple(space.on_use.step_copy_mib(i, n, jj, lay, j) + space.buffer_mib[b_, jj, lay]
+                       for j in checked) if copying else ()
+        return (forward, backward, tail_us(forward + backward, space.arch.num_layers), steps.optimizer_us[i, b_, jj, lay],
+                *grown, *copies)
 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.on_use.static_mib[i, n, jj, lay, j] for j in checked), space.on_use.host_mib_per_gpu[i, n, jj, lay]),
@@ -175,11 +186,16 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     else:
         fwd_window, bwd_window = _table(model, [rs, ps, ls], lambda k, jj, lay: steps.windows_us[k, jj, lay],
                                         ("fwd_window_us", "bwd_window_us"), uppers)
-    fwd, bwd, tail, opt, *grown = _table(
+    fwd, bwd, tail, opt, *held = _table(
         model, [zfs, ps, lbs], by_zero,
-        ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in checked if accumulating)), uppers)
+        ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in checked if accumulating),
+         *(f"step_copy{j}" for j in checked if copying)), uppers)
+    grown, copies = (held[:len(checked)], held[len(checked):]) if accumulating else ([], held)
     for j, (rank_static, rank_dynamic) in enumerate(zip(static, dynamic)):  # memory of each checked pipeline rank
-        model.add(rank_static + rank_dynamic + (grown[j] if grown else 0) <= space.limit_mib[g])
+        states = rank_static + (grown[j] if grown else 0)
+        model.add(states + rank_dynamic <= space.limit_mib[g])
+        if copies:  # the optimizer step: states, buffers and the gradient copies, no activations
+            model.add(states + copies[j] <= space.limit_mib[g])
     stated = add_step(model, base, (fwd, bwd), (fwd_window, bwd_window), tail, opt, uppers, step_cap)
     if stated is None:
         return None

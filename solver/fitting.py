@@ -50,7 +50,8 @@ def _peaks(space: SearchSpace, g: int, n: int, reach: int) -> tuple:
 
 def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
     """Per explained layout: (layout, precisions, micro-batches, peak MiB over (zf, r, b, p), and
-    its two terms per checked rank j: static (zf, p, j) and buffers + activations (r, b, p, j))."""
+    its terms per checked rank j: static (zf, p, j), buffers + the larger of the activations and the
+    optimizer step's gradient copies (zf or 1, r, b, p, j) and accumulation (zf, b, p, j))."""
     grids = []
     precisions = space.gpu_precisions[g]
     for li in explained_layouts(space):
@@ -66,8 +67,16 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
                               for p in precisions] for b in batches] for r in rs], dtype=np.int64)  # (r, b, p, j)
         accumulated = np.array([[[[accumulated_mib(space, zf, n, p, li, j, b) for j in js] for p in precisions]
                                  for b in batches] for zf in zfs], dtype=np.int64)  # (zf, b, p, j)
-        peak = (static[:, None, None, :, :] + dynamic[None, :, :, :, :] + accumulated[:, None, :, :, :]).max(axis=-1)
-        grids.append((li, precisions, batches, peak, static, dynamic, accumulated))
+        held = static[:, None, None, :, :] + accumulated[:, None, :, :, :]  # (zf, 1, b, p, j)
+        rest = dynamic[None, :, :, :, :]  # (1, r, b, p, j)
+        if any(space.on_use.step_copy_mib(zf, n, p, li, j) for zf in zfs for p in precisions for j in js):
+            # the optimizer step's gradient copies with the buffers, where larger than the activations
+            # (points.memory_columns_mib's max)
+            step = np.array([[[[space.buffer_mib[b, p, li] + space.on_use.step_copy_mib(zf, n, p, li, j) for j in js]
+                               for p in precisions] for b in batches] for zf in zfs], dtype=np.int64)  # (zf, b, p, j)
+            rest = np.maximum(rest, step[:, None, :, :, :])
+        peak = (held + rest).max(axis=-1)
+        grids.append((li, precisions, batches, peak, static, rest, accumulated))
     return grids
 
 
@@ -126,7 +135,8 @@ def _memory_fitting(space: SearchSpace, shape: Shape) -> list[tuple[Inner, Inner
         order = np.lexsort((p, -b, r, zf))  # points.inner_tie: zf, r, larger micro-batch first, p
         zf, r, b, p = zf[order], r[order], b[order], p[order]
         held = static[zf, p, :] + accumulated[zf, b, p, :]  # (point, j)
-        rank = (held + dynamic[r, b, p, :]).argmax(axis=1)  # the first most loaded rank
+        rest = dynamic[0 if dynamic.shape[0] == 1 else zf, r, b, p, :]  # activations (or the step's copies) + buffers
+        rank = (held + rest).argmax(axis=1)  # the first most loaded rank
         static_mib = held[np.arange(len(rank)), rank] + np.array([space.buffer_mib[batches[i], precisions[k], li]
                                                      for i, k in zip(b.tolist(), p.tolist())], dtype=np.int64)
         host = np.array([host_mib_per_gpu(space, n, Inner(z, rr, precisions[k], batches[i], li))

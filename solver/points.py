@@ -46,7 +46,7 @@ class Choice(NamedTuple):
 
 class InnerMetrics(NamedTuple):
     static_mib: int  # weights + gradients + optimizer states + overhead, each rounded up
-    activation_mib: int
+    activation_mib: int  # the peak's rest: activations, or the optimizer step's gradient copies where larger
     host_mib_per_gpu: int
     step_us: int
 
@@ -88,13 +88,17 @@ def tie_key(space: SearchSpace, choice: Choice) -> tuple[int, ...]:
 
 
 def memory_columns_mib(space: SearchSpace, n: int, inner: Inner) -> list[int] | None:
-    """GPU memory of the checked pipeline ranks (tables.rank_columns), MiB; None if invalid."""
+    """GPU memory of the checked pipeline ranks (tables.rank_columns), MiB; None if invalid. Each
+    rank's peak is its states, accumulation and buffers plus the larger of its activations and the
+    gradient copies its optimizer step holds (SpaceFills.step_copy_mib: models.memory.memory
+    MemoryBreakdown.total_bytes' max; the CP-SAT model states both sums)."""
     zf, r, p, b, li = inner
     if li not in space.count_layouts[n] or b not in space.valid_batches[n, li]:
         return None
     space.on_use.fill_count(n, [li], (p,))
     buffers = space.buffer_mib[b, p, li]
-    return [space.on_use.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + buffers + mib
+    return [space.on_use.static_mib[zf, n, p, li, j] + accumulated_mib(space, zf, n, p, li, j, b) + buffers
+            + max(mib, space.on_use.step_copy_mib(zf, n, p, li, j))
             for j, mib in enumerate(space.on_use.ranks_activation_mib(r, b, p, li, n))]
 
 

@@ -34,6 +34,10 @@ class SpaceFills:
     host_mib_per_gpu: dict[tuple[int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l)
     # What more than one micro-batch a step adds to static_mib (unsharded gradient accumulation: litgpt)
     accumulation_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
+    # The fp32 gradient copies the optimizer step holds beside static_mib, without the activations
+    # (Megatron with a 16-bit gradient buffer: ModelStates.step_grad_copy_bytes); only the non-zero
+    # cells are kept (step_copy_mib reads the rest as 0)
+    step_copies_mib: dict[tuple[int, int, int, int, int], int] = field(default_factory=dict)  # (zf, n, p, l, j)
     rank_places: dict[tuple[int, int, int, int], RankPlace] = field(default_factory=dict)  # (n, l, b, j), on first read
     activations_mib: dict[tuple[int, int, int, int, int, int], int] = field(default_factory=dict)  # (r, b, p, l, n, j)
     # (r, b, p, t, a share's chunk) -> MicroKey: the job's Tables' dict, shared by the spaces of its domains
@@ -67,6 +71,10 @@ class SpaceFills:
                 if (n, li, p) not in self.filled_states:
                     fill_states(self.space, self, n, li, p)
                     self.filled_states.add((n, li, p))
+
+    def step_copy_mib(self, zf: int, n: int, p: int, li: int, j: int) -> int:
+        """What the optimizer step holds beside checked rank j's model states (MiB; fill_count first)."""
+        return self.step_copies_mib.get((zf, n, p, li, j), 0)
 
     def activation_mib(self, r: int, b: int, p: int, li: int, n: int, j: int) -> int:
         """Activations of checked pipeline rank j (rank_columns) in MiB, tabulated on first read:

@@ -98,17 +98,23 @@ def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> 
 
 
 def fill_states(space: SearchSpace, fills: SpaceFills, n_i: int, li: int, p: int) -> None:
-    """Model states and host RAM of count index n_i, layout l and precision p, per checked rank."""
+    """Model states, host RAM and the optimizer step's gradient copies of count index n_i, layout l
+    and precision p, per checked rank."""
     tables, layout, n = space.tables, space.layouts[li], space.counts[n_i]
     stages = space.checked_stages(layout.pipeline)
     distinct = tuple(dict.fromkeys(stages))  # columns repeat the first rank (pp = 1: every column)
-    grid = tables.states_grid(layout, n, space.precisions[p], tuple(space.zero_offloads), distinct)  # type: ignore[union-attr]
-    for zf, row in enumerate(grid):
+    zero_offloads = tuple(space.zero_offloads)
+    grid = tables.states_grid(layout, n, space.precisions[p], zero_offloads, distinct)  # type: ignore[union-attr]
+    copies = tables.step_copy_grid(layout, n, space.precisions[p], zero_offloads, distinct)  # type: ignore[union-attr]
+    for zf, (row, copy_row) in enumerate(zip(grid, copies)):
         cells = dict(zip(distinct, row))
+        copy_cells = dict(zip(distinct, copy_row))
         for j, stage in enumerate(stages):
             static, _, accumulated = cells[stage]
             fills.static_mib[zf, n_i, p, li, j] = static
             fills.accumulation_mib[zf, n_i, p, li, j] = accumulated
+            if copy_cells[stage]:  # the step's fp32 gradient copies (SpaceFills.step_copy_mib)
+                fills.step_copies_mib[zf, n_i, p, li, j] = copy_cells[stage]
         fills.host_mib_per_gpu[zf, n_i, p, li] = max(host for _, host, _ in row)
 
 

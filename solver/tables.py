@@ -140,6 +140,18 @@ class Tables(DataParallelTables):
                          for (static, host), stage in zip(mib, stages)])
         return grid
 
+    def step_copy_grid(self, layout: Layout, n: int, precision: str, zero_offloads: tuple[tuple[int, str], ...],
+                       stages: tuple[int, ...]) -> list[list[int]]:
+        """Per (ZeRO stage, offload) of zero_offloads and pipeline rank of stages: the fp32 gradient
+        copies the optimizer step holds beside the states (models.model_states
+        ModelStates.step_grad_copy_bytes: Megatron with a 16-bit gradient buffer; 0 elsewhere),
+        rounded up to MiB; read off the rank states states_grid made (no models/ evaluation)."""
+        def compute() -> list[list[int]]:
+            by_stage = [self.rank_states_over_zero(layout, zero_offloads, n, precision, stage) for stage in stages]
+            return [[bytes_to_mib_ceil(states[zf].step_grad_copy_bytes) for states in by_stage]
+                    for zf in range(len(zero_offloads))]
+        return self._called(("step-copy-grid", layout, n, precision, zero_offloads, stages), compute)
+
     def states_mib(self, layout: Layout, zero: int, offload: str, n: int, precision: str, stage: int) -> tuple[int, int]:
         """(weights + gradients + optimizer states + overhead without the micro-batch buffers,
         host RAM per GPU) on pipeline rank `stage`, each rounded up to MiB (states_grid's one cell)."""

@@ -89,6 +89,11 @@ class MemoryReport(_Result):
     activations: ActivationDetail
     overhead: OverheadDetail
     paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator, not in total
+    # The fp32 gradient copies the optimizer step holds beside the states and the overhead, with no
+    # activations (Megatron with a 16-bit gradient buffer: models/memory/model_states.py
+    # step_grad_copy_bytes); not a pillar: total is the larger of the pillars' sum and
+    # weights + gradients + optimizer states + overhead + this.
+    step_grad_copy_bytes: int = 0
 
 
 class PerformanceReport(_Result):

@@ -362,6 +362,22 @@ RETAINED_INPUT_GRAD_STACKS = Behaviour(
     "each pipeline stage input's gradient stays on its receive buffer until the next step",
     frozenset({"torchtitan-root-fsdp"}), "models/memory/pipeline_buffers.py")
 
+# Stacks whose mixed-precision optimizer step copies a 16-bit gradient buffer to fp32 and keeps the
+# copies until the next step's zero_grad: Megatron-LM (NVIDIA/Megatron-LM@d98e8a64
+# megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads
+# L1097 `main_param.grad = model_param.main_grad.float()`, called by prepare_grads L751 before
+# optimizer.step() L786; distrib_optimizer.py L2792 `shard_main_param.grad = shard_model_grad.float()`,
+# the distributed optimizer's shard only; freed by zero_grad(set_to_none=True), optimizer.py L59-70,
+# at the next train_step's start, megatron/training/training.py L3044, before its forward).
+# Tensor.float() returns the tensor itself when it is fp32 already, so only a 16-bit buffer is
+# copied: grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype (param_and_grad_buffer.py
+# L924), grad_reduce_in_fp32 = args.accumulate_allreduce_grads_in_fp32 (training.py L2635), which
+# --fp16 leaves off unless given (arguments.py L3069) and bf16 turns on unless --grad-reduce-in-bf16
+# (arguments.py L1204-1217).
+STEP_FP32_GRAD_COPY_STACKS = Behaviour(
+    "the optimizer step holds an fp32 copy of a 16-bit gradient buffer (its shard under the distributed "
+    "optimizer) until the next step's zero_grad", frozenset({"megatron"}), "models/memory/model_states.py")
+
 
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
@@ -391,6 +407,7 @@ BEHAVIOURS = {
     "TOKEN_PERMUTATION_STACKS": TOKEN_PERMUTATION_STACKS,
     "TORCH_PIPELINING_STACKS": TORCH_PIPELINING_STACKS,
     "RETAINED_INPUT_GRAD_STACKS": RETAINED_INPUT_GRAD_STACKS,
+    "STEP_FP32_GRAD_COPY_STACKS": STEP_FP32_GRAD_COPY_STACKS,
 }
 
 

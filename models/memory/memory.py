@@ -1,4 +1,5 @@
-"""The five pillars per GPU, and the bound: a plan fits when their sum is at most
+"""The five pillars per GPU, and the bound: a plan fits when its peak, their sum (or, where the
+optimizer step holds more than the activations, the step's: MemoryBreakdown.total_bytes), is at most
 capacity x capacity_fraction, evaluated in exact integer bytes (per-mille arithmetic)."""
 
 from __future__ import annotations
@@ -42,8 +43,25 @@ class MemoryBreakdown:
         }
 
     @property
-    def total_bytes(self) -> int:
+    def activation_peak_bytes(self) -> int:
+        """The five pillars' sum: the rank at its activation peak (forward and backward)."""
         return sum(self.pillars.values())
+
+    @property
+    def step_peak_bytes(self) -> int:
+        """The rank at the optimizer step: its states, the overhead and the fp32 gradient copies the
+        step holds (ModelStates.step_grad_copy_bytes: Megatron with a 16-bit gradient buffer), with
+        no activations (freed by the step; the copies by the next step's zero_grad before its
+        forward). The overhead is counted whole, its pipeline p2p and ring-attention buffers with
+        it, though those are transient (a few hidden states: an upper bound)."""
+        return self.states.gpu_bytes + self.overhead.total_bytes + self.states.step_grad_copy_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """The rank's peak: the larger of its activation peak and its step peak (the same as the
+        activation peak wherever the step holds nothing more than the states)."""
+        peak = self.activation_peak_bytes
+        return peak if not self.states.step_grad_copy_bytes else max(peak, self.step_peak_bytes)
 
     @property
     def limit_bytes(self) -> int:

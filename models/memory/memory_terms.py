@@ -13,6 +13,8 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 | activations.output_layer | last rank: one micro-batch's logits and loss (tp, sp, cp, b) |
 | activations.backward_peak | max(last rank's loss temporaries, one layer's backward) |
 | activations.fragmentation | the job's fragmentation fraction x the largest transient block / tp (models/memory/fragmentation.py) |
+| activations.pipeline_buffers | torch pipelining's receive buffers and kept stage outputs (pp, accumulation, vpp, stage, tp, sp, cp, b) |
+| step.grad_copy_excess | Megatron's fp32 grad copies at the step beyond the freed activations (zero, precision, accounting) |
 | overhead.* | fixed reserve; NCCL per communicator; DP buckets (zero, dp*cp > 1); ZeRO-3 working set (tp, pp > 1); SP, p2p, CP buffers |
 """
 
@@ -67,6 +69,9 @@ def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> di
         "activations.output_layer": acts.output_layer_bytes,
         "activations.backward_peak": acts.backward_peak_extra_bytes,
         "activations.fragmentation": acts.fragmentation_reserve_bytes,
+        "activations.pipeline_buffers": acts.pipeline_buffers_bytes,
+        # the optimizer step's copies where they outweigh the freed activations (MemoryBreakdown.total_bytes)
+        "step.grad_copy_excess": max(0, states.step_grad_copy_bytes - acts.total_bytes),
     }
     for name in ("cuda_context_bytes", "cublas_workspace_bytes", "nccl_bytes", "comm_buckets_bytes",
                  "zero3_live_params_bytes", "tp_buffers_bytes", "pp_p2p_bytes", "cp_buffers_bytes"):

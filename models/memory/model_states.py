@@ -30,6 +30,7 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
     HOOK_REDUCED_ZERO1_STACKS,
     MIXED_FLAT_PARAM_STACKS,
+    STEP_FP32_GRAD_COPY_STACKS,
     UNSHARDED_ACCUMULATION_STACKS,
 )
 from vramplan.models.memory.parallel_states import (
@@ -39,12 +40,13 @@ from vramplan.models.memory.parallel_states import (
     rank_trainable_params,
     stage_layer_counts,
 )
-from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, weight_bytes_per_param
+from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, HALF_BYTES, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
     gradient_state_bytes_per_param,
     is_paged,
     largest_trainable_tensor_params,
     optimizer_state_bytes_per_param,
+    pure_half,
     trainable_weight_bytes_per_param,
 )
 
@@ -59,6 +61,9 @@ class ModelStates:
     host_bytes_per_gpu: int
     num_trainable_params: int
     paged_bytes: int = 0  # paged optimizer states: unified memory outside the torch allocator (recipe.py)
+    # fp32 gradient copies held from the optimizer step to the next step's zero_grad, beside the
+    # states but not the activations (step_grad_copy_bytes); not in gpu_bytes
+    step_grad_copy_bytes: int = 0
 
     @property
     def gpu_bytes(self) -> int:
@@ -235,7 +240,8 @@ def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: Ra
         zero3 = plan.zero == 3
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_dense, plan.zero_group if zero3 else 1)
         weights += fp8_weight_copy_bytes(shard.fp8_matmul_expert, plan.expert_dp if zero3 else 1)
-    return ModelStates(weights, gradients, optimizer, host, trainable, paged)
+    copy = _step_copy_bytes(job, plan, groups, recipe)
+    return ModelStates(weights, gradients, optimizer, host, trainable, paged, copy)
 
 
 def state_groups(job: Job, plan: Plan, shard: RankParams, trainable: int) -> list[tuple[int, int]]:
@@ -283,6 +289,36 @@ def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage
     trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, stage)
     full = _bytes(trainable, recipe_state_bytes(job, plan.precision)[1])
     return full - _shard(full, plan.zero_group)
+
+
+def step_grad_copy_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
+    """The fp32 gradient copies pipeline rank `stage` holds from the optimizer step to the next
+    step's zero_grad, beside its model states (STEP_FP32_GRAD_COPY_STACKS: Megatron-LM; citations
+    there). Its mixed-precision optimizers set each fp32 main parameter's .grad to
+    `main_grad.float()` before optimizer.step(): Float16OptimizerWithFloat16Params (ZeRO-0) for every
+    trainable parameter of the rank, the distributed optimizer (ZeRO-1) for its shard only, as it
+    shards the optimizer states; the next train_step's zero_grad(set_to_none) frees them before its
+    forward. With an fp32 gradient buffer (accounting "hf": bf16's default
+    accumulate_allreduce_grads_in_fp32, or --fp16 with that flag) .float() returns the buffer
+    itself: nothing. A 16-bit buffer (accounting "zero": --fp16 alone, --grad-reduce-in-bf16, what
+    launch/configs.py writes) gives 4 bytes per parameter of the rank's optimizer share. The step
+    holds no activations, so the rank's peak is its states, the overhead and the larger of its
+    activations and this (models/memory/memory.py MemoryBreakdown.total_bytes).
+
+    0 where the mechanism was not read: an offloaded optimizer (HybridDeviceOptimizer with the
+    precision-aware optimizer, whose .decoupled_grad is the buffer's view), Megatron-FSDP (ZeRO-2/3),
+    no fp32 master (pure 16-bit), fp32 training (FP32Optimizer steps the buffer itself)."""
+    return model_states(arch, job, plan, stage).step_grad_copy_bytes
+
+
+def _step_copy_bytes(job: Job, plan: Plan, groups: list[tuple[int, int]],
+                     recipe: tuple[Fraction, Fraction, Fraction]) -> int:
+    """step_grad_copy_bytes from the rank's flat buffers (state_groups) and the recipe's bytes."""
+    if job.stack not in STEP_FP32_GRAD_COPY_STACKS or plan.offload != "none" or plan.zero >= 2:
+        return 0
+    if plan.precision == "fp32" or pure_half(job, plan.precision) or recipe[1] != HALF_BYTES:
+        return 0  # no master copy, or an fp32 gradient buffer that .float() returns as it is
+    return sum(FP32_BYTES * (_shard(params, group) if plan.zero == 1 else params) for params, group in groups)
 
 
 def mixed_unit_gradient_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:

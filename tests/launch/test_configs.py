@@ -25,7 +25,7 @@ import tomllib
 
 import pytest
 from helpers.cli import invoke, one_line_error
-from published import BOOL, FLAG, FLOAT, INT, STR, check_deepspeed, in_domain
+from published import BOOL, FLAG, FLOAT, INT, STR, check_deepspeed, in_domain, job
 
 from vramplan.launch.configs import WRITERS, check_writer, launch_config
 from vramplan.models.core.errors import VramplanError
@@ -47,7 +47,10 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             # core_v0.19.0 transformer_config.py TransformerConfig.moe_token_dispatcher_type (Literal, default
             # allgather) and moe_flex_dispatcher_backend (Literal, default deepep)
             "--moe-token-dispatcher-type": ("allgather", "alltoall", "flex"),
-            "--moe-flex-dispatcher-backend": ("deepep", "hybridep", "ncclep")}
+            "--moe-flex-dispatcher-backend": ("deepep", "hybridep", "ncclep"),
+            # NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py _add_mixed_precision_args: store_true
+            # flags (L3053, L3069); the gradient buffer's dtype (param_and_grad_buffer.py L924)
+            "--grad-reduce-in-bf16": FLAG, "--accumulate-allreduce-grads-in-fp32": FLAG}
 TORCHTITAN = {
     "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
                     "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
@@ -213,3 +216,24 @@ def test_megatron_recomputes_the_plans_layers_per_stage_and_carries_the_split():
     assert _megatron_of(job.model_copy(update={"recompute_layers": 2}),
                           plan.model_copy(update={"recompute_layers": None}))["--recompute-num-layers"] == "2"
     assert _megatron_of(job, plan.model_copy(update={"recompute_layers": None}))["--recompute-num-layers"] == "8"
+
+
+@pytest.mark.parametrize(("precision", "accounting", "flags"), [
+    ("bf16", "hf", ()),  # the preset: bf16's default accumulate_allreduce_grads_in_fp32 (arguments.py L1204-1217)
+    ("fp8", "hf", ()),
+    ("fp16", "hf", ("--accumulate-allreduce-grads-in-fp32",)),  # off for --fp16 unless given (arguments.py L3069)
+    ("bf16", "zero", ("--grad-reduce-in-bf16",)),  # a bf16 buffer, as "zero" counts 2 bytes
+    ("fp8", "zero", ("--grad-reduce-in-bf16",)),
+    ("fp16", "zero", ()),  # --fp16 alone: an fp16 buffer
+    ("fp32", "zero", ()),
+    ("fp32", "hf", ()),
+])
+def test_megatron_gradient_buffer_dtype_matches_the_accounting(precision, accounting, flags):
+    """The launched run keeps the gradient buffer the estimate counts (models/memory/precision.py
+    gradient_bytes_per_param: "hf" 4 bytes, "zero" 2): Megatron's grad_dtype is fp32 exactly when
+    accumulate_allreduce_grads_in_fp32 is on (NVIDIA/Megatron-LM@d98e8a64 param_and_grad_buffer.py L924,
+    training.py L2635)."""
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, precision=precision)
+    args = _megatron_of(job("megatron", accounting=accounting), plan)
+    written = tuple(flag for flag in ("--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16") if flag in args)
+    assert written == flags

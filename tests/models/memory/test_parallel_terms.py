@@ -27,8 +27,10 @@ def random_case(rng: random.Random) -> tuple[str, Job, Plan] | None:
     dp = rng.choice([1, 2, 4, 8])
     ep = rng.choice([e for e in (1, 2, 4, 8) if arch.num_experts % e == 0 and (dp * cp) % e == 0])
     vpp = rng.choice([1, 1, 2, 4]) if pp > 1 else 1
+    # megatron: the optimizer step's fp32 gradient copies (accounting zero); torchtitan: torch
+    # pipelining's receive buffers (pp > 1); custom: neither
     job = Job(seq_len=rng.choice([1024, 2048, 4096]), kernels=rng.choice(["eager", "fused"]),
-              accounting=rng.choice(["zero", "hf"]))
+              accounting=rng.choice(["zero", "hf"]), stack=rng.choice(["custom", "megatron", "torchtitan"]))
     zero = rng.choice([0, 1, 2, 3])
     try:
         plan = Plan(gpu=GPU.name, num_gpus=tp * pp * cp * dp, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp,
