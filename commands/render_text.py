@@ -101,7 +101,8 @@ def memory_table(memory: MemoryReport, screen: Screen, title: str = "Memory per 
         share = f"{value / memory.total_bytes:.0%}" if memory.total_bytes else "-"
         table.add_row(pillar.replace("_", " "), gib(value), share)
     if memory.step_grad_copy_bytes:  # the optimizer step's copies, in place of the freed activations
-        table.add_row("step's fp32 grad copies", gib(memory.step_grad_copy_bytes), "")
+        table.add_row("step's fp32 grad copies", gib(memory.step_grad_copy_bytes),
+                      f"{memory.step_grad_copy_bytes / memory.total_bytes:.0%}")
     table.add_section()
     table.add_row("total", gib(memory.total_bytes), "")
     table.add_row("measured peaks range", memory_range_text(memory), "")
