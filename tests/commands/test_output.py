@@ -231,3 +231,15 @@ def test_solve_marks_each_borrowed_mfu():
     plan = json.loads(run([*ada, "--format", "json", "--top", "1"], None).stdout)["plans"][0]
     assert plan["plan"]["gpu"] == "l40s-48gb" and plan["performance"]["efficiency_borrowed_from"] == "hopper"
     assert f"{plan['performance']['mfu_fraction']:.1%}*" in text and "* uncalibrated compute efficiency" in text
+
+
+def test_the_steps_gradient_copies_show_where_they_set_the_peak():
+    """Megatron fp16 with 16-bit gradients (accounting zero), ZeRO-0, one H200: the optimizer step's
+    fp32 copies (29.92 GiB) outweigh the freed activations, so they get a row and the total is the step's."""
+    copies = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--stack", "megatron", "--precision", "fp16",
+              "--accounting", "zero", "--zero", "0", "--recompute", "full", "--gpu", "h200-sxm-141gb", "--num-gpus", "1"]
+    shown = run(copies, 120)
+    assert "step's fp32 grad copies" in shown.output and "150.22" in shown.output, shown.output
+    assert shown.exit_code == 3  # does not fit: the step needs 150.22 GiB of the 126.36 limit
+    plain = run([("hf" if arg == "zero" and copies[i - 1] == "--accounting" else arg) for i, arg in enumerate(copies)], 120)
+    assert "total" in plain.output and "grad copies" not in plain.output, plain.output  # fp32 buffer: no copy
