@@ -11,7 +11,7 @@ from vramplan.batch.run import plan_jobs
 from vramplan.models.catalogue.catalogue import load_catalogue
 from vramplan.models.core.setup import Job
 from vramplan.sheets.rows import output_row, parse_row
-from vramplan.solver import tables as solver_tables
+from vramplan.solver import state_tables
 from vramplan.solver.api import solve
 from vramplan.solver.table_memo import TableMemo
 
@@ -48,8 +48,8 @@ def test_answers_are_identical_with_and_without_the_memo(catalogue, monkeypatch)
 
 def test_a_second_row_of_one_model_and_job_computes_no_model_value(catalogue, monkeypatch):
     calls = []
-    real = solver_tables.model_states_over_zero  # what the Tables evaluate model states with
-    monkeypatch.setattr(solver_tables, "model_states_over_zero", lambda *args: calls.append(args) or real(*args))
+    real = state_tables.model_states_over_zero  # what the Tables evaluate model states with
+    monkeypatch.setattr(state_tables, "model_states_over_zero", lambda *args: calls.append(args) or real(*args))
     memo = TableMemo()
     first = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "cost", **SMALL})
     wider = parse_row({"model": "llama-3.1-8b", "seq_len": "2048", "objective": "time", "tokens": "1e10",
