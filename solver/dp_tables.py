@@ -7,13 +7,12 @@ reads of Tables is declared below."""
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
+from vramplan.models.core.catalogue_schema import GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import to_us_array
 from vramplan.models.time.performance import (
     DpTraffic,
@@ -27,7 +26,8 @@ from vramplan.models.time.performance import (
     optimizer_time_from_traffic,
     optimizer_traffic,
 )
-from vramplan.solver.choice_keys import NO_RECOMPUTE, RecomputeChoice
+from vramplan.solver.choice_keys import NO_RECOMPUTE
+from vramplan.solver.table_reads import TableReads
 
 
 def _stack(cells: list[list[list]], kind: type):
@@ -46,23 +46,10 @@ def _stack_rows(grids: list[DpTraffic]) -> DpTraffic:
     return DpTraffic(*columns)
 
 
-class DataParallelTables:
+class DataParallelTables(TableReads):
     """Tables' data-parallel and optimizer terms (module docstring)."""
 
-    arch: Architecture
-    job: Job
-    evaluations: int
     time_memo: dict[tuple, object] | None
-
-    if TYPE_CHECKING:  # Tables' own, which these terms read
-        def _get(self, key: tuple, compute, cost: int = 1, memo: dict | None = None): ...
-        def _called(self, key: tuple, compute, memo: dict | None = None): ...
-        def kept(self, key: tuple, compute): ...
-        def _plan(self, layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str,
-                  micro: int) -> Plan: ...
-        def accumulation(self, layout: Layout, n: int, micro: int) -> int: ...
-        def _heaviest_rank(self, layout: Layout) -> tuple: ...
-        def _groups(self, layout: Layout, n: int) -> tuple[int, int, int]: ...
 
     def comm_s(self, layout: Layout, n: int, zeros: tuple[int, ...], micros: tuple[int, ...],
                precisions: tuple[str, ...], gpu: GpuSpec, per_instance: int,

@@ -8,17 +8,16 @@ declared below."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from vramplan.models.architecture.parallel import stage_layer_kinds
-from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.setup import Plan
 from vramplan.models.core.units import bytes_to_mib_ceil, ceil_div
 from vramplan.models.memory.model_states import ModelStates, model_states_over_zero, unsharded_accumulation_bytes
 from vramplan.models.memory.overhead import overhead
-from vramplan.solver.choice_keys import NO_RECOMPUTE, RecomputeChoice
+from vramplan.solver.choice_keys import NO_RECOMPUTE
 from vramplan.solver.layouts import layout_plan
+from vramplan.solver.table_reads import TableReads
 
 
 @lru_cache(maxsize=1 << 16)
@@ -30,20 +29,10 @@ def _states_plan(layout: Layout, n: int, zero: int, offload: str, precision: str
                        grad_accum=grad_accum, offload=offload)
 
 
-class StateTables:
+class StateTables(TableReads):
     """Tables' model-state terms (module docstring)."""
 
-    arch: Architecture
-    job: Job
-    evaluations: int
     states_memo: dict[tuple, ModelStates] | None
-
-    if TYPE_CHECKING:  # Tables' own, which these terms read
-        def _get(self, key: tuple, compute, cost: int = 1, memo: dict | None = None): ...
-        def _called(self, key: tuple, compute, memo: dict | None = None): ...
-        def _plan(self, layout: Layout, n: int, zero: int, offload: str, recompute: RecomputeChoice, precision: str,
-                  micro: int) -> Plan: ...
-        def _groups(self, layout: Layout, n: int) -> tuple[int, int, int]: ...
 
     def states_grid(self, layout: Layout, n: int, precision: str, zero_offloads: tuple[tuple[int, str], ...],
                     stages: tuple[int, ...]) -> list[list[tuple[int, int, int]]]:
