@@ -69,7 +69,7 @@ HOOK_REDUCED_ZERO1_STACKS = Behaviour(
 # unsharded under no_sync while accumulating: lit-gpt 2023 to litgpt v0.5.7 (lit-gpt 8641822
 # finetune/lora.py FSDPStrategy(auto_wrap_policy={Block}) and fabric.no_backward_sync; torch 2.1
 # flat_param.py _validate_tensors_to_flatten, _runtime_utils.py _post_backward_hook; litgpt #1538
-# (v0.5.8) wraps each Linear instead): models/memory/model_states.py mixed_unit_gradient_bytes.
+# (v0.5.8) wraps each Linear instead): models/memory/fsdp1_units.py mixed_unit_gradient_bytes.
 MIXED_FLAT_PARAM_STACKS = Behaviour(
     "one FSDP1 flat parameter per block mixes frozen weights and adapters: the whole block gets a gradient",
     frozenset({"litgpt-fsdp1"}), "models/memory/model_states.py")

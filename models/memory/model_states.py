@@ -29,18 +29,17 @@ from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
     HOOK_REDUCED_ZERO1_STACKS,
-    MIXED_FLAT_PARAM_STACKS,
     STEP_FP32_GRAD_COPY_STACKS,
     UNSHARDED_ACCUMULATION_STACKS,
 )
+from vramplan.models.core.units import ceil_div
+from vramplan.models.memory.fsdp1_units import mixed_unit_gradient_bytes, mixes_flat_params
 from vramplan.models.memory.parallel_states import (
     RankParams,
-    layer_shard,
     rank_params,
     rank_trainable_params,
-    stage_layer_counts,
 )
-from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, HALF_BYTES, weight_bytes_per_param
+from vramplan.models.memory.precision import FP8_BYTES, FP32_BYTES, HALF_BYTES, params_bytes, weight_bytes_per_param
 from vramplan.models.memory.recipe import (
     gradient_state_bytes_per_param,
     is_paged,
@@ -71,16 +70,6 @@ class ModelStates:
         return self.weights_bytes + self.gradients_bytes + self.optimizer_states_bytes
 
 
-def _bytes(num_params: int, bytes_per_param: Fraction) -> int:
-    """ceil(num_params x bytes_per_param), in integers (a Fraction product costs ten times more:
-    the solver asks this for every ZeRO stage, offload, precision and pipeline rank)."""
-    return -(-num_params * bytes_per_param.numerator // bytes_per_param.denominator)
-
-
-def _shard(num_params: int, num_ranks: int) -> int:
-    return -(-num_params // num_ranks)
-
-
 def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankParams | None = None,
                       holds_lm_head: bool = True) -> int:
     """Bytes of the frozen base of a LoRA/QLoRA job (0 for full fine-tuning, whose weights all train)
@@ -102,14 +91,14 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     half = weight_bytes_per_param(precision)  # type: ignore[arg-type]
     fmt = frozen_base_format(arch, job)
     if fmt is None:  # an unquantised base: as loaded (job.base_dtype fp32: PEFT's examples/sft under FSDP)
-        return _bytes(shard.total, Fraction(FP32_BYTES) if job.base_dtype == "fp32" else half)
+        return params_bytes(shard.total, Fraction(FP32_BYTES) if job.base_dtype == "fp32" else half)
     # The rank's decoder matmul weights (its TP/PP/EP share: what FP8 would copy, parallel_states.py).
     quantised, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
     rest = Fraction(FP32_BYTES) if job.method == "qlora" and job.qlora_prep == "peft" else half
     lm_head = quantised_lm_head_bytes(arch, job) if holds_lm_head else 0
     if lm_head and not arch.tie_word_embeddings:  # the 16-bit lm_head of the count becomes the quantised one
         held += arch.vocab_size * arch.hidden_size
-    return quantised + lm_head + _bytes(shard.total - held, rest)
+    return quantised + lm_head + params_bytes(shard.total - held, rest)
 
 
 def resident_quant_state_bytes(arch: Architecture, job: Job, shard: RankParams) -> int:
@@ -134,7 +123,7 @@ def fp8_weight_copy_bytes(num_matmul_weights: int, zero3_group: int = 1) -> int:
     layouts (Hopper GEMMs need both for forward and dgrad) and keeps them for the step: 2 bytes per
     matmul weight of the rank's TP/PP/EP shard (models/memory/parallel_states.py), divided by the ZeRO-3
     group when the weights themselves are (fp8 all-gather of the sharded copy)."""
-    return 2 * FP8_BYTES * _shard(num_matmul_weights, zero3_group)
+    return 2 * FP8_BYTES * ceil_div(num_matmul_weights, zero3_group)
 
 
 def offload_host_buffers_bytes(partition_params: int, half_bytes: Fraction, zero: int) -> int:
@@ -152,7 +141,7 @@ def offload_host_buffers_bytes(partition_params: int, half_bytes: Fraction, zero
     Adam's 12 the host holds 20 (18) bytes; DeepSpeed's estimator says 16 x 1.5 = 24
     (estimate_zero2/3_model_states_mem_needs, additional_buffer_factor 1.5): docs/memory-model.md."""
     fp32_grads = partition_params * FP32_BYTES
-    half = _bytes(partition_params, half_bytes)
+    half = params_bytes(partition_params, half_bytes)
     return fp32_grads + (half if zero == 3 else 2 * half)
 
 
@@ -164,10 +153,10 @@ def zero_partition(
     (ZeRO paper Fig. 1): stage >= 1 partitions optimizer states, >= 2 gradients, 3 parameters;
     `gradients_partitioned` overrides the stage's rule for the gradients (DeepSpeed's hook-reduced
     ZeRO-1: reduces_zero1_in_hooks)."""
-    weights = _shard(weights_full_bytes, dp) if zero == 3 else weights_full_bytes
+    weights = ceil_div(weights_full_bytes, dp) if zero == 3 else weights_full_bytes
     partitioned = zero >= 2 if gradients_partitioned is None else gradients_partitioned
-    gradients = _bytes(_shard(num_trainable, dp) if partitioned else num_trainable, grad_bytes)
-    optimizer = _bytes(_shard(num_trainable, dp) if zero >= 1 else num_trainable, optimizer_bytes)
+    gradients = params_bytes(ceil_div(num_trainable, dp) if partitioned else num_trainable, grad_bytes)
+    optimizer = params_bytes(ceil_div(num_trainable, dp) if zero >= 1 else num_trainable, optimizer_bytes)
     return weights, gradients, optimizer
 
 
@@ -201,7 +190,7 @@ def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: Ra
     # TP/PP share of both, parallel_states.rank_trainable_params).
     if job.method != "full":
         weights_full = (frozen_base_bytes(arch, job, plan.precision, shard, holds_lm_head=stage == plan.pp - 1)
-                        + _bytes(trainable, w))
+                        + params_bytes(trainable, w))
         if plan.zero == 3:  # the bitsandbytes quant state stays whole on the GPU, outside the partition
             resident = resident_quant_state_bytes(arch, job, shard)
             weights_full -= resident
@@ -209,15 +198,15 @@ def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: Ra
     partitioned = plan.zero >= 2 or reduces_zero1_in_hooks(job, plan)
     weights, gradients, optimizer, host = resident, 0, 0, 0
     for params, group in groups:
-        full = _bytes(params, w) if job.method == "full" else weights_full
+        full = params_bytes(params, w) if job.method == "full" else weights_full
         part_w, part_g, part_o = zero_partition(full, params, g, k, plan.zero, group, partitioned)
         if job.optimizer_in_backward:  # one parameter's gradient at a time (recipe.py)
-            part_g = min(part_g, _bytes(largest_trainable_tensor_params(arch, job), g))
+            part_g = min(part_g, params_bytes(largest_trainable_tensor_params(arch, job), g))
         if plan.offload == "optimizer+params":
-            host += _shard(full, group)
+            host += ceil_div(full, group)
             part_w = 0  # the 16-bit partition lives in host RAM; the live gathered layers are overhead
         if plan.offload != "none":
-            host += part_o + offload_host_buffers_bytes(_shard(params, group), w, plan.zero)
+            host += part_o + offload_host_buffers_bytes(ceil_div(params, group), w, plan.zero)
             part_o = 0
             if partitioned:
                 part_g = 0  # the reduced gradient partition goes straight to host memory
@@ -230,7 +219,7 @@ def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: Ra
     if keeps_stage_gathered(job, plan):
         # The stage's 16-bit parameters stay gathered and its gradients accumulate unsharded, in
         # FSDP2's fp32 reduce dtype (torchtitan mixed_precision_reduce = float32), all step.
-        gathered = _bytes(shard.total, weight_bytes_per_param(plan.precision)) if job.method == "full" else weights_full
+        gathered = params_bytes(shard.total, weight_bytes_per_param(plan.precision)) if job.method == "full" else weights_full
         weights += gathered
         gradients += trainable * FP32_BYTES
     paged = 0
@@ -277,7 +266,7 @@ def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage
         trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
         grad_bytes = recipe_state_bytes(job, plan.precision)[1]
         kept = 0 if plan.offload != "none" else 1
-        return sum(_bytes(params, grad_bytes) - kept * _bytes(_shard(params, group), grad_bytes)
+        return sum(params_bytes(params, grad_bytes) - kept * params_bytes(ceil_div(params, group), grad_bytes)
                    for params, group in state_groups(job, plan, shard, trainable))
     if plan.zero != 3 or plan.zero_group <= 1 or plan.offload != "none":
         return 0
@@ -287,8 +276,8 @@ def unsharded_accumulation_bytes(arch: Architecture, job: Job, plan: Plan, stage
     if job.stack not in UNSHARDED_ACCUMULATION_STACKS:
         return 0
     trainable = rank_trainable_params(arch, job, plan.tp, plan_split(arch, plan), plan.ep, stage)
-    full = _bytes(trainable, recipe_state_bytes(job, plan.precision)[1])
-    return full - _shard(full, plan.zero_group)
+    full = params_bytes(trainable, recipe_state_bytes(job, plan.precision)[1])
+    return full - ceil_div(full, plan.zero_group)
 
 
 def step_grad_copy_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
@@ -318,64 +307,7 @@ def _step_copy_bytes(job: Job, plan: Plan, groups: list[tuple[int, int]],
         return 0
     if plan.precision == "fp32" or pure_half(job, plan.precision) or recipe[1] != HALF_BYTES:
         return 0  # no master copy, or an fp32 gradient buffer that .float() returns as it is
-    return sum(FP32_BYTES * (_shard(params, group) if plan.zero == 1 else params) for params, group in groups)
-
-
-def mixed_unit_gradient_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> int:
-    """The gradient pillar of a LoRA job under FSDP1 (`FullyShardedDataParallel`, ZeRO-3 =
-    FULL_SHARD) with `use_orig_params=True` and one FSDP unit per decoder layer, whose FlatParameter
-    holds the layer's frozen base weights together with its adapters: the regime of lit-gpt 2023 to
-    litgpt v0.5.7 (the rows marked `litgpt-fsdp1-frozen-grads` in tests/data/measured_peaks.csv).
-    Not the `litgpt` stack's (litgpt v0.5.13 shards LoRA with FSDP2, whose frozen parameters get no
-    gradient: UNSHARDED_ACCUMULATION_STACKS): the `litgpt-fsdp1` stack's (MIXED_FLAT_PARAM_STACKS).
-    model_states holds its 1/N shard, unsharded_accumulation_bytes the rest under accumulation.
-
-    What the code holds, read at lit-gpt 8641822, its pinned Lightning 71aed751 and torch 2.1:
-    - finetune/lora.py L83-89: `FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy=
-      {Block}, ...)`, L130 `mark_only_lora_as_trainable(model)` (lit_gpt/lora.py L403-405: every
-      parameter whose name lacks "lora_" gets requires_grad False), L215 `with
-      fabric.no_backward_sync(model, enabled=is_accumulating)` for every micro-batch but a step's last;
-    - Lightning src/lightning/fabric/strategies/fsdp.py L175 `self._fsdp_kwargs.setdefault(
-      "use_orig_params", True)`, L157 FULL_SHARD, L773 no_backward_sync -> `module.no_sync()`;
-    - torch/distributed/fsdp/flat_param.py (2.1) FlatParamHandle._validate_tensors_to_flatten: mixed
-      requires_grad is refused only without use_orig_params, and `flat_param_requires_grad =
-      flat_param_requires_grad or tensor.requires_grad`: one adapter makes the Block's whole
-      FlatParameter require a gradient, so autograd computes one for the frozen weights' views too
-      and accumulates it into `flat_param.grad` at the unit's unpadded unsharded size
-      (prepare_gradient_for_backward keeps a `.grad` of `_unpadded_unsharded_size`); torch's own
-      warning says it (_wrap_utils.py _validate_frozen_params: "the gradient memory usage will be
-      higher than expected ({total} numel instead of {nonfrozen} numel before sharding via
-      reduce-scatter)"; litgpt issues #1392, #1417, fixed by #1538 = 281510ab, v0.5.8, which wraps
-      each torch.nn.Linear instead);
-    - _runtime_utils.py (2.1) _post_backward_hook: `if not state._sync_gradients: ... return` before
-      the reduce-scatter, so under no_sync every unit's unsharded gradient stays until the step's
-      last micro-batch; the root unit (wte, ln_f and an lm_head without adapter, lit_gpt/lora.py
-      L460-464 `r=(config.r if config.to_head else 0)`) is all frozen and gets none.
-    So with accumulation the rank holds every decoder layer's whole gradient, frozen weights
-    included, in the FlatParameter's one dtype (the base's); without it, that gradient's 1/N shard
-    after each reduce-scatter. One unit's transient unsharded gradient (before its reduce-scatter,
-    or added into the held one) is left out, as ZeRO-3's own per-layer transients are."""
-    if job.method != "lora" or plan.zero != 3:
-        raise ValueError("the mixed-unit FSDP1 regime is LoRA on an unquantised base under ZeRO-3 (FULL_SHARD)")
-    split = plan_split(arch, plan)
-    layers = 0
-    for group, count in stage_layer_counts(arch, split, stage):
-        layer = layer_shard(arch, plan.tp, plan.ep, group)
-        layers += count * (layer.dense + layer.expert)
-    units = layers + rank_trainable_params(arch, job, plan.tp, split, plan.ep, stage)
-    held = units if plan.grad_accum > 1 else _shard(units, plan.zero_group)
-    return _bytes(held, _flat_param_bytes(job, plan))
-
-
-def _flat_param_bytes(job: Job, plan: Plan) -> Fraction:
-    """Bytes per parameter of an FSDP1 FlatParameter's gradient: its one dtype, the base's."""
-    return Fraction(FP32_BYTES) if job.base_dtype == "fp32" else weight_bytes_per_param(plan.precision)
-
-
-def mixes_flat_params(job: Job, plan: Plan) -> bool:
-    """Whether the rank's gradients are mixed_unit_gradient_bytes' (the stack's FSDP1 units mix
-    frozen weights with adapters: LoRA under ZeRO-3, nothing offloaded)."""
-    return job.stack in MIXED_FLAT_PARAM_STACKS and job.method == "lora" and plan.zero == 3 and plan.offload == "none"
+    return sum(FP32_BYTES * (ceil_div(params, group) if plan.zero == 1 else params) for params, group in groups)
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:

@@ -69,3 +69,9 @@ def activation_bytes(precision: Precision) -> int:
     """Bytes per element of stored activations: 16-bit under mixed precision and fp8 (TE keeps
     bf16 activations outside the GEMM inputs), 4 under fp32."""
     return FP32_BYTES if precision == "fp32" else HALF_BYTES
+
+
+def params_bytes(num_params: int, bytes_per_param: Fraction) -> int:
+    """ceil(num_params x bytes_per_param), in integers (a Fraction product costs ten times more:
+    the solver asks the model states for every ZeRO stage, offload, precision and pipeline rank)."""
+    return -(-num_params * bytes_per_param.numerator // bytes_per_param.denominator)

@@ -17,7 +17,8 @@ import pytest
 from measured_peaks import breakdown, load_runs, predicted_bytes
 
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.model_states import mixed_unit_gradient_bytes, model_states
+from vramplan.models.memory.fsdp1_units import mixed_unit_gradient_bytes
+from vramplan.models.memory.model_states import model_states
 
 # Llama 2 7B: a decoder layer is q, k, v, o (4 h^2), gate, up, down (3 h f) and two RMSNorms (2 h);
 # LoRA r8 on q and v adds r (h + h) + r (h + h) (no GQA: v is h wide).
