@@ -44,3 +44,16 @@ def random_query(rng: random.Random) -> SolveQuery:
         budget_usd=rng.choice([None, None, 50.0, 5000.0]), deadline_hours=rng.choice([None, None, 10.0, 1000.0]),
         pricing=rng.choice(["on-demand", "on-demand", "spot"]), pins=pins, top_k=rng.choice([1, 1, 3]),
     )
+
+
+# Spaces whose parallel traffic each recompute changes differently: the traffic-recompute and grid
+# tests (tests/solver/test_traffic_recompute.py, test_grid_terms.py) walk their layouts.
+TRAFFIC_QUERIES = {
+    # MoE with EP, partial recompute and uneven splits (Megatron): the expert FLOPs and permutation bytes
+    "deepseek-v3 megatron": SolveQuery(model="deepseek-v3", job=Job(seq_len=4096, stack="megatron"), global_batch=1024,
+                                       tokens=1e12, objective="time", max_gpus=1024, gpus=("h100-sxm-80gb",)),
+    # torch's ring attention (its bytes grow with the recomputed forward), fp8, async TP
+    "llama 70b torchtitan cp": SolveQuery(
+        model="llama-3.1-70b", job=Job(seq_len=65536, stack="torchtitan", tp_overlap=True, compile="model"),
+        global_batch=64, tokens=1e10, objective="time", max_gpus=256, gpus=("h100-sxm-80gb",)),
+}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from itertools import product
 
 import pytest
+from helpers.queries import TRAFFIC_QUERIES
 
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.model_states import model_states, model_states_over_zero
@@ -19,13 +20,7 @@ from vramplan.solver.space_build import build_space
 from vramplan.solver.tables import Tables
 
 TRAFFIC_CASES = {
-    # MoE with EP, partial recompute and uneven splits (Megatron): the expert FLOPs and permutation bytes
-    "deepseek-v3 megatron": SolveQuery(model="deepseek-v3", job=Job(seq_len=4096, stack="megatron"), global_batch=1024,
-                                       tokens=1e12, objective="time", max_gpus=256, gpus=("h100-sxm-80gb",)),
-    # torch's ring attention (its bytes grow with the recomputed forward), fp8, async TP
-    "llama 70b torchtitan cp": SolveQuery(
-        model="llama-3.1-70b", job=Job(seq_len=65536, stack="torchtitan", tp_overlap=True, compile="model"),
-        global_batch=64, tokens=1e10, objective="time", max_gpus=128, gpus=("h100-sxm-80gb",)),
+    **TRAFFIC_QUERIES,
     # a dense model, op-level SAC (torchtitan's selective = "op"), float8 TP
     "llama 8b torchtitan op": SolveQuery(model="llama-3.1-8b", job=Job(seq_len=8192, stack="torchtitan", selective="op"),
                                          global_batch=64, tokens=1e9, max_gpus=32, gpus=("h100-sxm-80gb",)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers.queries import TRAFFIC_QUERIES
 
 from vramplan.models.core.setup import Job
 from vramplan.models.time.parallel_time import parallel_traffic
@@ -17,13 +18,7 @@ from vramplan.solver.space_build import build_space
 from vramplan.solver.tables import Tables
 
 CASES = {
-    # MoE with EP, partial recompute and uneven splits (Megatron)
-    "deepseek-v3 megatron": SolveQuery(model="deepseek-v3", job=Job(seq_len=4096, stack="megatron"), global_batch=1024,
-                                       tokens=1e12, objective="time", max_gpus=1024, gpus=("h100-sxm-80gb",)),
-    # torch's ring attention (its bytes grow with the recomputed forward), fp8, async TP
-    "llama 70b torchtitan cp": SolveQuery(
-        model="llama-3.1-70b", job=Job(seq_len=65536, stack="torchtitan", tp_overlap=True, compile="model"),
-        global_batch=64, tokens=1e10, objective="time", max_gpus=256, gpus=("h100-sxm-80gb",)),
+    **TRAFFIC_QUERIES,
     # MoE without EP on the hf stack (the expert loop's kernel)
     "mixtral hf": SolveQuery(model="mixtral-8x7b", job=Job(seq_len=4096), global_batch=32, tokens=1e9, max_gpus=16,
                              gpus=("h100-sxm-80gb",)),
