@@ -72,7 +72,7 @@ HOOK_REDUCED_ZERO1_STACKS = Behaviour(
 # (v0.5.8) wraps each Linear instead): models/memory/fsdp1_units.py mixed_unit_gradient_bytes.
 MIXED_FLAT_PARAM_STACKS = Behaviour(
     "one FSDP1 flat parameter per block mixes frozen weights and adapters: the whole block gets a gradient",
-    frozenset({"litgpt-fsdp1"}), "models/memory/model_states.py")
+    frozenset({"litgpt-fsdp1"}), "models/memory/fsdp1_units.py")
 
 # Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
 # adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
