@@ -146,11 +146,15 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     `memo` (solver/table_memo.py) lets many solves share the models/ values behind their integer
     tables (a batch worker passes one); without one the solve makes its own, which its
     explanation's re-solves share. The answer is the same with or without it."""
-    memo = TableMemo() if memo is None else memo
-    with paced_collector():  # the cyclic collector paced while the tables grow (solver/collector.py)
-        if len(query.stacks) > 1:
-            return _solve_stacks(catalogue, query, memo, explain_infeasible)
-        return _solve(catalogue, query, memo, explain_infeasible)
+    own = TableMemo() if memo is None else None
+    try:
+        with paced_collector():  # the cyclic collector paced while the tables grow (solver/collector.py)
+            if len(query.stacks) > 1:
+                return _solve_stacks(catalogue, query, own or memo, explain_infeasible)
+            return _solve(catalogue, query, own or memo, explain_infeasible)
+    finally:
+        if own is not None:
+            own.clear()  # its spaces and tables freed now, not at the next full collection
 
 
 def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool) -> SolveResult:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,14 +131,17 @@ class SearchSpace:
     on_use: SpaceFills = field(init=False, repr=False)  # the tables filled on first read
 
     def __post_init__(self) -> None:
-        self.on_use = SpaceFills(self)
+        # A weak reference back: no cycle between the space and its fills, so a space no memo
+        # keeps is freed by reference counting when its solve returns, not by a collection of
+        # the whole generation (solver/collector.py)
+        self.on_use = SpaceFills(weakref.proxy(self))
 
     def for_query(self, query: SolveQuery) -> SearchSpace:
         """This space bound to an equivalent query (solver/table_memo.py: one that differs only in
         what the space does not read): a copy that shares every table, those filled on first read
         included; its models/ evaluations count from now."""
         copy = dataclasses.replace(self, query=query, evaluations_before=self.tables.evaluations if self.tables else 0)
-        copy.on_use = dataclasses.replace(self.on_use, space=copy)
+        copy.on_use = dataclasses.replace(self.on_use, space=weakref.proxy(copy))
         return copy
 
     @functools.cached_property

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 @dataclass
 class SpaceFills:
     """A space's tables filled on first read (see the module docstring); `space` is the space
-    whose domain indices key them."""
+    whose domain indices key them, a weak proxy (the space owns its fills: SearchSpace.on_use)."""
 
     space: SearchSpace = field(repr=False)
     # Memory per checked-rank column j (0: the first stage, 1: the last, 2: another candidate).

@@ -58,6 +58,12 @@ class TableMemo:
         self._times: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but optimizer, batch) -> times
         self._last_space_key: tuple[Any, str] = (None, "")
 
+    def clear(self) -> None:
+        """Everything dropped. The spaces it keeps hold it (SearchSpace.memo), a cycle only the
+        cyclic collector would free; a solve that made its own memo clears it on return, so its
+        tables are freed then (solver/collector.py)."""
+        self.__init__(self.max_jobs)  # type: ignore[misc]
+
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
         """The solver/tables.py Tables of this (catalogue, model, job, global batch), kept."""
         key = (id(catalogue), model, job.model_dump_json(), global_batch)

@@ -55,5 +55,6 @@ def test_a_space_bound_to_an_equivalent_query_shares_its_filled_tables(catalogue
     solve(catalogue, RUNNER_UPS, memo=memo)
     cheaper = RUNNER_UPS.model_copy(update={"top_k": 1, "pareto": False})
     bound = build_space(catalogue, cheaper, memo=memo)
-    assert bound is not space and bound.query is cheaper and bound.on_use.space is bound
+    assert bound is not space and bound.query is cheaper
+    assert bound.on_use.space.query is cheaper and space.on_use.space.query is RUNNER_UPS  # each its own space's
     assert bound.on_use.static_mib is space.on_use.static_mib and bound.on_use.timing is space.on_use.timing
