@@ -10,7 +10,7 @@ from typing import NamedTuple
 from vramplan.models.architecture.parallel import Split, candidate_stages, largest_chunk, split_of, stage_layer_kinds
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.layout import Layout
-from vramplan.models.memory.parallel_activations import inflight_chunks
+from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks
 from vramplan.models.memory.recompute import rank_recomputed
 
 
@@ -25,7 +25,7 @@ class RankPlace(NamedTuple):
     last: bool
     held: tuple  # the kinds of layer it holds and how many (models.parallel.stage_layer_kinds)
     micro_batches: int = 0  # a step's micro-batches where the pipeline keeps buffers per micro-batch, else 0
-    pp: int = 0  # the pipeline's ranks where the first rank's buffers read them (interleaved, buffers kept), else 0
+    on_first_stage: int = 0  # the first rank's micro-batches in flight on the pipeline's first stage, else 0
 
 
 class RecomputeChoice(NamedTuple):
@@ -97,11 +97,12 @@ def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps
     micro-batches a step; the micro-batch count only where the job's pipeline keeps receive buffers
     per micro-batch (models/memory/pipeline_buffers.py keeps_receive_buffers), so other stacks' ranks
     share their places across accumulations; those stacks' interleaved in-flight count follows
-    torch's rounds (inflight_chunks torch_rounds), and their first rank's buffers read pp."""
+    torch's rounds (inflight_chunks torch_rounds). The first rank's micro-batches on the first
+    stage are min(m, 2 pp) and the like (first_stage_inflight): the same for most accumulations."""
     buffered = keeps_buffers and layout.pp > 1
     return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage, keeps_buffers), layout.vpp, stage == 0,
                      stage == layout.pp - 1, stage_layer_kinds(arch, layout.pipeline, stage), accum if buffered else 0,
-                     layout.pp if buffered and layout.vpp > 1 and stage == 0 else 0)
+                     first_stage_inflight(layout.pp, layout.vpp, accum) if stage == 0 else 0)
 
 
 def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:

@@ -112,8 +112,10 @@ def layout_plan(layout: Layout, **fields) -> Plan:
 
 def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_instance: int,
                        gpu: GpuSpec | None = None) -> VramplanError | None:
+    # pp micro-batches a step: a count every stack's interleaved schedule runs (the search keeps the
+    # counts each runs: space_tables._layout_domains)
     plan = layout_plan(layout, gpu="", num_gpus=layout.model_parallel * layout.ep, zero=0, recompute="none",
-                       precision="bf16", micro_batch=1, grad_accum=1, offload="none")
+                       precision="bf16", micro_batch=1, grad_accum=layout.pp, offload="none")
     try:
         check_layout(arch, job, plan, gpu or _ANY_GPU, gpus_per_instance)
     except VramplanError as error:

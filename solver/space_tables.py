@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 
-from vramplan.models.architecture.parallel import torch_interleaving_refuses
+from vramplan.models.architecture.parallel import interleaving_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
@@ -41,7 +41,7 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
     count_layouts: dict[int, list[int]] = {}
     valid_batches: dict[tuple[int, int], list[int]] = {}
     by_dp: dict[int, list[int]] = {}  # the micro-batches of a data-parallel degree (one list, shared)
-    refusing = keeps_receive_buffers(space.job)  # torch's pipelining (models.architecture.parallel check_layout)
+    stack = space.job.stack  # whose interleaved schedule refuses some micro-batch counts (parallel.check_layout)
     degrees = [(lay.model_parallel, lay.cp, lay.ep) for lay in space.layouts]
     for n_i, n in enumerate(space.counts):
         count_layouts[n_i] = []
@@ -53,9 +53,9 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
             if batches is None:
                 batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             layout = space.layouts[li]
-            if refusing and layout.vpp > 1:  # torch's Interleaved1F1B runs a multiple of its rounds
-                batches = [b for b in batches
-                           if not torch_interleaving_refuses(layout.pp, space.global_batch // (space.micro_batches[b] * dp))]
+            if layout.vpp > 1:
+                batches = [b for b in batches if interleaving_refusal(
+                    stack, layout.pp, space.global_batch // (space.micro_batches[b] * dp)) is None]
             if batches:
                 count_layouts[n_i].append(li)
                 valid_batches[n_i, li] = batches

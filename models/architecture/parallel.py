@@ -23,7 +23,11 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import split_label
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import EVEN_VIRTUAL_STAGES, TORCH_PIPELINING_STACKS
+from vramplan.models.core.stack_behaviour import (
+    EVEN_VIRTUAL_STAGES,
+    PP_GROUPED_INTERLEAVING_STACKS,
+    TORCH_PIPELINING_STACKS,
+)
 
 
 def sequence_parallel_active(plan: Plan) -> bool:
@@ -158,6 +162,18 @@ def torch_interleaving_refuses(pp: int, micro_batches: int) -> bool:
     return micro_batches % max(1, micro_batches // pp) != 0
 
 
+def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
+    """Why the stack's interleaved schedule (vpp > 1) refuses m micro-batches a step on pp ranks,
+    or None: torch's Interleaved1F1B (TORCH_PIPELINING_STACKS) runs a multiple of its rounds;
+    Megatron's (PP_GROUPED_INTERLEAVING_STACKS) whole groups of pp, so m is a multiple of pp
+    (m = 6 on 4 ranks is refused; torch runs it, in one round of 6)."""
+    if stack in TORCH_PIPELINING_STACKS and torch_interleaving_refuses(pp, micro_batches):
+        return f"torch's Interleaved1F1B on {pp} stages runs a multiple of its {max(1, micro_batches // pp)} rounds of micro-batches"
+    if stack in PP_GROUPED_INTERLEAVING_STACKS and micro_batches % pp:
+        return f"Megatron's interleaved schedule on {pp} stages runs whole groups of {pp} micro-batches (a multiple of {pp})"
+    return None
+
+
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
     """Layouts no Megatron/torchtitan run can take; each is a one-line error naming the field."""
     tp, pp, cp, ep, vpp = plan.tp, plan.pp, plan.cp, plan.ep, plan.vpp
@@ -187,12 +203,12 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
                             f"holds {sum(layers)} layers; {arch.name} has {arch.num_layers}")
     if vpp > 1 and min(layers) < vpp:
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages leave a rank fewer than vpp layers")
-    if vpp > 1 and job.stack in TORCH_PIPELINING_STACKS and torch_interleaving_refuses(pp, plan.grad_accum):
-        raise VramplanError("grad_accum", plan.grad_accum, f"torch's Interleaved1F1B on {pp} stages runs a multiple of its "
-                                                           f"{max(1, plan.grad_accum // pp)} rounds of micro-batches ({job.stack})")
     if vpp > 1 and job.stack in EVEN_VIRTUAL_STAGES and any(count % vpp for count in layers):
         shown = ", ".join(str(count) for count in dict.fromkeys(layers))
         raise VramplanError("vpp", vpp, f"{arch.num_layers} layers on {pp} stages give ranks {shown} layers, "
                                         f"not divisible into {vpp} virtual stages ({job.stack})")
+    refusal = interleaving_refusal(job.stack, pp, plan.grad_accum) if vpp > 1 else None
+    if refusal is not None:
+        raise VramplanError("grad_accum", plan.grad_accum, f"{refusal} ({job.stack})")
     if job.method != "full" and ep > 1:
         raise VramplanError("ep", ep, f"{job.method} is modelled without expert parallelism (ep = 1)")

@@ -378,6 +378,17 @@ STEP_FP32_GRAD_COPY_STACKS = Behaviour(
     "the optimizer step holds an fp32 copy of a 16-bit gradient buffer (its shard under the distributed "
     "optimizer) until the next step's zero_grad", frozenset({"megatron"}), "models/memory/model_states.py")
 
+# Stacks whose interleaved schedule runs the micro-batches in groups of pp per virtual stage and
+# refuses a step whose micro-batches are not whole groups: Megatron-LM (NVIDIA/Megatron-LM@d98e8a64
+# megatron/core/model_parallel_config.py L567-568: microbatch_group_size_per_vp_stage defaults to
+# pipeline_model_parallel_size, which vramplan's launch never overrides;
+# megatron/core/pipeline_parallel/schedules.py L1160-1180 forward_backward_pipelining_with_interleaving
+# raises a ValueError when the group is larger than the step's micro-batches and a RuntimeError when
+# `num_microbatches % microbatch_group_size_per_vp_stage` is neither 0 nor at least pp).
+PP_GROUPED_INTERLEAVING_STACKS = Behaviour(
+    "the interleaved schedule runs whole groups of pp micro-batches per virtual stage", frozenset({"megatron"}),
+    "models/architecture/parallel.py")
+
 
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,
@@ -408,6 +419,7 @@ BEHAVIOURS = {
     "TORCH_PIPELINING_STACKS": TORCH_PIPELINING_STACKS,
     "RETAINED_INPUT_GRAD_STACKS": RETAINED_INPUT_GRAD_STACKS,
     "STEP_FP32_GRAD_COPY_STACKS": STEP_FP32_GRAD_COPY_STACKS,
+    "PP_GROUPED_INTERLEAVING_STACKS": PP_GROUPED_INTERLEAVING_STACKS,
 }
 
 

@@ -51,7 +51,7 @@ from vramplan.models.memory.activation_terms import (
 )
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
-from vramplan.models.memory.parallel_activations import inflight_chunks, shard_terms
+from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks, shard_terms
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers, pipeline_buffer_units, retains_input_grads
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, effective_mode, layer_keep, rank_recomputed, recompute_block
@@ -247,7 +247,7 @@ def _loss_peak(micro: MicrobatchActivations, first: bool, last: bool) -> int:
 
 def stage_activations(
     micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
-    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0, pp: int = 0,
+    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0, on_first_stage: int = 0,
 ) -> Activations:
     """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
     in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
@@ -258,8 +258,9 @@ def stage_activations(
     holding two of them keeps 20% more than the average share said. Activation offloading then
     leaves the layer in use and the one being prefetched on the GPU. With `micro_batches` a step (0:
     no pipeline) a stack whose pipeline keeps receive buffers per micro-batch holds them too
-    (models/memory/pipeline_buffers.py), where the first rank's share depends on the pipeline's
-    ranks `pp` when interleaved (0: bounded from above)."""
+    (models/memory/pipeline_buffers.py). On the first rank `on_first_stage` of the in-flight
+    micro-batches are on the pipeline's first stage (parallel_activations.first_stage_inflight):
+    the embedding outputs it keeps."""
     layers_bytes = _rank_layers_bytes(micro, vpp, held)
     kept = ceil_div(chunks * layers_bytes.numerator, vpp * layers_bytes.denominator)
     offloaded = 0
@@ -274,14 +275,14 @@ def stage_activations(
     return Activations(
         per_layer_bytes=micro.per_layer_bytes,
         layers_bytes=kept - offloaded + chunks * micro.shared_bytes + micro.held_bytes,
-        embedding_bytes=ceil_div(chunks * micro.embedding_bytes, vpp) if first else 0,
+        embedding_bytes=on_first_stage * micro.embedding_bytes if first else 0,
         output_layer_bytes=output,
         backward_peak_extra_bytes=max(_loss_peak(micro, first, last) if last else 0, layer_peak),
         terms=micro.terms,
         fragmentation_reserve_bytes=micro.last_fragmentation_bytes if last else micro.fragmentation_bytes,
         offloaded_bytes=offloaded,
         pipeline_buffers_bytes=micro.stage_unit_bytes * pipeline_buffer_units(micro_batches, chunks, vpp, first, last,
-                                                                               micro.input_grads_kept, pp),
+                                                                               micro.input_grads_kept, on_first_stage),
     )
 
 
@@ -340,4 +341,5 @@ def rank_activations(arch: Architecture, job: Job, plan: Plan, micro: Microbatch
     pipelined = plan.pp > 1
     return stage_activations(micro, rank_chunks(job, plan, stage), plan.vpp, stage == 0,
                              stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage),
-                             plan.grad_accum if pipelined else 0, plan.pp if pipelined else 0)
+                             plan.grad_accum if pipelined else 0,
+                             first_stage_inflight(plan.pp, plan.vpp, plan.grad_accum) if stage == 0 else 0)

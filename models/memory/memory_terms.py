@@ -9,7 +9,7 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 | activations.layers | micro-batch terms (tp, cp, sp, recompute, b, precision) x stage layers x in-flight chunks |
 | | (pp, accumulation, vpp, stage) / vpp |
 | activations.shared | in-flight chunks x RoPE tables (cp, b) |
-| activations.embedding | first rank: in-flight chunks x embedding terms (tp, sp, cp, b) / vpp |
+| activations.embedding | first rank: micro-batches in flight on the first stage (pp, accumulation, vpp) x embedding terms (tp, sp, cp, b) |
 | activations.output_layer | last rank: one micro-batch's logits and loss (tp, sp, cp, b) |
 | activations.backward_peak | max(last rank's loss temporaries, one layer's backward) |
 | activations.fragmentation | the job's fragmentation fraction x the largest transient block / tp (models/memory/fragmentation.py) |

@@ -42,7 +42,6 @@ Both counted from the schedule's own order for pp 2-8, vpp 2-4, m up to 3 pp + 1
 
 from __future__ import annotations
 
-from vramplan.models.architecture.parallel import microbatches_per_round
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import RETAINED_INPUT_GRAD_STACKS, TORCH_PIPELINING_STACKS
 
@@ -56,29 +55,19 @@ def retains_input_grads(job: Job) -> bool:
     return job.stack in RETAINED_INPUT_GRAD_STACKS
 
 
-def first_stage_inflight(pp: int, vpp: int, micro_batches: int) -> int:
-    """Micro-batches on the pipeline's first stage at the first rank's peak (module docstring):
-    min(m, 2 r) with r the micro-batches per round; with one stage per rank, 1F1B's min(pp, m)."""
-    if vpp == 1:
-        return min(pp, micro_batches)
-    return min(micro_batches, 2 * microbatches_per_round(pp, micro_batches))
-
-
 def pipeline_buffer_units(micro_batches: int, chunks: int, vpp: int, first: bool, last: bool,
-                          input_grads: bool, pp: int = 0) -> int:
+                          input_grads: bool, on_first_stage: int = 0) -> int:
     """Stage-boundary units a rank keeps at its peak (module docstring): m = micro_batches a step,
     `chunks` micro-batch chunks in flight, vpp stages on the rank, whether it holds the pipeline's
-    first and last stage, whether input gradients stay until the next step, and the pipeline's
-    ranks pp (0: not known, when the first rank's in-flight inputs on its first stage are bounded
-    by min(m, chunks), which is exact for m < 3 pp and never less than what is held)."""
+    first and last stage, whether input gradients stay until the next step, and, on the first
+    rank, the micro-batches in flight on the pipeline's first stage
+    (parallel_activations.first_stage_inflight)."""
     if micro_batches <= 0:
         return 0
     receiving = vpp * micro_batches - (micro_batches if first else 0)  # stages fed by a previous stage
     sending = vpp * micro_batches - (micro_batches if last else 0)  # stages whose output goes on
-    on_first = 0
-    if first:  # in flight on the pipeline's first stage: their inputs are no receive buffers
-        known = first_stage_inflight(pp, vpp, micro_batches) if pp > 0 else micro_batches
-        on_first = chunks if vpp == 1 else min(chunks, known)
+    # in flight on the pipeline's first stage: their inputs are no receive buffers
+    on_first = min(chunks, on_first_stage) if first else 0
     on_last = min(chunks, 1 if vpp > 1 else chunks) if last else 0  # their output is the loss, not kept
     counted = chunks - on_first  # in-flight inputs the activations hold
     grads = receiving if input_grads else 0

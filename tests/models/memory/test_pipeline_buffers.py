@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from vramplan.models.architecture.parallel import microbatches_per_round, torch_interleaving_refuses
+from vramplan.models.architecture.parallel import interleaving_refusal, microbatches_per_round, torch_interleaving_refuses
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import with_preset
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.activations import activations
 from vramplan.models.memory.memory import memory_per_gpu
-from vramplan.models.memory.parallel_activations import inflight_chunks
-from vramplan.models.memory.pipeline_buffers import first_stage_inflight, pipeline_buffer_units
+from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks
+from vramplan.models.memory.pipeline_buffers import pipeline_buffer_units
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 
@@ -50,18 +50,58 @@ def test_interleaved_ranks_hold_a_set_per_stage() -> None:
     3 of its 8 receive buffers are stage inputs the activations hold; the last rank has 5 in flight,
     one on the last stage, whose output is the loss."""
     assert pipeline_buffer_units(8, 9, 2, False, False, False) == 2 * 8 + 2 * 8  # (16 - 9) + 16 + 9
-    assert pipeline_buffer_units(8, 11, 2, True, False, False, pp=4) == (8 - 3) + 16 + 11
-    assert pipeline_buffer_units(8, 5, 2, False, True, False, pp=4) == (16 - 5) + 8 + (5 - 1)
-    assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 1)  # pp not needed
+    assert first_stage_inflight(4, 2, 8) == 8
+    assert pipeline_buffer_units(8, 11, 2, True, False, False, first_stage_inflight(4, 2, 8)) == (8 - 3) + 16 + 11
+    assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 1)
     assert pipeline_buffer_units(0, 5, 2, False, False, True) == 0  # no pipeline
 
 
-def test_the_first_rank_without_pp_is_bounded_and_exact_below_three_rounds() -> None:
-    """Without pp the first rank counts min(m, w) inputs on the first stage: exact for m < 3 pp
-    (all m are there), never less than held beyond (PP 4, vpp 2, 16 micro-batches: 8 there)."""
-    assert pipeline_buffer_units(8, 11, 2, True, False, False) == pipeline_buffer_units(8, 11, 2, True, False, False, pp=4)
-    assert pipeline_buffer_units(16, 11, 2, True, False, False, pp=4) == (16 - 3) + 32 + 11
-    assert pipeline_buffer_units(16, 11, 2, True, False, False) == 16 + 32 + 11  # 11 <= 16: none counted
+def test_the_first_rank_counts_what_is_on_its_first_stage() -> None:
+    """PP 4, vpp 2, 16 micro-batches: 11 in flight, 8 of them on the first stage (2 rounds of 4),
+    so 3 of the 16 activation buffers of its second stage are inputs the activations hold."""
+    assert first_stage_inflight(4, 2, 16) == 8
+    assert pipeline_buffer_units(16, 11, 2, True, False, False, 8) == (16 - 3) + 32 + 11
+
+
+def _megatron_interleaved_peak(pp: int, vpp: int, m: int, rank: int) -> tuple[int, int]:
+    """Megatron-LM's interleaved order replayed (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/pipeline_parallel/schedules.py): get_schedule_table (L989) lists each group of
+    microbatch_group_size_per_vp_stage = pp micro-batches (model_parallel_config.py L567-568) on
+    chunk 0, then on chunk 1, ...; forward k runs chunk model_chunk_id_table[k % (m vpp)],
+    backward j the reverse chunk, vpp - 1 - that (get_model_chunk_id L1244); the rank runs
+    (pp - rank - 1) x 2 + (vpp - 1) x pp warm-up forwards (get_pp_rank_microbatches L964-965), then
+    one forward and one backward a step. Returns the most chunks in flight and, among the moments
+    holding that many, the most on chunk 0 (the pipeline's first stage on rank 0)."""
+    total = m * vpp
+    table = [chunk for group in range(0, m, pp) for chunk in range(vpp) for _ in range(group, min(group + pp, m))]
+    held = [0] * vpp
+    warmup = min((pp - rank - 1) * 2 + (vpp - 1) * pp, total)
+    for k in range(warmup):
+        held[table[k]] += 1
+    best = (sum(held), held[0])
+    for j in range(total - warmup):
+        held[table[warmup + j]] += 1  # the 1F1B step's forward, then its backward
+        best = max(best, (sum(held), held[0]))
+        held[vpp - 1 - table[j]] -= 1
+    for j in range(total - warmup, total):  # cool-down: backwards only
+        held[vpp - 1 - table[j]] -= 1
+    return best
+
+
+def test_megatrons_interleaved_order_gives_the_counts() -> None:
+    """For every m Megatron runs (a multiple of pp, PP_GROUPED_INTERLEAVING_STACKS), pp 2-8, vpp
+    2-4: each rank's peak is inflight_chunks (Megatron's rounds), and at the first rank's peak
+    first_stage_inflight micro-batches are on chunk 0, min(m, 2 pp): the embedding outputs it
+    keeps. The old count, ceil(w / vpp), was 10 where Megatron holds 16 (pp 8, vpp 4)."""
+    for pp in range(2, 9):
+        for vpp in range(2, 5):
+            for m in range(pp, 4 * pp + 1, pp):
+                for rank in range(pp):
+                    peak, on_first = _megatron_interleaved_peak(pp, vpp, m, rank)
+                    assert peak == inflight_chunks(pp, m, vpp, rank), (pp, vpp, m, rank)
+                    if rank == 0:
+                        assert on_first == first_stage_inflight(pp, vpp, m) == min(m, 2 * pp), (pp, vpp, m)
+    assert -(-inflight_chunks(8, 32, 4, 0) // 4) == 10 and first_stage_inflight(8, 4, 32) == 16
 
 
 def _generated_counts() -> list[dict[str, str]]:
@@ -176,22 +216,27 @@ def test_the_search_checks_that_middle_rank(catalogue) -> None:
     assert solve(catalogue, query).status == "infeasible"
 
 
-def test_an_interleaved_torch_plan_runs_a_multiple_of_its_rounds(catalogue) -> None:
-    """Llama 3.1 8B in 4 stages of 2 virtual stages, 36 sequences a step: torchtitan's
-    Interleaved1F1B refuses 18 micro-batches (4 rounds) and 9 (2 rounds), so the estimate names
-    grad_accum and the search (both engines alike) never plans them: at TP 1 its fastest plan is 36
-    micro-batches on 4 GPUs, where Megatron's is 18 on 8."""
+@pytest.mark.parametrize(("stack", "runs", "refuses"), [
+    ("torchtitan", (4, 6, 12, 36), (9, 18)),  # torch: a multiple of its m // pp rounds (6: one round of 6)
+    ("megatron", (4, 12, 36), (6, 9, 18)),  # Megatron: whole groups of pp (PP_GROUPED_INTERLEAVING_STACKS)
+])
+def test_an_interleaved_plan_runs_the_micro_batches_its_schedule_takes(catalogue, stack, runs, refuses) -> None:
+    """Llama 3.1 8B in 4 stages of 2 virtual stages, 36 sequences a step: each stack's interleaved
+    schedule refuses some micro-batch counts (models.architecture.parallel.interleaving_refusal),
+    so the estimate names grad_accum and the search (both engines alike) never plans them."""
     arch, gpu = catalogue.architecture("llama-3.1-8b"), catalogue.gpu("h100-sxm-80gb")
-    refused = Plan(gpu=gpu.name, num_gpus=4, pp=4, vpp=2, zero=1, micro_batch=2, grad_accum=18, recompute="full")
-    with pytest.raises(VramplanError, match="grad_accum"):
-        memory_per_gpu(arch, _job("torchtitan"), refused, gpu)
-    assert memory_per_gpu(arch, _job("megatron"), refused, gpu).total_bytes > 0
-    query = SolveQuery(model="llama-3.1-8b", job=_job("torchtitan"), gpus=(gpu.name,), max_gpus=8, global_batch=36,
+    for m in runs + refuses:
+        plan = Plan(gpu=gpu.name, num_gpus=4, pp=4, vpp=2, zero=1, micro_batch=36 // m, grad_accum=m, recompute="full")
+        if m in refuses:
+            with pytest.raises(VramplanError, match="grad_accum"):
+                memory_per_gpu(arch, _job(stack), plan, gpu)
+        else:
+            assert memory_per_gpu(arch, _job(stack), plan, gpu).total_bytes > 0
+        assert (interleaving_refusal(stack, 4, m) is not None) == (m in refuses)
+    query = SolveQuery(model="llama-3.1-8b", job=_job(stack), gpus=(gpu.name,), max_gpus=8, global_batch=36,
                        tokens=1e9, pins=Pins(tp=1, pp=4, vpp=2), top_k=5, objective="time")
     cpsat = solve(catalogue, query)
     brute = solve(catalogue, query.model_copy(update={"engine": "brute", "time_limit_s": 600}))
     assert cpsat.status == brute.status == "optimal"
     assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
-    assert all(not torch_interleaving_refuses(4, p.plan.grad_accum) for p in cpsat.plans)
-    megatron = solve(catalogue, query.model_copy(update={"job": _job("megatron")}))
-    assert any(torch_interleaving_refuses(4, p.plan.grad_accum) for p in megatron.plans)
+    assert all(interleaving_refusal(stack, 4, p.plan.grad_accum) is None for p in cpsat.plans)
