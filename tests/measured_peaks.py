@@ -8,8 +8,11 @@ as `vramplan batch`), so a row means what the same row of a batch sheet would me
 is a catalogue name or a config.json under tests/ (tests/fixtures/hf_configs/, exact Hub copies).
 What is compared depends on what the run measured:
 - allocated: torch.cuda.max_memory_allocated (litgpt's "Max GPU RAM", Megatron's max allocated):
-  the pillars minus the runtime reserve (CUDA context, cuBLAS workspace, NCCL) and minus the
-  fragmentation reserve;
+  the pillars minus the CUDA context and NCCL's buffers, which torch's allocator never sees, and
+  minus the fragmentation reserve. The cuBLAS workspaces stay: torch takes them from its caching
+  allocator (aten/src/ATen/cuda/CublasHandlePool.cpp getNewWorkspace / getNewCUDABlasLtWorkspace:
+  `c10::cuda::CUDACachingAllocator::get()->allocate(...)`), and Transformer Engine its own with
+  torch.empty (transformer_engine/pytorch/cpp_extensions/gemm.py get_workspace);
 - reserved: torch.cuda.max_memory_reserved (torchtune "peak memory reserved", torchtitan "memory"):
   the same plus the fragmentation reserve;
 - device: nvidia-smi: everything vramplan counts.
@@ -109,7 +112,7 @@ def breakdown(run: Run, catalogue: Catalogue) -> MemoryBreakdown:
 def predicted_bytes(run: Run, memory: MemoryBreakdown) -> int:
     """The estimate in the quantity the run measured (see the module docstring)."""
     over = memory.overhead
-    runtime = over.cuda_context_bytes + over.cublas_workspace_bytes + over.nccl_bytes
+    runtime = over.cuda_context_bytes + over.nccl_bytes  # outside torch's allocator (module docstring)
     fragmentation = memory.activations.fragmentation_reserve_bytes
     measure = run.cells["measure"]
     if measure == "allocated":
