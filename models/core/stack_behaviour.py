@@ -2,393 +2,83 @@
 stack's code: one table, each behaviour with the stacks that show it and the lines it was read in.
 models/ asks `job.stack in BEHAVIOUR` where the mechanism is modelled (the module named in each
 entry); a stack not named, `custom` or a catalogue of your own, shows none. docs/stacks.md lists them
-(`python -c "from vramplan.models.core.stack_behaviour import describe; print(describe())"`)."""
+(`python -c "from vramplan.models.core.stack_behaviour import describe; print(describe())"`).
+
+The entries are defined, with their citations, by what they change: memory_behaviours.py (what a
+rank holds), time_behaviours.py (how long a step takes), layout_behaviours.py (which layouts and
+micro-batch counts a schedule runs); this module is their registry, and the name models/ imports
+them by."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from vramplan.models.core.behaviour import Behaviour
+from vramplan.models.core.layout_behaviours import (
+    EVEN_VIRTUAL_STAGES,
+    PP_GROUPED_INTERLEAVING_STACKS,
+)
+from vramplan.models.core.memory_behaviours import (
+    ALWAYS_SHARDED_STACKS,
+    DDP_BUCKET_COPY_STACKS,
+    DP_ENGINE_BY_PLAN_STACKS,
+    FP32_REDUCE_STACKS,
+    FSDP1_STACKS,
+    FSDP2_STACKS,
+    FUSED_QKV_DROPOUT_STACKS,
+    GATHERED_SP_INPUT_STACKS,
+    HOOK_REDUCED_ZERO1_STACKS,
+    IN_PLACE_DP_BUFFER_STACKS,
+    LIGHTNING_BNB_STACKS,
+    LOGITS_RELEASED_STACKS,
+    LOSS_PARALLEL_STACKS,
+    MIXED_FLAT_PARAM_STACKS,
+    RETAINED_INPUT_GRAD_STACKS,
+    ROOT_GATHERED_STACKS,
+    SEPARATE_END_UNITS_STACKS,
+    STEP_FP32_GRAD_COPY_STACKS,
+    TORCH_PIPELINING_STACKS,
+    TORCHAO_NF4_STACKS,
+    UNSHARDED_ACCUMULATION_STACKS,
+)
+from vramplan.models.core.time_behaviours import (
+    EAGER_ELEMENTWISE_STACKS,
+    FLOAT8_TP_STACKS,
+    OVERLAPPED_P2P_STACKS,
+    SERIAL_TP_BACKWARD_STACKS,
+    TOKEN_PERMUTATION_STACKS,
+    TORCH_RING_CP_STACKS,
+)
 
-
-@dataclass(frozen=True)
-class Behaviour:
-    """A behaviour, the stacks that show it, and where it is modelled."""
-
-    summary: str
-    stacks: frozenset[str]
-    modelled_in: str
-
-    def __contains__(self, stack: object) -> bool:
-        return stack in self.stacks
-
-
-# Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
-# (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
-# virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
-# --pipeline-model-parallel-layout splits a rank's chunks unevenly, and the one vramplan writes for
-# an uneven split keeps each rank's chunks equal: launch/pipeline.py).
-# torchtitan splits the model into pp x vpp stages of layers / stages each, the remainder spread
-# (pipeline_module_split), so its chunks may differ by one layer.
-EVEN_VIRTUAL_STAGES = Behaviour(
-    "interleaved stages of equal layers on each rank", frozenset({"megatron"}), "models/architecture/parallel.py")
-
-# Stacks whose gradient accumulation under ZeRO-3 keeps the gradients unsharded until the last
-# micro-batch: litgpt's finetune/pretrain scripts wrap every accumulating micro-batch in
-# `fabric.no_backward_sync(model, enabled=is_accumulating)` (litgpt/finetune/lora.py L354, full.py
-# L281 at 2685705 = v0.5.13). Under lora.py's ModelParallelStrategy (FSDP2, L158) that is
-# `set_requires_gradient_sync(False)`: FSDP2 accumulates each trainable parameter's unsharded
-# gradient and reduce-scatters it with the last micro-batch
-# (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py); frozen parameters get none. Under
-# full.py's FSDPStrategy (FSDP1, L108, one unit per Block) it is `FullyShardedDataParallel.no_sync`,
-# whose post-backward hook returns before the reduce-scatter: the same bytes when every parameter
-# trains. A full fine-tune holds a whole 16-bit gradient per rank, not its 1/N shard; so does
-# litgpt-fsdp1's (lit-gpt up to v0.5.7, FSDP1 no_sync), whose LoRA runs keep more
-# (MIXED_FLAT_PARAM_STACKS below).
-UNSHARDED_ACCUMULATION_STACKS = Behaviour(
-    "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt", "litgpt-fsdp1"}),
-    "models/memory/model_states.py")
-
-# Stacks whose ZeRO-1 reduces the gradients in backward hooks at the step's last micro-batch and
-# keeps only the rank's partition: DeepSpeed's stage_1_and_2 optimizer (the deepspeed stack; hf's
-# ZeRO-1, which launch/hf.py _engine always runs on DeepSpeed) with overlap_comm, which
-# launch/deepspeed.py writes. deepspeedai/DeepSpeed edaa72212 deepspeed/runtime/zero/stage_1_and_2.py:
-# L639-641 create the gradient hooks when overlap_comm or contiguous_gradients is set; process_gradients
-# (L1758-1765) reduces `if self.partition_gradients or self.overlap_comm`, through
-# reduce_ready_partitions_and_remove_grads (L1767-1769), which for stage 1 acts only
-# `if ... self.is_gradient_accumulation_boundary()`: each gradient is copied into the IPG bucket
-# and its own tensor freed, the partition's share kept in grads_in_partition (copy_grads_in_partition
-# L1665-1680), or, under cpu_offload, copied to the host (L1650-1663). Before the boundary stage 1 does
-# nothing in the hooks, so accumulating micro-batches hold every gradient whole. The ZeRO paper's
-# stage 1 (P_os, arXiv:1910.02054 Fig. 1) holds them whole always: the other stacks' (Megatron's
-# distributed optimizer keeps its whole contiguous grad buffer) and custom's.
-HOOK_REDUCED_ZERO1_STACKS = Behaviour(
-    "ZeRO-1 keeps only the gradient partition without accumulation (reduced in backward hooks)",
-    frozenset({"deepspeed", "hf"}), "models/memory/model_states.py")
-
-# Stacks whose FSDP1 units each flatten a decoder layer's frozen base weights with its LoRA
-# adapters into one FlatParameter (use_orig_params=True), so the whole unit gets a gradient, held
-# unsharded under no_sync while accumulating: lit-gpt 2023 to litgpt v0.5.7 (lit-gpt 8641822
-# finetune/lora.py FSDPStrategy(auto_wrap_policy={Block}) and fabric.no_backward_sync; torch 2.1
-# flat_param.py _validate_tensors_to_flatten, _runtime_utils.py _post_backward_hook; litgpt #1538
-# (v0.5.8) wraps each Linear instead): models/memory/fsdp1_units.py mixed_unit_gradient_bytes.
-MIXED_FLAT_PARAM_STACKS = Behaviour(
-    "one FSDP1 flat parameter per block mixes frozen weights and adapters: the whole block gets a gradient",
-    frozenset({"litgpt-fsdp1"}), "models/memory/fsdp1_units.py")
-
-# Stacks whose attention runs one fused q/k/v projection with one LoRA dropout for all of its
-# adapters: litgpt (litgpt/model.py CausalSelfAttention.qkv; litgpt/lora.py LoRAQKVLinear.forward:
-# `after_A = F.linear(self.lora_dropout(x), self.lora_A)`, one dropped-out copy of x for q, k and v).
-FUSED_QKV_DROPOUT_STACKS = Behaviour(
-    "one LoRA dropout copy for the fused q/k/v projection", frozenset({"litgpt", "litgpt-fsdp1"}),
-    "models/memory/activations.py")
-
-# Stacks whose sequence parallelism is DTensor's: a column-parallel linear's input is redistributed
-# from Shard(1) (the sequence) to Replicate() in the forward and the linear saves that all-gathered
-# copy for its weight gradient (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py
-# apply_tp: "attention" / "feed_forward" PrepareModuleInput(input_layouts=Shard(1),
-# desired_input_layouts=Replicate()), "output" ColwiseParallel(input_layouts=Shard(1))), where
-# Megatron saves its sequence shard and all-gathers it again in the backward (Korthikanti sec. 4.2.2).
-# Their linear inputs are held whole under SP.
-GATHERED_SP_INPUT_STACKS = Behaviour(
-    "sequence-parallel linears save their all-gathered input", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
-    "models/memory/parallel_activations.py")
-
-# Stacks whose tensor parallelism computes the eager cross-entropy vocab-parallel through
-# torch.distributed.tensor.parallel.loss_parallel: torchtitan, on by default whenever tp > 1
-# (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallel_dims.py loss_parallel_enabled
-# `self.tp > 1 and self.enable_loss_parallel`, --training.disable_loss_parallel off; utils.py
-# get_train_context enters `loss_parallel()`; train.py `del pred` before `loss.backward()`).
-LOSS_PARALLEL_STACKS = Behaviour(
-    "the eager loss runs under torch's loss_parallel with TP", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
-    "models/memory/loss.py")
-
-# Stacks whose FSDP wraps the decoder layers and leaves the embedding, final norm and lm_head to the
-# root unit, which is then gathered through the whole backward (models/memory/fsdp.py: the lm_head's
-# backward comes first, the embedding's last): hf (accelerate's TRANSFORMER_BASED_WRAP on the
-# model's `_no_split_modules`, and PEFT's fsdp_auto_wrap_policy, which adds only the LoRA modules:
-# huggingface/peft@5d602fd examples/sft/configs/fsdp_config_qlora.yaml, peft/utils/other.py
-# fsdp_auto_wrap_policy); torchtune's LoRA recipe (pytorch/torchtune@30b8519e8
-# recipes/lora_finetune_distributed.py shards only `layers.i`; v0.6.1 70B_lora.yaml leaves
-# custom_sharded_layers commented out; its full configs shard tok_embeddings and output apart:
-# models/memory/fsdp.py root_holds_ends); litgpt's FSDP2 LoRA (Lightning-AI/litgpt@2685705
-# finetune/lora.py parallelize_fn: Blocks, then `fully_shard(model)` over wte, ln_f and lm_head) and
-# lit-gpt's FSDP1 (FSDPStrategy(auto_wrap_policy={Block}): the root FlatParameter holds them).
-# torchtitan before 83e6941 (#1094, 2025-07-28), the torchtitan-root-fsdp stack: apply_fsdp shards
-# each TransformerBlock, then `fully_shard(model, **fsdp_config, reshard_after_forward=not pp_enabled)`
-# over tok_embeddings, norm and output (pytorch/torchtitan@9dec370
-# torchtitan/parallelisms/parallelize_llama.py L325-339, @e7c0cae
-# torchtitan/models/llama3/parallelize_llama.py L344-367: its 2024-12 and 2025-06 benchmarks).
-# Not torchtitan: v0.2.2 wraps tok_embeddings and [norm, output] apart (SEPARATE_END_UNITS_STACKS).
-ROOT_GATHERED_STACKS = Behaviour(
-    "FSDP's root unit (embedding, final norm, lm_head) stays gathered",
-    frozenset({"hf", "torchtune", "litgpt", "litgpt-fsdp1", "torchtitan-root-fsdp"}), "models/memory/fsdp.py")
-
-# Stacks that quantise through Lightning Fabric's BitsandbytesPrecision (litgpt finetune/lora.py
-# `--quantize bnb.*`: `plugins = BitsandbytesPrecision(quantize[4:], dtype)`, Lightning-AI/litgpt@e5493986
-# and @2685705). Three facts of that path, read in Lightning-AI/pytorch-lightning@b19eba3
-# src/lightning/fabric/plugins/precision/bitsandbytes.py and litgpt@e5493986:
-# - `module_init_context` swaps `torch.nn.Linear` for the bnb class while the model is built
-#   (`_ClassReplacementContextManager({"torch.nn.Linear": self._linear_cls})`), so every linear is
-#   quantised, the lm_head included (litgpt/lora.py GPT.__init__: `self.lm_head = LoRALinear(...)`,
-#   whose `self.linear = torch.nn.Linear(...)`); litgpt's lm_head is its own module, never tied to
-#   the embedding (litgpt/model.py GPT.__init__), so a tied checkpoint gets a second, quantised copy;
-# - `_Linear4bit.quantize` quantises `weight.contiguous().to(device=device, dtype=torch.half)`: the
-#   quant state's dtype is fp16, so dequantising a matrix for the bf16 GEMM makes an fp16 copy and
-#   then its bf16 cast (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward
-#   `F.dequantize_4bit(B, quant_state).to(A.dtype)`, and the same in backward): 2 + 2 bytes a weight;
-# - bitsandbytes before 0.43.2 (litgpt's code warns that it "only supports bitsandbytes v0.42.0",
-#   finetune/lora.py @2685705) keeps each quantised linear's input as a plain ctx attribute
-#   (MatMul4Bit.forward `ctx.tensors = (A, B)`, MatMul8bitLt `ctx.tensors = (CAt, subA, A)`), which
-#   autograd does not release after backward; litgpt's loop keeps the step's graph alive through the
-#   next micro-batch's forward (`logits = model(input_ids, lm_head_chunk_size=128)` rebinds the
-#   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
-#   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
-LIGHTNING_BNB_STACKS = Behaviour(
-    "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt", "litgpt-fsdp1"}),
-    "models/architecture/quantization.py")
-
-# Stacks whose QLoRA base is torchao's NF4Tensor, not a bitsandbytes Params4bit: torchtune
-# (pytorch/torchtune@30b8519e8 torchtune/modules/peft/lora.py L95 `to_nf4(linear.weight)` when
-# quantize_base). Under FSDP2 the
-# NF4Tensor is one tensor subclass that shards and all-gathers its quantised data, scalers and
-# quantisation factors together (pytorch/ao@a584e2427 torchao/dtypes/nf4tensor.py L853-875
-# `fsdp_pre_all_gather` returns (quantized_scalers, quantization_factor, quantized_data), L877-928
-# `fsdp_post_all_gather` rebuilds the NF4Tensor): its quantisation state is sharded with the data and
-# the gathered layer is NF4, not 16-bit. A bitsandbytes base keeps its quant state (absmax) as a
-# module attribute outside the sharded parameter (models/memory/model_states.py
-# resident_quant_state_bytes); both gather the quantised storage (models/memory/overhead.py).
-TORCHAO_NF4_STACKS = Behaviour(
-    "QLoRA's NF4 base is torchao's NF4Tensor: FSDP shards its quantisation state with it", frozenset({"torchtune"}),
-    "models/architecture/quantization.py")
-
-# Stacks whose training loop drops its own reference to the logits before the backward, so that
-# the output layer's and the loss's saved tensors are freed by the loss's backward, before any
-# decoder layer runs its backward: torchtune (pytorch/torchtune@30b8519e8
-# recipes/lora_finetune_single_device.py L648-652 and recipes/lora_finetune_distributed.py
-# L744-747: `loss = self._loss_fn(logits, labels)`, "free logits otherwise it peaks backward
-# memory", `del logits`; full_finetune_single_device.py L522-524 the same). Autograd frees a node's saved
-# tensors once its backward has run (retain_graph False), so a layer's backward peak does not
-# stack on the logits: models/memory/activations.py stage_activations.
-LOGITS_RELEASED_STACKS = Behaviour(
-    "the logits are freed before the decoder layers' backward", frozenset({"torchtune"}),
-    "models/memory/activations.py")
-
-# Stacks whose uncompiled blocks pay the element-wise HBM traffic that torch.compile's fusion
-# removes (models/time/compile_speed.py's module docstring: torchtitan and torchtune run eager
-# element-wise ops unless compiled; hf and deepspeed keep the calibrated fused-kernel speed).
-EAGER_ELEMENTWISE_STACKS = Behaviour(
-    "uncompiled blocks pay the element-wise HBM traffic", frozenset({"torchtitan", "torchtitan-root-fsdp", "torchtune"}),
-    "models/time/compile_speed.py")
-
-# Stacks whose TP waits for each backward collective before more compute runs: torchtitan's TP is
-# torch's DTensor styles (pytorch/torchtitan@820504e torchtitan/models/llama3/parallelize_llama.py
-# apply_tp: PrepareModuleInput Shard(1) -> Replicate() before "attention" and "feed_forward",
-# colwise wq/wk/wv/w1/w3, rowwise wo/w2 to Shard(1)). In the backward, torch's Redistribute.backward
-# (pytorch/pytorch@012e4b9 torch/distributed/tensor/_redistribute.py) issues the reduce-scatter of a colwise input's
-# gradient only once the linear's backward (its grad-input and weight-gradient GEMMs) has run, and
-# the rowwise output's all-gather feeds that linear's GEMMs; the result is waited on at its first
-# use (torch/distributed/_functional_collectives.py _maybe_wrap_tensor: an AsyncCollectiveTensor in
-# eager, `wait_tensor` right after the collective when traced), which is the next op. Compiled
-# blocks (apply_compile: torch.compile(transformer_block, fullgraph=True)) keep that order:
-# torch/_inductor/config.py reorder_for_compute_comm_overlap = False. Megatron instead issues them
-# beside the GEMMs (LinearWithGradAccumulationAndAsyncCommunication). torchtitan's
-# --parallelism.enable_async_tensor_parallel (default False, config_manager.py @820504e) micro-
-# pipelines them with the GEMMs: not modelled.
-SERIAL_TP_BACKWARD_STACKS = Behaviour(
-    "TP's backward collectives run between the GEMMs, not beside them", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
-    "models/time/parallel_time.py")
-
-# Stacks whose interleaved pipeline sends and receives each chunk's activations and gradients
-# while the next chunk computes: Megatron-LM's --overlap-p2p-communication is on by default
-# (NVIDIA/Megatron-LM@d98e8a6 megatron/training/arguments.py: `--no-overlap-p2p-communication`,
-# store_false, dest overlap_p2p_comm; validate_args turns it off without an interleaved schedule),
-# and Megatron-Bridge sets it whenever vpp > 1 (NVIDIA-NeMo/Megatron-Bridge@5776a6d
-# src/megatron/bridge/training/comm_overlap.py _get_model_comm_overlap_cfgs: `overlap_p2p_comm =
-# True` if vp_size > 1, else batch_p2p_comm). forward_backward_pipelining_with_interleaving
-# (megatron/core/pipeline_parallel/schedules.py) then posts each 1F1B steady-state transfer after
-# its chunk (pp_post_forward / pp_post_backward) and waits on it only before the chunk that needs
-# it (pp_pre_forward / pp_pre_backward), one chunk of the other direction later; the warmup and
-# cool-down transfers stay blocking (overlap_p2p_comm_warmup_flush defaults to False,
-# megatron/core/model_parallel_config.py), a fixed number of chunks per step, not modelled.
-OVERLAPPED_P2P_STACKS = Behaviour(
-    "the interleaved schedule's steady-state p2p runs beside the compute", frozenset({"megatron"}),
-    "models/time/parallel_time.py")
-
-
-# Stacks whose context parallelism is torch's ring attention (torch.distributed.tensor.experimental
-# context_parallel): torchtitan (pytorch/torchtitan@9dec370 train.py create_context_parallel_ctx,
-# utils.py: set_rotate_method(--experimental.context_parallel_rotate_method, default 'allgather')).
-# Its forward all-gathers the K/V shards once, as repeated to the query heads (model.py repeat_kv
-# before F.scaled_dot_product_attention), its backward gathers them again and rotates dK/dV in fp32
-# every block; eager the all-gather hides only behind the first block, compiled nothing hides
-# (torch/distributed/_functional_collectives.py _maybe_wrap_tensor). Megatron-Core's (TE
-# AttnFuncWithCPAndKVP2P) sends the KV heads' K/V block by block beside each block's attention.
-TORCH_RING_CP_STACKS = Behaviour(
-    "context parallelism is torch's all-gather ring attention, its collectives waited on in the blocks",
-    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/time/ring_attention.py")
-
-
-# Stacks whose ZeRO-3 is FSDP2 (torch.distributed.fsdp.fully_shard): torchtitan (pytorch/torchtitan@73a0e69
-# torchtitan/models/llama3/infra/parallelize.py apply_fsdp), torchtune (pytorch/torchtune@30b8519e8
-# torchtune/training/_distributed.py shard_model), litgpt's LoRA (Lightning-AI/litgpt@2685705
-# finetune/lora.py ModelParallelStrategy, parallelize_fn; its full fine-tune is FSDP1:
-# models/memory/fsdp.py fsdp_version). While a unit runs its backward FSDP2 holds its unsharded
-# parameters and gradients, the next unit prefetched and the previous unit's reduce-scatter input
-# (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py pre_backward, _backward_prefetch,
-# post_backward; _fsdp_collectives.py foreach_reduce), and its all-gather stream's pool stays reserved.
-FSDP2_STACKS = Behaviour(
-    "ZeRO-3 is FSDP2: a unit, its gradient, the prefetched unit and the previous reduce-scatter input in backward",
-    frozenset({"torchtitan", "torchtitan-root-fsdp", "torchtune", "litgpt"}), "models/memory/fsdp.py")
-
-# Stacks whose ZeRO-3 is FSDP1 (FullyShardedDataParallel, FULL_SHARD): hf (accelerate's FSDP plugin,
-# fsdp_version 1 by default; BackwardPrefetch.BACKWARD_PRE, limit_all_gathers) and lit-gpt's
-# FSDPStrategy (litgpt-fsdp1). A unit, its gradient and the prefetched unit in backward; the
-# reduce-scatter frees its input in the unit's own post-backward (torch/distributed/fsdp/_runtime_utils.py
-# _reduce_grad).
-FSDP1_STACKS = Behaviour(
-    "ZeRO-3 is FSDP1: a unit, its gradient and the prefetched unit in backward",
-    frozenset({"hf", "litgpt-fsdp1"}), "models/memory/fsdp.py")
-
-# Stacks whose FSDP2 MixedPrecisionPolicy reduces in fp32: torchtitan (pytorch/torchtitan@73a0e69
-# parallelize.py apply_fsdp `MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)`,
-# reduce_dtype from --parallelism.mixed_precision_reduce, default "float32"): the reduce-scatter input
-# is fp32, twice the bf16 gradient (_fsdp_collectives.py foreach_reduce).
-FP32_REDUCE_STACKS = Behaviour(
-    "FSDP2 reduce-scatters gradients in fp32", frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/memory/fsdp.py")
-
-# Stacks whose FSDP wraps the embedding and the lm_head as units of their own, so no root unit
-# stays gathered: torchtitan from 83e6941 (#1094) on, v0.2.2 (73a0e69) included: apply_fsdp
-# `fully_shard(model.tok_embeddings, ...)`, each block, `fully_shard([model.norm, model.output],
-# reshard_after_forward=reshard_after_forward_policy == "always")`, then `fully_shard(model)` with no
-# parameter left. The [norm, output] unit is the first of the backward, the embedding the last
-# (models/memory/fsdp.py units). torchtitan's published 2024-12 and 2025-06 runs (9dec370, e7c0cae)
-# had the root hold all three (ROOT_GATHERED_STACKS' behaviour): the torchtitan-root-fsdp stack.
-SEPARATE_END_UNITS_STACKS = Behaviour(
-    "FSDP wraps the embedding and [final norm, lm_head] as units of their own", frozenset({"torchtitan"}),
-    "models/memory/fsdp.py")
-
-
-# Stacks whose tensor parallelism under tensorwise Float8 all-gathers float8: torchtitan's apply_tp
-# swaps in torchao's Float8ColwiseParallel / Float8RowwiseParallel / PrepareFloat8ModuleInput
-# whenever float8 is on and the recipe is not rowwise (pytorch/torchtitan@9dec370
-# torchtitan/parallelisms/parallelize_llama.py L147-167 `if enable_float8`; @820504e
-# torchtitan/models/llama3/parallelize_llama.py L56-65 and @73a0e69 (v0.2.2)
-# torchtitan/models/llama3/infra/parallelize.py L77-86 `enable_float8_tensorwise_tp = enable_float8_linear
-# and not float8_is_rowwise`, recipe_name default None = tensorwise, the stacks' fp8_recipe torchao).
-# torchao/float8/float8_tensor_parallel.py (pytorch/ao@36027d8): PrepareFloat8ModuleInput casts the
-# attention / feed_forward input to float8 e4m3 before its Shard(1) -> Replicate() redistribute, and
-# Float8RowwiseParallel's NoopFwToFloat8BwDynamic casts wo / w2's output gradient to e5m2 before the
-# backward of their Partial -> Shard(1) redistribute, which is a Shard(1) -> Replicate() all-gather
-# (torch/distributed/tensor/_redistribute.py _redistribute_backward, torch 2.13: "for backward shard ->
-# partial, we just do shard -> replicate"); float8_ops.py allgather_fp8 gathers the 1-byte data. The
-# reduce-scatters (wo / w2's forward output, the attention / MLP input gradients) reduce bf16. Only
-# the dense blocks' plan: torchtitan's MoE models keep bf16 (deepseek_v3 raises on a float8 TP plan,
-# gpt_oss passes enable_float8_tensorwise_tp=False, llama4 / qwen3's MoE layers are not Float8
-# styles), so vramplan applies it to dense architectures. torchtitan removed it in 1786292 / 6348d93
-# (2026-04, config-based sharding): after the modelled versions.
-FLOAT8_TP_STACKS = Behaviour(
-    "tensorwise Float8 TP all-gathers float8 (forward inputs, backward output gradients)",
-    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/time/parallel_time.py")
-
-
-# Stacks whose ZeRO-0 on several GPUs is torch DDP with gradient_as_bucket_view False (its default),
-# so the Reducer's flat buckets hold a second copy of every trainable gradient all run (torch 2.13
-# torch/nn/parallel/distributed.py L731-742, L828; reducer.cpp Reducer::initialize_buckets
-# `bucket.gradients = at::empty(...)`): hf's Trainer and unsloth through accelerate
-# (huggingface/accelerate@v1.14.0 utils/dataclasses.py L188 `gradient_as_bucket_view: bool = False`),
-# torchtitan's apply_ddp (pytorch/torchtitan@73a0e69 torchtitan/models/llama3/infra/parallelize.py
-# L363-373 `replicate(model, device_mesh=dp_mesh, bucket_cap_mb=100)`).
-DDP_BUCKET_COPY_STACKS = Behaviour(
-    "ZeRO-0 is torch DDP: its Reducer's buckets copy every trainable gradient",
-    frozenset({"hf", "unsloth", "torchtitan", "torchtitan-root-fsdp"}), "models/memory/dp_buffers.py")
-
-# Stacks whose data-parallel collectives run in place in contiguous gradient and parameter buffers
-# that are the model states themselves: Megatron's DDP and distributed optimizer
-# (NVIDIA/Megatron-LM@d98e8a6 megatron/core/distributed/param_and_grad_buffer.py start_grad_sync
-# L718-732: reduce-scatter into the shard view of bucket.grad_data, all-reduce of bucket.grad_data;
-# start_param_sync L508-525: all-gather into bucket.param_data). No bucket besides.
-IN_PLACE_DP_BUFFER_STACKS = Behaviour(
-    "data-parallel reduce and all-gather run in place in the contiguous gradient and parameter buffers",
-    frozenset({"megatron"}), "models/memory/dp_buffers.py")
-
-# Stacks whose runs on several GPUs always shard with FSDP, whatever ZeRO stage a plan names:
-# torchtune's distributed recipes (launch/torchtune.py: a ZeRO-0/1 plan "holds less than planned"),
-# litgpt (finetune/*.py: FSDP whenever devices > 1; catalogues/stack_capabilities.csv "0 only with one
-# device"). Their data-parallel buffers are FSDP's unsharded gradient and reduce-scatter input.
-ALWAYS_SHARDED_STACKS = Behaviour(
-    "several GPUs always run FSDP: a ZeRO-0 plan's buffers are FSDP's gradient and reduce-scatter input",
-    frozenset({"torchtune", "litgpt", "litgpt-fsdp1"}), "models/memory/dp_buffers.py")
-
-# Stacks whose data-parallel engine depends on the plan: hf (launch/hf.py _engine) runs ZeRO-0 as
-# torch DDP (DeepSpeed's with CP), ZeRO-1 as DeepSpeed, ZeRO-2 as FSDP2 or, with offload "optimizer"
-# or EP, DeepSpeed, and every stage as DeepSpeed with TP over several replicas (AutoTP).
-DP_ENGINE_BY_PLAN_STACKS = Behaviour(
-    "the data-parallel engine (DDP, FSDP2 or DeepSpeed) depends on the plan's stage, offload and layout",
-    frozenset({"hf"}), "models/memory/dp_buffers.py")
-
-
-# Stacks whose MoE token dispatcher reorders the routed copies in kernels of their own, each a
-# pass of hidden rows through HBM: Megatron-Core's alltoall dispatcher (NVIDIA/Megatron-LM@92c8482e
-# megatron/core/transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher: permute L638,
-# sort_chunks_by_idxs L733 / L768, unpermute L834) and its DeepEP path (_DeepepManager permute L1309,
-# unpermute L1321) with TE's fused permute kernels, and TEGroupedMLP's fp8 padding
-# (megatron/core/transformer/moe/experts.py L819-L978).
-TOKEN_PERMUTATION_STACKS = Behaviour(
-    "the MoE dispatcher's token permutations, chunk sort and fp8 padding stream the routed rows through HBM",
-    frozenset({"megatron"}), "models/time/moe_permute.py")
-
-# Stacks whose pipeline parallelism is torch.distributed.pipelining, whose stages allocate one
-# activation receive buffer and one gradient receive buffer per micro-batch of the step at setup
-# and hold them all step (torch/distributed/pipelining/stage.py _PipelineStageBase
-# _prepare_backward_infra: `for mb_index in range(num_microbatches): self.grad_recv_info[mb_index] =
-# self._create_grad_recv_info(...)`, _make_tensor_from_meta; PipelineStage / _PipelineStage
-# _prepare_forward_infra: `for chunk in range(num_microbatches): self.args_recv_info[chunk] =
-# self._create_act_recv_info()`; pytorch/pytorch#136380 "couldn't we keep a maximum of Y buffers";
-# the just-in-time allocation of #193872 / #196463 had not landed by 2026-09), and whose fwd_cache
-# keeps each micro-batch's stage output from its forward to its backward (forward_one_chunk
-# `self.fwd_cache[fwd_chunk_id] = (output_tuple, flat_input_args)`, popped in backward_one_chunk;
-# #194119: "A pipeline stage keeps every forward output alive"): torchtitan's PP
-# (torchtitan/distributed/pipeline_parallel.py builds PipelineStage per model chunk).
-TORCH_PIPELINING_STACKS = Behaviour(
-    "pipeline stages hold a receive buffer per micro-batch, for activations and gradients, all step",
-    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/memory/pipeline_buffers.py")
-
-# Stacks whose torch kept each stage input's gradient on its receive buffer's .grad until the next
-# step: stage_backward computed the input gradients into the leaf buffers' .grad and nothing freed
-# them before the next step's zero_grad, until pytorch/pytorch#164329 (2025-10-01, "Optimize memory
-# by early releasing stage inputs' gradients", measured on torchtitan 1F1B). torchtitan's own 2024-12
-# (9dec370) and 2025-06 (e7c0cae) benchmarks ran on torch nightlies before it: the
-# torchtitan-root-fsdp stack.
-RETAINED_INPUT_GRAD_STACKS = Behaviour(
-    "each pipeline stage input's gradient stays on its receive buffer until the next step",
-    frozenset({"torchtitan-root-fsdp"}), "models/memory/pipeline_buffers.py")
-
-# Stacks whose mixed-precision optimizer step copies a 16-bit gradient buffer to fp32 and keeps the
-# copies until the next step's zero_grad: Megatron-LM (NVIDIA/Megatron-LM@d98e8a64
-# megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads
-# L1097 `main_param.grad = model_param.main_grad.float()`, called by prepare_grads L751 before
-# optimizer.step() L786; distrib_optimizer.py L2792 `shard_main_param.grad = shard_model_grad.float()`,
-# the distributed optimizer's shard only; freed by zero_grad(set_to_none=True), optimizer.py L59-70,
-# at the next train_step's start, megatron/training/training.py L3044, before its forward).
-# Tensor.float() returns the tensor itself when it is fp32 already, so only a 16-bit buffer is
-# copied: grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype (param_and_grad_buffer.py
-# L924), grad_reduce_in_fp32 = args.accumulate_allreduce_grads_in_fp32 (training.py L2635), which
-# --fp16 leaves off unless given (arguments.py L3069) and bf16 turns on unless --grad-reduce-in-bf16
-# (arguments.py L1204-1217).
-STEP_FP32_GRAD_COPY_STACKS = Behaviour(
-    "the optimizer step holds an fp32 copy of a 16-bit gradient buffer (its shard under the distributed "
-    "optimizer) until the next step's zero_grad", frozenset({"megatron"}), "models/memory/model_states.py")
-
-# Stacks whose interleaved schedule runs the micro-batches in groups of pp per virtual stage and
-# refuses a step whose micro-batches are not whole groups: Megatron-LM (NVIDIA/Megatron-LM@d98e8a64
-# megatron/core/model_parallel_config.py L567-568: microbatch_group_size_per_vp_stage defaults to
-# pipeline_model_parallel_size, which vramplan's launch never overrides;
-# megatron/core/pipeline_parallel/schedules.py L1160-1180 forward_backward_pipelining_with_interleaving
-# raises a ValueError when the group is larger than the step's micro-batches and a RuntimeError when
-# `num_microbatches % microbatch_group_size_per_vp_stage` is neither 0 nor at least pp).
-PP_GROUPED_INTERLEAVING_STACKS = Behaviour(
-    "the interleaved schedule runs whole groups of pp micro-batches per virtual stage", frozenset({"megatron"}),
-    "models/architecture/parallel.py")
-
+__all__ = ["BEHAVIOURS", "Behaviour", "describe",
+           "ALWAYS_SHARDED_STACKS",
+           "DDP_BUCKET_COPY_STACKS",
+           "DP_ENGINE_BY_PLAN_STACKS",
+           "EAGER_ELEMENTWISE_STACKS",
+           "EVEN_VIRTUAL_STAGES",
+           "FLOAT8_TP_STACKS",
+           "FP32_REDUCE_STACKS",
+           "FSDP1_STACKS",
+           "FSDP2_STACKS",
+           "FUSED_QKV_DROPOUT_STACKS",
+           "GATHERED_SP_INPUT_STACKS",
+           "HOOK_REDUCED_ZERO1_STACKS",
+           "IN_PLACE_DP_BUFFER_STACKS",
+           "LIGHTNING_BNB_STACKS",
+           "LOGITS_RELEASED_STACKS",
+           "LOSS_PARALLEL_STACKS",
+           "MIXED_FLAT_PARAM_STACKS",
+           "OVERLAPPED_P2P_STACKS",
+           "PP_GROUPED_INTERLEAVING_STACKS",
+           "RETAINED_INPUT_GRAD_STACKS",
+           "ROOT_GATHERED_STACKS",
+           "SEPARATE_END_UNITS_STACKS",
+           "SERIAL_TP_BACKWARD_STACKS",
+           "STEP_FP32_GRAD_COPY_STACKS",
+           "TOKEN_PERMUTATION_STACKS",
+           "TORCHAO_NF4_STACKS",
+           "TORCH_PIPELINING_STACKS",
+           "TORCH_RING_CP_STACKS",
+           "UNSHARDED_ACCUMULATION_STACKS",
+]
 
 BEHAVIOURS = {
     "EVEN_VIRTUAL_STAGES": EVEN_VIRTUAL_STAGES,

@@ -1,0 +1,28 @@
+"""Stack behaviours that decide which layouts and micro-batch counts a stack's pipeline schedule
+runs (models/architecture/parallel.py), each read in the stack's code and cited where it is
+defined; registered in stack_behaviour.py."""
+
+from __future__ import annotations
+
+from vramplan.models.core.behaviour import Behaviour
+
+# Stacks whose interleaved schedule needs each rank's layers in vpp equal chunks: Megatron-LM
+# (arguments.py 'number of layers per pipeline stage must be divisible by number of layers per
+# virtual pipeline stage', TransformerConfig for the first/last/middle ranks; only an explicit
+# --pipeline-model-parallel-layout splits a rank's chunks unevenly, and the one vramplan writes for
+# an uneven split keeps each rank's chunks equal: launch/pipeline.py).
+# torchtitan splits the model into pp x vpp stages of layers / stages each, the remainder spread
+# (pipeline_module_split), so its chunks may differ by one layer.
+EVEN_VIRTUAL_STAGES = Behaviour(
+    "interleaved stages of equal layers on each rank", frozenset({"megatron"}), "models/architecture/parallel.py")
+
+# Stacks whose interleaved schedule runs the micro-batches in groups of pp per virtual stage and
+# refuses a step whose micro-batches are not whole groups: Megatron-LM (NVIDIA/Megatron-LM@d98e8a64
+# megatron/core/model_parallel_config.py L567-568: microbatch_group_size_per_vp_stage defaults to
+# pipeline_model_parallel_size, which vramplan's launch never overrides;
+# megatron/core/pipeline_parallel/schedules.py L1160-1180 forward_backward_pipelining_with_interleaving
+# raises a ValueError when the group is larger than the step's micro-batches and a RuntimeError when
+# `num_microbatches % microbatch_group_size_per_vp_stage` is neither 0 nor at least pp).
+PP_GROUPED_INTERLEAVING_STACKS = Behaviour(
+    "the interleaved schedule runs whole groups of pp micro-batches per virtual stage", frozenset({"megatron"}),
+    "models/architecture/parallel.py")
