@@ -118,6 +118,12 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
         args.append("--use-distributed-optimizer")
     if plan.offload == "optimizer":  # arguments.py validation: CPU offload needs the precision-aware optimizer
         args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
+    if job.activation_offload:
+        # Layer-level CPU offloading of all but the last layer's activations (at most num_layers - 1:
+        # transformer_config.py L1884-1889; arguments.py L1950-1951 turns cpu_offloading on): the
+        # layer in use and the one reloading stay, as models/memory/recompute.py counts. The contract
+        # keeps it to pp 1 and no recompute (catalogues/stack_capabilities.csv activation_offload_excludes).
+        args.append(f"--cpu-offloading-num-layers {num_layers - 1}")
     if plan.recompute == "selective":
         args.append("--recompute-granularity selective")
     elif plan.recompute == "full":

@@ -90,7 +90,7 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP
     for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
         sp = tp > 1 and caps.sequence_parallel if pins.sequence_parallel is None else pins.sequence_parallel
         layout = Layout(tp, pp, cp, ep, vpp, sp)
-        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout) is not None \
+        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout, job.activation_offload) is not None \
                 or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
@@ -125,7 +125,7 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
     pinned = pins.layout()
-    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned)
+    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned, job.activation_offload)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     error = valid_layout_error(arch, job, pinned, pinned.tp)

@@ -129,12 +129,13 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
     recompute before full when neither the mode nor the job's recompute_layers is fixed (the
     job's count is then the full mode's: each model chunk checkpoints that many layers)."""
     pins, caps = query.pins, stack_caps(query)
-    if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute)) is not None:
+    offloading = query.job.activation_offload
+    if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute, offloading)) is not None:
         raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     job_layers = query.job.recompute_layers
     choices = [RecomputeChoice(r, job_layers if r == "full" else None) for r in RECOMPUTES
-               if (pins.recompute is None or r == pins.recompute) and r in caps.recomputes]
-    if pins.recompute is None and job_layers is None:
+               if (pins.recompute is None or r == pins.recompute) and recompute_refusal(caps, r, offloading) is None]
+    if pins.recompute is None and job_layers is None and choices and choices[-1].mode == "full":
         kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
         choices[-1:-1] = [RecomputeChoice("full", share=share) for share in PARTIAL_RECOMPUTE_SHARES[kind]]
     return choices

@@ -51,6 +51,10 @@ class StackCapabilities(_Row):
     zero_stages: frozenset[int]
     offloads: frozenset[str]
     activation_offload: bool
+    # What the stack's activation offload does not run beside: "pp", "recompute=<mode>" (Megatron's
+    # layer-level cpu_offloading refuses pipelines and any recompute: NVIDIA/Megatron-LM@d98e8a64
+    # megatron/core/transformer/transformer_config.py L1891-1899).
+    activation_offload_excludes: frozenset[str] = frozenset()
     recomputes: frozenset[str]
     single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer": a choice the stack runs on one GPU only
     multi_gpu_only: frozenset[str] = frozenset()  # "recompute=full": ... on several GPUs only
@@ -84,6 +88,11 @@ class StackCapabilities(_Row):
     @classmethod
     def _dispatchers(cls, value: Any) -> frozenset[str]:
         return _words(value or "alltoall", MOE_DISPATCHERS, "moe_dispatchers")
+
+    @field_validator("activation_offload_excludes", mode="before")
+    @classmethod
+    def _offload_excludes(cls, value: Any) -> frozenset[str]:
+        return _words(value or "", ("pp",) + tuple(f"recompute={r}" for r in RECOMPUTES), "activation_offload_excludes")
 
     @field_validator("recomputes", mode="before")
     @classmethod
@@ -124,8 +133,10 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
     return None
 
 
-def layout_refusal(caps: StackCapabilities, method: str, layout: Layout) -> tuple[str, object, str] | None:
-    """(field, value, feature) of the first parallel degree the stack does not run, or None."""
+def layout_refusal(caps: StackCapabilities, method: str, layout: Layout,
+                   activation_offload: bool = False) -> tuple[str, object, str] | None:
+    """(field, value, feature) of the first parallel degree the stack does not run (with the job's
+    activation offload, if it has one), or None."""
     features = (("tp", layout.tp > 1, caps.tp, "tensor parallelism"),
                 ("sequence_parallel", layout.sp and layout.tp > 1, caps.sequence_parallel, "Megatron sequence parallelism"),
                 ("pp", layout.pp > 1, caps.pp, "pipeline parallelism"),
@@ -136,6 +147,8 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout) -> tupl
     for field, used, runs, feature in features:
         if used and not runs:
             return field, _layout_value(layout, field), feature
+    if activation_offload and layout.pp > 1 and "pp" in caps.activation_offload_excludes:
+        return "pp", layout.pp, "pipeline parallelism with activation offload"
     allowed = caps.method_parallel(method)
     if allowed is not None:
         for field in ("tp", "pp", "cp"):
@@ -174,9 +187,15 @@ def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_
     return None
 
 
-def recompute_refusal(caps: StackCapabilities, recompute: str) -> tuple[str, object, str] | None:
-    """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or None."""
-    return None if recompute in caps.recomputes else ("recompute", recompute, f"{recompute} recompute")
+def recompute_refusal(caps: StackCapabilities, recompute: str,
+                      activation_offload: bool = False) -> tuple[str, object, str] | None:
+    """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or does
+    not run beside the job's activation offload, or None."""
+    if recompute not in caps.recomputes:
+        return "recompute", recompute, f"{recompute} recompute"
+    if activation_offload and f"recompute={recompute}" in caps.activation_offload_excludes:
+        return "recompute", recompute, f"{recompute} recompute with activation offload"
+    return None
 
 
 def count_choice_refusal(caps: StackCapabilities, num_gpus: int, offload: str, recompute: str
@@ -202,8 +221,10 @@ def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, obj
 
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
-    return (precision_refusal(caps, plan.precision) or job_refusal(caps, job) or layout_refusal(caps, job.method, plan.layout)
-            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute)
+    offloading = job.activation_offload
+    return (precision_refusal(caps, plan.precision) or job_refusal(caps, job)
+            or layout_refusal(caps, job.method, plan.layout, offloading)
+            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute, offloading)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
             or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute))
 

@@ -44,6 +44,9 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             # megatron/core/model_parallel_config.py ModelParallelConfig.tp_comm_overlap (bool: a flag); arguments.py
             # asserts --sequence-parallel with it
             "--tp-comm-overlap": FLAG,
+            # megatron/core/model_parallel_config.py ModelParallelConfig.cpu_offloading_num_layers (int, default 0);
+            # arguments.py L1950-1951 (d98e8a64) sets cpu_offloading when it is > 0
+            "--cpu-offloading-num-layers": INT,
             # core_v0.19.0 transformer_config.py TransformerConfig.moe_token_dispatcher_type (Literal, default
             # allgather) and moe_flex_dispatcher_backend (Literal, default deepep)
             "--moe-token-dispatcher-type": ("allgather", "alltoall", "flex"),

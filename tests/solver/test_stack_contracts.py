@@ -201,3 +201,33 @@ def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
         for solved in result.plans:
             plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
             launch_config(job, plan, catalogue.architecture(model).num_layers)
+
+
+def test_megatrons_activation_offload_runs_without_pipeline_or_recompute(catalogue) -> None:
+    """Megatron's activation offload is its layer-level cpu_offloading, which transformer_config.py
+    refuses with pipeline parallelism and with any recompute (NVIDIA/Megatron-LM@d98e8a64 L1891-1899;
+    catalogues/stack_capabilities.csv activation_offload_excludes): estimate names the feature, solve
+    plans neither, and the launch configuration offloads all but the last layer (at most
+    num_layers - 1, L1884-1889). Other stacks' offload keeps its recompute (hf's offloads the
+    checkpointed inputs)."""
+    base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+            "--stack", "megatron", "--activation-offload"]
+    refused = one_line_error(invoke(*base, "--pp", "2", "--grad-accum", "4"))
+    assert "stack='megatron'" in refused and "pipeline parallelism with activation offload" in refused
+    refused = one_line_error(invoke(*base, "--recompute", "full"))
+    assert "full recompute with activation offload" in refused
+    assert invoke(*base).exit_code in (0, 3)
+    job = Job(seq_len=8192, stack="megatron", activation_offload=True)
+    result = solve(catalogue, SolveQuery(model="llama-3.1-70b", job=job, global_batch=64, tokens=2e9,
+                                         gpus=("h100-sxm-80gb",), max_gpus=64, top_k=5))
+    assert result.plans
+    assert all(p.plan.pp == 1 and p.plan.recompute == "none" for p in result.plans)
+    without = solve(catalogue, SolveQuery(model="llama-3.1-70b", job=job.model_copy(update={"activation_offload": False}),
+                                          global_batch=64, tokens=2e9, gpus=("h100-sxm-80gb",), max_gpus=64, top_k=5))
+    assert any(p.plan.pp > 1 or p.plan.recompute != "none" for p in without.plans)  # the rule is what removed them
+    from vramplan.launch.configs import launch_config
+    text = launch_config(job, Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), 80).text
+    assert "--cpu-offloading-num-layers 79" in text
+    assert "--cpu-offloading-num-layers" not in launch_config(job.model_copy(update={"activation_offload": False}),
+                                                               Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), 80).text
+    assert CAPS["torchtune"].activation_offload_excludes == frozenset()
