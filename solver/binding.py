@@ -62,6 +62,20 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
             f"instances of {where}")
 
 
+def interleaving_reason(space: SearchSpace) -> str | None:
+    """When the pinned interleaving (--vpp > 1) leaves no layout a micro-batch count its stack's
+    schedule runs at any GPU count (models.architecture.parallel.interleaving_refusal: Megatron a
+    multiple of pp, torch a multiple of its m // pp rounds), say so; else None."""
+    vpp = space.query.pins.vpp
+    if vpp is None or vpp == 1 or any(space.count_layouts.values()):
+        return None
+    rule = {"megatron": "a multiple of pp micro-batches a step", "torchtitan": "a multiple of its m // pp rounds",
+            "torchtitan-root-fsdp": "a multiple of its m // pp rounds"}.get(space.job.stack, "")
+    runs = f" ({rule})" if rule else ""
+    return (f"the {space.job.stack} stack's interleaved schedule (vpp {vpp}) runs none of the micro-batch counts "
+            f"global batch {space.global_batch} leaves at any GPU count{runs}: another global batch, or vpp 1")
+
+
 def host_ram_reason(space: SearchSpace) -> str | None:
     """When plans fit GPU memory only by offloading and no allowed instance has the host RAM:
     the offload plan that comes closest, its host RAM per node and the instance's limit."""

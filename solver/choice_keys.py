@@ -102,7 +102,7 @@ def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps
     buffered = keeps_buffers and layout.pp > 1
     return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage, keeps_buffers), layout.vpp, stage == 0,
                      stage == layout.pp - 1, stage_layer_kinds(arch, layout.pipeline, stage), accum if buffered else 0,
-                     first_stage_inflight(layout.pp, layout.vpp, accum) if stage == 0 else 0)
+                     first_stage_inflight(layout.pp, layout.vpp, accum, keeps_buffers) if stage == 0 else 0)
 
 
 def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:

@@ -12,7 +12,7 @@ from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabiliti
 from vramplan.models.catalogue.stack import restacked
 from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason
+from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason, interleaving_reason
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.points import Choice, step_cap_us, step_us
@@ -157,6 +157,8 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     if pins.micro_batch is not None and pins.micro_batch > 1:
         yield "smaller micro-batch with more gradient accumulation", query.model_copy(
             update={"pins": pins.model_copy(update={"micro_batch": None})}), None
+    if pins.vpp is not None and pins.vpp > 1:  # interleaving holds more in flight, and takes fewer micro-batch counts
+        yield "no interleaved stages (unpin --vpp)", query.model_copy(update={"pins": pins.model_copy(update={"vpp": None})}), None
     if job.optimizer == "adamw":
         yield "8-bit optimizer states (--optimizer adamw-8bit)", query.model_copy(
             update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})}), None
@@ -264,8 +266,11 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     largest_limit = max(space.limit_mib, default=0) * BYTES_PER_MIB
     parts = ["no plan fits"]
     host = host_ram_reason(space) if miss is not None and over_mib is not None and over_mib <= 0 else None
+    interleaving = interleaving_reason(space) if space.clusters else None
     if not space.clusters:
         parts.append(empty_space_reason(catalogue, query))
+    elif interleaving is not None:
+        parts.append(interleaving)
     elif states_bytes > largest_limit:
         parts.append(f"model states alone need at least {_gib(states_bytes)} per GPU ({how}), above the "
                      f"{_gib(largest_limit)} limit of the largest allowed GPU")

@@ -16,6 +16,8 @@ elsewhere the rank's chunks may differ by one layer and a chunk counts layers / 
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from functools import lru_cache
 
 from vramplan.models.architecture.params import layer_group_counts
@@ -164,14 +166,24 @@ def torch_interleaving_refuses(pp: int, micro_batches: int) -> bool:
 
 def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
     """Why the stack's interleaved schedule (vpp > 1) refuses m micro-batches a step on pp ranks,
-    or None: torch's Interleaved1F1B (TORCH_PIPELINING_STACKS) runs a multiple of its rounds;
-    Megatron's (PP_GROUPED_INTERLEAVING_STACKS) whole groups of pp, so m is a multiple of pp
-    (m = 6 on 4 ranks is refused; torch runs it, in one round of 6)."""
+    and the nearest counts it runs, or None: torch's Interleaved1F1B (TORCH_PIPELINING_STACKS)
+    runs a multiple of its rounds; Megatron's (PP_GROUPED_INTERLEAVING_STACKS) whole groups of pp,
+    so m is a multiple of pp (m = 6 on 4 ranks is refused; torch runs it, in one round of 6)."""
     if stack in TORCH_PIPELINING_STACKS and torch_interleaving_refuses(pp, micro_batches):
-        return f"torch's Interleaved1F1B on {pp} stages runs a multiple of its {max(1, micro_batches // pp)} rounds of micro-batches"
+        runs = _nearest_runs(micro_batches, lambda m: not torch_interleaving_refuses(pp, m))
+        return (f"torch's Interleaved1F1B on {pp} stages runs a multiple of its m // {pp} rounds of micro-batches "
+                f"({micro_batches} is {max(1, micro_batches // pp)} rounds): {runs} micro-batches a step, or vpp 1")
     if stack in PP_GROUPED_INTERLEAVING_STACKS and micro_batches % pp:
-        return f"Megatron's interleaved schedule on {pp} stages runs whole groups of {pp} micro-batches (a multiple of {pp})"
+        runs = _nearest_runs(micro_batches, lambda m: m % pp == 0)
+        return f"Megatron's interleaved schedule on {pp} stages runs a multiple of {pp} micro-batches a step: {runs}, or vpp 1"
     return None
+
+
+def _nearest_runs(micro_batches: int, runs: Callable[[int], bool]) -> str:
+    """The nearest micro-batch counts below and above m that a schedule runs ("4 or 8")."""
+    below = next((m for m in range(micro_batches - 1, 0, -1) if runs(m)), None)
+    above = next(m for m in itertools.count(micro_batches + 1) if runs(m))  # every schedule runs a multiple of pp
+    return f"{below} or {above}" if below is not None else str(above)
 
 
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:

@@ -342,4 +342,5 @@ def rank_activations(arch: Architecture, job: Job, plan: Plan, micro: Microbatch
     return stage_activations(micro, rank_chunks(job, plan, stage), plan.vpp, stage == 0,
                              stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage),
                              plan.grad_accum if pipelined else 0,
-                             first_stage_inflight(plan.pp, plan.vpp, plan.grad_accum) if stage == 0 else 0)
+                             first_stage_inflight(plan.pp, plan.vpp, plan.grad_accum, keeps_receive_buffers(job))
+                             if stage == 0 else 0)

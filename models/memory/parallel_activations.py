@@ -102,18 +102,19 @@ def inflight_chunks(pp: int, grad_accum: int, vpp: int, stage: int, torch_rounds
     return min(2 * (pp - stage - 1) + (vpp - 1) * per_round + 1, grad_accum * vpp)
 
 
-def first_stage_inflight(pp: int, vpp: int, micro_batches: int) -> int:
+def first_stage_inflight(pp: int, vpp: int, micro_batches: int, torch_rounds: bool = False) -> int:
     """Micro-batches in flight on the pipeline's first stage at the first rank's peak: the
     embedding outputs it keeps, and (torch) its in-flight inputs that are no receive buffers.
     One stage per rank: 1F1B's min(pp, m), every chunk in flight. Interleaved: min(m, 2 r) for r
     micro-batches a round. The rank's first round fills the stage, and the forwards of its next
     round refill it as 1F1B runs, before that stage's first backward; the rank's in-flight total
-    stays at its peak meanwhile. torch: r = microbatches_per_round, counted from
-    ScheduleInterleaved1F1B's order (models/memory/pipeline_buffers.py). Megatron: r = pp, its
+    stays at its peak meanwhile. torch (`torch_rounds`, as inflight_chunks): r = microbatches_per_round,
+    counted from ScheduleInterleaved1F1B's order (models/memory/pipeline_buffers.py). Megatron: r = pp, its
     groups (get_model_chunk_id: forward k on chunk (k mod pp vpp) // pp, backward j on vpp - 1 -
     that), m a multiple of pp (PP_GROUPED_INTERLEAVING_STACKS), where the same formula gives 2 pp
     (tests/models/memory/test_pipeline_buffers.py replays both orders). It was ceil(w / vpp)
     before, 10 where Megatron holds 16 at pp 8, vpp 4."""
     if vpp == 1:
         return min(pp, micro_batches)
-    return min(micro_batches, 2 * microbatches_per_round(pp, micro_batches))
+    per_round = microbatches_per_round(pp, micro_batches) if torch_rounds else pp
+    return min(micro_batches, 2 * per_round)

@@ -50,8 +50,8 @@ def test_interleaved_ranks_hold_a_set_per_stage() -> None:
     3 of its 8 receive buffers are stage inputs the activations hold; the last rank has 5 in flight,
     one on the last stage, whose output is the loss."""
     assert pipeline_buffer_units(8, 9, 2, False, False, False) == 2 * 8 + 2 * 8  # (16 - 9) + 16 + 9
-    assert first_stage_inflight(4, 2, 8) == 8
-    assert pipeline_buffer_units(8, 11, 2, True, False, False, first_stage_inflight(4, 2, 8)) == (8 - 3) + 16 + 11
+    assert first_stage_inflight(4, 2, 8, torch_rounds=True) == 8
+    assert pipeline_buffer_units(8, 11, 2, True, False, False, first_stage_inflight(4, 2, 8, torch_rounds=True)) == (8 - 3) + 16 + 11
     assert pipeline_buffer_units(8, 5, 2, False, True, False) == (16 - 5) + 8 + (5 - 1)
     assert pipeline_buffer_units(0, 5, 2, False, False, True) == 0  # no pipeline
 
@@ -59,7 +59,7 @@ def test_interleaved_ranks_hold_a_set_per_stage() -> None:
 def test_the_first_rank_counts_what_is_on_its_first_stage() -> None:
     """PP 4, vpp 2, 16 micro-batches: 11 in flight, 8 of them on the first stage (2 rounds of 4),
     so 3 of the 16 activation buffers of its second stage are inputs the activations hold."""
-    assert first_stage_inflight(4, 2, 16) == 8
+    assert first_stage_inflight(4, 2, 16, torch_rounds=True) == 8
     assert pipeline_buffer_units(16, 11, 2, True, False, False, 8) == (16 - 3) + 32 + 11
 
 
@@ -118,7 +118,7 @@ def test_the_ends_match_torchs_interleaved_order() -> None:
     for row in rows:
         pp, vpp, m, rank = (int(row[key]) for key in ("pp", "vpp", "micro_batches", "rank"))
         if rank == 0:
-            assert first_stage_inflight(pp, vpp, m) == int(row["first_stage_max"]), row
+            assert first_stage_inflight(pp, vpp, m, torch_rounds=True) == int(row["first_stage_max"]), row
         if rank == pp - 1:
             assert int(row["last_stage_at_its_op"]) == 1 and int(row["last_stage_max"]) <= 1, row
 
