@@ -113,10 +113,16 @@ def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None =
     `memo` (default: one of its own) by everything that decides them, not by the limits, with the
     work they took (engine.replayed)."""
     budget = Budget.of(query) if budget is None else budget
-    memo = TableMemo() if memo is None else memo
-    return replayed(budget, lambda measured: memo.result(
-        catalogue, ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
-        lambda: _plan_exists(catalogue, query, budget, memo))
+    own = TableMemo() if memo is None else None
+    kept = own if own is not None else memo
+    assert kept is not None
+    try:
+        return replayed(budget, lambda measured: kept.result(
+            catalogue, ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
+            lambda: _plan_exists(catalogue, query, budget, kept))
+    finally:
+        if own is not None:
+            own.clear()  # as solve(): its spaces freed now, not by the collector
 
 
 # What a yes/no answer does not depend on: the objective, the answer's shape, the limits it was
@@ -147,11 +153,13 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     tables (a batch worker passes one); without one the solve makes its own, which its
     explanation's re-solves share. The answer is the same with or without it."""
     own = TableMemo() if memo is None else None
+    kept = own if own is not None else memo
+    assert kept is not None
     try:
         with paced_collector():  # the cyclic collector paced while the tables grow (solver/collector.py)
             if len(query.stacks) > 1:
-                return _solve_stacks(catalogue, query, own or memo, explain_infeasible)
-            return _solve(catalogue, query, own or memo, explain_infeasible)
+                return _solve_stacks(catalogue, query, kept, explain_infeasible)
+            return _solve(catalogue, query, kept, explain_infeasible)
     finally:
         if own is not None:
             own.clear()  # its spaces and tables freed now, not at the next full collection
