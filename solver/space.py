@@ -316,7 +316,8 @@ def derive_lookups(space: SearchSpace) -> None:
     caps = load_stack_capabilities()[space.job.stack]
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
-            frozenset(i for i, (_, f) in enumerate(space.zero_offloads) if runs_on_count(caps, count, "offload", f)),
+            frozenset(i for i, (z, f) in enumerate(space.zero_offloads)
+                      if runs_on_count(caps, count, "offload", f) and runs_on_count(caps, count, "zero", z)),
             frozenset(i for i, r in enumerate(space.recomputes) if runs_on_count(caps, count, "recompute", r.mode))))
     for g, n in {(cluster.gpu_index, cluster.count_index) for cluster in space.clusters}:
         times = [space.compute_s[g, n, r, p] for p in space.gpu_precisions[g]

@@ -56,7 +56,7 @@ class StackCapabilities(_Row):
     # megatron/core/transformer/transformer_config.py L1891-1899).
     activation_offload_excludes: frozenset[str] = frozenset()
     recomputes: frozenset[str]
-    single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer": a choice the stack runs on one GPU only
+    single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer", "zero=0": a choice the stack runs on one GPU only
     multi_gpu_only: frozenset[str] = frozenset()  # "recompute=full": ... on several GPUs only
     lora_parallel: frozenset[str]
     qlora_parallel: frozenset[str]
@@ -102,7 +102,8 @@ class StackCapabilities(_Row):
     @field_validator("single_gpu_only", "multi_gpu_only", mode="before")
     @classmethod
     def _count_scoped(cls, value: Any) -> frozenset[str]:
-        allowed = tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
+        allowed = (tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
+                   + tuple(f"zero={z}" for z in ZERO_STAGES))
         return _words(value or "", allowed, "single_gpu_only/multi_gpu_only")
 
     @field_validator("lora_parallel", "qlora_parallel", mode="before")
@@ -198,19 +199,23 @@ def recompute_refusal(caps: StackCapabilities, recompute: str,
     return None
 
 
-def count_choice_refusal(caps: StackCapabilities, num_gpus: int, offload: str, recompute: str
+def count_choice_refusal(caps: StackCapabilities, num_gpus: int, offload: str, recompute: str, zero: int | None = None
                          ) -> tuple[str, object, str] | None:
-    """An offload or recompute mode the stack runs only on one GPU, or only on several, used on the
-    other (torchtune's optimizer-only offload is single-device; litgpt checkpoints every block on
-    several GPUs and none on one), or None."""
-    for field, value in (("offload", offload), ("recompute", recompute)):
+    """An offload, recompute mode or ZeRO stage the stack runs only on one GPU, or only on several,
+    used on the other (torchtune's optimizer-only offload is single-device; litgpt checkpoints every
+    block on several GPUs and none on one; both shard every multi-GPU run: ZeRO-0 on one GPU only),
+    or None."""
+    for field, value in (("offload", offload), ("recompute", recompute), ("zero", zero)):
+        if value is None:
+            continue
         if not runs_on_count(caps, num_gpus, field, value):
-            return field, value, f"{field} {value} on {'more than one GPU' if num_gpus > 1 else 'one GPU'}"
+            label = f"ZeRO-{value}" if field == "zero" else f"{field} {value}"
+            return field, value, f"{label} on {'more than one GPU' if num_gpus > 1 else 'one GPU'}"
     return None
 
 
-def runs_on_count(caps: StackCapabilities, num_gpus: int, field: str, value: str) -> bool:
-    """Whether the stack runs this offload or recompute choice on num_gpus GPUs."""
+def runs_on_count(caps: StackCapabilities, num_gpus: int, field: str, value: object) -> bool:
+    """Whether the stack runs this offload, recompute or ZeRO choice on num_gpus GPUs."""
     return f"{field}={value}" not in (caps.single_gpu_only if num_gpus > 1 else caps.multi_gpu_only)
 
 
@@ -222,11 +227,13 @@ def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, obj
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
     offloading = job.activation_offload
+    # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
+    # for the sharding estimate's default gives several GPUs there (plan_zero).
     return (precision_refusal(caps, plan.precision) or job_refusal(caps, job)
             or layout_refusal(caps, job.method, plan.layout, offloading)
-            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute, offloading)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
-            or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute))
+            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute, offloading)
+            or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute, plan.zero))
 
 
 LAYOUT_FEATURES = ("tp", "sequence_parallel", "pp", "vpp", "cp", "ep")

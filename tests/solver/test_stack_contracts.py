@@ -9,6 +9,7 @@ of anything else is bad input naming the stack and the feature, and `custom` all
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -231,3 +232,39 @@ def test_megatrons_activation_offload_runs_without_pipeline_or_recompute(catalog
     assert "--cpu-offloading-num-layers" not in launch_config(job.model_copy(update={"activation_offload": False}),
                                                                Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), 80).text
     assert CAPS["torchtune"].activation_offload_excludes == frozenset()
+
+
+@pytest.mark.parametrize("stack", ["torchtune", "litgpt"])
+def test_stacks_that_shard_every_multi_gpu_run_get_no_unsharded_replicas(catalogue, stack) -> None:
+    """torchtune's distributed recipes and litgpt's scripts on several devices always shard (FSDP2 /
+    FSDP): ZeRO-0 runs on one GPU only (catalogues/stack_capabilities.csv single_gpu_only zero=0).
+    Before 2026-12-06 both were offered plain replicas, which hold more per GPU and which neither
+    launches (their launch configs only noted the mismatch). The hf stack still runs DDP replicas."""
+    base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--method", "lora"]
+    refused = one_line_error(invoke(*base, "--stack", "torchtune", "--num-gpus", "2", "--zero", "0"))
+    assert "stack='torchtune'" in refused and "does not run ZeRO-0 on more than one GPU" in refused
+    assert invoke(*base, "--stack", "torchtune", "--num-gpus", "1", "--zero", "0").exit_code in (0, 3)
+    query = SolveQuery(model="llama-3.1-8b", job=job_from_fields({"model": "llama-3.1-8b", "method": "lora",
+                                                                  "seq_len": 8192, "stack": stack}),
+                       global_batch=64, tokens=1e9, gpus=("h100-sxm-80gb", "a10g-24gb"), max_gpus=16, top_k=10,
+                       objective="time")
+    plans = solve(catalogue, query).plans
+    assert plans and any(p.plan.num_gpus > 1 for p in plans)
+    assert all(p.plan.zero > 0 for p in plans if p.plan.num_gpus > 1), [(p.plan.num_gpus, p.plan.zero) for p in plans]
+    assert CAPS["hf"].single_gpu_only == frozenset() and 0 in CAPS["hf"].zero_stages
+
+
+def test_estimates_defaults_are_what_the_stack_runs_on_that_many_gpus() -> None:
+    """`estimate` without --zero / --recompute takes what the stack runs on --num-gpus: torchtune and
+    litgpt shard every multi-GPU run (ZeRO-3, their default FULL_SHARD) and litgpt checkpoints every
+    block there; on one GPU, or on a stack running replicas, ZeRO-0 and the preset's recompute."""
+    base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--method", "lora",
+            "--format", "json"]
+    for stack, gpus, zero, recompute in (("torchtune", 2, 3, "full"), ("litgpt", 2, 3, "full"), ("litgpt", 1, 0, "none"),
+                                         ("unsloth", 2, 0, "full"), ("hf", 2, 0, "none")):
+        result = invoke(*base, "--stack", stack, "--num-gpus", str(gpus))
+        assert result.exit_code in (0, 3), (stack, result.output)
+        plan = json.loads(result.output)["plan"]
+        assert (plan["zero"], plan["recompute"]) == (zero, recompute), stack
+    pinned = json.loads(invoke(*base, "--stack", "torchtune", "--num-gpus", "2", "--zero", "2").output)["plan"]
+    assert pinned["zero"] == 2
