@@ -18,6 +18,7 @@ from vramplan.commands.options import (
     build_job,
     catalogue_options,
     estimate_recompute_option,
+    estimate_zero_option,
     job_options,
     open_catalogue,
     output_options,
@@ -30,7 +31,9 @@ from vramplan.commands.options import (
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU name (vramplan gpus).")
 @click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs = tp x pp x cp x data-parallel ranks.")
 @click.option("--offering", default=None, help="provider/instance_type to price [default: where the plan trains cheapest in all].")
-@click.option("--zero", type=ZERO_CHOICE, default="0", show_default=True, help="ZeRO stage.")
+@click.option("--zero", type=ZERO_CHOICE, default=None,
+              help="ZeRO stage [default: 0; on several GPUs of a stack that shards every multi-GPU run (torchtune, "
+                   "litgpt) its fullest stage, 3].")
 @click.option("--recompute", type=RECOMPUTE_CHOICE, default=None,
               help="Activation recomputation; op = torchtitan per-op SAC [default: the stack's].")
 @click.option("--precision", type=PRECISION_CHOICE, default="bf16", show_default=True)
@@ -85,7 +88,7 @@ def estimate_command(**options: Any) -> None:
             gpu=options["gpu"],
             offering=options["offering"],
             num_gpus=options["num_gpus"],
-            zero=int(options["zero"]),
+            zero=estimate_zero_option(options),
             recompute=estimate_recompute_option(options),
             precision=options["precision"],
             micro_batch=options["micro_batch"],

@@ -262,10 +262,17 @@ def build_job(options: dict[str, Any]) -> Job:
 
 
 def estimate_recompute_option(options: dict[str, Any]) -> str:
-    """`--recompute` as given, else the --stack preset's default."""
+    """`--recompute` as given, else the --stack preset's default (one the stack runs on --num-gpus)."""
     from vramplan.solver.query_fields import estimate_recompute
 
     return estimate_recompute(option_fields(options))
+
+
+def estimate_zero_option(options: dict[str, Any]) -> int:
+    """`--zero` as given, else 0, or the stack's sharded stage where it shards every multi-GPU run."""
+    from vramplan.solver.query_fields import estimate_zero
+
+    return estimate_zero(option_fields(options))
 
 
 def catalogue_files(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vramplan.models.catalogue.catalogue import load_stacks
-from vramplan.models.catalogue.stack import plan_recompute, with_preset
+from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.stack import plan_recompute, plan_zero, with_preset
 from vramplan.models.core.choices import NOT_IN_ANY, STACKS
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, RuntimeReserve
@@ -100,5 +100,12 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
 
 
 def estimate_recompute(fields: Mapping[str, Any]) -> str:
-    """`estimate`'s recompute mode: the explicit option, else the --stack preset's default."""
-    return plan_recompute(fields, load_stacks())
+    """`estimate`'s recompute mode: the explicit option, else the --stack preset's default (one the
+    stack runs on the fields' num_gpus)."""
+    return plan_recompute(fields, load_stacks(), load_stack_capabilities())
+
+
+def estimate_zero(fields: Mapping[str, Any]) -> int:
+    """`estimate`'s ZeRO stage: the explicit option, else 0 (a stack's sharded stage where it
+    shards every multi-GPU run)."""
+    return plan_zero(fields, load_stack_capabilities())

@@ -16,9 +16,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from vramplan.models.catalogue.stack_contract import StackCapabilities, runs_on_count
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (
+    RECOMPUTES,
     Accounting,
     Attention,
     Compile,
@@ -108,8 +110,28 @@ def restacked(job: Job, stack: str, presets: Mapping[str, StackPreset]) -> Job:
     return job.model_copy(update={**update, "stack": stack})
 
 
-def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> Recompute:
-    """`estimate`'s recompute: the explicit option, else the stack's default."""
+def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset],
+                   capabilities: Mapping[str, StackCapabilities] | None = None) -> Recompute:
+    """`estimate`'s recompute: the explicit option, else the stack's default, or, where the stack
+    does not run that on `num_gpus` GPUs (litgpt checkpoints every block on several and none on
+    one: StackCapabilities.single_gpu_only), the first mode it runs there."""
     if fields.get("recompute") is not None:
         return fields["recompute"]
-    return presets[fields.get("stack") or DEFAULT_STACK].recompute
+    stack = fields.get("stack") or DEFAULT_STACK
+    default = presets[stack].recompute
+    if capabilities is None:
+        return default
+    caps, num_gpus = capabilities[stack], fields.get("num_gpus") or 1
+    if runs_on_count(caps, num_gpus, "recompute", default):
+        return default
+    return next((mode for mode in RECOMPUTES if mode in caps.recomputes and runs_on_count(caps, num_gpus, "recompute", mode)),
+                default)
+
+
+def plan_zero(fields: Mapping[str, Any], capabilities: Mapping[str, StackCapabilities]) -> int:
+    """`estimate`'s ZeRO stage: the explicit option, else 0, or, on several GPUs of a stack that
+    shards every multi-GPU run (torchtune, litgpt: single_gpu_only zero=0), its fullest stage."""
+    if fields.get("zero") is not None:
+        return int(fields["zero"])
+    caps, num_gpus = capabilities[fields.get("stack") or DEFAULT_STACK], fields.get("num_gpus") or 1
+    return 0 if runs_on_count(caps, num_gpus, "zero", 0) else max(caps.zero_stages)
