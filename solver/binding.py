@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from vramplan.models.architecture.parallel import interleaving_rule
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.models.time.cost import PRICING_WORDS, has_price
@@ -69,8 +70,7 @@ def interleaving_reason(space: SearchSpace) -> str | None:
     vpp = space.query.pins.vpp
     if vpp is None or vpp == 1 or any(space.count_layouts.values()):
         return None
-    rule = {"megatron": "a multiple of pp micro-batches a step", "torchtitan": "a multiple of its m // pp rounds",
-            "torchtitan-root-fsdp": "a multiple of its m // pp rounds"}.get(space.job.stack, "")
+    rule = interleaving_rule(space.job.stack)
     runs = f" ({rule})" if rule else ""
     return (f"the {space.job.stack} stack's interleaved schedule (vpp {vpp}) runs none of the micro-batch counts "
             f"global batch {space.global_batch} leaves at any GPU count{runs}: another global batch, or vpp 1")

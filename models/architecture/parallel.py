@@ -179,6 +179,16 @@ def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
     return None
 
 
+def interleaving_rule(stack: str) -> str | None:
+    """The micro-batch counts the stack's interleaved schedule runs, in words (interleaving_refusal),
+    or None where it takes any."""
+    if stack in TORCH_PIPELINING_STACKS:
+        return "a multiple of its m // pp rounds"
+    if stack in PP_GROUPED_INTERLEAVING_STACKS:
+        return "a multiple of pp micro-batches a step"
+    return None
+
+
 def _nearest_runs(micro_batches: int, runs: Callable[[int], bool]) -> str:
     """The nearest micro-batch counts below and above m that a schedule runs ("4 or 8")."""
     below = next((m for m in range(micro_batches - 1, 0, -1) if runs(m)), None)
