@@ -223,7 +223,7 @@ def _solve(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_inf
         explanation = _explanation(catalogue, query, space, budget)
     value = plans[0].objective_value if plans else None
     return SolveResult(
-        status=outcome.status,  # type: ignore[arg-type]
+        status=outcome.status,
         objective=_objective_report(space, outcome, value),
         model=model_info(space.arch, space.job),
         global_batch=space.global_batch,
