@@ -157,20 +157,10 @@ def host_mib_per_gpu(space: SearchSpace, n: int, inner: Inner) -> int:
     return space.on_use.host_mib_per_gpu[zf, n, p, li] + space.on_use.offloaded_mib(r, b, p, li, n)
 
 
-# A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
-# large budget or deadline over a few tokens (--tokens 1 --budget-usd 1e12) gives caps beyond
-# int64, which CP-SAT refused (TypeError, exit 1) in the exclusions of cpsat_model.py.
-MAX_STEP_CAP_US = 2**62
-
-
 def step_cap_us(space: SearchSpace, cluster_index: int) -> int | None:
     """The longest step the deadline (or --max-days), the budget and the MFU floor allow on this
-    cluster (None: no bound), at most MAX_STEP_CAP_US."""
-    caps = [cap for cap in (space.deadline_bound_us, space.duration_bound_us, space.mfu_bound_us(cluster_index))
-            if cap is not None]
-    if space.budget_bound_cost_units is not None:
-        caps.append(space.budget_bound_cost_units // max(1, space.clusters[cluster_index].price_units))
-    return min(*caps, MAX_STEP_CAP_US) if caps else None
+    cluster (None: no bound), at most MAX_STEP_CAP_US (SearchSpace.step_caps_us)."""
+    return space.step_caps_us[cluster_index]
 
 
 def cluster_accepts(space: SearchSpace, cluster_index: int, inner: InnerMetrics, memory: bool = True, limits: bool = True) -> bool:

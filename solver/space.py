@@ -285,6 +285,27 @@ class SearchSpace:
             return None
         return int(self.query.budget_usd * PRICE_UNITS_PER_USD * US_PER_S * SECONDS_PER_HOUR / self.steps)
 
+    @functools.cached_property
+    def step_caps_us(self) -> tuple[int | None, ...]:
+        """Per cluster, the longest step the deadline (or --max-days), the budget and the MFU floor
+        allow (None: no bound), at most MAX_STEP_CAP_US: derived from the query once (the search,
+        its bounds, the explanations and the same-hardware screen ask ~4,000 times a headline solve)."""
+        fixed = [cap for cap in (self.deadline_bound_us, self.duration_bound_us) if cap is not None]
+        budget = self.budget_bound_cost_units
+        caps = []
+        for c, cluster in enumerate(self.clusters):
+            bounds = [*fixed, *(cap for cap in (self.mfu_bound_us(c),) if cap is not None)]
+            if budget is not None:
+                bounds.append(budget // max(1, cluster.price_units))
+            caps.append(min(*bounds, MAX_STEP_CAP_US) if bounds else None)
+        return tuple(caps)
+
+
+# A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
+# large budget or deadline over a few tokens (--tokens 1 --budget-usd 1e12) gives caps beyond
+# int64, which CP-SAT refused (TypeError, exit 1) in the exclusions of cpsat_model.py.
+MAX_STEP_CAP_US = 2**62
+
 
 def _reach(shape: Shape) -> tuple[int, int]:
     """(count index, TP reach): what a cluster shape's layouts depend on (TP inside one instance)."""
