@@ -65,7 +65,7 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
 
 def interleaving_reason(space: SearchSpace) -> str | None:
     """When the pinned interleaving (--vpp > 1) leaves no layout a micro-batch count its stack's
-    schedule runs at any GPU count (models.architecture.parallel.interleaving_refusal: Megatron a
+    schedule runs at any GPU count (models.architecture.parallel.interleaving_refuses: Megatron a
     multiple of pp, torch a multiple of its m // pp rounds), say so; else None."""
     vpp = space.query.pins.vpp
     if vpp is None or vpp == 1 or any(space.count_layouts.values()):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 
-from vramplan.models.architecture.parallel import interleaving_refusal
+from vramplan.models.architecture.parallel import interleaving_refuses
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
@@ -54,8 +54,8 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
                 batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             layout = space.layouts[li]
             if layout.vpp > 1:
-                batches = [b for b in batches if interleaving_refusal(
-                    stack, layout.pp, space.global_batch // (space.micro_batches[b] * dp)) is None]
+                batches = [b for b in batches if not interleaving_refuses(
+                    stack, layout.pp, space.global_batch // (space.micro_batches[b] * dp))]
             if batches:
                 count_layouts[n_i].append(li)
                 valid_batches[n_i, li] = batches

@@ -17,7 +17,6 @@ elsewhere the rank's chunks may differ by one layer and a chunk counts layers / 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from functools import lru_cache
 
 from vramplan.models.architecture.params import layer_group_counts
@@ -164,36 +163,36 @@ def torch_interleaving_refuses(pp: int, micro_batches: int) -> bool:
     return micro_batches % max(1, micro_batches // pp) != 0
 
 
-def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
-    """Why the stack's interleaved schedule (vpp > 1) refuses m micro-batches a step on pp ranks,
-    and the nearest counts it runs, or None: torch's Interleaved1F1B (TORCH_PIPELINING_STACKS)
-    runs a multiple of its rounds; Megatron's (PP_GROUPED_INTERLEAVING_STACKS) whole groups of pp,
-    so m is a multiple of pp (m = 6 on 4 ranks is refused; torch runs it, in one round of 6)."""
-    if stack in TORCH_PIPELINING_STACKS and torch_interleaving_refuses(pp, micro_batches):
-        runs = _nearest_runs(micro_batches, lambda m: not torch_interleaving_refuses(pp, m))
-        return (f"torch's Interleaved1F1B on {pp} stages runs a multiple of its m // {pp} rounds of micro-batches "
-                f"({micro_batches} is {max(1, micro_batches // pp)} rounds): {runs} micro-batches a step, or vpp 1")
-    if stack in PP_GROUPED_INTERLEAVING_STACKS and micro_batches % pp:
-        runs = _nearest_runs(micro_batches, lambda m: m % pp == 0)
-        return f"Megatron's interleaved schedule on {pp} stages runs a multiple of {pp} micro-batches a step: {runs}, or vpp 1"
-    return None
+def interleaving_refuses(stack: str, pp: int, micro_batches: int) -> bool:
+    """Whether the stack's interleaved schedule (vpp > 1) refuses m micro-batches a step on pp
+    ranks: torch's Interleaved1F1B (TORCH_PIPELINING_STACKS) runs a multiple of its rounds;
+    Megatron's (PP_GROUPED_INTERLEAVING_STACKS) whole groups of pp, so m is a multiple of pp
+    (m = 6 on 4 ranks is refused; torch runs it, in one round of 6). The search's filter."""
+    if stack in TORCH_PIPELINING_STACKS:
+        return torch_interleaving_refuses(pp, micro_batches)
+    return stack in PP_GROUPED_INTERLEAVING_STACKS and micro_batches % pp != 0
 
 
 def interleaving_rule(stack: str) -> str | None:
-    """The micro-batch counts the stack's interleaved schedule runs, in words (interleaving_refusal),
-    or None where it takes any."""
+    """The micro-batch counts the stack's interleaved schedule runs, in words, or None where it
+    takes any (interleaving_refuses)."""
     if stack in TORCH_PIPELINING_STACKS:
-        return "a multiple of its m // pp rounds"
+        return "a multiple of its m // pp rounds of micro-batches"
     if stack in PP_GROUPED_INTERLEAVING_STACKS:
-        return "a multiple of pp micro-batches a step"
+        return "a multiple of pp micro-batches"
     return None
 
 
-def _nearest_runs(micro_batches: int, runs: Callable[[int], bool]) -> str:
-    """The nearest micro-batch counts below and above m that a schedule runs ("4 or 8")."""
-    below = next((m for m in range(micro_batches - 1, 0, -1) if runs(m)), None)
-    above = next(m for m in itertools.count(micro_batches + 1) if runs(m))  # every schedule runs a multiple of pp
-    return f"{below} or {above}" if below is not None else str(above)
+def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
+    """Why the stack's interleaved schedule refuses m micro-batches on pp ranks, with the nearest
+    counts it runs, or None (the error of check_layout)."""
+    if not interleaving_refuses(stack, pp, micro_batches):
+        return None
+    runs = [m for m in (next((m for m in range(micro_batches - 1, 0, -1) if not interleaving_refuses(stack, pp, m)), None),
+                        next(m for m in itertools.count(micro_batches + 1) if not interleaving_refuses(stack, pp, m)))
+            if m is not None]  # every schedule runs a multiple of pp
+    name = "torch's Interleaved1F1B" if stack in TORCH_PIPELINING_STACKS else "Megatron's interleaved schedule"
+    return f"{name} on {pp} stages runs {interleaving_rule(stack)} a step: {' or '.join(map(str, runs))}, or vpp 1"
 
 
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
