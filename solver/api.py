@@ -26,7 +26,7 @@ from vramplan.solver.points import Choice, Metrics, evaluate
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
-from vramplan.solver.table_memo import TableMemo
+from vramplan.solver.table_memo import TableMemo, memo_or_own
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
 log = logging.getLogger(__name__)
@@ -113,16 +113,10 @@ def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None =
     `memo` (default: one of its own) by everything that decides them, not by the limits, with the
     work they took (engine.replayed)."""
     budget = Budget.of(query) if budget is None else budget
-    own = TableMemo() if memo is None else None
-    kept = own if own is not None else memo
-    assert kept is not None
-    try:
+    with memo_or_own(memo) as kept:
         return replayed(budget, lambda measured: kept.result(
             catalogue, ("exists", query.feasibility_key(NOT_IN_EXISTS)), measured),
             lambda: _plan_exists(catalogue, query, budget, kept))
-    finally:
-        if own is not None:
-            own.clear()  # as solve(): its spaces freed now, not by the collector
 
 
 # What a yes/no answer does not depend on: the objective, the answer's shape, the limits it was
@@ -152,17 +146,11 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     `memo` (solver/table_memo.py) lets many solves share the models/ values behind their integer
     tables (a batch worker passes one); without one the solve makes its own, which its
     explanation's re-solves share. The answer is the same with or without it."""
-    own = TableMemo() if memo is None else None
-    kept = own if own is not None else memo
-    assert kept is not None
-    try:
-        with paced_collector():  # the cyclic collector paced while the tables grow (solver/collector.py)
-            if len(query.stacks) > 1:
-                return _solve_stacks(catalogue, query, kept, explain_infeasible)
-            return _solve(catalogue, query, kept, explain_infeasible)
-    finally:
-        if own is not None:
-            own.clear()  # its spaces and tables freed now, not at the next full collection
+    # the cyclic collector paced while the tables grow (solver/collector.py)
+    with memo_or_own(memo) as kept, paced_collector():
+        if len(query.stacks) > 1:
+            return _solve_stacks(catalogue, query, kept, explain_infeasible)
+        return _solve(catalogue, query, kept, explain_infeasible)
 
 
 def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool) -> SolveResult:

@@ -26,7 +26,8 @@ conflict model) passes it on. Nothing reads it from the context.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from vramplan.models.terms import STATES_TERMS, TIME_TERMS, job_fields, job_values
@@ -60,8 +61,7 @@ class TableMemo:
 
     def clear(self) -> None:
         """Everything dropped. The spaces it keeps hold it (SearchSpace.memo), a cycle only the
-        cyclic collector would free; a solve that made its own memo clears it on return, so its
-        tables are freed then (solver/collector.py)."""
+        cyclic collector would free (solver/collector.py)."""
         self.__init__(self.max_jobs)  # type: ignore[misc]
 
     def tables(self, catalogue: object, model: str, arch: Any, job: Any, global_batch: int) -> Any:
@@ -155,3 +155,17 @@ def _family_key(query: Any) -> tuple:
     global batch and the pins but the GPU count; not which clusters the query allows."""
     pins = query.pins.model_copy(update={"num_gpus": None})
     return query.model, query.job.model_dump_json(), query.effective_global_batch, pins.model_dump_json()
+
+
+@contextmanager
+def memo_or_own(memo: TableMemo | None) -> Iterator[TableMemo]:
+    """`memo`, or a memo of the call's own, cleared when the call returns (or raises), so its spaces
+    and tables are freed then by reference counting instead of at a collection of their generation."""
+    if memo is not None:
+        yield memo
+        return
+    own = TableMemo()
+    try:
+        yield own
+    finally:
+        own.clear()

@@ -76,3 +76,19 @@ def test_a_solve_leaves_no_cycle_for_the_collector(catalogue, explained) -> None
         gc.set_debug(flags)
         gc.garbage.clear()
     assert (result.status == "infeasible") == explained
+
+
+def test_a_yes_no_question_leaves_no_cycle_either(catalogue) -> None:
+    """plan_exists without a memo frees its own as solve does (solver/table_memo.py memo_or_own):
+    1,573 objects were left in cycles before."""
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), global_batch=8, tokens=1e8, gpus=("h100-sxm-80gb",),
+                       max_gpus=8)
+    gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        assert api.plan_exists(catalogue, query)
+        assert gc.collect() == 0, sorted({type(o).__name__ for o in gc.garbage})[:20]
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
