@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from vramplan.models.architecture.parallel import Split, candidate_stages, largest_chunk, split_of, stage_layer_kinds
+from vramplan.models.architecture.parallel import Split, candidate_stages, largest_chunk, split_of
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.layout import Layout
-from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks
+from vramplan.models.memory.activations import stage_place
 from vramplan.models.memory.recompute import rank_recomputed
 
 
@@ -93,16 +93,12 @@ def rank_column_count(arch: Architecture, pipelines: tuple[int | Split, ...], re
 
 
 def rank_place(arch: Architecture, layout: Layout, accum: int, stage: int, keeps_buffers: bool = False) -> RankPlace:
-    """models.activations.stage_activations' place arguments of pipeline rank `stage` at `accum`
-    micro-batches a step; the micro-batch count only where the job's pipeline keeps receive buffers
-    per micro-batch (models/memory/pipeline_buffers.py keeps_receive_buffers), so other stacks' ranks
-    share their places across accumulations; those stacks' interleaved in-flight count follows
-    torch's rounds (inflight_chunks torch_rounds). The first rank's micro-batches on the first
-    stage are min(m, 2 pp) and the like (first_stage_inflight): the same for most accumulations."""
-    buffered = keeps_buffers and layout.pp > 1
-    return RankPlace(inflight_chunks(layout.pp, accum, layout.vpp, stage, keeps_buffers), layout.vpp, stage == 0,
-                     stage == layout.pp - 1, stage_layer_kinds(arch, layout.pipeline, stage), accum if buffered else 0,
-                     first_stage_inflight(layout.pp, layout.vpp, accum, keeps_buffers) if stage == 0 else 0)
+    """models.activations.stage_place of pipeline rank `stage` at `accum` micro-batches a step, as the
+    estimate takes it: the micro-batch count only where the job's pipeline keeps receive buffers per
+    micro-batch (models/memory/pipeline_buffers.py keeps_receive_buffers), so other stacks' ranks
+    share their places across accumulations; the first rank's micro-batches on the first stage are
+    min(m, 2 pp) and the like (first_stage_inflight): the same for most accumulations."""
+    return RankPlace(*stage_place(arch, layout.pipeline, layout.pp, layout.vpp, accum, stage, keeps_buffers))
 
 
 def compute_layout(layout: Layout, recompute: RecomputeChoice, precision: str, num_layers: int) -> tuple | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
-from vramplan.models.architecture.parallel import plan_split, sequence_parallel_active, stage_layer_kinds
+from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
 from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
 from vramplan.models.core.catalogue_schema import Architecture
@@ -336,11 +336,19 @@ def rank_chunks(job: Job, plan: Plan, stage: int) -> int:
     return inflight_chunks(plan.pp, plan.grad_accum, plan.vpp, stage, keeps_receive_buffers(job))
 
 
+def stage_place(arch: Architecture, pipeline: int | Split, pp: int, vpp: int, accum: int, stage: int,
+                torch_pipelining: bool) -> tuple:
+    """stage_activations' arguments after the micro-batch for pipeline rank `stage` of `pipeline`
+    (pp ranks, or their layers) at `accum` micro-batches a step: the chunks in flight, vpp, whether
+    it is the first and the last rank, its layers by kind, the step's micro-batches where torch's
+    pipelining keeps receive buffers per micro-batch (else 0), and the first rank's micro-batches
+    on the first stage. The estimate and the solver's rank places (solver/choice_keys.py) both read it."""
+    return (inflight_chunks(pp, accum, vpp, stage, torch_pipelining), vpp, stage == 0, stage == pp - 1,
+            stage_layer_kinds(arch, pipeline, stage), accum if torch_pipelining and pp > 1 else 0,
+            first_stage_inflight(pp, vpp, accum, torch_pipelining) if stage == 0 else 0)
+
+
 def rank_activations(arch: Architecture, job: Job, plan: Plan, micro: MicrobatchActivations, stage: int) -> Activations:
     """stage_activations of one micro-batch's terms on the plan's pipeline rank `stage`."""
-    pipelined = plan.pp > 1
-    return stage_activations(micro, rank_chunks(job, plan, stage), plan.vpp, stage == 0,
-                             stage == plan.pp - 1, stage_layer_kinds(arch, plan_split(arch, plan), stage),
-                             plan.grad_accum if pipelined else 0,
-                             first_stage_inflight(plan.pp, plan.vpp, plan.grad_accum, keeps_receive_buffers(job))
-                             if stage == 0 else 0)
+    return stage_activations(micro, *stage_place(arch, plan_split(arch, plan), plan.pp, plan.vpp, plan.grad_accum, stage,
+                                                 keeps_receive_buffers(job)))
