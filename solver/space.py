@@ -294,9 +294,9 @@ class SearchSpace:
         budget = self.budget_bound_cost_units
         caps = []
         for c, cluster in enumerate(self.clusters):
-            bounds = [*fixed, *(cap for cap in (self.mfu_bound_us(c),) if cap is not None)]
-            if budget is not None:
-                bounds.append(budget // max(1, cluster.price_units))
+            mfu = self.mfu_bound_us(c)
+            bounds = fixed + ([mfu] if mfu is not None else []) + (
+                [budget // max(1, cluster.price_units)] if budget is not None else [])
             caps.append(min(*bounds, MAX_STEP_CAP_US) if bounds else None)
         return tuple(caps)
 
