@@ -89,9 +89,9 @@ def memory_report(memory: MemoryBreakdown, job: Job, split: tuple[int, ...] = ()
     )
 
 
-def performance_report(perf: Performance, job: Job, plan: Plan, gpu: GpuSpec) -> PerformanceReport:
+def performance_report(perf: Performance, arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> PerformanceReport:
     efficiency = compute_efficiency(gpu.architecture)
-    spread = throughput_range(job.stack, efficiency.calibrated)
+    spread = throughput_range(job.stack, arch.is_moe, plan.precision, efficiency.calibrated)
     return PerformanceReport(
         tokens_per_s=perf.tokens_per_s,
         tokens_per_s_low=perf.tokens_per_s * spread.low,
@@ -199,7 +199,7 @@ def estimate_plan(
     perf = performance(arch, job, plan, gpu, offering.domain_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(worked_tokens(tokens, pricing, restart_overhead), perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)
-    performance_summary = performance_report(perf, job, plan, gpu)
+    performance_summary = performance_report(perf, arch, job, plan, gpu)
     cost_report = CostReport(
         offering=offering.name,
         pricing=pricing,

@@ -1,7 +1,9 @@
 """The ranges of models/core/fidelity_ranges.py, derived from the evidence (tests/data): measured /
-predicted per stack (memory; throughput on calibrated GPUs), known misses left out, with their
+predicted per stack for memory (known misses left out), per stack and kind of run for throughput on
+calibrated GPUs (known misses in, runs on hardware the catalogue does not describe out), with their
 leave-one-out coverage. `python tests/fidelity_ranges.py --write` regenerates the block in models/core/fidelity_ranges.py
-(without --write it prints it); tests/models/test_fidelity_ranges.py checks that the file holds it."""
+(without --write it prints it; with --table, docs/fidelity.md's throughput table);
+tests/models/test_fidelity_ranges.py checks that the file and the docs hold them."""
 
 from __future__ import annotations
 
@@ -9,16 +11,22 @@ import math
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import measured_peaks
 import measured_throughput
 
 from vramplan.models.catalogue.catalogue import load_catalogue
-from vramplan.models.core.fidelity_ranges import MIN_RUNS, Range
+from vramplan.models.core.fidelity_ranges import ANY, MIN_RUNS, Range, throughput_keys
 
 DIGITS = 2
 SPREAD_RUNS = 3  # a stack's runs count towards the shared spread from this many (a median needs a few)
+# Throughput misses measured on hardware the catalogue does not describe: out of every range.
+OTHER_HARDWARE = {
+    "power-limited-b200": "torchao's mx_formats B200 runs under a power cap the README does not state (1.8-2.2x "
+                          "below the catalogue B200's prediction)",
+}
 
 
 def _bounds(ratios: list[float]) -> tuple[float, float]:
@@ -94,10 +102,6 @@ def memory_coverage() -> tuple[int, int]:
     return coverage(memory_ratios())
 
 
-def throughput_coverage() -> tuple[int, int]:
-    return coverage(throughput_ratios())
-
-
 def memory_ratios() -> dict[str, list[float]]:
     """measured / predicted peak per stack, runs with a measured peak that are not known misses."""
     catalogue, by_stack = load_catalogue(), defaultdict(list)
@@ -107,29 +111,76 @@ def memory_ratios() -> dict[str, list[float]]:
     return dict(sorted(by_stack.items()))
 
 
-def throughput_ratios() -> dict[str, list[float]]:
-    """measured / predicted throughput per stack, runs on GPU generations with a calibrated
-    efficiency that are not known misses."""
-    catalogue, by_stack = load_catalogue(), defaultdict(list)
+@dataclass(frozen=True)
+class ThroughputRun:
+    stack: str
+    is_moe: bool
+    precision: str
+    ratio: float  # measured / predicted
+    id: str
+
+    @property
+    def keys(self) -> list[tuple[str, str]]:
+        """The pools it belongs to (models/core/fidelity_ranges.py throughput_keys)."""
+        return throughput_keys(self.stack, self.is_moe, self.precision)
+
+
+def throughput_runs() -> list[ThroughputRun]:
+    """measured / predicted throughput of every run on a GPU generation with a calibrated
+    efficiency, known misses included, but for those measured on other hardware (OTHER_HARDWARE)."""
+    catalogue, runs = load_catalogue(), []
     for run in measured_throughput.load_runs():
         comparison = measured_throughput.compare(run, catalogue)
-        if comparison.calibrated and not run.known_miss:
-            by_stack[run.cells["stack"]].append(1 / comparison.ratio)
-    return dict(sorted(by_stack.items()))
+        if comparison.calibrated and run.known_miss not in OTHER_HARDWARE:
+            _, plan = measured_peaks.job_and_plan(run.cells)
+            runs.append(ThroughputRun(run.cells["stack"], measured_peaks.architecture(run.cells, catalogue).is_moe,
+                                      plan.precision, 1 / comparison.ratio, run.id))
+    return runs
 
 
-def _ranges(by_stack: dict[str, list[float]], pooled_what: str, where: str = "") -> tuple[dict[str, Range], Range]:
-    """The stacks' own ranges (MIN_RUNS runs or more) and the pooled one."""
+def _pool(key: tuple[str, str], runs: list[ThroughputRun]) -> list[float]:
+    return [run.ratio for run in runs if key in run.keys]
+
+
+def _first_key(keys: list[tuple[str, str]], runs: list[ThroughputRun]) -> tuple[str, str]:
+    """The first of `keys` whose pool in `runs` has MIN_RUNS runs (fidelity_ranges.throughput_spread's order)."""
+    return next(key for key in keys if len(_pool(key, runs)) >= MIN_RUNS)
+
+
+def throughput_coverage() -> tuple[int, int]:
+    """(runs inside, runs): every run against the range the evidence without it gives it."""
+    runs = throughput_runs()
+    inside = 0
+    for i, run in enumerate(runs):
+        others = runs[:i] + runs[i + 1:]
+        inside += _inside(run.ratio, _bounds(_pool(_first_key(run.keys, others), others)))
+    return inside, len(runs)
+
+
+def _pool_name(key: tuple[str, str]) -> str:
+    """'megatron MoE fp8 runs', 'dense runs of all stacks'."""
+    stack, kind = key
+    return " ".join(part for part in (stack if stack != ANY else "", kind if kind != ANY else "", "runs",
+                                      "of all stacks" if stack == ANY else "") if part)
+
+
+def throughput_ranges() -> dict[tuple[str, str], Range]:
+    """The range of every pool a run on a calibrated GPU can be looked up in: each (stack, model kind, precision) the
+    evidence holds, and one of a stack it does not, to the first pool with MIN_RUNS runs."""
+    runs = throughput_runs()
+    reached = {_first_key(throughput_keys(stack, is_moe, precision), runs)
+               for stack in {run.stack for run in runs} | {ANY}
+               for is_moe in (False, True) for precision in ("bf16", "fp8")}
+    return {key: _range(_pool(key, runs), _pool_name(key) + ", known misses in")
+            for key in sorted(reached, key=lambda key: (key[0] == ANY, key))}
+
+
+def ranges() -> tuple[dict[str, Range], Range]:
+    """The memory ranges: the stacks' own (MIN_RUNS runs or more) and the pooled one."""
+    by_stack = memory_ratios()
     pooled = [ratio for ratios in by_stack.values() for ratio in ratios]
-    stacks = {stack: _stack_range(stack, by_stack, where) for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
-    return stacks, _range(pooled, pooled_what)
-
-
-def ranges() -> tuple[dict[str, Range], Range, dict[str, Range], Range]:
-    memory, pooled_memory = _ranges(memory_ratios(), "runs of all stacks")
-    throughput, pooled_throughput = _ranges(throughput_ratios(), "runs of all stacks on calibrated GPUs",
-                                            " on calibrated GPUs")
-    return memory, pooled_memory, throughput, pooled_throughput
+    stacks = {stack: _stack_range(stack, by_stack) for stack, ratios in by_stack.items() if len(ratios) >= MIN_RUNS}
+    return stacks, _range(pooled, "runs of all stacks")
 
 
 def _literal(r: Range) -> str:
@@ -137,12 +188,20 @@ def _literal(r: Range) -> str:
 
 
 def generated_block() -> str:
-    memory, pooled_memory, throughput, pooled_throughput = ranges()
+    memory, pooled_memory = ranges()
     lines = ["MEMORY_RANGES: dict[str, Range] = {"]
     lines += [f'    "{stack}": {_literal(r)},' for stack, r in memory.items()]
-    lines += ["}", f"POOLED_MEMORY_RANGE = {_literal(pooled_memory)}", "THROUGHPUT_RANGES: dict[str, Range] = {"]
-    lines += [f'    "{stack}":\n        {_literal(r)},' for stack, r in throughput.items()]
-    lines += ["}", f"THROUGHPUT_RANGE = {_literal(pooled_throughput)}"]
+    lines += ["}", f"POOLED_MEMORY_RANGE = {_literal(pooled_memory)}", "THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {"]
+    lines += [f'    ("{stack}", "{kind}"):\n        {_literal(r)},' for (stack, kind), r in throughput_ranges().items()]
+    lines += ["}"]
+    return "\n".join(lines)
+
+
+def throughput_table() -> str:
+    """docs/fidelity.md's table of the throughput ranges."""
+    lines = ["| stack | kind | runs | measured / predicted | coverage, leave-one-out |", "|---|---|---:|---|---:|"]
+    lines += [f"| {'every stack' if stack == ANY else stack} | {'every kind' if kind == ANY else kind} | {r.runs} | "
+              f"{r.low:.2f}-{r.high:.2f} | {r.coverage:.0%} |" for (stack, kind), r in throughput_ranges().items()]
     return "\n".join(lines)
 
 
@@ -165,4 +224,4 @@ def write() -> None:
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write()
-    sys.stdout.write(generated_block() + "\n")
+    sys.stdout.write((throughput_table() if "--table" in sys.argv else generated_block()) + "\n")
