@@ -109,6 +109,8 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
             args.append("--tp-comm-overlap")
     if plan.ep > 1:  # transformer_config.py moe_token_dispatcher_type defaults to allgather; vramplan times these
         args += _megatron_dispatcher_args(job)
+        if job.moe_a2a_overlap:  # model_parallel_config.py overlap_moe_expert_parallel_comm (the contract: EP > 1)
+            args.append("--overlap-moe-expert-parallel-comm")
     args += megatron_split_args(plan, num_layers)
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")

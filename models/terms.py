@@ -54,7 +54,7 @@ FLOPS = Term(
     frozenset({"pp", "vpp", "recompute", "recompute_layers", "stage_layers"}))
 PARALLEL_TRAFFIC = Term(
     "parallel_traffic", parallel_traffic,
-    frozenset({"method", "seq_len", "stack", "tp_overlap", "moe_dispatcher", "compile", *_RECOMPUTE}),
+    frozenset({"method", "seq_len", "stack", "tp_overlap", "moe_dispatcher", "moe_a2a_overlap", "compile", *_RECOMPUTE}),
     frozenset({"tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "layout", "recompute", "recompute_layers",
                "precision", "micro_batch", "grad_accum", "stage_layers"}))
 

@@ -90,6 +90,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
                                   "--tp-comm-overlap, torchtitan async TP)"),
     "moe_dispatcher": ("the stack's", "alltoall | deepep | hybridep: the EP token dispatcher (Megatron's "
                                       "all-to-all, or its flex dispatcher on DeepEP / HybridEP)"),
+    "moe_a2a_overlap": ("the stack's", "true | false: EP all-to-alls beside another micro-batch's compute (Megatron "
+                                       "--overlap-moe-expert-parallel-comm; EP > 1, no full recompute)"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
@@ -182,6 +184,7 @@ class _Cells(BaseModel):
     compile: Any = None  # true / false or a Compile value, read by models/core/setup.py Job.compile
     tp_overlap: bool | None = None
     moe_dispatcher: str | None = None
+    moe_a2a_overlap: bool | None = None
 
 
 def is_empty(value: Any) -> bool:

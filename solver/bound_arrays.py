@@ -290,13 +290,14 @@ def parallel_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...
         total = total + np.where(d["cp"] > 1, np.maximum(
             0.0, f["cp_bytes"] / cp_link - compute_s * f["attention_flops"] / f["forward_flops"]), 0.0)
     if shapes and shapes[0] and shapes[0][0] is not None:  # MoE: expert GEMMs on every layout
-        total = total + _ep_seconds_grid(tables, t, names, gpu, per_instance, intra, net)
+        total = total + _ep_seconds_grid(tables, t, names, gpu, per_instance, intra, net, compute_s)
     return total  # parallel_seconds' sum tp + pp + cp + ep, in its order
 
 
 def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gpu, per_instance: int, intra: float,
-                     net: float) -> np.ndarray:
-    """ep_time.ep_seconds: all_to_all_seconds + _expert_gemm_seconds + the permutations' hbm_stream_seconds, per cell."""
+                     net: float, compute_s: np.ndarray) -> np.ndarray:
+    """ep_time.ep_seconds: all_to_all_seconds (beyond the compute under the job's moe_a2a_overlap) +
+    _expert_gemm_seconds + the permutations' hbm_stream_seconds, per cell."""
     d, f, shapes, kernel, dispatch = t.cells(tables)
     all_to_all: float | np.ndarray = 0.0
     if t.parallel["ep"]:
@@ -316,6 +317,8 @@ def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gp
             nvlink = routed * (inside - 1) / ep / intra
             across = routed * (ep - inside) / ep / net
         all_to_all = np.where(ep > 1, np.where(inside == ep, nvlink, np.maximum(nvlink, across)), 0.0)
+        if tables.job.moe_a2a_overlap:  # ep_time.a2a_overlapped (0.0 where ep = 1 either way)
+            all_to_all = np.maximum(0.0, all_to_all - compute_s)
     # ep_time._expert_gemm_seconds: dense_s x (slowdown - 1) + the loop kernel's calls
     efficiency = compute_efficiency(gpu.architecture).value
     dense_rate = np.array([peak_tflops(gpu, rate_precision(cast(Precision, name))) * _TERA * efficiency for name in names],

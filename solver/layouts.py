@@ -29,6 +29,9 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.solver.query import Pins
 
 MAX_TP, MAX_PP, MAX_CP, MAX_EP, VPPS = 8, 16, 8, 8, (1,)
+# Under Megatron's MoE all-to-all overlap a pipeline needs virtual stages (stack_contract.a2a_overlap_refusal):
+# the search then tries these, where it otherwise leaves vpp to a pin.
+A2A_OVERLAP_VPPS = (1, 2, 4)
 MAX_SCALE_UP = 64  # TP and EP degrees inside an NVLink domain wider than a node (GB200 NVL72: 64 of 72)
 CP_FROM_SEQ_LEN = 16384
 
@@ -84,13 +87,13 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP
     cps = _degrees(cp_limit, pins.cp)
     eps = [e for e in _degrees(min(max(MAX_EP, max_tp), arch.num_experts), pins.ep)
            if arch.num_experts % e == 0 or e == pins.ep]
-    vpps = list(VPPS) if pins.vpp is None else [pins.vpp]
+    vpps = list(A2A_OVERLAP_VPPS if job.moe_a2a_overlap else VPPS) if pins.vpp is None else [pins.vpp]
     caps = load_stack_capabilities()[job.stack]  # only what the job's stack runs
     layouts = []
     for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
         sp = tp > 1 and caps.sequence_parallel if pins.sequence_parallel is None else pins.sequence_parallel
         layout = Layout(tp, pp, cp, ep, vpp, sp)
-        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout, job.activation_offload) is not None \
+        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout, job.activation_offload, job.moe_a2a_overlap) is not None \
                 or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
@@ -125,7 +128,8 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
     pinned = pins.layout()
-    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned, job.activation_offload)
+    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned, job.activation_offload,
+                             job.moe_a2a_overlap)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     error = valid_layout_error(arch, job, pinned, pinned.tp)

@@ -129,12 +129,12 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
     recompute before full when neither the mode nor the job's recompute_layers is fixed (the
     job's count is then the full mode's: each model chunk checkpoints that many layers)."""
     pins, caps = query.pins, stack_caps(query)
-    offloading = query.job.activation_offload
-    if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute, offloading)) is not None:
+    offloading, overlap = query.job.activation_offload, query.job.moe_a2a_overlap
+    if pins.recompute is not None and (refusal := recompute_refusal(caps, pins.recompute, offloading, overlap)) is not None:
         raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     job_layers = query.job.recompute_layers
     choices = [RecomputeChoice(r, job_layers if r == "full" else None) for r in RECOMPUTES
-               if (pins.recompute is None or r == pins.recompute) and recompute_refusal(caps, r, offloading) is None]
+               if (pins.recompute is None or r == pins.recompute) and recompute_refusal(caps, r, offloading, overlap) is None]
     if pins.recompute is None and job_layers is None and choices and choices[-1].mode == "full":
         kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
         choices[-1:-1] = [RecomputeChoice("full", share=share) for share in PARTIAL_RECOMPUTE_SHARES[kind]]
@@ -153,7 +153,7 @@ def pinned_domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]
     zero_offloads = [(z, f) for z, f in pairs if states_refusal(caps, method, z, f) is None]
     refusal = job_refusal(caps, query.job)
     if refusal is None and pins.precision is not None:
-        refusal = precision_refusal(caps, pins.precision)
+        refusal = precision_refusal(caps, pins.precision, query.job.moe_a2a_overlap)
     if refusal is None and not zero_offloads:
         refusal = states_refusal(caps, method, *pairs[0])
     if refusal is None and pins.num_gpus is not None:

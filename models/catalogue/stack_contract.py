@@ -72,6 +72,9 @@ class StackCapabilities(_Row):
     # EP token dispatchers the stack runs (Job.moe_dispatcher, models/time/moe_dispatch.py): alltoall
     # everywhere; Megatron's flex dispatcher on DeepEP / HybridEP, torchtitan's DeepEP backend.
     moe_dispatchers: frozenset[str] = frozenset({"alltoall"})
+    # Job.moe_a2a_overlap: Megatron's --overlap-moe-expert-parallel-comm, with what it refuses beside
+    # it (a2a_overlap_refusal).
+    moe_a2a_overlap: bool = False
     source: str
 
     @field_validator("zero_stages", mode="before")
@@ -131,13 +134,35 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "tp_overlap", True, "async TP without torch.compile"
     if job.moe_dispatcher not in caps.moe_dispatchers:
         return "moe_dispatcher", job.moe_dispatcher, f"the {job.moe_dispatcher} MoE token dispatcher"
+    if job.moe_a2a_overlap and not caps.moe_a2a_overlap:
+        return "moe_a2a_overlap", True, "MoE all-to-all overlap"
     return None
 
 
-def layout_refusal(caps: StackCapabilities, method: str, layout: Layout,
-                   activation_offload: bool = False) -> tuple[str, object, str] | None:
+def a2a_overlap_refusal(layout: Layout | None = None, recompute: str | None = None,
+                        precision: str | None = None) -> tuple[str, object, str] | None:
+    """What Megatron refuses beside --overlap-moe-expert-parallel-comm (Job.moe_a2a_overlap), of a
+    layout, a recompute mode or a precision, or None (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/transformer_config.py L3002-3046: expert_model_parallel_size > 1;
+    virtual_pipeline_model_parallel_size set when pipeline_model_parallel_size > 1; no full
+    recompute (recompute_granularity 'full', recompute_method, recompute_num_layers); a bf16 or fp16
+    model, which fp8 training is too). The alltoall and flex dispatchers, every one vramplan models,
+    run it."""
+    if layout is not None and layout.ep == 1:
+        return "ep", 1, "MoE all-to-all overlap without expert parallelism"
+    if layout is not None and layout.pp > 1 and layout.vpp == 1:
+        return "vpp", 1, "MoE all-to-all overlap in a pipeline without interleaved stages"
+    if recompute == "full":
+        return "recompute", "full", "full recompute with MoE all-to-all overlap"
+    if precision == "fp32":
+        return "precision", "fp32", "MoE all-to-all overlap in fp32"
+    return None
+
+
+def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activation_offload: bool = False,
+                   a2a_overlap: bool = False) -> tuple[str, object, str] | None:
     """(field, value, feature) of the first parallel degree the stack does not run (with the job's
-    activation offload, if it has one), or None."""
+    activation offload and MoE all-to-all overlap, if it has them), or None."""
     features = (("tp", layout.tp > 1, caps.tp, "tensor parallelism"),
                 ("sequence_parallel", layout.sp and layout.tp > 1, caps.sequence_parallel, "Megatron sequence parallelism"),
                 ("pp", layout.pp > 1, caps.pp, "pipeline parallelism"),
@@ -150,6 +175,8 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout,
             return field, _layout_value(layout, field), feature
     if activation_offload and layout.pp > 1 and "pp" in caps.activation_offload_excludes:
         return "pp", layout.pp, "pipeline parallelism with activation offload"
+    if a2a_overlap and (refusal := a2a_overlap_refusal(layout=layout)) is not None:
+        return refusal
     allowed = caps.method_parallel(method)
     if allowed is not None:
         for field in ("tp", "pp", "cp"):
@@ -188,14 +215,16 @@ def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_
     return None
 
 
-def recompute_refusal(caps: StackCapabilities, recompute: str,
-                      activation_offload: bool = False) -> tuple[str, object, str] | None:
+def recompute_refusal(caps: StackCapabilities, recompute: str, activation_offload: bool = False,
+                      a2a_overlap: bool = False) -> tuple[str, object, str] | None:
     """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or does
-    not run beside the job's activation offload, or None."""
+    not run beside the job's activation offload or MoE all-to-all overlap, or None."""
     if recompute not in caps.recomputes:
         return "recompute", recompute, f"{recompute} recompute"
     if activation_offload and f"recompute={recompute}" in caps.activation_offload_excludes:
         return "recompute", recompute, f"{recompute} recompute with activation offload"
+    if a2a_overlap:
+        return a2a_overlap_refusal(recompute=recompute)
     return None
 
 
@@ -219,20 +248,24 @@ def runs_on_count(caps: StackCapabilities, num_gpus: int, field: str, value: obj
     return f"{field}={value}" not in (caps.single_gpu_only if num_gpus > 1 else caps.multi_gpu_only)
 
 
-def precision_refusal(caps: StackCapabilities, precision: str) -> tuple[str, object, str] | None:
-    """fp8 training on a stack without it, or None."""
-    return ("precision", "fp8", "fp8 training") if precision == "fp8" and not caps.fp8 else None
+def precision_refusal(caps: StackCapabilities, precision: str, a2a_overlap: bool = False) -> tuple[str, object, str] | None:
+    """fp8 training on a stack without it, fp32 beside MoE all-to-all overlap, or None."""
+    if precision == "fp8" and not caps.fp8:
+        return "precision", "fp8", "fp8 training"
+    return a2a_overlap_refusal(precision=precision) if a2a_overlap else None
 
 
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
-    offloading = job.activation_offload
+    # a stack without the overlap is refused it by job_refusal, the rest by what Megatron refuses beside it
+    offloading, overlap = job.activation_offload, job.moe_a2a_overlap and caps.moe_a2a_overlap
     # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
     # for the sharding estimate's default gives several GPUs there (plan_zero).
-    return (precision_refusal(caps, plan.precision) or job_refusal(caps, job)
-            or layout_refusal(caps, job.method, plan.layout, offloading)
+    return (precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
+            or layout_refusal(caps, job.method, plan.layout, offloading, overlap)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
-            or states_refusal(caps, job.method, plan.zero, plan.offload) or recompute_refusal(caps, plan.recompute, offloading)
+            or states_refusal(caps, job.method, plan.zero, plan.offload)
+            or recompute_refusal(caps, plan.recompute, offloading, overlap)
             or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute, plan.zero))
 
 

@@ -120,6 +120,10 @@ class Job(_Frozen):
                                           "copy per chosen expert), or Megatron's flex dispatcher on DeepEP or "
                                           "HybridEP (one copy per remote node, forwarded over NVLink): "
                                           "models/time/moe_dispatch.py")
+    moe_a2a_overlap: bool = Field(default=False, description="Megatron's --overlap-moe-expert-parallel-comm: each "
+                                  "MoE layer's forward runs beside another micro-batch's backward, hiding the EP "
+                                  "all-to-alls behind the compute (needs EP > 1, interleaved stages under a "
+                                  "pipeline, no full recompute): models/time/ep_time.py")
 
     @field_validator("compile", mode="before")
     @classmethod

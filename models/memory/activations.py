@@ -171,7 +171,9 @@ class MicrobatchActivations:
     activation_offload: bool = False
     fragmentation_bytes: int = 0  # reserve on a rank without the loss (models/memory/fragmentation.py)
     last_fragmentation_bytes: int = 0  # reserve on the last rank (the loss's transient included)
-    held_bytes: int = 0  # kept from the previous micro-batch through this one's forward (held_inputs_bytes)
+    # kept from the previous micro-batch through this one's forward (held_inputs_bytes), or of the next
+    # one through this one's backward (a2a_pair_bytes)
+    held_bytes: int = 0
     single_stage_loss_peak_bytes: int | None = None  # loss_peak_bytes without pipelining (loss_parallel)
     # The output layer's and the loss's saved tensors are freed before the layers' backward
     # (LOGITS_RELEASED_STACKS): a layer's backward peak does not stack on them.
@@ -180,6 +182,21 @@ class MicrobatchActivations:
     # per micro-batch (models/memory/pipeline_buffers.py; 0 elsewhere), and whether input gradients stay.
     stage_unit_bytes: int = 0
     input_grads_kept: bool = False
+
+
+def a2a_pair_bytes(job: Job, per_layer_bytes: int) -> int:
+    """What Megatron's MoE all-to-all overlap (Job.moe_a2a_overlap, models/time/ep_time.py
+    a2a_overlapped) keeps beyond the schedule's in-flight chunks: it runs one micro-batch's forward
+    beside another's backward layer by layer, forward layer i with backward layer n - 1 - i
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py run), and
+    a backward layer releases its state after the pair (`b_layer.release_state()`), so while a pair
+    runs the rank holds one layer of the forward's micro-batch more than the chunks it holds between
+    steps; the extra warm-up micro-batch of the interleaved schedule (schedules.py L966-969) is what
+    the paired backward consumes, so the in-flight chunks at the peak do not change (replayed in
+    tests/models/memory/test_pipeline_buffers.py). The job alone decides: every plan the stack contract
+    admits with the overlap has EP > 1 (stack_contract.a2a_overlap_refusal), and a micro-batch's
+    activations do not depend on the EP degree (the solver tabulates them without it)."""
+    return per_layer_bytes if job.moe_a2a_overlap else 0
 
 
 def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> MicrobatchActivations:
@@ -231,7 +248,8 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         activation_offload=job.activation_offload,
         fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
         last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
-        held_bytes=held_inputs_bytes(arch, job, x),  # litgpt QLoRA: one GPU, no TP/PP (stack capabilities)
+        # litgpt QLoRA: one GPU, no TP/PP (stack capabilities); Megatron's MoE all-to-all overlap
+        held_bytes=held_inputs_bytes(arch, job, x) + a2a_pair_bytes(job, largest_keep.per_layer_bytes),
         output_released=job.stack in LOGITS_RELEASED_STACKS,
         stage_unit_bytes=layer_input if keeps_receive_buffers(job) else 0,
         input_grads_kept=retains_input_grads(job),

@@ -4,8 +4,9 @@
   all-to-alls of the routed tokens (T*K x h) forward and backward, (ep-1)/ep of them leave the
   rank (with the job's moe_dispatcher deepep / hybridep, Megatron's flex dispatcher, a token
   crosses the network once per remote node and NVLink once per rank: models/time/moe_dispatch.py);
-  not overlapped (Megatron's --overlap-moe-expert-parallel-comm and DeepSeek's DualPipe hide
-  them; neither is a vramplan stack's default). The peers of an EP group inside the rank's
+  exposed, unless the job's moe_a2a_overlap (Megatron's --overlap-moe-expert-parallel-comm,
+  a2a_overlapped) runs them beside another micro-batch's compute: then only beyond the step's
+  compute (ep_seconds). The peers of an EP group inside the rank's
   instance are reached over NVLink and the others over the network, at once: the slower share
   sets the time. The EP term also holds what the layout's expert shape and the stack's MoE kernel
   add to the expert GEMMs (models/time/moe_gemm.py): few tokens per expert (small ep) and narrow
@@ -57,6 +58,7 @@ class EpTraffic:
     precision: Precision
     dispatch: Dispatch | None = None  # the job's dispatcher, experts and top-k (None: alltoall)
     permute_bytes: float = 0.0  # the dispatcher's permutation passes through HBM (moe_permute.py), recompute included
+    overlapped: bool = False  # the all-to-alls run beside another micro-batch's compute (a2a_overlapped)
 
 
 def moe_kernel(job: Job) -> MoeKernel:
@@ -81,6 +83,20 @@ def expert_flops_over_recomputes(arch: Architecture, job: Job, plan: Plan, flops
     return [per_token.expert * tokens_per_gpu for per_token in flops]
 
 
+def a2a_overlapped(job: Job, plan: Plan) -> bool:
+    """Whether the plan's EP all-to-alls run beside the compute: the job's moe_a2a_overlap with EP.
+    Megatron's --overlap-moe-expert-parallel-comm (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/pipeline_parallel/combined_1f1b.py: "EP A2A in forward step is hidden by the
+    attention/mlp computation in the backward step, and vice versa") runs one micro-batch's forward
+    beside another's backward, layer by layer (models/common/model_chunk_schedule_plan.py run:
+    forward layer i with backward layer n - 1 - i; each layer's dispatch and combine issued on their
+    own stream while the other micro-batch's attention and MLP compute): the all-to-alls are exposed
+    only beyond the compute. The first micro-batch's forward and the last one's backward run alone
+    (a pipeline's warm-up and cool-down too): left out, as overlaps_p2p leaves out the interleaved
+    schedule's, since the traffic here is a replica's whatever its micro-batches (the solver's)."""
+    return job.moe_a2a_overlap and plan.ep > 1
+
+
 def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> EpTraffic:
     """The all-to-all bytes and the expert GEMMs of the plan (`flops` as in expert_flops)."""
     sequences = plan.micro_batch * plan.grad_accum  # a replica's, what the solver's replica plan keeps
@@ -93,7 +109,7 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | 
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
     dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
     return EpTraffic(routed, expert_flops(arch, job, plan, flops), shape, expert_invocations(arch, layout, sequences),
-                     moe_kernel(job), plan.precision, dispatch, permute_bytes(arch, job, plan))
+                     moe_kernel(job), plan.precision, dispatch, permute_bytes(arch, job, plan), a2a_overlapped(job, plan))
 
 
 def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
@@ -131,15 +147,20 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
     return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
 
 
-def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    """The all-to-alls, the expert GEMMs' shape and kernel, and the dispatcher's permutation passes."""
-    return (all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
-            + _expert_gemm_seconds(ep, gpu) + hbm_stream_seconds(ep.permute_bytes, gpu))
+def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+               compute_s: float = 0.0) -> float:
+    """The all-to-alls (overlapped ones only beyond the step's compute, compute_s: a2a_overlapped),
+    the expert GEMMs' shape and kernel, and the dispatcher's permutation passes."""
+    all_to_all = all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+    if ep.overlapped:
+        all_to_all = max(0.0, all_to_all - compute_s)
+    return all_to_all + _expert_gemm_seconds(ep, gpu) + hbm_stream_seconds(ep.permute_bytes, gpu)
 
 
-def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float) -> float:
-    """The all-to-alls (not overlapped), the expert GEMMs' shape and kernel and the dispatcher's
-    permutation passes; 0 for a dense model."""
+def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
+              compute_s: float = 0.0) -> float:
+    """The all-to-alls (exposed, or beyond the step's compute compute_s under a2a_overlapped), the
+    expert GEMMs' shape and kernel and the dispatcher's permutation passes; 0 for a dense model."""
     if not arch.is_moe:
         return 0.0
-    return ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)
+    return ep_seconds(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s, compute_s)

@@ -335,7 +335,7 @@ def parallel_seconds(traffic: ParallelTraffic, gpu: GpuSpec, spans_instances: bo
                      compute_s) if layout.pp > 1 else 0.0
     cp = _cp_seconds(t.cp_bytes, _cp_link(layout.tp, layout.cp, gpu, gpus_per_instance, network_gb_per_s), compute_s,
                      t.attention_flops, t.forward_flops) if layout.cp > 1 else 0.0
-    ep = ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s) if t.ep.shape is not None else 0.0
+    ep = ep_seconds(t.ep, layout, gpu, gpus_per_instance, network_gb_per_s, compute_s) if t.ep.shape is not None else 0.0
     return tp + pp + cp + ep
 
 
@@ -348,7 +348,7 @@ def parallel_time(
     tp = tp_time_s(arch, job, plan, gpu, compute_s)
     p2p = pp_p2p_s(arch, job, plan, gpu, spans, network_gb_per_s, compute_s)
     cp = cp_exposed_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s)
-    ep = ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s)
+    ep = ep_time_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s)
     return ParallelTime(
         tp_s=tp,
         # The bubble idles for the slowest stage's time per micro-batch: its compute and the exposed

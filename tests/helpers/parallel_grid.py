@@ -54,5 +54,5 @@ def assert_the_four_terms(arch, job, plan, gpu, compute_s: float, per_instance: 
     expected = (tp_time_s(arch, job, plan, gpu, compute_s)
                 + pp_p2p_s(arch, job, plan, gpu, spans, network, compute_s)
                 + cp_exposed_s(arch, job, plan, gpu, per_instance, network, compute_s)
-                + ep_time_s(arch, job, plan, gpu, per_instance, network))
+                + ep_time_s(arch, job, plan, gpu, per_instance, network, compute_s))
     assert parallel_seconds(parallel_traffic(arch, job, plan), gpu, spans, per_instance, network, compute_s) == expected

@@ -40,6 +40,9 @@ CASES = {
     # litgpt runs the experts in a loop (moe_kernel loop: a fixed cost per expert call)
     "moe-loop": {"model": "qwen3-30b-a3b", "seq_len": 4096, "global_batch": 64, "max_gpus": 64, "stack": "litgpt",
                  "gpus": "h100-sxm-80gb"},
+    # Megatron's MoE all-to-all overlap: the all-to-alls beyond the compute (ep_time.a2a_overlapped)
+    "moe-a2a-overlap": {"model": "qwen3-30b-a3b", "seq_len": 4096, "global_batch": 64, "max_gpus": 64,
+                        "stack": "megatron", "moe_a2a_overlap": True, "gpus": "h100-sxm-80gb;b200-180gb"},
     # a dense model with CP, on GPUs with and without bf16 (V100: fp16)
     "dense-cp": {"model": "llama-3.1-8b", "seq_len": 32768, "global_batch": 32, "max_gpus": 64,
                  "gpus": "h100-sxm-80gb;v100-sxm-32gb;l40s-48gb"},

@@ -63,26 +63,32 @@ def test_the_first_rank_counts_what_is_on_its_first_stage() -> None:
     assert pipeline_buffer_units(16, 11, 2, True, False, False, 8) == (16 - 3) + 32 + 11
 
 
-def _megatron_interleaved_peak(pp: int, vpp: int, m: int, rank: int) -> tuple[int, int]:
+def _megatron_interleaved_peak(pp: int, vpp: int, m: int, rank: int, a2a_overlap: bool = False) -> tuple[int, int]:
     """Megatron-LM's interleaved order replayed (NVIDIA/Megatron-LM@d98e8a64
     megatron/core/pipeline_parallel/schedules.py): get_schedule_table (L989) lists each group of
     microbatch_group_size_per_vp_stage = pp micro-batches (model_parallel_config.py L567-568) on
     chunk 0, then on chunk 1, ...; forward k runs chunk model_chunk_id_table[k % (m vpp)],
     backward j the reverse chunk, vpp - 1 - that (get_model_chunk_id L1244); the rank runs
     (pp - rank - 1) x 2 + (vpp - 1) x pp warm-up forwards (get_pp_rank_microbatches L964-965), then
-    one forward and one backward a step. Returns the most chunks in flight and, among the moments
-    holding that many, the most on chunk 0 (the pipeline's first stage on rank 0)."""
+    one forward and one backward a step. With `a2a_overlap` (Megatron's MoE all-to-all overlap) one
+    more warm-up forward (L966-969), and each step's forward runs beside its backward layer by layer
+    (combined_1f1b.py; model_chunk_schedule_plan.py run: forward layer i with backward layer n - 1 - i),
+    so between steps, not after the forward, is when the chunks are counted (the pair's one layer more
+    is models/memory/activations.py a2a_pair_bytes). Returns the most chunks in flight and, among the
+    moments holding that many, the most on chunk 0 (the pipeline's first stage on rank 0)."""
     total = m * vpp
     table = [chunk for group in range(0, m, pp) for chunk in range(vpp) for _ in range(group, min(group + pp, m))]
     held = [0] * vpp
-    warmup = min((pp - rank - 1) * 2 + (vpp - 1) * pp, total)
+    warmup = min((pp - rank - 1) * 2 + (vpp - 1) * pp + a2a_overlap, total)
     for k in range(warmup):
         held[table[k]] += 1
     best = (sum(held), held[0])
     for j in range(total - warmup):
         held[table[warmup + j]] += 1  # the 1F1B step's forward, then its backward
-        best = max(best, (sum(held), held[0]))
+        if not a2a_overlap:
+            best = max(best, (sum(held), held[0]))
         held[vpp - 1 - table[j]] -= 1
+        best = max(best, (sum(held), held[0]))
     for j in range(total - warmup, total):  # cool-down: backwards only
         held[vpp - 1 - table[j]] -= 1
     return best
@@ -102,6 +108,20 @@ def test_megatrons_interleaved_order_gives_the_counts() -> None:
                     if rank == 0:
                         assert on_first == first_stage_inflight(pp, vpp, m) == min(m, 2 * pp), (pp, vpp, m)
     assert -(-inflight_chunks(8, 32, 4, 0) // 4) == 10 and first_stage_inflight(8, 4, 32) == 16
+
+
+def test_megatrons_moe_all_to_all_overlap_keeps_the_in_flight_counts() -> None:
+    """Megatron's --overlap-moe-expert-parallel-comm adds a warm-up micro-batch to the interleaved
+    schedule (schedules.py L966-969) and pairs each step's forward with its backward layer by layer:
+    replayed, every rank's peak in-flight chunks and the first rank's micro-batches on the first
+    stage are the counts without it, so the estimate keeps inflight_chunks and first_stage_inflight
+    and adds the pair's one layer (models/memory/activations.py a2a_pair_bytes)."""
+    for pp in range(2, 9):
+        for vpp in range(2, 5):
+            for m in range(pp, 4 * pp + 1, pp):
+                for rank in range(pp):
+                    assert _megatron_interleaved_peak(pp, vpp, m, rank, a2a_overlap=True) == \
+                        _megatron_interleaved_peak(pp, vpp, m, rank), (pp, vpp, m, rank)
 
 
 def _generated_counts() -> list[dict[str, str]]:

@@ -1,0 +1,98 @@
+"""Megatron's MoE all-to-all overlap (Job.moe_a2a_overlap, --overlap-moe-expert-parallel-comm): the
+EP all-to-alls run beside another micro-batch's compute (models/time/ep_time.py a2a_overlapped), a
+pair holds one layer more (models/memory/activations.py a2a_pair_bytes), and the stack contract
+keeps what Megatron refuses beside it (models/catalogue/stack_contract.py a2a_overlap_refusal:
+NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py L3002-3046)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.cli import invoke, one_line_error
+from helpers.parallel_grid import assert_the_four_terms
+
+from vramplan.launch.configs import launch_config
+from vramplan.models.catalogue.catalogue import load_stacks
+from vramplan.models.catalogue.stack import with_preset
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activations import activations, microbatch_activations
+from vramplan.models.time.ep_time import all_to_all_seconds, ep_time_s, ep_traffic
+from vramplan.solver.api import solve
+from vramplan.solver.query import Pins, SolveQuery
+
+
+def _job(**fields) -> Job:
+    return Job(**with_preset({"stack": "megatron", "seq_len": 4096, **fields}, load_stacks()))
+
+
+# Qwen3-30B-A3B on two 8-GPU H100 nodes, EP 16: the all-to-alls cross the network
+PLAN = Plan(gpu="h100-sxm-80gb", num_gpus=16, ep=16, zero=1, micro_batch=1, grad_accum=4, precision="bf16")
+
+
+def test_the_all_to_alls_hide_behind_the_compute_and_only_beyond_it(catalogue) -> None:
+    """EP time with the overlap is the exposed all-to-all beyond the step's compute, the expert GEMMs'
+    and permutations' time unchanged: behind 10 s of compute none of it shows, behind none all of it."""
+    arch, gpu = catalogue.architecture("qwen3-30b-a3b"), catalogue.gpu("h100-sxm-80gb")
+    plain, overlapped = _job(), _job(moe_a2a_overlap=True)
+    a2a = all_to_all_seconds(ep_traffic(arch, plain, PLAN).routed_bytes, PLAN.layout, gpu, 8, 50.0)
+    exposed = ep_time_s(arch, plain, PLAN, gpu, 8, 50.0)
+    assert 0 < a2a < exposed  # the all-to-all is part of the EP time, beside the expert GEMMs' shape
+    assert ep_time_s(arch, overlapped, PLAN, gpu, 8, 50.0, compute_s=10.0) == pytest.approx(exposed - a2a)
+    assert ep_time_s(arch, overlapped, PLAN, gpu, 8, 50.0, compute_s=0.0) == exposed
+    assert ep_time_s(arch, overlapped, PLAN, gpu, 8, 50.0, compute_s=a2a / 2) == pytest.approx(exposed - a2a / 2)
+    assert ep_time_s(arch, plain, PLAN, gpu, 8, 50.0, compute_s=10.0) == exposed  # without it, all exposed
+    assert_the_four_terms(arch, overlapped, PLAN, gpu, compute_s=0.05)
+
+
+def test_a_pair_holds_one_layer_more(catalogue) -> None:
+    """While one micro-batch's forward layer runs beside another's backward layer, the rank holds the
+    forward's new layer before the backward's is released: one layer of the kind that keeps the most,
+    without and with a pipeline (whose in-flight chunks do not change: test_pipeline_buffers.py)."""
+    arch = catalogue.architecture("qwen3-30b-a3b")
+    for plan in (PLAN, PLAN.model_copy(update={"pp": 2, "vpp": 2, "num_gpus": 32, "grad_accum": 4})):
+        plain, overlapped = _job(), _job(moe_a2a_overlap=True)
+        layer = microbatch_activations(arch, plain, plan).per_layer_bytes
+        assert layer > 0
+        assert activations(arch, overlapped, plan).layers_bytes == activations(arch, plain, plan).layers_bytes + layer
+
+
+def test_megatrons_refusals_beside_it_are_the_contracts() -> None:
+    """transformer_config.py L3002-3046: EP > 1, virtual stages under a pipeline, no full recompute, a
+    16-bit model; and only Megatron (and the what-if stack) has the switch."""
+    base = ["estimate", "--model", "qwen3-30b-a3b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "16",
+            "--stack", "megatron", "--moe-a2a-overlap"]
+    cases = [((), "ep=1", "without expert parallelism"),
+             (("--ep", "8", "--pp", "2", "--grad-accum", "4"), "vpp=1", "pipeline without interleaved stages"),
+             (("--ep", "8", "--recompute", "full"), "recompute=full", "full recompute with MoE all-to-all overlap"),
+             (("--ep", "8", "--precision", "fp32"), "precision=fp32", "MoE all-to-all overlap in fp32")]
+    for extra, value, feature in cases:
+        message = one_line_error(invoke(*base, *extra))
+        assert value in message and feature in message, (extra, message)
+    assert invoke(*base, "--ep", "8", "--zero", "1").exit_code in (0, 3)
+    assert invoke(*base, "--ep", "8", "--zero", "1", "--pp", "2", "--vpp", "2", "--grad-accum", "4").exit_code in (0, 3)
+    message = one_line_error(invoke(*[a if a != "megatron" else "torchtitan" for a in base], "--ep", "8"))
+    assert "stack='torchtitan'" in message and "moe_a2a_overlap=True" in message
+
+
+def test_solve_plans_only_what_megatron_runs_with_it_and_the_engines_agree(catalogue) -> None:
+    job = _job(moe_a2a_overlap=True)
+    query = SolveQuery(model="qwen3-30b-a3b", job=job, global_batch=128, tokens=1e9, gpus=("h100-sxm-80gb",),
+                       max_gpus=32, top_k=5, objective="throughput")
+    cpsat = solve(catalogue, query, explain_infeasible=False)
+    brute = solve(catalogue, query.model_copy(update={"engine": "brute"}), explain_infeasible=False)
+    assert cpsat.status == brute.status == "optimal"
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    assert all(p.plan.ep > 1 and p.plan.recompute != "full" and (p.plan.pp == 1 or p.plan.vpp > 1) for p in cpsat.plans)
+    interleaved = solve(catalogue, query.model_copy(update={"pins": Pins(pp=2, vpp=2)}), explain_infeasible=False)
+    assert interleaved.plans and all(p.plan.pp == 2 and p.plan.vpp == 2 for p in interleaved.plans)
+    # the overlap only hides time: the same plan without it is never faster
+    best = cpsat.plans[0].plan
+    without = solve(catalogue, query.model_copy(update={"job": _job(), "pins": Pins(
+        **{name: getattr(best, name) for name in ("tp", "pp", "cp", "ep", "vpp", "zero", "recompute", "precision",
+                                                  "micro_batch", "num_gpus")})}), explain_infeasible=False)
+    assert without.plans[0].objective_value <= cpsat.plans[0].objective_value
+
+
+def test_the_launch_configuration_turns_it_on() -> None:
+    plan = PLAN.model_copy(update={"ep": 8})
+    assert "--overlap-moe-expert-parallel-comm" in launch_config(_job(moe_a2a_overlap=True), plan, 48).text
+    assert "--overlap-moe-expert-parallel-comm" not in launch_config(_job(), plan, 48).text
