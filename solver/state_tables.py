@@ -131,4 +131,5 @@ class StateTables(TableReads):
 
     def _overhead_base_bytes(self, plan: Plan) -> int:
         over = overhead(self.arch, self.job, plan)
-        return over.total_bytes - over.tp_buffers_bytes - over.pp_p2p_bytes - over.cp_buffers_bytes
+        return (over.total_bytes - over.tp_buffers_bytes - over.pp_p2p_bytes - over.cp_buffers_bytes
+                - over.dispatcher_buffers_bytes)

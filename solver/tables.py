@@ -26,6 +26,7 @@ from vramplan.models.memory.activations import (
     microbatch_offload_bytes,
     stage_activations,
 )
+from vramplan.models.memory.dispatcher_buffers import holds_dispatcher_buffers
 from vramplan.models.memory.model_states import ModelStates
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_overhead import num_communicators
@@ -78,6 +79,8 @@ class Tables(StateTables, DataParallelTables):
     # those models/ functions reads it (the explanation's 8-bit mitigation re-solves the same job
     # with another optimizer). None: this Tables' own memo.
     time_memo: dict[tuple, object] | None = None
+    # buffer_class reads the EP degree only for a job whose EP dispatcher holds its own buffers
+    _dispatcher_buffers: bool = False
 
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
@@ -86,6 +89,7 @@ class Tables(StateTables, DataParallelTables):
         # Not shared: both kinds of value live in this Tables' own memo (their keys differ).
         self.states_memo = self._memo if self.states_memo is None else self.states_memo
         self.time_memo = self._memo if self.time_memo is None else self.time_memo
+        self._dispatcher_buffers = holds_dispatcher_buffers(self.arch, self.job)
 
     def _get(self, key: tuple, compute, cost: int = 1, memo: dict | None = None):
         """A models/ value, computed once per key in `memo` (default: this Tables' own)."""
@@ -132,17 +136,19 @@ class Tables(StateTables, DataParallelTables):
         return groups
 
     def buffer_mib(self, layout: Layout, micro: int, precision: str) -> int:
-        """TP/PP/CP communication buffers of one micro-batch (models.overhead)."""
+        """TP/PP/CP communication buffers of one micro-batch and the EP dispatcher's (models.overhead)."""
         def compute() -> int:
             over = overhead(self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", NO_RECOMPUTE, precision, micro))
-            return bytes_to_mib_ceil(over.tp_buffers_bytes + over.pp_p2p_bytes + over.cp_buffers_bytes)
+            return bytes_to_mib_ceil(over.tp_buffers_bytes + over.pp_p2p_bytes + over.cp_buffers_bytes
+                                     + over.dispatcher_buffers_bytes)
         return self._get(("buffers", *self.buffer_class(layout), micro, precision), compute)
 
-    @staticmethod
-    def buffer_class(layout: Layout) -> tuple[int, int, bool, bool, bool]:
+    def buffer_class(self, layout: Layout) -> tuple[int, int, bool, bool, bool, int]:
         """What of a layout its buffers read: SP, p2p and CP buffers hold one micro-batch's hidden
-        states or K/V (tp, cp, sp; pp > 1, vpp > 1)."""
-        return layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1
+        states or K/V (tp, cp, sp; pp > 1, vpp > 1), a flex dispatcher's its group (tp x ep: 1
+        where the job has none, models.dispatcher_buffers.holds_dispatcher_buffers)."""
+        return (layout.tp, layout.cp, layout.sp, layout.pp > 1, layout.vpp > 1,
+                layout.ep if self._dispatcher_buffers else 1)
 
     def activation_mib(self, micro: MicroKey, place: RankPlace) -> int:
         """A pipeline rank's activations at its peak (models.activations.stage_activations of one

@@ -112,7 +112,8 @@ def breakdown(run: Run, catalogue: Catalogue) -> MemoryBreakdown:
 def predicted_bytes(run: Run, memory: MemoryBreakdown) -> int:
     """The estimate in the quantity the run measured (see the module docstring)."""
     over = memory.overhead
-    runtime = over.cuda_context_bytes + over.nccl_bytes  # outside torch's allocator (module docstring)
+    # outside torch's allocator (module docstring; the EP dispatcher's: models/memory/dispatcher_buffers.py)
+    runtime = over.cuda_context_bytes + over.nccl_bytes + over.dispatcher_buffers_bytes
     fragmentation = memory.activations.fragmentation_reserve_bytes
     measure = run.cells["measure"]
     if measure == "allocated":

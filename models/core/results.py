@@ -46,6 +46,7 @@ class OverheadDetail(_Result):
     tp_buffers_bytes: int = 0  # SP all-gather buffer (models/memory/parallel_overhead.py)
     pp_p2p_bytes: int = 0  # pipeline send/recv buffers
     cp_buffers_bytes: int = 0  # ring-attention K/V buffers
+    dispatcher_buffers_bytes: int = 0  # DeepEP / HybridEP buffers (models/memory/dispatcher_buffers.py)
 
 
 class RankTotal(_Result):

@@ -74,6 +74,7 @@ def memory_terms(arch: Architecture, job: Job, plan: Plan, stage: int = 0) -> di
         "step.grad_copy_excess": max(0, states.step_grad_copy_bytes - acts.total_bytes),
     }
     for name in ("cuda_context_bytes", "cublas_workspace_bytes", "nccl_bytes", "comm_buckets_bytes",
-                 "zero3_live_params_bytes", "tp_buffers_bytes", "pp_p2p_bytes", "cp_buffers_bytes"):
+                 "zero3_live_params_bytes", "tp_buffers_bytes", "pp_p2p_bytes", "cp_buffers_bytes",
+                 "dispatcher_buffers_bytes"):
         terms["overhead." + name.removesuffix("_bytes")] = getattr(over, name)
     return terms

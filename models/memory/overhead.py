@@ -23,6 +23,8 @@ Communication buffers:
   stage3_max_live_parameters are gathered), the persistent parameters (norms, small LoRA matrices),
   a full fine-tune's gradient of the largest module, and the IPG reduce bucket of reduce_bucket_size
   elements, allocated whatever trains, with its reduce-scatter copy when it flushes mid-backward.
+- The EP token dispatcher's own buffers: Megatron's flex dispatcher on DeepEP or HybridEP
+  (models/memory/dispatcher_buffers.py), outside torch's allocator like the CUDA context.
 - ZeRO-3 under torch FSDP (FSDP2_STACKS, FSDP1_STACKS): whole units, the root where it holds the
   embedding and lm_head, and no reduce bucket besides the units' reduce-scatter inputs
   (models/memory/fsdp.py working_set_bytes).
@@ -38,6 +40,7 @@ from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_MIB
+from vramplan.models.memory.dispatcher_buffers import dispatcher_buffer_bytes
 from vramplan.models.memory.dp_buffers import dp_buffer_bytes
 from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
 from vramplan.models.memory.model_states import keeps_stage_gathered
@@ -56,6 +59,7 @@ class Overhead:
     tp_buffers_bytes: int = 0  # models/memory/parallel_overhead.py
     pp_p2p_bytes: int = 0
     cp_buffers_bytes: int = 0
+    dispatcher_buffers_bytes: int = 0  # models/memory/dispatcher_buffers.py: outside torch's allocator
 
     @property
     def total_bytes(self) -> int:
@@ -68,6 +72,7 @@ class Overhead:
             + self.tp_buffers_bytes
             + self.pp_p2p_bytes
             + self.cp_buffers_bytes
+            + self.dispatcher_buffers_bytes
         )
 
 
@@ -97,4 +102,5 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         tp_buffers_bytes=tp_buffer_bytes(arch, job, plan),
         pp_p2p_bytes=pp_p2p_bytes(arch, job, plan),
         cp_buffers_bytes=cp_buffer_bytes(arch, job, plan),
+        dispatcher_buffers_bytes=dispatcher_buffer_bytes(arch, job, plan),
     )
