@@ -155,6 +155,9 @@ def fit_lines(memory: MemoryReport) -> list[str]:
     if memory.activations.fragmentation_reserve_bytes:
         lines.append(f"includes an allocator fragmentation reserve of "
                      f"{gib(memory.activations.fragmentation_reserve_bytes)} GiB (activations)")
+    if memory.overhead.dispatcher_buffers_bytes:
+        lines.append(f"includes the MoE dispatcher's own buffers, {gib(memory.overhead.dispatcher_buffers_bytes)} GiB "
+                     "(overhead; outside torch's allocator, so torch.cuda.max_memory_allocated does not show them)")
     return lines
 
 

@@ -8,6 +8,7 @@ allocation code, not from this module; no GPU measured them."""
 from __future__ import annotations
 
 import pytest
+from helpers.cli import invoke
 from measured_peaks import predicted_bytes
 
 from vramplan.models.catalogue.catalogue import load_stacks
@@ -117,3 +118,11 @@ def test_a_plan_that_fits_with_the_all_to_all_does_not_with_hybridep(catalogue) 
                                max_gpus=16, pins=pins, engine=engine)
             statuses.append(solve(catalogue, query, explain_infeasible=False).status)
         assert statuses == ["optimal", "infeasible"], engine
+
+
+def test_the_estimate_says_it_holds_them() -> None:
+    base = ["estimate", "--model", "qwen3-30b-a3b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "16",
+            "--ep", "16", "--zero", "1", "--stack", "megatron"]
+    line = "includes the MoE dispatcher's own buffers, 0.35 GiB"
+    assert line in invoke(*base, "--moe-dispatcher", "hybridep").stdout
+    assert "dispatcher's own buffers" not in invoke(*base).stdout
