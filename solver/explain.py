@@ -149,7 +149,11 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     """(change, the query with it, a query whose plans include those of every change of its kind:
     the "more GPUs" counts share one; None for the others)."""
     pins, job = query.pins, query.job
-    if pins.recompute in ("none", "selective"):
+    overlap = job.moe_a2a_overlap  # Megatron refuses full recompute, a pipeline without vpp, activation offload beside it
+    if overlap:
+        yield "no MoE all-to-all overlap (--no-moe-a2a-overlap)", query.model_copy(
+            update={"job": job.model_copy(update={"moe_a2a_overlap": False})}), None
+    if pins.recompute in ("none", "selective") and not overlap:
         unpinned = query.model_copy(update={"pins": pins.model_copy(update={"recompute": None})})
         yield "allow activation checkpointing (--recompute full)", unpinned, None
     if pins.zero is not None and pins.zero < 3:
@@ -157,7 +161,9 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     if pins.micro_batch is not None and pins.micro_batch > 1:
         yield "smaller micro-batch with more gradient accumulation", query.model_copy(
             update={"pins": pins.model_copy(update={"micro_batch": None})}), None
-    if pins.vpp is not None and pins.vpp > 1:  # interleaving holds more in flight, and takes fewer micro-batch counts
+    if pins.vpp is not None and pins.vpp > 1 and not (overlap and (pins.pp or 1) > 1):
+        # interleaving holds more in flight, and takes fewer micro-batch counts (a pinned pipeline under
+        # the overlap keeps it: vpp 1 is refused there)
         yield "no interleaved stages (unpin --vpp)", query.model_copy(update={"pins": pins.model_copy(update={"vpp": None})}), None
     if job.optimizer == "adamw":
         yield "8-bit optimizer states (--optimizer adamw-8bit)", query.model_copy(
@@ -167,7 +173,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
             update={"job": job.model_copy(update={"loss": "fused"})}), None
     if pins.offload == "none":
         yield "allow ZeRO-Offload (unpin --offload)", query.model_copy(update={"pins": pins.model_copy(update={"offload": None})}), None
-    if not job.activation_offload and load_stack_capabilities()[job.stack].activation_offload:
+    if not job.activation_offload and load_stack_capabilities()[job.stack].activation_offload and not overlap:
         yield "activation offloading to host RAM (--activation-offload)", query.model_copy(
             update={"job": job.model_copy(update={"activation_offload": True})}), None
     # Every count a plan can run beyond the largest the user's space has, up to the GPU limit the

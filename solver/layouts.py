@@ -128,7 +128,9 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
     pinned = pins.layout()
-    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, pinned, job.activation_offload,
+    # an unpinned EP degree is the search's to choose: the overlap's EP > 1 is not the pins' fault
+    checked = pinned._replace(ep=2) if job.moe_a2a_overlap and pins.ep is None else pinned
+    refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, checked, job.activation_offload,
                              job.moe_a2a_overlap)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))

@@ -201,6 +201,7 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
     """One layout's step-time terms on a cluster shape, each family of terms as one grid."""
     g, n_i, per_instance, network = shape
     tables, gpu, n = space.tables, space.gpus[g], space.counts[n_i]
+    assert tables is not None  # build_space sets it
     zeros = tuple(sorted({z for z, _ in space.zero_offloads}))
     layout = space.layouts[li]
     ps = space.gpu_precisions[g]
@@ -217,7 +218,10 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
             parallel = tables.parallel_s(layout, n, recompute, precision, gpu, per_instance, network, compute)
             out.parallel_us[r, p, li] = to_us(parallel)
             micro_keys = tuple(space.on_use.micro_key(r, b, p, li) for b in batches)
-            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute, parallel).tolist()):
+            # the MoE all-to-all overlap's unhidden share depends on the accumulation: with the bubble
+            a2a = tables.all_to_all_s(layout, n, recompute, precision, gpu, per_instance, network) \
+                if tables.overlaps_a2a(layout) else 0.0
+            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute, parallel, a2a).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
     forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up

@@ -32,6 +32,7 @@ from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import stage_recomputed
+from vramplan.models.time.ep_time import a2a_unhidden_s, a2a_unhidden_share, all_to_all_seconds
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
 from vramplan.models.time.performance import (
@@ -207,6 +208,16 @@ class Tables(StateTables, DataParallelTables):
         return self._get(("forward-share", shape or recompute), lambda: plan_flops_per_token(self.arch, self.job, plan).forward_share,
                          memo=self.time_memo)
 
+    def overlaps_a2a(self, layout: Layout) -> bool:
+        """Whether the layout's all-to-alls run under the job's MoE all-to-all overlap (models.ep_time.a2a_overlapped)."""
+        return self.arch.is_moe and self.job.moe_a2a_overlap and layout.ep > 1  # a2a_overlapped's test, on the layout
+
+    def all_to_all_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec,
+                     per_instance: int, network_gb_per_s: float) -> float:
+        """The plan's EP all-to-all seconds on a shape (models.ep_time.all_to_all_seconds of its traffic)."""
+        ep = self.parallel_traffic(layout, n, recompute, precision).ep
+        return all_to_all_seconds(ep.routed_bytes, layout, gpu, per_instance, network_gb_per_s, ep.dispatch)
+
     def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:
         """TP collectives + PP p2p + CP's exposed ring + EP all-to-all (models.parallel_time): each
@@ -286,12 +297,13 @@ class Tables(StateTables, DataParallelTables):
         return self.split_free(layout), resolved, shape or resolved
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float,
-                  parallel_s: float) -> np.ndarray:
+                  parallel_s: float, all_to_all_s: float = 0.0) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's time at each
         micro-batch (models.pipeline_schedule.bubble_s of stage_time_s: its compute and the exposed
         model-parallel time, parallel_s), what that stage adds to the mean's (pp_imbalance_s, the
-        layout's split) and the exposed activation-offload transfer (all stall the step; one
-        rounding), whole microseconds (array)."""
+        layout's split), the exposed activation-offload transfer and, under the MoE all-to-all
+        overlap, the all-to-alls (all_to_all_s) no other micro-batch hides at that accumulation
+        (models.ep_time.a2a_unhidden_s): all stall the step; one rounding, whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
         recompute = micro_keys[0].recompute  # one recompute per call (fill_step_tables), resolved for the layout
         recomputed = self._called(("stage-recomputed", layout, recompute), lambda: stage_recomputed(
@@ -302,6 +314,9 @@ class Tables(StateTables, DataParallelTables):
         if self.job.activation_offload:
             stalls = stalls + np.array([self.offload_exposed_s(micro, layout, accum, compute_s)
                                         for micro, accum in zip(micro_keys, accums)])
+        if all_to_all_s:
+            stalls = stalls + np.array([a2a_unhidden_s(all_to_all_s, compute_s, a2a_unhidden_share(layout.pp, layout.vpp, accum))
+                                        for accum in accums])
         return to_us_array(stalls)
 
     def accumulation(self, layout: Layout, n: int, micro: int) -> int:

@@ -6,7 +6,8 @@ precision; the prediction is models/time/performance.py `performance` of that pl
 GPU, with the row's GPUs per node and per-GPU network bandwidth (empty = the GPU's catalogue
 values), and the row's stack preset for every recipe option the row leaves empty. The cells are
 read by the batch sheet's row parser, like tests/measured_peaks.py (moe_dispatcher, the EP token
-dispatcher the run used, is the last column; empty = the stack preset's alltoall). What is compared:
+dispatcher the run used, empty = the stack preset's alltoall; and the last column, moe_a2a_overlap,
+true where the run's recipe overlaps the EP all-to-alls, empty = the preset's off). What is compared:
 - tokens_per_s_per_gpu: tokens per second per GPU, as torchtitan (TPS/GPU) and Megatron-Bridge
   (Tokens / sec / GPU) log them: the step's tokens over the step time, over all GPUs;
 - mfu: model FLOPs utilisation against the 16-bit dense peak.
@@ -52,8 +53,8 @@ class Run:
 
 
 def load_runs() -> list[Run]:
-    """The rows; a cell a row leaves off at its end (the last column, moe_dispatcher, is written only
-    where a run names its dispatcher) reads as empty."""
+    """The rows; a cell a row leaves off at its end (moe_dispatcher and moe_a2a_overlap, the last two
+    columns, are written only where a run names them) reads as empty."""
     return [Run({name: value or "" for name, value in row.items()}) for row in read_rows(DATA)]
 
 

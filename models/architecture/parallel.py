@@ -25,6 +25,7 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import split_label
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
+    DEEPEP_DEEPSEEK_ONLY_STACKS,
     EVEN_VIRTUAL_STAGES,
     PP_GROUPED_INTERLEAVING_STACKS,
     TORCH_PIPELINING_STACKS,
@@ -193,6 +194,18 @@ def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
             if m is not None]  # every schedule runs a multiple of pp
     name = "torch's Interleaved1F1B" if stack in TORCH_PIPELINING_STACKS else "Megatron's interleaved schedule"
     return f"{name} on {pp} stages runs {interleaving_rule(stack)} a step: {' or '.join(map(str, runs))}, or vpp 1"
+
+
+def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
+    """The job's DeepEP dispatcher where its stack routes only DeepSeek models through DeepEP
+    (DEEPEP_DEEPSEEK_ONLY_STACKS) and this MoE model is not one: it would run the all-to-all, so the
+    job is bad input (models.memory.check_job), as a stack that has no DeepEP at all refuses it.
+    torchtitan's DeepSeek-V3 model code is the MLA MoE (DeepSeek-V2 and V3; its "16B" flavour is
+    DeepSeek-V2-Lite's shape): the architecture's multi-head latent attention says which models it builds."""
+    if job.moe_dispatcher == "deepep" and job.stack in DEEPEP_DEEPSEEK_ONLY_STACKS and arch.is_moe and not arch.is_mla:
+        return VramplanError("moe_dispatcher", "deepep", f"{job.stack} runs DeepEP for DeepSeek (MLA MoE) models only; "
+                             f"{arch.name} falls back to the all-to-all: use --moe-dispatcher alltoall")
+    return None
 
 
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:

@@ -136,6 +136,22 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "moe_dispatcher", job.moe_dispatcher, f"the {job.moe_dispatcher} MoE token dispatcher"
     if job.moe_a2a_overlap and not caps.moe_a2a_overlap:
         return "moe_a2a_overlap", True, "MoE all-to-all overlap"
+    if job.moe_a2a_overlap:
+        return a2a_overlap_job_refusal(job)
+    return None
+
+
+def a2a_overlap_job_refusal(job: Job) -> tuple[str, object, str] | None:
+    """What of the job Megatron does not run beside its MoE all-to-all overlap: a partial full
+    recompute (transformer_config.py L3028-3029 asserts recompute_num_layers is None), and its
+    layer-level activation offload, which the overlap's combined schedule bypasses without a word
+    (it calls each layer's parts directly, megatron/core/models/common/model_chunk_schedule_plan.py
+    and fine_grained_callables.py, while cpu_offloading runs inside TransformerBlock.forward): the
+    run would hold every activation it was told to offload."""
+    if job.recompute_layers is not None:
+        return "recompute_layers", job.recompute_layers, "a partial recompute with MoE all-to-all overlap"
+    if job.activation_offload:
+        return "activation_offload", True, "activation offload with MoE all-to-all overlap"
     return None
 
 
@@ -285,7 +301,12 @@ def broader_stacks(capabilities: dict[str, StackCapabilities], current: str) -> 
                                              -len(capabilities[name].offloads)))
 
 
+OVERLAP = "MoE all-to-all overlap"  # the feature's words in every refusal of or beside it
+
+
 def refusal_message(stack: str, refusal: tuple[str, object, str]) -> str:
     field, value, feature = refusal
-    return (f"does not run {feature} ({field}={value}; catalogues/stack_capabilities.csv, docs/stacks.md); "
-            "choose a stack that does, or --stack custom for a what-if")
+    where = f"does not run {feature} ({field}={value}; catalogues/stack_capabilities.csv, docs/stacks.md); "
+    if OVERLAP in feature and feature != OVERLAP:  # Megatron's rules beside it, which --stack custom keeps
+        return where + f"drop --moe-a2a-overlap or the {field} it refuses"
+    return where + "choose a stack that does, or --stack custom for a what-if"

@@ -26,3 +26,14 @@ EVEN_VIRTUAL_STAGES = Behaviour(
 PP_GROUPED_INTERLEAVING_STACKS = Behaviour(
     "the interleaved schedule runs whole groups of pp micro-batches per virtual stage", frozenset({"megatron"}),
     "models/architecture/parallel.py")
+
+# Stacks whose DeepEP backend only some model families route through: torchtitan v0.2.2 (73a0e69)
+# builds DeepEPMoE from `--parallelism.expert_parallel_comm_backend` in its DeepSeek-V3 model alone
+# (torchtitan/models/deepseek_v3/model/args.py L116 moe_impl, model.py L358-362, models/moe/moe.py
+# L578-587; its "16B" flavour is DeepSeek-V2-Lite's shape); Qwen3 builds a plain MoE and
+# parallelizes it without DeepEP (qwen3/model/model.py L368, qwen3/infra/parallelize.py L111-119),
+# so the flag is ignored and the all-to-all runs; Llama 4's model builds a plain MoE too
+# (llama4/model/model.py L404). models/architecture/parallel.py dispatcher_refusal.
+DEEPEP_DEEPSEEK_ONLY_STACKS = Behaviour(
+    "the DeepEP backend runs for DeepSeek models only (others fall back to the all-to-all)",
+    frozenset({"torchtitan"}), "models/architecture/parallel.py")

@@ -263,12 +263,14 @@ STEP_FP32_GRAD_COPY_STACKS = Behaviour(
     "the optimizer step holds an fp32 copy of a 16-bit gradient buffer (its shard under the distributed "
     "optimizer) until the next step's zero_grad", frozenset({"megatron"}), "models/memory/model_states.py")
 
-# Stacks whose EP flex dispatcher (Job.moe_dispatcher deepep / hybridep) allocates its own
-# communication buffers once per process, outside torch's allocator: Megatron's
+# Stacks whose EP dispatcher on DeepEP / HybridEP (Job.moe_dispatcher) allocates its own
+# communication buffers once per process, outside torch's allocator: Megatron's flex dispatcher
 # (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/fused_a2a.py get_buffer L36-69:
-# deep_ep.Buffer; init_hybrid_ep_buffer L340-347: HybridEPBuffer). torchtitan's DeepEP backend is
-# DeepEP v2's ElasticBuffer (torchtitan b5bcd76 torchtitan/distributed/deepep/deepep.py L45-55),
-# whose sizing was not read: not listed.
+# deep_ep.Buffer; init_hybrid_ep_buffer L340-347: HybridEPBuffer) and torchtitan's DeepEP backend,
+# whose v0.2.2 get_buffer is Megatron's line for line (pytorch/torchtitan@73a0e69
+# torchtitan/distributed/deepep/deepep.py L294-317: the same Config size hints, DeepEP's default 20
+# SMs, no low-latency mode; its group the EP mesh, expert_parallel.py L344). torchtitan main's
+# DeepEP v2 ElasticBuffer is sized otherwise (by the tokens a micro-batch holds): not the stack's release.
 FLEX_DISPATCHER_BUFFER_STACKS = Behaviour(
     "the DeepEP / HybridEP dispatcher's communication buffers, outside torch's allocator",
-    frozenset({"megatron"}), "models/memory/dispatcher_buffers.py")
+    frozenset({"megatron", "torchtitan"}), "models/memory/dispatcher_buffers.py")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from vramplan.models.core.behaviour import Behaviour
 from vramplan.models.core.layout_behaviours import (
+    DEEPEP_DEEPSEEK_ONLY_STACKS,
     EVEN_VIRTUAL_STAGES,
     PP_GROUPED_INTERLEAVING_STACKS,
 )
@@ -52,6 +53,7 @@ from vramplan.models.core.time_behaviours import (
 __all__ = ["BEHAVIOURS", "Behaviour", "describe",
            "ALWAYS_SHARDED_STACKS",
            "DDP_BUCKET_COPY_STACKS",
+           "DEEPEP_DEEPSEEK_ONLY_STACKS",
            "DP_ENGINE_BY_PLAN_STACKS",
            "EAGER_ELEMENTWISE_STACKS",
            "EVEN_VIRTUAL_STAGES",
@@ -113,6 +115,7 @@ BEHAVIOURS = {
     "STEP_FP32_GRAD_COPY_STACKS": STEP_FP32_GRAD_COPY_STACKS,
     "PP_GROUPED_INTERLEAVING_STACKS": PP_GROUPED_INTERLEAVING_STACKS,
     "FLEX_DISPATCHER_BUFFER_STACKS": FLEX_DISPATCHER_BUFFER_STACKS,
+    "DEEPEP_DEEPSEEK_ONLY_STACKS": DEEPEP_DEEPSEEK_ONLY_STACKS,
 }
 
 

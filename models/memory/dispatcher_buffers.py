@@ -1,5 +1,6 @@
 """The communication buffers of Megatron's flex token dispatcher (Job.moe_dispatcher deepep /
-hybridep, models/time/moe_dispatch.py): allocated once per process beside the model, outside
+hybridep, models/time/moe_dispatch.py) and of torchtitan's DeepEP backend (v0.2.2's get_buffer is
+Megatron's, line for line: FLEX_DISPATCHER_BUFFER_STACKS): allocated once per process beside the model, outside
 torch's caching allocator (cudaMalloc, cuMemCreate or NVSHMEM), so they count in the device's
 memory, not in torch.cuda.max_memory_allocated or max_memory_reserved (tests/measured_peaks.py
 compares those without them, as without the CUDA context). Megatron's alltoall dispatcher sends

@@ -91,10 +91,29 @@ def a2a_overlapped(job: Job, plan: Plan) -> bool:
     beside another's backward, layer by layer (models/common/model_chunk_schedule_plan.py run:
     forward layer i with backward layer n - 1 - i; each layer's dispatch and combine issued on their
     own stream while the other micro-batch's attention and MLP compute): the all-to-alls are exposed
-    only beyond the compute. The first micro-batch's forward and the last one's backward run alone
-    (a pipeline's warm-up and cool-down too): left out, as overlaps_p2p leaves out the interleaved
-    schedule's, since the traffic here is a replica's whatever its micro-batches (the solver's)."""
+    only beyond the compute (ep_seconds), and the share no other micro-batch runs beside
+    (a2a_unhidden_share) in full (a2a_unhidden_s, which depends on the micro-batch count: the
+    solver's step tables add it with the bubble)."""
     return job.moe_a2a_overlap and plan.ep > 1
+
+
+def a2a_unhidden_share(pp: int, vpp: int, grad_accum: int) -> float:
+    """The share of the all-to-alls that no other micro-batch's compute can hide under the overlap:
+    without a pipeline the first micro-batch's forward and the last one's backward run alone
+    (combined_1f1b.py combined_1f1b_schedule_for_no_pipelining: "The forward step for the first
+    microbatch is executed alone", "The backward step for the last microbatch is executed alone"),
+    1 of m; interleaved, the first rank's warm-up forwards and cool-down backwards, (pp - 1) x 2 +
+    (vpp - 1) x pp + 1 of its m x vpp model chunks (schedules.py L955-969, the overlap's extra
+    warm-up micro-batch included)."""
+    if pp == 1:
+        return 1.0 / grad_accum
+    return min(1.0, (2 * (pp - 1) + (vpp - 1) * pp + 1) / (grad_accum * vpp))
+
+
+def a2a_unhidden_s(all_to_all_s: float, compute_s: float, share: float) -> float:
+    """What of the all-to-alls the overlap leaves exposed in the steps no other micro-batch runs
+    beside: that share of the part the compute would hide (the part beyond it is ep_seconds')."""
+    return share * min(all_to_all_s, compute_s)
 
 
 def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | None = None) -> EpTraffic:
@@ -155,6 +174,16 @@ def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: i
     if ep.overlapped:
         all_to_all = max(0.0, all_to_all - compute_s)
     return all_to_all + _expert_gemm_seconds(ep, gpu) + hbm_stream_seconds(ep.permute_bytes, gpu)
+
+
+def ep_unhidden_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int,
+                  network_gb_per_s: float, compute_s: float) -> float:
+    """a2a_unhidden_s of the plan: 0 unless its all-to-alls overlap (a2a_overlapped)."""
+    if not arch.is_moe or not a2a_overlapped(job, plan):
+        return 0.0
+    ep = ep_traffic(arch, job, plan)
+    all_to_all = all_to_all_seconds(ep.routed_bytes, plan.layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+    return a2a_unhidden_s(all_to_all, compute_s, a2a_unhidden_share(plan.pp, plan.vpp, plan.grad_accum))
 
 
 def ep_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,

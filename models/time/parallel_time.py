@@ -54,7 +54,14 @@ from vramplan.models.core.stack_behaviour import FLOAT8_TP_STACKS, OVERLAPPED_P2
 from vramplan.models.memory.precision import FP8_BYTES, activation_bytes
 from vramplan.models.memory.recompute import recomputed_fraction, stage_recomputed
 from vramplan.models.time.collectives import link_seconds
-from vramplan.models.time.ep_time import EpTraffic, ep_seconds, ep_time_s, ep_traffic, expert_flops_over_recomputes
+from vramplan.models.time.ep_time import (
+    EpTraffic,
+    ep_seconds,
+    ep_time_s,
+    ep_traffic,
+    ep_unhidden_s,
+    expert_flops_over_recomputes,
+)
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_over_recomputes, plan_flops_per_token
 from vramplan.models.time.moe_permute import permute_bytes_over_recomputes
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
@@ -69,10 +76,12 @@ class ParallelTime:
     cp_exposed_s: float
     ep_s: float  # the all-to-all and the expert GEMMs' shape and kernel (ep_time_s)
     pp_imbalance_s: float = 0.0  # the slowest pipeline rank's work beyond the mean rank's (pp_imbalance_s)
+    ep_unhidden_s: float = 0.0  # the overlapped all-to-alls no other micro-batch hides (ep_time.ep_unhidden_s)
 
     @property
     def total_s(self) -> float:
-        return self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s + self.pp_imbalance_s
+        return (self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s + self.pp_imbalance_s
+                + self.ep_unhidden_s)
 
 
 def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
@@ -359,4 +368,5 @@ def parallel_time(
         pp_p2p_s=p2p,
         cp_exposed_s=cp,
         ep_s=ep,
+        ep_unhidden_s=ep_unhidden_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
     )

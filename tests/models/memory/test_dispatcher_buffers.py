@@ -62,8 +62,10 @@ def test_only_megatrons_flex_dispatcher_with_ep_holds_them(catalogue) -> None:
     assert dispatcher_buffer_bytes(arch, deep, plan) / BYTES_PER_MIB == pytest.approx(360.18 + 512 + 32, abs=0.01)
     assert dispatcher_buffer_bytes(arch, hybrid, plan.model_copy(update={"ep": 1, "num_gpus": 8})) == 0
     assert dispatcher_buffer_bytes(catalogue.architecture("llama-3.1-8b"), hybrid, plan.model_copy(update={"ep": 1})) == 0
-    torchtitan = Job(seq_len=4096, stack="torchtitan", moe_dispatcher="deepep")  # DeepEP v2, not read
-    assert dispatcher_buffer_bytes(arch, torchtitan, plan) == 0
+    # torchtitan v0.2.2's DeepEP backend sizes the same legacy buffer (deepep.py L294-317); hf has none
+    torchtitan = Job(seq_len=4096, stack="torchtitan", moe_dispatcher="deepep")
+    assert dispatcher_buffer_bytes(arch, torchtitan, plan) == dispatcher_buffer_bytes(arch, deep, plan)
+    assert dispatcher_buffer_bytes(arch, Job(seq_len=4096, stack="custom", moe_dispatcher="deepep"), plan) == 0
     over = overhead(arch, hybrid, plan)
     assert over.dispatcher_buffers_bytes == dispatcher_buffer_bytes(arch, hybrid, plan)
     assert over.total_bytes - overhead(arch, megatron, plan).total_bytes == over.dispatcher_buffers_bytes
@@ -126,3 +128,17 @@ def test_the_estimate_says_it_holds_them() -> None:
     line = "includes the MoE dispatcher's own buffers, 0.35 GiB"
     assert line in invoke(*base, "--moe-dispatcher", "hybridep").stdout
     assert "dispatcher's own buffers" not in invoke(*base).stdout
+
+
+def test_the_search_keeps_them_per_ep_degree(catalogue) -> None:
+    """The solver's buffer table is keyed by what the buffers read: with a flex dispatcher the tp x ep
+    group (HybridEP's grows with it), without one not the EP degree (one entry for every EP)."""
+    from vramplan.models.core.layout import Layout
+    from vramplan.solver.tables import Tables
+    arch = catalogue.architecture("qwen3-30b-a3b")
+    hybrid = Tables(arch, Job(seq_len=4096, stack="megatron", moe_dispatcher="hybridep"), 64)
+    by_ep = [hybrid.buffer_mib(Layout(ep=ep), 1, "bf16") for ep in (8, 16)]
+    assert by_ep[1] > by_ep[0] >= 150  # 150 and 354 MiB of HybridEP's buffers (test_hybridep_buffers)
+    plain = Tables(arch, Job(seq_len=4096, stack="megatron"), 64)
+    assert plain.buffer_class(Layout(ep=8)) == plain.buffer_class(Layout(ep=16))
+    assert plain.buffer_mib(Layout(ep=8), 1, "bf16") == plain.buffer_mib(Layout(ep=16), 1, "bf16") == 0

@@ -96,3 +96,39 @@ def test_the_launch_configuration_turns_it_on() -> None:
     plan = PLAN.model_copy(update={"ep": 8})
     assert "--overlap-moe-expert-parallel-comm" in launch_config(_job(moe_a2a_overlap=True), plan, 48).text
     assert "--overlap-moe-expert-parallel-comm" not in launch_config(_job(), plan, 48).text
+
+
+def test_what_no_other_micro_batch_runs_beside_stays_exposed(catalogue) -> None:
+    """Without a pipeline the first micro-batch's forward and the last one's backward run alone
+    (combined_1f1b.py): at one micro-batch a step the overlap hides nothing, at m it leaves 1/m of
+    what the compute would hide; interleaved, the first rank's warm-up and cool-down chunks."""
+    from vramplan.models.time.ep_time import a2a_unhidden_share
+    from vramplan.models.time.parallel_time import parallel_time
+    arch, gpu = catalogue.architecture("qwen3-30b-a3b"), catalogue.gpu("h100-sxm-80gb")
+    assert a2a_unhidden_share(1, 1, 1) == 1.0 and a2a_unhidden_share(1, 1, 8) == 1 / 8
+    assert a2a_unhidden_share(2, 2, 4) == (2 + 2 + 1) / 8 and a2a_unhidden_share(4, 2, 4) == 1.0
+
+    def step(plan: Plan, overlap: bool) -> float:
+        return parallel_time(arch, _job(moe_a2a_overlap=overlap), plan, gpu, 8, 50.0, compute_s=0.5).total_s
+
+    one = PLAN.model_copy(update={"grad_accum": 1})
+    assert step(one, True) == pytest.approx(step(one, False))  # nothing to pair with
+    many = PLAN.model_copy(update={"grad_accum": 64})
+    a2a = all_to_all_seconds(ep_traffic(arch, _job(), many).routed_bytes, many.layout, gpu, 8, 50.0)
+    assert step(many, False) - step(many, True) == pytest.approx(min(a2a, 0.5) * 63 / 64)
+
+
+def test_an_explanation_offers_dropping_the_overlap_and_nothing_it_refuses(catalogue) -> None:
+    """DeepSeek-V3 in bf16 on at most 256 H100 fits only with a pipeline of 16 stages and full
+    recompute, which the overlap refuses: the explanation's smallest change is dropping it, and it
+    never offers full recompute or activation offload, which Megatron does not run beside it."""
+    job = _job(moe_a2a_overlap=True)
+    query = SolveQuery(model="deepseek-v3", job=job, global_batch=1024, tokens=1e9, gpus=("h100-sxm-80gb",),
+                       max_gpus=256, pins=Pins(precision="bf16"))
+    result = solve(catalogue, query)
+    assert result.status == "infeasible"
+    changes = {m.change: m for m in result.explanation.mitigations}
+    dropped = changes["no MoE all-to-all overlap (--no-moe-a2a-overlap)"]
+    assert dropped.fits and dropped.plan is not None
+    assert not any("--recompute full" in change or "--activation-offload" in change for change in changes)
+    assert result.explanation.smallest_change.startswith("no MoE all-to-all overlap")
