@@ -164,8 +164,8 @@ job_options = _stack(
                       "NVLink; torchtitan runs deepep) [default: the stack's]."),
     click.option("--moe-a2a-overlap/--no-moe-a2a-overlap", "moe_a2a_overlap", default=None,
                  help="EP all-to-alls overlapped with another micro-batch's compute (Megatron "
-                      "--overlap-moe-expert-parallel-comm): needs EP > 1, interleaved stages under a pipeline and no "
-                      "full recompute [default: the stack's]."),
+                      "--overlap-moe-expert-parallel-comm): needs EP > 1, interleaved stages under a pipeline, no "
+                      "full recompute, no --recompute-layers and no activation offload [default: the stack's]."),
     click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
                  help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
                       "16bit = torchtune / torchao / Unsloth [default: the stack's]."),

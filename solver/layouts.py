@@ -129,7 +129,8 @@ def valid_layout_error(arch: Architecture, job: Job, layout: Layout, gpus_per_in
 def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> None:
     pinned = pins.layout()
     # an unpinned EP degree is the search's to choose: the overlap's EP > 1 is not the pins' fault
-    checked = pinned._replace(ep=2) if job.moe_a2a_overlap and pins.ep is None else pinned
+    # (a dense model has no EP degree but 1, and the overlap's refusal of it is the answer)
+    checked = pinned._replace(ep=2) if job.moe_a2a_overlap and pins.ep is None and arch.is_moe else pinned
     refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, checked, job.activation_offload,
                              job.moe_a2a_overlap)
     if refusal is not None:

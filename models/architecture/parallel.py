@@ -203,8 +203,10 @@ def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
     torchtitan's DeepSeek-V3 model code is the MLA MoE (DeepSeek-V2 and V3; its "16B" flavour is
     DeepSeek-V2-Lite's shape): the architecture's multi-head latent attention says which models it builds."""
     if job.moe_dispatcher == "deepep" and job.stack in DEEPEP_DEEPSEEK_ONLY_STACKS and arch.is_moe and not arch.is_mla:
-        return VramplanError("moe_dispatcher", "deepep", f"{job.stack} runs DeepEP for DeepSeek (MLA MoE) models only; "
-                             f"{arch.name} falls back to the all-to-all: use --moe-dispatcher alltoall")
+        # named as a stack's refusal: a search over several stacks leaves this one out (solver/api.py)
+        return VramplanError("stack", job.stack, f"does not run DeepEP for {arch.name} (moe_dispatcher=deepep): it "
+                             "routes only its DeepSeek (MLA MoE) models through DeepEP, others run the all-to-all; "
+                             "use --moe-dispatcher alltoall or another stack")
     return None
 
 

@@ -132,3 +132,9 @@ def test_an_explanation_offers_dropping_the_overlap_and_nothing_it_refuses(catal
     assert dropped.fits and dropped.plan is not None
     assert not any("--recompute full" in change or "--activation-offload" in change for change in changes)
     assert result.explanation.smallest_change.startswith("no MoE all-to-all overlap")
+
+
+def test_a_dense_model_is_told_the_overlap_needs_expert_parallelism() -> None:
+    message = one_line_error(invoke("solve", "--model", "llama-3.1-8b", "--stack", "megatron", "--moe-a2a-overlap",
+                                    "--gpu", "h100-sxm-80gb", "--global-batch", "64", "--max-gpus", "16", "--tokens", "1e9"))
+    assert "without expert parallelism (ep=1" in message

@@ -243,13 +243,17 @@ def test_torchtitan_runs_deepep_for_deepseek_models_only(catalogue) -> None:
     qwen, lite = catalogue.architecture("qwen3-30b-a3b"), catalogue.architecture("deepseek-v2-lite")
     deepep = Job(seq_len=4096, stack="torchtitan", moe_dispatcher="deepep")
     refusal = dispatcher_refusal(qwen, deepep)
-    assert refusal is not None and refusal.field == "moe_dispatcher" and "all-to-all" in str(refusal)
+    assert refusal is not None and refusal.field == "stack" and "all-to-all" in str(refusal)
     assert dispatcher_refusal(lite, deepep) is None
     assert dispatcher_refusal(qwen, deepep.model_copy(update={"stack": "megatron"})) is None
     assert dispatcher_refusal(qwen, deepep.model_copy(update={"moe_dispatcher": "alltoall"})) is None
     base = ["--stack", "torchtitan", "--moe-dispatcher", "deepep", "--seq-len", "4096", "--gpu", "h100-sxm-80gb"]
     message = one_line_error(invoke("estimate", "--model", "qwen3-30b-a3b", "--num-gpus", "8", "--ep", "8", *base))
-    assert "moe_dispatcher='deepep'" in message and "DeepSeek (MLA MoE) models only" in message
+    assert "stack='torchtitan'" in message and "moe_dispatcher=deepep" in message and "DeepSeek (MLA MoE)" in message
     message = one_line_error(invoke("solve", "--model", "qwen3-30b-a3b", "--max-gpus", "8", "--tokens", "1e9", *base))
-    assert "moe_dispatcher='deepep'" in message
+    assert "moe_dispatcher=deepep" in message
+    # a search over several stacks leaves torchtitan out and answers with the others
+    solved = invoke("solve", "--model", "qwen3-30b-a3b", "--stack", "megatron,torchtitan", "--moe-dispatcher", "deepep",
+                    "--gpu", "h100-sxm-80gb", "--global-batch", "64", "--max-gpus", "32", "--tokens", "1e9", "--format", "json")
+    assert solved.exit_code == 0 and {p["plan"]["stack"] for p in json.loads(solved.stdout)["plans"]} == {"megatron"}
     assert invoke("estimate", "--model", "deepseek-v2-lite", "--num-gpus", "8", "--ep", "8", *base).exit_code in (0, 3)
