@@ -32,7 +32,7 @@ from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import stage_recomputed
-from vramplan.models.time.ep_time import a2a_unhidden_s, a2a_unhidden_share, all_to_all_seconds
+from vramplan.models.time.ep_time import a2a_overlapped, a2a_unhidden_s, a2a_unhidden_share, traffic_all_to_all_s
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
 from vramplan.models.time.performance import (
@@ -210,13 +210,13 @@ class Tables(StateTables, DataParallelTables):
 
     def overlaps_a2a(self, layout: Layout) -> bool:
         """Whether the layout's all-to-alls run under the job's MoE all-to-all overlap (models.ep_time.a2a_overlapped)."""
-        return self.arch.is_moe and self.job.moe_a2a_overlap and layout.ep > 1  # a2a_overlapped's test, on the layout
+        return self.arch.is_moe and a2a_overlapped(self.job, layout.ep)
 
     def all_to_all_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec,
                      per_instance: int, network_gb_per_s: float) -> float:
         """The plan's EP all-to-all seconds on a shape (models.ep_time.all_to_all_seconds of its traffic)."""
-        ep = self.parallel_traffic(layout, n, recompute, precision).ep
-        return all_to_all_seconds(ep.routed_bytes, layout, gpu, per_instance, network_gb_per_s, ep.dispatch)
+        return traffic_all_to_all_s(self.parallel_traffic(layout, n, recompute, precision).ep, layout, gpu, per_instance,
+                                    network_gb_per_s)
 
     def parallel_s(self, layout: Layout, n: int, recompute: RecomputeChoice, precision: str, gpu: GpuSpec, per_instance: int,
                    network_gb_per_s: float, compute_s: float) -> float:

@@ -83,8 +83,8 @@ def expert_flops_over_recomputes(arch: Architecture, job: Job, plan: Plan, flops
     return [per_token.expert * tokens_per_gpu for per_token in flops]
 
 
-def a2a_overlapped(job: Job, plan: Plan) -> bool:
-    """Whether the plan's EP all-to-alls run beside the compute: the job's moe_a2a_overlap with EP.
+def a2a_overlapped(job: Job, ep: int) -> bool:
+    """Whether a plan's EP all-to-alls (EP degree `ep`) run beside the compute: the job's moe_a2a_overlap with EP.
     Megatron's --overlap-moe-expert-parallel-comm (NVIDIA/Megatron-LM@d98e8a64
     megatron/core/pipeline_parallel/combined_1f1b.py: "EP A2A in forward step is hidden by the
     attention/mlp computation in the backward step, and vice versa") runs one micro-batch's forward
@@ -94,7 +94,7 @@ def a2a_overlapped(job: Job, plan: Plan) -> bool:
     only beyond the compute (ep_seconds), and the share no other micro-batch runs beside
     (a2a_unhidden_share) in full (a2a_unhidden_s, which depends on the micro-batch count: the
     solver's step tables add it with the bubble)."""
-    return job.moe_a2a_overlap and plan.ep > 1
+    return job.moe_a2a_overlap and ep > 1
 
 
 def a2a_unhidden_share(pp: int, vpp: int, grad_accum: int) -> float:
@@ -128,7 +128,7 @@ def ep_traffic(arch: Architecture, job: Job, plan: Plan, flops: FlopsPerToken | 
     shape = expert_shape(arch, job.seq_len, layout, gemm_element_bytes(plan.precision), job.method == "full")
     dispatch = Dispatch(job.moe_dispatcher, arch.num_experts, arch.experts_per_token)
     return EpTraffic(routed, expert_flops(arch, job, plan, flops), shape, expert_invocations(arch, layout, sequences),
-                     moe_kernel(job), plan.precision, dispatch, permute_bytes(arch, job, plan), a2a_overlapped(job, plan))
+                     moe_kernel(job), plan.precision, dispatch, permute_bytes(arch, job, plan), a2a_overlapped(job, plan.ep))
 
 
 def _ep_members_inside(layout: Layout, gpus_per_instance: int) -> int:
@@ -166,11 +166,17 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
     return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
 
 
+def traffic_all_to_all_s(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int,
+                         network_gb_per_s: float) -> float:
+    """all_to_all_seconds of a plan's EP traffic on a shape."""
+    return all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+
+
 def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: int, network_gb_per_s: float,
                compute_s: float = 0.0) -> float:
     """The all-to-alls (overlapped ones only beyond the step's compute, compute_s: a2a_overlapped),
     the expert GEMMs' shape and kernel, and the dispatcher's permutation passes."""
-    all_to_all = all_to_all_seconds(ep.routed_bytes, layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+    all_to_all = traffic_all_to_all_s(ep, layout, gpu, gpus_per_instance, network_gb_per_s)
     if ep.overlapped:
         all_to_all = max(0.0, all_to_all - compute_s)
     return all_to_all + _expert_gemm_seconds(ep, gpu) + hbm_stream_seconds(ep.permute_bytes, gpu)
@@ -179,10 +185,9 @@ def ep_seconds(ep: EpTraffic, layout: Layout, gpu: GpuSpec, gpus_per_instance: i
 def ep_unhidden_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int,
                   network_gb_per_s: float, compute_s: float) -> float:
     """a2a_unhidden_s of the plan: 0 unless its all-to-alls overlap (a2a_overlapped)."""
-    if not arch.is_moe or not a2a_overlapped(job, plan):
+    if not arch.is_moe or not a2a_overlapped(job, plan.ep):
         return 0.0
-    ep = ep_traffic(arch, job, plan)
-    all_to_all = all_to_all_seconds(ep.routed_bytes, plan.layout, gpu, gpus_per_instance, network_gb_per_s, ep.dispatch)
+    all_to_all = traffic_all_to_all_s(ep_traffic(arch, job, plan), plan.layout, gpu, gpus_per_instance, network_gb_per_s)
     return a2a_unhidden_s(all_to_all, compute_s, a2a_unhidden_share(plan.pp, plan.vpp, plan.grad_accum))
 
 
