@@ -274,9 +274,13 @@ class SearchSpace:
             return None
         gpu = self.gpus[cluster.gpu_index]
         peak_flops = (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops) * 10**12
-        model_flops = self.tables.kept(("model-flops-per-step", self.global_batch), lambda: training_flops_per_token(  # type: ignore[union-attr]
+        return int(self._model_flops_per_step * US_PER_S / (cluster.num_gpus * peak_flops * floor))
+
+    @functools.cached_property
+    def _model_flops_per_step(self) -> float:
+        """Model FLOPs of one optimizer step (the MFU floor's numerator), read once per space copy."""
+        return self.tables.kept(("model-flops-per-step", self.global_batch), lambda: training_flops_per_token(  # type: ignore[union-attr]
             self.arch, self.job.seq_len, "none", self.job.method, 0.0).model * self.global_batch * self.job.seq_len)
-        return int(model_flops * US_PER_S / (cluster.num_gpus * peak_flops * floor))
 
     @property
     def budget_bound_cost_units(self) -> int | None:

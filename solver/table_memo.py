@@ -41,9 +41,13 @@ MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions, 
 STATES_FIELDS = job_fields(STATES_TERMS)  # what the shared model states are kept by
 TIME_FIELDS = job_fields(TIME_TERMS)  # what the shared time terms are kept by
 MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
-# Query fields a search space does not depend on: it reads them from space.query when asked.
-NOT_IN_SPACE = {"objective", "tokens", "budget_usd", "deadline_hours", "top_k", "pareto", "engine", "time_limit_s",
-                "num_workers", "random_seed"}
+# Query fields a search space does not depend on: it reads them from space.query when asked (the
+# step caps of the budget, deadline, --max-days and --min-mfu: SearchSpace.step_caps_us, derived per
+# bound copy; the steps the tokens and restarts make: SearchSpace.steps). An explanation asks its
+# questions with and without --max-days and --min-mfu (the defaults are restrictions too), so they
+# share one space.
+NOT_IN_SPACE = {"objective", "tokens", "restart_overhead", "budget_usd", "deadline_hours", "max_days", "min_mfu", "top_k",
+                "pareto", "engine", "work_limit", "time_limit_s", "num_workers", "random_seed"}
 
 
 class TableMemo:
