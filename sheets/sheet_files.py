@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +111,39 @@ def _json_integer(digits: str) -> int | str:
         return digits
 
 
-def _read_jsonl(path: Path, field: str) -> list[list[Any]]:
-    """One object per line; the columns are every key of every record, in order of appearance."""
-    records: list[dict[str, Any]] = []
+def _json_float(text: str) -> float | str:
+    """A JSON number, or its text as written where it is beyond a float (1e400 reads as infinity):
+    a job column's error then names the value the line holds, and the output stays strict JSON."""
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
+@dataclass(frozen=True)
+class UnreadableLine:
+    """A JSON line that is not one JSON object (not JSON, a list, a key named twice): its row's
+    error, the other lines are read (read_table)."""
+
+    reason: str
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all distinct (a key named twice would keep its last value
+    silently; a CSV column named twice is an error too)."""
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        twice = next(key for at, (key, _) in enumerate(pairs) if key in dict(pairs[:at]))
+        raise _DuplicateKey(twice)
+    return record
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _read_jsonl(path: Path, field: str) -> list[list[Any] | UnreadableLine]:
+    """One object per line; the columns are every key of every record, in order of appearance. A
+    line that is not one JSON object is its row's error (UnreadableLine); when no line is, the file's."""
+    records: list[dict[str, Any] | UnreadableLine] = []
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
@@ -118,18 +151,27 @@ def _read_jsonl(path: Path, field: str) -> list[list[Any]]:
                     records.append({})  # a blank row, counted like a CSV's
                     continue
                 try:
-                    record = json.loads(line, parse_int=_json_integer)
+                    record = json.loads(line, parse_int=_json_integer, parse_float=_json_float,
+                                        object_pairs_hook=_json_object)
                 except (json.JSONDecodeError, RecursionError) as error:
                     reason = getattr(error, "msg", "nested too deeply")
-                    raise VramplanError(field, str(path), f"line {number} is not JSON: {reason}") from None
-                if not isinstance(record, dict):
-                    raise VramplanError(field, str(path), f"line {number} is not a JSON object")
-                records.append(record)
+                    records.append(UnreadableLine(f"is not JSON (line {number}: {reason})"))
+                    continue
+                except _DuplicateKey as twice:
+                    records.append(UnreadableLine(f"names the key {str(twice)!r} twice (line {number})"))
+                    continue
+                records.append(record if isinstance(record, dict) else
+                               UnreadableLine(f"is not a JSON object (line {number})"))
     except UnicodeDecodeError as error:
         raise VramplanError(field, str(path), f"is not UTF-8 text (byte {error.start} is "
                                                f"0x{error.object[error.start]:02x})") from None
-    header = list(dict.fromkeys(key for record in records for key in record))
-    return [header] + [[record.get(name) for name in header] for record in records]
+    objects = [record for record in records if isinstance(record, dict)]
+    bad = [record for record in records if isinstance(record, UnreadableLine)]
+    if bad and not any(objects):  # no line to read a header from: the file's error
+        raise VramplanError(field, str(path), f"has no JSON object with a key; its first other line {bad[0].reason}")
+    header = list(dict.fromkeys(key for record in objects for key in record))
+    return [header] + [record if isinstance(record, UnreadableLine) else [record.get(name) for name in header]
+                       for record in records]
 
 
 class UnreadableRow(VramplanError):
@@ -188,8 +230,10 @@ def _refuse_device(path: Path, field: str) -> None:
         raise VramplanError(field, str(path), "is a directory, not a sheet")
 
 
-def _read_cells(path: Path, fmt: str, field: str) -> list[list[Any]]:
-    readers = {"csv": _read_csv, "jsonl": _read_jsonl, "xlsx": _read_xlsx, "parquet": _read_parquet}
+def _read_cells(path: Path, fmt: str, field: str) -> list[Any]:
+    """The header row, then the rows (a JSON line that is no object: its UnreadableLine)."""
+    readers: dict[str, Callable[[Path, str], list[Any]]] = {"csv": _read_csv, "jsonl": _read_jsonl, "xlsx": _read_xlsx,
+                                                            "parquet": _read_parquet}
     _refuse_device(path, field)
     try:
         table = readers[fmt](path, field)
@@ -225,6 +269,13 @@ def read_table(path: Path, fmt: str, warnings: list[str] | None = None, field: s
     blank: list[int] = []
     blank_before_last: list[int] = []
     for number, row in enumerate(table[1:], 2):
+        if isinstance(row, UnreadableLine):  # a JSON line that is no object: its row's error
+            if row_errors is None:
+                raise VramplanError(field, str(path), f"row {number} {row.reason}")
+            row_errors[len(rows)] = UnreadableRow(None, row.reason)
+            rows.append([None] * len(header))
+            blank_before_last = list(blank)
+            continue
         if all(is_empty(cell) for cell in row):
             blank.append(number)
             continue

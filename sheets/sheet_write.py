@@ -144,9 +144,16 @@ def _write_parquet(handle: io.BytesIO, header: list[str], rows: Iterable[list[An
     pandas.DataFrame(data).to_parquet(handle, index=False)
 
 
+def _json_cell(cell: Any) -> Any:
+    """A cell as strict JSON holds it: an infinite number (a Parquet input's) as its text, which
+    JSON has no number for (json.dumps would write `Infinity`, which strict parsers refuse)."""
+    value = plain(cell)
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _write_jsonl(handle: io.BytesIO, header: list[str], rows: Iterable[list[Any]]) -> None:
     for row in rows:
-        record = dict(zip(header, (plain(cell) for cell in row)))
+        record = dict(zip(header, (_json_cell(cell) for cell in row)))
         handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
 

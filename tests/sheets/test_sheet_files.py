@@ -175,3 +175,46 @@ def test_a_json_integer_past_pythons_digits_is_its_rows_error(tmp_path):
     big, ok = read_rows(tmp_path / "plans.csv")
     assert big["status"] == "error" and big["error"].startswith("seq_len='1111") and len(big["error"]) < 400
     assert big["seq_len"] == "1" * 5000 and ok["status"] == "optimal"
+
+
+def test_a_jsonl_line_that_is_no_object_is_its_rows_error_only(tmp_path):
+    """A list, a broken line or a key named twice stopped the whole batch (exit 2, no output), or
+    kept the key's last value silently; a short CSV line was only its row's error."""
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("\n".join([json.dumps({"id": "a", **GOOD}), "[1, 2]", "{broken",
+                               '{"id": "twice", "model": "llama-3.1-8b", "seq_len": 2048, "seq_len": 4096}',
+                               json.dumps({"id": "b", **GOOD})]) + "\n", encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "-q")
+    assert result.exit_code == 3, result.stderr
+    rows = read_rows(tmp_path / "plans.csv")
+    assert [row["status"] for row in rows] == ["optimal", "error", "error", "error", "optimal"]
+    assert [row["error"] for row in rows[1:4]] == [
+        "row is not a JSON object (line 2)",
+        "row is not JSON (line 3: Expecting property name enclosed in double quotes)",
+        "row names the key 'seq_len' twice (line 4)"]
+
+
+def test_a_jsonl_file_without_an_object_is_one_line(tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("[1]\n{broken\n", encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"))
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: jobs='{jobs}': has no JSON object with a key; its first other line is not a "
+                             "JSON object (line 1)\n")
+
+
+def test_a_jsonl_number_beyond_a_float_is_kept_as_written_and_the_output_is_strict_json(tmp_path):
+    """1e400 read as infinity: the error said seq_len=inf and the JSON-lines output held `Infinity`,
+    which strict parsers refuse."""
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"id": "huge", "model": "llama-3.1-8b", "seq_len": 1e400, "team": -1e400}\n', encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.jsonl"), "-q")
+    assert result.exit_code == 3, result.stderr
+    line = (tmp_path / "plans.jsonl").read_text(encoding="utf-8")
+
+    def refuse(constant: str) -> float:
+        raise ValueError(constant)
+
+    row = json.loads(line, parse_constant=refuse)
+    assert row["error"].startswith("seq_len='1e400'") and row["team"] == "-1e400"
+    assert sheet_write._json_cell(float("inf")) == "inf"  # a Parquet input's infinite cell, as text
