@@ -24,7 +24,7 @@ from vramplan.models.core.errors import VramplanError, closest_names, from_valid
 from vramplan.models.core.numbers import parse_count, parse_real
 from vramplan.sheets.rows import check_columns, is_empty, parse_row, unreadable_header_error
 from vramplan.sheets.sheet_files import read_table
-from vramplan.solver import split_list
+from vramplan.solver import check_job_runs, split_list
 
 # Columns the fleet adds to a batch sheet: name -> (default, what it is). In docs/fleet.md's order.
 FLEET_JOB_COLUMNS: dict[str, tuple[str, str]] = {
@@ -167,6 +167,10 @@ def _window(catalogue: Catalogue, offering: str, cells: dict[str, Any], start: d
     # The sheet's number grammar (models/core/numbers.py): `1e3` is a count, `1_000`, `true`, `2.5` are not.
     if not is_empty(cells.get("num_gpus")):
         gpus = parse_count("num_gpus", cells["num_gpus"])
+        if not is_empty(cells.get("instances")) and parse_count("instances", cells["instances"]) * per_instance != gpus:
+            # both given and disagreeing: num_gpus was taken silently
+            raise VramplanError("instances", cells["instances"], f"is {parse_count('instances', cells['instances'])} x "
+                                f"{per_instance} GPUs of {offering}, not the row's num_gpus {gpus}; give one of them")
     elif not is_empty(cells.get("instances")):
         gpus = parse_count("instances", cells["instances"]) * per_instance
     else:
@@ -224,22 +228,47 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
                 raise VramplanError("pool", name, f"names starting {MARKET_PREFIX!r} are the market's (--market)")
             offerings = set()
             windows = []
-            for _number, cells, times in rows:
+            for row_number, cells, times in rows:
+                number = row_number  # a cell's error names its own row
                 offering = _offering_name(catalogue, cells)
                 offerings.add(offering)
                 windows.append(_window(catalogue, offering, cells, start, times))
+            _refuse_overlapping_windows(name, rows, windows)
+            number = rows[0][0]  # what the pool as a whole is refused for names its first row
             if len(offerings) > 1:
                 raise VramplanError("offering", sorted(offerings)[1], f"pool {name!r} has rows of different offerings")
             first = rows[0][1]
             pool = Pool(name=name, offering=offerings.pop(), windows=tuple(windows),
                         committed=parse_bool("committed", first.get("committed", False)),
                         price_usd_per_gpu_hour=first.get("price_usd_per_gpu_hour"))  # the number grammar
+        except _RowError as at:
+            raise VramplanError("inventory", origin, f"row {at.number}: {at.error}") from None
         except ValidationError as error:
             raise VramplanError("inventory", origin, f"row {number}: {from_validation_error(error, first)}") from None
         except (VramplanError, ValueError) as error:
             raise VramplanError("inventory", origin, f"row {number}: {error}") from None
         pools.append(pool)
     return pools
+
+
+def _refuse_overlapping_windows(name: str, rows: list[tuple[int, dict[str, Any], dict]], windows: list[PoolWindow]) -> None:
+    """Raise, naming the later window's row and its cell as written, where two of a pool's windows
+    overlap (Pool's own check named the pool's first row and the later window's hours)."""
+    order = sorted(range(len(windows)), key=lambda i: windows[i].from_hours)
+    for a, b in zip(order, order[1:]):
+        ends = windows[a].to_hours
+        if ends is None or ends > windows[b].from_hours:
+            number, cells = rows[b][0], rows[b][1]
+            raise _RowError(number, VramplanError("available_from", cells.get("available_from", ""),
+                                                  f"overlaps the window of row {rows[a][0]} (pool {name!r})"))
+
+
+class _RowError(Exception):
+    """An inventory error of a given row (inventory_pools words it as the others)."""
+
+    def __init__(self, number: int, error: VramplanError) -> None:
+        super().__init__(str(error))
+        self.number, self.error = number, error
 
 
 def market_pools(catalogue: Catalogue, quotas: dict[str, int]) -> list[Pool]:
@@ -268,6 +297,7 @@ def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], c
             continue
         try:
             catalogue.architecture(job.query.model)
+            check_job_runs(catalogue, job.query)  # a job its stack refuses is this row's error, as in batch
             for name in job.pools:
                 if name not in pool_names:
                     close = closest_names(name, pool_names, limit=1)

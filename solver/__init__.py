@@ -11,13 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vramplan.solver.api import plan_exists, solve
+    from vramplan.solver.api import check_job_runs, plan_exists, solve
     from vramplan.solver.engine import SolverInternalError
     from vramplan.solver.query import Pins, PlanChoice, SolvedPlan, SolveQuery, SolveResult
     from vramplan.solver.query_fields import query_from_fields, split_list
 
 _PUBLIC = {
     "solve": "api",
+    "check_job_runs": "api",
     "plan_exists": "api",
     "SolverInternalError": "engine",
     "Pins": "query",
@@ -29,7 +30,7 @@ _PUBLIC = {
     "split_list": "query_fields",
 }
 __all__ = [  # _PUBLIC's names (tests/test_import_rules.py reads _PUBLIC; test_facade checks they agree)
-    "Pins", "PlanChoice", "SolveQuery", "SolveResult", "SolvedPlan", "SolverInternalError", "plan_exists",
+    "Pins", "PlanChoice", "SolveQuery", "SolveResult", "SolvedPlan", "SolverInternalError", "check_job_runs", "plan_exists",
     "query_from_fields", "solve", "split_list",
 ]
 

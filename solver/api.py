@@ -103,6 +103,17 @@ def _explanation(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, bu
     return explain(catalogue, query, space, miss_plan, miss[1] if miss else None, solve_one, budget, fits)
 
 
+def check_job_runs(catalogue: Catalogue, query: SolveQuery) -> None:
+    """Raise what a solve of the query raises whatever offerings it may use: the stack's refusals of
+    the job, its recompute and its layouts, a job no precision runs (the space is built over no
+    offering). fleet/sheet.py asks it of every job row, so a job its stack does not run is that row's
+    `error`, as batch says, not `unserved` on every pool. A query over several stacks (`--stack any`)
+    answers with the stacks that run it, so it is not checked here."""
+    if len(query.stacks) > 1:
+        return
+    build_space(Catalogue(gpus=catalogue.gpus, offerings={}, architectures=catalogue.architectures), query)
+
+
 def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None = None,
                 memo: TableMemo | None = None) -> bool:
     """Whether any plan of the query's space fits, without searching for the best: the first point

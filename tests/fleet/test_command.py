@@ -14,7 +14,7 @@ from helpers.paths import EXAMPLES
 from helpers.sheets import write_csv
 
 JOB_HEADER = ["id", "model", "seq_len", "tokens", "max_gpus", "earliest_start", "deadline", "priority", "required"]
-INVENTORY_HEADER = ["pool", "offering", "num_gpus", "available_from", "available_to", "committed"]
+INVENTORY_HEADER = ["pool", "offering", "num_gpus", "instances", "available_from", "available_to", "committed"]
 GOOD_JOB = {"model": "llama-3.1-8b", "seq_len": "4096", "tokens": "1e9", "max_gpus": "16"}
 POOLS = [{"pool": "h100", "offering": "aws/p5.48xlarge", "num_gpus": "16", "committed": "true"}]
 
@@ -93,8 +93,15 @@ def test_a_window_too_short_is_explained_with_the_deadline_that_fits(tmp_path: P
 @pytest.mark.parametrize(("pools", "fragments"), [
     ([{"pool": "p", "offering": "aws/p9.48xlarge", "num_gpus": "8"}], ("offering='aws/p9.48xlarge'", "row 2")),
     ([{**POOLS[0], "available_from": "0", "available_to": "100"},
-      {**POOLS[0], "available_from": "50", "available_to": "200"}], ("overlapping windows",)),
+      {**POOLS[0], "available_from": "50", "available_to": "200"}],
+     # the later window's row and cell as written (it named the pool's first row and the later's hours)
+     ("row 3: available_from='50': overlaps the window of row 2 (pool 'h100')",)),
+    ([{**POOLS[0], "available_from": "50", "available_to": "200"},
+      {**POOLS[0], "available_from": "0", "available_to": "100"}], ("row 2: available_from='50': overlaps the window of row 3",)),
     ([{**POOLS[0], "num_gpus": "-8"}], ("num_gpus",)),
+    # 64 GPUs beside 2 instances of 8 was taken as 64 silently
+    ([{**POOLS[0], "num_gpus": "64", "instances": "2"}], ("row 2: instances='2': is 2 x 8 GPUs of aws/p5.48xlarge, "
+                                                         "not the row's num_gpus 64",)),
     ([{**POOLS[0], "available_from": "soon"}], ("available_from='soon'",)),
     ([{**POOLS[0], "available_from": "10", "available_to": "5"}], ("available_to",)),
     ([{"pool": "p", "num_gpus": "8"}], ("offering",)),
@@ -110,6 +117,22 @@ def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
     _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
     assert [r["status"] for r in rows] == ["error", "scheduled"]
     assert "pools='h10'" in rows[0]["error"] and "did you mean 'h100'" in rows[0]["error"]
+
+
+def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> None:
+    """Megatron refuses torch.compile and ZeRO-3, torchtitan DeepEP outside its DeepSeek models: each
+    is a bad job (batch's `error`), not a job no pool runs (it came back `unserved`, the refusal in
+    its explanation)."""
+    jobs = [{"id": "a", **GOOD_JOB, "stack": "megatron", "compile": "true"},
+            {"id": "b", **GOOD_JOB, "stack": "megatron", "zero": "3"},
+            {"id": "c", **GOOD_JOB, "model": "qwen3-30b-a3b", "stack": "torchtitan", "moe_dispatcher": "deepep"},
+            {"id": "d", **GOOD_JOB, "stack": "megatron"}]
+    result, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["stack", "compile", "zero", "moe_dispatcher"])
+    assert result.exit_code == 3, result.output
+    assert [r["status"] for r in rows] == ["error", "error", "error", "scheduled"]
+    assert rows[0]["error"].startswith("stack='megatron': does not run torch.compile")
+    assert rows[1]["error"].startswith("stack='megatron': does not run ZeRO stage 3")
+    assert rows[2]["error"].startswith("stack='torchtitan': does not run DeepEP for qwen3-30b-a3b")
 
 
 def test_unknown_columns_quota_without_market_and_unknown_provider_stop_with_exit_2(tmp_path: Path) -> None:
