@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.parallel import plan_split
+from vramplan.models.architecture.parallel import dense_moe_option_refusal, plan_split
 from vramplan.models.architecture.params import count_params
 from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
@@ -192,6 +192,8 @@ def estimate_plan(
     (models/time/cost.py worked_tokens); the tokens reported are the user's."""
     if offering.gpu != gpu.name:
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
+    if (dense := dense_moe_option_refusal(arch, job)) is not None:  # before any stack's refusal of the option
+        raise dense
     refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+from vramplan.models.architecture.parallel import dense_moe_option_refusal
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
@@ -61,6 +62,8 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
         return shared
     arch = catalogue.architecture(query.model)
     job = query.job
+    if (refusal := dense_moe_option_refusal(arch, job)) is not None:  # before any stack's refusal of the option
+        raise refusal
     global_batch = query.effective_global_batch
     batch_divisors = divisors(global_batch)
     if tables is None or not tables.matches(arch, job, global_batch):

@@ -196,6 +196,22 @@ def interleaving_refusal(stack: str, pp: int, micro_batches: int) -> str | None:
     return f"{name} on {pp} stages runs {interleaving_rule(stack)} a step: {' or '.join(map(str, runs))}, or vpp 1"
 
 
+def dense_moe_option_refusal(arch: Architecture, job: Job) -> VramplanError | None:
+    """An MoE option on a dense model, which routes no tokens to experts: a flex dispatcher
+    (`--moe-dispatcher deepep | hybridep`) changed nothing, not even the launch config, and the
+    all-to-all overlap has no all-to-all to hide. Named by the option, not a stack: no stack runs it,
+    so a search over several stacks stops on it (it blamed `stack='hf'` and asked for an EP degree)."""
+    if arch.is_moe:
+        return None
+    if job.moe_dispatcher != "alltoall":
+        return VramplanError("moe_dispatcher", job.moe_dispatcher, f"{arch.name} is a dense model (no experts to "
+                             "dispatch tokens to); drop --moe-dispatcher")
+    if job.moe_a2a_overlap:
+        return VramplanError("moe_a2a_overlap", True, f"{arch.name} is a dense model (no expert all-to-all to "
+                             "overlap); drop --moe-a2a-overlap")
+    return None
+
+
 def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
     """The job's DeepEP dispatcher where its stack routes only DeepSeek models through DeepEP
     (DEEPEP_DEEPSEEK_ONLY_STACKS) and this MoE model is not one: it would run the all-to-all, so the

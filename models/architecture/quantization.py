@@ -284,7 +284,8 @@ def quantization_note(arch: Architecture, job: Job) -> str | None:
         return None
     what = f"the checkpoint stores {stored.describe()} weights"
     if stored.method in ADAPTER_ONLY and job.method != "full":
-        return f"{what}: the frozen base is counted as stored (LoRA/QLoRA train adapters on top of it)"
+        bits = " (--qlora-bits does not re-quantise it)" if job.method == "qlora" else ""
+        return f"{what}: the frozen base is counted as stored (LoRA/QLoRA train adapters on top of it){bits}"
     if stored.method in ADAPTER_ONLY:
         return (f"{what}, which transformers will not fully fine-tune (adapters only): the plan counts "
                 "16-bit weights, i.e. a dequantised or original 16-bit checkpoint")

@@ -49,6 +49,11 @@ def _grouped(method: str, qc: dict[str, Any], source: str) -> str:
 
 
 def _bitsandbytes(qc: dict[str, Any], source: str) -> str:
+    if _flag(qc, "load_in_8bit", source) and _flag(qc, "load_in_4bit", source):
+        # transformers' BitsAndBytesConfig raises "load_in_4bit and load_in_8bit are both True, but only
+        # one can be used at the same time"
+        raise _error("load_in_8bit", True, "is true beside load_in_4bit: a bitsandbytes checkpoint loads in 4 or "
+                     "8 bits, not both (transformers refuses it)", source)
     if _flag(qc, "load_in_8bit", source):
         return "int8"
     if not _flag(qc, "load_in_4bit", source):

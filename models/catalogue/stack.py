@@ -114,11 +114,15 @@ def restacked(job: Job, stack: str, presets: Mapping[str, StackPreset]) -> Job:
 
 def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset],
                    capabilities: Mapping[str, StackCapabilities] | None = None) -> Recompute:
-    """`estimate`'s recompute: the explicit option, else the stack's default, or, where the stack
+    """`estimate`'s recompute: the explicit option, else full where --recompute-layers is given (it
+    names how many layers full recompute covers: left at the stack's none it was ignored), else the
+    stack's default, or, where the stack
     does not run that on `num_gpus` GPUs (litgpt checkpoints every block on several and none on
     one: StackCapabilities.single_gpu_only), the first mode it runs there."""
     if fields.get("recompute") is not None:
         return fields["recompute"]
+    if fields.get("recompute_layers") is not None:  # N layers of full recompute (Megatron's block method)
+        return "full"
     stack = fields.get("stack") or DEFAULT_STACK
     default = presets[stack].recompute
     if capabilities is None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vramplan.models.architecture.parallel import candidate_stages, check_layout, dispatcher_refusal, plan_split
+from vramplan.models.architecture.parallel import (
+    candidate_stages,
+    check_layout,
+    dense_moe_option_refusal,
+    dispatcher_refusal,
+    plan_split,
+)
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.results import Pillar
@@ -108,8 +114,9 @@ def check_job(arch: Architecture, job: Job, precision: str) -> None:
         raise VramplanError(
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
         )
-    if (refusal := dispatcher_refusal(arch, job)) is not None:  # a dispatcher the stack runs for other models only
-        raise refusal
+    for refusal in (dense_moe_option_refusal(arch, job), dispatcher_refusal(arch, job)):
+        if refusal is not None:  # an MoE option on a dense model; a dispatcher the stack runs for other models only
+            raise refusal
 
 
 def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:

@@ -41,3 +41,16 @@ def test_a_contradiction_is_one_line_naming_the_option(command, extra, fragment)
                                    ["--num-gpus", "2", "--pp", "2", "--vpp", "3", "--stack", "torchtitan"]])
 def test_the_same_options_where_they_mean_something_still_run(extra):
     assert invoke("estimate", *BASE, *extra).exit_code in (0, 3)
+
+
+def test_recompute_layers_alone_means_that_many_layers_of_full_recompute():
+    """--recompute-layers N names how many layers full recompute covers: with --recompute left free,
+    estimate kept the stack's none and solve returned plans that recompute none, the option ignored."""
+    import json
+
+    alone = json.loads(invoke("estimate", *BASE, "--recompute-layers", "4", "--format", "json").stdout)
+    explicit = json.loads(invoke("estimate", *BASE, "--recompute", "full", "--recompute-layers", "4", "--format", "json").stdout)
+    assert alone["plan"]["recompute"] == "full" and alone["memory"] == explicit["memory"]
+    solved = json.loads(invoke("solve", *BASE, "--global-batch", "64", "--recompute-layers", "4", "--top", "3",
+                               "--format", "json").stdout)
+    assert solved["plans"] and all(p["plan"]["recompute"] == "full" for p in solved["plans"])

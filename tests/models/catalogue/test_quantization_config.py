@@ -65,6 +65,8 @@ def test_gpt_oss_fixture_is_mxfp4() -> None:
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": SECRET},
      "quantization_config.bnb_4bit_quant_type"),
     ({"quant_method": "bitsandbytes"}, "quantization_config.load_in_4bit"),
+    # transformers refuses both (BitsAndBytesConfig); it was read as 8-bit without a word
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}, "quantization_config.load_in_8bit"),
     ({"quant_method": "fp8", "weight_block_size": [128, SECRET]}, "quantization_config.weight_block_size"),
     (SECRET, "quantization_config"),
 ])
@@ -115,6 +117,9 @@ def test_lora_on_a_gptq_checkpoint_keeps_the_stored_base() -> None:
         assert frozen_base_format(arch, job) == WeightFormat("gptq", 4, 128)
         assert frozen_base_bytes(arch, job, "bf16") == stored + 2 * rest
     assert "GPTQ 4-bit (group 128)" in quantization_note(arch, Job(method="lora"))
+    # --qlora-bits 8 changed nothing and said nothing
+    assert "--qlora-bits does not re-quantise it" in quantization_note(arch, Job(method="qlora", qlora_bits=8))
+    assert "--qlora-bits" not in quantization_note(arch, Job(method="lora"))
 
 
 def test_full_fine_tuning_of_a_quantized_checkpoint_counts_16_bit_weights() -> None:

@@ -130,6 +130,18 @@ def test_the_estimate_says_it_holds_them() -> None:
     assert "dispatcher's own buffers" not in invoke(*base).stdout
 
 
+@pytest.mark.parametrize("command", ["estimate", "solve"])
+@pytest.mark.parametrize("dispatcher", ["deepep", "hybridep"])
+def test_a_flex_dispatcher_on_a_dense_model_is_refused(command: str, dispatcher: str) -> None:
+    """A dense model dispatches no tokens: the option changed nothing (memory, time and the launch
+    config as with the all-to-all) and was accepted silently; the overlap is refused there too."""
+    result = invoke(command, "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+                    "--stack", "megatron", "--moe-dispatcher", dispatcher)
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: moe_dispatcher='{dispatcher}': llama-3.1-8b is a dense model (no experts to "
+                             "dispatch tokens to); drop --moe-dispatcher\n")
+
+
 def test_the_search_keeps_them_per_ep_degree(catalogue) -> None:
     """The solver's buffer table is keyed by what the buffers read: with a flex dispatcher the tp x ep
     group (HybridEP's grows with it), without one not the EP degree (one entry for every EP)."""

@@ -134,7 +134,14 @@ def test_an_explanation_offers_dropping_the_overlap_and_nothing_it_refuses(catal
     assert result.explanation.smallest_change.startswith("no MoE all-to-all overlap")
 
 
-def test_a_dense_model_is_told_the_overlap_needs_expert_parallelism() -> None:
-    message = one_line_error(invoke("solve", "--model", "llama-3.1-8b", "--stack", "megatron", "--moe-a2a-overlap",
+@pytest.mark.parametrize("stack", ["megatron", "any", "hf"])
+def test_a_dense_model_is_told_it_has_no_all_to_all_to_overlap(stack: str) -> None:
+    """Once "needs expert parallelism (ep=1)", blamed on one stack even under --stack any (hf's), and
+    asking for an EP degree a dense model cannot have: the option itself is refused, in solve and estimate."""
+    expected = ("moe_a2a_overlap=True: llama-3.1-8b is a dense model (no expert all-to-all to overlap); "
+                "drop --moe-a2a-overlap")
+    message = one_line_error(invoke("solve", "--model", "llama-3.1-8b", "--stack", stack, "--moe-a2a-overlap",
                                     "--gpu", "h100-sxm-80gb", "--global-batch", "64", "--max-gpus", "16", "--tokens", "1e9"))
-    assert "without expert parallelism (ep=1" in message
+    assert expected in message
+    assert expected in one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--stack", stack.replace("any", "megatron"),
+                                             "--moe-a2a-overlap", "--num-gpus", "8"))
