@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import catalogue_options
+from vramplan.commands.options import CountRange, catalogue_options
 from vramplan.sheets.formats import FORMATS
 
 models_dir_option = click.option(
@@ -25,13 +25,13 @@ models_dir_option = click.option(
               help="Where to write the plans (one row per job, input columns first).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="Output format [default: from the output's extension, else csv].")
-@click.option("--workers", type=click.IntRange(1, 4096), default=None,
+@click.option("--workers", type=CountRange(1, 4096), default=None,
               help="Worker processes (local backend, or a local Ray/Dask cluster) [default: CPU cores].")
 @click.option("--backend", type=click.Choice(["local", "ray", "dask"]), default="local", show_default=True,
               help="local = process pool; ray/dask = a cluster (pip install 'vramplan[ray]' / '[dask]').")
 @click.option("--address", default=None,
               help="Ray address (or RAY_ADDRESS), Dask scheduler address or scheduler file [default: local cluster].")
-@click.option("--chunk-size", type=click.IntRange(1, 10_000), default=None,
+@click.option("--chunk-size", type=CountRange(1, 10_000), default=None,
               help="Rows per task, exactly [default: about 16 locally, rows of one model and job together].")
 @click.option("--resume", is_flag=True,
               help="Keep the rows the output (and its journal) already answer; solve the rest.")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import POSITIVE, catalogue_options
+from vramplan.commands.options import POSITIVE, CountRange, catalogue_options
 from vramplan.fleet.domain import FLEET_OBJECTIVES, MAX_HORIZON_DAYS, MAX_SEED, MAX_TIME_LIMIT_S
 from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp
 from vramplan.sheets.formats import FORMATS
@@ -58,8 +58,8 @@ class Timestamp(click.ParamType):
               help=f"Nothing runs past this many days from the start (at most {MAX_HORIZON_DAYS:,}).")
 @click.option("--time-limit", type=AtMost(MAX_TIME_LIMIT_S), default=60.0, show_default=True,
               help="Seconds for the whole run: plans, schedule, explanations (at most a day; docs/fleet.md#time-limit).")
-@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="CP-SAT workers.")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+@click.option("--workers", type=CountRange(1, 64), default=2, show_default=True, help="CP-SAT workers.")
+@click.option("--seed", type=CountRange(0, MAX_SEED), default=0, show_default=True,
               help="CP-SAT random seed (an int32: 0 .. 2**31-1).")
 @click.option("--market", type=click.Choice(["on", "off"]), default="off", show_default=True,
               help="Also rent on demand from the offerings catalogue (one pool per provider).")

@@ -81,6 +81,21 @@ class StackChoice(click.ParamType):
         return value
 
 
+class CountRange(GrammarNumber):
+    """A whole number in the grammar (ASCII digits: click's IntRange took `--workers ٢` and `--seed ５`
+    through Python's int()) within [low, high]."""
+
+    def __init__(self, low: int, high: int) -> None:
+        super().__init__("integer range", "parse_count")
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{value!r} is not in the range {self.low}<=x<={self.high}", param, ctx)
+        return number
+
+
 COUNT = GrammarNumber("integer", "parse_count")
 REAL = GrammarNumber("number", "parse_real")
 POSITIVE = GrammarNumber("number", "parse_positive")
@@ -148,10 +163,11 @@ job_options = _stack(
                  help="Step each parameter in its gradient hook (torchtune optimizer_in_bwd): no full gradient buffer."),
     click.option("--activation-offload/--no-activation-offload", default=None,
                  help="Offload saved activations to host memory (torchtune OffloadActivations, Unsloth checkpointing)."),
-    click.option("--compile", "compile", type=click.Choice(COMPILES[1:]), is_flag=False, flag_value="model+loss",
+    click.option("--compile", "compile", type=click.Choice(COMPILES), is_flag=False, flag_value="model+loss",
                  default=None,
                  help="torch.compile: alone, the decoder blocks and the loss (model+loss: torchtitan --compile.enable, "
-                      "torchtune compile: True); `--compile model` the blocks only [default: the stack's]."),
+                      "torchtune compile: True); `--compile model` the blocks only; `--compile none` = --no-compile "
+                      "(the batch column's values) [default: the stack's]."),
     click.option("--no-compile", "no_compile", is_flag=True, default=False,
                  help="No torch.compile: eager element-wise ops, fp32 loss copies [default: the stack's]."),
     click.option("--tp-overlap/--no-tp-overlap", "tp_overlap", default=None,
@@ -207,7 +223,7 @@ def option_fields(options: dict[str, Any]) -> dict[str, Any]:
     become numbers; repeatable --gpu/--provider become the gpus/providers lists)."""
     fields = dict(options)
     if fields.pop("no_compile", False):
-        if fields.get("compile") is not None:
+        if fields.get("compile") not in (None, "none"):
             raise VramplanError("no-compile", True, f"contradicts --compile {fields['compile']}")
         fields["compile"] = "none"
     for name in ("qlora_bits", "zero"):

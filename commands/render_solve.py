@@ -167,6 +167,9 @@ def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> s
                      f"gap {result.objective.gap:.1%}")
     elif result.status == "feasible":
         parts.append(f"{_limit_name(result)} reached: the best plan found so far, not proven optimal (no bound)")
+    elif result.status == "unknown":  # neither a plan nor a proof that none fits
+        parts.append(f"{_limit_name(result)} reached before a plan was found or nothing was proven to fit: raise "
+                     f"--{_limit_name(result).replace(' ', '-')}")
     if result.plans:
         parts += _best_plan_parts(result, screen)
         if len(result.plans) > 1:

@@ -145,7 +145,8 @@ def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path:
     from vramplan.models.core.setup import Plan
 
     if not result.plans:
-        click.echo(f"warning: no plan fits, so there is no launch configuration; {path} not written", err=True)
+        why = "no plan fits" if result.status == "infeasible" else "the limit ran out before a plan was found"
+        click.echo(f"warning: {why}, so there is no launch configuration; {path} not written", err=True)
         return
     choice = result.plans[0].plan
     plan = Plan(**{name: value for name, value in choice.model_dump().items() if name in Plan.model_fields})

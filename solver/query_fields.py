@@ -66,6 +66,9 @@ def stack_list(value: Any) -> tuple[str, ...]:
     names = split_list(value) or ()
     if names == ("any",):
         return tuple(s for s in STACKS if s not in NOT_IN_ANY)
+    if "any" in names:  # it reached job_from_fields as a stack name: "several, or any, are for solve", from solve
+        raise VramplanError("stack", value, "any means every current stack, so it stands alone: give `any`, or list "
+                                            "the stacks (custom among them)")
     return tuple(dict.fromkeys(names)) if len(names) > 1 else ()
 
 

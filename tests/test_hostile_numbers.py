@@ -57,6 +57,21 @@ def test_the_cli_refuses_what_the_sheet_refuses(option, text):
     assert error.value.field == column
 
 
+@pytest.mark.parametrize("args", [
+    ["batch", "jobs.csv", "-o", "plans.csv", "--workers", "\u0662"],
+    ["batch", "jobs.csv", "-o", "plans.csv", "--chunk-size", "\u0663"],
+    ["fleet", "--seed", "\uff15", "jobs.csv", "--inventory", "inv.csv", "-o", "out.csv"],
+    ["fleet", "--workers", "\uff12", "jobs.csv", "--inventory", "inv.csv", "-o", "out.csv"],
+    ["estimate", "--model", "llama-3.1-8b", "--stack", "megatron", "--num-gpus", "4", "--pp", "4",
+     "--stage-layers", "\uff18,8,8,8"],
+])
+def test_other_counts_take_ascii_digits_only(args):
+    """click's IntRange (and str.isdigit in a pipeline split) took full-width and Arabic-Indic digits."""
+    line = one_line_error(invoke(*args))
+    assert "ASCII digits" in line or "stage_layers=" in line
+    assert "Traceback" not in line
+
+
 def test_the_sheet_accepts_what_the_cli_accepts():
     query = parse_row({"model": "gpt2-124m", "seq_len": "5.12e2", "global_batch": "1e3", "tokens": "2e9"})
     assert (query.job.seq_len, query.global_batch, query.tokens) == (512, 1000, 2e9)

@@ -98,12 +98,17 @@ def plan_split(arch: Architecture, plan: Plan) -> Split:
     return plan.stage_layers if plan.stage_layers is not None else stage_layers(arch.num_layers, plan.pp)
 
 
+def _ascii_digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def parse_split(text: str) -> Split:
     """'7,8*14,7' (or '7,8,8,...'): the inverse of split_label; a bad cell is a one-line error."""
     split: list[int] = []
     for part in text.replace(" ", "").split(","):
         count, _, times = part.partition("*")
-        if not count.isdigit() or (times and not times.isdigit()) or int(count) < 1 or (times and int(times) < 1):
+        # ASCII digits only (str.isdigit takes full-width and Arabic-Indic ones: models/core/numbers.py's grammar)
+        if not _ascii_digits(count) or (times and not _ascii_digits(times)) or int(count) < 1 or (times and int(times) < 1):
             raise VramplanError("stage_layers", text, "must be layers per pipeline rank, e.g. 7,8*14,7 (each at least 1)")
         split += [int(count)] * (int(times) if times else 1)
         if len(split) > 1024:

@@ -113,6 +113,8 @@ class Catalogue:
         """A catalogue name (case-insensitive), a path to a Hugging Face config.json (or its folder;
         with `models_dir` only a file inside that folder, models/catalogue/config_file.py), or a hub id such as
         Qwen/Qwen3-8B (models/catalogue/hf_hub.py: its config.json only, never weights)."""
+        if not name_or_path.strip():  # as a path it is the current folder: "model='config.json': cannot read"
+            raise VramplanError("model", name_or_path, "is empty: name a catalogue model, a config.json or a hub id")
         if name_or_path in self.architectures:
             return self.architectures[name_or_path]
         by_lower = {name.lower(): arch for name, arch in self.architectures.items()}

@@ -304,6 +304,8 @@ BAD_INPUTS = {
     "fp8-on-a100": (BASE + ["--precision", "fp8", "--gpu", "a100-sxm-80gb"], ["precision", "fp8", "a100-sxm-80gb"]),
     "zero-4": (BASE + ["--zero", "4"], ["--zero", "4"]),
     "unknown-model": (["estimate", "--model", "llama-3.1-7b"], ["model", "llama-3.1-7b", "llama-3.1-8b"]),
+    # read as the current folder: "model='config.json': cannot read", a value never given
+    "empty-model": (["estimate", "--model", ""], ["model=''", "is empty"]),
     "unknown-gpu": (BASE + ["--gpu", "h100"], ["gpu", "'h100'", "h100-sxm-80gb", "h100-pcie-80gb"]),
     "tokens-overflow": (BASE + ["--tokens", "1e400"], ["--tokens", "1e400"]),
     "tokens-not-a-number": (BASE + ["--tokens", "abc"], ["--tokens", "abc"]),

@@ -25,6 +25,8 @@ def test_compile_lowers_the_estimate_and_raises_the_speed() -> None:
     speeds = [r["performance"]["tokens_per_s"] for r in (eager, blocks, whole)]
     assert speeds[0] < speeds[1] < speeds[2]
     assert default["memory"]["total_bytes"] == totals[0]
+    # `--compile none` is --no-compile (the batch column's value; it was "not one of 'model', 'model+loss'")
+    assert _estimate("--compile", "none") == eager and _estimate("--compile", "none", "--no-compile") == eager
 
 
 def test_compile_and_no_compile_together_is_bad_input() -> None:

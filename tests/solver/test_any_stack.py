@@ -51,6 +51,10 @@ def test_a_stack_the_job_cannot_use_drops_out_and_one_stack_is_for_estimate() ->
     assert Job().stack == "hf"
     line = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--stack", "any"))
     assert "a job runs on one stack" in line
+    # `any` in a list reached the job as a stack name, and solve was told several are "for solve"
+    line = one_line_error(invoke("solve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--stack", "any,custom"))
+    assert line == ("error: stack='any,custom': any means every current stack, so it stands alone: give `any`, "
+                    "or list the stacks (custom among them)")
 
 
 def test_a_batch_row_may_name_several_stacks(tmp_path) -> None:

@@ -144,3 +144,9 @@ def test_solve_takes_a_work_limit(catalogue) -> None:
     parsed = SolveResult.model_validate_json(result.stdout)
     assert result.exit_code == 3 and parsed.status == "unknown" and parsed.limit_reached == "work"
     assert invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--work-limit", "0").exit_code == 2
+    # the table named neither the limit nor what to do ("status UNKNOWN" alone), and the launch
+    # config's warning said "no plan fits", which UNKNOWN never means
+    table = invoke("solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "64", "--work-limit", "0.05",
+                   "--launch-config", "unwritten.sh")
+    assert "work limit reached before a plan was found or nothing was proven to fit: raise --work-limit" in table.stdout
+    assert "the limit ran out before a plan was found, so there is no launch configuration" in table.stderr
