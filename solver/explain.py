@@ -14,7 +14,7 @@ from vramplan.models.catalogue.stack_contract import broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason, interleaving_reason
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
-from vramplan.solver.fitting import shape_points
+from vramplan.solver.fitting import explained_layouts, shape_points
 from vramplan.solver.points import Choice, step_cap_us, step_us
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
@@ -119,10 +119,15 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     return best
 
 
-# Subsets of at most 4 restrictions: at most 15 questions, of which only the first infeasible
-# subset has to be proven so (the others stop at their first plan; measured:
-# docs/performance.md#explanations).
-MAX_CONFLICT_SEARCH_RESTRICTIONS = 4
+# Subsets of at most 6 restrictions: at most 63 questions, of which only the first infeasible
+# subset has to be proven so (the others stop at their first plan), and the relaxed space is built
+# once for the subsets that differ in --max-days and --min-mfu alone (solver/table_memo.py
+# NOT_IN_SPACE). The defaults --min-mfu 0.05 and --max-days 365 count, so a batch row with a GPU
+# list, a GPU limit and two pins has 6. At 4, the 120 infeasible rows of the batch benchmark's
+# every-7th-group sample took 56 s of CPU and 16 of them named no conflict (the conflict-set model's
+# set did not hold on the full space); at 6, 32.5 s, and each names its smallest conflict
+# (docs/performance.md#explanations).
+MAX_CONFLICT_SEARCH_RESTRICTIONS = 6
 
 
 def smallest_conflict(query: SolveQuery, fits: Fits) -> list[str] | None:
@@ -203,8 +208,11 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
         yield "QLoRA instead of LoRA (--method qlora)", query.model_copy(
             update={"job": job.model_copy(update={"method": "qlora"})}), None
     if job.method == "full":
+        # an adapter job needs fewer GPUs than the full one: the count is left to the search, and said
+        count_freed = f", without --num-gpus {pins.num_gpus}" if pins.num_gpus is not None else ""
         for method in ("lora", "qlora"):
-            yield f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method})", query.model_copy(
+            change = f"{'LoRA' if method == 'lora' else 'QLoRA'} instead of full fine-tuning (--method {method}{count_freed})"
+            yield change, query.model_copy(
                 update={"job": job.model_copy(update={"method": method}), "pins": pins.model_copy(update={"num_gpus": None})}), None
 
 
@@ -255,9 +263,9 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     try:
         conflicts = None
         if space.clusters and len(restrictions_of(query)) <= MAX_CONFLICT_SEARCH_RESTRICTIONS:
-            # Few restrictions: ask the full space directly (at most 15 yes/no questions, each
-            # stopping at the first plan). The conflict-set model below answers the same at twice
-            # the CPU (docs/performance.md#explanations).
+            # Few restrictions: ask the full space directly (at most 63 yes/no questions, each
+            # stopping at the first plan). The conflict-set model below took more CPU and named no
+            # conflict where its set did not hold on the full space (docs/performance.md#explanations).
             conflicts = smallest_conflict(query, fits)
         elif space.clusters:
             conflicts = conflicting_restrictions(catalogue, query, space, budget)
@@ -285,7 +293,11 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
     elif miss is not None and over_mib is not None and over_mib > 0:
         limits = [name for name, value in (("budget", query.budget_usd), ("deadline", query.deadline_hours)) if value]
         within = f" within the {' and '.join(limits)}" if limits else ""
-        parts.append(f"the closest plan{within} is {_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
+        # the closest miss walks the least parallel layout only (fitting.explained_layouts): said, as a
+        # model-parallel plan can come far closer (Qwen3-235B on H100s: 1,351.6 GiB over on one GPU)
+        least = space.layouts[explained_layouts(space)[0]].label() or "data parallelism alone"
+        parts.append(f"the closest plan{within} of the least parallel layout ({least}) is "
+                     f"{_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
     try:
         parts += budget_deadline_reasons(query, conflicts or [], solve_one)

@@ -102,6 +102,8 @@ def test_seventy_b_on_two_a100s_is_explained(catalogue) -> None:
     # QLoRA as HF/PEFT runs it (fp32 non-quantised parameters, a fragmentation reserve) needs a few
     # GPUs at 8k context, far fewer than the full fine-tune's 16 or more.
     assert qlora.fits and qlora.plan.num_gpus < more.plan.num_gpus
+    # the count is the search's there, and the change says so (it read as if --method qlora alone fitted)
+    assert qlora.change == "QLoRA instead of full fine-tuning (--method qlora, without --num-gpus 2)"
     assert why.closest_miss is not None and not why.closest_miss.memory.fits
     assert why.dominant_pillar == why.closest_miss.memory.dominant_pillar
     assert why.over_limit_bytes > 0

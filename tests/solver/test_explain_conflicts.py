@@ -4,8 +4,8 @@ The conflict model (solver/restrictions.py) enumerates the least parallel layout
 model that fits only with TP x PP it can name a restriction the full space meets: Llama 3.1 70B
 at 8k on RTX 4090s alone "conflicts" on data parallelism, yet 64 of them fit with TP 4 x PP 8.
 The explanation then asks the full space (explain.smallest_conflict): the real conflict is the
-GPU type together with the GPU limit. Before, it reported no conflict at all. Up to 4
-restrictions are searched so (at most 15 questions); more go to the conflict-set model."""
+GPU type together with the GPU limit. Before, it reported no conflict at all. Up to 6
+restrictions are searched so (at most 63 questions); more go to the conflict-set model."""
 
 from __future__ import annotations
 
@@ -68,9 +68,12 @@ FOUR = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("l40s-48gb"
     (set(), []),
 ])
 def test_smallest_conflict_is_the_first_infeasible_subset_smallest_first(conflict, expected) -> None:
-    five = FOUR.model_copy(update={"providers": ("aws",)})
-    assert len(restrictions_of(five)) == 5  # gpu, provider, max-gpus, zero, offload: over the limit of 4
-    assert smallest_conflict(five, _fake_solver(conflict, [])) is None
+    seven = FOUR.model_copy(update={"providers": ("aws",), "min_mfu": 0.05, "max_days": 365})
+    # gpu, provider, max-gpus, the default MFU floor and days, zero, offload: over the limit of 6
+    assert len(restrictions_of(seven)) == 7
+    assert smallest_conflict(seven, _fake_solver(conflict, [])) is None
+    six = FOUR.model_copy(update={"min_mfu": 0.05, "max_days": 365})  # a batch row with two pins: searched
+    assert len(restrictions_of(six)) == 6 and smallest_conflict(six, _fake_solver(conflict, [])) == expected
     labels = sorted(r.label for r in restrictions_of(FOUR))
     assert labels == ["--gpu l40s-48gb", "--max-gpus 8", "--offload none", "--zero 1"]
     calls: list[frozenset[str]] = []
