@@ -112,6 +112,9 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         return None
     zf, r = _var(model, sorted(allowed_zf), "zf"), _var(model, sorted(allowed_r), "r")
     p, li = _var(model, precisions, "p"), _var(model, layouts, "layout")
+    refused = [(z, lay) for z in sorted(allowed_zf) for lay in layouts if not space.pair_allows(z, lay, n)]
+    if refused:  # ZeRO x offload beside a layout the stack does not run together here (SearchSpace.pair_allows)
+        model.add_forbidden_assignments([zf, li], refused)
     # (layout, micro-batch) pairs that keep global batch = micro x accumulation x dp exact.
     pairs = [(lay, b_) for lay in layouts for b_ in space.valid_batches[n, lay]]
     lb = model.new_int_var(0, len(pairs) - 1, "layout_batch")

@@ -110,7 +110,9 @@ def _count_leanest(space: SearchSpace, n_i: int) -> tuple[int, str] | None:
     for li in space.count_layouts[n_i]:
         layout = space.layouts[li]
         stages = set(space.checked_stages(layout.pipeline))
-        for (zero, offload), precision in product(space.zero_offloads, space.precisions):
+        for (zf, (zero, offload)), precision in product(enumerate(space.zero_offloads), space.precisions):
+            if not space.pair_allows(zf, li, n_i):  # a pair the stack does not run (SearchSpace.pair_allows)
+                continue
             total = max(space.tables.rank_states(layout, zero, offload, n, precision, stage).gpu_bytes
                         for stage in stages)
             if best is None or total < best[0]:

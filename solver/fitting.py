@@ -84,7 +84,8 @@ def shape_points(space: SearchSpace, shape: Shape) -> Iterator[tuple[int, Inner]
     """memory_peaks of a shape, without the choices the stack does not run on its GPU count."""
     g, n, per_instance, _ = shape
     return ((peak, inner) for peak, inner in memory_peaks(space, g, n, tp_reach(per_instance))
-            if space.count_allows(n, inner.zero_offload, inner.recompute))
+            if space.count_allows(n, inner.zero_offload, inner.recompute)
+            and space.pair_allows(inner.zero_offload, inner.layout, n))
 
 
 def shape_table(space: SearchSpace, timed: bool = True) -> dict[Shape, list[tuple[Inner, InnerMetrics]]]:
@@ -143,7 +144,7 @@ def _memory_fitting(space: SearchSpace, shape: Shape) -> list[tuple[Inner, Inner
                          for z, rr, i, k in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist())], dtype=np.int64)
         for z, rr, i, k, total, st, h in zip(zf.tolist(), r.tolist(), b.tolist(), p.tolist(), peak[zf, r, b, p].tolist(),
                                              static_mib.tolist(), host.tolist()):
-            if not space.count_allows(n, z, rr):
+            if not space.count_allows(n, z, rr) or not space.pair_allows(z, li, n):
                 continue
             fitting.append((Inner(z, rr, precisions[k], batches[i], li), InnerMetrics(st, total - st, h, 0)))
     return fitting

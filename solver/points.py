@@ -137,7 +137,7 @@ def _memory_metrics(space: SearchSpace, shape: Shape, inner: Inner, memory: bool
     zf, r, p, b, li = inner
     if (g, p) not in space.valid_gpu_precision or space.layouts[li].tp > tp_reach(per_instance):
         return None
-    if not space.count_allows(n, zf, r):
+    if not space.count_allows(n, zf, r) or not space.pair_allows(zf, li, n):
         return None
     columns = memory_columns_mib(space, n, inner)
     if columns is None:

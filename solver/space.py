@@ -22,6 +22,7 @@ from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import runs_on_count
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
+from vramplan.models.core.layout_behaviours import SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S, to_us
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
@@ -95,6 +96,10 @@ class SearchSpace:
     # What the search looks up by shape, count or pipeline, derived from the domains when the space
     # is built (derive_lookups), never filled later:
     count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)  # several GPUs?
+    # Where the stack runs model parallelism only beside FSDP (stack_contract.zero_layout_refusal): the
+    # model-parallel layouts and the ZeRO x offload choices that do not shard; empty for other stacks
+    sharded_layouts: frozenset[int] = frozenset()
+    unsharded_choices: frozenset[int] = frozenset()
     # Integer tables, keyed by domain indices; a missing key is an invalid combination. Those every
     # count shares are made here at build; each count's, layout's and shape's own are filled on
     # first read, in on_use (solver/space_fills.py), the one part of the space that grows.
@@ -178,6 +183,14 @@ class SearchSpace:
         on one GPU, litgpt checkpoints every block on several)."""
         zfs, rs = self.count_choices(n)
         return zf in zfs and r in rs
+
+    def pair_allows(self, zf: int, li: int, n: int) -> bool:
+        """Whether the stack runs ZeRO x offload zf beside layout li on count index n's GPUs (a
+        model-parallel layout needs FSDP over more than one rank there: stack_contract.zero_layout_refusal)."""
+        if li not in self.sharded_layouts:
+            return True
+        layout = self.layouts[li]
+        return zf not in self.unsharded_choices and self.counts[n] // layout.model_parallel * layout.cp > 1
 
     def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
         """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
@@ -321,7 +334,8 @@ def derive_lookups(space: SearchSpace) -> None:
     is built, then only read): each cluster shape's layouts and their (pp, tp) branches, the
     clusters of each shape, each TP reach's layout set number in the family's UnitMemo (unit_shape),
     the checked-rank aliases of each pipeline, the ZeRO x offload and recompute choices the stack
-    runs on one GPU and on several, and each (GPU, count)'s least compute (the tier-0 bound)."""
+    runs on one GPU and on several, what decides the (ZeRO x offload, layout, count) combinations it
+    does not run (pair_allows), and each (GPU, count)'s least compute (the tier-0 bound)."""
     for c, cluster in enumerate(space.clusters):
         space.shape_members.setdefault(cluster.shape, []).append(c)
     for shape in space.shape_members:
@@ -339,6 +353,9 @@ def derive_lookups(space: SearchSpace) -> None:
         stages = space.checked_stages(pipeline)
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
+    if space.job.stack in SHARDED_MODEL_PARALLEL_STACKS:
+        space.sharded_layouts = frozenset(li for li, layout in enumerate(space.layouts) if layout.model_parallel * layout.ep > 1)
+        space.unsharded_choices = frozenset(zf for zf, (zero, _) in enumerate(space.zero_offloads) if zero < 2)
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)

@@ -9,6 +9,7 @@ import logging
 
 from vramplan.models.architecture.parallel import dense_moe_option_refusal
 from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.stack_contract import refusal_message, zero_layout_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.memory.memory import check_job
@@ -48,6 +49,20 @@ def kept_valid_layouts(tables: Tables, query: SolveQuery, max_tp: int = MAX_TP) 
     kept with the job's tables; TP and EP up to max_tp (layouts.degree_limit)."""
     pins = query.pins.model_dump_json(include=LAYOUT_PINS)  # what valid_layouts reads of the pins
     return tables.kept(("valid-layouts", pins, max_tp), lambda: valid_layouts(tables.arch, tables.job, query.pins, max_tp))
+
+
+def _refuse_unrunnable_pins(space: SearchSpace) -> None:
+    """Bad input where no ZeRO stage, layout and count the pins leave is one the stack runs together
+    (torchtitan's TP without FSDP: SearchSpace.pair_allows); the first combination's refusal names it."""
+    if not space.sharded_layouts:
+        return
+    combos = [(zf, li, n) for n in range(len(space.counts)) for li in space.count_layouts[n]
+              for zf in range(len(space.zero_offloads))]
+    if combos and not any(space.pair_allows(zf, li, n) for zf, li, n in combos):
+        zf, li, n = combos[0]
+        refusal = zero_layout_refusal(space.job.stack, space.zero_offloads[zf][0], space.layouts[li], space.counts[n])
+        if refusal is not None:
+            raise VramplanError("stack", space.job.stack, refusal_message(space.job.stack, refusal))
 
 
 def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None = None,
@@ -117,6 +132,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     fill_memory_tables(space, tables)
     fill_compute_tables(space, tables)
     derive_lookups(space)
+    _refuse_unrunnable_pins(space)
     log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
     memo.keep_space(catalogue, query, space)
     return space

@@ -23,6 +23,7 @@ from pydantic import field_validator
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
+from vramplan.models.core.layout_behaviours import SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
@@ -201,6 +202,21 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activat
     return None
 
 
+def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int) -> tuple[str, object, str] | None:
+    """Model parallelism without FSDP sharding, where the stack runs it only beside FSDP
+    (SHARDED_MODEL_PARALLEL_STACKS: torchtitan refuses DDP beside it, and without a shard group of
+    more than one rank, dp x cp, turns mixed precision off: ParallelDims.fsdp_enabled is dp_shard > 1
+    or cp > 1). Per (ZeRO stage, layout, GPU count), not per feature: the search forbids the
+    combinations (solver SearchSpace.pair_allows)."""
+    if stack not in SHARDED_MODEL_PARALLEL_STACKS or layout.model_parallel * layout.ep == 1:
+        return None
+    if zero < 2:
+        return "zero", zero, "model parallelism (TP, PP, CP, EP) without FSDP (ZeRO-2/3)"
+    if num_gpus // layout.model_parallel * layout.cp == 1:
+        return "num_gpus", num_gpus, "model parallelism (TP, PP, EP) without a data-parallel rank to shard over (FSDP)"
+    return None
+
+
 def _layout_value(layout: Layout, field: str) -> object:
     if field == "stage_layers":
         return ",".join(map(str, layout.split or ()))
@@ -281,6 +297,7 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
             or layout_refusal(caps, job.method, plan.layout, offloading, overlap)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
             or states_refusal(caps, job.method, plan.zero, plan.offload)
+            or zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus)
             or recompute_refusal(caps, plan.recompute, offloading, overlap)
             or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute, plan.zero))
 

@@ -37,3 +37,14 @@ PP_GROUPED_INTERLEAVING_STACKS = Behaviour(
 DEEPEP_DEEPSEEK_ONLY_STACKS = Behaviour(
     "the DeepEP backend runs for DeepSeek models only (others fall back to the all-to-all)",
     frozenset({"torchtitan"}), "models/architecture/parallel.py")
+
+# Stacks that run model parallelism only beside FSDP: torchtitan v0.2.2 (73a0e69) refuses DDP beside
+# any other dimension (models/llama3/infra/parallelize.py L148-151: "DDP has not supported > 1D
+# parallelism", the same in its 2024-12 release), turns mixed precision off under TP or PP without
+# FSDP or CP (distributed/utils.py L246-256 maybe_enable_amp: the run is training.dtype, float32 by
+# default, job_config.py L275), and shards over the CP ranks whenever CP is on (its mesh's
+# dp_shard_cp): a plan without sharding (ZeRO-0) runs data parallelism alone or one GPU.
+# models/catalogue/stack_contract.py zero_layout_refusal.
+SHARDED_MODEL_PARALLEL_STACKS = Behaviour(
+    "model parallelism (TP, PP, CP, EP) only beside FSDP: without sharding, DDP or one GPU",
+    frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/catalogue/stack_contract.py")

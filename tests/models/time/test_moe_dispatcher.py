@@ -231,8 +231,9 @@ def test_the_launch_configs_carry_the_published_keys() -> None:
     titan = tomllib.loads(launch_config(Job(seq_len=4096, stack="torchtitan", moe_dispatcher="deepep"),
                                         plan.model_copy(update={"zero": 2}), num_layers=48).text)
     assert titan["parallelism"]["expert_parallel_comm_backend"] == "deepep"  # v0.2.2 Parallelism field
-    with pytest.raises(VramplanError, match="moe_dispatcher"):
-        launch_config(Job(seq_len=4096, stack="torchtitan", moe_dispatcher="hybridep"), plan, num_layers=48)
+    with pytest.raises(VramplanError, match="moe_dispatcher"):  # FSDP beside EP, as torchtitan runs it
+        launch_config(Job(seq_len=4096, stack="torchtitan", moe_dispatcher="hybridep"), plan.model_copy(update={"zero": 2}),
+                      num_layers=48)
 
 
 def test_torchtitan_runs_deepep_for_deepseek_models_only(catalogue) -> None:
@@ -248,7 +249,8 @@ def test_torchtitan_runs_deepep_for_deepseek_models_only(catalogue) -> None:
     assert dispatcher_refusal(qwen, deepep.model_copy(update={"stack": "megatron"})) is None
     assert dispatcher_refusal(qwen, deepep.model_copy(update={"moe_dispatcher": "alltoall"})) is None
     base = ["--stack", "torchtitan", "--moe-dispatcher", "deepep", "--seq-len", "4096", "--gpu", "h100-sxm-80gb"]
-    message = one_line_error(invoke("estimate", "--model", "qwen3-30b-a3b", "--num-gpus", "8", "--ep", "8", *base))
+    message = one_line_error(invoke("estimate", "--model", "qwen3-30b-a3b", "--num-gpus", "8", "--ep", "8", "--zero", "3",
+                                    *base))
     assert "stack='torchtitan'" in message and "moe_dispatcher=deepep" in message and "DeepSeek (MLA MoE)" in message
     message = one_line_error(invoke("solve", "--model", "qwen3-30b-a3b", "--max-gpus", "8", "--tokens", "1e9", *base))
     assert "moe_dispatcher=deepep" in message
@@ -256,4 +258,5 @@ def test_torchtitan_runs_deepep_for_deepseek_models_only(catalogue) -> None:
     solved = invoke("solve", "--model", "qwen3-30b-a3b", "--stack", "megatron,torchtitan", "--moe-dispatcher", "deepep",
                     "--gpu", "h100-sxm-80gb", "--global-batch", "64", "--max-gpus", "32", "--tokens", "1e9", "--format", "json")
     assert solved.exit_code == 0 and {p["plan"]["stack"] for p in json.loads(solved.stdout)["plans"]} == {"megatron"}
-    assert invoke("estimate", "--model", "deepseek-v2-lite", "--num-gpus", "8", "--ep", "8", *base).exit_code in (0, 3)
+    assert invoke("estimate", "--model", "deepseek-v2-lite", "--num-gpus", "8", "--ep", "8", "--zero", "3",
+                  *base).exit_code in (0, 3)

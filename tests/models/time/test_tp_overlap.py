@@ -149,7 +149,8 @@ def test_the_cli_option_round_trips_and_speeds_up_the_estimate() -> None:
     assert default["performance"]["tokens_per_s"] == off["performance"]["tokens_per_s"]
     assert on["performance"]["tokens_per_s"] > off["performance"]["tokens_per_s"]
     assert on["memory"]["total_bytes"] == off["memory"]["total_bytes"]  # a time option
-    titan = _estimate("torchtitan", "--compile", "--tp-overlap", "--zero", "3")
+    # torchtitan runs TP beside FSDP over more than one rank (SHARDED_MODEL_PARALLEL_STACKS): 16 GPUs, DP 2
+    titan = _estimate("torchtitan", "--compile", "--tp-overlap", "--zero", "3", "--num-gpus", "16")
     assert titan["job"]["tp_overlap"] is True and titan["job"]["compile"] == "model+loss"
     without_sp = invoke(*[a for a in ESTIMATE if a != "--sequence-parallel"], "--stack", "megatron", "--tp-overlap")
     assert without_sp.exit_code == 2
@@ -160,7 +161,7 @@ def test_stacks_without_it_refuse_the_option_in_one_line() -> None:
     result = invoke(*ESTIMATE, "--stack", "hf", "--tp-overlap")
     assert result.exit_code == 2
     assert_error_line(result, "stack='hf'", "TP communication overlap", "tp_overlap=True")
-    result = invoke(*ESTIMATE, "--stack", "torchtitan", "--zero", "3", "--tp-overlap", "--no-compile")
+    result = invoke(*ESTIMATE, "--stack", "torchtitan", "--zero", "3", "--num-gpus", "16", "--tp-overlap", "--no-compile")
     assert result.exit_code == 2
     assert_error_line(result, "stack='torchtitan'", "async TP without torch.compile")
 
@@ -180,10 +181,11 @@ def test_the_launch_configs_carry_the_published_keys() -> None:
     assert "--tp-comm-overlap" not in launch_config(_job("megatron", True), Plan(**{**TP8, "sequence_parallel": False}),
                                                    num_layers=80).text
     assert "--tp-comm-overlap" not in launch_config(_job("megatron", False), plan, num_layers=80).text
-    titan = tomllib.loads(launch_config(_job("torchtitan", True, compile="model+loss"), plan, num_layers=80).text)
+    sharded = Plan(**{**TP8, "num_gpus": 16, "zero": 3})  # torchtitan's TP beside FSDP over DP 2
+    titan = tomllib.loads(launch_config(_job("torchtitan", True, compile="model+loss"), sharded, num_layers=80).text)
     assert titan["parallelism"]["enable_async_tensor_parallel"] is True  # v0.2.2 Parallelism field
     assert titan["compile"] == {"enable": True, "components": ["model", "loss"]}
-    off = tomllib.loads(launch_config(_job("torchtitan", False, compile="model+loss"), plan, num_layers=80).text)
+    off = tomllib.loads(launch_config(_job("torchtitan", False, compile="model+loss"), sharded, num_layers=80).text)
     assert "enable_async_tensor_parallel" not in off["parallelism"]
     with pytest.raises(VramplanError, match="tp_overlap"):
-        launch_config(_job("torchtitan", True), plan, num_layers=80)
+        launch_config(_job("torchtitan", True), sharded, num_layers=80)
