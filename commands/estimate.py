@@ -52,8 +52,8 @@ from vramplan.commands.options import (
                    "--decoder-first/last-pipeline-num-layers or a layout) [default: even, the remainder on the "
                    "ranks before the last].")
 @click.option("--launch-config", "launch_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the stack's own launch configuration for the plan to FILE (deepspeed: JSON, "
-                   "megatron: arguments, torchtitan: TOML).")
+              help="Also write the stack's own launch configuration for the plan to FILE (hf, unsloth: JSON of the "
+                   "calls; deepspeed: JSON; megatron, torchtune, litgpt: shell arguments; torchtitan: TOML).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
                    "needs vramplan[plot]).")
@@ -116,6 +116,7 @@ def estimate_command(**options: Any) -> None:
     if options["launch_path"] is not None:
         from vramplan.launch.configs import launch_config
 
-        output.emit(launch_config(job, result.plan, result.model.num_layers).text, options["launch_path"])
+        arch = catalogue.architecture(options["model"])
+        output.emit(launch_config(job, result.plan, arch.num_layers, arch.num_experts).text, options["launch_path"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

@@ -96,8 +96,8 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
               help="Also draw the cost-vs-time Pareto front to FILE (.png, .svg, .pdf; implies --pareto; "
                    "needs vramplan[plot]).")
 @click.option("--launch-config", "launch_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the stack's own launch configuration for the plan to FILE (deepspeed: JSON, "
-                   "megatron: arguments, torchtitan: TOML).")
+              help="Also write the stack's own launch configuration for the plan to FILE (hf, unsloth: JSON of the "
+                   "calls; deepspeed: JSON; megatron, torchtune, litgpt: shell arguments; torchtitan: TOML).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write one self-contained HTML page: plan, memory chart, alternatives, front "
                    "(implies --pareto; needs vramplan[plot]).")
@@ -156,7 +156,8 @@ def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path:
         from vramplan.models.catalogue.stack import restacked
 
         job = restacked(job, choice.stack, load_stacks())
-    config = launch_config(job, plan, catalogue.architecture(query.model).num_layers)
+    arch = catalogue.architecture(query.model)
+    config = launch_config(job, plan, arch.num_layers, arch.num_experts)
     output.emit(config.text, path)
 
 

@@ -56,11 +56,15 @@ def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     if job.compile != "none":  # the Trainer's TrainingArguments(torch_compile=True), not a DeepSpeed JSON key
         raise VramplanError("compile", job.compile, "the DeepSpeed JSON has no place for the hf Trainer's torch_compile; "
                                                     "write --stack hf's configuration")
+    if plan.cp > 1:  # accelerate sets up Ulysses from ParallelismConfig(sp_backend="deepspeed") alone
+        # (accelerator.py L2386-2421); the JSON's sequence_parallel_size alone splits no sequence
+        raise VramplanError("cp", plan.cp, "DeepSpeed's Ulysses is set up by accelerate's parallelism_config, which "
+                                           "the DeepSpeed JSON cannot carry; write --stack hf's configuration")
     return LaunchConfig("deepspeed", json.dumps(deepspeed_dict(plan), indent=2) + "\n", ".json")
 
 
-def _megatron_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
-    return LaunchConfig("megatron", _shell(_megatron(job, plan, num_layers)), ".sh")
+def _megatron_config(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> LaunchConfig:
+    return LaunchConfig("megatron", _shell(_megatron(job, plan, num_layers, num_experts)), ".sh")
 
 
 def _torchtitan_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
@@ -79,7 +83,7 @@ def _unsloth_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     return LaunchConfig("unsloth", json_text(unsloth_sections(job, plan, num_layers)), ".json")
 
 
-WRITERS: dict[str, Callable[[Job, Plan, int], LaunchConfig]] = {
+WRITERS: dict[str, Callable[..., LaunchConfig]] = {
     "hf": _hf_config, "deepspeed": _deepspeed_config, "megatron": _megatron_config, "torchtitan": _torchtitan_config,
     "torchtune": _torchtune_config, "litgpt": _litgpt_config, "unsloth": _unsloth_config}
 
@@ -91,22 +95,41 @@ def check_writer(stack: str) -> None:
                                             "drop --launch-config or pass --stack with one of them")
 
 
-def launch_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def launch_config(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> LaunchConfig:
     """The job's stack's configuration for this plan (num_layers: the model's, for recompute
-    counts and virtual stages)."""
+    counts and virtual stages; num_experts: its routed experts, 1 for a dense model)."""
     check_writer(job.stack)
+    if job.stack == "megatron":
+        return _megatron_config(job, plan, num_layers, num_experts)
     return WRITERS[job.stack](job, plan, num_layers)
 
 
-def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
+# pretrain_gpt.py trains every parameter with Adam (arguments.py --optimizer adam | sgd | muon ...) and fp32
+# main parameters (--main-params-dtype fp32 | fp16): no adapter, no 8-bit state, no pure 16-bit run.
+MEGATRON_OPTIMIZERS = {"adamw": "adam", "sgd": "sgd"}
+
+
+def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> list[str]:
+    if job.method != "full":
+        raise VramplanError("method", job.method, "Megatron-LM's pretrain_gpt.py trains no adapters; run LoRA/QLoRA "
+                                                  "through Megatron-Bridge's PEFT recipe (no config written)")
+    if job.optimizer not in MEGATRON_OPTIMIZERS:
+        raise VramplanError("optimizer", job.optimizer, "Megatron-LM has Adam and SGD (--optimizer), no 8-bit states")
+    if job.master_weights == "none":
+        raise VramplanError("master_weights", "none", "Megatron-LM keeps fp32 or fp16 main parameters "
+                                                      "(--main-params-dtype); it has no pure 16-bit training")
     args = [f"--tensor-model-parallel-size {plan.tp}", f"--pipeline-model-parallel-size {plan.pp}",
             f"--context-parallel-size {plan.cp}", f"--expert-model-parallel-size {plan.ep}",
             f"--micro-batch-size {plan.micro_batch}", f"--global-batch-size {plan.global_batch}",
             f"--seq-length {job.seq_len}"]
+    if job.optimizer != "adamw":
+        args.append(f"--optimizer {MEGATRON_OPTIMIZERS[job.optimizer]}")
     if plan.sequence_parallel and plan.tp > 1:
         args.append("--sequence-parallel")
         if job.tp_overlap:  # arguments.py asserts sequence parallelism with it (and drops SP at tp 1)
             args.append("--tp-comm-overlap")
+    if num_experts > 1:  # transformer_config.py moe_grouped_gemm defaults to False (a loop over experts): the
+        args.append("--moe-grouped-gemm")  # stack's moe_kernel is grouped (models/time/moe_gemm.py)
     if plan.ep > 1:  # transformer_config.py moe_token_dispatcher_type defaults to allgather; vramplan times these
         args += _megatron_dispatcher_args(job)
         if job.moe_a2a_overlap:  # model_parallel_config.py overlap_moe_expert_parallel_comm (the contract: EP > 1)
@@ -114,7 +137,10 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
     args += megatron_split_args(plan, num_layers)
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")
-    args += {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format hybrid"]}.get(plan.precision, [])
+    # fp8: Transformer Engine's current (tensorwise) scaling, the te-megatron recipe models/time/fp8.py times
+    # (transformer_config.py fp8_recipe defaults to delayed)
+    args += {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format hybrid", "--fp8-recipe tensorwise"]
+             }.get(plan.precision, [])
     args += _megatron_grad_dtype_args(job, plan)
     if plan.zero >= 1:
         args.append("--use-distributed-optimizer")
@@ -127,6 +153,9 @@ def _megatron(job: Job, plan: Plan, num_layers: int) -> list[str]:
         # keeps it to pp 1 and no recompute (catalogues/stack_capabilities.csv activation_offload_excludes).
         args.append(f"--cpu-offloading-num-layers {num_layers - 1}")
     if plan.recompute == "selective":
+        if job.selective != "attention":  # Megatron's selective granularity recomputes the attention core
+            raise VramplanError("selective", job.selective, "Megatron-LM's selective recompute is the attention core "
+                                                            "(--recompute-granularity selective): use --selective attention")
         args.append("--recompute-granularity selective")
     elif plan.recompute == "full":
         # block: the first N layers of every model chunk; every layer of the largest chunk is all of them
@@ -164,15 +193,34 @@ def _chunk_layers(plan: Plan, num_layers: int) -> int:
     return largest_chunk(num_layers, plan.stage_layers if plan.stage_layers is not None else plan.pp, plan.vpp)
 
 
+TORCHTITAN_OPTIMIZERS = {"adamw": "AdamW"}  # v0.2.2 components/optimizer.py: Adam and AdamW only
+
+
 def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
     if plan.precision == "fp16":
         raise VramplanError("precision", "fp16", "torchtitan trains in bfloat16 or float32 (mixed_precision_param)")
+    if job.method != "full":  # LoRA is in torchtitan main (b5bcd76), not in the v0.2.2 JobConfig written here
+        raise VramplanError("method", job.method, "torchtitan v0.2.2 has no LoRA (its main branch does, unreleased); "
+                                                  "no config written")
+    if job.optimizer not in TORCHTITAN_OPTIMIZERS:
+        raise VramplanError("optimizer", job.optimizer, "torchtitan v0.2.2 builds Adam or AdamW ([optimizer] name)")
+    if job.recompute_layers is None and plan.recompute == "selective" and job.selective != "op":
+        raise VramplanError("selective", job.selective, "torchtitan's selective checkpointing is per op "
+                                                        "(selective_ac_option op): use --selective op")
     shard = plan.dp if plan.zero >= 2 else 1  # FSDP2 over the data-parallel ranks; ZeRO-0 replicates
+    if shard == 1 and plan.cp == 1 and (plan.tp > 1 or plan.pp > 1 or plan.ep > 1):
+        # v0.2.2: DDP beside any other parallelism raises ("DDP has not supported > 1D parallelism",
+        # models/llama3/infra/parallelize.py), and without FSDP or CP mixed precision is off under TP and PP
+        # (distributed/utils.py maybe_enable_amp): the run would be float32 throughout (training.dtype)
+        raise VramplanError("zero", plan.zero, "torchtitan runs TP, PP and EP only beside FSDP (ZeRO-2/3): without it "
+                                               "it refuses DDP and trains in float32; no config written")
     parallelism: dict[str, object] = {
         "data_parallel_replicate_degree": plan.dp // shard, "data_parallel_shard_degree": shard,
         "tensor_parallel_degree": plan.tp, "pipeline_parallel_degree": plan.pp,
         "context_parallel_degree": plan.cp, "expert_parallel_degree": plan.ep,
     }
+    if plan.ep > 1 and plan.tp > 1:  # experts split over the TP ranks, as modelled (job_config.py: etp = tp or 1, default 1)
+        parallelism["expert_tensor_parallel_degree"] = plan.tp
     if shard > 1:  # ZeRO-3 reshards after forward, ZeRO-2 keeps the gathered parameters
         parallelism["fsdp_reshard_after_forward"] = "always" if plan.zero == 3 else "never"
     if job.tp_overlap and plan.tp > 1:  # v0.2.2 distributed/tensor_parallel.py maybe_enable_async_tp
@@ -185,12 +233,18 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
             raise VramplanError("moe_dispatcher", job.moe_dispatcher, "torchtitan's expert_parallel_comm_backend is "
                                                                       "standard or deepep: use --moe-dispatcher deepep")
         parallelism["expert_parallel_comm_backend"] = "deepep"
+    # accumulation: global / (local x dp) micro-steps (train.py gradient_accumulation_steps)
+    training: dict[str, object] = {
+        "local_batch_size": plan.micro_batch, "global_batch_size": plan.global_batch,
+        "seq_len": job.seq_len, "mixed_precision_param": "bfloat16"}
     if plan.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if plan.vpp > 1 else "1F1B"
         parallelism["module_fqns_per_model_part"] = torchtitan_model_parts(plan, num_layers)
-    training: dict[str, object] = {
-        "local_batch_size": plan.micro_batch, "global_batch_size": plan.global_batch,  # accumulation: their ratio
-        "seq_len": job.seq_len, "mixed_precision_param": "bfloat16"}
+        # the schedule's micro-batches are local_batch_size / pipeline_parallel_microbatch_size
+        # (pipeline_parallel.py build_pipeline_schedule): every micro-batch of the step in one schedule, as
+        # planned (with local_batch_size = micro_batch each ran as a pipeline flush of its own)
+        training["local_batch_size"] = plan.micro_batch * plan.grad_accum
+        parallelism["pipeline_parallel_microbatch_size"] = plan.micro_batch
     if plan.offload == "optimizer+params":  # FSDP CPU offload of parameters, gradients and optimizer states
         training["enable_cpu_offload"] = True
     block = recompute_block(job, plan)
@@ -203,6 +257,8 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         if plan.recompute in ("selective", "op"):
             checkpoint["selective_ac_option"] = "op"
     sections: dict[str, dict] = {"parallelism": parallelism, "training": training, "activation_checkpoint": checkpoint}
+    if plan.precision == "fp8":  # torchao Float8Linear, tensorwise by default (components/quantization/float8.py)
+        sections["model"] = {"converters": ["quantize.linear.float8"]}
     if job.compile != "none":  # v0.2.2 job_config.py Compile: enable, components (default ["model", "loss"])
         sections["compile"] = {"enable": True, "components": ["model"] if job.compile == "model" else ["model", "loss"]}
     return sections

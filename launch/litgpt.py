@@ -80,7 +80,9 @@ def _lora(job: Job) -> list[tuple[str, object]]:
         raise VramplanError("lora_targets", ",".join(sorted(targets & MLP)), "litgpt adapts the MLP's projections "
                                                                               "together (--lora_mlp)")
     flags = [(flag, name in targets) for name, flag in LORA_FLAGS.items() if flag != "--lora_head"]
-    return [("--lora_r", job.lora_rank), *flags, ("--lora_mlp", MLP <= targets), ("--lora_head", "lm_head" in targets)]
+    # lora.py setup(lora_dropout=0.05): the job's dropout, which the activations count (0 saves no dropped copy)
+    return [("--lora_r", job.lora_rank), ("--lora_dropout", job.lora_dropout), *flags, ("--lora_mlp", MLP <= targets),
+            ("--lora_head", "lm_head" in targets)]
 
 
 def litgpt_text(job: Job, plan: Plan, num_layers: int) -> str:

@@ -53,7 +53,12 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             "--moe-flex-dispatcher-backend": ("deepep", "hybridep", "ncclep"),
             # NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py _add_mixed_precision_args: store_true
             # flags (L3053, L3069); the gradient buffer's dtype (param_and_grad_buffer.py L924)
-            "--grad-reduce-in-bf16": FLAG, "--accumulate-allreduce-grads-in-fp32": FLAG}
+            "--grad-reduce-in-bf16": FLAG, "--accumulate-allreduce-grads-in-fp32": FLAG,
+            # d98e8a64 transformer_config.py TransformerConfig.fp8_recipe (Literal, default delayed: L594) and
+            # moe_grouped_gemm (bool, default False: L850), both arguments through the config's dataclass;
+            # arguments.py L2913 --optimizer (choices adam, sgd, muon, ...; default adam)
+            "--fp8-recipe": ("tensorwise", "delayed", "mxfp8", "blockwise", "custom"), "--moe-grouped-gemm": FLAG,
+            "--optimizer": ("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon")}
 TORCHTITAN = {
     "parallelism": {"data_parallel_replicate_degree": INT, "data_parallel_shard_degree": INT, "tensor_parallel_degree": INT,
                     "pipeline_parallel_degree": INT, "context_parallel_degree": INT, "expert_parallel_degree": INT,
@@ -63,6 +68,9 @@ TORCHTITAN = {
                     "enable_async_tensor_parallel": BOOL,
                     # v0.2.2 job_config.py Parallelism.expert_parallel_comm_backend (default standard)
                     "expert_parallel_comm_backend": ("standard", "deepep"),
+                    # v0.2.2 job_config.py Parallelism.pipeline_parallel_microbatch_size (int, default 1: L412) and
+                    # expert_tensor_parallel_degree (int, default 1; 1 or tp: L464)
+                    "pipeline_parallel_microbatch_size": INT, "expert_tensor_parallel_degree": INT,
                     # torchtitan config/configs.py ParallelismConfig.module_fqns_per_model_part
                     "module_fqns_per_model_part": lambda v: isinstance(v, list) and all(
                         isinstance(part, list) and all(isinstance(name, str) for name in part) for part in v)},
@@ -70,6 +78,9 @@ TORCHTITAN = {
                  "mixed_precision_param": ("bfloat16", "float32"), "enable_cpu_offload": BOOL},
     "activation_checkpoint": {"mode": ("selective", "full", "memory_budget", "none"), "selective_ac_option": STR},
     "compile": {"enable": BOOL, "components": lambda v: isinstance(v, list) and set(v) <= {"model", "loss"}},
+    # v0.2.2 job_config.py Model.converters (list[str]); components/quantization/float8.py L238-239 registers
+    # "quantize.linear.float8" and "quantize.grouped_mm.float8"
+    "model": {"converters": lambda v: isinstance(v, list) and set(v) <= {"quantize.linear.float8", "quantize.grouped_mm.float8"}},
 }
 
 
@@ -95,7 +106,7 @@ PLANS = [
     ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=3, offload="optimizer+params", micro_batch=2, grad_accum=4,
                        tp=2, recompute="full")),
     ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp16")),
-    ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=2, cp=4, ep=2, precision="fp8", grad_accum=2)),
+    ("deepspeed", Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=2, ep=2, precision="fp8", grad_accum=2)),
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=1, tp=8, pp=4, vpp=2, sequence_parallel=True, micro_batch=1,
                       grad_accum=16, recompute="full", recompute_layers=5)),
     ("megatron", Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, offload="optimizer", precision="fp8", recompute="selective")),
@@ -184,6 +195,43 @@ def test_every_stack_but_custom_has_a_writer():
     for stack in ("custom", "litgpt-fsdp1", "torchtitan-root-fsdp"):
         with pytest.raises(VramplanError, match="no launch-config writer"):
             check_writer(stack)
+
+
+def test_deepspeeds_json_cannot_set_up_ulysses():
+    """DeepSpeed's sequence parallelism (CP) is set up by accelerate's ParallelismConfig(sp_backend=
+    "deepspeed") (accelerator.py L2386-2421); the JSON's sequence_parallel_size alone divided the
+    data-parallel world and split no sequence. hf's writer carries it."""
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=2, cp=4)
+    with pytest.raises(VramplanError, match="cp=4: DeepSpeed's Ulysses"):
+        launch_config(Job(stack="deepspeed"), plan, num_layers=32)
+    sections = json.loads(launch_config(Job(stack="hf"), plan.model_copy(update={"zero": 1}), num_layers=32).text)
+    assert sections["parallelism_config"] == {"sp_size": 4, "sp_backend": "deepspeed"}  # ZeRO-1: the DeepSpeed path
+
+
+def test_megatron_and_torchtitan_write_what_their_entry_points_run():
+    """What the audit of 2026-12-06 found the writers dropped: Megatron's MoE grouped GEMM (default off:
+    a loop), its current-scaling fp8 recipe (default delayed), SGD; torchtitan's pipeline micro-batches
+    (local_batch_size was one micro-batch: every micro-batch ran as a pipeline flush of its own), its
+    expert TP, its fp8 converter; LoRA, 8-bit states and torchtitan without FSDP refused by name."""
+    moe = Plan(gpu="h100-sxm-80gb", num_gpus=8, ep=8, zero=1, precision="fp8")
+    text = launch_config(Job(seq_len=4096, stack="megatron", optimizer="sgd"), moe, 48, num_experts=128).text
+    assert all(f in text for f in ("--moe-grouped-gemm", "--fp8-recipe tensorwise", "--optimizer sgd"))
+    assert "--moe-grouped-gemm" not in launch_config(Job(seq_len=4096, stack="megatron"), moe, 48).text  # dense
+    refused = (("method", Job(method="lora", stack="megatron")), ("optimizer", Job(optimizer="adamw-8bit", stack="megatron")),
+               ("master_weights", Job(master_weights="none", stack="megatron")),
+               ("method", Job(method="lora", stack="torchtitan")), ("optimizer", Job(optimizer="sgd", stack="torchtitan")))
+    for field, the_job in refused:
+        with pytest.raises(VramplanError, match=f"^{field}="):
+            launch_config(the_job, Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3 if the_job.stack == "torchtitan" else 1), 32)
+    pipeline = Plan(gpu="h100-sxm-80gb", num_gpus=32, tp=4, pp=4, zero=3, micro_batch=1, grad_accum=8, precision="fp8")
+    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), pipeline, 80).text)
+    assert data["training"]["local_batch_size"] == 8 and data["parallelism"]["pipeline_parallel_microbatch_size"] == 1
+    assert data["training"]["global_batch_size"] == 16 and data["model"] == {"converters": ["quantize.linear.float8"]}
+    expert = tomllib.loads(launch_config(Job(seq_len=4096, stack="torchtitan"),
+                                         Plan(gpu="h100-sxm-80gb", num_gpus=16, tp=2, ep=8, zero=3), 48).text)
+    assert expert["parallelism"]["expert_tensor_parallel_degree"] == 2
+    with pytest.raises(VramplanError, match="^zero=3: torchtitan runs TP"):  # one data-parallel rank: nothing to shard
+        launch_config(Job(stack="torchtitan"), Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=3), 32)
 
 
 def test_deepspeed_refuses_autoep_with_autotp():

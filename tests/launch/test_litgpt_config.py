@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 from helpers.cli import invoke
-from published import BOOL, INT, STR, assert_refused, check_keys, job
+from published import BOOL, FLOAT, INT, STR, assert_refused, check_keys, job
 
 from vramplan.launch.configs import launch_config
 from vramplan.models.core.setup import Plan
@@ -34,10 +34,18 @@ FULL = {"--devices": INT, "--num_nodes": INT, "--train.micro_batch_size": INT, "
 LITGPT = {
     "finetune_full": FULL,
     "finetune_lora": {**FULL, "--quantize": ("bnb.nf4", "bnb.nf4-dq", "bnb.fp4", "bnb.fp4-dq", "bnb.int8-training"),
-                      "--lora_r": INT, "--lora_query": BOOL, "--lora_key": BOOL, "--lora_value": BOOL,
+                      # finetune/lora.py setup(lora_dropout: float = 0.05) (v0.5.13, L58)
+                      "--lora_r": INT, "--lora_dropout": FLOAT, "--lora_query": BOOL, "--lora_key": BOOL, "--lora_value": BOOL,
                       "--lora_projection": BOOL, "--lora_mlp": BOOL, "--lora_head": BOOL},
 }
 H100 = "h100-sxm-80gb"
+
+
+def _number(value: object) -> object:
+    """A decimal fraction as jsonargparse reads a float flag (--lora_dropout 0.05), else the value."""
+    if isinstance(value, str) and value.replace(".", "", 1).isdigit() and "." in value:
+        return float(value)
+    return value
 
 
 def run_file(text: str, nodes: int | None = None) -> tuple[str, dict[str, object]]:
@@ -51,7 +59,7 @@ def run_file(text: str, nodes: int | None = None) -> tuple[str, dict[str, object
     for flag, text_value in zip(words[::2], words[1::2], strict=True):
         assert flag.startswith("--") and flag not in flags, flag
         value: object = text_value == "true" if text_value in ("true", "false") else text_value
-        flags[flag] = int(text_value) if text_value.isdigit() else value
+        flags[flag] = int(text_value) if text_value.isdigit() else _number(value)
     return command, flags
 
 
@@ -89,6 +97,7 @@ def test_every_flag_is_published_and_every_value_is_the_plans(fields, plan):
     if the_job.method != "full":
         targets = set(the_job.lora_targets or ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
         assert flags["--lora_r"] == the_job.lora_rank
+        assert flags["--lora_dropout"] == the_job.lora_dropout  # litgpt's default is 0.05, not the job's
         assert [flags[f"--lora_{name}"] for name in ("query", "key", "value", "projection", "mlp", "head")] == \
             [t in targets for t in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "lm_head")]
     quantize = {4: "bnb.nf4-dq", 8: "bnb.int8-training"}[the_job.qlora_bits] if the_job.method == "qlora" else None
