@@ -56,6 +56,9 @@ def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     if job.compile != "none":  # the Trainer's TrainingArguments(torch_compile=True), not a DeepSpeed JSON key
         raise VramplanError("compile", job.compile, "the DeepSpeed JSON has no place for the hf Trainer's torch_compile; "
                                                     "write --stack hf's configuration")
+    if plan.precision == "fp8":  # the JSON's bf16 section would run the plan in bf16: fp8 goes through accelerate
+        raise VramplanError("precision", "fp8", "the DeepSpeed JSON has no fp8 (accelerate's mixed_precision fp8 runs "
+                                                "it); write --stack hf's configuration")
     if plan.cp > 1:  # accelerate sets up Ulysses from ParallelismConfig(sp_backend="deepspeed") alone
         # (accelerator.py L2386-2421); the JSON's sequence_parallel_size alone splits no sequence
         raise VramplanError("cp", plan.cp, "DeepSpeed's Ulysses is set up by accelerate's parallelism_config, which "
