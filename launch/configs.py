@@ -40,7 +40,7 @@ from vramplan.launch.hf import hf_sections, json_text, unsloth_sections
 from vramplan.launch.litgpt import litgpt_text
 from vramplan.launch.pipeline import megatron_sets_vpp, megatron_split_args, torchtitan_model_parts
 from vramplan.launch.torchtune import torchtune_text
-from vramplan.models.architecture.parallel import largest_chunk
+from vramplan.models.architecture.parallel import largest_chunk, split_of
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.recompute import recompute_block
@@ -252,9 +252,12 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         training["enable_cpu_offload"] = True
     block = recompute_block(job, plan)
     if plan.recompute == "full" and block is not None and block < _chunk_layers(plan, num_layers):
-        # every n-th block of a model part checkpoints about N of its layers
-        stride = max(1, round(_chunk_layers(plan, num_layers) / block))
-        checkpoint = {"mode": "selective", "selective_ac_option": str(stride)}
+        # every n-th block, counted by one counter per process across the rank's model parts
+        # (activation_checkpoint.py L37-40): a chunk of L layers checkpoints at least L // n of them, so n
+        # is the smallest chunk // N and every chunk checkpoints at least the N the memory counts
+        # (round(largest / N) left the first rank of a 19,20,20,21 split 4 of its planned 5)
+        smallest = min(split_of(num_layers, plan.stage_layers or plan.pp)) // plan.vpp
+        checkpoint = {"mode": "selective", "selective_ac_option": str(max(1, smallest // block))}
     else:
         checkpoint = {"mode": {"none": "none", "full": "full"}.get(plan.recompute, "selective")}
         if plan.recompute in ("selective", "op"):

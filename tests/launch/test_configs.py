@@ -232,6 +232,15 @@ def test_megatron_and_torchtitan_write_what_their_entry_points_run():
     expert = tomllib.loads(launch_config(Job(seq_len=4096, stack="torchtitan"),
                                          Plan(gpu="h100-sxm-80gb", num_gpus=16, tp=2, ep=8, zero=3), 48).text)
     assert expert["parallelism"]["expert_tensor_parallel_degree"] == 2
+    # torchtitan's every-n-th block counts per process (activation_checkpoint.py L37-40: the counter is
+    # incremented, then a block is checkpointed when it divides by n): every rank must checkpoint at least
+    # the 5 layers a chunk the memory counts (the stride of the largest chunk left the 19-layer rank 4)
+    split = (19, 20, 20, 21)
+    partial = Plan(gpu="h100-sxm-80gb", num_gpus=32, tp=4, pp=4, zero=3, stage_layers=split, recompute="full",
+                   recompute_layers=5, grad_accum=8)
+    stride = int(tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), partial, 80).text)
+                 ["activation_checkpoint"]["selective_ac_option"])
+    assert all(sum(1 for count in range(1, layers + 1) if count % stride == 0) >= 5 for layers in split)
     with pytest.raises(VramplanError, match="^zero=3: torchtitan runs TP"):  # one data-parallel rank: nothing to shard
         launch_config(Job(stack="torchtitan"), Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=3), 32)
 
