@@ -246,21 +246,11 @@ def _given(name: str) -> bool:
 
 
 def refuse_contradictions(options: dict[str, Any], job: Job) -> None:
-    """Options that cannot mean anything together are bad input (exit 2), not silently ignored."""
-    from vramplan.models.core.errors import VramplanError
+    """Options that cannot mean anything together are bad input (exit 2), not silently ignored
+    (solver/query_fields.py refuse_contradictions, the rules a batch row's cells are held to too)."""
+    from vramplan.solver.query_fields import refuse_contradictions as refuse
 
-    if job.method == "full":
-        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits", "base_dtype"):
-            if _given(name):
-                raise VramplanError(name.replace("_", "-"), options[name], "applies to --method lora or qlora; "
-                                                                            "this job is --method full")
-    if job.method != "qlora" and _given("qlora_bits"):
-        raise VramplanError("qlora-bits", options["qlora_bits"], f"applies to --method qlora, not {job.method}")
-    if _given("loss_chunks") and job.loss != "chunked":
-        raise VramplanError("loss-chunks", options["loss_chunks"], f"applies to --loss chunked; the loss is {job.loss}")
-    if _given("recompute_layers") and options.get("recompute") not in (None, "full"):
-        raise VramplanError("recompute-layers", options["recompute_layers"],
-                            f"applies to --recompute full; the recompute is {options['recompute']}")
+    refuse(_given, options, job, lambda name: name.replace("_", "-"), "--")
     if options.get("sequence_parallel") is True and options.get("tp") == 1:
         raise VramplanError("sequence-parallel", True, "shards what tensor parallelism replicates: it needs --tp > 1")
     if job.tp_overlap and _given("tp_overlap") and options.get("sequence_parallel") is False and (options.get("tp") or 1) > 1:

@@ -146,7 +146,7 @@ def _explanation_parts(result: SolveResult, screen: Screen) -> list[Any]:
         table.add_column("plan")
         for m in explanation.mitigations:
             plan = "-" if m.plan is None else f"{m.plan.num_gpus} x {m.plan.gpu}, ZeRO-{m.plan.zero}, {m.plan.method}"
-            table.add_row(m.change, "yes" if m.fits else ("no" if m.tried else "not tried: time limit"), plan)
+            table.add_row(m.change, "yes" if m.fits else ("no" if m.tried else f"not tried: {_limit_name(result)}"), plan)
         parts += ["", table]
     return parts
 
@@ -168,7 +168,7 @@ def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> s
     elif result.status == "feasible":
         parts.append(f"{_limit_name(result)} reached: the best plan found so far, not proven optimal (no bound)")
     elif result.status == "unknown":  # neither a plan nor a proof that none fits
-        parts.append(f"{_limit_name(result)} reached before a plan was found or nothing was proven to fit: raise "
+        parts.append(f"{_limit_name(result)} reached before a plan was found or it was proven that none fits: raise "
                      f"--{_limit_name(result).replace(' ', '-')}")
     if result.plans:
         parts += _best_plan_parts(result, screen)

@@ -23,7 +23,7 @@ from vramplan.models.core.results import PILLARS
 from vramplan.models.core.setup import RuntimeReserve
 from vramplan.models.core.units import BYTES_PER_GIB
 from vramplan.solver.query import SolveQuery, SolveResult
-from vramplan.solver.query_fields import query_from_fields
+from vramplan.solver.query_fields import query_from_fields, refuse_contradictions
 
 # Input columns: name -> (default as docs/batch.md states it, what it is), in docs/batch.md's order.
 INPUT_COLUMNS: dict[str, tuple[str, str]] = {
@@ -284,9 +284,13 @@ def parse_row(row: Mapping[str, Any]) -> SolveQuery:
             raise VramplanError(name, "", "is required; the cell is empty")
     try:
         cells = _Cells.model_validate(raw)
-        return query_from_fields(cells.model_dump(), top_k=1, pareto=False, engine="cpsat")
+        query = query_from_fields(cells.model_dump(), top_k=1, pareto=False, engine="cpsat")
     except ValidationError as error:
         raise from_validation_error(error, raw) from None
+    # a filled cell the row's others make meaningless (lora_rank with method full, recompute_layers beside
+    # recompute none) is the row's error, as the same options are on the command line
+    refuse_contradictions(lambda name: name in raw, raw, query.job)
+    return query
 
 
 def error_row(message: str) -> dict[str, Any]:

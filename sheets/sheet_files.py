@@ -145,7 +145,7 @@ def _read_jsonl(path: Path, field: str) -> list[list[Any] | UnreadableLine]:
     line that is not one JSON object is its row's error (UnreadableLine); when no line is, the file's."""
     records: list[dict[str, Any] | UnreadableLine] = []
     try:
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8-sig") as handle:  # a byte-order mark, as CSV takes it
             for number, line in enumerate(handle, 1):
                 if not line.strip():
                     records.append({})  # a blank row, counted like a CSV's
@@ -268,7 +268,7 @@ def read_table(path: Path, fmt: str, warnings: list[str] | None = None, field: s
     rows: list[list[Any]] = []
     blank: list[int] = []
     blank_before_last: list[int] = []
-    for number, row in enumerate(table[1:], 2):
+    for number, row in enumerate(table[1:], 1 if fmt == "jsonl" else 2):  # a JSON line's row is its line
         if isinstance(row, UnreadableLine):  # a JSON line that is no object: its row's error
             if row_errors is None:
                 raise VramplanError(field, str(path), f"row {number} {row.reason}")

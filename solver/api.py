@@ -111,7 +111,10 @@ def check_job_runs(catalogue: Catalogue, query: SolveQuery) -> None:
     answers with the stacks that run it, so it is not checked here."""
     if len(query.stacks) > 1:
         return
-    build_space(Catalogue(gpus=catalogue.gpus, offerings={}, architectures=catalogue.architectures), query)
+    # what chooses offerings is the pools' business (a providers cell checked against no offering was
+    # "provider='aws': no offering")
+    unplaced = query.model_copy(update={"gpus": (), "providers": (), "regions": (), "countries": (), "jurisdiction": None})
+    build_space(Catalogue(gpus=catalogue.gpus, offerings={}, architectures=catalogue.architectures), unplaced)
 
 
 def plan_exists(catalogue: Catalogue, query: SolveQuery, budget: Budget | None = None,

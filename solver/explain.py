@@ -298,7 +298,7 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         # the closest miss walks the least parallel layout only (fitting.explained_layouts): said, as a
         # model-parallel plan can come far closer (Qwen3-235B on H100s: 1,351.6 GiB over on one GPU)
         least = space.layouts[explained_layouts(space)[0]].label() or "data parallelism alone"
-        parts.append(f"the closest plan{within} of the least parallel layout ({least}) is "
+        parts.append(f"the closest plan of the least parallel layout ({least}){within} is "
                      f"{_gib(over_mib * BYTES_PER_MIB)} over the GPU memory limit, "
                      f"dominated by {miss.memory.dominant_pillar.replace('_', ' ')}")
     try:

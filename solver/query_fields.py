@@ -3,7 +3,7 @@ pydantic Job and SolveQuery: the one mapping both front ends use, so they cannot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
@@ -56,6 +56,26 @@ def job_from_fields(fields: Mapping[str, Any]) -> Job:
     if targets:
         job["lora_targets"] = targets
     return Job(**job, reserve=RuntimeReserve(**_present(fields, RESERVE_FIELDS)))
+
+
+def refuse_contradictions(given: Callable[[str], bool], values: Mapping[str, Any], job: Job,
+                          spell: Callable[[str], str] = lambda name: name, prefix: str = "") -> None:
+    """Fields that cannot mean anything with the job's others are bad input, never silently ignored:
+    `given(name)` says whether the user set the field (a command-line option typed, a batch cell
+    filled), `spell` and `prefix` name it as the user wrote it (`lora-rank` / `--method`, or the
+    column `lora_rank` / `method`)."""
+    if job.method == "full":
+        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits", "base_dtype"):
+            if given(name):
+                raise VramplanError(spell(name), values[name], f"applies to {prefix}method lora or qlora; "
+                                                               f"this job is {prefix}method full")
+    if job.method != "qlora" and given("qlora_bits"):
+        raise VramplanError(spell("qlora_bits"), values["qlora_bits"], f"applies to {prefix}method qlora, not {job.method}")
+    if given("loss_chunks") and job.loss != "chunked":
+        raise VramplanError(spell("loss_chunks"), values["loss_chunks"], f"applies to {prefix}loss chunked; the loss is {job.loss}")
+    if given("recompute_layers") and values.get("recompute") not in (None, "full"):
+        raise VramplanError(spell("recompute_layers"), values["recompute_layers"],
+                            f"applies to {prefix}recompute full; the recompute is {values['recompute']}")
 
 
 def stack_list(value: Any) -> tuple[str, ...]:

@@ -131,6 +131,8 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
     pins, caps = query.pins, stack_caps(query)
     offloading, overlap = query.job.activation_offload, query.job.moe_a2a_overlap
     job_layers = query.job.recompute_layers
+    if job_layers is not None and pins.recompute not in (None, "full"):  # a batch row's cells, the Python API
+        raise VramplanError("recompute_layers", job_layers, f"applies to recompute full; the recompute is {pins.recompute}")
     # --recompute-layers N is N layers of full recompute: with the mode free it is the mode (the search
     # returned plans that recompute none, the option ignored)
     pinned = pins.recompute if pins.recompute is not None or job_layers is None else "full"

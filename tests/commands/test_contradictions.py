@@ -55,3 +55,24 @@ def test_recompute_layers_alone_means_that_many_layers_of_full_recompute():
     solved = json.loads(invoke("solve", *BASE, "--global-batch", "64", "--recompute-layers", "4", "--top", "3",
                                "--format", "json").stdout)
     assert solved["plans"] and all(p["plan"]["recompute"] == "full" for p in solved["plans"])
+
+
+def test_a_batch_row_is_held_to_the_same_rules(tmp_path):
+    """The command line refused these; a batch row (and the Python API's sheet parser) solved them with
+    the cell ignored: recompute_layers beside recompute none, lora_rank with method full, loss_chunks
+    with the eager loss (solver/query_fields.py refuse_contradictions, one set of rules)."""
+    from helpers.cli import invoke_batch
+    from helpers.sheets import read_rows, write_csv
+
+    jobs = write_csv(tmp_path / "jobs.csv", [
+        {"id": "a", "model": "llama-3.1-8b", "seq_len": "2048", "recompute": "none", "recompute_layers": "2"},
+        {"id": "b", "model": "llama-3.1-8b", "seq_len": "2048", "method": "full", "lora_rank": "8"},
+        {"id": "c", "model": "llama-3.1-8b", "seq_len": "2048", "loss": "eager", "loss_chunks": "4"},
+        {"id": "d", "model": "llama-3.1-8b", "seq_len": "2048", "gpus": "h100-sxm-80gb", "max_gpus": "8"}])
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "-q")
+    assert result.exit_code == 3, result.stderr
+    rows = read_rows(tmp_path / "plans.csv")
+    assert [row["status"] for row in rows] == ["error", "error", "error", "optimal"]
+    assert rows[0]["error"] == "recompute_layers='2': applies to recompute full; the recompute is none"
+    assert rows[1]["error"] == "lora_rank='8': applies to method lora or qlora; this job is method full"
+    assert rows[2]["error"] == "loss_chunks='4': applies to loss chunked; the loss is eager"

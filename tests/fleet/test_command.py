@@ -135,6 +135,14 @@ def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> 
     assert rows[2]["error"].startswith("stack='torchtitan': does not run DeepEP for qwen3-30b-a3b")
 
 
+def test_a_job_naming_providers_is_planned_on_the_pools(tmp_path: Path) -> None:
+    """The job check (solver check_job_runs, over no offering) read a providers cell against no
+    offering and made the row an error ("provider='aws': no offering"); the pools choose offerings."""
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB, "providers": "aws"}], job_header=JOB_HEADER + ["providers"])
+    assert result.exit_code == 0, result.output
+    assert rows[0]["status"] == "scheduled" and rows[0]["pool"] == "h100"
+
+
 def test_unknown_columns_quota_without_market_and_unknown_provider_stop_with_exit_2(tmp_path: Path) -> None:
     result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB, "dedline": "5"}], job_header=JOB_HEADER + ["dedline"])
     one_line_error(result, "column='dedline'")

@@ -203,6 +203,20 @@ def test_a_jsonl_file_without_an_object_is_one_line(tmp_path):
                              "JSON object (line 1)\n")
 
 
+def test_a_jsonl_row_is_numbered_by_its_line_and_a_byte_order_mark_is_read(tmp_path):
+    """A JSON-lines file has no header line: "row 3 ... (line 2)" gave one line two numbers. A BOM,
+    which CSV takes, made the first row "Unexpected UTF-8 BOM"."""
+    inventory = tmp_path / "inv.jsonl"
+    inventory.write_text('{"pool": "r", "offering": "aws/p5.48xlarge", "num_gpus": 16}\n[1]\n', encoding="utf-8")
+    with pytest.raises(batch_sheet.VramplanError, match=r"row 2 is not a JSON object \(line 2\)"):
+        batch_sheet.read_table(inventory, "jsonl", field="inventory")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", **GOOD}).encode() + b"\n")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "-q")
+    assert result.exit_code == 0, result.stderr
+    assert read_rows(tmp_path / "plans.csv")[0]["status"] == "optimal"
+
+
 def test_a_jsonl_number_beyond_a_float_is_kept_as_written_and_the_output_is_strict_json(tmp_path):
     """1e400 read as infinity: the error said seq_len=inf and the JSON-lines output held `Infinity`,
     which strict parsers refuse."""

@@ -148,5 +148,5 @@ def test_solve_takes_a_work_limit(catalogue) -> None:
     # config's warning said "no plan fits", which UNKNOWN never means
     table = invoke("solve", "--model", "llama-3.1-70b", "--seq-len", "8192", "--global-batch", "64", "--work-limit", "0.05",
                    "--launch-config", "unwritten.sh")
-    assert "work limit reached before a plan was found or nothing was proven to fit: raise --work-limit" in table.stdout
+    assert "work limit reached before a plan was found or it was proven that none fits: raise --work-limit" in table.stdout
     assert "the limit ran out before a plan was found, so there is no launch configuration" in table.stderr
