@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities
-from vramplan.models.catalogue.stack_contract import runs_on_count
+from vramplan.models.catalogue.stack_contract import runs_on_count, zero_layout_refusal
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import SHARDED_MODEL_PARALLEL_STACKS
@@ -96,10 +96,9 @@ class SearchSpace:
     # What the search looks up by shape, count or pipeline, derived from the domains when the space
     # is built (derive_lookups), never filled later:
     count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)  # several GPUs?
-    # Where the stack runs model parallelism only beside FSDP (stack_contract.zero_layout_refusal): the
-    # model-parallel layouts and the ZeRO x offload choices that do not shard; empty for other stacks
-    sharded_layouts: frozenset[int] = frozenset()
-    unsharded_choices: frozenset[int] = frozenset()
+    # Whether the stack runs model parallelism only beside FSDP (stack_contract.zero_layout_refusal,
+    # asked per combination by pair_allows); False for every other stack, which runs every pair
+    pairs_restricted: bool = False
     # Integer tables, keyed by domain indices; a missing key is an invalid combination. Those every
     # count shares are made here at build; each count's, layout's and shape's own are filled on
     # first read, in on_use (solver/space_fills.py), the one part of the space that grows.
@@ -187,10 +186,8 @@ class SearchSpace:
     def pair_allows(self, zf: int, li: int, n: int) -> bool:
         """Whether the stack runs ZeRO x offload zf beside layout li on count index n's GPUs (a
         model-parallel layout needs FSDP over more than one rank there: stack_contract.zero_layout_refusal)."""
-        if li not in self.sharded_layouts:
-            return True
-        layout = self.layouts[li]
-        return zf not in self.unsharded_choices and self.counts[n] // layout.model_parallel * layout.cp > 1
+        return not self.pairs_restricted or zero_layout_refusal(
+            self.job.stack, self.zero_offloads[zf][0], self.layouts[li], self.counts[n]) is None
 
     def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
         """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
@@ -353,9 +350,7 @@ def derive_lookups(space: SearchSpace) -> None:
         stages = space.checked_stages(pipeline)
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
-    if space.job.stack in SHARDED_MODEL_PARALLEL_STACKS:
-        space.sharded_layouts = frozenset(li for li, layout in enumerate(space.layouts) if layout.model_parallel * layout.ep > 1)
-        space.unsharded_choices = frozenset(zf for zf, (zero, _) in enumerate(space.zero_offloads) if zero < 2)
+    space.pairs_restricted = space.job.stack in SHARDED_MODEL_PARALLEL_STACKS
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)

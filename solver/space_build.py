@@ -54,7 +54,7 @@ def kept_valid_layouts(tables: Tables, query: SolveQuery, max_tp: int = MAX_TP) 
 def _refuse_unrunnable_pins(space: SearchSpace) -> None:
     """Bad input where no ZeRO stage, layout and count the pins leave is one the stack runs together
     (torchtitan's TP without FSDP: SearchSpace.pair_allows); the first combination's refusal names it."""
-    if not space.sharded_layouts:
+    if not space.pairs_restricted:
         return
     combos = [(zf, li, n) for n in range(len(space.counts)) for li in space.count_layouts[n]
               for zf in range(len(space.zero_offloads))]
