@@ -63,12 +63,16 @@ class WeightFormat:
     group: int = 0  # gptq / awq input group (0: the whole input); fp8 block rows (0: per tensor)
     cols: int = 0  # fp8 block columns
     double_quant: bool = False  # bitsandbytes 4-bit
+    # bitsandbytes: llm_int8_skip_modules names modules beyond the lm_head that the checkpoint keeps in
+    # 16 bits (Unsloth's dynamic 4-bit checkpoints list decoder layers' attention or MLP); which ones is
+    # not modelled, so they are counted quantised and quantization_note says the weights read low
+    skips: bool = False
 
     def text(self) -> str:
         if self.method in ("gptq", "awq"):
             return f"{self.method}:{self.bits}:{self.group}"
-        if self.method in ("nf4", "fp4"):
-            return self.method + (":dq" if self.double_quant else "")
+        if self.method in ("nf4", "fp4", "int8"):
+            return self.method + (":dq" if self.double_quant else "") + (":skip" if self.skips else "")
         if self.method == "fp8" and self.group:
             return f"fp8:{self.group}:{self.cols}"
         return self.method
@@ -93,14 +97,17 @@ def parse_format(text: str) -> WeightFormat | None:
         raise ValueError(f"{text!r}: the numbers of {method} must be whole numbers") from None
     if method in ("gptq", "awq") and len(numbers) == 2 and numbers[0] in (2, 3, 4, 8) and numbers[1] >= 0:
         return WeightFormat(method, bits=numbers[0], group=numbers[1])
+    skips = bool(args) and args[-1] == "skip" and method in ("nf4", "fp4", "int8")
+    if skips:
+        args = args[:-1]
     if method in ("nf4", "fp4") and args in ([], ["dq"]):
-        return WeightFormat(method, double_quant=bool(args))
+        return WeightFormat(method, double_quant=bool(args), skips=skips)
     if method in ("int8", "mxfp4") and not args:
-        return WeightFormat(method)
+        return WeightFormat(method, skips=skips)
     if method == "fp8" and (not numbers or (len(numbers) == 2 and min(numbers) >= 1)):
         return WeightFormat("fp8", group=numbers[0] if numbers else 0, cols=numbers[1] if numbers else 0)
-    raise ValueError(f"{text!r} is not a checkpoint format: '', gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq], "
-                     "fp4[:dq], int8, fp8[:ROWS:COLS] or mxfp4")
+    raise ValueError(f"{text!r} is not a checkpoint format: '', gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip], "
+                     "fp4[:dq][:skip], int8[:skip], fp8[:ROWS:COLS] or mxfp4")
 
 
 def _ceil(a: int, b: int) -> int:
@@ -283,6 +290,9 @@ def quantization_note(arch: Architecture, job: Job) -> str | None:
     if stored is None:
         return None
     what = f"the checkpoint stores {stored.describe()} weights"
+    if stored.skips:  # not modelled: which modules, and so how many bytes, depends on the layer names
+        what += (" (its llm_int8_skip_modules keep some modules in 16 bits, counted quantised here: "
+                 "the weights read low)")
     if stored.method in ADAPTER_ONLY and job.method != "full":
         bits = " (--qlora-bits does not re-quantise it)" if job.method == "qlora" else ""
         return f"{what}: the frozen base is counted as stored (LoRA/QLoRA train adapters on top of it){bits}"

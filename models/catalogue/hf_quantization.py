@@ -55,14 +55,26 @@ def _bitsandbytes(qc: dict[str, Any], source: str) -> str:
         raise _error("load_in_8bit", True, "is true beside load_in_4bit: a bitsandbytes checkpoint loads in 4 or "
                      "8 bits, not both (transformers refuses it)", source)
     if _flag(qc, "load_in_8bit", source):
-        return "int8"
+        return "int8" + _skips(qc, source)
     if not _flag(qc, "load_in_4bit", source):
         raise _error("load_in_4bit", qc.get("load_in_4bit"), "a bitsandbytes checkpoint loads in 4 or 8 bits: "
                      "load_in_4bit or load_in_8bit must be true", source)
     kind = qc.get("bnb_4bit_quant_type", "fp4")
     if kind not in ("nf4", "fp4"):
         raise _error("bnb_4bit_quant_type", kind, "must be nf4 or fp4", source)
-    return kind + (":dq" if _flag(qc, "bnb_4bit_use_double_quant", source) else "")
+    return kind + (":dq" if _flag(qc, "bnb_4bit_use_double_quant", source) else "") + _skips(qc, source)
+
+
+def _skips(qc: dict[str, Any], source: str) -> str:
+    """':skip' where llm_int8_skip_modules keeps more than the lm_head (which is never quantised) in
+    16 bits: Unsloth's dynamic 4-bit checkpoints list decoder layers ('model.layers.3.mlp'); they are
+    counted quantised, and said so (quantization.quantization_note), instead of being ignored."""
+    modules = qc.get("llm_int8_skip_modules")
+    if modules is None:
+        return ""
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise _error("llm_int8_skip_modules", modules, "must be a list of module names", source)
+    return ":skip" if any(m != "lm_head" for m in modules) else ""
 
 
 def _fp8(qc: dict[str, Any], source: str) -> str:

@@ -180,7 +180,7 @@ QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3)
 LocalAttention = Literal["none", "sliding", "chunked"]
 RopeTables = Literal["shared", "half", "per_layer"]
 # Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
-CHECKPOINT_QUANTIZATION = r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?|int8|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$"
+CHECKPOINT_QUANTIZATION = r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?(:skip)?|int8(:skip)?|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$"
 ModelType = Literal[
     "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
@@ -258,7 +258,7 @@ class Architecture(_Row):
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "
-                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq], fp4[:dq], int8, fp8[:ROWS:COLS], mxfp4")
+                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip], fp4[:dq][:skip], int8[:skip], fp8[:ROWS:COLS], mxfp4")
     source: str
 
     @model_validator(mode="after")

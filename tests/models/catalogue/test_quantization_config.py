@@ -41,6 +41,13 @@ def _llama(quantization_config=None):
       "bnb_4bit_use_double_quant": True}, "nf4:dq"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "fp4"),  # BitsAndBytesConfig defaults: fp4, no double quant
     ({"load_in_8bit": True}, "int8"),  # written before quant_method existed
+    # llm_int8_skip_modules beyond the lm_head (never quantised): the modules kept in 16 bits are counted
+    # quantised and said so (quantization_note), not ignored (Unsloth's dynamic 4-bit checkpoints)
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+      "llm_int8_skip_modules": ["lm_head"]}, "nf4:dq"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+      "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]}, "nf4:dq:skip"),
+    ({"load_in_8bit": True, "llm_int8_skip_modules": ["vision_tower"]}, "int8:skip"),
     ({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8:128:128"),
     ({"quant_method": "fp8", "activation_scheme": "static"}, "fp8"),
     ({"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]}, "mxfp4"),
@@ -65,6 +72,8 @@ def test_gpt_oss_fixture_is_mxfp4() -> None:
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": SECRET},
      "quantization_config.bnb_4bit_quant_type"),
     ({"quant_method": "bitsandbytes"}, "quantization_config.load_in_4bit"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": SECRET},
+     "quantization_config.llm_int8_skip_modules"),
     # transformers refuses both (BitsAndBytesConfig); it was read as 8-bit without a word
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}, "quantization_config.load_in_8bit"),
     ({"quant_method": "fp8", "weight_block_size": [128, SECRET]}, "quantization_config.weight_block_size"),
@@ -120,6 +129,12 @@ def test_lora_on_a_gptq_checkpoint_keeps_the_stored_base() -> None:
     # --qlora-bits 8 changed nothing and said nothing
     assert "--qlora-bits does not re-quantise it" in quantization_note(arch, Job(method="qlora", qlora_bits=8))
     assert "--qlora-bits" not in quantization_note(arch, Job(method="lora"))
+    skipping = _llama({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                       "llm_int8_skip_modules": ["model.layers.1.mlp"]})
+    assert "counted quantised here: the weights read low" in quantization_note(skipping, Job(method="qlora"))
+    assert frozen_base_bytes(skipping, Job(method="qlora", qlora_prep="16bit"), "bf16") == frozen_base_bytes(
+        _llama({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}),
+        Job(method="qlora", qlora_prep="16bit"), "bf16")  # the same bytes: the note is what changes
 
 
 def test_full_fine_tuning_of_a_quantized_checkpoint_counts_16_bit_weights() -> None:
