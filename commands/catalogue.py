@@ -4,6 +4,7 @@ the catalogue format the ecosystem keeps current, and validate a user's catalogu
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import re
 from pathlib import Path
@@ -44,15 +45,24 @@ def skypilot(directory: Path, clouds: tuple[str, ...], source: str, price_date: 
     from vramplan.models.core.clock import today
     from vramplan.models.core.errors import VramplanError
 
-    out.claim({}, [("output", output)])
+    from vramplan.sheets.output_file import claim_outputs
+
     if not directory.is_dir():
         raise VramplanError("directory", str(directory), "is not a directory (SkyPilot's catalogs/v8/)")
     names = clouds or tuple(sorted(p.parent.name for p in directory.glob("*/vms.csv")))
     if not names:
         raise VramplanError("directory", str(directory), "holds no <cloud>/vms.csv")
+    # before any work: -o is none of the files read (it replaced sky/lambda/vms.csv with the offerings)
+    claim_outputs([("output", output)], [("cloud", directory / cloud / "vms.csv") for cloud in names])
     date = price_date or today().isoformat()
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
         raise VramplanError("price_date", date, "must be YYYY-MM-DD")
+    try:  # a real calendar day, not after today (catalogue check and --offerings-csv refuse the rows otherwise)
+        day = datetime.date.fromisoformat(date)
+    except ValueError:
+        raise VramplanError("price_date", date, "is not a calendar date") from None
+    if day > today():
+        raise VramplanError("price_date", date, f"is after today ({today().isoformat()})")
     packaged = load_catalogue()
     imported, skipped = [], []
     for cloud in names:

@@ -65,6 +65,8 @@ def parse_quotas(values: tuple[str, ...]) -> dict[str, int]:
         if not provider.strip() or not 0 <= gpus <= MAX_POOL_GPUS:
             raise VramplanError("quota", value, f"must be PROVIDER=GPUS, GPUS a whole number from 0 to {MAX_POOL_GPUS:,}"
                                                 ", e.g. aws=64")
+        if provider.strip() in quotas:  # the last one won silently
+            raise VramplanError("quota", value, f"names {provider.strip()} again; give each provider one quota")
         quotas[provider.strip()] = gpus
     return quotas
 

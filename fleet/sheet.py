@@ -22,7 +22,7 @@ from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp, utc
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import parse_count, parse_real
-from vramplan.sheets.rows import check_columns, is_empty, parse_row, unreadable_header_error
+from vramplan.sheets.rows import check_columns, is_empty, misspells, parse_row, unreadable_header_error
 from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import check_job_runs, split_list
 
@@ -121,13 +121,18 @@ def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
 def read_jobs(path: Path, fmt: str) -> JobRows:
     unread: dict[int, VramplanError] = {}  # rows the sheet does not give whole: their own errors
     header, rows = read_table(path, fmt, row_errors=unread)
-    check_columns([name for name in header if name not in FLEET_JOB_COLUMNS])
+    # the user's own columns are copied through, as batch copies them (a batch sheet is a fleet sheet)
+    own = set(check_columns([name for name in header if name not in FLEET_JOB_COLUMNS], strict=False))
+    for name in own:  # a misspelt fleet column (dedline) is no column of the user's own
+        typo = misspells(name, FLEET_JOB_COLUMNS)
+        if typo is not None:
+            raise VramplanError("column", name, f"unknown column; did you mean {typo!r}?")
     jobs: list[FleetJob | None] = []
     errors: list[str | None] = []
     times: list[dict[str, float | datetime]] = []
     for at, row in enumerate(rows):
         cells = dict(zip(header, row))
-        batch = {name: value for name, value in cells.items() if name not in FLEET_JOB_COLUMNS}
+        batch = {name: value for name, value in cells.items() if name not in FLEET_JOB_COLUMNS and name not in own}
         fleet = {name: value for name, value in cells.items() if name in FLEET_JOB_COLUMNS and not is_empty(value)}
         try:
             if at in unread:
@@ -238,6 +243,15 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
             if len(offerings) > 1:
                 raise VramplanError("offering", sorted(offerings)[1], f"pool {name!r} has rows of different offerings")
             first = rows[0][1]
+            for row_number, cells, _times in rows[1:]:  # one commitment and one price per pool, on every row
+                number = row_number  # (a later row's cells were never read: 'maybe' and -5 passed)
+                for column, read in (("committed", lambda v: parse_bool("committed", v)),
+                                     ("price_usd_per_gpu_hour", lambda v: parse_real("price_usd_per_gpu_hour", v))):
+                    if not is_empty(cells.get(column)) and read(cells[column]) != (
+                            read(first[column]) if not is_empty(first.get(column)) else None):
+                        raise VramplanError(column, cells[column], f"differs from the first row of pool {name!r}: one "
+                                                                   f"{column} per pool")
+            number = rows[0][0]
             pool = Pool(name=name, offering=offerings.pop(), windows=tuple(windows),
                         committed=parse_bool("committed", first.get("committed", False)),
                         price_usd_per_gpu_hour=first.get("price_usd_per_gpu_hour"))  # the number grammar

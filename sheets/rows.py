@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -229,12 +229,12 @@ def _normalised(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def misspells(name: str) -> str | None:
-    """The known column that `name` is a misspelling of (seq-len, seqlen, Seq_Len, optimiser,
-    budget), or None for a column of the user's own (team, notes, owner)."""
+def misspells(name: str, columns: Iterable[str] = INPUT_COLUMNS) -> str | None:
+    """The known column (of `columns`) that `name` is a misspelling of (seq-len, seqlen, Seq_Len,
+    optimiser, budget), or None for a column of the user's own (team, notes, owner)."""
     typed = _normalised(name)
     best, ratio = None, 0.0
-    for known in INPUT_COLUMNS:
+    for known in columns:
         target = _normalised(known)
         if typed == target or (len(typed) >= 4 and target.startswith(typed)):
             return known

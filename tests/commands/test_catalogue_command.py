@@ -76,6 +76,20 @@ def test_import_refuses_what_is_not_a_skypilot_directory(tmp_path):
     assert "price_date" in one_line_error(_import(tmp_path, "--price-date", "yesterday"))
 
 
+def test_import_never_writes_over_a_file_it_reads_and_takes_calendar_dates_up_to_today(tmp_path):
+    """-o onto the cloud's own vms.csv replaced it with the offerings (exit 0; the next import read 0
+    rows); 2026-02-30 and 2099-01-01 were accepted and wrote rows that catalogue check refuses."""
+    (tmp_path / "v8" / "lambda").mkdir(parents=True)
+    source = tmp_path / "v8" / "lambda" / "vms.csv"
+    source.write_text(LAMBDA, encoding="utf-8")
+    line = one_line_error(invoke("catalogue", "import", "skypilot", str(tmp_path / "v8"), "-o", str(source)))
+    assert "output=" in line and "cloud file" in line
+    assert source.read_text(encoding="utf-8") == LAMBDA
+    for date, why in (("2026-02-30", "is not a calendar date"), ("2099-01-01", "is after today")):
+        line = one_line_error(invoke("catalogue", "import", "skypilot", str(tmp_path / "v8"), "--price-date", date))
+        assert f"price_date='{date}'" in line and why in line
+
+
 def test_importing_the_lambda_snapshot_reproduces_the_shipped_lambda_rows(tmp_path, catalogue):
     """tests/catalogues/fixtures/skypilot/lambda/vms.csv: the us-east-1 rows of
     skypilot-org/skypilot-catalog catalogs/v8/lambda/vms.csv @0f407038 (its SOURCE.md). Every GPU

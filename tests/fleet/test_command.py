@@ -135,6 +135,32 @@ def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> 
     assert rows[2]["error"].startswith("stack='torchtitan': does not run DeepEP for qwen3-30b-a3b")
 
 
+def test_a_batch_sheets_own_columns_are_copied_through(tmp_path: Path) -> None:
+    """fleet.md: a batch sheet is a fleet sheet, every input column kept; a `team` column stopped the run
+    ("unknown column; did you mean 'stack'?") where batch copies it."""
+    result, rows = run(tmp_path, [{"id": "a", "team": "red", **GOOD_JOB}], job_header=JOB_HEADER + ["team"])
+    assert result.exit_code == 0, result.output
+    assert rows[0]["team"] == "red" and rows[0]["status"] == "scheduled"
+
+
+def test_a_pools_rows_agree_on_commitment_and_price_and_a_quota_is_given_once(tmp_path: Path) -> None:
+    """Only a pool's first row was read for `committed` and the price: 'maybe' and -5 on a later row
+    passed, and two prices became the first; a repeated --quota kept its last value silently."""
+    header = INVENTORY_HEADER + ["price_usd_per_gpu_hour"]
+    first = {"pool": "p1", "offering": "aws/p5.48xlarge", "num_gpus": "16", "available_from": "0", "available_to": "100",
+             "committed": "false", "price_usd_per_gpu_hour": "1"}
+    for later, fragment in (({"committed": "maybe"}, "row 3: committed='maybe': must be true or false"),
+                            ({"price_usd_per_gpu_hour": "2"}, "row 3: price_usd_per_gpu_hour='2': differs from the first "
+                                                              "row of pool 'p1'")):
+        jobs_csv = write_csv(tmp_path / "jobs.csv", [{"id": "a", **GOOD_JOB}], JOB_HEADER)
+        rows = [first, {**first, "available_from": "100", "available_to": "", **later}]
+        inventory = write_csv(tmp_path / "inventory.csv", rows, header)
+        one_line_error(invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / "s.csv")),
+                       fragment)
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], POOLS, "--market", "on", "--quota", "aws=8", "--quota", "aws=16")
+    one_line_error(result, "quota='aws=16'", "names aws again")
+
+
 def test_a_job_naming_providers_is_planned_on_the_pools(tmp_path: Path) -> None:
     """The job check (solver check_job_runs, over no offering) read a providers cell against no
     offering and made the row an error ("provider='aws': no offering"); the pools choose offerings."""
