@@ -44,7 +44,6 @@ def skypilot(directory: Path, clouds: tuple[str, ...], source: str, price_date: 
     from vramplan.models.catalogue.skypilot import import_cloud
     from vramplan.models.core.clock import today
     from vramplan.models.core.errors import VramplanError
-
     from vramplan.sheets.output_file import claim_outputs
 
     if not directory.is_dir():
