@@ -107,6 +107,9 @@ def _question(query: SolveQuery) -> str:
     rows = [("model", query.model), ("method", method), ("sequence length", f"{job.seq_len:,} tokens"),
             ("global batch", f"{query.effective_global_batch:,} sequences"), ("tokens", count(round(query.tokens))),
             ("objective", query.objective), ("stack", job.stack), ("precision", query.pins.precision or "bf16 or fp16"),
+            # spot prices and their restarts are part of the question (the page read them as on-demand)
+            ("pricing", query.pricing + (f", {query.restart_overhead:g} of the work redone after preemptions"
+                                         if query.pricing == "spot" else "")),
             ("restrictions", restrictions)]
     items = "".join(f"<dt>{escape(name)}</dt><dd>{escape(str(value))}</dd>" for name, value in rows)
     return f"<h2>The question</h2><dl class=question>{items}</dl>"
@@ -133,6 +136,8 @@ def report_html(result: SolveResult, query: SolveQuery | None = None) -> str:
         parts.append(f"<p class=meta>{escape(ranges_line(best.memory, best.performance))}</p>")
         note = efficiency_note(best.performance, best.plan.gpu)
         parts += [f"<p class=note>{escape(note)}</p>"] if note else []
+        # what the table prints as warnings (a plan that fits but that nobody would run, spot preemptions)
+        parts += [f"<p class=note>warning: {escape(warning)}</p>" for warning in best.warnings]
         title = f"{model.name} on {best.plan.num_gpus} x {best.plan.gpu}, ZeRO-{best.plan.zero}"
         parts.append(_memory_section(best.memory, title, "Memory per GPU"))
         parts.append("<h2>Alternatives (best first)</h2>"

@@ -185,6 +185,15 @@ def test_offering_columns_beyond_their_domain_are_one_line(tmp_path, column, val
     assert "offerings_csv" in line and column in line and "line 2" in line
 
 
+@pytest.mark.parametrize("provider", ["a,b", "a;b", "a=b"])
+def test_a_provider_name_no_option_can_select_is_one_line(tmp_path, provider):
+    """',' and ';' separate names in --provider and a batch providers cell, '=' ends a --quota provider: such
+    a row loaded, and nothing could select it ("provider='a': no offering; known: a,b")."""
+    rows = [row | {"provider": provider} for row in packaged("offerings.csv")]
+    line = one_line_error(solve_with(tmp_path, offerings=rows))
+    assert "offerings_csv" in line and "provider" in line
+
+
 @pytest.mark.parametrize("column", ["fp16_dense_tflops", "bf16_dense_tflops", "hbm_bandwidth_gb_per_s",
                                     "network_bandwidth_gb_per_s", "memory_usable_mib"])
 @pytest.mark.parametrize("value", ["inf", "1e300", "1e-300"])

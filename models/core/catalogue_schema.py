@@ -127,6 +127,15 @@ class Offering(_Row):
             raise ValueError(f"{value!r} must be non-empty and contain no '/'")
         return value
 
+    @field_validator("provider")
+    @classmethod
+    def _selectable(cls, value: str) -> str:
+        """A name --provider, a batch `providers` cell and --quota can name: ',' and ';' separate names
+        there and '=' ends a quota's provider, so a provider holding one could never be selected."""
+        if any(mark in value for mark in ",;="):
+            raise ValueError(f"{value!r} must contain no ',', ';' or '=' (they separate names in --provider and --quota)")
+        return value
+
     @field_validator("price_date")
     @classmethod
     def _is_a_date(cls, value: str) -> str:

@@ -103,6 +103,18 @@ def test_infeasible_report_explains_and_draws_the_closest_miss(tmp_path):
     assert "<h2>Why nothing fits</h2>" in text and "525.7 GiB per GPU" in text and text.count("<svg") == 1
 
 
+def test_a_spot_report_says_so_and_carries_the_tables_warnings(tmp_path):
+    """The page's question showed the region and limits only, and no warning: spot costs read as
+    on-demand prices, without the preemption warning the table prints."""
+    path = tmp_path / "spot.html"
+    result = invoke("solve", "--model", "llama-3.1-8b", "--seq-len", "4096", "--global-batch", "64", "--tokens", "1e9",
+                    "--pricing", "spot", "--restart-overhead", "0.1", "--region", "us-east-1", "--report", str(path))
+    assert result.exit_code == 0, result.stderr
+    text = path.read_text(encoding="utf-8")
+    assert "<dt>pricing</dt><dd>spot, 0.1 of the work redone after preemptions</dd>" in text
+    assert "warning: spot instances may be preempted" in text and "spot instances may be preempted" in result.stdout
+
+
 def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
