@@ -64,9 +64,40 @@ def _feasible(fleet: IntFleet, served: list[int], minimise_end_of: int | None = 
 
 
 def _with_extra(pool: IntPool, extra_gpus: int, horizon_min: int) -> IntPool:
+    """The pool with `extra_gpus` more over the windows it has (none where it has no GPUs: "+N GPUs of
+    the pool" does not make it available after its last window ends)."""
     points = sorted({0, horizon_min, *(w.from_min for w in pool.windows or ()), *(w.to_min for w in pool.windows or ())})
-    windows = tuple(Window(s, e, (pool.gpus_at(s) or 0) + extra_gpus) for s, e in pairwise(points) if s < e)
+    windows = tuple(Window(s, e, gpus + extra_gpus if gpus else 0)
+                    for s, e in pairwise(points) if s < e for gpus in (pool.gpus_at(s) or 0,))
     return replace(pool, windows=windows)
+
+
+def _longest_run_min(pool: IntPool, gpus: int, start: int, end: int) -> int:
+    """The longest stretch of [start, end) over which the pool has at least `gpus` GPUs (before any
+    job takes them): a plan of that many GPUs needs its whole duration in one such stretch."""
+    if pool.windows is None:
+        return end - start
+    points = sorted({start, end, *(w.from_min for w in pool.windows if start < w.from_min < end),
+                     *(w.to_min for w in pool.windows if start < w.to_min < end)})
+    longest = run = 0
+    for s, e in pairwise(points):
+        run = run + (e - s) if (pool.gpus_at(s) or 0) >= gpus else 0
+        longest = max(longest, run)
+    return longest
+
+
+def _unavailable(fleet: IntFleet, job: IntJob, slots: list) -> str | None:
+    """Why no plan can run whatever the other jobs do: every usable plan needs longer than its pool
+    has its GPUs within the job's window (a pool whose windows end first); None otherwise."""
+    end = fleet.latest_end(job)
+    if any(_longest_run_min(fleet.pools[s.pool], s.gpus, job.release_min, end) >= s.duration_min for s in slots):
+        return None
+    fastest = min(slots, key=lambda s: s.duration_min)
+    pool = fleet.pools[fastest.pool]
+    longest = _longest_run_min(pool, fastest.gpus, job.release_min, end)
+    return (f"no pool has a plan's GPUs for the whole of it within the window {_window_text(fleet, job)}: the fastest "
+            f"needs {fastest.gpus} GPUs of pool {pool.name} for {_hours(fastest.duration_min)}, and the pool has them "
+            f"for {_hours(longest)} at most there; more time in its windows (available_to) would serve it")
 
 
 def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int, until: float | None) -> int | None:
@@ -103,10 +134,18 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
                     f"pool {fleet.pools[smallest.pool].name} ({fleet.pools[smallest.pool].capacity_gpus} GPUs); "
                     f"add {smallest.gpus - (fleet.pools[smallest.pool].capacity_gpus or 0)} GPUs to it")
         needed = job.release_min + fastest.duration_min
+        longest = _longest_run_min(fleet.pools[fastest.pool], fastest.gpus, job.release_min, fleet.horizon_min)
+        if longest < fastest.duration_min:  # a later deadline would not do: the pool's windows end (or pause) first
+            return (f"the window {_window_text(fleet, job)} is shorter than the fastest plan ({_hours(fastest.duration_min)} "
+                    f"on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs), and no deadline fits it there: the "
+                    f"pool has those GPUs for {_hours(longest)} at most; more time in its windows (available_to) would serve it")
         return (f"the window {_window_text(fleet, job)} is shorter than the fastest plan "
                 f"({_hours(fastest.duration_min)} on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs); "
                 f"a deadline of {_hours(needed)} would fit it" + (" (the horizon ends first: raise --horizon-days)"
                                                                    if needed > fleet.horizon_min else ""))
+    unavailable = _unavailable(fleet, job, usable)
+    if unavailable is not None:  # no extra GPUs in the windows, nor a later deadline inside them, serves it
+        return unavailable
     started = time.perf_counter()
     served = [i for i, c in enumerate(schedule.slot) if c is not None]
     proven = bool(schedule.stages) and schedule.stages[0].name == "served" and schedule.stages[0].status == "optimal"

@@ -363,3 +363,17 @@ def test_datetime_cells_with_a_time_zone_are_converted_to_utc() -> None:
     assert parse_time("earliest_start", datetime(2027, 1, 4, 9, 0)) == datetime(2027, 1, 4, 9, 0)
     assert parse_time("deadline", date(2027, 1, 4)) == datetime(2027, 1, 4)
     assert parse_time("deadline", "2027-01-04T00:00+01:00") == datetime(2027, 1, 3, 23, 0)
+
+
+def test_an_unserved_jobs_advice_holds_where_the_pools_windows_end(tmp_path: Path) -> None:
+    """A pool of 8 GPUs until 100 h, a job needing 187 h of them: the advice was "a deadline of 187.067 h
+    would fit it" (with that deadline it stayed unserved, then "pool p1 is full ... over 0-200 h" while
+    it sat idle), and "+N GPUs" added GPUs after the pool's last window. Both now say the windows end."""
+    pools = [{"pool": "p1", "offering": "aws/p5.48xlarge", "num_gpus": "8", "available_from": "0",
+              "available_to": "100", "committed": "true"}]
+    for deadline in ("50", "200"):
+        job = {"id": "big", "model": "llama-3.1-8b", "seq_len": "4096", "tokens": "5e10", "deadline": deadline}
+        _, rows = run(tmp_path, [job], pools)
+        why = rows[0]["explanation"]
+        assert rows[0]["status"] == "unserved" and "for 100 h at most" in why and "available_to" in why, why
+        assert "a deadline of" not in why and "GPUs of pool p1 would serve it" not in why
