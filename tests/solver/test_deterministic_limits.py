@@ -112,6 +112,11 @@ def test_an_explanation_cut_short_by_work_says_so(catalogue) -> None:
     untried = [m for m in cut.explanation.mitigations if not m.tried]
     assert len(untried) == 1 and cut.explanation.mitigations[-1] is untried[0] and not untried[0].fits
     assert f"--work-limit {full.search.work / 2:g} ran out before '{untried[0].change}'" in cut.explanation.summary
+    from vramplan.commands.output import Screen
+    from vramplan.commands.render_solve import solve_table
+
+    table = solve_table(cut, Screen(width=None, plain=True))  # it said "time limit" whatever the limit
+    assert "not tried: work limit" in table and "not tried: time limit" not in table
 
 
 def test_a_kept_yes_no_answer_charges_its_work_again(catalogue) -> None:

@@ -81,17 +81,18 @@ def test_the_405b_row_walks_no_shape(catalogue) -> None:
     assert _every_point(space) is None
 
 
-@pytest.mark.parametrize("pins", [{}, {"tp": 4}])
-def test_the_summary_names_the_layout_the_closest_miss_was_searched_on(catalogue, pins: dict) -> None:
+@pytest.mark.parametrize(("pins", "budget"), [({}, None), ({"tp": 4}, None), ({}, 1e6)])
+def test_the_summary_names_the_layout_the_closest_miss_was_searched_on(catalogue, pins: dict, budget) -> None:
     """The walk covers the least parallel layout only: the summary said "the closest plan", and a
     user read 1,351.6 GiB over on one GPU where a TP 8 x EP 8 plan comes within 11.3 GiB."""
     from vramplan.solver.api import solve
     from vramplan.solver.query import Pins
 
     query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=8, gpus=("h100-sxm-80gb",),
-                       max_gpus=8, pins=Pins(recompute="none", micro_batch=1, **pins))
+                       max_gpus=8, pins=Pins(recompute="none", micro_batch=1, **pins), budget_usd=budget)
     why = solve(catalogue, query).explanation
     assert why is not None and why.closest_miss is not None
     layout = "TP4" if pins else "data parallelism alone"
-    assert f"the closest plan of the least parallel layout ({layout}) is " in why.summary
+    within = " within the budget" if budget else ""  # the budget's, after the layout (it read as the layout's)
+    assert f"the closest plan of the least parallel layout ({layout}){within} is " in why.summary
     assert why.closest_miss.plan.tp == pins.get("tp", 1)
