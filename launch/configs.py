@@ -41,6 +41,7 @@ from vramplan.launch.litgpt import litgpt_text
 from vramplan.launch.pipeline import megatron_sets_vpp, megatron_split_args, torchtitan_model_parts
 from vramplan.launch.torchtune import torchtune_text
 from vramplan.models.architecture.parallel import largest_chunk, split_of
+from vramplan.models.catalogue.stack_contract import zero_layout_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.recompute import recompute_block
@@ -48,11 +49,11 @@ from vramplan.models.memory.recompute import recompute_block
 __all__ = ["WRITERS", "LaunchConfig", "check_writer", "launch_config"]
 
 
-def _hf_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _hf_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("hf", json_text(hf_sections(job, plan, num_layers)), ".json")
 
 
-def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _deepspeed_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     if job.compile != "none":  # the Trainer's TrainingArguments(torch_compile=True), not a DeepSpeed JSON key
         raise VramplanError("compile", job.compile, "the DeepSpeed JSON has no place for the hf Trainer's torch_compile; "
                                                     "write --stack hf's configuration")
@@ -66,27 +67,28 @@ def _deepspeed_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
     return LaunchConfig("deepspeed", json.dumps(deepspeed_dict(plan), indent=2) + "\n", ".json")
 
 
-def _megatron_config(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> LaunchConfig:
+def _megatron_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("megatron", _shell(_megatron(job, plan, num_layers, num_experts)), ".sh")
 
 
-def _torchtitan_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _torchtitan_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("torchtitan", _toml(_torchtitan(job, plan, num_layers)), ".toml")
 
 
-def _torchtune_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _torchtune_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("torchtune", torchtune_text(job, plan, num_layers), ".sh")
 
 
-def _litgpt_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _litgpt_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("litgpt", litgpt_text(job, plan, num_layers), ".sh")
 
 
-def _unsloth_config(job: Job, plan: Plan, num_layers: int) -> LaunchConfig:
+def _unsloth_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
     return LaunchConfig("unsloth", json_text(unsloth_sections(job, plan, num_layers)), ".json")
 
 
-WRITERS: dict[str, Callable[..., LaunchConfig]] = {
+# Each writer reads the job, the plan and the model's decoder layers and routed experts (1: dense).
+WRITERS: dict[str, Callable[[Job, Plan, int, int], LaunchConfig]] = {
     "hf": _hf_config, "deepspeed": _deepspeed_config, "megatron": _megatron_config, "torchtitan": _torchtitan_config,
     "torchtune": _torchtune_config, "litgpt": _litgpt_config, "unsloth": _unsloth_config}
 
@@ -102,9 +104,7 @@ def launch_config(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -
     """The job's stack's configuration for this plan (num_layers: the model's, for recompute
     counts and virtual stages; num_experts: its routed experts, 1 for a dense model)."""
     check_writer(job.stack)
-    if job.stack == "megatron":
-        return _megatron_config(job, plan, num_layers, num_experts)
-    return WRITERS[job.stack](job, plan, num_layers)
+    return WRITERS[job.stack](job, plan, num_layers, num_experts)
 
 
 # pretrain_gpt.py trains every parameter with Adam (arguments.py --optimizer adam | sgd | muon ...) and fp32
@@ -210,13 +210,11 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
     if job.recompute_layers is None and plan.recompute == "selective" and job.selective != "op":
         raise VramplanError("selective", job.selective, "torchtitan's selective checkpointing is per op "
                                                         "(selective_ac_option op): use --selective op")
-    shard = plan.dp if plan.zero >= 2 else 1  # FSDP2 over the data-parallel ranks; ZeRO-0 replicates
-    if shard == 1 and plan.cp == 1 and (plan.tp > 1 or plan.pp > 1 or plan.ep > 1):
-        # v0.2.2: DDP beside any other parallelism raises ("DDP has not supported > 1D parallelism",
-        # models/llama3/infra/parallelize.py), and without FSDP or CP mixed precision is off under TP and PP
-        # (distributed/utils.py maybe_enable_amp): the run would be float32 throughout (training.dtype)
+    # model parallelism only beside FSDP over more than one rank (the contract's rule, which the search keeps)
+    if zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus) is not None:
         raise VramplanError("zero", plan.zero, "torchtitan runs TP, PP and EP only beside FSDP (ZeRO-2/3): without it "
                                                "it refuses DDP and trains in float32; no config written")
+    shard = plan.dp if plan.zero >= 2 else 1  # FSDP2 over the data-parallel ranks; ZeRO-0 replicates
     parallelism: dict[str, object] = {
         "data_parallel_replicate_degree": plan.dp // shard, "data_parallel_shard_degree": shard,
         "tensor_parallel_degree": plan.tp, "pipeline_parallel_degree": plan.pp,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
-from vramplan.models.catalogue.stack import plan_recompute, plan_zero, with_preset
+from vramplan.models.catalogue.stack import plan_recompute, plan_zero, recompute_layers_conflict, with_preset
 from vramplan.models.core.choices import NOT_IN_ANY, STACKS
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, RuntimeReserve
@@ -73,9 +73,8 @@ def refuse_contradictions(given: Callable[[str], bool], values: Mapping[str, Any
         raise VramplanError(spell("qlora_bits"), values["qlora_bits"], f"applies to {prefix}method qlora, not {job.method}")
     if given("loss_chunks") and job.loss != "chunked":
         raise VramplanError(spell("loss_chunks"), values["loss_chunks"], f"applies to {prefix}loss chunked; the loss is {job.loss}")
-    if given("recompute_layers") and values.get("recompute") not in (None, "full"):
-        raise VramplanError(spell("recompute_layers"), values["recompute_layers"],
-                            f"applies to {prefix}recompute full; the recompute is {values['recompute']}")
+    if given("recompute_layers") and (why := recompute_layers_conflict(values.get("recompute"))) is not None:
+        raise VramplanError(spell("recompute_layers"), values["recompute_layers"], f"applies to {prefix}recompute full; {why}")
 
 
 def stack_list(value: Any) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import product
 
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities, load_stacks
+from vramplan.models.catalogue.stack import recompute_layers_conflict
 from vramplan.models.catalogue.stack_contract import (
     StackCapabilities,
     count_refusal,
@@ -131,8 +132,8 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
     pins, caps = query.pins, stack_caps(query)
     offloading, overlap = query.job.activation_offload, query.job.moe_a2a_overlap
     job_layers = query.job.recompute_layers
-    if job_layers is not None and pins.recompute not in (None, "full"):  # a batch row's cells, the Python API
-        raise VramplanError("recompute_layers", job_layers, f"applies to recompute full; the recompute is {pins.recompute}")
+    if job_layers is not None and (why := recompute_layers_conflict(pins.recompute)) is not None:  # the Python API
+        raise VramplanError("recompute_layers", job_layers, f"applies to recompute full; {why}")
     # --recompute-layers N is N layers of full recompute: with the mode free it is the mode (the search
     # returned plans that recompute none, the option ignored)
     pinned = pins.recompute if pins.recompute is not None or job_layers is None else "full"

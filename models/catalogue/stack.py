@@ -112,6 +112,12 @@ def restacked(job: Job, stack: str, presets: Mapping[str, StackPreset]) -> Job:
     return job.model_copy(update={**update, "stack": stack})
 
 
+def recompute_layers_conflict(recompute: str | None) -> str | None:
+    """Why a count of recompute layers means nothing beside this recompute mode (None: it does: the mode
+    is full, or free, where the count makes it full)."""
+    return None if recompute in (None, "full") else f"the recompute is {recompute}"
+
+
 def plan_recompute(fields: Mapping[str, Any], presets: Mapping[str, StackPreset],
                    capabilities: Mapping[str, StackCapabilities] | None = None) -> Recompute:
     """`estimate`'s recompute: the explicit option, else full where --recompute-layers is given (it
