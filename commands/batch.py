@@ -11,12 +11,8 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import CountRange, catalogue_options
+from vramplan.commands.options import CountRange, catalogue_options, models_dir_option
 from vramplan.sheets.formats import FORMATS
-
-models_dir_option = click.option(
-    "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-    help="A `model` cell that is a path is read only inside this folder [default: the jobs file's folder].")
 
 
 @click.command("batch")

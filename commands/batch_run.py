@@ -31,7 +31,7 @@ from typing import Any
 import click
 
 from vramplan.commands.exits import EXIT_INFEASIBLE, EXIT_INTERRUPTED
-from vramplan.commands.options import catalogue_files, open_catalogue
+from vramplan.commands.options import catalogue_files, models_dir_of, open_catalogue
 from vramplan.models.core.errors import VramplanError
 from vramplan.sheets.journal import (
     CATALOGUE_HASHES,
@@ -155,11 +155,6 @@ def _progress_bar(total: int, enabled: bool):
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task("batch", total=total)
         yield lambda done, total_rows: progress.update(task, completed=done)
-
-
-def models_dir_of(options: dict[str, Any]) -> Path:
-    """The folder a sheet's config paths must stay in: --models-dir, else the jobs file's folder."""
-    return options.get("models_dir") or options["jobs"].resolve().parent
 
 
 def _job_cells(columns: list[str], cells: list[Any]) -> dict[str, Any]:

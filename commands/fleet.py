@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import POSITIVE, CountRange, catalogue_options
+from vramplan.commands.options import POSITIVE, CountRange, catalogue_options, models_dir_option
 from vramplan.fleet.domain import FLEET_OBJECTIVES, MAX_HORIZON_DAYS, MAX_SEED, MAX_TIME_LIMIT_S
 from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp
 from vramplan.sheets.formats import FORMATS
@@ -74,6 +74,7 @@ class Timestamp(click.ParamType):
               help="Also write the per-pool use (GPU-hours used and idle, utilisation, USD) to this file.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Draw a Gantt chart per pool (PNG/SVG by suffix; needs the plot extra).")
+@models_dir_option
 @catalogue_options
 def fleet(**options: Any) -> None:
     """Plan many training jobs jointly on a finite GPU inventory (CP-SAT).

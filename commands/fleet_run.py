@@ -35,7 +35,7 @@ from vramplan.commands.fleet_output import (
     pool_rows,
     summary_lines,
 )
-from vramplan.commands.options import catalogue_files, open_catalogue
+from vramplan.commands.options import catalogue_files, models_dir_of, open_catalogue
 from vramplan.fleet.domain import MAX_POOL_GPUS
 from vramplan.fleet.sheet import (
     fleet_start,
@@ -47,7 +47,7 @@ from vramplan.fleet.sheet import (
 )
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import parse_count
-from vramplan.sheets.output_file import claim_outputs, lock_output, output_target
+from vramplan.sheets.output_file import claim_outputs, lock_output, output_target, refuse_inputs
 from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 
 INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
@@ -97,8 +97,8 @@ def run_fleet_command(options: dict[str, Any]) -> None:
         from vramplan.commands.plot import require_matplotlib
 
         require_matplotlib(options["plot"])  # a bad extension or no matplotlib: before any work
-    claim_outputs([("output", output), ("pools-out", options["pools_out"]), ("plot", options["plot"])],
-                  _files_read(options))
+    outputs = [("output", output), ("pools-out", options["pools_out"]), ("plot", options["plot"])]
+    targets = claim_outputs(outputs, _files_read(options))
     catalogue = open_catalogue(options)
     jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
     inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))
@@ -111,7 +111,10 @@ def run_fleet_command(options: dict[str, Any]) -> None:
         pools += market_pools(catalogue, quotas)
     if not pools:
         raise VramplanError("inventory", str(options["inventory"]), "has no pools (and --market is off)")
-    resolve_jobs(jobs, start, [p.name for p in pools], catalogue)
+    catalogue, configs = resolve_jobs(jobs, start, [p.name for p in pools], catalogue, models_dir_of(options))
+    for (option, _), target in zip(outputs, targets):
+        if target is not None:  # nor may it replace a config file a job's model cell named
+            refuse_inputs(target, [("model config", path) for path in configs], None, option)
     valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
     query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],

@@ -296,3 +296,14 @@ def open_catalogue(options: dict[str, Any]) -> Catalogue:
     from vramplan.models.catalogue.catalogue import load_catalogue
 
     return load_catalogue(options.get("gpus_csv"), options.get("offerings_csv"), options.get("models_csv"))
+
+
+models_dir_option = click.option(
+    "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="A `model` cell that is a path is read only inside this folder [default: the jobs file's folder].")
+
+
+def models_dir_of(options: dict[str, Any]) -> Path:
+    """The folder a sheet's config paths must stay in: --models-dir, else the jobs file's folder
+    (docs/input-rules.md#paths-in-a-batch-sheet; batch and fleet read their sheets alike)."""
+    return options.get("models_dir") or options["jobs"].resolve().parent

@@ -10,7 +10,7 @@ an error row of the output (status=error), never a lost row; a bad inventory row
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from vramplan.fleet.inputs import MAX_PRIORITY, MAX_TIME_HOURS, FleetJob, Pool, PoolWindow
 from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp, utc
 from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.catalogue.config_file import config_path
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import parse_count, parse_real
 from vramplan.sheets.rows import check_columns, is_empty, misspells, parse_row, unreadable_header_error
@@ -304,13 +305,34 @@ def fleet_start(jobs: JobRows, inventory: InventoryRows, start: datetime | None)
     return min(dates) if dates else None
 
 
-def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], catalogue: Catalogue) -> None:
-    """Hours from the start for each job row; a bad time, pool or model turns the row into an error row."""
+def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], catalogue: Catalogue,
+                 models_dir: Path) -> tuple[Catalogue, list[Path]]:
+    """Hours from the start for each job row; a bad time, pool or model turns the row into an error row.
+    A `model` cell that is a path is read here, once, and only inside `models_dir`, as batch reads
+    its sheet (docs/input-rules.md#paths-in-a-batch-sheet). Returns the catalogue with those
+    configs added under their cells, which the planner reads instead of the paths, and the files read
+    (no output may replace one)."""
+    read: dict[str, VramplanError | None] = {}  # model cells that are paths: None once read, else its error
+    paths: dict[Path, None] = {}
+    names = {name.lower() for name in catalogue.architectures}
     for i, job in enumerate(jobs.jobs):
         if job is None:
             continue
         try:
-            catalogue.architecture(job.query.model)
+            model = job.query.model
+            if model.lower() not in names and model not in read:
+                try:
+                    arch = catalogue.architecture(model, models_dir)
+                    catalogue = replace(catalogue, architectures={**catalogue.architectures, model: arch})
+                    path = config_path(model, models_dir)
+                    if path is not None:
+                        paths.setdefault(path, None)
+                    read[model] = None
+                except VramplanError as error:
+                    read[model] = error
+            unread = read.get(model)
+            if unread is not None:
+                raise unread
             check_job_runs(catalogue, job.query)  # a job its stack refuses is this row's error, as in batch
             for name in job.pools:
                 if name not in pool_names:
@@ -324,3 +346,4 @@ def resolve_jobs(jobs: JobRows, start: datetime | None, pool_names: list[str], c
             jobs.jobs[i], jobs.errors[i] = None, str(from_validation_error(error, {"priority": job.priority}))
         except (VramplanError, ValueError) as error:
             jobs.jobs[i], jobs.errors[i] = None, " ".join(str(error).split())
+    return catalogue, list(paths)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
-from helpers.paths import EXAMPLES
+from helpers.paths import EXAMPLES, HF_CONFIGS
 from helpers.sheets import write_csv
 
 JOB_HEADER = ["id", "model", "seq_len", "tokens", "max_gpus", "earliest_start", "deadline", "priority", "required"]
@@ -377,3 +377,35 @@ def test_an_unserved_jobs_advice_holds_where_the_pools_windows_end(tmp_path: Pat
         why = rows[0]["explanation"]
         assert rows[0]["status"] == "unserved" and "for 100 h at most" in why and "available_to" in why, why
         assert "a deadline of" not in why and "GPUs of pool p1 would serve it" not in why
+
+
+def test_a_model_path_is_read_only_inside_the_sheets_folder_and_never_overwritten(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """docs/input-rules.md#paths-in-a-batch-sheet holds for fleet sheets too: a `model` cell that is
+    a path is read inside --models-dir (default: the jobs file's folder), relative to it, once; a
+    path outside it is the row's error, named as a missing file. fleet read it from the current
+    folder, anywhere, and the planner read it again there."""
+    sheet_dir, elsewhere = tmp_path / "sheet", tmp_path / "elsewhere"
+    sheet_dir.mkdir()
+    elsewhere.mkdir()
+    config = (HF_CONFIGS / "qwen2.5-7b.json").read_text(encoding="utf-8")
+    (sheet_dir / "mine.json").write_text(config, encoding="utf-8")
+    (elsewhere / "secret.json").write_text(config, encoding="utf-8")
+    monkeypatch.chdir(elsewhere)  # a relative cell is the sheet folder's, not the current folder's
+    jobs = [{"id": "a", **GOOD_JOB, "model": "mine.json"}, {"id": "b", **GOOD_JOB, "model": "secret.json"},
+            {"id": "c", **GOOD_JOB, "model": "../elsewhere/secret.json"}]
+    result, rows = run(sheet_dir, jobs)
+    assert [r["status"] for r in rows] == ["scheduled", "error", "error"], result.output
+    assert "no such config file inside the models folder" in rows[1]["error"]
+    assert "no such config file inside the models folder" in rows[2]["error"]
+    # --models-dir widens it; the schedule may not replace a config a row read
+    jobs_csv, inventory = sheet_dir / "jobs.csv", sheet_dir / "inventory.csv"
+    out = tmp_path / "out.csv"
+    invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--time-limit", "10",
+           "--models-dir", str(elsewhere))
+    statuses = [r["status"] for r in csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig")))]
+    assert statuses == ["error", "scheduled", "scheduled"]
+    before = (sheet_dir / "mine.json").read_bytes()
+    one_line_error(invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(sheet_dir / "mine.json"),
+                          "--time-limit", "10"), "model config")
+    assert (sheet_dir / "mine.json").read_bytes() == before
