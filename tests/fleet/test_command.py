@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -409,3 +410,15 @@ def test_a_model_path_is_read_only_inside_the_sheets_folder_and_never_overwritte
     one_line_error(invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(sheet_dir / "mine.json"),
                           "--time-limit", "10"), "model config")
     assert (sheet_dir / "mine.json").read_bytes() == before
+
+
+def test_the_summary_says_the_cost_objective_is_whole_cents_per_job(tmp_path: Path) -> None:
+    """The cost objective is the integer model's (each job's marginal USD rounded up to whole cents),
+    so it can read a cent or more above the marginal sum printed beside it; the line says which is which."""
+    market = [{"pool": "m", "offering": "aws/p5.48xlarge", "num_gpus": "16", "committed": "false"}]
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}], market)
+    summary = next(line for line in result.output.splitlines() if line.startswith("fleet: optimal"))
+    cents = float(summary.split("cost = ")[1].split(" USD")[0].replace(",", ""))
+    marginal = float(summary.split("marginal cost ")[1].split(" USD")[0].replace(",", ""))
+    assert "(each job rounded up to whole cents)" in summary
+    assert 0 <= cents - marginal < 0.01 + 1e-9 and cents == math.ceil(float(rows[0]["usd_marginal"]) * 100) / 100
