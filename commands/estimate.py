@@ -114,9 +114,9 @@ def estimate_command(**options: Any) -> None:
         title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
         plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
     if options["launch_path"] is not None:
-        from vramplan.launch.configs import launch_config
+        from vramplan.launch.configs import launch_config, launch_model
 
-        arch = catalogue.architecture(options["model"])
-        output.emit(launch_config(job, result.plan, arch.num_layers, arch.num_experts).text, options["launch_path"])
+        output.emit(launch_config(job, result.plan, launch_model(catalogue, options["model"])).text,
+                    options["launch_path"])
     if not result.memory.fits:
         sys.exit(EXIT_INFEASIBLE)

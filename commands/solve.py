@@ -141,7 +141,7 @@ def solve_command(**options: Any) -> None:
 def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path: Path) -> None:
     """The best plan as its stack's launch configuration (nothing written when nothing fits)."""
     from vramplan.commands import output
-    from vramplan.launch.configs import launch_config
+    from vramplan.launch.configs import launch_config, launch_model
     from vramplan.models.core.setup import Plan
 
     if not result.plans:
@@ -156,8 +156,7 @@ def _launch_config(catalogue: Any, query: SolveQuery, result: SolveResult, path:
         from vramplan.models.catalogue.stack import restacked
 
         job = restacked(job, choice.stack, load_stacks())
-    arch = catalogue.architecture(query.model)
-    config = launch_config(job, plan, arch.num_layers, arch.num_experts)
+    config = launch_config(job, plan, launch_model(catalogue, query.model))
     output.emit(config.text, path)
 
 

@@ -15,10 +15,35 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from vramplan.models.architecture.lora import adapted_modules, layer_groups
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
 Checkpointing = Literal["none", "full", "op"]
+
+
+@dataclass(frozen=True)
+class LaunchModel:
+    """What the writers read of the model (`of` an Architecture): its decoder layers (recompute
+    counts, virtual stages), routed experts (1: dense), HF model_type, the leaf names of the linear
+    modules a LoRA job adapts by default (models/architecture/lora.py adapted_modules: the plan's
+    adapter count), and the name to load it by where the user gave one (a hub id or a config
+    path; "" for a catalogue name, which names no checkpoint)."""
+
+    num_layers: int
+    num_experts: int = 1
+    model_type: str = ""
+    lora_modules: tuple[str, ...] = ()
+    checkpoint: str = ""
+
+    @classmethod
+    def of(cls, arch: Architecture, checkpoint: str = "") -> LaunchModel:
+        names: dict[str, None] = {}
+        for group in layer_groups(arch):
+            for module in adapted_modules(arch, None, group.modules):
+                names.setdefault(module.name.rsplit(".", 1)[-1], None)  # PEFT matches a target by the name's last part
+        return cls(arch.num_layers, arch.num_experts, arch.model_type, tuple(names), checkpoint)
 
 
 @dataclass(frozen=True)

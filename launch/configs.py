@@ -33,27 +33,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
-from vramplan.launch.common import LaunchConfig
+from vramplan.launch.common import LaunchConfig, LaunchModel
 from vramplan.launch.deepspeed import deepspeed_dict
 from vramplan.launch.hf import hf_sections, json_text, unsloth_sections
 from vramplan.launch.litgpt import litgpt_text
 from vramplan.launch.pipeline import megatron_sets_vpp, megatron_split_args, torchtitan_model_parts
 from vramplan.launch.torchtune import torchtune_text
 from vramplan.models.architecture.parallel import largest_chunk, split_of
+from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.catalogue.stack_contract import zero_layout_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.recompute import recompute_block
 
-__all__ = ["WRITERS", "LaunchConfig", "check_writer", "launch_config"]
+__all__ = ["WRITERS", "LaunchConfig", "LaunchModel", "check_writer", "launch_config", "launch_model"]
 
 
-def _hf_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("hf", json_text(hf_sections(job, plan, num_layers)), ".json")
+def _hf_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("hf", json_text(hf_sections(job, plan, model.num_layers)), ".json")
 
 
-def _deepspeed_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
+def _deepspeed_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
     if job.compile != "none":  # the Trainer's TrainingArguments(torch_compile=True), not a DeepSpeed JSON key
         raise VramplanError("compile", job.compile, "the DeepSpeed JSON has no place for the hf Trainer's torch_compile; "
                                                     "write --stack hf's configuration")
@@ -67,28 +69,28 @@ def _deepspeed_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -
     return LaunchConfig("deepspeed", json.dumps(deepspeed_dict(plan), indent=2) + "\n", ".json")
 
 
-def _megatron_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("megatron", _shell(_megatron(job, plan, num_layers, num_experts)), ".sh")
+def _megatron_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("megatron", _shell(_megatron(job, plan, model.num_layers, model.num_experts)), ".sh")
 
 
-def _torchtitan_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("torchtitan", _toml(_torchtitan(job, plan, num_layers)), ".toml")
+def _torchtitan_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("torchtitan", _toml(_torchtitan(job, plan, model.num_layers)), ".toml")
 
 
-def _torchtune_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("torchtune", torchtune_text(job, plan, num_layers), ".sh")
+def _torchtune_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("torchtune", torchtune_text(job, plan, model.num_layers), ".sh")
 
 
-def _litgpt_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("litgpt", litgpt_text(job, plan, num_layers), ".sh")
+def _litgpt_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("litgpt", litgpt_text(job, plan, model.num_layers), ".sh")
 
 
-def _unsloth_config(job: Job, plan: Plan, num_layers: int, num_experts: int) -> LaunchConfig:
-    return LaunchConfig("unsloth", json_text(unsloth_sections(job, plan, num_layers)), ".json")
+def _unsloth_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    return LaunchConfig("unsloth", json_text(unsloth_sections(job, plan, model)), ".json")
 
 
-# Each writer reads the job, the plan and the model's decoder layers and routed experts (1: dense).
-WRITERS: dict[str, Callable[[Job, Plan, int, int], LaunchConfig]] = {
+# Each writer reads the job, the plan and what it needs of the model (LaunchModel).
+WRITERS: dict[str, Callable[[Job, Plan, LaunchModel], LaunchConfig]] = {
     "hf": _hf_config, "deepspeed": _deepspeed_config, "megatron": _megatron_config, "torchtitan": _torchtitan_config,
     "torchtune": _torchtune_config, "litgpt": _litgpt_config, "unsloth": _unsloth_config}
 
@@ -100,11 +102,20 @@ def check_writer(stack: str) -> None:
                                             "drop --launch-config or pass --stack with one of them")
 
 
-def launch_config(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> LaunchConfig:
-    """The job's stack's configuration for this plan (num_layers: the model's, for recompute
-    counts and virtual stages; num_experts: its routed experts, 1 for a dense model)."""
+def launch_model(catalogue: Catalogue, model: str) -> LaunchModel:
+    """LaunchModel of a --model argument. Its checkpoint: a hub id or a folder as given, a config
+    file's folder (from_pretrained loads a folder); a catalogue name names no checkpoint ("")."""
+    arch = catalogue.architecture(model)
+    if model.lower() in {name.lower() for name in catalogue.architectures}:
+        return LaunchModel.of(arch)
+    path = Path(model)
+    return LaunchModel.of(arch, str(path.parent) if path.is_file() else model)
+
+
+def launch_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
+    """The job's stack's configuration for this plan (`model`: LaunchModel.of the architecture)."""
     check_writer(job.stack)
-    return WRITERS[job.stack](job, plan, num_layers, num_experts)
+    return WRITERS[job.stack](job, plan, model)
 
 
 # pretrain_gpt.py trains every parameter with Adam (arguments.py --optimizer adam | sgd | muon ...) and fp32

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import json
 
-from vramplan.launch.common import HF_OPTIM, TORCH_DTYPE, Checkpointing, checkpointing, every_nth
+from vramplan.launch.common import HF_OPTIM, TORCH_DTYPE, Checkpointing, LaunchModel, checkpointing, every_nth
 from vramplan.launch.deepspeed import deepspeed_dict
+from vramplan.models.catalogue.stack_contract import distributed_offload_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
 ALL_LINEAR = "all-linear"  # peft INCLUDE_LINEAR_LAYERS_SHORTHAND: every linear module but the output layer
-UNSLOTH_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # get_peft_model default
 UNSLOTH_OFFLOAD_MIN_SEQ = 512  # _utils.py apply_unsloth_gradient_checkpointing: "unsloth" below it is plain checkpointing
 
 
@@ -169,7 +169,7 @@ def _bnb(job: Job, plan: Plan) -> dict[str, object]:
     return config
 
 
-def unsloth_sections(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
+def unsloth_sections(job: Job, plan: Plan, model: LaunchModel) -> dict[str, dict]:
     for field in ("tp", "pp", "cp", "ep"):
         if getattr(plan, field) > 1:
             raise VramplanError(field, getattr(plan, field), "unsloth runs one GPU or DDP replicas, one whole model each")
@@ -179,28 +179,62 @@ def unsloth_sections(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
     if plan.precision not in ("bf16", "fp16"):
         raise VramplanError("precision", plan.precision, "unsloth trains in bfloat16 or float16 "
                                                           "(FastLanguageModel.from_pretrained dtype)")
-    if job.optimizer_in_backward:
-        raise VramplanError("optimizer_in_backward", True, "unsloth (TRL SFTTrainer) steps the optimizer after the backward")
-    checkpoint = _unsloth_checkpointing(job, plan, num_layers)
+    _refuse_unsloth_recipe(job, plan, model)
+    checkpoint = _unsloth_checkpointing(job, plan, model.num_layers)
     dtype = TORCH_DTYPE[plan.precision]
-    loading: dict[str, object] = {
+    loading: dict[str, object] = {}
+    if model.checkpoint:
+        loading["model_name"] = model.checkpoint  # without it Unsloth loads its own default model (loader.py)
+    loading.update({
         "max_seq_length": job.seq_len, "dtype": dtype,
         "load_in_4bit": job.method == "qlora" and job.qlora_bits == 4,
         "load_in_8bit": job.method == "qlora" and job.qlora_bits == 8,
         "load_in_16bit": job.method == "lora", "full_finetuning": job.method == "full",
-        "use_gradient_checkpointing": checkpoint}
+        "use_gradient_checkpointing": checkpoint})
+    if job.method == "full":
+        # an fp32 master copy is Unsloth's float32 mixed precision (vision.py _resolve_full_finetune_dtype:
+        # bf16 full fine-tuning stays pure bf16 unless it is True; fp16 always upcasts)
+        loading["float32_mixed_precision"] = job.master_weights == "fp32"
     sections: dict[str, dict] = {"from_pretrained": loading}
     if job.method != "full":
-        targets = list(job.lora_targets) if job.lora_targets is not None else UNSLOTH_TARGETS
-        sections["get_peft_model"] = {"r": job.lora_rank, "target_modules": targets,
+        # the modules the plan adapts (Unsloth's own default is Llama's seven: FastLlamaModel.get_peft_model)
+        targets = list(job.lora_targets) if job.lora_targets is not None else list(model.lora_modules)
+        sections["get_peft_model"] = {"r": job.lora_rank, "target_modules": targets, "lora_dropout": job.lora_dropout,
                                       "use_gradient_checkpointing": checkpoint}
-    sections["training_args"] = {
+    args: dict[str, object] = {
         "per_device_train_batch_size": plan.micro_batch, "gradient_accumulation_steps": plan.grad_accum,
         **_precision_flags(plan), "optim": HF_OPTIM[job.optimizer], "gradient_checkpointing": checkpoint is not False,
         "max_length": job.seq_len}
+    sections["training_args"] = args
     if plan.num_gpus > 1:  # DDP: one whole model per GPU (loader_utils.py prepare_device_map)
+        # a PEFT model is no PreTrainedModel, for which transformers' Trainer turns find_unused_parameters
+        # on, and Unsloth's re-entrant checkpointing then fails ("marked ready twice"); its own DDP
+        # script sets it off (unsloth-cli.py)
+        args["ddp_find_unused_parameters"] = False
         sections["accelerate_launch"] = {"num_processes": plan.num_gpus}
     return sections
+
+
+def _refuse_unsloth_recipe(job: Job, plan: Plan, model: LaunchModel) -> None:
+    """What the plan counts that Unsloth does not run: one line naming the field."""
+    if job.optimizer_in_backward:
+        raise VramplanError("optimizer_in_backward", True, "unsloth (TRL SFTTrainer) steps the optimizer after the backward")
+    if job.loss != "fused":
+        raise VramplanError("loss", job.loss, "unsloth computes its own loss without materialising the logits "
+                                              "(--loss fused, the unsloth preset)")
+    if job.kernels != "fused" or job.attention != "flash":
+        field, value = ("kernels", job.kernels) if job.kernels != "fused" else ("attention", job.attention)
+        raise VramplanError(field, value, "unsloth runs its own Triton kernels and fused attention "
+                                          "(--kernels fused --attention flash, the unsloth preset)")
+    if job.method == "lora" and job.base_dtype == "fp32":
+        raise VramplanError("base_dtype", "fp32", "unsloth loads the frozen base in the training dtype (16-bit)")
+    if job.method == "qlora" and job.qlora_prep == "peft":
+        raise VramplanError("qlora_prep", "peft", "unsloth keeps the non-quantised parameters in 16 bits and never "
+                                                  "calls peft's prepare_model_for_kbit_training (--qlora-prep 16bit)")
+    if job.method == "full" and job.master_weights == "none" and plan.precision == "fp16":
+        raise VramplanError("master_weights", "none", "unsloth upcasts an fp16 full fine-tune to float32 mixed precision")
+    if (refusal := distributed_offload_refusal(job, model.model_type, plan.num_gpus)) is not None:
+        raise VramplanError(refusal[0], refusal[1], f"unsloth does not run {refusal[2]}")
 
 
 def _unsloth_checkpointing(job: Job, plan: Plan, num_layers: int) -> bool | str:

@@ -194,7 +194,7 @@ def estimate_plan(
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     if (dense := dense_moe_option_refusal(arch, job)) is not None:  # before any stack's refusal of the option
         raise dense
-    refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus)
+    refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus, arch.model_type)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)

@@ -9,7 +9,7 @@ import logging
 
 from vramplan.models.architecture.parallel import dense_moe_option_refusal
 from vramplan.models.catalogue.catalogue import Catalogue
-from vramplan.models.catalogue.stack_contract import refusal_message, zero_layout_refusal
+from vramplan.models.catalogue.stack_contract import distributed_offload_refusal, refusal_message, zero_layout_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.memory.memory import check_job
@@ -92,10 +92,13 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
     gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
     gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes)})
+    counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes, arch.model_type)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     zero_offloads, precisions = pinned_domains(query)
+    if query.pins.num_gpus is not None and (
+            dropped := distributed_offload_refusal(job, arch.model_type, query.pins.num_gpus)) is not None:
+        raise VramplanError("stack", job.stack, refusal_message(job.stack, dropped))
     recomputes = recompute_domain(query, arch.num_layers)
     for precision in precisions:
         check_job(arch, job, precision)  # a job no GPU can run is bad input, not "nothing fits"
@@ -109,7 +112,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
                                                  f"have at most {widest} GPUs in one")
     clusters = []
     for offering in offerings:
-        for n in allowed_counts(offering, query, sizes):
+        for n in allowed_counts(offering, query, sizes, arch.model_type):
             instances = num_instances(n, offering)
             price = instances * instance_price_usd_per_hour(offering, query.pricing)
             clusters.append(

@@ -11,6 +11,7 @@ from vramplan.models.catalogue.stack import recompute_layers_conflict
 from vramplan.models.catalogue.stack_contract import (
     StackCapabilities,
     count_refusal,
+    distributed_offload_refusal,
     job_refusal,
     precision_refusal,
     recompute_refusal,
@@ -45,12 +46,13 @@ def stack_caps(query: SolveQuery) -> StackCapabilities:
     return load_stack_capabilities()[query.job.stack]
 
 
-def allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int]) -> list[int]:
+def allowed_counts(offering: Offering, query: SolveQuery, sizes: list[int], model_type: str) -> list[int]:
     """GPU counts an offering can rent: any count up to one instance, whole instances beyond, as
-    many GPUs and instances as the stack runs."""
+    many GPUs and instances as the stack runs (for this model type: distributed_offload_refusal)."""
     per, caps = offering.num_gpus, stack_caps(query)
     counts = [n for n in sizes if n <= query.max_gpus and (n <= per or n % per == 0)
-              and count_refusal(caps, query.job.method, n, per) is None]
+              and count_refusal(caps, query.job.method, n, per) is None
+              and distributed_offload_refusal(query.job, model_type, n) is None]
     if query.max_nodes is not None:
         counts = [n for n in counts if num_instances(n, offering) <= query.max_nodes]
     if query.pins.num_gpus is not None:

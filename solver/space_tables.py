@@ -53,6 +53,8 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
             if batches is None:
                 batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             layout = space.layouts[li]
+            if space.job.optimizer_in_backward:  # no accumulation beside it (stack_contract.accumulation_refusal)
+                batches = [b for b in batches if space.micro_batches[b] * dp == space.global_batch]
             if layout.vpp > 1:
                 batches = [b for b in batches if not interleaving_refuses(
                     stack, layout.pp, space.global_batch // (space.micro_batches[b] * dp))]

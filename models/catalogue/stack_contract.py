@@ -247,6 +247,37 @@ def count_refusal(caps: StackCapabilities, method: str, num_gpus: int, gpus_per_
     return None
 
 
+def accumulation_refusal(job: Job, grad_accum: int) -> tuple[str, object, str] | None:
+    """Gradient accumulation beside the optimizer stepped in the backward: each parameter's step
+    frees its gradient at once, so nothing accumulates; torchtune refuses it ("Gradient accumulation
+    is not supported with optimizer in bwd": recipes/full_finetune_single_device.py and
+    full_finetune_distributed.py, v0.6.1), and the memory model's one-gradient-at-a-time counts only
+    what that run holds."""
+    if job.optimizer_in_backward and grad_accum > 1:
+        return "grad_accum", grad_accum, "gradient accumulation with the optimizer in the backward"
+    return None
+
+
+# Unsloth's offloaded ("unsloth") checkpointing under DDP (unslothai/unsloth@015bdef): FastLanguageModel
+# loads these model types through its own classes (unsloth/models/loader.py L828-890), which keep it;
+# every other type, full fine-tuning and 8-bit loading go to FastModel (loader.py L487-495, L891+), whose
+# post_patch_model unpatches it when distributed (unsloth/models/vision.py L2185-2191; unsloth#3713), so
+# the checkpointed layer inputs stay on the GPU.
+UNSLOTH_OWN_CLASSES = frozenset({"llama", "mistral", "gemma", "gemma2", "qwen2", "qwen3"})
+
+
+def distributed_offload_refusal(job: Job, model_type: str, num_gpus: int) -> tuple[str, object, str] | None:
+    """(field, value, feature) when the job's stack drops its activation offload on this many GPUs
+    for this model and method (the plan would count on the host what stays on the GPU), or None."""
+    if job.stack != "unsloth" or not job.activation_offload or num_gpus == 1:
+        return None
+    own = model_type in UNSLOTH_OWN_CLASSES and (job.method == "lora" or (job.method == "qlora" and job.qlora_bits == 4))
+    if own:
+        return None
+    return ("activation_offload", True, f"activation offload on more than one GPU for a {model_type} {job.method} job "
+                                        "(its FastModel path drops it under DDP; --no-activation-offload plans without it)")
+
+
 def recompute_refusal(caps: StackCapabilities, recompute: str, activation_offload: bool = False,
                       a2a_overlap: bool = False) -> tuple[str, object, str] | None:
     """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or does
@@ -287,8 +318,10 @@ def precision_refusal(caps: StackCapabilities, precision: str, a2a_overlap: bool
     return a2a_overlap_refusal(precision=precision) if a2a_overlap else None
 
 
-def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int) -> tuple[str, object, str] | None:
-    """The first thing of this job and plan the stack does not run, or None (the whole contract)."""
+def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int,
+                 model_type: str) -> tuple[str, object, str] | None:
+    """The first thing of this job and plan the stack does not run, or None (the whole contract;
+    `model_type`, the HF config's, where the stack's paths depend on it)."""
     # a stack without the overlap is refused it by job_refusal, the rest by what Megatron refuses beside it
     offloading, overlap = job.activation_offload, job.moe_a2a_overlap and caps.moe_a2a_overlap
     # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
@@ -296,6 +329,8 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
     return (precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
             or layout_refusal(caps, job.method, plan.layout, offloading, overlap)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
+            or distributed_offload_refusal(job, model_type, plan.num_gpus)
+            or accumulation_refusal(job, plan.grad_accum)
             or states_refusal(caps, job.method, plan.zero, plan.offload)
             or zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus)
             or recompute_refusal(caps, plan.recompute, offloading, overlap)
@@ -326,4 +361,6 @@ def refusal_message(stack: str, refusal: tuple[str, object, str]) -> str:
     where = f"does not run {feature} ({field}={value}; catalogues/stack_capabilities.csv, docs/stacks.md); "
     if OVERLAP in feature and feature != OVERLAP:  # Megatron's rules beside it, which --stack custom keeps
         return where + f"drop --moe-a2a-overlap or the {field} it refuses"
+    if field == "grad_accum":  # no stack accumulates beside it (accumulation_refusal)
+        return where + "drop --optimizer-in-backward, or plan one micro-batch per GPU a step (grad_accum 1)"
     return where + "choose a stack that does, or --stack custom for a what-if"

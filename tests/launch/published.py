@@ -87,9 +87,9 @@ def assert_refused(stack: str, fields: dict, plan: Plan, field: str) -> None:
     """The stack's writer refuses what its configuration cannot express: one line naming `field`."""
     import pytest
 
-    from vramplan.launch.configs import launch_config
+    from vramplan.launch.configs import LaunchModel, launch_config
     from vramplan.models.core.errors import VramplanError
 
     with pytest.raises(VramplanError) as error:
-        launch_config(job(stack, **fields), plan, num_layers=32)
+        launch_config(job(stack, **fields), plan, LaunchModel(32))
     assert error.value.field == field and "\n" not in str(error.value)

@@ -27,7 +27,7 @@ import pytest
 from helpers.cli import invoke, one_line_error
 from published import BOOL, FLAG, FLOAT, INT, STR, check_deepspeed, in_domain, job
 
-from vramplan.launch.configs import WRITERS, check_writer, launch_config
+from vramplan.launch.configs import WRITERS, LaunchModel, check_writer, launch_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import STACKS, Job, Plan
 
@@ -121,7 +121,7 @@ PLANS = [
 @pytest.mark.parametrize(("stack", "plan"), PLANS, ids=[f"{s}-{i}" for i, (s, _) in enumerate(PLANS)])
 def test_every_key_is_published_and_every_value_is_the_plans(stack, plan):
     job = Job(seq_len=8192, stack=stack)
-    config = launch_config(job, plan, num_layers=80)
+    config = launch_config(job, plan, LaunchModel(80))
     assert config.stack == stack
     if stack == "deepspeed":
         data = json.loads(config.text)
@@ -173,14 +173,14 @@ def test_solve_writes_the_best_plans_config_for_its_stack(tmp_path):
 @pytest.mark.parametrize(("compile_", "components"), [("model", ["model"]), ("model+loss", ["model", "loss"])])
 def test_torchtitan_compiles_what_the_job_compiles(compile_, components):
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3, recompute="op")
-    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan", compile=compile_), plan, num_layers=32).text)
+    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan", compile=compile_), plan, LaunchModel(32)).text)
     assert data["compile"] == {"enable": True, "components": components}
     assert all(in_domain(value, TORCHTITAN["compile"][key]) for key, value in data["compile"].items())
 
 
 def test_deepspeeds_json_cannot_hold_the_trainers_compile_switch():
     with pytest.raises(VramplanError, match="compile"):
-        launch_config(Job(stack="deepspeed", compile=True), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3), num_layers=32)
+        launch_config(Job(stack="deepspeed", compile=True), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3), LaunchModel(32))
 
 
 def test_every_stack_but_custom_has_a_writer():
@@ -203,10 +203,10 @@ def test_deepspeeds_json_cannot_set_up_ulysses():
     data-parallel world and split no sequence. hf's writer carries it."""
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=2, cp=4)
     with pytest.raises(VramplanError, match="cp=4: DeepSpeed's Ulysses"):
-        launch_config(Job(stack="deepspeed"), plan, num_layers=32)
+        launch_config(Job(stack="deepspeed"), plan, LaunchModel(32))
     with pytest.raises(VramplanError, match="precision='fp8'"):  # the JSON ran it in bf16
-        launch_config(Job(stack="deepspeed"), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=2, precision="fp8"), num_layers=32)
-    sections = json.loads(launch_config(Job(stack="hf"), plan.model_copy(update={"zero": 1}), num_layers=32).text)
+        launch_config(Job(stack="deepspeed"), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=2, precision="fp8"), LaunchModel(32))
+    sections = json.loads(launch_config(Job(stack="hf"), plan.model_copy(update={"zero": 1}), LaunchModel(32)).text)
     assert sections["parallelism_config"] == {"sp_size": 4, "sp_backend": "deepspeed"}  # ZeRO-1: the DeepSpeed path
 
 
@@ -216,21 +216,21 @@ def test_megatron_and_torchtitan_write_what_their_entry_points_run():
     (local_batch_size was one micro-batch: every micro-batch ran as a pipeline flush of its own), its
     expert TP, its fp8 converter; LoRA, 8-bit states and torchtitan without FSDP refused by name."""
     moe = Plan(gpu="h100-sxm-80gb", num_gpus=8, ep=8, zero=1, precision="fp8")
-    text = launch_config(Job(seq_len=4096, stack="megatron", optimizer="sgd"), moe, 48, num_experts=128).text
+    text = launch_config(Job(seq_len=4096, stack="megatron", optimizer="sgd"), moe, LaunchModel(48, 128)).text
     assert all(f in text for f in ("--moe-grouped-gemm", "--fp8-recipe tensorwise", "--optimizer sgd"))
-    assert "--moe-grouped-gemm" not in launch_config(Job(seq_len=4096, stack="megatron"), moe, 48).text  # dense
+    assert "--moe-grouped-gemm" not in launch_config(Job(seq_len=4096, stack="megatron"), moe, LaunchModel(48)).text  # dense
     refused = (("method", Job(method="lora", stack="megatron")), ("optimizer", Job(optimizer="adamw-8bit", stack="megatron")),
                ("master_weights", Job(master_weights="none", stack="megatron")),
                ("method", Job(method="lora", stack="torchtitan")), ("optimizer", Job(optimizer="sgd", stack="torchtitan")))
     for field, the_job in refused:
         with pytest.raises(VramplanError, match=f"^{field}="):
-            launch_config(the_job, Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3 if the_job.stack == "torchtitan" else 1), 32)
+            launch_config(the_job, Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3 if the_job.stack == "torchtitan" else 1), LaunchModel(32))
     pipeline = Plan(gpu="h100-sxm-80gb", num_gpus=32, tp=4, pp=4, zero=3, micro_batch=1, grad_accum=8, precision="fp8")
-    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), pipeline, 80).text)
+    data = tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), pipeline, LaunchModel(80)).text)
     assert data["training"]["local_batch_size"] == 8 and data["parallelism"]["pipeline_parallel_microbatch_size"] == 1
     assert data["training"]["global_batch_size"] == 16 and data["model"] == {"converters": ["quantize.linear.float8"]}
     expert = tomllib.loads(launch_config(Job(seq_len=4096, stack="torchtitan"),
-                                         Plan(gpu="h100-sxm-80gb", num_gpus=16, tp=2, ep=8, zero=3), 48).text)
+                                         Plan(gpu="h100-sxm-80gb", num_gpus=16, tp=2, ep=8, zero=3), LaunchModel(48)).text)
     assert expert["parallelism"]["expert_tensor_parallel_degree"] == 2
     # torchtitan's every-n-th block counts per process (activation_checkpoint.py L37-40: the counter is
     # incremented, then a block is checkpointed when it divides by n): every rank must checkpoint at least
@@ -238,17 +238,17 @@ def test_megatron_and_torchtitan_write_what_their_entry_points_run():
     split = (19, 20, 20, 21)
     partial = Plan(gpu="h100-sxm-80gb", num_gpus=32, tp=4, pp=4, zero=3, stage_layers=split, recompute="full",
                    recompute_layers=5, grad_accum=8)
-    stride = int(tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), partial, 80).text)
+    stride = int(tomllib.loads(launch_config(Job(seq_len=8192, stack="torchtitan"), partial, LaunchModel(80)).text)
                  ["activation_checkpoint"]["selective_ac_option"])
     assert all(sum(1 for count in range(1, layers + 1) if count % stride == 0) >= 5 for layers in split)
     with pytest.raises(VramplanError, match="^zero=3: torchtitan runs TP"):  # one data-parallel rank: nothing to shard
-        launch_config(Job(stack="torchtitan"), Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=3), 32)
+        launch_config(Job(stack="torchtitan"), Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=3), LaunchModel(32))
 
 
 def test_deepspeed_refuses_autoep_with_autotp():
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=1, tp=2, ep=2)
     with pytest.raises(VramplanError, match="AutoEP cannot be combined with AutoTP"):
-        launch_config(Job(stack="deepspeed"), plan, num_layers=32)
+        launch_config(Job(stack="deepspeed"), plan, LaunchModel(32))
 
 
 def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):
@@ -262,7 +262,7 @@ def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):
 
 
 def _megatron_of(job: Job, plan: Plan) -> dict[str, str | None]:
-    return _megatron_args(launch_config(job, plan, 126).text)
+    return _megatron_args(launch_config(job, plan, LaunchModel(126)).text)
 
 
 def test_megatron_recomputes_the_plans_layers_per_stage_and_carries_the_split():

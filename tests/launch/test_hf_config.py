@@ -40,7 +40,7 @@ import pytest
 from helpers.cli import invoke
 from published import BOOL, INT, assert_refused, check_deepspeed, check_keys, job, list_of_str
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.core.setup import Plan
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -96,7 +96,7 @@ def _engine(args: dict, sections: dict) -> str:
 @pytest.mark.parametrize(("fields", "plan", "engine"), CASES, ids=[f"hf-{i}" for i in range(len(CASES))])
 def test_every_key_is_published_and_every_value_is_the_plans(fields, plan, engine):
     the_job = job("hf", **fields)
-    config = launch_config(the_job, plan, num_layers=32)
+    config = launch_config(the_job, plan, LaunchModel(32))
     assert (config.stack, config.extension) == ("hf", ".json")
     data = json.loads(config.text)
     check_keys(data, HF)
@@ -160,7 +160,7 @@ def test_what_hf_cannot_express_is_one_line_naming_the_field(fields, plan, field
 
 
 def test_selective_attention_recompute_under_flash_is_no_checkpointing():
-    data = json.loads(launch_config(job("hf"), Plan(gpu=H100, recompute="selective"), num_layers=32).text)
+    data = json.loads(launch_config(job("hf"), Plan(gpu=H100, recompute="selective"), LaunchModel(32)).text)
     assert data["training_args"]["activation_checkpointing"] is False
 
 

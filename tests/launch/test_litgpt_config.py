@@ -24,7 +24,7 @@ import pytest
 from helpers.cli import invoke
 from published import BOOL, FLOAT, INT, STR, assert_refused, check_keys, job
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.core.setup import Plan
 
 FULL = {"--devices": INT, "--num_nodes": INT, "--train.micro_batch_size": INT, "--train.global_batch_size": INT,
@@ -78,7 +78,7 @@ CASES = [  # litgpt's preset: bf16-true (no master copy), chunked loss, no recom
 @pytest.mark.parametrize(("fields", "plan"), CASES, ids=[f"litgpt-{i}" for i in range(len(CASES))])
 def test_every_flag_is_published_and_every_value_is_the_plans(fields, plan):
     the_job = job("litgpt", **fields)
-    config = launch_config(the_job, plan, num_layers=32)
+    config = launch_config(the_job, plan, LaunchModel(32))
     assert (config.stack, config.extension) == ("litgpt", ".sh")
     command, flags = run_file(config.text)
     assert command == ("finetune_full" if the_job.method == "full" else "finetune_lora")

@@ -30,7 +30,7 @@ import pytest
 from helpers.cli import invoke
 from published import BOOL, INT, STR, assert_refused, check_keys, job
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.core.setup import Plan
 
 RECIPES = ("full_finetune_single_device", "full_finetune_distributed", "lora_finetune_single_device",
@@ -94,7 +94,7 @@ CASES = [  # torchtune's preset: pure bf16 (no master copy), chunked loss
 @pytest.mark.parametrize(("fields", "plan"), CASES, ids=[f"torchtune-{i}" for i in range(len(CASES))])
 def test_every_key_is_one_the_recipe_reads_and_every_value_is_the_plans(fields, plan):
     the_job = job("torchtune", **fields)
-    config = launch_config(the_job, plan, num_layers=32)
+    config = launch_config(the_job, plan, LaunchModel(32))
     assert (config.stack, config.extension) == ("torchtune", ".sh")
     recipe, keys, per_node = run_file(config.text)
     assert recipe == f"{'full' if the_job.method == 'full' else 'lora'}_finetune_" \

@@ -70,7 +70,8 @@ def test_solve_proposes_only_plans_the_stack_runs(catalogue, stack):
     for solved in result.plans:
         plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
         per_instance = catalogue.offering(solved.plan.offering).num_gpus
-        assert plan_refusal(CAPS[stack], query.job, plan, per_instance) is None, (stack, solved.plan)
+        assert plan_refusal(CAPS[stack], query.job, plan, per_instance,
+                            catalogue.architecture(model).model_type) is None, (stack, solved.plan)
 
 
 def test_the_405b_question_of_the_issue_gets_a_plan_deepspeed_runs(catalogue):
@@ -110,7 +111,8 @@ def test_cpsat_agrees_with_brute_force_under_every_stack(catalogue, seed):
         caps = CAPS[query.job.stack]
         for solved in fast.plans:
             plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
-            assert plan_refusal(caps, query.job, plan, catalogue.offering(solved.plan.offering).num_gpus) is None
+            assert plan_refusal(caps, query.job, plan, catalogue.offering(solved.plan.offering).num_gpus,
+                                catalogue.architecture(query.model).model_type) is None
 
 
 def test_a_batch_row_asking_for_what_its_stack_does_not_run_is_that_rows_error(tmp_path):
@@ -191,7 +193,7 @@ def test_choices_a_stack_runs_on_one_gpu_or_on_several_only() -> None:
 def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
     """What solve proposes, the stack's own configuration expresses (launch/ refuses what a stack
     cannot run, so a refusal here is a plan the contract let through)."""
-    from vramplan.launch.configs import launch_config
+    from vramplan.launch.configs import LaunchModel, launch_config
 
     catalogue = load_catalogue()
     for model, method, seq_len in (("llama-3.1-8b", "lora", 4096), ("llama-3.1-70b", "full", 8192)):
@@ -205,9 +207,9 @@ def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
                 # the stacks run LoRA elsewhere than the writers' entry points (Megatron-Bridge's PEFT
                 # recipe; torchtitan main, not v0.2.2): refused by name, nothing written
                 with pytest.raises(VramplanError, match="method='lora'"):
-                    launch_config(job, plan, catalogue.architecture(model).num_layers)
+                    launch_config(job, plan, LaunchModel.of(catalogue.architecture(model)))
                 continue
-            launch_config(job, plan, catalogue.architecture(model).num_layers)
+            launch_config(job, plan, LaunchModel.of(catalogue.architecture(model)))
 
 
 def test_torchtitan_runs_model_parallelism_only_beside_fsdp(catalogue) -> None:
@@ -257,11 +259,11 @@ def test_megatrons_activation_offload_runs_without_pipeline_or_recompute(catalog
     without = solve(catalogue, SolveQuery(model="llama-3.1-70b", job=job.model_copy(update={"activation_offload": False}),
                                           global_batch=64, tokens=2e9, gpus=("h100-sxm-80gb",), max_gpus=64, top_k=5))
     assert any(p.plan.pp > 1 or p.plan.recompute != "none" for p in without.plans)  # the rule is what removed them
-    from vramplan.launch.configs import launch_config
-    text = launch_config(job, Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), 80).text
+    from vramplan.launch.configs import LaunchModel, launch_config
+    text = launch_config(job, Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), LaunchModel(80)).text
     assert "--cpu-offloading-num-layers 79" in text
     assert "--cpu-offloading-num-layers" not in launch_config(job.model_copy(update={"activation_offload": False}),
-                                                               Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), 80).text
+                                                               Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), LaunchModel(80)).text
     assert CAPS["torchtune"].activation_offload_excludes == frozenset()
 
 
@@ -299,3 +301,29 @@ def test_estimates_defaults_are_what_the_stack_runs_on_that_many_gpus() -> None:
         assert (plan["zero"], plan["recompute"]) == (zero, recompute), stack
     pinned = json.loads(invoke(*base, "--stack", "torchtune", "--num-gpus", "2", "--zero", "2").output)["plan"]
     assert pinned["zero"] == 2
+
+
+def test_unsloth_plans_offload_on_several_gpus_only_where_it_keeps_it():
+    """Unsloth drops its offloaded checkpointing under DDP on its FastModel path (full fine-tuning,
+    8-bit loading, families without their own classes: unsloth/models/vision.py post_patch_model,
+    loader.py @ 015bdef); its own classes (Llama, Mistral, Gemma, Qwen2/3 LoRA and 4-bit QLoRA) keep
+    it. A plan counting the inputs on the host there would hold them on the GPU (the launch audit of
+    2026-12-06): such counts leave the search, a pinned one is one line, estimate refuses it."""
+    catalogue = load_catalogue()
+
+    def query(model, method, **extra):
+        fields = {"model": model, "method": method, "seq_len": 4096, "stack": "unsloth", **extra}
+        return SolveQuery(model=model, job=job_from_fields(fields), global_batch=16, tokens=1e8,
+                          gpus=("h200-sxm-141gb",), max_gpus=8, top_k=5, objective="time")
+
+    full = solve(catalogue, query("qwen2.5-7b", "full"), explain_infeasible=False)
+    assert full.plans and all(p.plan.num_gpus == 1 for p in full.plans)  # the offload keeps it on one GPU
+    free = solve(catalogue, query("qwen2.5-7b", "full", activation_offload=False), explain_infeasible=False)
+    assert any(p.plan.num_gpus > 1 for p in free.plans)  # without it, DDP is planned
+    lora = solve(catalogue, query("llama-3.1-8b", "lora"), explain_infeasible=False)
+    assert any(p.plan.num_gpus > 1 for p in lora.plans)  # FastLlamaModel keeps the offload under DDP
+    with pytest.raises(VramplanError, match="FastModel path drops it under DDP"):
+        solve(catalogue, query("qwen2.5-7b", "full").model_copy(update={"pins": Pins(num_gpus=2)}))
+    result = invoke("estimate", "--model", "phi-4", "--method", "lora", "--stack", "unsloth", "--seq-len", "4096",
+                    "--gpu", "h100-sxm-80gb", "--num-gpus", "2")
+    assert "activation offload on more than one GPU for a phi3 lora job" in one_line_error(result)

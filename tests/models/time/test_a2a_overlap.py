@@ -10,7 +10,7 @@ import pytest
 from helpers.cli import invoke, one_line_error
 from helpers.parallel_grid import assert_the_four_terms
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import with_preset
 from vramplan.models.core.setup import Job, Plan
@@ -94,8 +94,8 @@ def test_solve_plans_only_what_megatron_runs_with_it_and_the_engines_agree(catal
 
 def test_the_launch_configuration_turns_it_on() -> None:
     plan = PLAN.model_copy(update={"ep": 8})
-    assert "--overlap-moe-expert-parallel-comm" in launch_config(_job(moe_a2a_overlap=True), plan, 48).text
-    assert "--overlap-moe-expert-parallel-comm" not in launch_config(_job(), plan, 48).text
+    assert "--overlap-moe-expert-parallel-comm" in launch_config(_job(moe_a2a_overlap=True), plan, LaunchModel(48)).text
+    assert "--overlap-moe-expert-parallel-comm" not in launch_config(_job(), plan, LaunchModel(48)).text
 
 
 def test_what_no_other_micro_batch_runs_beside_stays_exposed(catalogue) -> None:

@@ -26,7 +26,7 @@ from helpers.catalogue import packaged_catalogue
 from helpers.cli import assert_error_line, invoke, one_line_error
 from helpers.parallel_grid import assert_the_four_terms, checked_grid
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.architecture.parallel import dispatcher_refusal
 from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
 from vramplan.models.catalogue.stack_contract import job_refusal
@@ -221,19 +221,19 @@ def test_the_batch_column_is_the_jobs_dispatcher(cell, value) -> None:
 
 def test_the_launch_configs_carry_the_published_keys() -> None:
     plan = Plan(gpu=H100.name, num_gpus=16, zero=1, ep=16, grad_accum=4)
-    megatron = launch_config(Job(seq_len=4096, stack="megatron", moe_dispatcher="hybridep"), plan, num_layers=48).text
+    megatron = launch_config(Job(seq_len=4096, stack="megatron", moe_dispatcher="hybridep"), plan, LaunchModel(48)).text
     # core_v0.19.0 transformer_config.py moe_token_dispatcher_type / moe_flex_dispatcher_backend
     assert "  --moe-token-dispatcher-type flex\n  --moe-flex-dispatcher-backend hybridep\n" in megatron
-    plain = launch_config(Job(seq_len=4096, stack="megatron"), plan, num_layers=48).text
+    plain = launch_config(Job(seq_len=4096, stack="megatron"), plan, LaunchModel(48)).text
     assert "--moe-token-dispatcher-type alltoall" in plain and "--moe-flex-dispatcher-backend" not in plain
-    dense = launch_config(Job(seq_len=4096, stack="megatron"), plan.model_copy(update={"ep": 1}), num_layers=48).text
+    dense = launch_config(Job(seq_len=4096, stack="megatron"), plan.model_copy(update={"ep": 1}), LaunchModel(48)).text
     assert "--moe-token-dispatcher-type" not in dense
     titan = tomllib.loads(launch_config(Job(seq_len=4096, stack="torchtitan", moe_dispatcher="deepep"),
-                                        plan.model_copy(update={"zero": 2}), num_layers=48).text)
+                                        plan.model_copy(update={"zero": 2}), LaunchModel(48)).text)
     assert titan["parallelism"]["expert_parallel_comm_backend"] == "deepep"  # v0.2.2 Parallelism field
     with pytest.raises(VramplanError, match="moe_dispatcher"):  # FSDP beside EP, as torchtitan runs it
         launch_config(Job(seq_len=4096, stack="torchtitan", moe_dispatcher="hybridep"), plan.model_copy(update={"zero": 2}),
-                      num_layers=48)
+                      LaunchModel(48))
 
 
 def test_torchtitan_runs_deepep_for_deepseek_models_only(catalogue) -> None:

@@ -21,7 +21,7 @@ from helpers.catalogue import packaged_catalogue
 from helpers.cli import assert_error_line, invoke
 from helpers.parallel_grid import assert_the_four_terms, checked_grid
 
-from vramplan.launch.configs import launch_config
+from vramplan.launch.configs import LaunchModel, launch_config
 from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_stacks
 from vramplan.models.catalogue.stack_contract import job_refusal
 from vramplan.models.core.errors import VramplanError
@@ -175,17 +175,17 @@ def test_the_batch_column_is_the_jobs_switch(cell, value) -> None:
 
 def test_the_launch_configs_carry_the_published_keys() -> None:
     plan = Plan(**TP8)
-    megatron = launch_config(_job("megatron", True), plan, num_layers=80).text
+    megatron = launch_config(_job("megatron", True), plan, LaunchModel(80)).text
     assert "  --sequence-parallel\n  --tp-comm-overlap\n" in megatron  # ModelParallelConfig.tp_comm_overlap
     # without sequence parallelism (or TP) Megatron-LM asserts on the flag: the plan runs without it
     assert "--tp-comm-overlap" not in launch_config(_job("megatron", True), Plan(**{**TP8, "sequence_parallel": False}),
-                                                   num_layers=80).text
-    assert "--tp-comm-overlap" not in launch_config(_job("megatron", False), plan, num_layers=80).text
+                                                   LaunchModel(80)).text
+    assert "--tp-comm-overlap" not in launch_config(_job("megatron", False), plan, LaunchModel(80)).text
     sharded = Plan(**{**TP8, "num_gpus": 16, "zero": 3})  # torchtitan's TP beside FSDP over DP 2
-    titan = tomllib.loads(launch_config(_job("torchtitan", True, compile="model+loss"), sharded, num_layers=80).text)
+    titan = tomllib.loads(launch_config(_job("torchtitan", True, compile="model+loss"), sharded, LaunchModel(80)).text)
     assert titan["parallelism"]["enable_async_tensor_parallel"] is True  # v0.2.2 Parallelism field
     assert titan["compile"] == {"enable": True, "components": ["model", "loss"]}
-    off = tomllib.loads(launch_config(_job("torchtitan", False, compile="model+loss"), sharded, num_layers=80).text)
+    off = tomllib.loads(launch_config(_job("torchtitan", False, compile="model+loss"), sharded, LaunchModel(80)).text)
     assert "enable_async_tensor_parallel" not in off["parallelism"]
     with pytest.raises(VramplanError, match="tp_overlap"):
-        launch_config(_job("torchtitan", True), sharded, num_layers=80)
+        launch_config(_job("torchtitan", True), sharded, LaunchModel(80))
