@@ -15,7 +15,7 @@ from vramplan.models.architecture.quantization import quantization_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
-from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
+from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
 from vramplan.models.core.clock import days_since, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.fidelity_ranges import memory_range, throughput_range
@@ -32,7 +32,7 @@ from vramplan.models.core.results import (
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
+from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -227,14 +227,33 @@ def estimate_plan(
     )
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_inputs(model: object, tokens: object, pricing: object, restart_overhead: object) -> None:
+    """The API's arguments in the domains `solve` gives them, one VramplanError naming the field
+    (a Path model raised AttributeError, pricing 'free' KeyError, tokens '1e9' TypeError, True was 1
+    token, and a restart overhead of -5 priced a run at -6 million USD)."""
+    if not isinstance(model, str):
+        raise VramplanError("model", repr(model)[:80], "must be a catalogue name, a config.json path or a hub id, as text")
+    if not _number(tokens) or not MIN_TOKENS <= tokens <= MAX_TOKENS:  # type: ignore[operator]
+        # the domain `solve` has (1e308 printed a 300-digit cost)
+        raise VramplanError("tokens", tokens, f"out of range: must be a number between {MIN_TOKENS} and {MAX_TOKENS:g}")
+    if pricing not in PRICINGS:
+        raise VramplanError("pricing", pricing, f"must be one of {', '.join(PRICINGS)}")
+    if not _number(restart_overhead) or not 0 <= restart_overhead <= MAX_RESTART_OVERHEAD:  # type: ignore[operator]
+        raise VramplanError("restart_overhead", restart_overhead, f"out of range: must be a number between 0 and "
+                                                                  f"{MAX_RESTART_OVERHEAD:g}")
+
+
 def estimate(
     catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand",
     restart_overhead: float = 0.0,
 ) -> EstimateResult:
     """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
     without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
-    if not MIN_TOKENS <= tokens <= MAX_TOKENS:  # the domain `solve` has (1e308 printed a 300-digit cost)
-        raise VramplanError("tokens", tokens, f"out of range: must be between {MIN_TOKENS} and {MAX_TOKENS:g}")
+    _check_inputs(model, tokens, pricing, restart_overhead)
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is not None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS, Jurisdiction, Stack
+from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS, Jurisdiction, Stack
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -101,7 +101,7 @@ class SolveQuery(BaseModel):
     # 0 lifts either: the least MFU (against the GPU's 16-bit dense peak) and, without a deadline
     # (which replaces it), the most days a plan may take.
     # On spot: the share of the work preemptions make the run do again (models/time/cost.py worked_tokens).
-    restart_overhead: Real = Field(default=0.0, ge=0, le=10, allow_inf_nan=False)
+    restart_overhead: Real = Field(default=0.0, ge=0, le=MAX_RESTART_OVERHEAD, allow_inf_nan=False)
     min_mfu: Real = Field(default=DEFAULT_MIN_MFU, ge=0, lt=1, allow_inf_nan=False)
     max_days: Real = Field(default=DEFAULT_MAX_DAYS, ge=0, le=MAX_DEADLINE_HOURS / 24, allow_inf_nan=False)
     pins: Pins = Pins()

@@ -55,6 +55,9 @@ def job_from_fields(fields: Mapping[str, Any]) -> Job:
     targets = split_list(fields.get("lora_targets"))
     if targets:
         job["lora_targets"] = targets
+    elif targets is not None:  # '' or ',,,': it adapted every linear module, as if left out
+        raise VramplanError("lora_targets", fields["lora_targets"], "names no module; leave it out to adapt every "
+                                                                    "linear module")
     return Job(**job, reserve=RuntimeReserve(**_present(fields, RESERVE_FIELDS)))
 
 
@@ -75,6 +78,11 @@ def refuse_contradictions(given: Callable[[str], bool], values: Mapping[str, Any
         raise VramplanError(spell("loss_chunks"), values["loss_chunks"], f"applies to {prefix}loss chunked; the loss is {job.loss}")
     if given("recompute_layers") and (why := recompute_layers_conflict(values.get("recompute"))) is not None:
         raise VramplanError(spell("recompute_layers"), values["recompute_layers"], f"applies to {prefix}recompute full; {why}")
+    if given("qlora_prep") and job.method != "qlora":
+        raise VramplanError(spell("qlora_prep"), values["qlora_prep"], f"applies to {prefix}method qlora, not {job.method}")
+    if given("selective") and values.get("recompute") not in (None, "", "selective"):
+        raise VramplanError(spell("selective"), values["selective"], f"applies to {prefix}recompute selective; the "
+                                                                     f"recompute is {values['recompute']}")
 
 
 def stack_list(value: Any) -> tuple[str, ...]:

@@ -102,17 +102,25 @@ def _ascii_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+MAX_SPLIT_RANKS = 1024
+
+
 def parse_split(text: str) -> Split:
     """'7,8*14,7' (or '7,8,8,...'): the inverse of split_label; a bad cell is a one-line error."""
     split: list[int] = []
     for part in text.replace(" ", "").split(","):
         count, _, times = part.partition("*")
-        # ASCII digits only (str.isdigit takes full-width and Arabic-Indic ones: models/core/numbers.py's grammar)
-        if not _ascii_digits(count) or (times and not _ascii_digits(times)) or int(count) < 1 or (times and int(times) < 1):
-            raise VramplanError("stage_layers", text, "must be layers per pipeline rank, e.g. 7,8*14,7 (each at least 1)")
-        split += [int(count)] * (int(times) if times else 1)
-        if len(split) > 1024:
-            raise VramplanError("stage_layers", text, "more than 1024 pipeline ranks")
+        # ASCII digits only (str.isdigit takes full-width and Arabic-Indic ones: models/core/numbers.py's
+        # grammar), and at most 9 of them: int() of a 5,000-digit count raised, and a repeat was
+        # built before it was counted ('1*1000000000' held 9 GB)
+        if (not _ascii_digits(count) or (times and not _ascii_digits(times)) or len(count) > 9 or len(times) > 9
+                or int(count) < 1 or (times and int(times) < 1)):
+            raise VramplanError("stage_layers", text[:200], "must be layers per pipeline rank, e.g. 7,8*14,7 (each at "
+                                                            "least 1, at most 9 digits)")
+        repeat = int(times) if times else 1
+        if len(split) + repeat > MAX_SPLIT_RANKS:
+            raise VramplanError("stage_layers", text[:200], f"more than {MAX_SPLIT_RANKS} pipeline ranks")
+        split += [int(count)] * repeat
     return tuple(split)
 
 

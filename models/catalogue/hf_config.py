@@ -148,8 +148,14 @@ def _attention_window(c: _Reader, layers: int) -> dict[str, Any]:
 
 
 def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
-    experts = c.count("num_experts", optional=True) if c.has("num_experts") else None
+    # A MoE family's config class builds its experts from the count (nn.ModuleList over num_experts):
+    # null there is no model, not a dense one (it read as dense: the hostile-input review of 2026-12-06)
+    moe_family = (c.family.defaults.get("num_experts") or 1) > 1
+    experts = None if not c.has("num_experts") else (
+        c.count("num_experts") if moe_family else c.count("num_experts", optional=True))
     if not experts or experts == 1:
+        if experts == 1 and c.has("experts_per_token") and (c.count("experts_per_token") or 1) > 1:
+            raise c.unsupported("experts_per_token", "routes a token to more experts than num_experts holds (1)")
         return {"num_experts": 1, "experts_per_token": 1}
     expert_width = c.count("moe_intermediate_size") if c.has("moe_intermediate_size") else intermediate
     fields = {"num_experts": experts, "experts_per_token": c.count("experts_per_token"), "intermediate_size": expert_width}
@@ -203,7 +209,11 @@ def _fields(c: _Reader) -> dict[str, Any]:
     layers = c.count("num_layers")
     hidden = c.count("hidden_size")
     heads = c.count("num_attention_heads")
-    intermediate = c.count("intermediate_size", optional=True) or 4 * hidden  # GPT-2 n_inner / Falcon ffn
+    # 4 x hidden only where the family's config class derives it so (GPT-2 n_inner, Falcon ffn_hidden_size:
+    # None); elsewhere a missing width is an error, as a missing hidden_size is (a Llama file without it
+    # read 4 x 4096 where LlamaConfig's default is 11008: the hostile-input review of 2026-12-06)
+    derived = c.family.defaults.get("intermediate_size", _MISSING) is None
+    intermediate = (c.count("intermediate_size", optional=True) if derived else c.count("intermediate_size")) or 4 * hidden
     attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
     linear_bias = attention_bias
     if parts.pop("attention_bias_qkv_only", False):  # GLM-4: attention_bias puts biases on q/k/v only
@@ -258,18 +268,22 @@ def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str,
         text = config.get("text_config")
         if not isinstance(text, dict):
             raise VramplanError("model", source, f"a {model_type} config.json needs a text_config object")
-        inner = text.get("model_type")  # the decoder's own family when it names a supported one (Mistral 3: mistral)
-        if isinstance(inner, str) and inner in FAMILIES and not FAMILIES[inner].text_config:
-            model_type, config = inner, text
-        else:
+        inner = text.get("model_type")  # the decoder's own family when it names one (Mistral 3: mistral)
+        if inner is None:
             model_type, config = TEXT_CONFIG_TYPES[model_type], text
+        elif isinstance(inner, str) and inner in FAMILIES and not FAMILIES[inner].text_config:
+            model_type, config = inner, text
+        else:  # a decoder family vramplan does not read (it was read as the wrapper's default decoder)
+            raise VramplanError("model", source, f"its text_config's model_type is not a supported decoder; "
+                                                 f"supported: {supported}")
     return model_type, FAMILIES[model_type], config
 
 
 def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
     quantization = checkpoint_quantization(config, source)  # top level, also for multimodal checkpoints
     model_type, family, config = _family(config, source)
-    fields = _fields(_Reader(config, family, source))
+    reader = _Reader(config, family, source)
+    fields = _fields(reader)
     fields["checkpoint_quantization"] = quantization
     try:
         return Architecture(name=name, model_type=model_type, source=source, **fields)
@@ -278,6 +292,8 @@ def architecture_from_config(config: dict[str, Any], name: str, source: str) -> 
         original = first.get("ctx", {}).get("error")  # a whole-model check (e.g. heads) says it itself
         reason = str(original) if isinstance(original, VramplanError) else first["msg"].removeprefix("Value error, ")
         where = ".".join(map(str, first["loc"]))
+        if where and reader.has(where) and reader.key(where) in config:  # the file's own key (num_hidden_layers)
+            where = reader.key(where)
         raise VramplanError("model", source, f"{where}: {reason}" if where else reason) from None
 
 
@@ -286,4 +302,6 @@ def architecture_from_config_file(path: Path, shown: str | None = None) -> Archi
     shown = str(path) if shown is None else shown
     config = read_config_json(path, shown)
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    # a folder named with a newline or an escape split the table's header line: shown escaped
+    name = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
     return architecture_from_config(config, name=name.lower() or "model", source=shown)

@@ -164,7 +164,7 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS, "num_layers": 36, "num_experts": 128, "vocab_size": 201088, "hidden_size": 2880,
                   "intermediate_size": 2880, "head_dim": 64, "num_attention_heads": 64, "num_kv_heads": 8,
                   "sliding_window": 128, "global_every": 2, "max_position_embeddings": 131072,
-                  "experts_per_token": 4, "attention_bias": True},
+                  "experts_per_token": 4, "attention_bias": True, "mlp_bias": True},  # mlp_bias reads attention_bias
         parts={"norm_kind": "rmsnorm_fp32_weight", "attention_sinks": True, "moe_bias": True, "fused_gate_up": True,
                "clamped_swiglu": True, "router_topk_softmax": True, "eager_softmax_fp32": False, "rope_tables": "half"},
     ),

@@ -288,6 +288,12 @@ class Architecture(_Row):
             raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
         if self.q_lora_rank and not self.kv_lora_rank:
             raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
+        if self.is_moe and not any(self.layer_is_moe(i) for i in range(self.num_layers)):
+            # a decoder_sparse_step / first_k_dense_replace / mlp_only_layers that leaves every layer
+            # dense: no expert is ever built (its expert kernels had no shape: StopIteration)
+            raise VramplanError("num_experts", self.num_experts, f"no decoder layer is a MoE layer (first_dense_layers="
+                                f"{self.first_dense_layers}, moe_layer_interval={self.moe_layer_interval}, "
+                                f"num_layers={self.num_layers}): a dense model has num_experts 1")
         return self
 
     def __hash__(self) -> int:

@@ -70,6 +70,7 @@ MOE_DISPATCHERS: tuple[MoeDispatcher, ...] = ("alltoall", "deepep", "hybridep")
 MAX_GPUS = 16_384  # GPUs the solver searches up to (max_gpus, max_nodes): Llama 3 405B trained on 16,384 H100
 MAX_PLAN_GPUS = 65_536  # GPUs in one given plan (Llama 3 405B trained on 16,384 H100)
 MAX_GLOBAL_BATCH = 65_536  # sequences per optimizer step (also micro-batch and accumulation)
+MAX_RESTART_OVERHEAD = 10.0  # on spot, the share of the work preemptions make a run do again: at most 10x more
 MAX_TOKENS = 1e14  # tokens to train on; Llama 3 pre-trained on about 1.5e13 (Meta, 'The Llama 3 Herd of Models', 2024)
 MIN_TOKENS = 1  # at least one token: with 1e-300 tokens a job takes 1e-300 steps, and the step time a budget or
 # a deadline allows (SearchSpace.deadline_bound_us, budget_bound_cost_units) is float infinity
