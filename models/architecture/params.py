@@ -106,6 +106,12 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     )
 
 
+@lru_cache(maxsize=256)
+def attention_module_names(arch: Architecture) -> frozenset[str]:
+    """The names of a layer's attention matrices (the others are its MLP's or MoE's)."""
+    return frozenset(m.name for m in _attention_modules(arch))
+
+
 def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -> tuple[LinearModule, ...]:
     h = arch.hidden_size
     name = lambda role: prefix + module_name(arch, role)  # noqa: E731

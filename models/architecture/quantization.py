@@ -38,11 +38,13 @@ What training does with a quantised checkpoint (transformers 5.24; docs/memory-m
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.architecture.params import LinearModule, layer_groups
+from vramplan.models.architecture.params import LinearModule, attention_module_names, layer_group, layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS, TORCHAO_NF4_STACKS
@@ -64,15 +66,18 @@ class WeightFormat:
     cols: int = 0  # fp8 block columns
     double_quant: bool = False  # bitsandbytes 4-bit
     # bitsandbytes: llm_int8_skip_modules names modules beyond the lm_head that the checkpoint keeps in
-    # 16 bits (Unsloth's dynamic 4-bit checkpoints list decoder layers' attention or MLP); which ones is
-    # not modelled, so they are counted quantised and quantization_note says the weights read low
+    # 16 bits (Unsloth's dynamic 4-bit checkpoints list decoder layers' attention or MLP): its entries,
+    # matched as transformers matches them (skipped_matrices), or, where they could not be read
+    # (skips without entries), an unknown set counted quantised, and quantization_note says so
     skips: bool = False
+    skip_modules: tuple[str, ...] = ()
 
     def text(self) -> str:
         if self.method in ("gptq", "awq"):
             return f"{self.method}:{self.bits}:{self.group}"
         if self.method in ("nf4", "fp4", "int8"):
-            return self.method + (":dq" if self.double_quant else "") + (":skip" if self.skips else "")
+            skips = (":skip" + ("=" + "|".join(self.skip_modules) if self.skip_modules else "")) if self.skips else ""
+            return self.method + (":dq" if self.double_quant else "") + skips
         if self.method == "fp8" and self.group:
             return f"fp8:{self.group}:{self.cols}"
         return self.method
@@ -97,17 +102,24 @@ def parse_format(text: str) -> WeightFormat | None:
         raise ValueError(f"{text!r}: the numbers of {method} must be whole numbers") from None
     if method in ("gptq", "awq") and len(numbers) == 2 and numbers[0] in (2, 3, 4, 8) and numbers[1] >= 0:
         return WeightFormat(method, bits=numbers[0], group=numbers[1])
-    skips = bool(args) and args[-1] == "skip" and method in ("nf4", "fp4", "int8")
+    skips = bool(args) and args[-1].partition("=")[0] == "skip" and method in ("nf4", "fp4", "int8")
+    entries: tuple[str, ...] = ()
     if skips:
+        listed = args[-1].partition("=")[2]
+        entries = tuple(listed.split("|")) if listed else ()
+        if not all(readable_skip_entry(e) for e in entries) or len(entries) > MAX_SKIP_ENTRIES:
+            raise ValueError(f"{text[:200]!r}: a skip entry is not a module pattern (letters, digits, _ . - and at most "
+                             f"two *, 200 characters, {MAX_SKIP_ENTRIES} entries)")
         args = args[:-1]
     if method in ("nf4", "fp4") and args in ([], ["dq"]):
-        return WeightFormat(method, double_quant=bool(args), skips=skips)
+        return WeightFormat(method, double_quant=bool(args), skips=skips, skip_modules=entries)
     if method in ("int8", "mxfp4") and not args:
-        return WeightFormat(method, skips=skips)
+        return WeightFormat(method, skips=skips, skip_modules=entries)
     if method == "fp8" and (not numbers or (len(numbers) == 2 and min(numbers) >= 1)):
         return WeightFormat("fp8", group=numbers[0] if numbers else 0, cols=numbers[1] if numbers else 0)
-    raise ValueError(f"{text!r} is not a checkpoint format: '', gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip], "
-                     "fp4[:dq][:skip], int8[:skip], fp8[:ROWS:COLS] or mxfp4")
+    raise ValueError(f"{text[:200]!r} is not a checkpoint format: '', gptq:BITS:GROUP, awq:BITS:GROUP, "
+                     "nf4[:dq][:skip[=ENTRY|...]], fp4[:dq][:skip[=ENTRY|...]], int8[:skip[=ENTRY|...]], fp8[:ROWS:COLS] "
+                     "or mxfp4")
 
 
 def _ceil(a: int, b: int) -> int:
@@ -139,29 +151,98 @@ def _in_scope(fmt: WeightFormat, module: LinearModule) -> bool:
     return fmt.method != "mxfp4" or module.copies_per_layer > 1
 
 
+MAX_SKIP_ENTRIES = 4096  # llm_int8_skip_modules entries read (config.json holds at most 1 MiB)
+_SKIP_ENTRY = re.compile(r"[A-Za-z0-9_.*-]{1,200}")
+
+
+def readable_skip_entry(entry: str) -> bool:
+    """An llm_int8_skip_modules entry matched as transformers matches it (a regex from the start of a
+    module's name): module-path characters and at most two '*', so matching stays cheap."""
+    if not _SKIP_ENTRY.fullmatch(entry) or entry.count("*") > 2:
+        return False
+    try:
+        re.compile(entry)
+    except re.error:
+        return False
+    return True
+
+
+# The names transformers gives a decoder layer's matrices, which skip entries are matched against:
+# the layer list (model.layers in the Llama-style families, the multimodal wrappers' language model
+# under transformers 5 and 4, GPT-2 / Falcon transformer.h, GPT-NeoX gpt_neox.layers), then the
+# attention or MLP block (modeling_<type>.py attribute names), then the module (params.py module_name;
+# MoE experts as one name per matrix kind: an entry naming one expert by index is not matched).
+# A name no real checkpoint of the family has matches no real entry.
+_LAYER_PATHS = ("model.layers", "model.language_model.layers", "language_model.model.layers", "transformer.h",
+                "gpt_neox.layers")
+_ATTENTION_BLOCKS = ("self_attn", "attention", "attn", "self_attention")
+_MLP_BLOCKS = ("mlp", "block_sparse_moe", "feed_forward")
+
+
+def _module_names(arch: Architecture, index: int, module: LinearModule) -> list[str]:
+    blocks = _ATTENTION_BLOCKS if module.name in attention_module_names(arch) else _MLP_BLOCKS
+    return [f"{path}.{index}." + (module.name if module.name.startswith(block + ".") else f"{block}.{module.name}")
+            for path in _LAYER_PATHS for block in blocks]
+
+
+@lru_cache(maxsize=256)
+def skipped_matrices(arch: Architecture, fmt: WeightFormat) -> frozenset[tuple[int, str]]:
+    """(layer index, module name) of the decoder matrices the checkpoint keeps in 16 bits: those whose
+    name an llm_int8_skip_modules entry matches as transformers 5 matches it (quantizers_utils.py
+    should_convert_module @ 0eb492cb: `re.match(f"{key}\\.", name) or re.match(key, name) or
+    name.endswith(key)`, so 'model.layers.1' also reaches layers 10-19, as it does there)."""
+    if not fmt.skip_modules:
+        return frozenset()
+    starts = re.compile("|".join(f"(?:{entry})" for entry in fmt.skip_modules))
+    ends = tuple(fmt.skip_modules)
+    return frozenset((index, m.name) for index in range(arch.num_layers) for m in layer_group(arch, index).modules
+                     if _in_scope(fmt, m)
+                     and any(starts.match(name) or name.endswith(ends) for name in _module_names(arch, index, m)))
+
+
 @lru_cache(maxsize=1024)
-def _model_quantised(arch: Architecture, fmt: WeightFormat) -> tuple[int, int]:
-    """(stored bytes, weights) of every in-scope decoder-layer matmul weight of the whole model."""
+def _model_quantised(arch: Architecture, fmt: WeightFormat) -> tuple[int, int, Fraction]:
+    """(stored bytes, weights) of every in-scope decoder-layer matmul weight of the whole model, and
+    the most stored bytes per weight of any one layer (skipped matrices make some layers denser)."""
+    skipped = skipped_matrices(arch, fmt)
     stored = weights = 0
+    densest = Fraction(0)
+    for index in range(arch.num_layers) if skipped else ():
+        layer_stored = layer_weights = 0
+        for m in layer_group(arch, index).modules:
+            if _in_scope(fmt, m):
+                w = m.copies_per_layer * m.in_features * m.out_features
+                kept = (index, m.name) in skipped  # a 16-bit nn.Linear beside the quantised ones
+                layer_stored += HALF_BYTES * w if kept else m.copies_per_layer * matrix_bytes(fmt, m.in_features, m.out_features)
+                layer_weights += w
+        stored, weights = stored + layer_stored, weights + layer_weights
+        densest = max(densest, Fraction(layer_stored, layer_weights or 1))
+    if skipped:
+        return stored, weights, densest
     for group in layer_groups(arch):
         for m in group.modules:
             if _in_scope(fmt, m):
                 copies = group.count * m.copies_per_layer
                 stored += copies * matrix_bytes(fmt, m.in_features, m.out_features)
                 weights += copies * m.in_features * m.out_features
-    return stored, weights
+    return stored, weights, Fraction(stored, weights or 1)
 
 
 def quantised_weight_bytes(arch: Architecture, fmt: WeightFormat, dense_weights: int, expert_weights: int) -> tuple[int, int]:
     """(stored bytes, weights they hold) for a rank holding `dense_weights` + `expert_weights` decoder
     matmul weights (its TP/PP/EP share, models/memory/parallel_states.py): the whole model's exact
-    stored bytes, times the rank's share of the in-scope weights (exact for the whole model).
-    The one function every quantised frozen base goes through: QLoRA's own quantisation and a
-    pre-quantised checkpoint alike (models/memory/model_states.py frozen_base_bytes)."""
+    stored bytes, times the rank's share of the in-scope weights (exact for the whole model). Where
+    llm_int8_skip_modules keeps some layers' matrices in 16 bits, a rank holding part of the model
+    counts its weights at the densest layer's bytes per weight (which layers a pipeline rank holds is
+    not known here: an upper bound). The one function every quantised frozen base goes through:
+    QLoRA's own quantisation and a pre-quantised checkpoint alike (models/memory/model_states.py
+    frozen_base_bytes)."""
     held = expert_weights if fmt.method == "mxfp4" else dense_weights + expert_weights
-    stored, weights = _model_quantised(arch, fmt)
+    stored, weights, densest = _model_quantised(arch, fmt)
     if not weights or not held:
         return 0, 0
+    if held < weights and skipped_matrices(arch, fmt):
+        return min(stored, math.ceil(densest * held)), held
     return _ceil(stored * held, weights), held
 
 
@@ -290,7 +371,10 @@ def quantization_note(arch: Architecture, job: Job) -> str | None:
     if stored is None:
         return None
     what = f"the checkpoint stores {stored.describe()} weights"
-    if stored.skips:  # not modelled: which modules, and so how many bytes, depends on the layer names
+    kept = skipped_matrices(arch, stored)
+    if kept:
+        what += f" ({len(kept)} decoder matrices kept in 16 bits by its llm_int8_skip_modules, counted so)"
+    elif stored.skips and not stored.skip_modules:  # entries vramplan could not read as patterns
         what += (" (its llm_int8_skip_modules keep some modules in 16 bits, counted quantised here: "
                  "the weights read low)")
     if stored.method in ADAPTER_ONLY and job.method != "full":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vramplan.models.architecture.quantization import MAX_SKIP_ENTRIES, readable_skip_entry
 from vramplan.models.catalogue.config_file import show_kind
 from vramplan.models.core.errors import VramplanError
 
@@ -66,15 +67,23 @@ def _bitsandbytes(qc: dict[str, Any], source: str) -> str:
 
 
 def _skips(qc: dict[str, Any], source: str) -> str:
-    """':skip' where llm_int8_skip_modules keeps more than the lm_head (which is never quantised) in
-    16 bits: Unsloth's dynamic 4-bit checkpoints list decoder layers ('model.layers.3.mlp'); they are
-    counted quantised, and said so (quantization.quantization_note), instead of being ignored."""
+    """':skip=ENTRY|ENTRY...' where llm_int8_skip_modules keeps modules beyond the lm_head (never
+    quantised) in 16 bits: Unsloth's dynamic 4-bit checkpoints list decoder layers ('model.layers.3.mlp'),
+    whose bytes models/architecture/quantization.py counts in 16 bits. An entry the model cannot read
+    safely as transformers' pattern (another character than letters, digits, '_', '.', '-' and at most
+    two '*', longer than 200, or no valid pattern) leaves the flag alone (':skip': which modules is not
+    known, counted quantised and said so)."""
     modules = qc.get("llm_int8_skip_modules")
     if modules is None:
         return ""
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise _error("llm_int8_skip_modules", modules, "must be a list of module names", source)
-    return ":skip" if any(m != "lm_head" for m in modules) else ""
+    entries = list(dict.fromkeys(m for m in modules if m != "lm_head"))
+    if not entries:
+        return ""
+    if all(readable_skip_entry(m) for m in entries) and len(entries) <= MAX_SKIP_ENTRIES:
+        return ":skip=" + "|".join(entries)
+    return ":skip"
 
 
 def _fp8(qc: dict[str, Any], source: str) -> str:

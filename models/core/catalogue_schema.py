@@ -189,7 +189,9 @@ QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3)
 LocalAttention = Literal["none", "sliding", "chunked"]
 RopeTables = Literal["shared", "half", "per_layer"]
 # Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
-CHECKPOINT_QUANTIZATION = r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?(:skip)?|int8(:skip)?|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$"
+_SKIP = r"(:skip(=[A-Za-z0-9_.*|-]+)?)?"  # llm_int8_skip_modules: the entries, or unknown ones
+CHECKPOINT_QUANTIZATION = (r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?" + _SKIP + "|int8" + _SKIP
+                           + r"|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$")
 ModelType = Literal[
     "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
@@ -267,7 +269,8 @@ class Architecture(_Row):
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "
-                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip], fp4[:dq][:skip], int8[:skip], fp8[:ROWS:COLS], mxfp4")
+                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip[=ENTRY|...]], fp4[:dq][:skip[=ENTRY|...]], "
+                    "int8[:skip[=ENTRY|...]], fp8[:ROWS:COLS], mxfp4")
     source: str
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ host RAM; `optimizer+params` (ZeRO-3 only) keeps the 16-bit parameter partition 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
@@ -114,7 +114,10 @@ def resident_quant_state_bytes(arch: Architecture, job: Job, shard: RankParams) 
     fmt = bnb4_quant_state(arch, job)
     if fmt is None:
         return 0
-    stored, held = quantised_weight_bytes(arch, fmt, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
+    # every held matrix's state, the 16-bit ones llm_int8_skip_modules keeps included (they have none:
+    # a bound above by under 2% of their 4-bit bytes; their own bytes are parameters FSDP shards)
+    plain = replace(fmt, skips=False, skip_modules=())
+    stored, held = quantised_weight_bytes(arch, plain, shard.fp8_matmul_dense, shard.fp8_matmul_expert)
     return stored - packed_4bit_bytes(held)
 
 

@@ -12,10 +12,13 @@ from pydantic import ValidationError
 from vramplan.models.architecture.params import count_params, layer_groups
 from vramplan.models.architecture.quantization import (
     WeightFormat,
+    checkpoint_format,
     frozen_base_format,
     matrix_bytes,
     parse_format,
+    quantised_weight_bytes,
     quantization_note,
+    skipped_matrices,
 )
 from vramplan.models.catalogue.hf_config import architecture_from_config, architecture_from_config_file
 from vramplan.models.core.errors import VramplanError
@@ -41,13 +44,15 @@ def _llama(quantization_config=None):
       "bnb_4bit_use_double_quant": True}, "nf4:dq"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "fp4"),  # BitsAndBytesConfig defaults: fp4, no double quant
     ({"load_in_8bit": True}, "int8"),  # written before quant_method existed
-    # llm_int8_skip_modules beyond the lm_head (never quantised): the modules kept in 16 bits are counted
-    # quantised and said so (quantization_note), not ignored (Unsloth's dynamic 4-bit checkpoints)
+    # llm_int8_skip_modules beyond the lm_head (never quantised): the entries, whose matrices are
+    # counted in 16 bits (Unsloth's dynamic 4-bit checkpoints); an entry that is no module pattern
+    # leaves the flag alone (counted quantised, and said so)
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
       "llm_int8_skip_modules": ["lm_head"]}, "nf4:dq"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
-      "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]}, "nf4:dq:skip"),
-    ({"load_in_8bit": True, "llm_int8_skip_modules": ["vision_tower"]}, "int8:skip"),
+      "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]}, "nf4:dq:skip=model.layers.1.mlp"),
+    ({"load_in_8bit": True, "llm_int8_skip_modules": ["vision_tower", "mlp.gate"]}, "int8:skip=vision_tower|mlp.gate"),
+    ({"load_in_8bit": True, "llm_int8_skip_modules": ["(a+)+$"]}, "int8:skip"),
     ({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8:128:128"),
     ({"quant_method": "fp8", "activation_scheme": "static"}, "fp8"),
     ({"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]}, "mxfp4"),
@@ -129,12 +134,39 @@ def test_lora_on_a_gptq_checkpoint_keeps_the_stored_base() -> None:
     # --qlora-bits 8 changed nothing and said nothing
     assert "--qlora-bits does not re-quantise it" in quantization_note(arch, Job(method="qlora", qlora_bits=8))
     assert "--qlora-bits" not in quantization_note(arch, Job(method="lora"))
-    skipping = _llama({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
-                       "llm_int8_skip_modules": ["model.layers.1.mlp"]})
-    assert "counted quantised here: the weights read low" in quantization_note(skipping, Job(method="qlora"))
-    assert frozen_base_bytes(skipping, Job(method="qlora", qlora_prep="16bit"), "bf16") == frozen_base_bytes(
+    unread = _llama({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                     "llm_int8_skip_modules": ["(a+)+$"]})
+    assert "counted quantised here: the weights read low" in quantization_note(unread, Job(method="qlora"))
+    assert frozen_base_bytes(unread, Job(method="qlora", qlora_prep="16bit"), "bf16") == frozen_base_bytes(
         _llama({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}),
         Job(method="qlora", qlora_prep="16bit"), "bf16")  # the same bytes: the note is what changes
+
+
+def test_skipped_modules_are_counted_in_16_bits() -> None:
+    """Unsloth's dynamic 4-bit checkpoints keep listed modules as 16-bit nn.Linear; transformers 5
+    matches an entry against each module's name from its start or at its end (quantizers_utils.py
+    should_convert_module @ 0eb492cb), so 'model.layers.1' also keeps layers 10-19, and 'down_proj'
+    every layer's down projection."""
+    nf4 = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}
+    plain = _llama(nf4)
+    fmt = WeightFormat("nf4", double_quant=True)
+    job = Job(method="qlora", qlora_prep="16bit")
+    attention = _llama({**nf4, "llm_int8_skip_modules": ["lm_head", "model.layers.0.self_attn", "model.layers.31.mlp.down_proj"]})
+    layer = layer_groups(attention)[0].modules
+    kept = [m for m in layer if m.name in ("q_proj", "k_proj", "v_proj", "o_proj")] + [m for m in layer if m.name == "down_proj"]
+    extra = sum(2 * m.in_features * m.out_features - matrix_bytes(fmt, m.in_features, m.out_features) for m in kept)
+    assert frozen_base_bytes(attention, job, "bf16") - frozen_base_bytes(plain, job, "bf16") == pytest.approx(extra, abs=1)
+    assert "5 decoder matrices kept in 16 bits" in quantization_note(attention, job)
+    assert sorted(skipped_matrices(attention, checkpoint_format(attention))) == [
+        (0, "k_proj"), (0, "o_proj"), (0, "q_proj"), (0, "v_proj"), (31, "down_proj")]
+    quirk = _llama({**nf4, "llm_int8_skip_modules": ["model.layers.1"]})
+    assert {i for i, _ in skipped_matrices(quirk, checkpoint_format(quirk))} == {1, *range(10, 20)}
+    every_down = _llama({**nf4, "llm_int8_skip_modules": ["down_proj"]})
+    assert skipped_matrices(every_down, checkpoint_format(every_down)) == {(i, "down_proj") for i in range(32)}
+    # a pipeline rank holding part of the model counts the densest layer's bytes per weight: never less
+    half = count_params(attention).total // 2
+    stored, held = quantised_weight_bytes(attention, checkpoint_format(attention), half, 0)
+    assert stored >= quantised_weight_bytes(plain, fmt, half, 0)[0] and held == half
 
 
 def test_full_fine_tuning_of_a_quantized_checkpoint_counts_16_bit_weights() -> None:
