@@ -36,6 +36,7 @@ from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, networ
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
+MAX_REPORTED_BYTES = 2**62  # every byte count of an estimate stays an int64 for the JSON's readers
 
 
 def model_info(arch: Architecture, job: Job) -> ModelInfo:
@@ -198,6 +199,9 @@ def estimate_plan(
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)
+    if memory.total_bytes > MAX_REPORTED_BYTES:  # JSON consumers read int64: 405B at 1M tokens x 65,536 was 7e21
+        raise VramplanError("micro_batch", plan.micro_batch, f"at seq_len {job.seq_len:,} needs more than 2^62 bytes "
+                                                             "per GPU, beyond what an estimate reports")
     perf = performance(arch, job, plan, gpu, offering.domain_gpus, offering.network_bandwidth_gb_per_s)
     hours = training_hours(worked_tokens(tokens, pricing, restart_overhead), perf.tokens_per_s)
     price = cost(offering, plan.num_gpus, hours, pricing)

@@ -16,6 +16,9 @@
 - options that mean nothing together were ignored: `--qlora-prep` with full fine-tuning,
   `--selective` beside `--recompute none`, `--lora-targets ''`;
 - a gpt_oss config without `attention_bias` failed on its MLP bias default;
+- a missing path read "not in the catalogue", a missing hub extra exited 2 (docs: 1), more heads than
+  channels blamed head_dim, a GPTQ group of 1e8 printed a regex, 405B at 1M tokens x 65,536 reported
+  7e21 bytes (beyond int64);
 - the Python estimate took a Path (AttributeError), `pricing="free"` (KeyError), `tokens="1e9"`
   (TypeError) and `tokens=True` (one token).
 """
@@ -162,3 +165,35 @@ def test_a_config_value_outside_the_models_domain_names_the_files_key(tmp_path):
     config = {**SMALL, "model_type": "llama", "intermediate_size": 512, "num_hidden_layers": 10**17}
     assert "num_hidden_layers: Input should be less than or equal to 1024" in one_line_error(
         invoke("estimate", "--model", write(tmp_path, config)))
+
+
+@pytest.mark.parametrize("model", ["./foo/bar", "a/b/c", "missing.json"])
+def test_a_missing_path_says_no_such_file_not_not_in_the_catalogue(model):
+    line = one_line_error(invoke("estimate", "--model", model))
+    assert "no such" in line.lower() and "not in the catalogue" not in line
+
+
+def test_a_hub_id_without_the_hub_extra_is_an_installation_failure(monkeypatch):
+    """docs/commands.md: a missing optional extra exits 1 (it was 2, as bad input)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # `import huggingface_hub` raises ImportError
+    line = one_line_error(invoke("estimate", "--model", "Qwen/Qwen3-8B"), code=1)
+    assert "pip install 'vramplan[hub]'" in line
+
+
+def test_more_heads_than_channels_and_a_huge_gptq_group_name_their_keys(tmp_path):
+    heads = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 32,
+             "vocab_size": 100, "intermediate_size": 64}
+    assert "num_attention_heads" in one_line_error(invoke("estimate", "--model", write(tmp_path, heads, "h.json")))
+    group = {**heads, "num_attention_heads": 4, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 10**8}}
+    line = one_line_error(invoke("estimate", "--model", write(tmp_path, group, "g.json")))
+    assert "group_size" in line and "9,999,999" in line and "^" not in line  # no regex in the message
+
+
+def test_an_estimate_beyond_int64_bytes_is_refused():
+    """Every domain allowed it: Llama 3.1 405B at 1M tokens, micro-batch 65,536, eager attention
+    answered 6.98e21 bytes, which JSON readers with int64 integers cannot hold."""
+    line = one_line_error(invoke("estimate", "--model", "llama-3.1-405b", "--seq-len", "1048576", "--micro-batch", "65536",
+                                 "--attention", "eager", "--format", "json"))
+    assert "micro_batch=65536" in line and "2^62" in line

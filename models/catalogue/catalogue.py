@@ -129,7 +129,15 @@ class Catalogue:
         if hub_id:
             arch = architecture_from_config_file(hub_config_path(name_or_path), f"hub:{name_or_path}")
             return arch.model_copy(update={"name": name_or_path.split("/")[1].lower(), "source": f"hub:{name_or_path}"})
+        if _looks_like_path(name_or_path):  # './foo/bar', 'a/b/c', 'x.json': "not in the catalogue" misled
+            raise VramplanError("model", name_or_path[:200], "no such config.json or folder holding one (nor a "
+                                                             "catalogue name or a hub id)")
         raise unknown_name_error("model", name_or_path[:200], self.architectures)
+
+
+def _looks_like_path(text: str) -> bool:
+    """Meant as a file: it starts like a path, names a .json, or has more parts than a hub id's org/name."""
+    return text.startswith((".", "/", "~")) or text.endswith(".json") or text.count("/") > 1 or "\\" in text
 
 
 def load_catalogue(

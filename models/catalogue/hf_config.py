@@ -222,6 +222,9 @@ def _fields(c: _Reader) -> dict[str, Any]:
     if linear_bias != mlp_bias:
         raise VramplanError("model", c.source, "attention_bias and mlp_bias differ; vramplan models o_proj and MLP biases together")
     head_dim = None if parts.pop("head_dim_from_hidden", False) else c.count("head_dim", optional=True)
+    if head_dim is None and hidden < heads:  # transformers' hidden_size // num_attention_heads would be 0
+        raise c.unsupported("num_attention_heads", "is more than hidden_size has channels; without head_dim each head "
+                                                   "is hidden_size / heads wide")
     fields: dict[str, Any] = {
         "num_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
         "num_kv_heads": c.count("num_kv_heads", optional=True) or heads,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.errors import CommandFailure, VramplanError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _TRUE = {"1", "on", "yes", "true"}
@@ -49,7 +49,8 @@ def hub_config_path(repo_id: str, revision: str | None = None) -> Path:
     try:
         import huggingface_hub
     except ImportError:
-        raise VramplanError("model", repo_id, "a hub id needs huggingface_hub: pip install 'vramplan[hub]'") from None
+        # a missing optional extra is the installation's failure (exit 1, docs/commands.md), not bad input
+        raise CommandFailure(f"model={repo_id!r}: a hub id needs huggingface_hub: pip install 'vramplan[hub]'") from None
     cache_dir = _cache_dir()
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE:
         found = huggingface_hub.try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir, revision=revision)

@@ -19,6 +19,7 @@ from vramplan.models.catalogue.config_file import show_kind
 from vramplan.models.core.errors import VramplanError
 
 METHODS = ("gptq", "awq", "bitsandbytes", "fp8", "mxfp4")
+MAX_GROUP = 9_999_999  # checkpoint_quantization's canonical text holds 7 digits (a 1e8 group printed its regex)
 _BITS = (2, 3, 4, 8)
 
 
@@ -44,8 +45,9 @@ def _flag(qc: dict[str, Any], key: str, source: str) -> bool:
 def _grouped(method: str, qc: dict[str, Any], source: str) -> str:
     bits = _int(qc, "bits", source, _BITS, default=4)
     group = _int(qc, "group_size", source, default=128)
-    if group == 0 or group < -1:
-        raise _error("group_size", group, "must be -1 (one group per column) or a whole number >= 1", source)
+    if group == 0 or group < -1 or group > MAX_GROUP:
+        raise _error("group_size", group, f"must be -1 (one group per column) or a whole number from 1 to {MAX_GROUP:,}",
+                     source)
     return f"{method}:{bits}:{max(group, 0)}"
 
 
