@@ -197,3 +197,9 @@ def test_an_estimate_beyond_int64_bytes_is_refused():
     line = one_line_error(invoke("estimate", "--model", "llama-3.1-405b", "--seq-len", "1048576", "--micro-batch", "65536",
                                  "--attention", "eager", "--format", "json"))
     assert "micro_batch=65536" in line and "2^62" in line
+
+
+def test_a_multimodal_decoder_key_missing_from_text_config_says_where_it_is_read(tmp_path):
+    config = {"model_type": "gemma3", **SMALL, "intermediate_size": 512, "text_config": {"model_type": "gemma3_text"}}
+    line = one_line_error(invoke("estimate", "--model", write(tmp_path, config)))
+    assert "lacks 'text_config.num_hidden_layers'" in line  # it said "lacks 'num_hidden_layers'", which the file held

@@ -34,8 +34,9 @@ _GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
 class _Reader:
     """Typed access to one config dict through its family's key names and defaults."""
 
-    def __init__(self, config: dict[str, Any], family: Family, source: str) -> None:
-        self.config, self.family, self.source = config, family, source
+    def __init__(self, config: dict[str, Any], family: Family, source: str, scope: str = "") -> None:
+        # scope: where the decoder's keys are read ("text_config." for a multimodal checkpoint)
+        self.config, self.family, self.source, self.scope = config, family, source, scope
 
     def _names(self, key: str) -> str | list[str] | tuple[str, ...]:
         return self.family.keys.get(key, _COMMON_KEYS.get(key, key))
@@ -73,7 +74,8 @@ class _Reader:
         if value is _MISSING or (value is None and optional):
             if optional:
                 return None
-            raise VramplanError("model", self.source, f"config.json lacks {self.key(key)!r}")
+            raise VramplanError("model", self.source, f"config.json lacks {self.scope + self.key(key)!r}"
+                                + (" (a multimodal checkpoint's decoder is read from its text_config)" if self.scope else ""))
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise VramplanError(self.key(key), _show(value), f"must be a whole number >= {minimum} in {self.source}")
         return value
@@ -284,8 +286,9 @@ def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str,
 
 def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
     quantization = checkpoint_quantization(config, source)  # top level, also for multimodal checkpoints
-    model_type, family, config = _family(config, source)
-    reader = _Reader(config, family, source)
+    model_type, family, decoder = _family(config, source)
+    reader = _Reader(decoder, family, source, "" if decoder is config else "text_config.")
+    config = decoder
     fields = _fields(reader)
     fields["checkpoint_quantization"] = quantization
     try:
