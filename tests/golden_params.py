@@ -123,6 +123,26 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "lm_head": 2_101_346_304,
         "active": 405_853_388_800,
     },
+    # meta-llama/Llama-3.2-1B safetensors: 1,235,814,400 (model card: 1.23B; tied embeddings).
+    "llama-3.2-1b": {
+        "total": 1_235_814_400,
+        "embedding": 262_668_288,
+        "per_layer": 60_821_504,
+        "layers": 973_144_064,
+        "final_norm": 2_048,
+        "lm_head": 0,
+        "active": 1_235_814_400,
+    },
+    # meta-llama/Llama-3.2-3B safetensors: 3,212,749,824 (model card: 3.21B; tied embeddings).
+    "llama-3.2-3b": {
+        "total": 3_212_749_824,
+        "embedding": 394_002_432,
+        "per_layer": 100_669_440,
+        "layers": 2_818_744_320,
+        "final_norm": 3_072,
+        "lm_head": 0,
+        "active": 3_212_749_824,
+    },
     # mistralai/Mistral-7B-v0.1 safetensors: 7,241,732,096.
     "mistral-7b": {
         "total": 7_241_732_096,
