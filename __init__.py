@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from vramplan.models.core.setup import Job, Plan
     from vramplan.models.estimate import estimate
     from vramplan.solver import Pins, SolvedPlan, SolveQuery, SolveResult, solve
+    from vramplan.solver.query_fields import stack_job
 
 # name -> the module that defines it
 _FACADE = {
@@ -37,6 +38,7 @@ _FACADE = {
     "load_catalogue": "vramplan.models.catalogue.catalogue",
     "Catalogue": "vramplan.models.catalogue.catalogue",
     "Job": "vramplan.models.core.setup",
+    "stack_job": "vramplan.solver.query_fields",
     "Plan": "vramplan.models.core.setup",
     "EstimateResult": "vramplan.models.core.results",
     "SolveQuery": "vramplan.solver",
@@ -55,7 +57,7 @@ _FACADE = {
 __all__ = [  # _FACADE's names and __version__ (tests/test_facade.py checks they agree)
     "Assignment", "BatchOptions", "Catalogue", "EstimateResult", "FleetJob", "FleetQuery", "FleetResult", "Job", "Pins",
     "Plan", "Pool", "PoolWindow", "SolveQuery", "SolveResult", "SolvedPlan", "VramplanError", "__version__", "estimate",
-    "load_catalogue", "plan_fleet", "run_batch", "solve",
+    "load_catalogue", "plan_fleet", "run_batch", "solve", "stack_job",
 ]
 
 

@@ -186,8 +186,7 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     if not answered:
         first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
         return _solve(catalogue, first, memo, explain_infeasible)
-    sign = -1 if query.objective == "throughput" else 1
-    plans = sorted((p for r in answered for p in r.plans), key=lambda p: sign * p.objective_value)[:query.top_k]
+    plans = merged_plans([p for r in answered for p in r.plans], query.objective, query.top_k)
     best = next(r for r in answered if r.plans[0] is plans[0])
     statuses = {r.status for r in answered}
     return best.model_copy(update={
@@ -201,10 +200,42 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     })
 
 
+_OFFLOAD_RANK = {"none": 0, "optimizer": 1, "optimizer+params": 2}
+_RECOMPUTE_RANK = {"none": 0, "selective": 1, "op": 2, "full": 3}
+
+
+def plan_tie_key(plan: SolvedPlan) -> tuple:
+    """The engines' tie-breaks (docs/solver.md#objectives-ties-top-k-and-pareto) on a verified plan,
+    for plans of different spaces (stacks), whose integer keys do not compare: fewer GPUs, fewer
+    instances, the least model parallelism, the lower ZeRO stage, no offload, less recompute, the
+    larger micro-batch, bf16, the lower price, the offering's name; then the stack's name, so the
+    order of `--stack a,b` changes nothing."""
+    c = plan.plan
+    recompute = (_RECOMPUTE_RANK.get(c.recompute, 3), c.recompute_layers if c.recompute_layers is not None else 10**9)
+    return (c.num_gpus, plan.cost.num_instances, c.tp * c.pp * c.cp * c.ep, c.zero, _OFFLOAD_RANK.get(c.offload, 3),
+            recompute, -c.micro_batch, c.precision != "bf16", plan.cost.usd_per_hour, c.offering, c.stack)
+
+
+def merged_plans(plans: list[SolvedPlan], objective: str, top_k: int) -> list[SolvedPlan]:
+    """Several stacks' plans, best first by the objective and then plan_tie_key, without a plan that an
+    earlier kept one matches or beats in cost and time while not LEANER_PERCENT leaner in GPU memory
+    (distinct_choices' rule: hf and deepspeed on one GPU with ZeRO-0 are the same plan twice)."""
+    sign = -1 if objective == "throughput" else 1
+    kept: list[SolvedPlan] = []
+    for plan in sorted(plans, key=lambda p: (sign * p.objective_value, plan_tie_key(p))):
+        if not any(k.cost.usd_total <= plan.cost.usd_total and k.cost.hours <= plan.cost.hours
+                   and plan.memory.total_bytes * 100 >= k.memory.total_bytes * (100 - LEANER_PERCENT) for k in kept):
+            kept.append(plan)
+        if len(kept) == top_k:
+            break
+    return kept
+
+
 def pareto_front(plans: list[SolvedPlan]) -> list[SolvedPlan]:
-    """Cost-vs-time front of plans: cheapest first, each next strictly faster."""
+    """Cost-vs-time front of plans: cheapest first, each next strictly faster (equal points in
+    plan_tie_key's order, whatever order the stacks were searched in)."""
     front: list[SolvedPlan] = []
-    for plan in sorted(plans, key=lambda p: (p.cost.usd_total, p.cost.hours)):
+    for plan in sorted(plans, key=lambda p: (p.cost.usd_total, p.cost.hours, plan_tie_key(p))):
         if not front or plan.cost.hours < front[-1].cost.hours:
             front.append(plan)
     return front

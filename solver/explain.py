@@ -148,6 +148,25 @@ def smallest_conflict(query: SolveQuery, fits: Fits) -> list[str] | None:
     return labels  # only all of them together: the user's query, known to be infeasible
 
 
+def smallest_lift(query: SolveQuery, conflict: list[str], fits: Fits) -> list[str] | None:
+    """The fewest of the query's restrictions whose removal leaves a plan (every other one kept),
+    smallest first, or None when none does within MAX_CONFLICT_SEARCH_RESTRICTIONS. A conflict says
+    which restrictions cannot hold together; it need not be enough to lift: 405B on 8 A100s with
+    `--recompute none` named `--max-gpus 8`, and without it `--recompute none` alone still left
+    nothing (a review of 2026-12-06). Only sets meeting the conflict are asked (one that misses it
+    keeps it, so nothing fits); the conflict itself is asked first of its size."""
+    labels = sorted(r.label for r in restrictions_of(query))
+    if not conflict or len(labels) > MAX_CONFLICT_SEARCH_RESTRICTIONS:
+        return None
+    for size in range(1, len(labels) + 1):
+        subsets = [list(s) for s in combinations(labels, size) if set(s) & set(conflict)]
+        subsets.sort(key=lambda s: s != sorted(conflict))
+        for subset in subsets:
+            if fits(only_restrictions(query, [label for label in labels if label not in subset])):
+                return subset
+    return None
+
+
 MAX_OTHER_STACKS = 1  # other stacks an explanation tries: each is one more solve (+4% on the batch sample each)
 
 
@@ -250,6 +269,20 @@ def mitigations(query: SolveQuery, space: SearchSpace, catalogue: Catalogue, sol
     return found
 
 
+def _lift_note(conflict: list[str], lift: list[str] | None) -> str:
+    """What lifting the conflict does: nothing said where lifting exactly it gives a plan; a smaller
+    set that does, or that it is not enough and what is (smallest_lift: the smallest set first)."""
+    if lift is None:
+        return ""
+    if sorted(lift) == sorted(conflict):
+        return ""
+    if set(lift) < set(conflict):
+        return f" (lifting {', '.join(lift)} alone gives a plan)"
+    if len(lift) < len(conflict):  # a set of its own size or smaller that is not a part of it
+        return f" (lifting {', '.join(lift)} gives a plan)"
+    return f" (lifting {'it' if len(conflict) == 1 else 'them'} is not enough: lifting {', '.join(lift)} gives a plan)"
+
+
 def _gib(num_bytes: int) -> str:
     """Memory in the unit of the tables beside the explanation (GiB = 2^30 bytes)."""
     return f"{num_bytes / BYTES_PER_GIB:,.1f} GiB"
@@ -305,8 +338,13 @@ def explain(catalogue: Catalogue, query: SolveQuery, space: SearchSpace, miss: S
         parts += budget_deadline_reasons(query, conflicts or [], solve_one)
     except TimeLimitReached:
         pass
+    lift = None
     if conflicts:
-        parts.append(f"conflicting restrictions: {', '.join(conflicts)}")
+        try:
+            lift = smallest_lift(query, conflicts, fits)
+        except TimeLimitReached:
+            lift = None
+        parts.append(f"conflicting restrictions: {', '.join(conflicts)}" + _lift_note(conflicts, lift))
     elif conflicts == []:
         parts.append("no restriction is to blame: nothing in the catalogue fits this job")
     # A proven conflict: nothing of the relaxed query with these restrictions fits (asked of

@@ -45,6 +45,21 @@ def _present(fields: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any
     return {name: fields[name] for name in names if fields.get(name) is not None}
 
 
+def stack_job(**fields: Any) -> Job:
+    """A Job as `--stack` builds it (the Python API's `vramplan.stack_job`): every recipe field not
+    given takes the named stack's preset (catalogues/stacks.csv), which `Job(stack=...)` does not do
+    (it sets the name alone: `Job(stack="unsloth")` kept hf's eager kernels and full AdamW, so its
+    solve differed from the command line's). Bad input is one VramplanError naming the field."""
+    from pydantic import ValidationError
+
+    from vramplan.models.core.errors import from_validation_error
+
+    try:
+        return job_from_fields(fields)
+    except ValidationError as error:
+        raise from_validation_error(error, fields) from None
+
+
 def job_from_fields(fields: Mapping[str, Any]) -> Job:
     """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError). Unset recipe
     fields take the --stack preset's value (catalogues/stacks.csv)."""

@@ -68,3 +68,30 @@ def test_the_facade_estimate_and_solve_are_the_library_functions():
 
     assert vramplan.estimate is estimate
     assert vramplan.solve is solve
+
+
+def test_stack_job_builds_the_job_as_the_command_line_does():
+    """A review of 2026-12-06: `Job(stack="unsloth")` sets the name only (hf's eager kernels and full
+    AdamW stayed), so its solve was 4.32 USD where `solve --stack unsloth` answers 1.54; stack_job
+    fills the stack's recipe, and the two answers are the same JSON."""
+    import json
+
+    from helpers.cli import invoke
+
+    import vramplan
+
+    catalogue = vramplan.load_catalogue()
+    job = vramplan.stack_job(stack="unsloth", method="qlora", seq_len=2048)
+    assert (job.optimizer, job.kernels, job.loss) == ("adamw-8bit", "fused", "fused")
+    api = vramplan.solve(catalogue, vramplan.SolveQuery(model="llama-3.1-8b", job=job, global_batch=16, tokens=1e8, top_k=3))
+    cli = invoke("solve", "--model", "llama-3.1-8b", "--method", "qlora", "--seq-len", "2048", "--global-batch", "16",
+                 "--tokens", "1e8", "--stack", "unsloth", "--format", "json")
+    volatile = ("solve_time_s", "search")
+    assert {k: v for k, v in json.loads(api.model_dump_json()).items() if k not in volatile} == {
+        k: v for k, v in json.loads(cli.stdout).items() if k not in volatile}
+    try:
+        vramplan.stack_job(stack="unsloth", seq_len=0)
+    except vramplan.VramplanError as error:
+        assert error.field == "seq_len"
+    else:
+        raise AssertionError("seq_len=0 was accepted")

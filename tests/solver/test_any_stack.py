@@ -63,3 +63,25 @@ def test_a_batch_row_may_name_several_stacks(tmp_path) -> None:
     assert invoke_batch(str(jobs), "-o", str(out)).exit_code == 0
     (row,) = read_rows(out)
     assert row["status"] == "optimal" and float(row["usd_total"]) < 1700  # megatron's TP 8 + SP: 1,630 USD; hf's 2,018
+
+
+def test_the_order_of_the_stacks_changes_nothing_and_no_plan_is_listed_twice(catalogue) -> None:
+    """A review of 2026-12-06: `--stack hf,deepspeed --top 3` listed one plan twice (1 x B200,
+    ZeRO-0: the same memory, time and cost, only the stack's name differed), and `deepspeed,hf` gave
+    another best plan; under `any` a litgpt plan of equal cost and time with the larger micro-batch
+    was left out or not, by the list's order. Plans of several stacks now merge by the objective,
+    then the engines' own tie-breaks (solver/api.py plan_tie_key), then the stack's name, and an
+    equal plan no leaner is dropped as distinct_choices drops it within one stack."""
+    fields = {"model": "llama-3.1-8b", "seq_len": 4096, "global_batch": 64, "tokens": 1e9}
+
+    def answer(stacks: str, top_k: int, pareto: bool = False) -> str:
+        query = query_from_fields({**fields, "stack": stacks}, top_k=top_k).model_copy(update={"pareto": pareto})
+        result = solve(catalogue, query)
+        assert all(abs(a.memory.total_bytes - b.memory.total_bytes) * 100 >= b.memory.total_bytes
+                   or (a.cost.usd_total, a.cost.hours) != (b.cost.usd_total, b.cost.hours)
+                   for i, a in enumerate(result.plans) for b in result.plans[:i])  # no plan twice
+        return result.model_dump_json(exclude={"solve_time_s", "search", "space_size"})
+
+    assert answer("hf,deepspeed", 3) == answer("deepspeed,hf", 3)
+    every = ",".join(("unsloth", "torchtune", "litgpt", "deepspeed", "torchtitan", "megatron", "hf"))
+    assert answer("any", 5, pareto=True) == answer(every, 5, pareto=True)

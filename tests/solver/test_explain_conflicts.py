@@ -159,3 +159,22 @@ def test_the_relaxed_gpu_limit_is_the_default_a_user_gets() -> None:
     option = next(p for p in solve_command.params if p.name == "max_gpus")
     assert option.default == DEFAULT_MAX_GPUS == SolveQuery(model="gpt2-124m", job=Job(seq_len=512)).max_gpus
     assert INPUT_COLUMNS["max_gpus"][0] == str(DEFAULT_MAX_GPUS)
+
+
+def test_the_explanation_says_when_lifting_the_conflict_is_not_enough(catalogue) -> None:
+    """A review of 2026-12-06: 405B on at most 8 A100s with `--recompute none` named `--max-gpus 8`
+    as the conflict, and lifting it still left nothing (`--recompute none` alone conflicts too);
+    the explanation now says so and names the smallest set whose lifting gives a plan
+    (explain.smallest_lift), or the part of the conflict that is enough alone."""
+    from vramplan.models.core.setup import Job as _Job
+    from vramplan.solver.query import Pins
+
+    base = SolveQuery(model="llama-3.1-405b", job=_Job(seq_len=8192), global_batch=64, tokens=1e9, gpus=("a100-sxm-80gb",),
+                      max_gpus=8, pins=Pins(recompute="none"))
+    summary = solve(catalogue, base).explanation.summary
+    assert ("conflicting restrictions: --max-gpus 8 (lifting it is not enough: lifting --max-gpus 8, "
+            "--recompute none gives a plan)") in summary
+    assert plan_exists(catalogue, only_restrictions(base, [label.label for label in restrictions_of(base)
+                                                            if label.label not in ("--max-gpus 8", "--recompute none")]))
+    alone = SolveQuery(model="llama-3.1-70b", job=_Job(seq_len=8192), global_batch=64, tokens=2e9, gpus=("rtx4090-24gb",))
+    assert "(lifting --gpu rtx4090-24gb alone gives a plan)" in solve(catalogue, alone).explanation.summary
