@@ -203,3 +203,9 @@ def test_a_multimodal_decoder_key_missing_from_text_config_says_where_it_is_read
     config = {"model_type": "gemma3", **SMALL, "intermediate_size": 512, "text_config": {"model_type": "gemma3_text"}}
     line = one_line_error(invoke("estimate", "--model", write(tmp_path, config)))
     assert "lacks 'text_config.num_hidden_layers'" in line  # it said "lacks 'num_hidden_layers'", which the file held
+
+
+def test_a_bad_rotary_factor_inside_rope_parameters_names_its_key_and_kind(tmp_path):
+    config = {**SMALL, "model_type": "llama", "intermediate_size": 512, "rope_parameters": {"partial_rotary_factor": "x"}}
+    line = one_line_error(invoke("estimate", "--model", write(tmp_path, config)))
+    assert "rope_parameters.partial_rotary_factor='<a text of 1 characters>'" in line  # it said '<null>'

@@ -183,14 +183,16 @@ def _rotary_factor(c: _Reader) -> float:
     """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else the default."""
     names = c._names("partial_rotary_factor")
     rope = c.config.get("rope_parameters")
+    key = c.key("partial_rotary_factor")
     if any(n in c.config for n in ([names] if isinstance(names, str) else names)):
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
-        value = rope["partial_rotary_factor"]
+        value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
     else:
         value = c.family.defaults.get("partial_rotary_factor", 1.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise c.unsupported("partial_rotary_factor", "must be a number in (0, 1]")
+        # the key the value came from, and its kind (a value nested in rope_parameters read as '<null>')
+        raise VramplanError(key, _show(value), f"must be a number in (0, 1] (in {c.source})")
     return float(value)
 
 
