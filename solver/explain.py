@@ -278,7 +278,7 @@ def _lift_note(conflict: list[str], lift: list[str] | None) -> str:
         return ""
     if set(lift) < set(conflict):
         return f" (lifting {', '.join(lift)} alone gives a plan)"
-    if len(lift) < len(conflict):  # a set of its own size or smaller that is not a part of it
+    if len(lift) < len(conflict):  # smaller, though not a part of it: whether the conflict is enough was not asked
         return f" (lifting {', '.join(lift)} gives a plan)"
     return f" (lifting {'it' if len(conflict) == 1 else 'them'} is not enough: lifting {', '.join(lift)} gives a plan)"
 
