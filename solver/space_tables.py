@@ -223,7 +223,7 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
             # the MoE all-to-all overlap's unhidden share depends on the accumulation: with the bubble
             a2a = tables.all_to_all_s(layout, n, recompute, precision, gpu, per_instance, network) \
                 if tables.overlaps_a2a(layout) else 0.0
-            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute, parallel, a2a).tolist()):
+            for b, bubble in zip(batches, tables.bubble_us(layout, n, micro_keys, compute, parallel, gpu, a2a).tolist()):
                 out.bubble_us[r, p, li, b] = bubble
     traffic_s = tables.comm_s(layout, n, zeros, micros, names, gpu, per_instance, network)
     forward, backward = (to_us_array(grid).tolist() for grid in traffic_s)  # whole microseconds, rounded up

@@ -32,6 +32,7 @@ from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_overhead import num_communicators
 from vramplan.models.memory.parallel_states import heaviest_rank
 from vramplan.models.memory.recompute import stage_recomputed
+from vramplan.models.time.dequantize import dequantize_s_per_micro_batch
 from vramplan.models.time.ep_time import a2a_overlapped, a2a_unhidden_s, a2a_unhidden_share, traffic_all_to_all_s
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
@@ -297,13 +298,15 @@ class Tables(StateTables, DataParallelTables):
         return self.split_free(layout), resolved, shape or resolved
 
     def bubble_us(self, layout: Layout, n: int, micro_keys: tuple[MicroKey, ...], compute_s: float,
-                  parallel_s: float, all_to_all_s: float = 0.0) -> np.ndarray:
+                  parallel_s: float, gpu: GpuSpec, all_to_all_s: float = 0.0) -> np.ndarray:
         """The 1F1B bubble (pp - 1) / (vpp x accumulation) of the slowest stage's time at each
         micro-batch (models.pipeline_schedule.bubble_s of stage_time_s: its compute and the exposed
         model-parallel time, parallel_s), what that stage adds to the mean's (pp_imbalance_s, the
-        layout's split), the exposed activation-offload transfer and, under the MoE all-to-all
-        overlap, the all-to-alls (all_to_all_s) no other micro-batch hides at that accumulation
-        (models.ep_time.a2a_unhidden_s): all stall the step; one rounding, whole microseconds (array)."""
+        layout's split), the exposed activation-offload transfer, under the MoE all-to-all
+        overlap the all-to-alls (all_to_all_s) no other micro-batch hides at that accumulation
+        (models.ep_time.a2a_unhidden_s), and a quantised frozen base's dequantisation, once per
+        micro-batch (models.dequantize): all depend on the accumulation and lengthen the step; one
+        rounding, whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
         recompute = micro_keys[0].recompute  # one recompute per call (fill_step_tables), resolved for the layout
         recomputed = self._called(("stage-recomputed", layout, recompute), lambda: stage_recomputed(
@@ -317,6 +320,11 @@ class Tables(StateTables, DataParallelTables):
         if all_to_all_s:
             stalls = stalls + np.array([a2a_unhidden_s(all_to_all_s, compute_s, a2a_unhidden_share(layout.pp, layout.vpp, accum))
                                         for accum in accums])
+        precision = micro_keys[0].precision  # one precision per call, as one recompute
+        dequantize = self._called(("dequantize", layout, recompute, precision, gpu.name), lambda: dequantize_s_per_micro_batch(
+            self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, precision, 1), gpu))
+        if dequantize:
+            stalls = stalls + dequantize * np.array(accums)
         return to_us_array(stalls)
 
     def accumulation(self, layout: Layout, n: int, micro: int) -> int:

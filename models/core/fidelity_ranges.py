@@ -84,12 +84,16 @@ THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
         Range(0.77, 1.12, 14, 0.86, "14 published torchtitan-root-fsdp dense 16-bit runs, known misses in (coverage 86% leave-one-out)"),
     ("torchtitan-root-fsdp", "dense fp8"):
         Range(0.70, 1.17, 20, 0.95, "20 published torchtitan-root-fsdp dense fp8 runs, known misses in (coverage 95% leave-one-out)"),
+    ("torchtune", "dense"):
+        Range(0.95, 1.13, 9, 0.89, "9 published torchtune dense runs, known misses in (coverage 89% leave-one-out)"),
+    ("torchtune", "dense 16-bit"):
+        Range(0.95, 1.13, 9, 0.89, "9 published torchtune dense 16-bit runs, known misses in (coverage 89% leave-one-out)"),
     ("*", "MoE 16-bit"):
         Range(0.48, 1.00, 24, 0.96, "24 published MoE 16-bit runs of all stacks, known misses in (coverage 96% leave-one-out)"),
     ("*", "MoE fp8"):
         Range(0.30, 1.26, 85, 0.99, "85 published MoE fp8 runs of all stacks, known misses in (coverage 99% leave-one-out)"),
     ("*", "dense 16-bit"):
-        Range(0.77, 1.19, 23, 0.91, "23 published dense 16-bit runs of all stacks, known misses in (coverage 91% leave-one-out)"),
+        Range(0.77, 1.19, 32, 0.94, "32 published dense 16-bit runs of all stacks, known misses in (coverage 94% leave-one-out)"),
     ("*", "dense fp8"):
         Range(0.70, 2.10, 92, 0.99, "92 published dense fp8 runs of all stacks, known misses in (coverage 99% leave-one-out)"),
 }

@@ -44,6 +44,7 @@ from vramplan.models.time.calibration import (
 )
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
 from vramplan.models.time.compile_speed import eager_elementwise_s
+from vramplan.models.time.dequantize import dequantize_s
 from vramplan.models.time.flops import plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_cast_seconds, fp8_gemm_time_ratio
 from vramplan.models.time.parallel_time import parallel_time
@@ -71,6 +72,7 @@ class Performance:
     tokens_per_s: float
     mfu: float
     hfu: float
+    dequantize_s: float = 0.0  # a quantised frozen base's dequantisation per step (models/time/dequantize.py)
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,8 @@ def performance(
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
     model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
     offload_s = offload_exposed_s(offload_transfer_bytes(arch, job, plan), compute_s)
-    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s + offload_s
+    dequant_s = dequantize_s(arch, job, plan, gpu)  # a 4/8-bit frozen base's 16-bit copies (models/time/dequantize.py)
+    step_s = compute_s + exposed_s + optimizer_s + model_parallel.total_s + offload_s + dequant_s
 
     tokens_per_step = plan.micro_batch * plan.grad_accum * job.seq_len * plan.dp
     tokens_per_s = tokens_per_step / step_s
@@ -269,6 +272,7 @@ def performance(
         pipeline_bubble_s=model_parallel.pp_bubble_s,
         pipeline_imbalance_s=model_parallel.pp_imbalance_s,
         offload_exposed_s=offload_s,
+        dequantize_s=dequant_s,
         step_time_s=step_s,
         tokens_per_step=tokens_per_step,
         tokens_per_s=tokens_per_s,

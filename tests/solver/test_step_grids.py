@@ -53,7 +53,7 @@ def test_grids_equal_one_plan_at_a_time(catalogue, model: str, layout: Layout, n
             for zf, (zero, offload) in enumerate(ZERO_OFFLOADS):
                 plan = _plan(tables, layout, n, zero, offload, precision, micro)
                 assert optimizer[zf, i, k] == to_us(optimizer_time_s(arch, job, plan, spec))
-    bubbles = tables.bubble_us(layout, n, _micro_keys(layout, micros), 1.7, 0.3)
+    bubbles = tables.bubble_us(layout, n, _micro_keys(layout, micros), 1.7, 0.3, spec)
     assert bubbles.tolist() == [to_us(_stall(tables, _plan(tables, layout, n, 0, "none", "bf16", m), 1.7, 0.3))
                                 for m in micros]
     assert layout.pp == 1 or bubbles.max() > 0
@@ -82,7 +82,7 @@ def test_stalls_hold_the_exposed_activation_offload_transfer(catalogue, layout: 
     arch, job, global_batch = catalogue.architecture("llama-3.1-8b"), Job(seq_len=16384, activation_offload=True), 64
     tables = Tables(arch, job, global_batch)
     micros = (1, 2)
-    stalls = tables.bubble_us(layout, n, _micro_keys(layout, micros), 0.05, 0.01)
+    stalls = tables.bubble_us(layout, n, _micro_keys(layout, micros), 0.05, 0.01, catalogue.gpu("h100-sxm-80gb"))
     for micro, stall in zip(micros, stalls.tolist()):
         plan = _plan(tables, layout, n, 0, "none", "bf16", micro)
         exposed = offload_exposed_s(offload_transfer_bytes(arch, job, plan), 0.05)
