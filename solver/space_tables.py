@@ -11,6 +11,7 @@ from itertools import product
 from typing import TYPE_CHECKING
 
 from vramplan.models.architecture.parallel import interleaving_refuses
+from vramplan.models.catalogue.stack_contract import accumulation_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
@@ -53,8 +54,9 @@ def _layout_domains(space: SearchSpace) -> tuple[list, list, dict, dict]:
             if batches is None:
                 batches = by_dp[dp] = [b for b, micro in enumerate(space.micro_batches) if space.global_batch % (micro * dp) == 0]
             layout = space.layouts[li]
-            if space.job.optimizer_in_backward:  # no accumulation beside it (stack_contract.accumulation_refusal)
-                batches = [b for b in batches if space.micro_batches[b] * dp == space.global_batch]
+            if space.job.optimizer_in_backward:  # no accumulation beside it
+                batches = [b for b in batches if accumulation_refusal(
+                    space.job, space.global_batch // (space.micro_batches[b] * dp)) is None]
             if layout.vpp > 1:
                 batches = [b for b in batches if not interleaving_refuses(
                     stack, layout.pp, space.global_batch // (space.micro_batches[b] * dp))]
