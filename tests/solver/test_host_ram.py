@@ -1,5 +1,5 @@
 """The solver holds offloaded activations against host RAM like the models/ re-evaluation does:
-a plan is returned only where its node holds what it offloads (issue 31's Unsloth case)."""
+a plan is returned only where its node holds what it offloads (issue 31's case, on torchtune's offload)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ from vramplan.sheets.rows import output_row
 from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 
+# offloading every saved activation without recompute on Unsloth's recipe: a what-if (--stack custom;
+# Unsloth itself offloads only what its checkpointing saves)
 JOB = Job(**with_preset({"method": "qlora", "seq_len": 32768, "stack": "unsloth", "activation_offload": True},
-                        load_stacks()))
+                        load_stacks())).model_copy(update={"stack": "custom"})
 
 
 def _query(**update) -> SolveQuery:
     base = SolveQuery(model="llama-3.1-8b", job=JOB, gpus=("rtx4090-24gb",), providers=("runpod",),
-                      pins=Pins(recompute="none"), top_k=3)
+                      pins=Pins(recompute="none", tp=1, cp=1), top_k=3)  # data parallelism alone, as Unsloth runs it
     return base.model_copy(update=update)
 
 

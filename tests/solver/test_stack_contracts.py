@@ -327,3 +327,16 @@ def test_unsloth_plans_offload_on_several_gpus_only_where_it_keeps_it():
     result = invoke("estimate", "--model", "phi-4", "--method", "lora", "--stack", "unsloth", "--seq-len", "4096",
                     "--gpu", "h100-sxm-80gb", "--num-gpus", "2")
     assert "activation offload on more than one GPU for a phi3 lora job" in one_line_error(result)
+
+
+def test_unsloth_offloads_only_what_its_checkpointing_saves(tmp_path):
+    """Unsloth's activation offload is its checkpointing's ("unsloth": the checkpointed layer inputs
+    go to host RAM), so the preset's offload comes with full recompute: solve planned recompute none
+    beside it (QLoRA Llama 3.2 3B on one V100), which the launch file then refused. The contract says
+    so (activation_offload_excludes recompute=none), and the plan's launch file is written."""
+    path = tmp_path / "unsloth.json"
+    result = invoke("solve", "--model", "llama-3.2-3b", "--method", "qlora", "--seq-len", "4096", "--global-batch", "16",
+                    "--tokens", "1e9", "--stack", "unsloth", "--format", "json", "--launch-config", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert all(p["plan"]["recompute"] == "full" for p in json.loads(result.stdout)["plans"])
+    assert json.loads(path.read_text(encoding="utf-8"))["from_pretrained"]["use_gradient_checkpointing"] == "unsloth"
