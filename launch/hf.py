@@ -38,12 +38,11 @@ import json
 
 from vramplan.launch.common import HF_OPTIM, TORCH_DTYPE, Checkpointing, LaunchModel, checkpointing, every_nth
 from vramplan.launch.deepspeed import deepspeed_dict
-from vramplan.models.catalogue.stack_contract import distributed_offload_refusal
+from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, distributed_offload_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 
 ALL_LINEAR = "all-linear"  # peft INCLUDE_LINEAR_LAYERS_SHORTHAND: every linear module but the output layer
-UNSLOTH_OFFLOAD_MIN_SEQ = 512  # _utils.py apply_unsloth_gradient_checkpointing: "unsloth" below it is plain checkpointing
 
 
 def _engine(plan: Plan) -> str:

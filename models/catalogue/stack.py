@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from vramplan.models.catalogue.stack_contract import StackCapabilities, runs_on_count
+from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, StackCapabilities, runs_on_count
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (
@@ -101,7 +101,19 @@ def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -
     for field in PRESET_JOB_FIELDS:
         if resolved.get(field) is None:
             resolved[field] = getattr(preset, field)
+            if field == "activation_offload" and name == "unsloth" and _short(resolved.get("seq_len")):
+                # Unsloth's "unsloth" checkpointing is plain below 512 tokens (_utils.py
+                # apply_unsloth_gradient_checkpointing): its default offloads nothing there
+                resolved[field] = False
     return resolved
+
+
+def _short(seq_len: Any) -> bool:
+    """Below the tokens from which Unsloth's checkpointing offloads (a cell may be text)."""
+    try:
+        return int(seq_len) < UNSLOTH_OFFLOAD_MIN_SEQ
+    except (TypeError, ValueError):
+        return False
 
 
 def restacked(job: Job, stack: str, presets: Mapping[str, StackPreset]) -> Job:

@@ -127,6 +127,10 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "method", job.method, f"{job.method} training"
     if job.activation_offload and not caps.activation_offload:
         return "activation_offload", True, "activation offload"
+    if job.activation_offload and job.stack == "unsloth" and job.seq_len < UNSLOTH_OFFLOAD_MIN_SEQ:
+        # unsloth/models/_utils.py apply_unsloth_gradient_checkpointing: below 512 tokens its
+        # checkpointing is plain and keeps the inputs on the GPU
+        return "activation_offload", True, f"activation offload below {UNSLOTH_OFFLOAD_MIN_SEQ} tokens"
     if job.compile != "none" and not caps.compile:
         return "compile", job.compile, "torch.compile"
     if job.tp_overlap and caps.tp_overlap == "false":
@@ -263,6 +267,7 @@ def accumulation_refusal(job: Job, grad_accum: int) -> tuple[str, object, str] |
 # every other type, full fine-tuning and 8-bit loading go to FastModel (loader.py L487-495, L891+), whose
 # post_patch_model unpatches it when distributed (unsloth/models/vision.py L2185-2191; unsloth#3713), so
 # the checkpointed layer inputs stay on the GPU.
+UNSLOTH_OFFLOAD_MIN_SEQ = 512  # _utils.py apply_unsloth_gradient_checkpointing: "unsloth" below it is plain checkpointing
 UNSLOTH_OWN_CLASSES = frozenset({"llama", "mistral", "gemma", "gemma2", "qwen2", "qwen3"})
 
 

@@ -93,7 +93,7 @@ def test_every_key_is_published_and_every_value_is_the_plans(fields, plan):
 
 
 @pytest.mark.parametrize(("fields", "plan", "field"), [
-    ({"method": "lora", "seq_len": 256}, Plan(gpu=H100, recompute="full"), "activation_offload"),
+    ({"method": "lora", "seq_len": 256, "activation_offload": True}, Plan(gpu=H100, recompute="full"), "activation_offload"),
     ({"method": "lora"}, Plan(gpu=H100, recompute="none"), "activation_offload"),
     ({"method": "lora"}, Plan(gpu=H100, num_gpus=4, zero=2, recompute="full"), "zero"),
     ({"method": "lora"}, Plan(gpu=H100, num_gpus=4, tp=2, recompute="full"), "tp"),

@@ -340,3 +340,18 @@ def test_unsloth_offloads_only_what_its_checkpointing_saves(tmp_path):
     assert result.exit_code == 0, result.stderr
     assert all(p["plan"]["recompute"] == "full" for p in json.loads(result.stdout)["plans"])
     assert json.loads(path.read_text(encoding="utf-8"))["from_pretrained"]["use_gradient_checkpointing"] == "unsloth"
+
+
+def test_unsloth_offloads_nothing_below_512_tokens():
+    """Unsloth's "unsloth" checkpointing is plain below 512 tokens (_utils.py
+    apply_unsloth_gradient_checkpointing): its preset's offload is off there (before, the plan
+    counted the checkpointed inputs on the host and the launch file refused it), and asking for it
+    is one line."""
+    from vramplan.solver.query_fields import job_from_fields
+
+    assert not job_from_fields({"stack": "unsloth", "method": "qlora", "seq_len": 256}).activation_offload
+    assert job_from_fields({"stack": "unsloth", "method": "qlora", "seq_len": 512}).activation_offload
+    args = ("solve", "--model", "llama-3.2-1b", "--method", "qlora", "--seq-len", "256", "--global-batch", "16",
+            "--stack", "unsloth")
+    assert invoke(*args).exit_code == 0
+    assert "activation offload below 512 tokens" in one_line_error(invoke(*args, "--activation-offload"))
