@@ -11,7 +11,7 @@ import math
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.parallel import dense_moe_option_refusal, plan_split
 from vramplan.models.architecture.params import count_params
-from vramplan.models.architecture.quantization import quantization_note
+from vramplan.models.architecture.quantization import quantization_note, unquantised_experts_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
@@ -227,7 +227,7 @@ def estimate_plan(
         performance=performance_summary,
         cost=cost_report,
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
-        + [note for note in (quantization_note(arch, job),) if note],
+        + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job)) if note],
     )
 
 

@@ -47,7 +47,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import LinearModule, attention_module_names, layer_group, layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
-from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS, TORCHAO_NF4_STACKS
+from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS, TORCHAO_NF4_STACKS, UNQUANTISED_EXPERTS_STACKS
 
 FP32_BYTES, HALF_BYTES = 4, 2
 BNB4_BLOCK = 64  # bitsandbytes 4-bit first-level block
@@ -71,6 +71,10 @@ class WeightFormat:
     # (skips without entries), an unknown set counted quantised, and quantization_note says so
     skips: bool = False
     skip_modules: tuple[str, ...] = ()
+    # whether the routed experts (the modules a MoE layer repeats) are quantised: False where the
+    # stack quantises through transformers 5, whose fused expert parameters bitsandbytes skips
+    # (UNQUANTISED_EXPERTS_STACKS); they are then held like the base's other 16-bit parameters
+    experts: bool = True
 
     def text(self) -> str:
         if self.method in ("gptq", "awq"):
@@ -148,7 +152,9 @@ def matrix_bytes(fmt: WeightFormat, k: int, n: int) -> int:
 
 
 def _in_scope(fmt: WeightFormat, module: LinearModule) -> bool:
-    return fmt.method != "mxfp4" or module.copies_per_layer > 1
+    if module.copies_per_layer > 1:  # a routed expert
+        return fmt.experts
+    return fmt.method != "mxfp4"
 
 
 MAX_SKIP_ENTRIES = 4096  # llm_int8_skip_modules entries read (config.json holds at most 1 MiB)
@@ -237,7 +243,7 @@ def quantised_weight_bytes(arch: Architecture, fmt: WeightFormat, dense_weights:
     not known here: an upper bound). The one function every quantised frozen base goes through:
     QLoRA's own quantisation and a pre-quantised checkpoint alike (models/memory/model_states.py
     frozen_base_bytes)."""
-    held = expert_weights if fmt.method == "mxfp4" else dense_weights + expert_weights
+    held = (0 if fmt.method == "mxfp4" else dense_weights) + (expert_weights if fmt.experts else 0)
     stored, weights, densest = _model_quantised(arch, fmt)
     if not weights or not held:
         return 0, 0
@@ -346,7 +352,8 @@ def dequantised_weight_bytes(arch: Architecture, job: Job, activation_bytes: int
     per_weight = activation_bytes
     if lightning_bnb(arch, job) and precision != "fp16":  # fp16 compute uses the fp16 copy as it is
         per_weight += LIGHTNING_QUANT_STATE_BYTES
-    largest = max(m.in_features * m.out_features for group in layer_groups(arch) for m in group.modules)
+    largest = max((m.in_features * m.out_features for group in layer_groups(arch) for m in group.modules
+                   if _in_scope(fmt, m)), default=0)
     lm_head = arch.vocab_size * arch.hidden_size if quantised_lm_head_bytes(arch, job) else 0
     return per_weight * largest, per_weight * lm_head
 
@@ -361,8 +368,31 @@ def frozen_base_format(arch: Architecture, job: Job) -> WeightFormat | None:
     if stored is not None and stored.method in ADAPTER_ONLY:
         return stored
     if job.method == "qlora":
-        return WeightFormat("nf4", double_quant=True) if job.qlora_bits == 4 else WeightFormat("int8")
+        experts = not unquantised_experts(arch, job)
+        return WeightFormat("nf4", double_quant=True, experts=experts) if job.qlora_bits == 4 else WeightFormat("int8", experts=experts)
     return None
+
+
+def unquantised_experts(arch: Architecture, job: Job) -> bool:
+    """QLoRA's own bitsandbytes quantisation leaves the MoE model's routed experts in 16 bits: the stack
+    quantises through transformers 5, whose fused expert parameters replace_with_bnb_linear never
+    replaces (UNQUANTISED_EXPERTS_STACKS cites the code). The router, a Parameter there too, is still
+    counted quantised: h x experts weights a MoE layer (12.6 M on Qwen3-30B-A3B, 44 MB low in fp32)."""
+    if job.method != "qlora" or job.stack not in UNQUANTISED_EXPERTS_STACKS or arch.num_experts <= 1:
+        return False
+    stored = checkpoint_format(arch)
+    return stored is None or stored.method not in ADAPTER_ONLY
+
+
+def unquantised_experts_note(arch: Architecture, job: Job) -> str | None:
+    """One line where the plan holds a QLoRA base's routed experts in 16 bits (unquantised_experts)."""
+    if not unquantised_experts(arch, job):
+        return None
+    kept = "fp32 (PEFT's k-bit preparation casts them)" if job.qlora_prep == "peft" else "16 bits"
+    return (f"{job.stack}: bitsandbytes quantises only nn.Linear modules, and transformers 5 stores "
+            f"{arch.model_type}'s routed experts as fused parameters, so QLoRA quantises its attention "
+            f"and dense layers and holds the experts in {kept} (bitsandbytes#1849); --stack unsloth "
+            "quantises them")
 
 
 def quantization_note(arch: Architecture, job: Job) -> str | None:

@@ -121,6 +121,27 @@ LIGHTNING_BNB_STACKS = Behaviour(
     "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt", "litgpt-fsdp1"}),
     "models/architecture/quantization.py")
 
+# Stacks that quantise QLoRA's base through transformers' BitsAndBytesConfig, whose MoE families keep
+# their routed experts as fused 3-D parameters that bitsandbytes never quantises: hf and deepspeed (the
+# HF Trainer with a DeepSpeed config). transformers 5.24 integrations/bitsandbytes.py
+# replace_with_bnb_linear replaces a module only where `isinstance(module, Conv1D) or type(module) is
+# nn.Linear`, and every MoE family vramplan reads stores its experts as `nn.Parameter(torch.empty(
+# num_experts, ...))` (models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeExperts `gate_up_proj`,
+# `down_proj`; mixtral, deepseek_v2/v3, gpt_oss, llama4 alike); the sequential Llama 4 experts that
+# quantizers/base.py MODULES_TO_PATCH_FOR_QUANTIZATION provides are only swapped in for a
+# pre-quantised checkpoint (`if self.pre_quantized: self._convert_model_for_quantization(model)`).
+# bitsandbytes-foundation/bitsandbytes#1849 (open): "fused experts ... are silently skipped and stay
+# full precision". Measured on CPU with transformers 5.24 and bitsandbytes 0.50.2
+# (tests/models/memory/test_unquantised_experts.py): load_in_4bit leaves qwen3_moe, mixtral,
+# deepseek_v3, llama4_text and gpt_oss experts as bf16 Parameters beside Params4bit attention and shared
+# experts. PEFT's prepare_model_for_kbit_training then casts them to fp32 with every other
+# non-Params4bit parameter (peft/utils/other.py). Unsloth converts them to Params4bit itself
+# (unslothai/unsloth-zoo#527, merged 2026-03), and litgpt's and torchtune's own models build their
+# experts from linears they quantise.
+UNQUANTISED_EXPERTS_STACKS = Behaviour(
+    "bitsandbytes leaves transformers' fused MoE experts 16-bit (PEFT's preparation makes them fp32)",
+    frozenset({"hf", "deepspeed"}), "models/architecture/quantization.py")
+
 # Stacks whose QLoRA base is torchao's NF4Tensor, not a bitsandbytes Params4bit: torchtune
 # (pytorch/torchtune@30b8519e8 torchtune/modules/peft/lora.py L95 `to_nf4(linear.weight)` when
 # quantize_base). Under FSDP2 the

@@ -54,6 +54,10 @@ class Shape:
     s: int
     e: int  # bytes per activation element
     autocast: bool = False  # fp32 weights with 16-bit autocast (HF Trainer AMP)
+    # bytes per element of the routed experts' activations where they differ from e: fp32 experts
+    # under autocast, which transformers' grouped_mm is not enabled for, so it casts its input to the
+    # weight's dtype (transformers 5.24 integrations/moe.py _grouped_mm: `input.to(weight.dtype)`)
+    expert_e: int = 0
 
     @property
     def t(self) -> int:
@@ -200,10 +204,11 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     else:  # transformers grouped_mm experts: gathered tokens, gate_up, act, product, down output, indices
         # clamped GLU (gpt-oss _apply_gate): the gate_up output (kept by both clamps), sigmoid, clamped
         # gate, their product, up + 1, the down input: 7 f-wide tensors where SwiGLU keeps 4 (measured)
-        glu = Term("moe.clamped_glu", 7 * e * tk * f) if arch.clamped_swiglu else Term("moe.gate_up_act_product", 4 * e * tk * f)
+        ee = x.expert_e or e  # fp32 experts under autocast run in fp32 (Shape.expert_e)
+        glu = Term("moe.clamped_glu", 7 * ee * tk * f) if arch.clamped_swiglu else Term("moe.gate_up_act_product", 4 * ee * tk * f)
         # three int64 gathers (a fourth when the experts' biases are gathered too), the routing weights
         indices = (3 + arch.moe_bias) * INT64 * tk + weights * tk + FP32 * n_experts
-        experts = [Term("moe.gathered_input", e * tk * h), glu, Term("moe.expert_output", e * tk * h),
+        experts = [Term("moe.gathered_input", ee * tk * h), glu, Term("moe.expert_output", ee * tk * h),
                    Term("moe.indices", indices)]
     shared = []
     if arch.shared_expert_intermediate_size:  # reads the router's input (no extra linear input)

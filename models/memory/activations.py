@@ -25,13 +25,13 @@ the layers' activations only (stage_activations).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
 from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
-from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb
+from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb, unquantised_experts
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
@@ -90,6 +90,8 @@ def activation_shape(job: Job, plan: Plan) -> Shape:
 def layer_saved_terms(arch: Architecture, job: Job, plan: Plan, group: LayerGroup | None = None) -> list[Term]:
     """One layer's saved tensors with no recompute (LoRA adapters included); default the last layer's kind."""
     x = activation_shape(job, plan)
+    if x.autocast and unquantised_experts(arch, job):  # QLoRA's fp32-prepared 16-bit experts
+        x = replace(x, expert_e=FP32)
     adapters = rank = dropout_inputs = 0
     if job.method != "full":
         used = arch.experts_per_token
