@@ -222,8 +222,8 @@ def _zero_states(arch: Architecture, job: Job, plan: Plan, stage: int, shard: Ra
     if keeps_stage_gathered(job, plan):
         # The stage's 16-bit parameters stay gathered and its gradients accumulate unsharded, in
         # FSDP2's fp32 reduce dtype (torchtitan mixed_precision_reduce = float32), all step.
-        gathered = params_bytes(shard.total, weight_bytes_per_param(plan.precision)) if job.method == "full" else weights_full
-        weights += gathered
+        if plan.zero == 3:  # ZeRO-2's partition already holds the whole parameters
+            weights += params_bytes(shard.total, weight_bytes_per_param(plan.precision)) if job.method == "full" else weights_full
         gradients += trainable * FP32_BYTES
     paged = 0
     if is_paged(job) and plan.offload == "none":
@@ -314,15 +314,18 @@ def _step_copy_bytes(job: Job, plan: Plan, groups: list[tuple[int, int]],
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:
-    """torchtitan's FSDP (ZeRO-3) under pipeline parallelism: its default reshard policy does not
-    reshard after forward when PP is on (torchtitan/distributed/fsdp.py
-    get_fsdp_reshard_after_forward_policy, "default" -> `not pp_enabled`, read at b5bcd76), and
-    torch.distributed.pipelining's stage runs every backward but the last micro-batch's with
-    set_requires_gradient_sync(False) and set_reshard_after_backward(False) (stage.py
-    backward_maybe_with_nosync), so the reduce-scatter waits for the last one. Measured peaks
-    were 2-4x the sharded estimate without this (issue 32). Counted whenever pp > 1, also for a
-    single micro-batch, whose forward leaves the parameters gathered too."""
-    return job.stack in ("torchtitan", "torchtitan-root-fsdp") and plan.zero == 3 and plan.pp > 1
+    """torchtitan's FSDP (ZeRO-2 and ZeRO-3) under pipeline parallelism: torch.distributed.pipelining's
+    stage runs every backward but the last micro-batch's with set_requires_gradient_sync(False) and
+    set_reshard_after_backward(False) (stage.py backward_maybe_with_nosync), whatever the reshard
+    policy, so the stage's gradients accumulate unsharded and the reduce-scatter waits for the last
+    one, and the backward leaves the stage gathered (its default policy does not reshard after
+    forward either when PP is on: torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy,
+    "default" -> `not pp_enabled`, read at b5bcd76; ZeRO-2, `fsdp_reshard_after_forward = "never"`, holds
+    whole parameters anyway). Measured peaks were 2-4x the sharded estimate without this (issue 32);
+    ZeRO-2 counted its gradients sharded and read below ZeRO-3 (a metamorphic review: qwen3-32b PP 4,
+    4.0 against 36.0 GiB of gradients). Counted whenever pp > 1, also for a single micro-batch, whose
+    forward leaves the parameters gathered too."""
+    return job.stack in ("torchtitan", "torchtitan-root-fsdp") and plan.zero >= 2 and plan.pp > 1
 
 
 @lru_cache(maxsize=1024)
