@@ -172,11 +172,13 @@ def plan_offerings(catalogue: Catalogue, gpu: str, pricing: Pricing, tp: int = 1
 def _cheapest_total(results: list[EstimateResult], rentable: dict[str, bool]) -> EstimateResult:
     """The plan's estimate on the offering where it trains for the fewest dollars in all: the
     network decides this once the plan spans instances (64 H100 as eight 100 Mbps pods take years;
-    on a cluster fabric, days). A real provider's offering comes before the generic list-price
-    rows (reference prices nobody rents, as `solve` uses them only with --provider list); on a tie,
-    the lower hourly price, then fewer, larger instances."""
-    return min(results, key=lambda r: (not rentable[r.cost.offering], r.cost.usd_total, r.cost.usd_per_hour,
-                                       r.cost.num_instances, r.cost.offering))
+    on a cluster fabric, days). An offering whose host RAM holds the plan's offloads comes first (the
+    GPU memory is the same on every offering of the GPU: the cheapest A100 box with too little RAM for
+    an optimizer offload answered 'does not fit' where 12 of 15 others held it); then a real provider's
+    offering before the generic list-price rows (reference prices nobody rents, as `solve` uses them
+    only with --provider list); on a tie, the lower hourly price, then fewer, larger instances."""
+    return min(results, key=lambda r: (not r.memory.fits, not rentable[r.cost.offering], r.cost.usd_total,
+                                       r.cost.usd_per_hour, r.cost.num_instances, r.cost.offering))
 
 
 def estimate_plan(

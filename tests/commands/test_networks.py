@@ -52,3 +52,18 @@ def test_the_offerings_table_names_each_network():
     assert "network GB/s per GPU" in table
     assert any(line.startswith("runpod/8x_H100-SXM_SECURE") and "450 inside, 0.001563 between" in line
                for line in table.splitlines())
+
+
+def test_an_offload_is_estimated_on_an_offering_whose_host_ram_holds_it(catalogue):
+    """The GPU memory is the same on every A100 80 GB offering; the host RAM is not. An optimizer
+    offload of Llama 3.1 8B needs 149.6 GiB of host RAM per node: the cheapest box (Verda's 1A100.22V)
+    allows 108 GiB and was taken, answering 'does not fit' (exit 3) where most other offerings hold it
+    (found by a metamorphic review: the same plan 'fit' on an A100 40 GB, whose cheapest box has more RAM)."""
+    args = ("estimate", "--model", "llama-3.1-8b", "--stack", "deepspeed", "--seq-len", "1024", "--gpu", "a100-sxm-80gb",
+            "--num-gpus", "1", "--zero", "1", "--micro-batch", "2", "--offload", "optimizer", "--tokens", "1e8", "--format", "json")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["memory"]["fits"] and answer["memory"]["host_fits"]
+    cheapest = invoke(*args, "--offering", "verda/1A100.22V")
+    assert cheapest.exit_code == 3 and not json.loads(cheapest.stdout)["memory"]["host_fits"]
