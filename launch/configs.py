@@ -222,7 +222,7 @@ def _torchtitan(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         raise VramplanError("selective", job.selective, "torchtitan's selective checkpointing is per op "
                                                         "(selective_ac_option op): use --selective op")
     # model parallelism only beside FSDP over more than one rank (the contract's rule, which the search keeps)
-    if zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus) is not None:
+    if zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus, plan.offload) is not None:
         raise VramplanError("zero", plan.zero, "torchtitan runs TP, PP and EP only beside FSDP (ZeRO-2/3): without it "
                                                "it refuses DDP and trains in float32; no config written")
     shard = plan.dp if plan.zero >= 2 else 1  # FSDP2 over the data-parallel ranks; ZeRO-0 replicates

@@ -8,19 +8,24 @@ accumulation, runtime/config.py _set_batch_related_parameters); bf16 (also for f
 DeepSpeedPlugin.set_mixed_precision keeps bf16 autocast under fp8) or fp16; zero_optimization with
 its offloads; tensor_parallel.autotp_size for TP (AutoTP); sequence_parallel_size for CP (Ulysses,
 runtime/config.py; accelerate's ParallelismConfig sp_size names the same degree); expert_parallel
-(AutoEP, docs/_pages/config-json.md) for EP, which AutoTP does not combine with. Activation checkpointing is the Trainer's, not DeepSpeed's.
+(AutoEP, docs/_pages/config-json.md) for EP, beside AutoTP only where v0.19.5's folding runs it (ZeRO 0-2,
+no offload, no Ulysses: module_inject/auto_ep_folding.py validate_folding_global; the contract's rule,
+stack_contract.zero_layout_refusal). Activation checkpointing is the Trainer's, not DeepSpeed's.
 """
 
 from __future__ import annotations
 
+from vramplan.models.catalogue.stack_contract import zero_layout_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Plan
 
 
 def deepspeed_dict(plan: Plan) -> dict:
-    if plan.ep > 1 and plan.tp > 1:
-        raise VramplanError("ep", plan.ep, "DeepSpeed AutoEP cannot be combined with AutoTP (tensor_parallel.autotp_size "
-                                           "> 1; docs/_pages/config-json.md, Expert Parallel)")
+    refusal = zero_layout_refusal("deepspeed", plan.zero, plan.layout, plan.num_gpus, plan.offload)
+    if refusal is not None:  # DeepSpeed's AutoEP folding rules (what the contract forbids the search)
+        field, value, feature = refusal
+        raise VramplanError(field, value, f"DeepSpeed v0.19.5 does not run {feature} "
+                                          "(module_inject/auto_ep_folding.py validate_folding_global)")
     zero: dict = {"stage": plan.zero, "overlap_comm": True, "contiguous_gradients": True}
     if plan.offload in ("optimizer", "optimizer+params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}

@@ -191,7 +191,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
         # interleaving holds more in flight, and takes fewer micro-batch counts (a pinned pipeline under
         # the overlap keeps it: vpp 1 is refused there)
         yield "no interleaved stages (unpin --vpp)", query.model_copy(update={"pins": pins.model_copy(update={"vpp": None})}), None
-    if job.optimizer == "adamw":
+    if job.optimizer == "adamw" and "adamw-8bit" in load_stack_capabilities()[job.stack].optimizers:
         yield "8-bit optimizer states (--optimizer adamw-8bit)", query.model_copy(
             update={"job": job.model_copy(update={"optimizer": "adamw-8bit"})}), None
     if job.loss != "fused":  # fused linear + cross-entropy (Liger, Unsloth, Cut Cross-Entropy): no fp32 logits

@@ -92,8 +92,11 @@ def valid_layouts(arch: Architecture, job: Job, pins: Pins, max_tp: int = MAX_TP
     layouts = []
     for tp, pp, cp, ep, vpp in product(tps, pps, cps, eps, vpps):
         sp = tp > 1 and caps.sequence_parallel if pins.sequence_parallel is None else pins.sequence_parallel
+        if sp and tp == 1:  # a pinned sequence parallelism shards over TP: it came back as TP 1 with SP
+            continue
         layout = Layout(tp, pp, cp, ep, vpp, sp)
-        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout, job.activation_offload, job.moe_a2a_overlap) is not None \
+        if (vpp > 1 and pp == 1) or layout_refusal(caps, job.method, layout, job.activation_offload, job.moe_a2a_overlap,
+                                                        job.optimizer_in_backward) is not None \
                 or valid_layout_error(arch, job, layout, tp) is not None:
             continue
         layouts.append(layout)
@@ -131,10 +134,15 @@ def _raise_for_pins(arch: Architecture, job: Job, pins: Pins, max_gpus: int) -> 
     # an unpinned EP degree is the search's to choose: the overlap's EP > 1 is not the pins' fault
     # (a dense model has no EP degree but 1, and the overlap's refusal of it is the answer)
     checked = pinned._replace(ep=2) if job.moe_a2a_overlap and pins.ep is None and arch.is_moe else pinned
+    if pins.sequence_parallel and pins.tp is None:  # pinned SP shards over TP: the stack's SP is what to check
+        checked = checked._replace(tp=2)
     refusal = layout_refusal(load_stack_capabilities()[job.stack], job.method, checked, job.activation_offload,
-                             job.moe_a2a_overlap)
+                             job.moe_a2a_overlap, job.optimizer_in_backward)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
+    if pins.sequence_parallel and pinned.tp == 1:
+        raise VramplanError("sequence_parallel", True, "needs tp > 1" + (
+            "" if pins.tp is not None else f", and no TP > 1 layout of the model is within max_gpus={max_gpus}"))
     error = valid_layout_error(arch, job, pinned, pinned.tp)
     if error is not None:
         raise error

@@ -22,7 +22,7 @@ from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import runs_on_count, zero_layout_refusal
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.layout_behaviours import SHARDED_MODEL_PARALLEL_STACKS
+from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S, to_us
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
@@ -187,7 +187,7 @@ class SearchSpace:
         """Whether the stack runs ZeRO x offload zf beside layout li on count index n's GPUs (a
         model-parallel layout needs FSDP over more than one rank there: stack_contract.zero_layout_refusal)."""
         return not self.pairs_restricted or zero_layout_refusal(
-            self.job.stack, self.zero_offloads[zf][0], self.layouts[li], self.counts[n]) is None
+            self.job.stack, self.zero_offloads[zf][0], self.layouts[li], self.counts[n], self.zero_offloads[zf][1]) is None
 
     def count_choices(self, n: int) -> tuple[frozenset[int], frozenset[int]]:
         """(ZeRO x offload, recompute) indices the stack runs on count index n's GPUs."""
@@ -350,7 +350,8 @@ def derive_lookups(space: SearchSpace) -> None:
         stages = space.checked_stages(pipeline)
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
-    space.pairs_restricted = space.job.stack in SHARDED_MODEL_PARALLEL_STACKS
+    space.pairs_restricted = space.job.stack in SHARDED_MODEL_PARALLEL_STACKS or (
+        space.job.stack in AUTOEP_FOLDING_STACKS and any(layout.ep > 1 for layout in space.layouts))
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)

@@ -60,7 +60,8 @@ def _refuse_unrunnable_pins(space: SearchSpace) -> None:
               for zf in range(len(space.zero_offloads))]
     if combos and not any(space.pair_allows(zf, li, n) for zf, li, n in combos):
         zf, li, n = combos[0]
-        refusal = zero_layout_refusal(space.job.stack, space.zero_offloads[zf][0], space.layouts[li], space.counts[n])
+        zero, offload = space.zero_offloads[zf]
+        refusal = zero_layout_refusal(space.job.stack, zero, space.layouts[li], space.counts[n], offload)
         if refusal is not None:
             raise VramplanError("stack", space.job.stack, refusal_message(space.job.stack, refusal))
 

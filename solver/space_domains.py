@@ -158,12 +158,12 @@ def pinned_domains(query: SolveQuery) -> tuple[list[tuple[int, str]], list[str]]
         raise VramplanError("offload", pins.offload, f"{contradiction}; --zero is {pins.zero}")
     pairs = [(z, f) for z, f in product(ZERO_STAGES, OFFLOADS)  # what the pins leave of the pairs that can run
              if offload_refusal(z, f) is None and pins.zero in (None, z) and pins.offload in (None, f)]
-    zero_offloads = [(z, f) for z, f in pairs if states_refusal(caps, method, z, f) is None]
+    zero_offloads = [(z, f) for z, f in pairs if states_refusal(caps, method, z, f, query.job.optimizer) is None]
     refusal = job_refusal(caps, query.job)
     if refusal is None and pins.precision is not None:
         refusal = precision_refusal(caps, pins.precision, query.job.moe_a2a_overlap)
     if refusal is None and not zero_offloads:
-        refusal = states_refusal(caps, method, *pairs[0])
+        refusal = states_refusal(caps, method, *pairs[0], query.job.optimizer)
     if refusal is None and pins.num_gpus is not None:
         refusal = count_refusal(caps, method, pins.num_gpus, pins.num_gpus)  # more than one instance: per offering
     if refusal is not None:

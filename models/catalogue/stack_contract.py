@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from vramplan.models.core.catalogue_schema import _Row
-from vramplan.models.core.choices import NOT_IN_ANY
+from vramplan.models.core.choices import NOT_IN_ANY, OPTIMIZERS
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.layout_behaviours import SHARDED_MODEL_PARALLEL_STACKS
+from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
@@ -51,11 +51,20 @@ class StackCapabilities(_Row):
     ep: bool
     zero_stages: frozenset[int]
     offloads: frozenset[str]
+    optimizers: frozenset[str]  # what --optimizer the stack builds (Megatron-LM: Adam and SGD; torchtitan v0.2.2: AdamW)
+    # the optimizers its optimizer offload runs with (empty: every one it builds): Megatron's CPU offload
+    # needs its precision-aware optimizer, which is Adam only; torchtune's CPUOffloadOptimizer wraps AdamW
+    offload_optimizers: frozenset[str] = frozenset()
     activation_offload: bool
     # What the stack's activation offload does not run beside: "pp", "recompute=<mode>" (Megatron's
     # layer-level cpu_offloading refuses pipelines and any recompute: NVIDIA/Megatron-LM@d98e8a64
     # megatron/core/transformer/transformer_config.py L1891-1899).
     activation_offload_excludes: frozenset[str] = frozenset()
+    # The optimizer stepped in the backward (Job.optimizer_in_backward): the methods it runs with
+    # (full, lora, qlora) and the parallelism it runs beside (pp, ep); empty where the stack has none
+    # (torchtune's full-finetune recipes' optimizer_in_bwd; torchtitan's early_step_in_backward, which
+    # raises under PP and EP).
+    optimizer_in_backward: frozenset[str] = frozenset()
     recomputes: frozenset[str]
     single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer", "zero=0": a choice the stack runs on one GPU only
     multi_gpu_only: frozenset[str] = frozenset()  # "recompute=full": ... on several GPUs only
@@ -88,6 +97,11 @@ class StackCapabilities(_Row):
     def _offloads(cls, value: Any) -> frozenset[str]:
         return _words(value, OFFLOADS, "offloads")
 
+    @field_validator("optimizers", "offload_optimizers", mode="before")
+    @classmethod
+    def _optimizers(cls, value: Any) -> frozenset[str]:
+        return _words(value or "", OPTIMIZERS, "optimizers")
+
     @field_validator("moe_dispatchers", mode="before")
     @classmethod
     def _dispatchers(cls, value: Any) -> frozenset[str]:
@@ -97,6 +111,11 @@ class StackCapabilities(_Row):
     @classmethod
     def _offload_excludes(cls, value: Any) -> frozenset[str]:
         return _words(value or "", ("pp",) + tuple(f"recompute={r}" for r in RECOMPUTES), "activation_offload_excludes")
+
+    @field_validator("optimizer_in_backward", mode="before")
+    @classmethod
+    def _optimizer_in_backward(cls, value: Any) -> frozenset[str]:
+        return _words(value or "", ("full", "lora", "qlora", "pp", "ep"), "optimizer_in_backward")
 
     @field_validator("recomputes", mode="before")
     @classmethod
@@ -131,6 +150,11 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         # unsloth/models/_utils.py apply_unsloth_gradient_checkpointing: below 512 tokens its
         # checkpointing is plain and keeps the inputs on the GPU
         return "activation_offload", True, f"activation offload below {UNSLOTH_OFFLOAD_MIN_SEQ} tokens"
+    if job.optimizer not in caps.optimizers:
+        return "optimizer", job.optimizer, f"the {job.optimizer} optimizer"
+    if job.optimizer_in_backward and job.method not in caps.optimizer_in_backward:
+        return ("optimizer_in_backward", True, "the optimizer step in the backward"
+                + (f" with {job.method} training" if caps.optimizer_in_backward else ""))
     if job.compile != "none" and not caps.compile:
         return "compile", job.compile, "torch.compile"
     if job.tp_overlap and caps.tp_overlap == "false":
@@ -181,9 +205,9 @@ def a2a_overlap_refusal(layout: Layout | None = None, recompute: str | None = No
 
 
 def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activation_offload: bool = False,
-                   a2a_overlap: bool = False) -> tuple[str, object, str] | None:
+                   a2a_overlap: bool = False, optimizer_in_backward: bool = False) -> tuple[str, object, str] | None:
     """(field, value, feature) of the first parallel degree the stack does not run (with the job's
-    activation offload and MoE all-to-all overlap, if it has them), or None."""
+    activation offload, MoE all-to-all overlap and optimizer in the backward, if it has them), or None."""
     features = (("tp", layout.tp > 1, caps.tp, "tensor parallelism"),
                 ("sequence_parallel", layout.sp and layout.tp > 1, caps.sequence_parallel, "Megatron sequence parallelism"),
                 ("pp", layout.pp > 1, caps.pp, "pipeline parallelism"),
@@ -198,6 +222,10 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activat
         return "pp", layout.pp, "pipeline parallelism with activation offload"
     if a2a_overlap and (refusal := a2a_overlap_refusal(layout=layout)) is not None:
         return refusal
+    if optimizer_in_backward:
+        for field, feature in (("pp", "pipeline parallelism"), ("ep", "expert parallelism")):
+            if getattr(layout, field) > 1 and field not in caps.optimizer_in_backward:
+                return field, getattr(layout, field), f"{feature} with the optimizer step in the backward"
     allowed = caps.method_parallel(method)
     if allowed is not None:
         for field in ("tp", "pp", "cp"):
@@ -206,12 +234,23 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activat
     return None
 
 
-def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int) -> tuple[str, object, str] | None:
+def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int,
+                        offload: str = "none") -> tuple[str, object, str] | None:
     """Model parallelism without FSDP sharding, where the stack runs it only beside FSDP
     (SHARDED_MODEL_PARALLEL_STACKS: torchtitan refuses DDP beside it, and without a shard group of
     more than one rank, dp x cp, turns mixed precision off: ParallelDims.fsdp_enabled is dp_shard > 1
-    or cp > 1). Per (ZeRO stage, layout, GPU count), not per feature: the search forbids the
-    combinations (solver SearchSpace.pair_allows)."""
+    or cp > 1); DeepSpeed AutoEP's folding rules (AUTOEP_FOLDING_STACKS). Per (ZeRO stage and offload,
+    layout, GPU count), not per feature: the search forbids the combinations (solver
+    SearchSpace.pair_allows)."""
+    if stack in AUTOEP_FOLDING_STACKS and layout.ep > 1:
+        if layout.tp > 1 and layout.cp > 1:
+            return "cp", layout.cp, "Ulysses (CP) beside AutoTP (TP) under AutoEP (EP)"
+        if layout.tp > 1 and zero == 3:
+            return "zero", zero, "ZeRO-3 beside AutoTP (TP) under AutoEP (EP)"
+        if layout.tp > 1 and offload != "none":
+            return "offload", offload, "ZeRO offload beside AutoTP (TP) under AutoEP (EP)"
+        if zero == 3 and layout.cp > 1:
+            return "zero", zero, "ZeRO-3 beside Ulysses (CP) under AutoEP (EP)"
     if stack not in SHARDED_MODEL_PARALLEL_STACKS or layout.model_parallel * layout.ep == 1:
         return None
     if zero < 2:
@@ -227,12 +266,16 @@ def _layout_value(layout: Layout, field: str) -> object:
     return getattr(layout, "sp" if field == "sequence_parallel" else field)
 
 
-def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str) -> tuple[str, object, str] | None:
-    """(field, value, feature) of a ZeRO stage or offload the stack does not run, or None."""
+def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str,
+                   optimizer: str = "adamw") -> tuple[str, object, str] | None:
+    """(field, value, feature) of a ZeRO stage or offload the stack does not run (with the job's
+    optimizer), or None."""
     if zero not in caps.zero_stages:
         return "zero", zero, f"ZeRO stage {zero}"
     if offload not in caps.offloads:
         return "offload", offload, f"offload {offload}"
+    if offload != "none" and caps.offload_optimizers and optimizer not in caps.offload_optimizers:
+        return "offload", offload, f"offload {offload} with the {optimizer} optimizer"
     allowed = caps.method_parallel(method)
     if allowed is not None and zero > 0 and "zero" not in allowed:
         return "zero", zero, f"{method} with sharded data parallelism"
@@ -332,12 +375,12 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
     # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
     # for the sharding estimate's default gives several GPUs there (plan_zero).
     return (precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
-            or layout_refusal(caps, job.method, plan.layout, offloading, overlap)
+            or layout_refusal(caps, job.method, plan.layout, offloading, overlap, job.optimizer_in_backward)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
             or distributed_offload_refusal(job, model_type, plan.num_gpus)
             or accumulation_refusal(job, plan.grad_accum)
-            or states_refusal(caps, job.method, plan.zero, plan.offload)
-            or zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus)
+            or states_refusal(caps, job.method, plan.zero, plan.offload, job.optimizer)
+            or zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus, plan.offload)
             or recompute_refusal(caps, plan.recompute, offloading, overlap)
             or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute, plan.zero))
 

@@ -48,3 +48,14 @@ DEEPEP_DEEPSEEK_ONLY_STACKS = Behaviour(
 SHARDED_MODEL_PARALLEL_STACKS = Behaviour(
     "model parallelism (TP, PP, CP, EP) only beside FSDP: without sharding, DDP or one GPU",
     frozenset({"torchtitan", "torchtitan-root-fsdp"}), "models/catalogue/stack_contract.py")
+
+# Stacks whose expert parallelism is DeepSpeed's AutoEP (hf and deepspeed: the HF Trainer with a
+# DeepSpeed config; the hf writer inlines it for EP), whose folding of EP with AutoTP and Ulysses
+# DeepSpeed v0.19.5 validates: module_inject/auto_ep_folding.py validate_folding_global raises for
+# AutoTP beside Ulysses (L210-212), AutoTP beside ZeRO-3 (L248-250: "reserved for the separate ZeRO-3
+# composition lane") and AutoTP beside any ZeRO offload (L252-254), and runtime/engine.py L1851-1856
+# asserts that AutoEP with ZeRO-3 runs neither AutoTP nor sequence parallelism. TP x EP runs at ZeRO
+# 0-2 without offload or Ulysses. models/catalogue/stack_contract.py zero_layout_refusal.
+AUTOEP_FOLDING_STACKS = Behaviour(
+    "expert parallelism (DeepSpeed AutoEP) beside TP only at ZeRO 0-2 without offload or CP; with ZeRO-3 not beside CP",
+    frozenset({"hf", "deepspeed"}), "models/catalogue/stack_contract.py")

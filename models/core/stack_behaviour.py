@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from vramplan.models.core.behaviour import Behaviour
 from vramplan.models.core.layout_behaviours import (
+    AUTOEP_FOLDING_STACKS,
     DEEPEP_DEEPSEEK_ONLY_STACKS,
     EVEN_VIRTUAL_STAGES,
     PP_GROUPED_INTERLEAVING_STACKS,
@@ -54,6 +55,7 @@ from vramplan.models.core.time_behaviours import (
 
 __all__ = ["BEHAVIOURS", "Behaviour", "describe",
            "ALWAYS_SHARDED_STACKS",
+           "AUTOEP_FOLDING_STACKS",
            "DDP_BUCKET_COPY_STACKS",
            "DEEPEP_DEEPSEEK_ONLY_STACKS",
            "SHARDED_MODEL_PARALLEL_STACKS",
@@ -122,6 +124,7 @@ BEHAVIOURS = {
     "FLEX_DISPATCHER_BUFFER_STACKS": FLEX_DISPATCHER_BUFFER_STACKS,
     "DEEPEP_DEEPSEEK_ONLY_STACKS": DEEPEP_DEEPSEEK_ONLY_STACKS,
     "SHARDED_MODEL_PARALLEL_STACKS": SHARDED_MODEL_PARALLEL_STACKS,
+    "AUTOEP_FOLDING_STACKS": AUTOEP_FOLDING_STACKS,
 }
 
 

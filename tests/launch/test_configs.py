@@ -28,6 +28,7 @@ from helpers.cli import invoke, one_line_error
 from published import BOOL, FLAG, FLOAT, INT, STR, check_deepspeed, in_domain, job
 
 from vramplan.launch.configs import WRITERS, LaunchModel, check_writer, launch_config
+from vramplan.launch.deepspeed import deepspeed_dict
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import STACKS, Job, Plan
 
@@ -245,10 +246,19 @@ def test_megatron_and_torchtitan_write_what_their_entry_points_run():
         launch_config(Job(stack="torchtitan"), Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=3), LaunchModel(32))
 
 
-def test_deepspeed_refuses_autoep_with_autotp():
+def test_deepspeed_writes_autoep_beside_autotp_where_its_folding_runs_it():
+    """DeepSpeed v0.19.5 folds AutoEP with AutoTP at ZeRO 0-2 without offload or Ulysses
+    (module_inject/auto_ep_folding.py validate_folding_global); the writer refused every TP x EP plan,
+    citing an older documentation line, and solve planned them (a stack review's finding)."""
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=16, zero=1, tp=2, ep=2)
-    with pytest.raises(VramplanError, match="AutoEP cannot be combined with AutoTP"):
-        launch_config(Job(stack="deepspeed"), plan, LaunchModel(32))
+    config = json.loads(launch_config(Job(stack="deepspeed"), plan, LaunchModel(32)).text)
+    assert config["tensor_parallel"] == {"autotp_size": 2} and config["expert_parallel"]["autoep_size"] == 2
+    for refused, field in ((plan.model_copy(update={"zero": 3}), "zero"),
+                           (plan.model_copy(update={"offload": "optimizer", "zero": 2}), "offload"),
+                           (plan.model_copy(update={"cp": 2, "num_gpus": 32}), "cp"),
+                           (plan.model_copy(update={"tp": 1, "cp": 2, "zero": 3}), "zero")):
+        with pytest.raises(VramplanError, match=rf"^{field}=.*DeepSpeed v0.19.5 does not run"):
+            deepspeed_dict(refused)  # what both writers write (hf inlines it; the deepspeed stack has no CP)
 
 
 def test_a_stack_without_a_writer_is_refused_before_any_work(tmp_path):

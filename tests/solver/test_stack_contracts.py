@@ -50,6 +50,27 @@ def test_every_stack_has_one_contract_with_sources():
     (["--stack", "torchtitan", "--method", "qlora"], "qlora training"),
     (["--num-gpus", "16", "--stack", "unsloth", "--offering", "lambda/gpu_8x_h100_sxm5"], "more than one instance"),
     (["--num-gpus", "2", "--stack", "litgpt", "--method", "qlora"], "qlora on more than one GPU"),
+    # torchtune v0.6.1's recipes raise without activation checkpointing; the writer refused what solve planned
+    (["--num-gpus", "8", "--stack", "torchtune", "--activation-offload", "--recompute", "none"],
+     "none recompute with activation offload"),
+    # the deepspeed stack's launch file is the DeepSpeed JSON, which carries none of these (--stack hf writes them)
+    (["--num-gpus", "8", "--stack", "deepspeed", "--cp", "2"], "context parallelism"),
+    (["--num-gpus", "8", "--stack", "deepspeed", "--precision", "fp8"], "fp8 training"),
+    (["--num-gpus", "8", "--stack", "deepspeed", "--compile"], "torch.compile"),
+    # the optimizer in the backward: torchtune's full-finetune recipes only (its LoRA recipes have no
+    # optimizer_in_bwd key: the plan's missing gradient buffer was not what ran); torchtitan's
+    # early_step_in_backward raises under PP and EP; the HF Trainer has no such option
+    (["--num-gpus", "8", "--stack", "torchtune", "--method", "lora", "--optimizer-in-backward"],
+     "the optimizer step in the backward with lora training"),
+    (["--num-gpus", "8", "--stack", "torchtitan", "--pp", "2", "--zero", "3", "--optimizer-in-backward"],
+     "pipeline parallelism with the optimizer step in the backward"),
+    (["--num-gpus", "1", "--optimizer-in-backward"], "the optimizer step in the backward"),
+    # the optimizers each stack builds (its writer refused what estimate accepted), and Megatron's CPU
+    # offload, which needs its precision-aware optimizer (Adam only)
+    (["--num-gpus", "8", "--stack", "megatron", "--optimizer", "adamw-8bit"], "the adamw-8bit optimizer"),
+    (["--num-gpus", "8", "--stack", "torchtitan", "--optimizer", "sgd"], "the sgd optimizer"),
+    (["--num-gpus", "8", "--stack", "megatron", "--zero", "1", "--optimizer", "sgd", "--offload", "optimizer"],
+     "offload optimizer with the sgd optimizer"),
 ])
 def test_estimate_of_what_the_stack_does_not_run_names_the_stack_and_the_feature(args, feature):
     base = ["estimate", "--model", "llama-3.1-8b", "--seq-len", "4096", "--gpu", "h100-sxm-80gb"]
@@ -212,6 +233,48 @@ def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
             launch_config(job, plan, LaunchModel.of(catalogue.architecture(model)))
 
 
+def test_deepspeeds_long_context_plans_have_its_launch_config(catalogue) -> None:
+    """A stack review's finding: at 128k tokens solve chose CP 8 x DP 2 for --stack deepspeed, and its
+    writer then refused the plan (Ulysses is accelerate's, not the DeepSpeed JSON's)."""
+    from vramplan.launch.configs import LaunchModel, launch_config
+
+    job = job_from_fields({"model": "llama-3.1-8b", "seq_len": 131072, "stack": "deepspeed"})
+    result = solve(catalogue, SolveQuery(model="llama-3.1-8b", job=job, max_gpus=16, global_batch=16, top_k=3))
+    assert result.plans
+    for solved in result.plans:
+        plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
+        assert plan.cp == 1 and plan.precision != "fp8"
+        launch_config(job, plan, LaunchModel.of(catalogue.architecture("llama-3.1-8b")))
+
+
+@pytest.mark.parametrize(("args", "feature"), [
+    (["--zero", "3", "--cp", "2", "--ep", "2", "--num-gpus", "32"], "ZeRO-3 beside Ulysses (CP) under AutoEP"),
+    (["--zero", "3", "--tp", "2", "--ep", "4", "--num-gpus", "8"], "ZeRO-3 beside AutoTP (TP) under AutoEP"),
+    (["--zero", "2", "--tp", "2", "--ep", "2", "--cp", "2", "--num-gpus", "32"], "Ulysses (CP) beside AutoTP"),
+    (["--zero", "2", "--tp", "2", "--ep", "4", "--offload", "optimizer", "--num-gpus", "8"], "ZeRO offload beside AutoTP"),
+])
+def test_deepspeeds_autoep_folding_rules(args, feature) -> None:
+    """DeepSpeed v0.19.5 raises for these (auto_ep_folding.py validate_folding_global, engine.py
+    L1851-1856); estimate accepted them and solve planned the first two (a stack review's finding)."""
+    for stack in ("hf", "deepspeed") if "--cp" not in args else ("hf",):  # the deepspeed stack has no CP at all
+        line = one_line_error(invoke("estimate", "--model", "qwen3-30b-a3b", "--seq-len", "32768", "--gpu",
+                                     "h100-sxm-80gb", "--recompute", "full", "--stack", stack, *args))
+        assert f"stack='{stack}'" in line and f"does not run {feature}" in line
+
+
+def test_deepspeeds_moe_plans_have_its_launch_config(catalogue) -> None:
+    from vramplan.launch.configs import LaunchModel, launch_config
+
+    for stack in ("hf", "deepspeed"):
+        job = job_from_fields({"model": "qwen3-30b-a3b", "seq_len": 32768, "stack": stack})
+        result = solve(catalogue, SolveQuery(model="qwen3-30b-a3b", job=job, gpus=("h100-sxm-80gb",), max_gpus=32,
+                                             objective="time", top_k=8))
+        assert result.plans
+        for solved in result.plans:
+            plan = Plan(**{k: v for k, v in solved.plan.model_dump().items() if k in Plan.model_fields})
+            launch_config(job, plan, LaunchModel.of(catalogue.architecture("qwen3-30b-a3b")))
+
+
 def test_torchtitan_runs_model_parallelism_only_beside_fsdp(catalogue) -> None:
     """torchtitan v0.2.2 refuses DDP beside TP/PP/EP and, without an FSDP shard group of more than one
     rank (dp x cp), turns mixed precision off (float32 throughout): the search planned TP 8 x PP 4 x DP 1
@@ -264,7 +327,8 @@ def test_megatrons_activation_offload_runs_without_pipeline_or_recompute(catalog
     assert "--cpu-offloading-num-layers 79" in text
     assert "--cpu-offloading-num-layers" not in launch_config(job.model_copy(update={"activation_offload": False}),
                                                                Plan(gpu="h100-sxm-80gb", num_gpus=8, tp=8, zero=1), LaunchModel(80)).text
-    assert CAPS["torchtune"].activation_offload_excludes == frozenset()
+    # torchtune's offload needs its activation checkpointing (every recipe raises without it), nothing else
+    assert CAPS["torchtune"].activation_offload_excludes == frozenset({"recompute=none"})
 
 
 @pytest.mark.parametrize("stack", ["torchtune", "litgpt"])
