@@ -26,6 +26,7 @@ from vramplan.models.core.setup import Job, Plan
 CHUNKED_LOSS = "torchtune.modules.loss.CEWithChunkedOutputLoss"
 EAGER_LOSS = "torch.nn.CrossEntropyLoss"
 CPU_OFFLOAD_OPTIMIZER = "torchao.prototype.low_bit_optim.CPUOffloadOptimizer"  # docs/source/tutorials/memory_optimizations.rst
+TORCHAO_ADAMW_8BIT = "torchao.optim.AdamW8bit"  # torchao's low-bit optimizers, FSDP2-ready (pytorch/ao#484)
 # PEFT (HF) module names as torchtune's LoRA builders name them (torchtune/modules/peft/_utils.py LORA_ATTN_MODULES)
 ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "o_proj": "output_proj"}
 MLP = frozenset({"gate_proj", "up_proj", "down_proj"})  # apply_lora_to_mlp: w1, w2, w3 together
@@ -111,6 +112,15 @@ def _optimizer(job: Job, plan: Plan, full: bool, notes: list[str]) -> list[tuple
         if job.optimizer != "adamw":
             raise VramplanError("optimizer", job.optimizer, "torchtune's CPUOffloadOptimizer recipe wraps torch AdamW")
         keys.append(("optimizer._component_", CPU_OFFLOAD_OPTIMIZER))
+    elif plan.num_gpus > 1 and job.optimizer.startswith("adamw-8bit"):
+        # torchtune's memory_optimizations.rst (v0.6.1): "All of our recipes support ... torchao. For single
+        # device recipes, we also support bitsandbytes"; bitsandbytes' 8-bit step on FSDP2's DTensor
+        # parameters fails (bitsandbytes#1633). torchao's AdamW8bit (blocks of 256, fp32 scales: the
+        # bytes vramplan counts) shards with FSDP2; it has no paged variant.
+        if job.optimizer == "adamw-8bit-paged":
+            raise VramplanError("optimizer", job.optimizer, "torchtune's distributed recipes run torchao's 8-bit AdamW, "
+                                                            "which has no paged variant: --optimizer adamw-8bit")
+        keys.append(("optimizer._component_", TORCHAO_ADAMW_8BIT))
     else:
         keys.append(("optimizer._component_", OPTIMIZER_CLASS[job.optimizer]))
     notes.append("the config's other optimizer keys must suit that class (bitsandbytes' optimizers take no `fused`)")

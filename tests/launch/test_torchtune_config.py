@@ -88,6 +88,9 @@ CASES = [  # torchtune's preset: pure bf16 (no master copy), chunked loss
     ({"method": "qlora", "loss": "eager"}, Plan(gpu=H100, recompute="full", micro_batch=4)),
     ({"master_weights": "none"}, Plan(gpu=H100, precision="fp32")),
     ({"method": "lora", "compile": "model+loss"}, Plan(gpu=H100, num_gpus=8, zero=3, recompute="full")),
+    # the distributed recipes take torchao's 8-bit AdamW (bitsandbytes': single device only)
+    ({"optimizer": "adamw-8bit"}, Plan(gpu=H100, num_gpus=8, zero=3, recompute="full")),
+    ({"optimizer": "adamw-8bit"}, Plan(gpu=H100, recompute="full")),
 ]
 
 
@@ -120,8 +123,9 @@ def test_every_key_is_one_the_recipe_reads_and_every_value_is_the_plans(fields, 
     if plan.offload == "optimizer":
         assert keys["optimizer._component_"] == "torchao.prototype.low_bit_optim.CPUOffloadOptimizer"
     else:
-        assert keys["optimizer._component_"] == {"adamw": "torch.optim.AdamW", "adamw-8bit-paged":
-                                                 "bitsandbytes.optim.PagedAdamW8bit"}[the_job.optimizer]
+        assert keys["optimizer._component_"] == {
+            "adamw": "torch.optim.AdamW", "adamw-8bit-paged": "bitsandbytes.optim.PagedAdamW8bit",
+            "adamw-8bit": "torchao.optim.AdamW8bit" if plan.num_gpus > 1 else "bitsandbytes.optim.AdamW8bit"}[the_job.optimizer]
     if the_job.loss == "chunked":
         assert keys["loss._component_"] == "torchtune.modules.loss.CEWithChunkedOutputLoss"
         assert keys["loss.num_output_chunks"] == the_job.loss_chunks
@@ -152,6 +156,7 @@ def test_every_key_is_one_the_recipe_reads_and_every_value_is_the_plans(fields, 
     ({}, Plan(gpu=H100, recompute="full", recompute_layers=16), "recompute_layers"),  # single-device recipe
     ({"method": "lora", "lora_targets": ("q_proj", "up_proj")}, Plan(gpu=H100), "lora_targets"),
     ({"compile": "model"}, Plan(gpu=H100), "compile"),  # `compile` compiles the loss too
+    ({"optimizer": "adamw-8bit-paged"}, Plan(gpu=H100, num_gpus=8, zero=3), "optimizer"),  # torchao has no paged one
 ])
 def test_what_torchtune_cannot_express_is_one_line_naming_the_field(fields, plan, field):
     assert_refused("torchtune", fields, plan, field)
