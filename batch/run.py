@@ -68,6 +68,22 @@ class BatchOptions:
     models_dir: Path | None = None  # a `model` cell that is a path is read only inside it; default: cwd
     max_retries: int = 2
 
+    def __post_init__(self) -> None:
+        """The command's domains (commands/batch.py), one VramplanError naming the field: a chunk size of
+        -1 submitted no chunk and returned no answer, a worker count of -1 failed deep in the process pool."""
+        if self.backend not in BACKENDS:
+            raise VramplanError("backend", self.backend, f"unknown; choose one of {', '.join(BACKENDS)}")
+        for name, low, high in (("workers", 1, 4096), ("chunk_size", 1, 10_000), ("max_retries", 0, 100)):
+            value = getattr(self, name)
+            if value is None and name != "max_retries":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise VramplanError(name, value, f"must be a whole number from {low} to {high:,}")
+        if self.address is not None and not isinstance(self.address, str):
+            raise VramplanError("address", self.address, "must be text (a Ray address or a Dask scheduler)")
+        if self.models_dir is not None and not isinstance(self.models_dir, (str, Path)):
+            raise VramplanError("models_dir", self.models_dir, "must be a folder path")
+
 
 @dataclass
 class JobPlan:
@@ -108,8 +124,14 @@ def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogu
     index_of: dict[str, int] = {}
     failed: dict[str, VramplanError] = {}
     groups: list[tuple[str, str, int]] = []
-    for row_index, row in rows:
+    for position, item in enumerate(rows):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int) and not isinstance(item[0], bool)):
+            raise VramplanError("rows", _shown(item), f"item {position} is not a (row index, row) pair: pass "
+                                                      "enumerate(rows) or (index, row) tuples")
+        row_index, row = item
         try:
+            if not isinstance(row, Mapping) or not all(isinstance(key, str) for key in row):
+                raise VramplanError("row", _shown(row), "must be a mapping of column names (text) to cells")
             query = parse_row(row)
             if catalogue is not None:
                 _read_model_file(catalogue, query.model, models_dir or Path.cwd(), plan, failed)
@@ -128,6 +150,12 @@ def plan_jobs(rows: Iterable[tuple[int, Mapping[str, Any]]], catalogue: Catalogu
     plan.rows_of_job = [plan.rows_of_job[job] for job in order]
     plan.groups = [groups[job] for job in order]
     return plan
+
+
+def _shown(value: object) -> object:
+    """A value as an error line names it: itself, or its repr cut to 80 characters where longer."""
+    text = repr(value)
+    return value if len(text) <= 80 else text[:77] + "..."
 
 
 def chunk_size(num_jobs: int, parallelism: int, minimum: int = 1, maximum: int = 64) -> int:

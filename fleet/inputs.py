@@ -38,6 +38,14 @@ class PoolWindow(BaseModel):
     to_hours: float | None = Field(default=None, gt=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
     num_gpus: int = Field(ge=0, le=MAX_POOL_GPUS)
 
+    @model_validator(mode="after")
+    def _ends_after_it_starts(self) -> PoolWindow:
+        """As the inventory sheet refuses it (fleet/sheet.py): a window ending at or before its start
+        held no GPU, and the unserved job was told to add GPUs to the pool."""
+        if self.to_hours is not None and self.to_hours <= self.from_hours:
+            raise VramplanError("available_to", self.to_hours, f"is not after available_from ({self.from_hours:g} h)")
+        return self
+
 
 class Pool(BaseModel):
     """Inventory (one offering, bounded by windows) or one provider of the on-demand market."""
@@ -55,6 +63,17 @@ class Pool(BaseModel):
     def _one_kind(self) -> Pool:
         if (self.offering is None) == (self.market_provider is None):
             raise VramplanError("pool", self.name, "needs exactly one of an offering or a market provider")
+        # what the inventory sheet and --market cannot say, and what was resolved silently (a committed
+        # market pool was unbounded free GPUs; a market pool's own price was ignored)
+        if self.market_provider is not None and self.committed:
+            raise VramplanError("committed", True, f"pool {self.name!r} is the market's, rented by the hour: "
+                                                   "a committed pool is an offering with windows")
+        if self.market_provider is not None and self.price_usd_per_gpu_hour is not None:
+            raise VramplanError("price_usd_per_gpu_hour", self.price_usd_per_gpu_hour, f"pool {self.name!r} is the "
+                                "market's, priced by the catalogue: a negotiated price is an offering pool's")
+        if self.offering is not None and self.windows is None:
+            raise VramplanError("windows", None, f"pool {self.name!r} of an offering needs windows of GPUs "
+                                                 "(an unbounded pool is a market provider's)")
         for a, b in zip(sorted(self.windows or (), key=lambda w: w.from_hours), sorted(self.windows or (), key=lambda w: w.from_hours)[1:]):
             if a.to_hours is None or a.to_hours > b.from_hours:
                 raise VramplanError("available_from", b.from_hours, f"pool {self.name!r} has overlapping windows")

@@ -48,7 +48,7 @@ from vramplan.fleet.inputs import (
 from vramplan.fleet.model import FleetSession
 from vramplan.fleet.sgs import left_shift
 from vramplan.models.catalogue.catalogue import Catalogue
-from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.errors import VramplanError, unknown_name_error
 from vramplan.solver import solve
 
 log = logging.getLogger(__name__)
@@ -283,9 +283,24 @@ def finish(prepared: Prepared, schedule: IntSchedule, solve_time_s: float, expla
     )
 
 
+def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
+    """The query is a FleetQuery whose market pools name providers of the catalogue and whose offering
+    pools name its offerings, one VramplanError naming the field (an unknown provider left the job
+    unserved: 'no provider has on-demand prices for (use --pricing on-demand)')."""
+    if not isinstance(query, FleetQuery):
+        raise VramplanError("query", type(query).__name__, "must be a vramplan.FleetQuery")
+    providers = sorted({o.provider for o in catalogue.offerings.values()})
+    for pool in query.pools:
+        if pool.market_provider is not None and pool.market_provider not in providers:
+            raise unknown_name_error("market_provider", pool.market_provider, providers)
+        if pool.offering is not None:
+            catalogue.offering(pool.offering)  # an unknown offering is one line naming it
+
+
 def plan_fleet(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> FleetResult:
     """Candidates, the CP-SAT schedule, explanations: the whole fleet answer in one call, within
     query.time_limit_s (fleet/clock.py; jobs the candidate phase did not reach are unplanned)."""
+    check_pools(catalogue, query)
     prepared = prepare(catalogue, query, cache, Budget.of(query.time_limit_s))
     began = time.perf_counter()
     schedule = session(prepared).run()

@@ -7,6 +7,7 @@ here, in exact bytes.
 from __future__ import annotations
 
 import math
+import numbers
 
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.architecture.parallel import dense_moe_option_refusal, plan_split
@@ -234,7 +235,9 @@ def estimate_plan(
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number as `solve`'s fields take one (numpy's included: np.int64(1e9) tokens were refused
+    as out of range), never a boolean, a Decimal or text."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_inputs(model: object, tokens: object, pricing: object, restart_overhead: object) -> None:
@@ -260,6 +263,9 @@ def estimate(
     """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
     without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
     _check_inputs(model, tokens, pricing, restart_overhead)
+    for name, value, kind in (("catalogue", catalogue, Catalogue), ("job", job, Job), ("plan", plan, Plan)):
+        if not isinstance(value, kind):  # a dict reached deep code as an AttributeError
+            raise VramplanError(name, type(value).__name__, f"must be a vramplan.{kind.__name__}")
     arch = catalogue.architecture(model)
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is not None:

@@ -160,6 +160,10 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
     `memo` (solver/table_memo.py) lets many solves share the models/ values behind their integer
     tables (a batch worker passes one); without one the solve makes its own, which its
     explanation's re-solves share. The answer is the same with or without it."""
+    if not isinstance(query, SolveQuery):  # a dict reached deep code as an AttributeError
+        raise VramplanError("query", type(query).__name__, "must be a vramplan.SolveQuery")
+    if not isinstance(catalogue, Catalogue):
+        raise VramplanError("catalogue", type(catalogue).__name__, "must be a vramplan.Catalogue (load_catalogue())")
     # the cyclic collector paced while the tables grow (solver/collector.py)
     with memo_or_own(memo) as kept, paced_collector():
         if len(query.stacks) > 1:
@@ -167,21 +171,34 @@ def solve(catalogue: Catalogue, query: SolveQuery, explain_infeasible: bool = Tr
         return _solve(catalogue, query, kept, explain_infeasible)
 
 
+SPENT = 1e-9  # work units: what is left of a limit below this is none
+
+
 def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, explain_infeasible: bool) -> SolveResult:
     """The search over several stacks: each solved on its own space (its contract, the job's
-    recipe defaults restacked) within its own budget, the plans merged best first; every plan names
-    its stack. A stack the job cannot run on (QLoRA on megatron) is left out; when none has a
-    plan, the first stack's explanation answers."""
+    recipe defaults restacked), the plans merged best first; every plan names its stack. The work
+    and time limits are the whole solve's: each stack gets what the stacks before it left (they
+    were each stack's: a 5 s limit over ten stacks ran 29 s), and the stacks past a spent limit are
+    not searched (limit_reached says which). A stack the job cannot run on (QLoRA on megatron) is
+    left out; when none has a plan, the first stack's explanation answers."""
     started = time.perf_counter()
     presets = load_stacks()
-    results = []
+    results: list[SolveResult] = []
+    work_left, spent = query.work_limit, None
     for stack in query.stacks:
-        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets)})
+        time_left = query.time_limit_s - (time.perf_counter() - started)
+        if work_left <= SPENT or time_left <= 0:  # the stacks' work sums in floats: 100 - 100 left 1e-14
+            spent = "work" if work_left <= SPENT else "time"
+            break
+        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets),
+                                          "work_limit": work_left, "time_limit_s": time_left})
         try:
             results.append(_solve(catalogue, single, memo, explain_infeasible=False))
         except VramplanError as refused:
             if refused.field != "stack":
                 raise
+            continue
+        work_left -= results[-1].search.work
     answered = [r for r in results if r.plans]
     if not answered:
         first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
@@ -190,13 +207,15 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     best = next(r for r in answered if r.plans[0] is plans[0])
     statuses = {r.status for r in answered}
     return best.model_copy(update={
-        "status": "optimal" if statuses == {"optimal"} else "feasible",
+        # a stack cut short or left unsearched leaves the merged best unproven
+        "status": "optimal" if statuses == {"optimal"} and spent is None and not any(r.limit_reached for r in results)
+        else "feasible",
         "plans": plans,
         "pareto": pareto_front([p for r in answered for p in r.pareto]),
         "space_size": sum(r.space_size for r in results),
         "search": best.search.model_copy(update={"work": sum(r.search.work for r in results)}),
         "solve_time_s": time.perf_counter() - started,
-        "limit_reached": next((r.limit_reached for r in results if r.limit_reached), None),
+        "limit_reached": next((r.limit_reached for r in results if r.limit_reached), spent),
     })
 
 

@@ -114,7 +114,7 @@ class SolveQuery(BaseModel):
     engine: Engine = "cpsat"
     work_limit: Real = Field(default=DEFAULT_WORK_LIMIT, gt=0, le=MAX_WORK_LIMIT, allow_inf_nan=False)
     time_limit_s: Real = Field(default=DEFAULT_TIME_LIMIT_S, gt=0, le=3600, allow_inf_nan=False)
-    random_seed: int = 0
+    random_seed: int = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's seed is an int32 (2**31 was a TypeError)
     num_workers: int = Field(default=1, ge=1, le=64)
 
     @property

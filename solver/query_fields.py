@@ -52,8 +52,23 @@ def stack_job(**fields: Any) -> Job:
     solve differed from the command line's). Bad input is one VramplanError naming the field."""
     from pydantic import ValidationError
 
-    from vramplan.models.core.errors import from_validation_error
+    from vramplan.models.core.errors import closest_names, from_validation_error
 
+    known = {*Job.model_fields, *RESERVE_FIELDS}
+    for name, value in fields.items():
+        if not isinstance(name, str) or name not in known:
+            close = closest_names(str(name), known)
+            hint = f"did you mean {', '.join(close)}?" if close else f"Job's fields: {', '.join(sorted(known))}"
+            raise VramplanError(str(name), value, f"not a field of a job ({hint})")  # seqlen=8192 was dropped
+    reserve = fields.get("reserve")
+    if reserve is not None:  # a RuntimeReserve or its fields (it was dropped, keeping the defaults)
+        if isinstance(reserve, RuntimeReserve):
+            reserve = reserve.model_dump()
+        if not isinstance(reserve, Mapping):
+            raise VramplanError("reserve", reserve, "must be a RuntimeReserve or a mapping of its fields")
+        fields = {**{k: v for k, v in fields.items() if k != "reserve"}, **reserve}
+        if (extra := next((k for k in reserve if k not in RESERVE_FIELDS), None)) is not None:
+            raise VramplanError(f"reserve.{extra}", reserve[extra], f"not a field of RuntimeReserve ({', '.join(RESERVE_FIELDS)})")
     try:
         return job_from_fields(fields)
     except ValidationError as error:

@@ -125,6 +125,15 @@ class Job(_Frozen):
                                   "all-to-alls behind the compute (needs EP > 1, interleaved stages under a "
                                   "pipeline, no full recompute): models/time/ep_time.py")
 
+    @field_validator("lora_targets")
+    @classmethod
+    def _some_targets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """An empty list adapts nothing (a LoRA of 0 trainable parameters was solved 'optimal'), as the
+        command line's --lora-targets '' is refused: None adapts every linear module."""
+        if value is not None and not value:
+            raise ValueError("names no module; leave it out (None) to adapt every linear module")
+        return value
+
     @field_validator("compile", mode="before")
     @classmethod
     def _compile_switch(cls, value: object) -> object:

@@ -157,3 +157,22 @@ def test_local_workers_that_cannot_start_stop_the_batch(catalogue):
     with pytest.raises(BatchError, match="keep dying without finishing any work"):
         list(run_batch(deadly, [(0, job("a"))], BatchOptions(backend="local", workers=1)))
 
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"chunk_size": -1}, "chunk_size"),  # range(0, n, -1) submitted no chunk: the batch returned no answer
+    ({"chunk_size": 2.5}, "chunk_size"), ({"workers": -1}, "workers"), ({"workers": "2"}, "workers"),
+    ({"workers": True}, "workers"), ({"max_retries": "x"}, "max_retries"), ({"backend": "spark"}, "backend"),
+])
+def test_batch_options_out_of_the_commands_domains_are_one_line_naming_the_field(options, field):
+    with pytest.raises(ValueError, match=rf"^{field}="):
+        BatchOptions(**options)
+
+
+def test_a_malformed_row_is_its_own_error_and_a_malformed_item_names_the_call(catalogue):
+    rows = [(0, "llama-3.1-8b"), (1, None), (2, {"model": "llama-3.1-8b", 5: 1}), (3, {"model": "nope"})]
+    answers = dict(run_batch(catalogue, rows, BatchOptions(backend="serial")))
+    assert sorted(answers) == [0, 1, 2, 3] and all(a["status"] == "error" for a in answers.values())
+    assert answers[0]["error"].startswith("row='llama-3.1-8b': must be a mapping")
+    with pytest.raises(ValueError, match="not a \\(row index, row\\) pair"):
+        list(run_batch(catalogue, [{"model": "llama-3.1-8b"}], BatchOptions(backend="serial")))
