@@ -17,6 +17,9 @@ from helpers.paths import TESTS
 
 CHILD = textwrap.dedent("""
     import signal, sys
+    # Python's own handler, whatever the parent left: a background job of a non-interactive shell
+    # starts with SIGINT ignored, and Python then installs none (the test read nothing, exit 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, sys.argv[1])
     from helpers.fleets import random_fleet
     from vramplan.fleet.model import FleetSession

@@ -49,7 +49,8 @@ def test_unsloths_own_recipe_offloads_the_checkpointed_layer_inputs_only(catalog
 def test_the_cli_says_host_ram_is_what_does_not_fit(catalogue) -> None:
     result = invoke("estimate", "--model", "llama-3.1-8b", "--method", "qlora", "--seq-len", "32768", "--gpu",
                     "rtx4090-24gb", "--stack", "custom", "--recompute", "none", "--activation-offload",
-                    "--kernels", "fused", "--loss", "fused", "--optimizer", "adamw-8bit")
+                    "--kernels", "fused", "--loss", "fused", "--optimizer", "adamw-8bit",
+                    "--offering", "runpod/1x_RTX4090_SECURE")  # unpinned, estimate takes a pod whose RAM holds it
     assert result.exit_code == 3
     assert "DOES NOT FIT in host RAM" in result.output
 
