@@ -222,7 +222,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
             yield f"bigger GPUs ({', '.join(bigger)})", query.model_copy(update={"gpus": bigger}), None
     # Another stack, where the job's own runs less parallelism (the recipe defaults follow the stack,
     # as --stack fills them): say which stack runs the fix.
-    for stack in broader_stacks(load_stack_capabilities(), job.stack)[:MAX_OTHER_STACKS]:
+    for stack in broader_stacks(load_stack_capabilities(), job.stack, space.arch.model_type)[:MAX_OTHER_STACKS]:
         yield f"the {stack} stack (--stack {stack})", query.model_copy(
             update={"job": restacked(job, stack, load_stacks())}), None
     if job.method == "lora" and "none" not in (load_stack_capabilities()[job.stack].qlora_parallel or {"none"}):

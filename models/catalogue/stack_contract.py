@@ -43,6 +43,8 @@ class StackCapabilities(_Row):
     """One row of catalogues/stack_capabilities.csv."""
 
     name: Stack
+    # the config.json model_types the stack builds ({"all"}: every family vramplan reads)
+    model_types: frozenset[str] = frozenset({"all"})
     tp: bool
     sequence_parallel: bool
     pp: bool
@@ -97,6 +99,13 @@ class StackCapabilities(_Row):
     def _offloads(cls, value: Any) -> frozenset[str]:
         return _words(value, OFFLOADS, "offloads")
 
+    @field_validator("model_types", mode="before")
+    @classmethod
+    def _model_types(cls, value: Any) -> frozenset[str]:
+        from vramplan.models.catalogue.hf_families import FAMILIES  # the families vramplan reads
+
+        return _words(value or "all", ("all", *FAMILIES), "model_types")
+
     @field_validator("optimizers", "offload_optimizers", mode="before")
     @classmethod
     def _optimizers(cls, value: Any) -> frozenset[str]:
@@ -137,6 +146,14 @@ class StackCapabilities(_Row):
     def method_parallel(self, method: str) -> frozenset[str] | None:
         """The parallelism this stack trains `method` with (None: every kind, full training)."""
         return {"lora": self.lora_parallel, "qlora": self.qlora_parallel}.get(method)
+
+
+def model_refusal(caps: StackCapabilities, model_type: str) -> tuple[str, object, str] | None:
+    """The model's family where the stack has no model code for it (a stack review: torchtune v0.6.1
+    was planned for Mixtral at TP 4 and wrote a recipe it has no builder for), or None."""
+    if "all" in caps.model_types or model_type in caps.model_types:
+        return None
+    return "model", model_type, f"{model_type} models (it builds {', '.join(sorted(caps.model_types))})"
 
 
 def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | None:
@@ -374,7 +391,7 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
     offloading, overlap = job.activation_offload, job.moe_a2a_overlap and caps.moe_a2a_overlap
     # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
     # for the sharding estimate's default gives several GPUs there (plan_zero).
-    return (precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
+    return (model_refusal(caps, model_type) or precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
             or layout_refusal(caps, job.method, plan.layout, offloading, overlap, job.optimizer_in_backward)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
             or distributed_offload_refusal(job, model_type, plan.num_gpus)
@@ -388,14 +405,15 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
 LAYOUT_FEATURES = ("tp", "sequence_parallel", "pp", "vpp", "cp", "ep")
 
 
-def broader_stacks(capabilities: dict[str, StackCapabilities], current: str) -> list[str]:
-    """Real stacks (not custom) running every parallel feature `current` runs and more, the
-    broadest first: what an explanation tries when nothing fits the job's own stack."""
+def broader_stacks(capabilities: dict[str, StackCapabilities], current: str, model_type: str | None = None) -> list[str]:
+    """Real stacks (not custom) running every parallel feature `current` runs and more, and building
+    the model's family, the broadest first: what an explanation tries when nothing fits the job's own stack."""
     def features(name: str) -> frozenset[str]:
         return frozenset(f for f in LAYOUT_FEATURES if getattr(capabilities[name], f))
 
     mine = features(current)
-    broader = [name for name in capabilities if name != current and name not in NOT_IN_ANY and features(name) > mine]
+    broader = [name for name in capabilities if name != current and name not in NOT_IN_ANY and features(name) > mine
+               and (model_type is None or model_refusal(capabilities[name], model_type) is None)]
     # the most parallel features first, then the most ZeRO stages and offloads (stable: catalogue order)
     return sorted(broader, key=lambda name: (-len(features(name)), -len(capabilities[name].zero_stages),
                                              -len(capabilities[name].offloads)))

@@ -233,6 +233,22 @@ def test_the_best_plans_of_every_stack_have_a_launch_config(stack) -> None:
             launch_config(job, plan, LaunchModel.of(catalogue.architecture(model)))
 
 
+@pytest.mark.parametrize(("model", "stack"), [("mixtral-8x7b", "torchtune"), ("gemma-3-27b", "torchtune"),
+                                            ("qwen2.5-7b", "torchtitan"), ("gpt-oss-20b", "litgpt")])
+def test_a_stack_plans_only_the_model_families_it_builds(catalogue, model, stack) -> None:
+    """torchtune v0.6.1, torchtitan v0.2.2 and litgpt v0.5.13 build their own models (a stack review:
+    Mixtral on torchtune came back as TP 4 with a recipe torchtune has no builder for)."""
+    family = catalogue.architecture(model).model_type
+    line = one_line_error(invoke("estimate", "--model", model, "--seq-len", "4096", "--gpu", "h100-sxm-80gb",
+                                 "--num-gpus", "8", "--stack", stack))
+    assert f"stack='{stack}'" in line and f"does not run {family} models" in line
+    assert f"does not run {family} models" in one_line_error(invoke(
+        "solve", "--model", model, "--seq-len", "4096", "--max-gpus", "16", "--stack", stack))
+    answer = solve(catalogue, SolveQuery(model=model, job=job_from_fields({"model": model, "seq_len": 4096}),
+                                         stacks=tuple(STACKS), max_gpus=16, top_k=20))
+    assert answer.plans and stack not in {p.plan.stack for p in answer.plans}
+
+
 def test_deepspeeds_long_context_plans_have_its_launch_config(catalogue) -> None:
     """A stack review's finding: at 128k tokens solve chose CP 8 x DP 2 for --stack deepspeed, and its
     writer then refused the plan (Ulysses is accelerate's, not the DeepSpeed JSON's)."""
