@@ -15,7 +15,7 @@ from vramplan.fleet.domain import (
 )
 from vramplan.models.core.catalogue_schema import MAX_USD_PER_HOUR, MIN_USD_PER_HOUR
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.core.numbers import Real
+from vramplan.models.core.numbers import Count, Real
 from vramplan.solver import SolvedPlan, SolveQuery
 
 HOURS_PER_DAY = 24
@@ -34,9 +34,9 @@ class PoolWindow(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    from_hours: float = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
-    to_hours: float | None = Field(default=None, gt=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
-    num_gpus: int = Field(ge=0, le=MAX_POOL_GPUS)
+    from_hours: Real = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    to_hours: Real | None = Field(default=None, gt=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    num_gpus: Count = Field(ge=0, le=MAX_POOL_GPUS)
 
     @model_validator(mode="after")
     def _ends_after_it_starts(self) -> PoolWindow:
@@ -84,9 +84,9 @@ class FleetJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: SolveQuery
-    earliest_start_hours: float = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
-    deadline_hours: float | None = Field(default=None, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)  # > earliest_start
-    priority: float = Field(default=1.0, ge=0, le=MAX_PRIORITY, allow_inf_nan=False)
+    earliest_start_hours: Real = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    deadline_hours: Real | None = Field(default=None, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)  # > earliest_start
+    priority: Real = Field(default=1.0, ge=0, le=MAX_PRIORITY, allow_inf_nan=False)
     required: bool = False
     pools: tuple[str, ...] = ()  # pools the job may run on; empty = any
 

@@ -10,7 +10,7 @@ import math
 import numbers
 
 from vramplan.models.architecture.lora import trainable_params
-from vramplan.models.architecture.parallel import dense_moe_option_refusal, plan_split
+from vramplan.models.architecture.parallel import dense_moe_option_refusal, largest_chunk, plan_split
 from vramplan.models.architecture.params import count_params
 from vramplan.models.architecture.quantization import quantization_note, unquantised_experts_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
@@ -198,6 +198,14 @@ def estimate_plan(
         raise VramplanError("offering", offering.name, f"sells {offering.gpu}, not {gpu.name}")
     if (dense := dense_moe_option_refusal(arch, job)) is not None:  # before any stack's refusal of the option
         raise dense
+    if plan.recompute_layers is not None:  # what the command line refuses (query_fields), for the Python API
+        if plan.recompute != "full":  # ignored before: the plan was estimated as if it were not given
+            raise VramplanError("recompute_layers", plan.recompute_layers,
+                                f"applies to recompute full; the recompute is {plan.recompute}")
+        chunk = largest_chunk(arch.num_layers, plan_split(arch, plan), plan.vpp)
+        if plan.recompute_layers > chunk:
+            raise VramplanError("recompute_layers", plan.recompute_layers,
+                                f"counts layers of a model chunk, and {arch.name}'s hold at most {chunk} on this layout")
     refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus, arch.model_type)
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))

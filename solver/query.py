@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS, Jurisdiction, Stack
 from vramplan.models.core.errors import VramplanError
@@ -26,6 +26,7 @@ from vramplan.models.core.setup import (
     Recompute,
     ZeroStage,
     recompute_label,
+    refuse_boolean,
 )
 from vramplan.models.time.cost import Pricing
 from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
@@ -76,6 +77,11 @@ class Pins(BaseModel):
         """The pinned degrees, every degree left open at 1 (sequence parallelism off)."""
         return Layout(self.tp or 1, self.pp or 1, self.cp or 1, self.ep or 1, self.vpp or 1, bool(self.sequence_parallel))
 
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero_is_no_boolean(cls, value: object) -> object:
+        return refuse_boolean("zero", value)
+
 
 DEFAULT_MAX_GPUS = 512  # the GPU limit of a query that sets none (`--max-gpus`, the batch's `max_gpus`)
 
@@ -114,8 +120,8 @@ class SolveQuery(BaseModel):
     engine: Engine = "cpsat"
     work_limit: Real = Field(default=DEFAULT_WORK_LIMIT, gt=0, le=MAX_WORK_LIMIT, allow_inf_nan=False)
     time_limit_s: Real = Field(default=DEFAULT_TIME_LIMIT_S, gt=0, le=3600, allow_inf_nan=False)
-    random_seed: int = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's seed is an int32 (2**31 was a TypeError)
-    num_workers: int = Field(default=1, ge=1, le=64)
+    random_seed: Count = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's seed is an int32 (2**31 was a TypeError)
+    num_workers: Count = Field(default=1, ge=1, le=64)
 
     @property
     def effective_global_batch(self) -> int:

@@ -89,3 +89,27 @@ def test_an_unknown_market_provider_is_named(catalogue) -> None:
     query = vramplan.FleetQuery(jobs=(job,), pools=(vramplan.Pool(name="m", market_provider="nope"),))
     with pytest.raises(vramplan.VramplanError, match="^market_provider='nope'"):
         vramplan.plan_fleet(catalogue, query)  # the job was 'unserved: no provider has on-demand prices for'
+
+
+@pytest.mark.parametrize("make", [
+    lambda: vramplan.Plan(gpu="h100-sxm-80gb", num_gpus=2, tp=True),  # a boolean read as TP 1
+    lambda: vramplan.Plan(gpu="h100-sxm-80gb", zero=True),
+    lambda: vramplan.Pins(zero=True),  # a ZeRO-1 plan came back
+    lambda: vramplan.Job(recompute_layers=True),
+    lambda: vramplan.Job(fragmentation_fraction=True),
+    lambda: vramplan.PoolWindow(num_gpus=True),
+    lambda: vramplan.SolveQuery(model="llama-3.1-8b", num_workers=True),
+    lambda: vramplan.FleetJob(query=vramplan.SolveQuery(model="llama-3.1-8b"), priority=True),
+])
+def test_a_boolean_is_never_a_number(make) -> None:
+    with pytest.raises(ValueError, match="is a boolean, not a number"):
+        make()
+
+
+@pytest.mark.parametrize(("plan", "reason"), [
+    (vramplan.Plan(gpu="h100-sxm-80gb", recompute="none", recompute_layers=5), "applies to recompute full"),  # ignored
+    (vramplan.Plan(gpu="h100-sxm-80gb", recompute="full", recompute_layers=1000), "hold at most 32"),  # 32 layers
+])
+def test_a_recompute_layer_count_the_plan_cannot_use_is_refused(catalogue, plan, reason) -> None:
+    with pytest.raises(vramplan.VramplanError, match=reason):
+        vramplan.estimate(catalogue, "llama-3.1-8b", vramplan.Job(), plan, tokens=1e9)

@@ -104,13 +104,13 @@ class Job(_Frozen):
     master_weights: MasterWeights = Field(default="fp32", description="none = pure 16-bit (bf16-true)")
     loss: Loss = Field(default="eager", description="eager = the --kernels' own loss; chunked; fused linear+CE")
     selective: Selective = Field(default="attention", description="what --recompute selective means")
-    recompute_layers: int | None = Field(default=None, ge=1, le=1024, description="layers full recompute covers "
+    recompute_layers: Count | None = Field(default=None, ge=1, le=1024, description="layers full recompute covers "
                                          "in each pipeline stage's model chunk (none of them: recompute none)")
     optimizer_in_backward: bool = False
     activation_offload: bool = False
     qlora_prep: QloraPrep = Field(default="peft", description="peft = non-quantised parameters cast to fp32")
-    fragmentation_fraction: float = Field(default=1.0, ge=0, le=4, description="reserve x largest transient")
-    loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
+    fragmentation_fraction: Real = Field(default=1.0, ge=0, le=4, description="reserve x largest transient")
+    loss_chunks: Count = Field(default=8, ge=1, le=4096, description="chunks of --loss chunked (torchtune: 8)")
     compile: Compile = Field(default="none", description="torch.compile: none, the decoder blocks (model), or "
                              "the blocks and the loss (model+loss); true/false read as model+loss/none")
     tp_overlap: bool = Field(default=False, description="TP communication overlapped with the GEMMs: Megatron "
@@ -195,7 +195,7 @@ class Plan(_Frozen):
     # Megatron --recompute-num-layers (block) as a decision: the first N layers of each model chunk
     # (models/memory/recompute.py recompute_block); the solver's partial recompute; None = the job's
     # recompute_layers (every layer when that is None too).
-    recompute_layers: int | None = Field(default=None, ge=0, le=1024,
+    recompute_layers: Count | None = Field(default=None, ge=0, le=1024,
                                          description="layers full recompute covers in each model chunk")
     precision: Precision = "bf16"
     micro_batch: Count = Field(default=1, ge=1, le=MAX_GLOBAL_BATCH)
@@ -203,11 +203,11 @@ class Plan(_Frozen):
     offload: Offload = "none"
     # Model parallelism (models/architecture/parallel.py): tensor, pipeline, context, expert degrees, virtual
     # pipeline stages per rank (interleaved 1F1B) and Megatron sequence parallelism with TP.
-    tp: int = Field(default=1, ge=1, le=1024)
-    pp: int = Field(default=1, ge=1, le=1024)
-    cp: int = Field(default=1, ge=1, le=1024)
-    ep: int = Field(default=1, ge=1, le=1024)
-    vpp: int = Field(default=1, ge=1, le=1024)
+    tp: Count = Field(default=1, ge=1, le=1024)
+    pp: Count = Field(default=1, ge=1, le=1024)
+    cp: Count = Field(default=1, ge=1, le=1024)
+    ep: Count = Field(default=1, ge=1, le=1024)
+    vpp: Count = Field(default=1, ge=1, le=1024)
     sequence_parallel: bool = False
     # Decoder layers of each pipeline rank, summed over its virtual chunks (Megatron's
     # --decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout, torchtitan's
@@ -244,6 +244,11 @@ class Plan(_Frozen):
     def global_batch(self) -> int:
         return self.micro_batch * self.grad_accum * self.dp
 
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero_is_no_boolean(cls, value: object) -> object:
+        return refuse_boolean("zero", value)
+
     @model_validator(mode="after")
     def _split_fits_the_pipeline(self) -> Plan:
         if self.stage_layers is not None:
@@ -274,3 +279,10 @@ class Plan(_Frozen):
         if self.vpp > 1 and self.pp == 1:
             raise VramplanError("vpp", self.vpp, "virtual pipeline stages need pp > 1")
         return self
+
+
+def refuse_boolean(field: str, value: object) -> object:
+    """A ZeRO stage is a number, never a boolean (Literal[0, 1, 2, 3] took True as ZeRO-1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{field}={value}: is a boolean, not a number")
+    return value
