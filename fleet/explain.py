@@ -126,6 +126,9 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
     job = fleet.jobs[j]
     usable = [s for s in job.slots if fleet.usable(job, s)]
     if not usable:
+        if job.release_min >= fleet.horizon_min:  # it read "the window 5000-2184 h is shorter than the fastest plan"
+            return (f"the job's earliest start ({_hours(job.release_min)}) is at or after the end of the horizon "
+                    f"({_hours(fleet.horizon_min)}): raise --horizon-days (horizon_hours) or start it earlier")
         fastest = min(job.slots, key=lambda s: s.duration_min)
         capacity = fleet.pools[fastest.pool].capacity_gpus
         if capacity is not None and all(s.gpus > (fleet.pools[s.pool].capacity_gpus or 0) for s in job.slots):

@@ -113,3 +113,11 @@ def test_a_boolean_is_never_a_number(make) -> None:
 def test_a_recompute_layer_count_the_plan_cannot_use_is_refused(catalogue, plan, reason) -> None:
     with pytest.raises(vramplan.VramplanError, match=reason):
         vramplan.estimate(catalogue, "llama-3.1-8b", vramplan.Job(), plan, tokens=1e9)
+
+
+def test_a_job_starting_after_the_horizon_is_told_so(catalogue) -> None:
+    job = vramplan.FleetJob(query=vramplan.SolveQuery(model="llama-3.1-8b", tokens=1e8), earliest_start_hours=5000)
+    pool = vramplan.Pool(name="r", offering="aws/p5.48xlarge", committed=True, windows=(vramplan.PoolWindow(num_gpus=16),))
+    result = vramplan.plan_fleet(catalogue, vramplan.FleetQuery(jobs=(job,), pools=(pool,), time_limit_s=20))
+    assert result.assignments[0].status == "unserved"
+    assert "at or after the end of the horizon (2184 h)" in result.assignments[0].explanation  # 'the window 5000-2184 h'
