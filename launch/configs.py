@@ -162,7 +162,7 @@ def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> li
         args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
     if job.activation_offload:
         # Layer-level CPU offloading of all but the last layer's activations (at most num_layers - 1:
-        # transformer_config.py L1884-1889; arguments.py L1950-1951 turns cpu_offloading on): the
+        # transformer_config.py L1884-1889 @ d98e8a64; arguments.py L1950-1951 turns cpu_offloading on): the
         # layer in use and the one reloading stay, as models/memory/recompute.py counts. The contract
         # keeps it to pp 1 and no recompute (catalogues/stack_capabilities.csv activation_offload_excludes).
         args.append(f"--cpu-offloading-num-layers {num_layers - 1}")
