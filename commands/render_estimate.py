@@ -18,6 +18,7 @@ from vramplan.commands.render_text import (
     throughput_text,
 )
 from vramplan.models.core.results import EstimateResult
+from vramplan.models.time.cost import usd_text
 
 
 def plan_line(result: EstimateResult) -> str:
@@ -54,7 +55,7 @@ def performance_lines(result: EstimateResult) -> list[str]:
            if perf.model_parallel_time_s > 0 else "")
         + (f", activation offload transfer {perf.offload_exposed_s:,.2f} s" if perf.offload_exposed_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "
-        f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {cost.usd_total:,.0f} USD",
+        f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {usd_text(cost.usd_total)}",
     ]
 
 

@@ -20,6 +20,7 @@ from vramplan.commands.render_text import (
     table_width,
     throughput_text,
 )
+from vramplan.models.time.cost import usd_amount, usd_text
 from vramplan.solver.query import SolvedPlan, SolveResult
 
 if TYPE_CHECKING:
@@ -46,7 +47,9 @@ def objective_text(result: SolveResult, value: float | None) -> str:
     if value is None:
         return "-"
     unit = result.objective.unit
-    return f"{value:,.2f} {unit}" if unit in ("USD", "USD/hour", "hours") else f"{value:,.0f} {unit}"
+    if unit == "USD":
+        return usd_text(value)
+    return f"{value:,.2f} {unit}" if unit in ("USD/hour", "hours") else f"{value:,.0f} {unit}"
 
 
 def _plan_cells(plan: SolvedPlan, index: int, best: float | None, with_stack: bool = False) -> list[str]:
@@ -55,7 +58,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None, with_stack: bo
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute_label, p.offload,
             f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
-            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", f"{plan.cost.usd_total:,.0f}", worse,
+            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", usd_amount(plan.cost.usd_total), worse,
             layout_text(plan) + (f" ({p.stack})" if with_stack else "")]
 
 
@@ -117,7 +120,7 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
             memory_table(best.memory, screen), *fit_lines(best.memory),
             f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
             f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
-            f"= {cost.usd_total:,.0f} USD", ranges_line(best.memory, perf), *[f"warning: {w}" for w in best.warnings],
+            f"= {usd_text(cost.usd_total)}", ranges_line(best.memory, perf), *[f"warning: {w}" for w in best.warnings],
             *_notes([efficiency_note(perf, best.plan.gpu)])]
 
 

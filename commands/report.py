@@ -22,6 +22,7 @@ from vramplan.commands.render_text import (
     throughput_text,
 )
 from vramplan.models.core.results import PILLARS, MemoryReport
+from vramplan.models.time.cost import usd_amount, usd_text
 from vramplan.solver.query import SolvedPlan, SolveQuery, SolveResult
 
 
@@ -86,7 +87,7 @@ def _plans_rows(result: SolveResult, plans: list[SolvedPlan]) -> list[list[objec
         rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute_label, p.offload,
                      f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{perf.tokens_per_s:,.0f}",
                      percent(perf.mfu_fraction),
-                     f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", f"{cost.usd_total:,.0f}", worse,
+                     f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", usd_amount(cost.usd_total), worse,
                      layout_text(plan)])
     return rows
 
@@ -132,7 +133,7 @@ def report_html(result: SolveResult, query: SolveQuery | None = None) -> str:
                      f"<p>objective: <b>{escape(objective_text(result, best.objective_value))}</b>; "
                      f"{escape(throughput_text(best.performance))}, MFU {percent(best.performance.mfu_fraction)}, "
                      f"{best.cost.hours:,.1f} hours, {best.cost.usd_per_hour:,.2f} USD/hour, "
-                     f"{best.cost.usd_total:,.0f} USD</p>")
+                     f"{usd_text(best.cost.usd_total)}</p>")
         parts.append(f"<p class=meta>{escape(ranges_line(best.memory, best.performance))}</p>")
         note = efficiency_note(best.performance, best.plan.gpu)
         parts += [f"<p class=note>{escape(note)}</p>"] if note else []

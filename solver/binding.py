@@ -9,7 +9,7 @@ from collections.abc import Callable
 from vramplan.models.architecture.parallel import interleaving_rule
 from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
-from vramplan.models.time.cost import PRICING_WORDS, has_price
+from vramplan.models.time.cost import PRICING_WORDS, has_price, usd_text
 from vramplan.solver.fitting import shape_points
 from vramplan.solver.points import cluster_accepts, host_mib_per_gpu, inner_metrics, step_cap_us
 from vramplan.solver.query import SolvedPlan, SolveQuery
@@ -122,7 +122,7 @@ def budget_deadline_reasons(query: SolveQuery, conflicts: list[str], solve_one: 
         plan, kept = _without(query, {"budget_usd": None, "objective": "cost"}, "deadline_hours", solve_one)
         if plan is not None and plan.cost.usd_total > query.budget_usd:
             within = f" within {deadline_label}" if kept else ""
-            reasons.append(f"the cheapest plan that fits{within} costs {plan.cost.usd_total:,.0f} USD "
+            reasons.append(f"the cheapest plan that fits{within} costs {usd_text(plan.cost.usd_total)} "
                            f"({plan.plan.num_gpus} x {plan.plan.gpu}), above {budget_label}")
     if deadline_label in conflicts:
         plan, kept = _without(query, {"deadline_hours": None, "objective": "time"}, "budget_usd", solve_one)

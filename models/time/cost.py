@@ -25,6 +25,21 @@ class Cost:
     usd_total: float
 
 
+def usd_amount(usd: float) -> str:
+    """A dollar amount as the outputs print it, without the unit: whole dollars from 100 up, cents
+    below, and two significant digits under a cent, so a run that costs 0.30 USD never reads 0."""
+    if usd >= 100:
+        return f"{usd:,.0f}"
+    if usd >= 0.01:
+        return f"{usd:,.2f}"
+    return f"{usd:.2g}"
+
+
+def usd_text(usd: float) -> str:
+    """usd_amount with its unit."""
+    return f"{usd_amount(usd)} USD"
+
+
 def network_gb_per_s(offering: Offering, gpu: GpuSpec) -> float:
     """Per-GPU bandwidth between the offering's instances, one direction: its catalogue value, or
     where the row leaves it empty the GPU's usual fabric (catalogue_schema.Offering)."""

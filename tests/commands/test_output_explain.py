@@ -81,3 +81,20 @@ def test_host_ram_reason_is_the_same_with_a_deadline_that_does_not_bind():
     def reason(text: str) -> str:
         return re.search(r"host RAM is the binding resource[^;]*", text).group(0)
     assert reason(why(*query)) == reason(why(*query, "--deadline-hours", "1000000"))
+
+
+def test_a_plan_under_a_dollar_is_priced_in_cents_not_zero():
+    """A million-token run of a 1B model costs under a cent: the explanation and the summary print
+    its price to two significant digits (they printed '0 USD' beside '--budget-usd 0.001')."""
+    tiny = ["solve", "--model", "llama-3.2-1b", "--tokens", "1e6"]
+    usd = best(*tiny)["cost"]["usd_total"]
+    assert usd < 0.01
+    assert f"the cheapest plan that fits costs {usd:.2g} USD " in why(*tiny, "--budget-usd", "0.001")
+    summary = invoke(*tiny, env={"COLUMNS": None}).stdout
+    assert f"objective: {usd:.2g} USD" in summary and f"= {usd:.2g} USD" in summary
+
+
+def test_money_is_whole_dollars_from_100_cents_below_and_two_digits_under_a_cent():
+    from vramplan.models.time.cost import usd_amount
+    assert [usd_amount(x) for x in (2018.47, 100.0, 99.5, 0.3, 0.01, 0.0049, 0.0)] == \
+        ["2,018", "100", "99.50", "0.30", "0.01", "0.0049", "0"]
