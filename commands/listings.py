@@ -111,7 +111,8 @@ STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"
                  ("selective", "selective"), ("optimizer", "optimizer"), ("optimizer_in_backward", "opt-in-bwd"),
                  ("activation_offload", "act offload"), ("kernels", "kernels"), ("accounting", "accounting"),
                  ("qlora_prep", "qlora prep"), ("fragmentation_fraction", "frag"), ("compile", "compile"),
-                 ("tp_overlap", "tp overlap"), ("moe_dispatcher", "moe dispatcher"), ("moe_a2a_overlap", "a2a overlap")]
+                 ("tp_overlap", "tp overlap"), ("moe_dispatcher", "moe dispatcher"), ("moe_a2a_overlap", "a2a overlap"),
+                 ("cuda_graphs", "cuda graphs")]
 
 
 @click.command()

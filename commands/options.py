@@ -15,6 +15,7 @@ from vramplan.models.core.choices import (
     COMPILES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
+    CUDA_GRAPHS,
     LOSSES,
     MASTER_WEIGHTS,
     MEMORY_BOUNDS,
@@ -182,6 +183,11 @@ job_options = _stack(
                  help="EP all-to-alls overlapped with another micro-batch's compute (Megatron "
                       "--overlap-moe-expert-parallel-comm): needs EP > 1, interleaved stages under a pipeline, no "
                       "full recompute, no --recompute-layers and no activation offload [default: the stack's]."),
+    click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default=None,
+                 help="CUDA graphs of the step (Megatron --cuda-graph-impl): attn = Transformer Engine's per-layer "
+                      "graphs of the attention, MoE router and preprocess; full-iteration = the forward-backward as "
+                      "one graph. They shorten what a MoE layer waits for the host; their memory pools and a MoE's "
+                      "capacity padding are not in the memory estimate [default: the stack's, none]."),
     click.option("--qlora-prep", type=click.Choice(QLORA_PREPS), default=None,
                  help="peft = prepare_model_for_kbit_training casts non-quantised parameters to fp32; "
                       "16bit = torchtune / torchao / Unsloth [default: the stack's]."),

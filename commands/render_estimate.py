@@ -52,6 +52,7 @@ def performance_lines(result: EstimateResult) -> list[str]:
         f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
         + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
            + (f" and stage imbalance {perf.pipeline_imbalance_s:,.2f} s" if perf.pipeline_imbalance_s > 0 else "")
+           + (f" and MoE host wait {perf.moe_host_wait_s:,.2f} s" if perf.moe_host_wait_s > 0 else "")
            if perf.model_parallel_time_s > 0 else "")
         + (f", activation offload transfer {perf.offload_exposed_s:,.2f} s" if perf.offload_exposed_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "

@@ -123,6 +123,22 @@ def launch_config(job: Job, plan: Plan, model: LaunchModel) -> LaunchConfig:
 MEGATRON_OPTIMIZERS = {"adamw": "adam", "sgd": "sgd"}
 
 
+def _megatron_graph_args(job: Job, num_experts: int) -> list[str]:
+    """Job.cuda_graphs as Megatron-LM arguments (transformer_config.py L1075-1106 @ d98e8a64
+    cuda_graph_impl / cuda_graph_modules; megatron/core/transformer/moe/README.md "CUDA Graph")."""
+    if job.cuda_graphs == "attn":  # Transformer Engine's per-layer graphs, the scope of Megatron-Bridge's MoE recipes
+        modules = "attn moe_router moe_preprocess" if num_experts > 1 else "attn"
+        return ["--cuda-graph-impl transformer_engine", f"--cuda-graph-modules {modules}"]
+    if job.cuda_graphs == "full-iteration":
+        if num_experts > 1:
+            raise VramplanError("cuda_graphs", "full-iteration", "Megatron-LM captures a dropless MoE layer only with "
+                                "token drop and padding (--moe-expert-capacity-factor, --moe-pad-expert-input-to-capacity: "
+                                "moe/README.md 'CUDA Graph'), which vramplan does not plan; no config written")
+        # arguments.py L1235-1237: the NaN check cannot run inside the graph
+        return ["--cuda-graph-impl full_iteration", "--no-check-for-nan-in-loss-and-grad"]
+    return []
+
+
 def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> list[str]:
     if job.method != "full":
         raise VramplanError("method", job.method, "Megatron-LM's pretrain_gpt.py trains no adapters; run LoRA/QLoRA "
@@ -147,7 +163,10 @@ def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> li
     if plan.ep > 1:  # transformer_config.py moe_token_dispatcher_type defaults to allgather; vramplan times these
         args += _megatron_dispatcher_args(job)
         if job.moe_a2a_overlap:  # model_parallel_config.py overlap_moe_expert_parallel_comm (the contract: EP > 1)
-            args.append("--overlap-moe-expert-parallel-comm")
+            # with the weight gradients deferred past the paired layers, as Megatron-Bridge's recipes run it
+            # (overrides.py L139 @ 5776a6d9; model_parallel_config.py L348: models/time/moe_host.py times that)
+            args += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
+    args += _megatron_graph_args(job, num_experts)
     args += megatron_split_args(plan, num_layers)
     if plan.vpp > 1 and not megatron_sets_vpp(plan, num_layers):
         args.append(f"--num-layers-per-virtual-pipeline-stage {num_layers // (plan.pp * plan.vpp)}")

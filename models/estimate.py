@@ -34,6 +34,7 @@ from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
+from vramplan.models.time.moe_host import cuda_graphs_note
 from vramplan.models.time.performance import Performance, performance
 
 HOURS_PER_DAY = 24
@@ -109,6 +110,7 @@ def performance_report(perf: Performance, arch: Architecture, job: Job, plan: Pl
         model_parallel_time_s=perf.model_parallel_time_s,
         pipeline_bubble_s=perf.pipeline_bubble_s,
         pipeline_imbalance_s=perf.pipeline_imbalance_s,
+        moe_host_wait_s=perf.moe_host_wait_s,
         offload_exposed_s=perf.offload_exposed_s,
         tokens_per_step=perf.tokens_per_step,
         global_batch=plan.global_batch,
@@ -124,6 +126,9 @@ def performance_report(perf: Performance, arch: Architecture, job: Job, plan: Pl
 
 HOURS_PER_YEAR = 24 * DAYS_PER_YEAR
 
+
+# A plan whose MoE layers wait for the host this share of its step or more says so (models/time/moe_host.py).
+HOST_BOUND_SHARE = 0.10
 
 # Prices move monthly (the catalogue's sources are snapshots): past this age a plan says so.
 MAX_PRICE_AGE_DAYS = 90
@@ -145,10 +150,13 @@ def plan_warnings(performance: PerformanceReport, cost: CostReport, num_gpus: in
         found.append(f"MFU {performance.mfu_fraction:.1%} is below {MFU_FLOOR:.0%}: the GPUs mostly wait")
     # exposed data-parallel traffic plus the model-parallel collectives (the pipeline bubble is idle, not traffic)
     waiting = (performance.exposed_communication_s + performance.model_parallel_time_s - performance.pipeline_bubble_s
-               - performance.pipeline_imbalance_s)
+               - performance.pipeline_imbalance_s - performance.moe_host_wait_s)
     if waiting > performance.compute_time_s:
         found.append(f"network-bound: each step waits {waiting:,.2f} s on communication against "
                      f"{performance.compute_time_s:,.2f} s of compute")
+    if performance.moe_host_wait_s > HOST_BOUND_SHARE * performance.step_time_s:
+        found.append(f"host-bound: its MoE layers wait {performance.moe_host_wait_s:,.2f} s a step for the CPU to launch "
+                     "them (larger micro-batches, wider EP or --cuda-graphs shorten it)")
     if performance.offload_exposed_s > 0:
         found.append(f"host-link-bound: moving offloaded activations stalls each step "
                      f"{performance.offload_exposed_s:,.2f} s beyond its compute")
@@ -238,7 +246,8 @@ def estimate_plan(
         performance=performance_summary,
         cost=cost_report,
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
-        + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job)) if note],
+        + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
+                             cuda_graphs_note(arch, job)) if note],
     )
 
 

@@ -92,6 +92,8 @@ INPUT_COLUMNS: dict[str, tuple[str, str]] = {
                                       "all-to-all, or its flex dispatcher on DeepEP / HybridEP)"),
     "moe_a2a_overlap": ("the stack's", "true | false: EP all-to-alls beside another micro-batch's compute (Megatron "
                                        "--overlap-moe-expert-parallel-comm; EP > 1, no full recompute)"),
+    "cuda_graphs": ("the stack's", "none | attn | full-iteration: CUDA graphs of the step (Megatron "
+                                   "--cuda-graph-impl), what a MoE layer waits for the host"),
 }
 REQUIRED_COLUMNS = ("model", "seq_len")
 MAX_CELL_CHARS = 131_072  # a longer cell is its row's error (the csv module's own default limit)
@@ -185,6 +187,7 @@ class _Cells(BaseModel):
     tp_overlap: bool | None = None
     moe_dispatcher: str | None = None
     moe_a2a_overlap: bool | None = None
+    cuda_graphs: str | None = None
 
 
 def is_empty(value: Any) -> bool:

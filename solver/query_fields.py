@@ -18,7 +18,7 @@ JOB_FIELDS = ("method", "lora_rank", "lora_dropout", "qlora_bits", "optimizer", 
 # Training-stack recipe fields (models/catalogue/stack.py): unset ones come from the --stack preset.
 STACK_FIELDS = ("stack", "master_weights", "loss", "loss_chunks", "selective", "recompute_layers",
                 "optimizer_in_backward", "activation_offload", "qlora_prep", "fragmentation_fraction", "compile",
-                "tp_overlap", "moe_dispatcher", "moe_a2a_overlap")
+                "tp_overlap", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
 RESERVE_FIELDS = ("cuda_context_mib", "cublas_workspace_mib", "nccl_mib")
 PIN_FIELDS = ("zero", "recompute", "precision", "micro_batch", "offload", "num_gpus", "tp", "pp", "cp", "ep", "vpp",
               "sequence_parallel")

@@ -132,17 +132,17 @@ def recompute_domain(query: SolveQuery, num_layers: int) -> list[RecomputeChoice
     recompute before full when neither the mode nor the job's recompute_layers is fixed (the
     job's count is then the full mode's, the only one: each model chunk checkpoints that many layers)."""
     pins, caps = query.pins, stack_caps(query)
-    offloading, overlap = query.job.activation_offload, query.job.moe_a2a_overlap
+    offloading, overlap, graphs = query.job.activation_offload, query.job.moe_a2a_overlap, query.job.cuda_graphs
     job_layers = query.job.recompute_layers
     if job_layers is not None and (why := recompute_layers_conflict(pins.recompute)) is not None:  # the Python API
         raise VramplanError("recompute_layers", job_layers, f"applies to recompute full; {why}")
     # --recompute-layers N is N layers of full recompute: with the mode free it is the mode (the search
     # returned plans that recompute none, the option ignored)
     pinned = pins.recompute if pins.recompute is not None or job_layers is None else "full"
-    if pinned is not None and (refusal := recompute_refusal(caps, pinned, offloading, overlap)) is not None:
+    if pinned is not None and (refusal := recompute_refusal(caps, pinned, offloading, overlap, graphs)) is not None:
         raise VramplanError("stack", query.job.stack, refusal_message(query.job.stack, refusal))
     choices = [RecomputeChoice(r, job_layers if r == "full" else None) for r in RECOMPUTES
-               if (pinned is None or r == pinned) and recompute_refusal(caps, r, offloading, overlap) is None]
+               if (pinned is None or r == pinned) and recompute_refusal(caps, r, offloading, overlap, graphs) is None]
     if pins.recompute is None and job_layers is None and choices and choices[-1].mode == "full":
         kind = load_stacks()[query.job.stack].partial_recompute  # cached: models.catalogue
         choices[-1:-1] = [RecomputeChoice("full", share=share) for share in PARTIAL_RECOMPUTE_SHARES[kind]]

@@ -35,6 +35,7 @@ from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.dequantize import dequantize_s_per_micro_batch
 from vramplan.models.time.ep_time import a2a_overlapped, a2a_unhidden_s, a2a_unhidden_share, traffic_all_to_all_s
 from vramplan.models.time.flops import plan_flops_per_token
+from vramplan.models.time.moe_host import host_exposed_s, host_sync
 from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
 from vramplan.models.time.performance import (
     compute_time_s,
@@ -304,8 +305,9 @@ class Tables(StateTables, DataParallelTables):
         model-parallel time, parallel_s), what that stage adds to the mean's (pp_imbalance_s, the
         layout's split), the exposed activation-offload transfer, under the MoE all-to-all
         overlap the all-to-alls (all_to_all_s) no other micro-batch hides at that accumulation
-        (models.ep_time.a2a_unhidden_s), and a quantised frozen base's dequantisation, once per
-        micro-batch (models.dequantize): all depend on the accumulation and lengthen the step; one
+        (models.ep_time.a2a_unhidden_s), a quantised frozen base's dequantisation, once per
+        micro-batch (models.dequantize), and what the MoE forwards wait for the host
+        (models.moe_host.host_exposed_s): all depend on the accumulation and lengthen the step; one
         rounding, whole microseconds (array)."""
         accums = [self.accumulation(layout, n, micro.micro_batch) for micro in micro_keys]
         recompute = micro_keys[0].recompute  # one recompute per call (fill_step_tables), resolved for the layout
@@ -325,6 +327,10 @@ class Tables(StateTables, DataParallelTables):
             self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, precision, 1), gpu))
         if dequantize:
             stalls = stalls + dequantize * np.array(accums)
+        host = self._called(("moe-host", layout, recompute), lambda: host_sync(
+            self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, "bf16", 1)))
+        if host.syncs:  # the MoE forwards that wait for the host, beyond the GPU's compute and parallel time
+            stalls = stalls + np.array([host_exposed_s(host, accum, compute_s + parallel_s) for accum in accums])
         return to_us_array(stalls)
 
     def accumulation(self, layout: Layout, n: int, micro: int) -> int:

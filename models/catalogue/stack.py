@@ -24,6 +24,7 @@ from vramplan.models.core.setup import (
     Accounting,
     Attention,
     Compile,
+    CudaGraphs,
     Job,
     Kernels,
     Loss,
@@ -77,6 +78,8 @@ class StackPreset(_Row):
                                           "deepep or hybridep (models/time/moe_dispatch.py)")
     moe_a2a_overlap: bool = Field(default=False, description="EP all-to-alls overlapped with another micro-batch's "
                                   "compute by default (Megatron --overlap-moe-expert-parallel-comm): models/time/ep_time.py")
+    cuda_graphs: CudaGraphs = Field(default="none", description="CUDA graphs of the step by default: none, attn "
+                                    "(per-layer attention / router graphs) or full-iteration: models/time/moe_host.py")
     moe_kernel: MoeKernel = Field(description="how the stack runs routed experts: grouped GEMM or a loop (not a Job field)")
     fp8_recipe: Fp8Recipe = Field(description="the fp8 training recipe the stack runs: its casts and fused GEMMs (not a Job field)")
     attention_kernel: AttentionKernel = Field(description="the fused attention kernel the stack runs: flash2 or cudnn (not a Job field)")
@@ -87,7 +90,7 @@ class StackPreset(_Row):
 # Preset columns that are Job fields (recompute is a Plan decision: see plan_recompute).
 PRESET_JOB_FIELDS = ("master_weights", "loss", "loss_chunks", "selective", "optimizer", "optimizer_in_backward",
                      "activation_offload", "kernels", "accounting", "attention", "qlora_prep",
-                     "fragmentation_fraction", "compile", "tp_overlap", "moe_dispatcher", "moe_a2a_overlap")
+                     "fragmentation_fraction", "compile", "tp_overlap", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
 
 
 def with_preset(fields: Mapping[str, Any], presets: Mapping[str, StackPreset]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from vramplan.models.core.catalogue_schema import _Row
-from vramplan.models.core.choices import NOT_IN_ANY, OPTIMIZERS
+from vramplan.models.core.choices import CUDA_GRAPHS, NOT_IN_ANY, OPTIMIZERS
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
@@ -87,6 +87,10 @@ class StackCapabilities(_Row):
     # Job.moe_a2a_overlap: Megatron's --overlap-moe-expert-parallel-comm, with what it refuses beside
     # it (a2a_overlap_refusal).
     moe_a2a_overlap: bool = False
+    # Job.cuda_graphs the stack runs: Megatron-Core's Transformer Engine per-layer graphs and its
+    # full-iteration graph (NVIDIA/Megatron-LM@d98e8a64 transformer_config.py L1075-1106 cuda_graph_impl,
+    # cuda_graph_modules); none elsewhere.
+    cuda_graphs: frozenset[str] = frozenset({"none"})
     source: str
 
     @field_validator("zero_stages", mode="before")
@@ -115,6 +119,11 @@ class StackCapabilities(_Row):
     @classmethod
     def _dispatchers(cls, value: Any) -> frozenset[str]:
         return _words(value or "alltoall", MOE_DISPATCHERS, "moe_dispatchers")
+
+    @field_validator("cuda_graphs", mode="before")
+    @classmethod
+    def _graphs(cls, value: Any) -> frozenset[str]:
+        return _words(value or "none", CUDA_GRAPHS, "cuda_graphs")
 
     @field_validator("activation_offload_excludes", mode="before")
     @classmethod
@@ -182,8 +191,24 @@ def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | 
         return "moe_dispatcher", job.moe_dispatcher, f"the {job.moe_dispatcher} MoE token dispatcher"
     if job.moe_a2a_overlap and not caps.moe_a2a_overlap:
         return "moe_a2a_overlap", True, "MoE all-to-all overlap"
+    if job.cuda_graphs not in caps.cuda_graphs:
+        return "cuda_graphs", job.cuda_graphs, f"{job.cuda_graphs} CUDA graphs"
+    if job.cuda_graphs == "attn":
+        return layer_graphs_job_refusal(job)
     if job.moe_a2a_overlap:
         return a2a_overlap_job_refusal(job)
+    return None
+
+
+def layer_graphs_job_refusal(job: Job) -> tuple[str, object, str] | None:
+    """What of the job Megatron does not run beside per-layer CUDA graphs (Job.cuda_graphs "attn"):
+    its layer-level activation offload (NVIDIA/Megatron-LM@d98e8a64 transformer_config.py L2800-2801:
+    "CUDA graphs not supported with CPU offloading" but for full_iteration) and a partial full
+    recompute (L2855-2858: full recompute only under the full-iteration graph)."""
+    if job.activation_offload:
+        return "activation_offload", True, "activation offload with per-layer CUDA graphs"
+    if job.recompute_layers is not None:
+        return "recompute_layers", job.recompute_layers, "a partial recompute with per-layer CUDA graphs"
     return None
 
 
@@ -344,13 +369,17 @@ def distributed_offload_refusal(job: Job, model_type: str, num_gpus: int) -> tup
 
 
 def recompute_refusal(caps: StackCapabilities, recompute: str, activation_offload: bool = False,
-                      a2a_overlap: bool = False) -> tuple[str, object, str] | None:
+                      a2a_overlap: bool = False, cuda_graphs: str = "none") -> tuple[str, object, str] | None:
     """A recompute mode the stack has no switch for (hf's checkpointing is whole layers), or does
-    not run beside the job's activation offload or MoE all-to-all overlap, or None."""
+    not run beside the job's activation offload, MoE all-to-all overlap or per-layer CUDA graphs
+    (Megatron: full recompute only under the full-iteration graph, transformer_config.py
+    L2855-2858), or None."""
     if recompute not in caps.recomputes:
         return "recompute", recompute, f"{recompute} recompute"
     if activation_offload and f"recompute={recompute}" in caps.activation_offload_excludes:
         return "recompute", recompute, f"{recompute} recompute with activation offload"
+    if cuda_graphs == "attn" and recompute == "full":
+        return "recompute", recompute, "full recompute with per-layer CUDA graphs"
     if a2a_overlap:
         return a2a_overlap_refusal(recompute=recompute)
     return None
@@ -398,7 +427,7 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
             or accumulation_refusal(job, plan.grad_accum)
             or states_refusal(caps, job.method, plan.zero, plan.offload, job.optimizer)
             or zero_layout_refusal(job.stack, plan.zero, plan.layout, plan.num_gpus, plan.offload)
-            or recompute_refusal(caps, plan.recompute, offloading, overlap)
+            or recompute_refusal(caps, plan.recompute, offloading, overlap, job.cuda_graphs)
             or count_choice_refusal(caps, plan.num_gpus, plan.offload, plan.recompute, plan.zero))
 
 

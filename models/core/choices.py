@@ -38,6 +38,12 @@ Compile = Literal["none", "model", "model+loss"]
 # dispatcher on DeepEP or HybridEP (--moe-flex-dispatcher-backend deepep | hybridep: a token once
 # per remote node over the network, then once per rank over NVLink).
 MoeDispatcher = Literal["alltoall", "deepep", "hybridep"]
+# CUDA graphs of the training step (models/time/moe_host.py): none; Transformer Engine's per-layer
+# graphs of each layer's attention, MoE router and preprocess (Megatron --cuda-graph-impl
+# transformer_engine --cuda-graph-modules attn moe_router moe_preprocess, the scope of
+# Megatron-Bridge's MoE performance recipes); or the whole forward-backward as one graph
+# (--cuda-graph-impl full_iteration).
+CudaGraphs = Literal["none", "attn", "full-iteration"]
 # The frozen base of a LoRA job as loaded: in the training precision, or fp32 (a model loaded in
 # fp32 and kept so by FSDP's flat parameters, casting only the gathered copy: PEFT's examples/sft).
 BaseDtype = Literal["16bit", "fp32"]
@@ -65,6 +71,7 @@ BASE_DTYPES: tuple[BaseDtype, ...] = ("16bit", "fp32")
 QLORA_PREPS: tuple[QloraPrep, ...] = ("16bit", "peft")
 COMPILES: tuple[Compile, ...] = ("none", "model", "model+loss")
 MOE_DISPATCHERS: tuple[MoeDispatcher, ...] = ("alltoall", "deepep", "hybridep")
+CUDA_GRAPHS: tuple[CudaGraphs, ...] = ("none", "attn", "full-iteration")
 
 # Domains shared by estimate, solve and batch (docs/input-rules.md#domains).
 MAX_GPUS = 16_384  # GPUs the solver searches up to (max_gpus, max_nodes): Llama 3 405B trained on 16,384 H100

@@ -113,6 +113,7 @@ class PerformanceReport(_Result):
     model_parallel_time_s: float = 0.0  # exposed TP/PP/CP/EP time incl. the pipeline bubble
     pipeline_bubble_s: float = 0.0
     pipeline_imbalance_s: float = 0.0  # the slowest pipeline rank's work beyond the mean rank's
+    moe_host_wait_s: float = 0.0  # of model_parallel_time_s: MoE forwards waiting for the host (models/time/moe_host.py)
     offload_exposed_s: float = 0.0  # activation-offload host transfer not hidden by compute
     tokens_per_step: int
     global_batch: int

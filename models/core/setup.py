@@ -17,6 +17,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     COMPILES,
     CUBLAS_WORKSPACE_MIB,
     CUDA_CONTEXT_MIB,
+    CUDA_GRAPHS,
     LOSSES,
     MASTER_WEIGHTS,
     MAX_GLOBAL_BATCH,
@@ -38,6 +39,7 @@ from vramplan.models.core.choices import (  # noqa: F401
     Attention,
     BaseDtype,
     Compile,
+    CudaGraphs,
     Kernels,
     Loss,
     MasterWeights,
@@ -124,6 +126,11 @@ class Job(_Frozen):
                                   "MoE layer's forward runs beside another micro-batch's backward, hiding the EP "
                                   "all-to-alls behind the compute (needs EP > 1, interleaved stages under a "
                                   "pipeline, no full recompute): models/time/ep_time.py")
+    cuda_graphs: CudaGraphs = Field(default="none", description="CUDA graphs of the step: none; attn = Transformer "
+                                    "Engine's per-layer graphs of the attention, MoE router and preprocess; "
+                                    "full-iteration = the forward-backward as one graph (Megatron --cuda-graph-impl). "
+                                    "They shorten what a MoE layer waits for the host (models/time/moe_host.py); "
+                                    "their memory pools and a MoE's capacity padding are not in the memory estimate")
 
     @field_validator("lora_targets")
     @classmethod

@@ -89,3 +89,22 @@ FLOAT8_TP_STACKS = Behaviour(
 TOKEN_PERMUTATION_STACKS = Behaviour(
     "the MoE dispatcher's token permutations, chunk sort and fp8 padding stream the routed rows through HBM",
     frozenset({"megatron"}), "models/time/moe_permute.py")
+
+# Stacks whose dropless MoE layer waits, every forward, for the host: Megatron-Core's EP token
+# dispatchers need the routed token counts on the CPU before the layer can go on. The alltoall
+# dispatcher copies them to the host and synchronizes (NVIDIA/Megatron-LM@d98e8a64
+# megatron/core/transformer/moe/token_dispatcher.py: preprocess L596
+# `_maybe_update_cuda_sync_point("before_ep_alltoall")`, `before_finish` without EP;
+# _maybe_dtoh_and_synchronize L958 `self.d2h_event.synchronize()`, unless the layer drops and pads
+# to a capacity); DeepEP's dispatch blocks the CPU until the GPU's counts arrive
+# (megatron/core/transformer/moe/fused_a2a.py L107-108: "the CPU will wait for GPU's signal to
+# arrive, so this is not compatible with CUDA graph"); TEGroupedMLP reads the per-expert split sizes
+# as a Python list (experts.py L897 / L916 `tokens_per_expert.tolist()`), and Transformer Engine
+# launches one cuBLAS GEMM per local expert (NVIDIA/TransformerEngine@d0067d0d
+# transformer_engine/common/gemm/cublaslt_gemm.cu L970 multi_stream_cublas_gemm: `for (int i = 0; i <
+# num_gemms; i++) ... nvte_cublas_gemm_v2`). So after each sync the GPU's queue is empty and the
+# layer runs no faster than the host launches it (models/time/moe_host.py); a full-iteration CUDA
+# graph (Job.cuda_graphs) replays the step without the host.
+HOST_SYNCED_MOE_STACKS = Behaviour(
+    "a dropless MoE layer's forward waits for the host, which launches each local expert's GEMMs",
+    frozenset({"megatron"}), "models/time/moe_host.py")

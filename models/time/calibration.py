@@ -142,6 +142,22 @@ GEMM_HBM_EFFICIENCY = Efficiency(0.70, True, _DEEPGEMM)
 # launch latency each that is 0.1 ms the GPU waits. No published end-to-end run isolates it.
 LOOP_EXPERT_OVERHEAD_S = Efficiency(1.0e-4, False, "27 kernel launches per expert and micro-batch at ~4 us each; not fitted")
 
+# A dropless MoE layer that waits for the host (models/time/moe_host.py, HOST_SYNCED_MOE_STACKS:
+# Megatron-Core): the host's seconds to launch one layer's interval after the sync, a fixed part
+# (smaller where Transformer Engine's per-layer CUDA graphs replay the attention, router and
+# preprocess: Job.cuda_graphs "attn") and one per local expert (Transformer Engine launches each
+# expert's GEMMs on its own). Fitted by least absolute log error on a 0.25 ms x 0.25 ms x 0.025 ms
+# grid to Megatron-Bridge's published Qwen3-30B-A3B and Qwen3-235B-A22B runs without a
+# full-iteration graph (tests/data/measured_throughput.csv, 41 runs of 25.09-26.06 on H100, B200,
+# GB200, B300 and GB300, micro-batch 1-8, EP 8-32: within 20% on 37, 17 without the host time);
+# DeepSeek-V3's 19 such runs (4-32 local experts, MLA) are the check: 19 within 20%, 17 without
+# (tests/models/time/test_moe_host.py reproduces both).
+_MOE_HOST_FIT = ("Megatron-Bridge performance summaries (25.09-26.06): Qwen3-30B-A3B and Qwen3-235B-A22B runs "
+                 "without full-iteration CUDA graphs, least absolute log error over 41 runs")
+MOE_HOST_SYNC_S = Efficiency(3.25e-3, True, _MOE_HOST_FIT)
+MOE_HOST_SYNC_GRAPHED_S = Efficiency(1.75e-3, True, _MOE_HOST_FIT)  # the attention, router and preprocess graphed
+MOE_HOST_EXPERT_S = Efficiency(2.75e-4, True, _MOE_HOST_FIT)
+
 # Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):
 # nccl-tests all_reduce_perf on NVLink and InfiniBand systems typically reaches about 80% of the
 # one-direction link rate for large messages (NVIDIA nccl-tests PERFORMANCE.md defines busbw so it

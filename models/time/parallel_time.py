@@ -63,6 +63,7 @@ from vramplan.models.time.ep_time import (
     expert_flops_over_recomputes,
 )
 from vramplan.models.time.flops import forward_flops_per_token, plan_flops_over_recomputes, plan_flops_per_token
+from vramplan.models.time.moe_host import host_exposed_s, host_sync
 from vramplan.models.time.moe_permute import permute_bytes_over_recomputes
 from vramplan.models.time.pipeline_schedule import pp_bubble_s, pp_imbalance_s, stage_imbalance, stage_time_s
 from vramplan.models.time.ring_attention import ring_bytes_per_layer, ring_window_flops, torch_ring
@@ -77,11 +78,12 @@ class ParallelTime:
     ep_s: float  # the all-to-all and the expert GEMMs' shape and kernel (ep_time_s)
     pp_imbalance_s: float = 0.0  # the slowest pipeline rank's work beyond the mean rank's (pp_imbalance_s)
     ep_unhidden_s: float = 0.0  # the overlapped all-to-alls no other micro-batch hides (ep_time.ep_unhidden_s)
+    moe_host_s: float = 0.0  # what the MoE forwards wait for the host (moe_host.host_exposed_s)
 
     @property
     def total_s(self) -> float:
         return (self.tp_s + self.pp_bubble_s + self.pp_p2p_s + self.cp_exposed_s + self.ep_s + self.pp_imbalance_s
-                + self.ep_unhidden_s)
+                + self.ep_unhidden_s + self.moe_host_s)
 
 
 def _layers_per_rank(arch: Architecture, plan: Plan) -> float:
@@ -369,4 +371,7 @@ def parallel_time(
         cp_exposed_s=cp,
         ep_s=ep,
         ep_unhidden_s=ep_unhidden_s(arch, job, plan, gpu, gpus_per_instance, network_gb_per_s, compute_s),
+        # the GPU's step work the host's launches race: its compute and exposed model-parallel time
+        # (the sum the solver's step tables pass as compute_s + parallel_s)
+        moe_host_s=host_exposed_s(host_sync(arch, job, plan), plan.grad_accum, compute_s + (tp + p2p + cp + ep)),
     )

@@ -73,6 +73,7 @@ class Performance:
     mfu: float
     hfu: float
     dequantize_s: float = 0.0  # a quantised frozen base's dequantisation per step (models/time/dequantize.py)
+    moe_host_wait_s: float = 0.0  # of model_parallel_time_s: MoE forwards waiting for the host (models/time/moe_host.py)
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ def performance(
         model_parallel_time_s=model_parallel.total_s,
         pipeline_bubble_s=model_parallel.pp_bubble_s,
         pipeline_imbalance_s=model_parallel.pp_imbalance_s,
+        moe_host_wait_s=model_parallel.moe_host_s,
         offload_exposed_s=offload_s,
         dequantize_s=dequant_s,
         step_time_s=step_s,
