@@ -7,6 +7,10 @@ identical on 1,000 seeded oracle queries").
     python bench/answer_digest.py --queries 1000 > after.txt
     PYTHONPATH=<a checkout's parent, the package as vramplan/> python bench/answer_digest.py ... > before.txt
     diff before.txt after.txt
+
+`--without KEY` (repeatable) drops a key wherever it occurs in the answer before hashing: a field a
+release adds (a new report figure, a new job option) would otherwise change every digest, which
+then says nothing about the answers the builds share.
 """
 
 from __future__ import annotations
@@ -29,8 +33,16 @@ from vramplan.solver.api import solve  # noqa: E402
 _VOLATILE = ("search", "solve_time_s", "timings")
 
 
-def digest(answer: dict) -> str:
-    kept = {key: value for key, value in answer.items() if key not in _VOLATILE}
+def _without(value, keys: frozenset[str]):
+    if isinstance(value, dict):
+        return {key: _without(item, keys) for key, item in value.items() if key not in keys}
+    if isinstance(value, list):
+        return [_without(item, keys) for item in value]
+    return value
+
+
+def digest(answer: dict, without: frozenset[str] = frozenset()) -> str:
+    kept = {key: _without(value, without) for key, value in answer.items() if key not in _VOLATILE}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -38,12 +50,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--without", action="append", default=[], metavar="KEY",
+                        help="drop this key wherever it occurs before hashing (a field one build adds)")
     args = parser.parse_args(argv)
     catalogue = load_catalogue()
     for seed in range(args.first_seed, args.first_seed + args.queries):
         query = random_query(random.Random(seed))
         answer = json.loads(solve(catalogue, query).model_dump_json())
-        print(seed, answer["status"], digest(answer), flush=True)
+        print(seed, answer["status"], digest(answer, frozenset(args.without)), flush=True)
 
 
 if __name__ == "__main__":
