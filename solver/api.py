@@ -26,6 +26,7 @@ from vramplan.solver.points import Choice, Metrics, evaluate
 from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
+from vramplan.solver.stacks_explain import merged_explanation
 from vramplan.solver.table_memo import TableMemo, memo_or_own
 from vramplan.solver.verify import integer_to_user, objective_unit, verified_plan
 
@@ -180,10 +181,12 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     and time limits are the whole solve's: each stack gets what the stacks before it left (they
     were each stack's: a 5 s limit over ten stacks ran 29 s), and the stacks past a spent limit are
     not searched (limit_reached says which). A stack the job cannot run on (QLoRA on megatron) is
-    left out; when none has a plan, the first stack's explanation answers."""
+    left out; when none has a plan, every searched stack's explanation is merged into one
+    (solver/stacks_explain.py), in the work the search left."""
     started = time.perf_counter()
     presets = load_stacks()
     results: list[SolveResult] = []
+    searched: list[str] = []
     work_left, spent = query.work_limit, None
     for stack in query.stacks:
         time_left = query.time_limit_s - (time.perf_counter() - started)
@@ -198,11 +201,14 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
             if refused.field != "stack":
                 raise
             continue
+        searched.append(stack)
         work_left -= results[-1].search.work
     answered = [r for r in results if r.plans]
     if not answered:
-        first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
-        return _solve(catalogue, first, memo, explain_infeasible)
+        if not searched or not explain_infeasible:
+            first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
+            return _solve(catalogue, first, memo, explain_infeasible)
+        return _explain_stacks(catalogue, query, memo, searched, results, started)
     plans = merged_plans([p for r in answered for p in r.plans], query.objective, query.top_k)
     best = next(r for r in answered if r.plans[0] is plans[0])
     statuses = {r.status for r in answered}
@@ -216,6 +222,33 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
         "search": best.search.model_copy(update={"work": sum(r.search.work for r in results)}),
         "solve_time_s": time.perf_counter() - started,
         "limit_reached": next((r.limit_reached for r in results if r.limit_reached), spent),
+    })
+
+
+def _explain_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, searched: list[str],
+                    results: list[SolveResult], started: float) -> SolveResult:
+    """No searched stack has a plan: each explains itself in what the limits left (its own infeasible
+    search again, from the kept space), and the explanations merge (solver/stacks_explain.py)."""
+    presets = load_stacks()
+    work_left = query.work_limit - sum(r.search.work for r in results)
+    explained: list[tuple[str, SolveResult]] = []
+    for stack in searched:
+        time_left = query.time_limit_s - (time.perf_counter() - started)
+        if work_left <= SPENT or time_left <= 0:
+            break
+        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets),
+                                          "work_limit": work_left, "time_limit_s": time_left})
+        explained.append((stack, _solve(catalogue, single, memo, explain_infeasible=True)))
+        work_left -= explained[-1][1].search.work
+    first = explained[0][1] if explained else results[0]
+    spent = None if len(explained) == len(searched) else ("work" if work_left <= SPENT else "time")
+    return first.model_copy(update={
+        "explanation": merged_explanation(tuple(query.stacks), explained, query.objective),
+        "space_size": sum(r.space_size for r in results),
+        "search": first.search.model_copy(update={"work": sum(r.search.work for r in results)
+                                                  + sum(r.search.work for _, r in explained)}),
+        "solve_time_s": time.perf_counter() - started,
+        "limit_reached": next((r.limit_reached for _, r in explained if r.limit_reached), spent),
     })
 
 
