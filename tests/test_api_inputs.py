@@ -121,3 +121,12 @@ def test_a_job_starting_after_the_horizon_is_told_so(catalogue) -> None:
     result = vramplan.plan_fleet(catalogue, vramplan.FleetQuery(jobs=(job,), pools=(pool,), time_limit_s=20))
     assert result.assignments[0].status == "unserved"
     assert "at or after the end of the horizon (2184 h)" in result.assignments[0].explanation  # 'the window 5000-2184 h'
+
+
+def test_more_than_one_cpsat_worker_is_refused() -> None:
+    """A parallel CP-SAT portfolio on the unit models ignored the work limit's deterministic time: an
+    infeasible explanation of 0.25 s on one worker ran to its time limit on two (a metamorphic
+    scan's finding), a different answer on a loaded machine."""
+    with pytest.raises(ValueError, match="num_workers"):
+        vramplan.SolveQuery(model="llama-3.1-8b", num_workers=2)
+    assert vramplan.SolveQuery(model="llama-3.1-8b", num_workers=1).num_workers == 1
