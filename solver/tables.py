@@ -35,7 +35,7 @@ from vramplan.models.memory.recompute import stage_recomputed
 from vramplan.models.time.dequantize import dequantize_s_per_micro_batch
 from vramplan.models.time.ep_time import a2a_overlapped, a2a_unhidden_s, a2a_unhidden_share, traffic_all_to_all_s
 from vramplan.models.time.flops import plan_flops_per_token
-from vramplan.models.time.moe_host import host_exposed_s, host_sync
+from vramplan.models.time.moe_host import host_exposed_s, host_sync, host_synced
 from vramplan.models.time.parallel_time import ParallelTraffic, parallel_seconds, parallel_traffic_over_recomputes
 from vramplan.models.time.performance import (
     compute_time_s,
@@ -84,6 +84,8 @@ class Tables(StateTables, DataParallelTables):
     time_memo: dict[tuple, object] | None = None
     # buffer_class reads the EP degree only for a job whose EP dispatcher holds its own buffers
     _dispatcher_buffers: bool = False
+    # bubble_us adds the MoE host wait only for a job whose layers wait for the host (models.moe_host.host_synced)
+    _host_synced: bool = False
 
     def matches(self, arch: Architecture, job: Job, global_batch: int) -> bool:
         return self.arch == arch and self.job == job and self.global_batch == global_batch
@@ -93,6 +95,7 @@ class Tables(StateTables, DataParallelTables):
         self.states_memo = self._memo if self.states_memo is None else self.states_memo
         self.time_memo = self._memo if self.time_memo is None else self.time_memo
         self._dispatcher_buffers = holds_dispatcher_buffers(self.arch, self.job)
+        self._host_synced = host_synced(self.arch, self.job)  # models.moe_host: none of this job's layers wait otherwise
 
     def _get(self, key: tuple, compute, cost: int = 1, memo: dict | None = None):
         """A models/ value, computed once per key in `memo` (default: this Tables' own)."""
@@ -327,9 +330,9 @@ class Tables(StateTables, DataParallelTables):
             self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, precision, 1), gpu))
         if dequantize:
             stalls = stalls + dequantize * np.array(accums)
-        host = self._called(("moe-host", layout, recompute), lambda: host_sync(
-            self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, "bf16", 1)))
-        if host.syncs:  # the MoE forwards that wait for the host, beyond the GPU's compute and parallel time
+        if self._host_synced:  # the MoE forwards that wait for the host, beyond the GPU's compute and parallel time
+            host = self._called(("moe-host", layout, recompute), lambda: host_sync(
+                self.arch, self.job, self._plan(layout, layout.model_parallel, 0, "none", recompute, "bf16", 1)))
             stalls = stalls + np.array([host_exposed_s(host, accum, compute_s + parallel_s) for accum in accums])
         return to_us_array(stalls)
 

@@ -80,10 +80,15 @@ def host_sync_s(num_experts: int, ep: int, graphs: str) -> float:
     return fixed + MOE_HOST_EXPERT_S.value * (num_experts // ep)
 
 
+def host_synced(arch: Architecture, job: Job) -> bool:
+    """Whether the job's MoE layers wait for the host: its stack syncs a dropless MoE layer and it
+    runs without a full-iteration CUDA graph."""
+    return arch.is_moe and job.stack in HOST_SYNCED_MOE_STACKS and job.cuda_graphs != "full-iteration"
+
+
 def host_sync(arch: Architecture, job: Job, plan: Plan) -> HostSync:
-    """The plan's HostSync; NO_HOST_SYNC unless its stack syncs a dropless MoE layer and it runs
-    without a full-iteration CUDA graph. Its micro-batch size and count do not enter."""
-    if not arch.is_moe or job.stack not in HOST_SYNCED_MOE_STACKS or job.cuda_graphs == "full-iteration":
+    """The plan's HostSync; NO_HOST_SYNC unless host_synced. Its micro-batch size and count do not enter."""
+    if not host_synced(arch, job):
         return NO_HOST_SYNC
     layers = arch.num_layers / plan.pp
     syncs = moe_layers(arch) / plan.pp * (1 + recomputed_fraction(arch, job, plan))
