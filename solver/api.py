@@ -208,7 +208,7 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
         if not searched or not explain_infeasible:
             first = query.model_copy(update={"stacks": (), "job": restacked(query.job, query.stacks[0], presets)})
             return _solve(catalogue, first, memo, explain_infeasible)
-        return _explain_stacks(catalogue, query, memo, searched, results, started)
+        return _explain_stacks(catalogue, query, memo, searched, results, started, spent)
     plans = merged_plans([p for r in answered for p in r.plans], query.objective, query.top_k)
     best = next(r for r in answered if r.plans[0] is plans[0])
     statuses = {r.status for r in answered}
@@ -226,9 +226,11 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
 
 
 def _explain_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, searched: list[str],
-                    results: list[SolveResult], started: float) -> SolveResult:
+                    results: list[SolveResult], started: float, unsearched: str | None) -> SolveResult:
     """No searched stack has a plan: each explains itself in what the limits left (its own infeasible
-    search again, from the kept space), and the explanations merge (solver/stacks_explain.py)."""
+    search again, from the kept space), and the explanations merge (solver/stacks_explain.py). With
+    stacks left unsearched (`unsearched`: the limit that stopped the search) nothing is proven:
+    the status is unknown."""
     presets = load_stacks()
     work_left = query.work_limit - sum(r.search.work for r in results)
     explained: list[tuple[str, SolveResult]] = []
@@ -241,9 +243,10 @@ def _explain_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, se
         explained.append((stack, _solve(catalogue, single, memo, explain_infeasible=True)))
         work_left -= explained[-1][1].search.work
     first = explained[0][1] if explained else results[0]
-    spent = None if len(explained) == len(searched) else ("work" if work_left <= SPENT else "time")
+    spent = unsearched or (None if len(explained) == len(searched) else ("work" if work_left <= SPENT else "time"))
     return first.model_copy(update={
-        "explanation": merged_explanation(tuple(query.stacks), explained, query.objective),
+        "status": "unknown" if unsearched else first.status,
+        "explanation": merged_explanation(tuple(query.stacks), explained, query.objective, tuple(searched)),
         "space_size": sum(r.space_size for r in results),
         "search": first.search.model_copy(update={"work": sum(r.search.work for r in results)
                                                   + sum(r.search.work for _, r in explained)}),

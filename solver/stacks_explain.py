@@ -38,8 +38,11 @@ def _better(a: Mitigation, b: Mitigation, objective: str) -> Mitigation:
     return b if b.objective_value < a.objective_value else a
 
 
-def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, SolveResult]], objective: str) -> Explanation | None:
-    """One explanation of the stacks' own (`explained`: (stack, its infeasible result), in search order)."""
+def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, SolveResult]], objective: str,
+                       searched: tuple[str, ...] | None = None) -> Explanation | None:
+    """One explanation of the stacks' own (`explained`: (stack, its infeasible result), in search
+    order; `searched`: every stack the search had, default the explained ones: where the limits
+    ran out before some explained themselves, the summary says so)."""
     own = [(stack, result.explanation) for stack, result in explained if result.explanation is not None]
     if not own:
         return None
@@ -56,8 +59,13 @@ def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, Solve
     smallest = chosen.smallest_change
     if smallest is None or stack_change(smallest, stacks):  # none on that stack, or a stack already searched
         smallest = next((m.change for m in merged.values() if m.fits), None)
-    names = ", ".join(s for s, _ in explained)
-    summary = (f"no plan on any of the {len(explained)} stacks searched ({names}); the smallest conflict is "
-               f"{stack}'s: {chosen.summary}" if len(explained) > 1 else chosen.summary)
+    searched = tuple(s for s, _ in explained) if searched is None else searched
+    if len(searched) == 1:
+        summary = chosen.summary
+    else:
+        unexplained = [s for s in searched if s not in {s for s, _ in explained}]
+        left = f" (the limits ran out before {', '.join(unexplained)} explained)" if unexplained else ""
+        summary = (f"no plan on any of the {len(searched)} stacks searched ({', '.join(searched)}); the smallest "
+                   f"conflict is {stack}'s{left}: {chosen.summary}")
     return chosen.model_copy(update={"summary": summary, "mitigations": list(merged.values()),
                                      "smallest_change": smallest})

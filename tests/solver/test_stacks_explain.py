@@ -75,3 +75,8 @@ def test_the_merge_rules(catalogue):
     # throughput: the higher value is the better plan
     merged = merged_explanation(("hf", "megatron"), [("hf", result(hf)), ("megatron", result(megatron))], "throughput")
     assert {m.change: m.objective_value for m in merged.mitigations}["bigger GPUs"] == 900.0
+    # a stack the limits left unexplained is named, and the answer stays a merge of the others
+    merged = merged_explanation(("hf", "megatron", "torchtitan"), [("hf", result(hf)), ("megatron", result(megatron))],
+                                "cost", ("hf", "megatron", "torchtitan"))
+    assert "no plan on any of the 3 stacks searched" in merged.summary
+    assert "(the limits ran out before torchtitan explained)" in merged.summary
