@@ -36,8 +36,8 @@ accumulation (solver/tables.py bubble_us), as it does the all-to-alls the overla
 A full-iteration CUDA graph (Job.cuda_graphs "full-iteration": `--cuda-graph-impl full_iteration`)
 replays the step with no host launch: nothing is exposed. Per-layer graphs leave the sync and the
 experts' launches; graphs of the router and preprocess alone (without the attention) read as none
-in the published runs. The backward needs no sync (the split sizes are on the host by then) and
-runs ahead of the GPU: not charged.
+in the published runs. Outside the all-to-all overlap the backward needs no sync (the split
+sizes are on the host by then) and runs ahead of the GPU: not charged.
 """
 
 from __future__ import annotations
