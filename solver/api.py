@@ -23,7 +23,7 @@ from vramplan.solver.engine import (
 )
 from vramplan.solver.explain import closest_miss, explain
 from vramplan.solver.points import Choice, Metrics, evaluate
-from vramplan.solver.query import ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
+from vramplan.solver.query import Explanation, ObjectiveReport, SearchReport, SolvedPlan, SolveQuery, SolveResult
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.space_build import build_space
 from vramplan.solver.stacks_explain import merged_explanation
@@ -189,12 +189,10 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     searched: list[str] = []
     work_left, spent = query.work_limit, None
     for stack in query.stacks:
-        time_left = query.time_limit_s - (time.perf_counter() - started)
-        if work_left <= SPENT or time_left <= 0:  # the stacks' work sums in floats: 100 - 100 left 1e-14
+        single = _one_stack(query, stack, presets, work_left, started)
+        if single is None:
             spent = "work" if work_left <= SPENT else "time"
             break
-        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets),
-                                          "work_limit": work_left, "time_limit_s": time_left})
         try:
             results.append(_solve(catalogue, single, memo, explain_infeasible=False))
         except VramplanError as refused:
@@ -225,33 +223,44 @@ def _solve_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, expl
     })
 
 
+def _one_stack(query: SolveQuery, stack: str, presets: dict, work_left: float, started: float) -> SolveQuery | None:
+    """The query on one of its stacks (the job's recipe defaults restacked) with what the limits
+    left of the whole solve's, or None where they are spent (the stacks' work sums in floats: 100 -
+    100 left 1e-14)."""
+    time_left = query.time_limit_s - (time.perf_counter() - started)
+    if work_left <= SPENT or time_left <= 0:
+        return None
+    return query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets),
+                                    "work_limit": work_left, "time_limit_s": time_left})
+
+
 def _explain_stacks(catalogue: Catalogue, query: SolveQuery, memo: TableMemo, searched: list[str],
                     results: list[SolveResult], started: float, unsearched: str | None) -> SolveResult:
-    """No searched stack has a plan: each explains itself in what the limits left (its own infeasible
-    search again, from the kept space), and the explanations merge (solver/stacks_explain.py). With
-    stacks left unsearched (`unsearched`: the limit that stopped the search) nothing is proven:
-    the status is unknown."""
+    """No searched stack has a plan: each explains its own infeasible search (`results`, one per
+    `searched` stack, their spaces kept in `memo`) in what the limits left, and the explanations
+    merge (solver/stacks_explain.py). With stacks left unsearched (`unsearched`: the limit that
+    stopped the search) nothing is proven: the status is unknown."""
     presets = load_stacks()
     work_left = query.work_limit - sum(r.search.work for r in results)
-    explained: list[tuple[str, SolveResult]] = []
+    explained: list[tuple[str, Explanation]] = []
+    reached = unsearched
     for stack in searched:
-        time_left = query.time_limit_s - (time.perf_counter() - started)
-        if work_left <= SPENT or time_left <= 0:
+        single = _one_stack(query, stack, presets, work_left, started)
+        if single is None:
+            reached = reached or ("work" if work_left <= SPENT else "time")
             break
-        single = query.model_copy(update={"stacks": (), "job": restacked(query.job, stack, presets),
-                                          "work_limit": work_left, "time_limit_s": time_left})
-        explained.append((stack, _solve(catalogue, single, memo, explain_infeasible=True)))
-        work_left -= explained[-1][1].search.work
-    first = explained[0][1] if explained else results[0]
-    spent = unsearched or (None if len(explained) == len(searched) else ("work" if work_left <= SPENT else "time"))
+        budget = Budget.of(single)
+        explained.append((stack, _explanation(catalogue, single, build_space(catalogue, single, memo=memo), budget)))
+        work_left -= budget.spent / MILLI
+        reached = reached or budget.reached
+    first = results[0]
     return first.model_copy(update={
         "status": "unknown" if unsearched else first.status,
         "explanation": merged_explanation(tuple(query.stacks), explained, query.objective, tuple(searched)),
         "space_size": sum(r.space_size for r in results),
-        "search": first.search.model_copy(update={"work": sum(r.search.work for r in results)
-                                                  + sum(r.search.work for _, r in explained)}),
+        "search": first.search.model_copy(update={"work": query.work_limit - work_left}),
         "solve_time_s": time.perf_counter() - started,
-        "limit_reached": next((r.limit_reached for _, r in explained if r.limit_reached), spent),
+        "limit_reached": reached,
     })
 
 

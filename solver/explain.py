@@ -32,6 +32,11 @@ Solver = Callable[[SolveQuery], SolvedPlan | None]
 Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)
 
 
+
+def stack_mitigation(stack: str) -> str:
+    """The change that switches to another stack, as explanations word it."""
+    return f"the {stack} stack (--stack {stack})"
+
 def closest_miss(space: SearchSpace, budget: Budget | None = None) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
     fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
@@ -223,7 +228,7 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
     # Another stack, where the job's own runs less parallelism (the recipe defaults follow the stack,
     # as --stack fills them): say which stack runs the fix.
     for stack in broader_stacks(load_stack_capabilities(), job.stack, space.arch.model_type)[:MAX_OTHER_STACKS]:
-        yield f"the {stack} stack (--stack {stack})", query.model_copy(
+        yield stack_mitigation(stack), query.model_copy(
             update={"job": restacked(job, stack, load_stacks())}), None
     if job.method == "lora" and "none" not in (load_stack_capabilities()[job.stack].qlora_parallel or {"none"}):
         yield "QLoRA instead of LoRA (--method qlora)", query.model_copy(

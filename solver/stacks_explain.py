@@ -19,12 +19,13 @@ priced its LoRA fix on the hf stack, where torchtitan's is cheaper.
 
 from __future__ import annotations
 
-from vramplan.solver.query import Explanation, Mitigation, SolveResult
+from vramplan.solver.explain import stack_mitigation
+from vramplan.solver.query import Explanation, Mitigation
 
 
 def stack_change(change: str, stacks: tuple[str, ...]) -> bool:
-    """Whether a mitigation is a switch to one of these stacks (solver/explain.py words them so)."""
-    return any(change == f"the {stack} stack (--stack {stack})" for stack in stacks)
+    """Whether a mitigation is a switch to one of these stacks."""
+    return change in {stack_mitigation(stack) for stack in stacks}
 
 
 def _better(a: Mitigation, b: Mitigation, objective: str) -> Mitigation:
@@ -38,12 +39,12 @@ def _better(a: Mitigation, b: Mitigation, objective: str) -> Mitigation:
     return b if b.objective_value < a.objective_value else a
 
 
-def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, SolveResult]], objective: str,
+def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, Explanation | None]], objective: str,
                        searched: tuple[str, ...] | None = None) -> Explanation | None:
-    """One explanation of the stacks' own (`explained`: (stack, its infeasible result), in search
-    order; `searched`: every stack the search had, default the explained ones: where the limits
-    ran out before some explained themselves, the summary says so)."""
-    own = [(stack, result.explanation) for stack, result in explained if result.explanation is not None]
+    """One explanation of the stacks' own (`explained`: (stack, its explanation), in search order;
+    `searched`: every stack the search had, default the explained ones: where the limits ran out
+    before some explained themselves, the summary says so)."""
+    own = [(stack, explanation) for stack, explanation in explained if explanation is not None]
     if not own:
         return None
     named = [(stack, e) for stack, e in own if e.conflicting_restrictions]

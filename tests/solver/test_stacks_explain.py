@@ -55,17 +55,12 @@ def _fits(change: str, value: float, stack: str) -> Mitigation:
     return Mitigation(change=change, fits=True, plan=plan, objective_value=value)
 
 
-def test_the_merge_rules(catalogue):
-    from vramplan.solver.query import SolveResult
-    base = solve(catalogue, QUERY.model_copy(update={"stacks": ()}), explain_infeasible=False)
-
-    def result(e: Explanation) -> SolveResult:
-        return base.model_copy(update={"explanation": e})
+def test_the_merge_rules():
     hf = _explanation(["--gpu a", "--max-days 365"], [Mitigation(change="LoRA", fits=False),
                                                          _fits("bigger GPUs", 900.0, "hf"),
                                                          _fits("the megatron stack (--stack megatron)", 100.0, "megatron")])
     megatron = _explanation(["--gpu a"], [_fits("LoRA", 500.0, "megatron"), _fits("bigger GPUs", 800.0, "megatron")])
-    merged = merged_explanation(("hf", "megatron"), [("hf", result(hf)), ("megatron", result(megatron))], "cost")
+    merged = merged_explanation(("hf", "megatron"), [("hf", hf), ("megatron", megatron)], "cost")
     assert merged.conflicting_restrictions == ["--gpu a"] and "the smallest conflict is megatron's" in merged.summary
     changes = {m.change: m for m in merged.mitigations}
     assert set(changes) == {"LoRA", "bigger GPUs"}  # the switch to megatron, which was searched, is dropped
@@ -73,10 +68,10 @@ def test_the_merge_rules(catalogue):
     assert changes["bigger GPUs"].objective_value == 800.0 and changes["bigger GPUs"].plan.stack == "megatron"
     assert merged.smallest_change == "LoRA"  # megatron's own had none: the first change that fits
     # throughput: the higher value is the better plan
-    merged = merged_explanation(("hf", "megatron"), [("hf", result(hf)), ("megatron", result(megatron))], "throughput")
+    merged = merged_explanation(("hf", "megatron"), [("hf", hf), ("megatron", megatron)], "throughput")
     assert {m.change: m.objective_value for m in merged.mitigations}["bigger GPUs"] == 900.0
     # a stack the limits left unexplained is named, and the answer stays a merge of the others
-    merged = merged_explanation(("hf", "megatron", "torchtitan"), [("hf", result(hf)), ("megatron", result(megatron))],
+    merged = merged_explanation(("hf", "megatron", "torchtitan"), [("hf", hf), ("megatron", megatron)],
                                 "cost", ("hf", "megatron", "torchtitan"))
     assert "no plan on any of the 3 stacks searched" in merged.summary
     assert "(the limits ran out before torchtitan explained)" in merged.summary
