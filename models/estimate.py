@@ -14,6 +14,7 @@ from vramplan.models.architecture.parallel import dense_moe_option_refusal, larg
 from vramplan.models.architecture.params import count_params
 from vramplan.models.architecture.quantization import quantization_note, unquantised_experts_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
+from vramplan.models.catalogue.stack import recompute_layers_conflict
 from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
@@ -207,9 +208,8 @@ def estimate_plan(
     if (dense := dense_moe_option_refusal(arch, job)) is not None:  # before any stack's refusal of the option
         raise dense
     if plan.recompute_layers is not None:  # what the command line refuses (query_fields), for the Python API
-        if plan.recompute != "full":  # ignored before: the plan was estimated as if it were not given
-            raise VramplanError("recompute_layers", plan.recompute_layers,
-                                f"applies to recompute full; the recompute is {plan.recompute}")
+        if (why := recompute_layers_conflict(plan.recompute)) is not None:  # ignored before: estimated as if not given
+            raise VramplanError("recompute_layers", plan.recompute_layers, f"applies to recompute full; {why}")
         chunk = largest_chunk(arch.num_layers, plan_split(arch, plan), plan.vpp)
         if plan.recompute_layers > chunk:
             raise VramplanError("recompute_layers", plan.recompute_layers,
