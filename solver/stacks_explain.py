@@ -19,6 +19,8 @@ priced its LoRA fix on the hf stack, where torchtitan's is cheaper.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vramplan.solver.explain import stack_mitigation
 from vramplan.solver.query import Explanation, Mitigation
 
@@ -39,7 +41,7 @@ def _better(a: Mitigation, b: Mitigation, objective: str) -> Mitigation:
     return b if b.objective_value < a.objective_value else a
 
 
-def merged_explanation(stacks: tuple[str, ...], explained: list[tuple[str, Explanation | None]], objective: str,
+def merged_explanation(stacks: tuple[str, ...], explained: Sequence[tuple[str, Explanation | None]], objective: str,
                        searched: tuple[str, ...] | None = None) -> Explanation | None:
     """One explanation of the stacks' own (`explained`: (stack, its explanation), in search order;
     `searched`: every stack the search had, default the explained ones: where the limits ran out
