@@ -16,7 +16,7 @@ from vramplan.models.catalogue.config_file import config_path, read_small_file
 from vramplan.models.catalogue.hf_config import architecture_from_config_file
 from vramplan.models.catalogue.hf_hub import hub_config_path, looks_like_hub_id
 from vramplan.models.catalogue.stack import StackPreset
-from vramplan.models.catalogue.stack_contract import StackCapabilities
+from vramplan.models.catalogue.stack_capabilities import StackCapabilities
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.errors import VramplanError, from_validation_error, unknown_name_error
 

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, StackCapabilities, runs_on_count
+from vramplan.models.catalogue.stack_capabilities import StackCapabilities
+from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, runs_on_count
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (

@@ -7,154 +7,19 @@ stack's own code or docs at a named release in its `source` column (docs/stacks.
 `solve` searches only what the job's stack runs; `estimate` of anything else is bad input naming
 the stack and the feature. The `custom` row allows every combination vramplan models.
 
-Encoding of the LoRA columns: `dp` plain data-parallel replicas, `zero` sharded data parallelism,
-`tp`/`pp`/`cp` adapters under that model parallelism; `single` one GPU only; `none` the stack does
-not train that method. Not modelled yet (documented in docs/known-limits.md): a ZeRO stage allowed
+The row itself (its columns and their encoding) is models/catalogue/stack_capabilities.py. Not
+modelled yet (documented in docs/known-limits.md): a ZeRO stage allowed
 only without PP, and "sharded only" data parallelism for LoRA (litgpt, torchtune shard every
 multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more memory, not less).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import field_validator
-
-from vramplan.models.core.catalogue_schema import _Row
-from vramplan.models.core.choices import CUDA_GRAPHS, NOT_IN_ANY, OPTIMIZERS
+from vramplan.models.catalogue.stack_capabilities import StackCapabilities
+from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
-from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Job, Plan, Stack
-
-PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
-TpOverlapSupport = Literal["false", "true", "compile"]
-LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
-
-
-def _words(value: Any, allowed: frozenset[str] | tuple[str, ...], field: str) -> frozenset[str]:
-    words = frozenset(str(value).split()) if not isinstance(value, frozenset) else value
-    unknown = sorted(words - set(allowed))
-    if unknown:
-        raise ValueError(f"{field}: unknown {unknown[0]!r} (one of {', '.join(sorted(allowed))})")
-    return words
-
-
-class StackCapabilities(_Row):
-    """One row of catalogues/stack_capabilities.csv."""
-
-    name: Stack
-    # the config.json model_types the stack builds ({"all"}: every family vramplan reads)
-    model_types: frozenset[str] = frozenset({"all"})
-    tp: bool
-    sequence_parallel: bool
-    pp: bool
-    vpp: bool
-    cp: bool
-    ep: bool
-    zero_stages: frozenset[int]
-    offloads: frozenset[str]
-    optimizers: frozenset[str]  # what --optimizer the stack builds (Megatron-LM: Adam and SGD; torchtitan v0.2.2: AdamW)
-    # the optimizers its optimizer offload runs with (empty: every one it builds): Megatron's CPU offload
-    # needs its precision-aware optimizer, which is Adam only; torchtune's CPUOffloadOptimizer wraps AdamW
-    offload_optimizers: frozenset[str] = frozenset()
-    activation_offload: bool
-    # What the stack's activation offload does not run beside: "pp", "recompute=<mode>" (Megatron's
-    # layer-level cpu_offloading refuses pipelines and any recompute: NVIDIA/Megatron-LM@d98e8a64
-    # megatron/core/transformer/transformer_config.py L1891-1899).
-    activation_offload_excludes: frozenset[str] = frozenset()
-    # The optimizer stepped in the backward (Job.optimizer_in_backward): the methods it runs with
-    # (full, lora, qlora) and the parallelism it runs beside (pp, ep); empty where the stack has none
-    # (torchtune's full-finetune recipes' optimizer_in_bwd; torchtitan's early_step_in_backward, which
-    # raises under PP and EP).
-    optimizer_in_backward: frozenset[str] = frozenset()
-    recomputes: frozenset[str]
-    single_gpu_only: frozenset[str] = frozenset()  # "offload=optimizer", "zero=0": a choice the stack runs on one GPU only
-    multi_gpu_only: frozenset[str] = frozenset()  # "recompute=full": ... on several GPUs only
-    lora_parallel: frozenset[str]
-    qlora_parallel: frozenset[str]
-    multi_gpu: bool
-    multi_node: bool
-    fp8: bool
-    compile: bool = True  # a torch.compile switch (megatron and litgpt's finetune scripts have none)
-    # TP communication overlapped with the GEMMs (Job.tp_overlap): "true" runs it (Megatron's
-    # --tp-comm-overlap), "compile" only with torch.compile of the blocks (torchtitan's async TP is an
-    # Inductor pass: distributed/tensor_parallel.py maybe_enable_async_tp raises without it), "false" none.
-    tp_overlap: TpOverlapSupport = "false"
-    uneven_split: bool = False  # a pipeline's layers per rank given (Megatron's first/last rank counts, torchtitan's model parts)
-    # EP token dispatchers the stack runs (Job.moe_dispatcher, models/time/moe_dispatch.py): alltoall
-    # everywhere; Megatron's flex dispatcher on DeepEP / HybridEP, torchtitan's DeepEP backend.
-    moe_dispatchers: frozenset[str] = frozenset({"alltoall"})
-    # Job.moe_a2a_overlap: Megatron's --overlap-moe-expert-parallel-comm, with what it refuses beside
-    # it (a2a_overlap_refusal).
-    moe_a2a_overlap: bool = False
-    # Job.cuda_graphs the stack runs: Megatron-Core's Transformer Engine per-layer graphs and its
-    # full-iteration graph (NVIDIA/Megatron-LM@d98e8a64 transformer_config.py L1075-1106 cuda_graph_impl,
-    # cuda_graph_modules); none elsewhere.
-    cuda_graphs: frozenset[str] = frozenset({"none"})
-    source: str
-
-    @field_validator("zero_stages", mode="before")
-    @classmethod
-    def _stages(cls, value: Any) -> frozenset[int]:
-        return frozenset(int(w) for w in _words(value, tuple(str(z) for z in ZERO_STAGES), "zero_stages"))
-
-    @field_validator("offloads", mode="before")
-    @classmethod
-    def _offloads(cls, value: Any) -> frozenset[str]:
-        return _words(value, OFFLOADS, "offloads")
-
-    @field_validator("model_types", mode="before")
-    @classmethod
-    def _model_types(cls, value: Any) -> frozenset[str]:
-        from vramplan.models.catalogue.hf_families import FAMILIES  # the families vramplan reads
-
-        return _words(value or "all", ("all", *FAMILIES), "model_types")
-
-    @field_validator("optimizers", "offload_optimizers", mode="before")
-    @classmethod
-    def _optimizers(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", OPTIMIZERS, "optimizers")
-
-    @field_validator("moe_dispatchers", mode="before")
-    @classmethod
-    def _dispatchers(cls, value: Any) -> frozenset[str]:
-        return _words(value or "alltoall", MOE_DISPATCHERS, "moe_dispatchers")
-
-    @field_validator("cuda_graphs", mode="before")
-    @classmethod
-    def _graphs(cls, value: Any) -> frozenset[str]:
-        return _words(value or "none", CUDA_GRAPHS, "cuda_graphs")
-
-    @field_validator("activation_offload_excludes", mode="before")
-    @classmethod
-    def _offload_excludes(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", ("pp",) + tuple(f"recompute={r}" for r in RECOMPUTES), "activation_offload_excludes")
-
-    @field_validator("optimizer_in_backward", mode="before")
-    @classmethod
-    def _optimizer_in_backward(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", ("full", "lora", "qlora", "pp", "ep"), "optimizer_in_backward")
-
-    @field_validator("recomputes", mode="before")
-    @classmethod
-    def _recomputes(cls, value: Any) -> frozenset[str]:
-        return _words(value, RECOMPUTES, "recomputes")
-
-    @field_validator("single_gpu_only", "multi_gpu_only", mode="before")
-    @classmethod
-    def _count_scoped(cls, value: Any) -> frozenset[str]:
-        allowed = (tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
-                   + tuple(f"zero={z}" for z in ZERO_STAGES))
-        return _words(value or "", allowed, "single_gpu_only/multi_gpu_only")
-
-    @field_validator("lora_parallel", "qlora_parallel", mode="before")
-    @classmethod
-    def _lora(cls, value: Any) -> frozenset[str]:
-        return _words(value, LORA_WORDS, "lora_parallel")
-
-    def method_parallel(self, method: str) -> frozenset[str] | None:
-        """The parallelism this stack trains `method` with (None: every kind, full training)."""
-        return {"lora": self.lora_parallel, "qlora": self.qlora_parallel}.get(method)
+from vramplan.models.core.setup import Job, Plan
 
 
 def model_refusal(caps: StackCapabilities, model_type: str) -> tuple[str, object, str] | None:
