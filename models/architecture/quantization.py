@@ -39,12 +39,12 @@ What training does with a quantised checkpoint (transformers 5.24; docs/memory-m
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from vramplan.models.architecture.params import LinearModule, attention_module_names, layer_group, layer_groups
+from vramplan.models.architecture.params import LinearModule, layer_group, layer_groups
+from vramplan.models.architecture.skip_modules import MAX_SKIP_ENTRIES, matched_matrices, readable_skip_entry
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import LIGHTNING_BNB_STACKS, TORCHAO_NF4_STACKS, UNQUANTISED_EXPERTS_STACKS
@@ -157,53 +157,15 @@ def _in_scope(fmt: WeightFormat, module: LinearModule) -> bool:
     return fmt.method != "mxfp4"
 
 
-MAX_SKIP_ENTRIES = 4096  # llm_int8_skip_modules entries read (config.json holds at most 1 MiB)
-_SKIP_ENTRY = re.compile(r"[A-Za-z0-9_.*-]{1,200}")
-
-
-def readable_skip_entry(entry: str) -> bool:
-    """An llm_int8_skip_modules entry matched as transformers matches it (a regex from the start of a
-    module's name): module-path characters and at most two '*', so matching stays cheap."""
-    if not _SKIP_ENTRY.fullmatch(entry) or entry.count("*") > 2:
-        return False
-    try:
-        re.compile(entry)
-    except re.error:
-        return False
-    return True
-
-
-# The names transformers gives a decoder layer's matrices, which skip entries are matched against:
-# the layer list (model.layers in the Llama-style families, the multimodal wrappers' language model
-# under transformers 5 and 4, GPT-2 / Falcon transformer.h, GPT-NeoX gpt_neox.layers), then the
-# attention or MLP block (modeling_<type>.py attribute names), then the module (params.py module_name;
-# MoE experts as one name per matrix kind: an entry naming one expert by index is not matched).
-# A name no real checkpoint of the family has matches no real entry.
-_LAYER_PATHS = ("model.layers", "model.language_model.layers", "language_model.model.layers", "transformer.h",
-                "gpt_neox.layers")
-_ATTENTION_BLOCKS = ("self_attn", "attention", "attn", "self_attention")
-_MLP_BLOCKS = ("mlp", "block_sparse_moe", "feed_forward")
-
-
-def _module_names(arch: Architecture, index: int, module: LinearModule) -> list[str]:
-    blocks = _ATTENTION_BLOCKS if module.name in attention_module_names(arch) else _MLP_BLOCKS
-    return [f"{path}.{index}." + (module.name if module.name.startswith(block + ".") else f"{block}.{module.name}")
-            for path in _LAYER_PATHS for block in blocks]
-
-
 @lru_cache(maxsize=256)
 def skipped_matrices(arch: Architecture, fmt: WeightFormat) -> frozenset[tuple[int, str]]:
-    """(layer index, module name) of the decoder matrices the checkpoint keeps in 16 bits: those whose
-    name an llm_int8_skip_modules entry matches as transformers 5 matches it (quantizers_utils.py
-    should_convert_module @ 0eb492cb: `re.match(f"{key}\\.", name) or re.match(key, name) or
-    name.endswith(key)`, so 'model.layers.1' also reaches layers 10-19, as it does there)."""
+    """(layer index, module name) of the in-scope decoder matrices the checkpoint keeps in 16 bits:
+    those an llm_int8_skip_modules entry matches (models/architecture/skip_modules.py)."""
     if not fmt.skip_modules:
         return frozenset()
-    starts = re.compile("|".join(f"(?:{entry})" for entry in fmt.skip_modules))
-    ends = tuple(fmt.skip_modules)
+    matched = matched_matrices(arch, tuple(fmt.skip_modules))
     return frozenset((index, m.name) for index in range(arch.num_layers) for m in layer_group(arch, index).modules
-                     if _in_scope(fmt, m)
-                     and any(starts.match(name) or name.endswith(ends) for name in _module_names(arch, index, m)))
+                     if (index, m.name) in matched and _in_scope(fmt, m))
 
 
 @lru_cache(maxsize=1024)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vramplan.models.architecture.quantization import MAX_SKIP_ENTRIES, readable_skip_entry
+from vramplan.models.architecture.skip_modules import MAX_SKIP_ENTRIES, readable_skip_entry
 from vramplan.models.catalogue.config_file import show_kind
 from vramplan.models.core.errors import VramplanError
 
