@@ -8,9 +8,10 @@ not train that method.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
 from vramplan.models.core.catalogue_schema import _Row
 from vramplan.models.core.choices import CUDA_GRAPHS, OPTIMIZERS
@@ -21,12 +22,31 @@ TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 
 
-def _words(value: Any, allowed: frozenset[str] | tuple[str, ...], field: str) -> frozenset[str]:
+def _words(value: Any, allowed: Collection[str], field: str) -> frozenset[str]:
     words = frozenset(str(value).split()) if not isinstance(value, frozenset) else value
     unknown = sorted(words - set(allowed))
     if unknown:
         raise ValueError(f"{field}: unknown {unknown[0]!r} (one of {', '.join(sorted(allowed))})")
     return words
+
+
+_COUNT_SCOPED = (tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
+                 + tuple(f"zero={z}" for z in ZERO_STAGES))
+# The columns of words: (what an empty cell reads as, the words a cell may hold).
+_WORD_COLUMNS: dict[str, tuple[str, Collection[str]]] = {
+    "offloads": ("", OFFLOADS),
+    "optimizers": ("", OPTIMIZERS),
+    "offload_optimizers": ("", OPTIMIZERS),
+    "moe_dispatchers": ("alltoall", MOE_DISPATCHERS),
+    "cuda_graphs": ("none", CUDA_GRAPHS),
+    "activation_offload_excludes": ("", ("pp",) + tuple(f"recompute={r}" for r in RECOMPUTES)),
+    "optimizer_in_backward": ("", ("full", "lora", "qlora", "pp", "ep")),
+    "recomputes": ("", RECOMPUTES),
+    "single_gpu_only": ("", _COUNT_SCOPED),
+    "multi_gpu_only": ("", _COUNT_SCOPED),
+    "lora_parallel": ("", LORA_WORDS),
+    "qlora_parallel": ("", LORA_WORDS),
+}
 
 
 class StackCapabilities(_Row):
@@ -88,10 +108,13 @@ class StackCapabilities(_Row):
     def _stages(cls, value: Any) -> frozenset[int]:
         return frozenset(int(w) for w in _words(value, tuple(str(z) for z in ZERO_STAGES), "zero_stages"))
 
-    @field_validator("offloads", mode="before")
+    @field_validator(*_WORD_COLUMNS, mode="before")
     @classmethod
-    def _offloads(cls, value: Any) -> frozenset[str]:
-        return _words(value, OFFLOADS, "offloads")
+    def _word_column(cls, value: Any, info: ValidationInfo) -> frozenset[str]:
+        """A column of words (_WORD_COLUMNS: what an empty cell means and the words it may hold)."""
+        field = str(info.field_name)  # always set for a field validator
+        empty, allowed = _WORD_COLUMNS[field]
+        return _words(value or empty, allowed, field)
 
     @field_validator("model_types", mode="before")
     @classmethod
@@ -99,48 +122,6 @@ class StackCapabilities(_Row):
         from vramplan.models.catalogue.hf_families import FAMILIES  # the families vramplan reads
 
         return _words(value or "all", ("all", *FAMILIES), "model_types")
-
-    @field_validator("optimizers", "offload_optimizers", mode="before")
-    @classmethod
-    def _optimizers(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", OPTIMIZERS, "optimizers")
-
-    @field_validator("moe_dispatchers", mode="before")
-    @classmethod
-    def _dispatchers(cls, value: Any) -> frozenset[str]:
-        return _words(value or "alltoall", MOE_DISPATCHERS, "moe_dispatchers")
-
-    @field_validator("cuda_graphs", mode="before")
-    @classmethod
-    def _graphs(cls, value: Any) -> frozenset[str]:
-        return _words(value or "none", CUDA_GRAPHS, "cuda_graphs")
-
-    @field_validator("activation_offload_excludes", mode="before")
-    @classmethod
-    def _offload_excludes(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", ("pp",) + tuple(f"recompute={r}" for r in RECOMPUTES), "activation_offload_excludes")
-
-    @field_validator("optimizer_in_backward", mode="before")
-    @classmethod
-    def _optimizer_in_backward(cls, value: Any) -> frozenset[str]:
-        return _words(value or "", ("full", "lora", "qlora", "pp", "ep"), "optimizer_in_backward")
-
-    @field_validator("recomputes", mode="before")
-    @classmethod
-    def _recomputes(cls, value: Any) -> frozenset[str]:
-        return _words(value, RECOMPUTES, "recomputes")
-
-    @field_validator("single_gpu_only", "multi_gpu_only", mode="before")
-    @classmethod
-    def _count_scoped(cls, value: Any) -> frozenset[str]:
-        allowed = (tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}" for r in RECOMPUTES)
-                   + tuple(f"zero={z}" for z in ZERO_STAGES))
-        return _words(value or "", allowed, "single_gpu_only/multi_gpu_only")
-
-    @field_validator("lora_parallel", "qlora_parallel", mode="before")
-    @classmethod
-    def _lora(cls, value: Any) -> frozenset[str]:
-        return _words(value, LORA_WORDS, "lora_parallel")
 
     def method_parallel(self, method: str) -> frozenset[str] | None:
         """The parallelism this stack trains `method` with (None: every kind, full training)."""
