@@ -23,7 +23,8 @@ LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 
 
 def _words(value: Any, allowed: Collection[str], field: str) -> frozenset[str]:
-    words = frozenset(str(value).split()) if not isinstance(value, frozenset) else value
+    # a cell's text, or a collection (a row built in Python, or dumped and read back: zero stages as ints)
+    words = frozenset(str(w) for w in value) if isinstance(value, (frozenset, set, tuple, list)) else frozenset(str(value).split())
     unknown = sorted(words - set(allowed))
     if unknown:
         raise ValueError(f"{field}: unknown {unknown[0]!r} (one of {', '.join(sorted(allowed))})")

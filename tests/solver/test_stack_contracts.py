@@ -435,3 +435,15 @@ def test_unsloth_offloads_nothing_below_512_tokens():
             "--stack", "unsloth")
     assert invoke(*args).exit_code == 0
     assert "activation offload below 512 tokens" in one_line_error(invoke(*args, "--activation-offload"))
+
+
+def test_a_capabilities_row_reads_back_what_it_dumps_and_names_an_unknown_word_by_its_column():
+    """Every row validated from its own model_dump (zero stages as ints failed: 'unknown 0'), and a word
+    no column knows is refused naming that column."""
+    from vramplan.models.catalogue.catalogue import load_stack_capabilities
+    from vramplan.models.catalogue.stack_capabilities import StackCapabilities
+    for caps in load_stack_capabilities().values():
+        assert StackCapabilities(**caps.model_dump()) == caps
+    row = load_stack_capabilities()["megatron"].model_dump() | {"cuda_graphs": "none bogus"}
+    with pytest.raises(ValueError, match="cuda_graphs: unknown 'bogus'"):
+        StackCapabilities(**row)
