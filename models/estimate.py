@@ -94,7 +94,7 @@ def memory_report(memory: MemoryBreakdown, job: Job, split: tuple[int, ...] = ()
 
 
 def performance_report(perf: Performance, arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> PerformanceReport:
-    efficiency = compute_efficiency(gpu.architecture)
+    efficiency = compute_efficiency(gpu, job.stack)
     spread = throughput_range(job.stack, arch.is_moe, plan.precision, efficiency.calibrated)
     return PerformanceReport(
         tokens_per_s=perf.tokens_per_s,

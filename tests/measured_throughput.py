@@ -27,7 +27,7 @@ from pathlib import Path
 from measured_peaks import architecture, error_factor, job_and_plan, read_rows, settings_cell
 
 from vramplan.models.catalogue.catalogue import Catalogue, load_catalogue
-from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.time.calibration import generation_efficiency
 from vramplan.models.time.performance import Performance, performance
 
 DATA = Path(__file__).parent / "data" / "measured_throughput.csv"
@@ -86,7 +86,7 @@ def compare(run: Run, catalogue: Catalogue) -> Comparison:
     measure = run.cells["measure"]
     predicted = perf.mfu if measure == "mfu" else perf.tokens_per_s / int(run.cells["num_gpus"])
     gpu = catalogue.gpu(run.cells["gpu"])
-    return Comparison(run, predicted, compute_efficiency(gpu.architecture).calibrated)
+    return Comparison(run, predicted, generation_efficiency(gpu.architecture).calibrated)
 
 
 def coverage(comparisons: list[Comparison]) -> str:

@@ -49,7 +49,7 @@ def test_the_work_limit_is_the_whole_multi_stack_solves(catalogue) -> None:
                                 global_batch=64, work_limit=100)
     result = vramplan.solve(catalogue, query)
     whole = vramplan.solve(catalogue, query.model_copy(update={"work_limit": 1e6}))
-    assert whole.search.work > 150 and whole.limit_reached is None and whole.status == "optimal"
+    assert whole.search.work > 120 and whole.limit_reached is None and whole.status == "optimal"
     assert result.search.work <= 100 and result.limit_reached == "work"
     assert result.status == "feasible" and result.plans  # the stacks left unsearched leave it unproven
 

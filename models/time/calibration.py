@@ -37,16 +37,18 @@ seq 8192; settings from scripts/performance/configs/llama/*_workload_base_config
 | Llama 3 8B  | 8 H100, DDP, mb 1 x 16, 5 layers recomputed: 14,451  | 8 B200, DDP, mb 2 x 8: 30,624; 8 GB200: 31,508      |
 | Llama 3.1 405B | 1024 H100, TP8 PP8 CP2 VP8, batch 512: 292         | 128 B200, TP4 PP8 CP2 VP8, batch 64: 661            |
 
-vramplan predicts both Hopper runs 0.77x and 0.81x of what Megatron reaches (with the fp8 model
-of models/time/fp8.py, Transformer Engine's casts included, and its cuDNN attention,
-models/time/attention_kernel.py: the gap left is what the estimate leaves out for this stack,
-docs/fidelity.md `megatron-kernels`), so a Blackwell run is fitted to the same relative error as its
+vramplan predicts both Hopper runs 0.91x and 0.97x of what Megatron reaches (with the fp8 model
+of models/time/fp8.py, Transformer Engine's casts included, its cuDNN attention,
+models/time/attention_kernel.py, and Megatron's dense-layer kernel speed, STACK_KERNEL_SPEED below;
+0.77x and 0.81x without that speed), so a Blackwell run is fitted to the same relative error as its
 Hopper pair: the efficiency at which vramplan predicts the B200 / GB200 run that fraction of its
-measurement, 0.442 (B200 8B), 0.419 (GB200 8B), 0.472 (B200 405B): mean 0.444 (0.448 while the
-405B pair gave 0.483, before Megatron's interleaved p2p ran beside the compute, OVERLAPPED_P2P_STACKS)
+measurement, 0.443 (B200 8B), 0.422 (GB200 8B), 0.469 (B200 405B): mean 0.445 (0.442 / 0.419 /
+0.472, mean 0.444, before the kernel speed; 0.448 while the 405B pair gave 0.483, before Megatron's
+interleaved p2p ran beside the compute, OVERLAPPED_P2P_STACKS)
 (tests/models/time/test_generation_calibration.py reproduces the fit; 0.441 / 0.417 / 0.483, mean
 0.447, before the attention kernel, which both runs of a pair share; 0.431 / 0.402 / 0.486, mean
-0.44, under the former fitted fp8 speedup). Fitted to the fp8 runs alone
+0.44, under the former fitted fp8 speedup). GB300 lists GB200's peaks but runs faster: its own
+speed (GPU_SPEED below) is fitted against GB200 the same way. Fitted to the fp8 runs alone
 (ignoring that Hopper's are under-predicted too) Blackwell would read 0.56-0.59. A B200 run
 under a power cap (torchao's mx_formats README: Llama 3 8B, 8 power-limited B200, bf16, FSDP2,
 per-op SAC: 8,307.5 tokens/s/GPU) is 1.8x below the prediction and calibrates nothing: the cap is
@@ -70,6 +72,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vramplan.models.core.catalogue_schema import GpuSpec
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -88,7 +92,7 @@ _LLM_FOUNDRY = "llm-foundry benchmarking README (061f2c7): MPT-7B/13B/30B/70B HF
 _MEGATRON_BRIDGE = (
     "Megatron-Bridge performance summary, 25.11 NeMo container, FP8-CS, fitted against the paired H100 runs: "
     "Llama 3 8B on 8 B200 30,624 / 8 GB200 31,508 vs 8 H100 14,451 tokens/s/GPU; Llama 3.1 405B on 128 B200 661 vs "
-    "1024 H100 292 (paired efficiencies 0.442 / 0.419 / 0.483)"
+    "1024 H100 292 (paired efficiencies 0.443 / 0.422 / 0.469)"
 )
 
 _TORCHAO_MI300X = (
@@ -99,7 +103,7 @@ _TORCHAO_MI300X = (
 _CALIBRATED: dict[str, Efficiency] = {
     "ampere": Efficiency(0.662, True, _KORTHIKANTI),
     "hopper": Efficiency(0.4845, True, _LLM_FOUNDRY),
-    "blackwell": Efficiency(0.444, True, _MEGATRON_BRIDGE),
+    "blackwell": Efficiency(0.445, True, _MEGATRON_BRIDGE),
     "cdna3": Efficiency(0.2685, True, _TORCHAO_MI300X),
 }
 
@@ -115,6 +119,43 @@ COMPUTE_EFFICIENCY: dict[str, Efficiency] = {
     "ada": _borrowed("hopper", "no published point (same fp8 tensor-core generation as Hopper)"),
     "cdna4": _borrowed("hopper", "no published point"),
 }
+
+# A GPU's own speed against the GPUs its generation is calibrated on, where runs of one stack's
+# release on one configuration on both isolate it (compute_efficiency multiplies it in): how fast its
+# dense layers run under load against its datasheet peak, GEMMs and the rest alike (so the fp8 GEMMs'
+# share, fp8.fp8_gemm_time_ratio, keeps the generation's). The routed experts keep the generation's
+# speed, as with STACK_KERNEL_SPEED: the twins are dense, and Megatron's Qwen3 and DeepSeek-V3 runs on
+# GB300 read 0.94-1.23 with it on the dense layers alone (Qwen3-30B-A3B's the highest, 1.17-1.23; with it
+# on the experts too 1.2-1.4). GB300 (Blackwell Ultra,
+# 1.4 kW) lists GB200's dense peaks (2.5 PF bf16, 5 PF fp8 per GPU) but ran Megatron-Bridge's dense
+# Llama runs 1.20-1.27x faster on the same configuration in every release that published both
+# (tests/data/measured_throughput.csv: Llama 3 8B MXFP8 DP 8, Llama 3 70B LoRA PP 2, Llama 3 70B
+# Megatron FSDP 64 in 26.02, 26.02.01, 26.04, 26.04.01); the speed is the mean of the six that put
+# each GB300 run at its GB200 twin's predicted / measured (1.214-1.281;
+# tests/models/time/test_generation_calibration.py reproduces it). B300 keeps Blackwell's: its only
+# twins are DeepSeek-V3 MoE runs that wait for the host, which cannot separate the GPU from the host
+# (they would need x1.71-1.75 on the dense layers).
+_GB300_PAIRS = ("Megatron-Bridge performance summaries 26.02-26.04.01: six dense Llama runs on GB300 and GB200 on one "
+                "configuration each, GB300 1.20-1.27x faster; the mean speed that reads each GB300 run as its GB200 twin")
+GPU_SPEED: dict[str, Efficiency] = {"gb300-288gb": Efficiency(1.24, True, _GB300_PAIRS)}
+
+# A stack's dense layers' kernels against those of the stacks the generations are calibrated on
+# (llm-foundry on Hopper): Megatron-Core's Transformer Engine layers (the norm fused into the QKV and
+# FC1 GEMMs, fused SwiGLU, RoPE and cross-entropy, gradient-accumulation fusion into main_grad) ran
+# the four Megatron-Core bf16 dense runs on H100 the table holds (Qwen3 8B DP 16; Llama 3.1 8B CP 2,
+# 70B TP 4 PP 4 CP 2 and 405B TP 8 PP 8 CP 2 on NeMo 25.02) 1.09-1.18x faster than Hopper's
+# efficiency reads them (tests/data/measured_throughput.csv); the speed is their mean, 1.13
+# (tests/models/time/test_megatron_fp8_pairs.py reproduces it). Nothing fp8 is fitted: the fp8 gain
+# follows from it (fp8.fp8_gemm_time_ratio), and the fp8 runs on H100, B200, GB200 and GB300 are the
+# check. The routed experts' grouped GEMMs keep the generation's speed (compute_efficiency with stack
+# None): Megatron's MoE runs, timed by their shape (moe_gemm.py) and the host wait (moe_host.py), read
+# within 20% without it.
+_MEGATRON_BF16 = ("Megatron-Core bf16 dense runs on H100 (Megatron-Bridge Qwen3 8B verification card; NeMo 25.02 "
+                  "Llama 3.1 8B / 70B / 405B): 1.09 / 1.18 / 1.12 / 1.13x Hopper's efficiency, mean 1.13")
+STACK_KERNEL_SPEED: dict[str, Efficiency] = {"megatron": Efficiency(1.13, True, _MEGATRON_BF16)}
+# Generations whose value is fitted to one of those stacks' own runs, which carry its speed already:
+# Ampere's to Megatron-LM's (Korthikanti et al.'s GPT 175B / 530B), and the generations borrowing it.
+CALIBRATED_ON_STACK: dict[str, str] = {"ampere": "megatron"}
 
 # FP8 training (models/time/fp8.py): only the decoder's linear GEMMs run in fp8, their operands
 # quantized by the stack's recipe (catalogues/stacks.csv `fp8_recipe`). The casts are element-wise
@@ -155,7 +196,7 @@ LOOP_EXPERT_OVERHEAD_S = Efficiency(1.0e-4, False, "27 kernel launches per exper
 _MOE_HOST_FIT = ("Megatron-Bridge performance summaries (25.09-26.06): Qwen3-30B-A3B and Qwen3-235B-A22B runs "
                  "without full-iteration CUDA graphs, least absolute log error over 41 runs")
 MOE_HOST_SYNC_S = Efficiency(3.25e-3, True, _MOE_HOST_FIT)
-MOE_HOST_SYNC_GRAPHED_S = Efficiency(1.75e-3, True, _MOE_HOST_FIT)  # the attention, router and preprocess graphed
+MOE_HOST_SYNC_GRAPHED_S = Efficiency(2.0e-3, True, _MOE_HOST_FIT)  # the attention, router and preprocess graphed
 MOE_HOST_EXPERT_S = Efficiency(2.75e-4, True, _MOE_HOST_FIT)
 
 # Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / link bandwidth):
@@ -175,7 +216,34 @@ HOST_OPTIMIZER_BANDWIDTH_GB_PER_S = 10.0
 PCIE_BANDWIDTH_GB_PER_S = 25.0
 
 
-def compute_efficiency(architecture: str) -> Efficiency:
+def generation_efficiency(architecture: str) -> Efficiency:
+    """The GPU generation's calibrated efficiency (COMPUTE_EFFICIENCY), or 0.5 marked uncalibrated."""
     return COMPUTE_EFFICIENCY.get(
         architecture, Efficiency(0.5, False, f"no data for architecture {architecture!r}; 0.5 assumed")
     )
+
+
+def _scaled(base: Efficiency, factor: Efficiency | None) -> Efficiency:
+    if factor is None:
+        return base
+    return Efficiency(base.value * factor.value, base.calibrated, f"{base.source}; x{factor.value:g}: {factor.source}",
+                      base.borrowed_from)
+
+
+def stack_efficiency(gpu: GpuSpec, stack: str | None) -> Efficiency:
+    """The generation's efficiency times the stack's dense layers' kernel speed (STACK_KERNEL_SPEED),
+    unless the generation is fitted to that stack's runs (CALIBRATED_ON_STACK); `stack` None: the
+    generation's alone, at which the routed experts' grouped GEMMs are timed by
+    their shape (models/time/moe_gemm.py). Its ratio to GEMM_PLATEAU is the GEMMs' share of a linear's
+    time (models/time/fp8.py)."""
+    base = generation_efficiency(gpu.architecture)
+    if stack is None or CALIBRATED_ON_STACK.get(base.borrowed_from or gpu.architecture) == stack:
+        return base
+    return _scaled(base, STACK_KERNEL_SPEED.get(stack))
+
+
+def compute_efficiency(gpu: GpuSpec, stack: str) -> Efficiency:
+    """The fraction of the GPU's dense peak the stack's dense layers' matmuls reach: stack_efficiency
+    times the GPU's own speed (GPU_SPEED), both calibrated on dense runs. Calibrated where the
+    generation is."""
+    return _scaled(stack_efficiency(gpu, stack), GPU_SPEED.get(gpu.name))

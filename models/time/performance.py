@@ -41,6 +41,7 @@ from vramplan.models.time.calibration import (
     OPTIMIZER_STEP_BYTES_PER_PARAM,
     PCIE_BANDWIDTH_GB_PER_S,
     compute_efficiency,
+    stack_efficiency,
 )
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
 from vramplan.models.time.compile_speed import eager_elementwise_s
@@ -183,13 +184,20 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     FlashAttention-2's time), the same on every layout of a count (the solver's compute tables)."""
     flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
-    efficiency = compute_efficiency(gpu.architecture).value
+    efficiency = compute_efficiency(gpu, job.stack).value
     work: float = flops.hardware - attention_saved_flops_per_token(arch, job, plan, gpu)  # the stack's attention kernel
+    fp8 = plan.precision == "fp8"
     casts_s = 0.0
-    if plan.precision == "fp8":  # the linears' GEMMs in fp8 plus the recipe's casts, the rest in bf16 (models/time/fp8.py)
+    if fp8:  # the linears' GEMMs in fp8 plus the recipe's casts, the rest in bf16 (models/time/fp8.py)
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
-        work -= flops.linear * (1 - fp8_gemm_time_ratio(gpu))
+        work -= flops.linear * (1 - fp8_gemm_time_ratio(gpu, job.stack))
         casts_s = fp8_cast_seconds(arch, job, plan, gpu)
+    expert_efficiency = stack_efficiency(gpu, None).value
+    if flops.expert and expert_efficiency != efficiency:
+        # the stack's kernel speed and the GPU's own are measured on dense layers; the routed experts'
+        # grouped GEMMs run at the generation's (calibration.stack_efficiency), in the dense work's units
+        work -= flops.expert * (fp8_gemm_time_ratio(gpu, job.stack) if fp8 else 1.0)
+        work += flops.expert * (fp8_gemm_time_ratio(gpu, None) if fp8 else 1.0) * efficiency / expert_efficiency
     matmul_s = tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
     return matmul_s + casts_s + eager_elementwise_s(arch, job, plan, gpu)  # uncompiled element-wise ops (compile_speed.py)
 
@@ -264,7 +272,7 @@ def performance(
         model_flops_per_token=flops.model,
         hardware_flops_per_token=flops.hardware,
         peak_tflops=peak,
-        compute_efficiency=compute_efficiency(gpu.architecture).value,
+        compute_efficiency=compute_efficiency(gpu, job.stack).value,
         compute_time_s=compute_s,
         communication_time_s=comm_s,
         exposed_communication_s=exposed_s,

@@ -54,13 +54,13 @@ def test_an_uncalibrated_gpu_has_the_wider_throughput_range():
 
 
 def test_throughput_ranges_are_per_stack_and_kind_of_run_where_the_evidence_has_enough_runs():
-    # Megatron's dense runs measure above the estimate (its kernels' base speed, more in fp8:
-    # docs/fidelity.md megatron-kernels), its MoE runs below it (moe-efficiency): each kind its own
-    # range, known misses included, never one range for both.
+    # Megatron's dense runs measured above the estimate (1.00-2.10x in fp8, docs/fidelity.md
+    # megatron-kernels) until its kernel speed and GB300's were calibrated; its MoE runs reach below
+    # it (moe-efficiency): each kind its own range, known misses included, never one range for both.
     dense_fp8 = throughput_range("megatron", False, "fp8", True)
     moe_fp8 = throughput_range("megatron", True, "fp8", True)
     assert dense_fp8 is THROUGHPUT_RANGES["megatron", "dense fp8"] and moe_fp8 is THROUGHPUT_RANGES["megatron", "MoE fp8"]
-    assert dense_fp8.low >= 1.0 and dense_fp8.high > 1.5  # 68 runs measured 1.00-2.10x the estimate
+    assert 0.9 <= dense_fp8.low and dense_fp8.high < 1.5  # 68 runs measure 0.92-1.44x the estimate (1.00-2.10 before)
     assert moe_fp8.low < 0.5  # Qwen3-30B-A3B without CUDA graphs: 0.30-0.35 of the estimate
     assert throughput_range("megatron", False, "bf16", True) is THROUGHPUT_RANGES["megatron", "dense 16-bit"]
     # a stack without published runs of a kind takes every stack's runs of that kind; torchtitan

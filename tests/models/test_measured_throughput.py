@@ -13,14 +13,14 @@ import pytest
 from helpers.catalogue import packaged_catalogue
 from measured_throughput import MEASURES, TOLERANCE, compare, load_runs
 
-from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.time.calibration import generation_efficiency
 
 RUNS = load_runs()
 KNOWN_MISSES = [run for run in RUNS if run.known_miss]
 
 
 def _calibrated(catalogue, run) -> bool:
-    return compute_efficiency(catalogue.gpu(run.cells["gpu"]).architecture).calibrated
+    return generation_efficiency(catalogue.gpu(run.cells["gpu"]).architecture).calibrated
 
 
 HELD = [run for run in RUNS if not run.known_miss and _calibrated(packaged_catalogue(), run)]

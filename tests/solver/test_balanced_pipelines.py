@@ -62,8 +62,9 @@ def test_llama3_405b_on_metas_layout_fits_with_the_least_recompute_per_stage(cat
     """Llama 3.1 405B on Meta's layout: TP 8 x PP 16 x DP 64 on 8,192 H100, 8k context, global
     batch 2048 (Llama 3 report, Table 4), Megatron's recipe. Without recompute the second rank (8
     layers, 15 micro-batches in flight under 1F1B) needs 80.9 GiB; every layer recomputed fits at
-    23.1% MFU. Counted per stage, as Megatron's --recompute-num-layers is, the first 2 of each
-    stage's 7-8 layers are the least that fits (1 does not), at 28.9% MFU: the split 7, 8 x 14, 7
+    25.8% MFU (23.1% before Megatron's kernel speed, calibration.STACK_KERNEL_SPEED). Counted per
+    stage, as Megatron's --recompute-num-layers is, the first 2 of each stage's 7-8 layers are the
+    least that fits (1 does not), at 32.4% MFU (28.9%): the split 7, 8 x 14, 7
     (Meta's: a layer off the first and the last stage) is the default one here, and the second
     rank, not the first, binds, so no uneven split fits with less."""
     from vramplan.models.catalogue.catalogue import load_stacks
@@ -77,7 +78,7 @@ def test_llama3_405b_on_metas_layout_fits_with_the_least_recompute_per_stage(cat
     assert (plan.dp, plan.recompute, plan.recompute_layers, plan.stage_layers) == (64, "full", 2, None)
     assert best.memory.stage_layers == [7] + [8] * 14 + [7]
     assert best.memory.total_bytes <= best.memory.limit_bytes
-    assert 0.27 < best.performance.mfu_fraction < 0.30  # published 38-43% (docs/fidelity.md, docs/known-limits.md)
+    assert 0.31 < best.performance.mfu_fraction < 0.34  # published 38-43% (docs/fidelity.md, docs/known-limits.md)
     fields = dict(gpu=plan.gpu, offering=plan.offering, num_gpus=plan.num_gpus, zero=plan.zero, recompute="full",
                   precision=plan.precision, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum, tp=8, pp=16,
                   sequence_parallel=True)

@@ -7,7 +7,7 @@ from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.time.calibration import compute_efficiency
+from vramplan.models.time.calibration import generation_efficiency
 from vramplan.models.time.cost import cost, num_instances
 from vramplan.models.time.flops import korthikanti_model_flops_per_iteration, training_flops_per_token
 from vramplan.models.time.performance import communication_bytes_per_step, performance
@@ -111,7 +111,7 @@ def test_korthikanti_compute_mfu_bounds_the_published_one(params: dict, publishe
     del published_hfu
     arch = GPT3.model_copy(update={"vocab_size": 51200, **params})
     flops = training_flops_per_token(arch, 2048, "selective")
-    compute_only = compute_efficiency("ampere").value * flops.model / flops.hardware
+    compute_only = generation_efficiency("ampere").value * flops.model / flops.hardware
     assert published_mfu < compute_only < 1.3 * published_mfu  # the bubble and TP traffic take the rest
 
 
