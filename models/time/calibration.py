@@ -153,9 +153,11 @@ GPU_SPEED: dict[str, Efficiency] = {"gb300-288gb": Efficiency(1.24, True, _GB300
 _MEGATRON_BF16 = ("Megatron-Core bf16 dense runs on H100 (Megatron-Bridge Qwen3 8B verification card; NeMo 25.02 "
                   "Llama 3.1 8B / 70B / 405B): 1.09 / 1.18 / 1.12 / 1.13x Hopper's efficiency, mean 1.13")
 STACK_KERNEL_SPEED: dict[str, Efficiency] = {"megatron": Efficiency(1.13, True, _MEGATRON_BF16)}
-# Generations whose value is fitted to one of those stacks' own runs, which carry its speed already:
-# Ampere's to Megatron-LM's (Korthikanti et al.'s GPT 175B / 530B), and the generations borrowing it.
-CALIBRATED_ON_STACK: dict[str, str] = {"ampere": "megatron"}
+# The generations each speed holds on: those its runs fit or check (Megatron's: Hopper, fitted; Blackwell,
+# 50 dense runs checked), and those borrowing their value. Not Ampere, fitted to Megatron-LM's own runs
+# (Korthikanti et al.), which carry its speed already, nor CDNA3, whose one calibrating run is
+# torchtitan's on ROCm, where no Megatron run is published.
+STACK_KERNEL_SPEED_GENERATIONS: dict[str, frozenset[str]] = {"megatron": frozenset({"hopper", "blackwell"})}
 
 # FP8 training (models/time/fp8.py): only the decoder's linear GEMMs run in fp8, their operands
 # quantized by the stack's recipe (catalogues/stacks.csv `fp8_recipe`). The casts are element-wise
@@ -231,13 +233,12 @@ def _scaled(base: Efficiency, factor: Efficiency | None) -> Efficiency:
 
 
 def stack_efficiency(gpu: GpuSpec, stack: str | None) -> Efficiency:
-    """The generation's efficiency times the stack's dense layers' kernel speed (STACK_KERNEL_SPEED),
-    unless the generation is fitted to that stack's runs (CALIBRATED_ON_STACK); `stack` None: the
-    generation's alone, at which the routed experts' grouped GEMMs are timed by
+    """The generation's efficiency times the stack's dense layers' kernel speed (STACK_KERNEL_SPEED)
+    on the generations it holds on (STACK_KERNEL_SPEED_GENERATIONS); `stack` None: the generation's alone, at which the routed experts' grouped GEMMs are timed by
     their shape (models/time/moe_gemm.py). Its ratio to GEMM_PLATEAU is the GEMMs' share of a linear's
     time (models/time/fp8.py)."""
     base = generation_efficiency(gpu.architecture)
-    if stack is None or CALIBRATED_ON_STACK.get(base.borrowed_from or gpu.architecture) == stack:
+    if stack is None or (base.borrowed_from or gpu.architecture) not in STACK_KERNEL_SPEED_GENERATIONS.get(stack, ()):
         return base
     return _scaled(base, STACK_KERNEL_SPEED.get(stack))
 

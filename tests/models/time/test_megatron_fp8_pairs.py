@@ -111,15 +111,18 @@ def test_every_megatron_dense_fp8_run_is_checked_not_fitted(runs, catalogue) -> 
     assert statistics.median(ratios.values()) == pytest.approx(0.94, abs=0.01)
 
 
-def test_ampere_is_fitted_to_megatrons_runs_so_it_carries_the_speed_already(catalogue) -> None:
-    """Ampere's value comes from Korthikanti et al.'s Megatron-LM runs (calibration.py): the megatron
-    stack reads it as it is on an A100 and on the generations that borrow it, and gains the speed on
-    the others (Hopper's is llm-foundry's)."""
+def test_the_speed_holds_where_it_is_fitted_or_checked(catalogue) -> None:
+    """Hopper (fitted) and Blackwell (checked) and what borrows them (Ada) gain it. Ampere's value comes
+    from Korthikanti et al.'s Megatron-LM runs (calibration.py), which carry it already, on an A100
+    and on the generations that borrow it; CDNA3's from torchtitan on ROCm, with no Megatron run."""
     from vramplan.models.time.calibration import compute_efficiency, generation_efficiency
 
-    for gpu in ("a100-sxm-80gb", "v100-sxm-32gb"):
+    for gpu in ("a100-sxm-80gb", "v100-sxm-32gb", "mi300x-192gb"):
         spec = catalogue.gpu(gpu)
         assert compute_efficiency(spec, "megatron").value == generation_efficiency(spec.architecture).value
     h100 = catalogue.gpu("h100-sxm-80gb")
     assert compute_efficiency(h100, "megatron").value == pytest.approx(0.4845 * STACK_KERNEL_SPEED["megatron"].value)
     assert compute_efficiency(h100, "hf").value == 0.4845
+    for gpu in ("b200-180gb", "l40s-48gb"):
+        spec = catalogue.gpu(gpu)
+        assert compute_efficiency(spec, "megatron").value > generation_efficiency(spec.architecture).value
