@@ -177,6 +177,9 @@ def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> li
     args += _megatron_grad_dtype_args(job, plan)
     if plan.zero >= 1:
         args.append("--use-distributed-optimizer")
+    if plan.zero >= 2:  # Megatron-FSDP v1 (models/memory/megatron_fsdp.py), which needs its DTensor checkpoints
+        strategy = "optim_grads" if plan.zero == 2 else "optim_grads_params"  # arguments.py L1169-1170 @ d98e8a64
+        args += ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {strategy}", "--ckpt-format fsdp_dtensor"]
     if plan.offload == "optimizer":  # arguments.py validation: CPU offload needs the precision-aware optimizer
         args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
     if job.activation_offload:
@@ -205,7 +208,11 @@ def _megatron_grad_dtype_args(job: Job, plan: Plan) -> list[str]:
     megatron/core/distributed/param_and_grad_buffer.py L924, megatron/training/training.py L2635).
     --fp16 leaves it off unless --accumulate-allreduce-grads-in-fp32 is given (arguments.py L3069);
     --bf16 turns it on unless --grad-reduce-in-bf16 is (arguments.py L1204-1217). A 16-bit buffer
-    also makes the optimizer step copy it to fp32 (models/memory/model_states.py step_grad_copy_bytes)."""
+    also makes the optimizer step copy it to fp32 (models/memory/model_states.py step_grad_copy_bytes).
+    Megatron-FSDP (ZeRO-2/3) reads neither flag: its main gradients are the parameters' dtype unless
+    --megatron-fsdp-main-grads-dtype fp32 (megatron_fsdp/param_and_grad_buffer.py L2313-2322)."""
+    if plan.zero >= 2:
+        return ["--megatron-fsdp-main-grads-dtype fp32"] if job.accounting == "hf" else []
     if plan.precision == "fp16" and job.accounting == "hf":
         return ["--accumulate-allreduce-grads-in-fp32"]
     if plan.precision in ("bf16", "fp8") and job.accounting == "zero":

@@ -23,6 +23,7 @@ from vramplan.models.catalogue.stack_contract import runs_on_count, zero_layout_
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
+from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S, to_us
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
@@ -351,7 +352,8 @@ def derive_lookups(space: SearchSpace) -> None:
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
     space.pairs_restricted = space.job.stack in SHARDED_MODEL_PARALLEL_STACKS or (
-        space.job.stack in AUTOEP_FOLDING_STACKS and any(layout.ep > 1 for layout in space.layouts))
+        space.job.stack in AUTOEP_FOLDING_STACKS and any(layout.ep > 1 for layout in space.layouts)) or (
+        space.job.stack in MEGATRON_FSDP_STACKS and any(layout.pp > 1 for layout in space.layouts))
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)

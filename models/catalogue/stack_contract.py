@@ -7,9 +7,10 @@ stack's own code or docs at a named release in its `source` column (docs/stacks.
 `solve` searches only what the job's stack runs; `estimate` of anything else is bad input naming
 the stack and the feature. The `custom` row allows every combination vramplan models.
 
-The row itself (its columns and their encoding) is models/catalogue/stack_capabilities.py. Not
-modelled yet (documented in docs/known-limits.md): a ZeRO stage allowed
-only without PP, and "sharded only" data parallelism for LoRA (litgpt, torchtune shard every
+The row itself (its columns and their encoding) is models/catalogue/stack_capabilities.py. A ZeRO
+stage a stack runs only beside some layouts, offloads or methods (Megatron-FSDP's ZeRO-2/3: no
+pipeline, no offload, full training) is a rule here, not a column. Not modelled yet (documented in
+docs/known-limits.md): "sharded only" data parallelism for LoRA (litgpt, torchtune shard every
 multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more memory, not less).
 """
 
@@ -19,6 +20,7 @@ from vramplan.models.catalogue.stack_capabilities import StackCapabilities
 from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
+from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS
 from vramplan.models.core.setup import Job, Plan
 
 
@@ -143,12 +145,12 @@ def layout_refusal(caps: StackCapabilities, method: str, layout: Layout, activat
 
 def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int,
                         offload: str = "none") -> tuple[str, object, str] | None:
-    """Model parallelism without FSDP sharding, where the stack runs it only beside FSDP
-    (SHARDED_MODEL_PARALLEL_STACKS: torchtitan refuses DDP beside it, and without a shard group of
-    more than one rank, dp x cp, turns mixed precision off: ParallelDims.fsdp_enabled is dp_shard > 1
-    or cp > 1); DeepSpeed AutoEP's folding rules (AUTOEP_FOLDING_STACKS). Per (ZeRO stage and offload,
-    layout, GPU count), not per feature: the search forbids the combinations (solver
-    SearchSpace.pair_allows)."""
+    """Megatron-FSDP beside a pipeline (MEGATRON_FSDP_STACKS). Model parallelism without FSDP
+    sharding, where the stack runs it only beside FSDP (SHARDED_MODEL_PARALLEL_STACKS: torchtitan
+    refuses DDP beside it, and without a shard group of more than one rank, dp x cp, turns mixed
+    precision off: ParallelDims.fsdp_enabled is dp_shard > 1 or cp > 1); DeepSpeed AutoEP's folding
+    rules (AUTOEP_FOLDING_STACKS). Per (ZeRO stage and offload, layout, GPU count), not per feature:
+    the search forbids the combinations (solver SearchSpace.pair_allows)."""
     if stack in AUTOEP_FOLDING_STACKS and layout.ep > 1:
         if layout.tp > 1 and layout.cp > 1:
             return "cp", layout.cp, "Ulysses (CP) beside AutoTP (TP) under AutoEP (EP)"
@@ -158,6 +160,10 @@ def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int,
             return "offload", offload, "ZeRO offload beside AutoTP (TP) under AutoEP (EP)"
         if zero == 3 and layout.cp > 1:
             return "zero", zero, "ZeRO-3 beside Ulysses (CP) under AutoEP (EP)"
+    if stack in MEGATRON_FSDP_STACKS and zero >= 2 and layout.pp > 1:
+        # megatron/training/arguments.py asserts no pipeline for torch FSDP2 and neither asserts nor
+        # tests one for Megatron-FSDP, whose units vramplan counts on one stage
+        return "zero", zero, f"Megatron-FSDP (ZeRO-{zero}) with pipeline parallelism"
     if stack not in SHARDED_MODEL_PARALLEL_STACKS or layout.model_parallel * layout.ep == 1:
         return None
     if zero < 2:
@@ -186,6 +192,14 @@ def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str
     allowed = caps.method_parallel(method)
     if allowed is not None and zero > 0 and "zero" not in allowed:
         return "zero", zero, f"{method} with sharded data parallelism"
+    if caps.name in MEGATRON_FSDP_STACKS and zero >= 2:
+        # Megatron-FSDP (models/memory/megatron_fsdp.py): its distributed optimizer returns before
+        # building the hybrid CPU optimizer's buffers (megatron/core/optimizer/distrib_optimizer.py
+        # L704-706 @ d98e8a64), and Megatron-Bridge's PEFT recipes run the distributed optimizer
+        if offload != "none":
+            return "offload", offload, f"offload {offload} with Megatron-FSDP (ZeRO-{zero})"
+        if method != "full":
+            return "zero", zero, f"{method} with Megatron-FSDP (ZeRO-{zero})"
     return None
 
 
@@ -308,9 +322,15 @@ def broader_stacks(capabilities: dict[str, StackCapabilities], current: str, mod
     mine = features(current)
     broader = [name for name in capabilities if name != current and name not in NOT_IN_ANY and features(name) > mine
                and (model_type is None or model_refusal(capabilities[name], model_type) is None)]
-    # the most parallel features first, then the most ZeRO stages and offloads (stable: catalogue order)
-    return sorted(broader, key=lambda name: (-len(features(name)), -len(capabilities[name].zero_stages),
-                                             -len(capabilities[name].offloads)))
+    # the most parallel features first, then what holds the least on the GPU: the deepest offload
+    # (parameters, then the optimizer), the most ZeRO stages, the most offloads (stable: catalogue order)
+    return sorted(broader, key=lambda name: (-len(features(name)), -_offload_depth(capabilities[name]),
+                                             -len(capabilities[name].zero_stages), -len(capabilities[name].offloads)))
+
+
+def _offload_depth(caps: StackCapabilities) -> int:
+    """2 where the stack offloads the parameters too, 1 the optimizer alone, 0 nothing."""
+    return 2 if "optimizer+params" in caps.offloads else 1 if "optimizer" in caps.offloads else 0
 
 
 OVERLAP = "MoE all-to-all overlap"  # the feature's words in every refusal of or beside it

@@ -223,6 +223,14 @@ DDP_BUCKET_COPY_STACKS = Behaviour(
 # (NVIDIA/Megatron-LM@d98e8a6 megatron/core/distributed/param_and_grad_buffer.py start_grad_sync
 # L718-732: reduce-scatter into the shard view of bucket.grad_data, all-reduce of bucket.grad_data;
 # start_param_sync L508-525: all-gather into bucket.param_data). No bucket besides.
+# Stacks whose ZeRO-2 and ZeRO-3 are Megatron-FSDP v1 (--use-megatron-fsdp, sharding strategies
+# optim_grads and optim_grads_params; NVIDIA/Megatron-LM@d98e8a64 megatron/core/distributed/fsdp):
+# decoder layers are its units, the embedding and output layer stay gathered under ZeRO-3, and its
+# default windows prefetch 5e8 and queue 1e9 elements (models/memory/megatron_fsdp.py).
+MEGATRON_FSDP_STACKS = Behaviour(
+    "ZeRO-2/3 are Megatron-FSDP: layer units, the ends gathered, a 5e8-element prefetch and a 1e9-element reduce queue",
+    frozenset({"megatron"}), "models/memory/megatron_fsdp.py")
+
 IN_PLACE_DP_BUFFER_STACKS = Behaviour(
     "data-parallel reduce and all-gather run in place in the contiguous gradient and parameter buffers",
     frozenset({"megatron"}), "models/memory/dp_buffers.py")

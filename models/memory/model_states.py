@@ -297,20 +297,25 @@ def step_grad_copy_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 
     holds no activations, so the rank's peak is its states, the overhead and the larger of its
     activations and this (models/memory/memory.py MemoryBreakdown.total_bytes).
 
+    Megatron-FSDP (ZeRO-2/3, models/memory/megatron_fsdp.py) casts its 16-bit gradient shard the same
+    way (megatron_fsdp/param_and_grad_buffer.py L3377-3381 @ d98e8a64: `optimizer_grad.to(param.dtype)`
+    in update_main_grads, held in param.grad until zero_grad_buffer): 4 bytes per parameter of the
+    shard.
+
     0 where the mechanism was not read: an offloaded optimizer (HybridDeviceOptimizer with the
-    precision-aware optimizer, whose .decoupled_grad is the buffer's view), Megatron-FSDP (ZeRO-2/3),
-    no fp32 master (pure 16-bit), fp32 training (FP32Optimizer steps the buffer itself)."""
+    precision-aware optimizer, whose .decoupled_grad is the buffer's view), no fp32 master (pure
+    16-bit), fp32 training (FP32Optimizer steps the buffer itself)."""
     return model_states(arch, job, plan, stage).step_grad_copy_bytes
 
 
 def _step_copy_bytes(job: Job, plan: Plan, groups: list[tuple[int, int]],
                      recipe: tuple[Fraction, Fraction, Fraction]) -> int:
     """step_grad_copy_bytes from the rank's flat buffers (state_groups) and the recipe's bytes."""
-    if job.stack not in STEP_FP32_GRAD_COPY_STACKS or plan.offload != "none" or plan.zero >= 2:
+    if job.stack not in STEP_FP32_GRAD_COPY_STACKS or plan.offload != "none":
         return 0
     if plan.precision == "fp32" or pure_half(job, plan.precision) or recipe[1] != HALF_BYTES:
         return 0  # no master copy, or an fp32 gradient buffer that .float() returns as it is
-    return sum(FP32_BYTES * (ceil_div(params, group) if plan.zero == 1 else params) for params, group in groups)
+    return sum(FP32_BYTES * (ceil_div(params, group) if plan.zero >= 1 else params) for params, group in groups)
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:

@@ -28,6 +28,8 @@ Communication buffers:
 - ZeRO-3 under torch FSDP (FSDP2_STACKS, FSDP1_STACKS): whole units, the root where it holds the
   embedding and lm_head, and no reduce bucket besides the units' reduce-scatter inputs
   (models/memory/fsdp.py working_set_bytes).
+- ZeRO-2/3 under Megatron-FSDP (MEGATRON_FSDP_STACKS): the gathered ends and prefetch window, and
+  the unsharded gradient buckets its reduce-scatter queue holds (models/memory/megatron_fsdp.py).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from vramplan.models.core.units import BYTES_PER_MIB
 from vramplan.models.memory.dispatcher_buffers import dispatcher_buffer_bytes
 from vramplan.models.memory.dp_buffers import dp_buffer_bytes
 from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
+from vramplan.models.memory.megatron_fsdp import megatron_fsdp_buffers, runs_megatron_fsdp
 from vramplan.models.memory.model_states import keeps_stage_gathered
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.memory.precision import weight_bytes_per_param
@@ -84,7 +87,11 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
 
     buckets = Fraction(0)
     live = Fraction(0)
-    if multi_gpu and plan.zero in (0, 1, 2):  # each stack's DDP / DeepSpeed / FSDP buffers
+    if multi_gpu and runs_megatron_fsdp(job, plan):  # Megatron-FSDP's windows (models/memory/megatron_fsdp.py)
+        fsdp = megatron_fsdp_buffers(arch, job, plan)
+        live = Fraction(fsdp.live_params_bytes)
+        buckets = Fraction(fsdp.grad_bytes)
+    elif multi_gpu and plan.zero in (0, 1, 2):  # each stack's DDP / DeepSpeed / FSDP buffers
         buckets = Fraction(dp_buffer_bytes(arch, job, plan))
     elif plan.zero == 3 and multi_gpu and fsdp_version(job) is not None:
         # torch FSDP: whole units gathered, no reduce bucket beyond the units' reduce-scatter inputs

@@ -121,18 +121,18 @@ def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
 
 
 def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> None:
-    """Megatron refuses torch.compile and ZeRO-3, torchtitan DeepEP outside its DeepSeek models: each
+    """Megatron refuses torch.compile and Megatron-FSDP's ZeRO-3 with an offload, torchtitan DeepEP outside its DeepSeek models: each
     is a bad job (batch's `error`), not a job no pool runs (it came back `unserved`, the refusal in
     its explanation)."""
     jobs = [{"id": "a", **GOOD_JOB, "stack": "megatron", "compile": "true"},
-            {"id": "b", **GOOD_JOB, "stack": "megatron", "zero": "3"},
+            {"id": "b", **GOOD_JOB, "stack": "megatron", "zero": "3", "offload": "optimizer"},
             {"id": "c", **GOOD_JOB, "model": "qwen3-30b-a3b", "stack": "torchtitan", "moe_dispatcher": "deepep"},
             {"id": "d", **GOOD_JOB, "stack": "megatron"}]
-    result, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["stack", "compile", "zero", "moe_dispatcher"])
+    result, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["stack", "compile", "zero", "offload", "moe_dispatcher"])
     assert result.exit_code == 3, result.output
     assert [r["status"] for r in rows] == ["error", "error", "error", "scheduled"]
     assert rows[0]["error"].startswith("stack='megatron': does not run torch.compile")
-    assert rows[1]["error"].startswith("stack='megatron': does not run ZeRO stage 3")
+    assert rows[1]["error"].startswith("stack='megatron': does not run offload optimizer with Megatron-FSDP (ZeRO-3)")
     assert rows[2]["error"].startswith("stack='torchtitan': does not run DeepEP for qwen3-30b-a3b")
 
 

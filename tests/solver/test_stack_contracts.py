@@ -45,7 +45,9 @@ def test_every_stack_has_one_contract_with_sources():
     (["--num-gpus", "8", "--pp", "2"], "pipeline parallelism"),  # hf: the Trainer has no training pipeline
     (["--num-gpus", "8", "--tp", "8", "--sequence-parallel"], "Megatron sequence parallelism"),
     (["--num-gpus", "8", "--stack", "deepspeed", "--pp", "2"], "pipeline parallelism"),
-    (["--num-gpus", "8", "--stack", "megatron", "--zero", "3"], "ZeRO stage 3"),
+    (["--num-gpus", "8", "--stack", "megatron", "--zero", "3", "--pp", "2"], "Megatron-FSDP (ZeRO-3) with pipeline parallelism"),
+    (["--num-gpus", "8", "--stack", "megatron", "--zero", "3", "--offload", "optimizer"],
+     "offload optimizer with Megatron-FSDP (ZeRO-3)"),
     (["--num-gpus", "8", "--stack", "torchtune", "--cp", "2"], "context parallelism"),
     (["--stack", "torchtitan", "--method", "qlora"], "qlora training"),
     (["--num-gpus", "16", "--stack", "unsloth", "--offering", "lambda/gpu_8x_h100_sxm5"], "more than one instance"),
@@ -155,7 +157,8 @@ def test_an_explanation_tries_the_stacks_that_run_more_and_names_them(catalogue)
     from vramplan.models.catalogue.stack import restacked
     from vramplan.models.catalogue.stack_contract import broader_stacks
 
-    assert broader_stacks(CAPS, "torchtune")[:2] == ["torchtitan", "megatron"]  # ZeRO 0/2/3 before 0/1
+    # parameter offload (torchtitan) before more ZeRO stages (megatron: 0-3, Megatron-FSDP offloading nothing)
+    assert broader_stacks(CAPS, "torchtune")[:2] == ["torchtitan", "megatron"]
     assert broader_stacks(CAPS, "custom") == [] and "custom" not in broader_stacks(CAPS, "unsloth")
     query = SolveQuery(model="llama-3.1-405b", job=Job(seq_len=8192, stack="torchtune", master_weights="none",
                                                        loss="chunked", recompute_layers=None),
