@@ -272,7 +272,8 @@ class UnitBounds:
             space.on_use.fill_count(n, [li], (p,))
             dynamic = self._leanest_dynamic(n, li, p, r)
             fitting = [zf for zf in range(len(space.zero_offloads))
-                       if space.on_use.host_mib_per_gpu[zf, n, p, li] <= host_mib
+                       if space.pair_allows(zf, li, n)  # a pair the stack runs together (Megatron-FSDP: no PP)
+                       and space.on_use.host_mib_per_gpu[zf, n, p, li] <= host_mib
                        and all(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] <= limit for j in range(space.num_rank_columns))]
             if not fitting:
                 continue
@@ -314,7 +315,7 @@ class UnitBounds:
             dynamic = [0] * space.num_rank_columns if r is None else self._leanest_dynamic(n, li, p, r)
             options = sorted((space.on_use.host_mib_per_gpu[zf, n, p, li],
                               max(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_rank_columns)))
-                             for zf in range(len(space.zero_offloads)))
+                             for zf in range(len(space.zero_offloads)) if space.pair_allows(zf, li, n))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
         return memo[key]
 

@@ -130,3 +130,20 @@ def test_the_launch_configuration_writes_megatron_fsdp(zero: int, accounting: st
     text = launch_config(job, Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=zero), LaunchModel(num_layers=32)).text
     assert all(arg in text for arg in wanted), text
     assert not any(arg in text for arg in unwanted), text
+
+
+def test_the_search_plans_it_where_it_is_fastest_and_the_oracle_agrees() -> None:
+    """Llama 3.1 8B on at most 8 L40S, objective time: ZeRO-2 (Megatron-FSDP) beside TP 2 with 8
+    layers recomputed, the plan the brute-force oracle finds over the same space (668,800
+    combinations, pipelines among them, which Megatron-FSDP's ZeRO-2/3 are never planned with)."""
+    from vramplan.solver.api import solve
+    from vramplan.solver.query import SolveQuery
+
+    query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096, stack="megatron"), global_batch=16, tokens=1e9,
+                       objective="time", gpus=("l40s-48gb",), max_gpus=8)
+    cpsat, brute = (solve(CAT, query.model_copy(update={"engine": engine, "time_limit_s": 600}), explain_infeasible=False)
+                    for engine in ("cpsat", "brute"))
+    assert [p.plan for p in cpsat.plans] == [p.plan for p in brute.plans]
+    assert cpsat.plans[0].objective_value == pytest.approx(brute.plans[0].objective_value, rel=1e-12)
+    best = cpsat.plans[0].plan
+    assert (best.zero, best.tp, best.pp) == (2, 2, 1)
