@@ -179,8 +179,10 @@ def offload_exposed_s(transfer_bytes: float, compute_s: float) -> float:
 
 def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> float:
     """Seconds of matmul work per optimizer step on one GPU (hardware FLOPs, recompute included):
-    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs. The attention runs
-    at the stack's kernel's speed (models/time/attention_kernel.py: cuDNN's saves about 38% of
+    a data-parallel replica's tokens, their work split over its tp * pp * cp GPUs, at the stack's
+    efficiency on the GPU (calibration.compute_efficiency: the generation's, the GPU's own speed and
+    the stack's dense-layer kernels), a MoE's routed experts at the generation's alone. The attention
+    runs at the stack's kernel's speed (models/time/attention_kernel.py: cuDNN's saves about 38% of
     FlashAttention-2's time), the same on every layout of a count (the solver's compute tables)."""
     flops = plan_flops_per_token(arch, job, plan)
     tokens_per_gpu = plan.micro_batch * plan.grad_accum * job.seq_len / (plan.tp * plan.pp * plan.cp)
