@@ -19,11 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vramplan.models.catalogue.catalogue import load_stack_capabilities
-from vramplan.models.catalogue.stack_contract import runs_on_count, zero_layout_refusal
+from vramplan.models.catalogue.stack_contract import runs_on_count, zero_layout_refusal, zero_layout_rules_apply
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
-from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import US_PER_S, to_us
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
@@ -97,8 +95,8 @@ class SearchSpace:
     # What the search looks up by shape, count or pipeline, derived from the domains when the space
     # is built (derive_lookups), never filled later:
     count_choice_sets: dict[bool, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)  # several GPUs?
-    # Whether the stack runs model parallelism only beside FSDP (stack_contract.zero_layout_refusal,
-    # asked per combination by pair_allows); False for every other stack, which runs every pair
+    # Whether the contract can refuse a ZeRO x layout pair of this space (stack_contract
+    # zero_layout_rules_apply; asked per combination by pair_allows); False: every pair runs
     pairs_restricted: bool = False
     # Integer tables, keyed by domain indices; a missing key is an invalid combination. Those every
     # count shares are made here at build; each count's, layout's and shape's own are filled on
@@ -351,9 +349,7 @@ def derive_lookups(space: SearchSpace) -> None:
         stages = space.checked_stages(pipeline)
         space.aliases_of_pipeline[pipeline] = tuple(stages.index(stage) for stage in stages)
     caps = load_stack_capabilities()[space.job.stack]
-    space.pairs_restricted = space.job.stack in SHARDED_MODEL_PARALLEL_STACKS or (
-        space.job.stack in AUTOEP_FOLDING_STACKS and any(layout.ep > 1 for layout in space.layouts)) or (
-        space.job.stack in MEGATRON_FSDP_STACKS and any(layout.pp > 1 for layout in space.layouts))
+    space.pairs_restricted = zero_layout_rules_apply(space.job.stack, space.layouts)
     for count in {min(space.counts, default=1), max(space.counts, default=1)}:
         space.count_choice_sets.setdefault(count > 1, (
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)

@@ -20,7 +20,7 @@ from vramplan.models.catalogue.stack_capabilities import StackCapabilities
 from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
-from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS
+from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS, runs_megatron_fsdp
 from vramplan.models.core.setup import Job, Plan
 
 
@@ -160,7 +160,7 @@ def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int,
             return "offload", offload, "ZeRO offload beside AutoTP (TP) under AutoEP (EP)"
         if zero == 3 and layout.cp > 1:
             return "zero", zero, "ZeRO-3 beside Ulysses (CP) under AutoEP (EP)"
-    if stack in MEGATRON_FSDP_STACKS and zero >= 2 and layout.pp > 1:
+    if runs_megatron_fsdp(stack, zero) and layout.pp > 1:
         # megatron/training/arguments.py asserts no pipeline for torch FSDP2 and neither asserts nor
         # tests one for Megatron-FSDP, whose units vramplan counts on one stage
         return "zero", zero, f"Megatron-FSDP (ZeRO-{zero}) with pipeline parallelism"
@@ -171,6 +171,14 @@ def zero_layout_refusal(stack: str, zero: int, layout: Layout, num_gpus: int,
     if num_gpus // layout.model_parallel * layout.cp == 1:
         return "num_gpus", num_gpus, "model parallelism (TP, PP, EP) without a data-parallel rank to shard over (FSDP)"
     return None
+
+
+def zero_layout_rules_apply(stack: str, layouts: list[Layout]) -> bool:
+    """Whether zero_layout_refusal can refuse any pair of a ZeRO stage and one of these layouts on
+    this stack: the search asks it per combination only then (solver SearchSpace.pair_allows)."""
+    return stack in SHARDED_MODEL_PARALLEL_STACKS or (
+        stack in AUTOEP_FOLDING_STACKS and any(layout.ep > 1 for layout in layouts)) or (
+        stack in MEGATRON_FSDP_STACKS and any(layout.pp > 1 for layout in layouts))
 
 
 def _layout_value(layout: Layout, field: str) -> object:
@@ -192,7 +200,7 @@ def states_refusal(caps: StackCapabilities, method: str, zero: int, offload: str
     allowed = caps.method_parallel(method)
     if allowed is not None and zero > 0 and "zero" not in allowed:
         return "zero", zero, f"{method} with sharded data parallelism"
-    if caps.name in MEGATRON_FSDP_STACKS and zero >= 2:
+    if runs_megatron_fsdp(caps.name, zero):
         # Megatron-FSDP (models/memory/megatron_fsdp.py): its distributed optimizer returns before
         # building the hybrid CPU optimizer's buffers (megatron/core/optimizer/distrib_optimizer.py
         # L704-706 @ d98e8a64), and Megatron-Bridge's PEFT recipes run the distributed optimizer

@@ -231,6 +231,11 @@ MEGATRON_FSDP_STACKS = Behaviour(
     "ZeRO-2/3 are Megatron-FSDP: layer units, the ends gathered, a 5e8-element prefetch and a 1e9-element reduce queue",
     frozenset({"megatron"}), "models/memory/megatron_fsdp.py")
 
+
+def runs_megatron_fsdp(stack: str, zero: int) -> bool:
+    """Whether a plan's data parallelism is Megatron-FSDP: ZeRO-2 or -3 on a MEGATRON_FSDP_STACKS stack."""
+    return stack in MEGATRON_FSDP_STACKS and zero >= 2
+
 IN_PLACE_DP_BUFFER_STACKS = Behaviour(
     "data-parallel reduce and all-gather run in place in the contiguous gradient and parameter buffers",
     frozenset({"megatron"}), "models/memory/dp_buffers.py")

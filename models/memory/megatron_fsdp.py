@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.core.stack_behaviour import MEGATRON_FSDP_STACKS
 from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.parallel_states import embedding_shard, head_shard, layer_shard
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
@@ -63,11 +62,6 @@ class MegatronFsdpBuffers:
     @property
     def live_params_bytes(self) -> int:
         return self.ends_bytes + self.gathered_bytes
-
-
-def runs_megatron_fsdp(job: Job, plan: Plan) -> bool:
-    """Whether the plan's data parallelism is Megatron-FSDP: ZeRO-2 or -3 on such a stack."""
-    return job.stack in MEGATRON_FSDP_STACKS and plan.zero >= 2
 
 
 def megatron_fsdp_buffers(arch: Architecture, job: Job, plan: Plan) -> MegatronFsdpBuffers:

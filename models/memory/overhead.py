@@ -40,12 +40,13 @@ from fractions import Fraction
 
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.memory_behaviours import runs_megatron_fsdp
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.units import BYTES_PER_MIB
 from vramplan.models.memory.dispatcher_buffers import dispatcher_buffer_bytes
 from vramplan.models.memory.dp_buffers import dp_buffer_bytes
 from vramplan.models.memory.fsdp import fsdp_version, working_set_bytes
-from vramplan.models.memory.megatron_fsdp import megatron_fsdp_buffers, runs_megatron_fsdp
+from vramplan.models.memory.megatron_fsdp import megatron_fsdp_buffers
 from vramplan.models.memory.model_states import keeps_stage_gathered
 from vramplan.models.memory.parallel_overhead import cp_buffer_bytes, num_communicators, pp_p2p_bytes, tp_buffer_bytes
 from vramplan.models.memory.precision import weight_bytes_per_param
@@ -87,7 +88,7 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
 
     buckets = Fraction(0)
     live = Fraction(0)
-    if multi_gpu and runs_megatron_fsdp(job, plan):  # Megatron-FSDP's windows (models/memory/megatron_fsdp.py)
+    if multi_gpu and runs_megatron_fsdp(job.stack, plan.zero):  # Megatron-FSDP's windows (models/memory/megatron_fsdp.py)
         fsdp = megatron_fsdp_buffers(arch, job, plan)
         live = Fraction(fsdp.live_params_bytes)
         buckets = Fraction(fsdp.grad_bytes)
