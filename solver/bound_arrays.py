@@ -33,7 +33,7 @@ from vramplan.models.catalogue.stack import MoeKernel
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Precision
 from vramplan.models.core.units import BYTES_PER_GB, to_us, to_us_array
-from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, stack_efficiency
+from vramplan.models.time.calibration import COMMUNICATION_EFFICIENCY, expert_efficiency
 from vramplan.models.time.fp8 import fp8_gemm_speedup
 from vramplan.models.time.moe_dispatch import Dispatch, dispatch_shares
 from vramplan.models.time.moe_gemm import ExpertShape, expert_slowdown, loop_overhead_s
@@ -320,11 +320,11 @@ def _ep_seconds_grid(tables: Tables, t: CountTraffic, names: tuple[str, ...], gp
         if tables.job.moe_a2a_overlap:  # ep_time.a2a_overlapped (0.0 where ep = 1 either way)
             all_to_all = np.maximum(0.0, all_to_all - compute_s)
     # ep_time._expert_gemm_seconds: dense_s x (slowdown - 1) + the loop kernel's calls
-    efficiency = stack_efficiency(gpu, None).value  # the experts' (ep_time)
-    dense_rate = np.array([peak_tflops(gpu, rate_precision(cast(Precision, name))) * _TERA * efficiency for name in names],
+    efficiency = expert_efficiency(gpu)  # ep_time._expert_gemm_seconds
+    dense_rate = np.array([peak_tflops(gpu, rate_precision(cast(Precision, name))) * _TERA * efficiency.value for name in names],
                           dtype=np.float64).reshape(1, len(names), 1)
     # fp8 expert FLOPs run fp8.fp8_gemm_speedup faster (the others divided by 1.0: exact)
-    speedup = np.array([fp8_gemm_speedup(gpu, None) if name == "fp8" else 1.0 for name in names],
+    speedup = np.array([fp8_gemm_speedup(gpu, efficiency) if name == "fp8" else 1.0 for name in names],
                        dtype=np.float64).reshape(1, len(names), 1)
     work = f["expert_flops"] / speedup
     slowdown = t.slowdowns.get(gpu.name)

@@ -232,13 +232,19 @@ def _scaled(base: Efficiency, factor: Efficiency | None) -> Efficiency:
                       base.borrowed_from)
 
 
-def stack_efficiency(gpu: GpuSpec, stack: str | None) -> Efficiency:
+def expert_efficiency(gpu: GpuSpec) -> Efficiency:
+    """The routed experts' efficiency: the generation's alone, at which their grouped GEMMs are timed
+    by their shape (models/time/moe_gemm.py); the stack's and the GPU's speeds are measured on dense
+    layers (STACK_KERNEL_SPEED, GPU_SPEED)."""
+    return generation_efficiency(gpu.architecture)
+
+
+def stack_efficiency(gpu: GpuSpec, stack: str) -> Efficiency:
     """The generation's efficiency times the stack's dense layers' kernel speed (STACK_KERNEL_SPEED)
-    on the generations it holds on (STACK_KERNEL_SPEED_GENERATIONS); `stack` None: the generation's
-    alone, at which the routed experts' grouped GEMMs are timed by their shape (models/time/moe_gemm.py).
-    Its ratio to GEMM_PLATEAU is the GEMMs' share of a linear's time (models/time/fp8.py)."""
+    on the generations it holds on (STACK_KERNEL_SPEED_GENERATIONS). Its ratio to GEMM_PLATEAU is the
+    GEMMs' share of a dense linear's time (models/time/fp8.py)."""
     base = generation_efficiency(gpu.architecture)
-    if stack is None or (base.borrowed_from or gpu.architecture) not in STACK_KERNEL_SPEED_GENERATIONS.get(stack, ()):
+    if (base.borrowed_from or gpu.architecture) not in STACK_KERNEL_SPEED_GENERATIONS.get(stack, ()):
         return base
     return _scaled(base, STACK_KERNEL_SPEED.get(stack))
 

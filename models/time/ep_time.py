@@ -26,7 +26,7 @@ from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan, Precision
 from vramplan.models.memory.precision import activation_bytes
-from vramplan.models.time.calibration import stack_efficiency
+from vramplan.models.time.calibration import expert_efficiency
 from vramplan.models.time.collectives import link_seconds
 from vramplan.models.time.flops import FlopsPerToken, plan_flops_per_token
 from vramplan.models.time.fp8 import fp8_gemm_speedup
@@ -160,9 +160,10 @@ def _expert_gemm_seconds(ep: EpTraffic, gpu: GpuSpec) -> float:
     """What the expert GEMMs take beyond the compute time's dense-shaped FLOPs (models/time/moe_gemm.py)."""
     if ep.shape is None:
         return 0.0
-    # the experts' GEMMs at the generation's efficiency, not the dense layers' (calibration.stack_efficiency)
-    work = ep.expert_flops / fp8_gemm_speedup(gpu, None) if ep.precision == "fp8" else ep.expert_flops  # models/time/fp8.py
-    dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * stack_efficiency(gpu, None).value)
+    # the experts' GEMMs at their own efficiency, not the dense layers' (calibration.expert_efficiency)
+    efficiency = expert_efficiency(gpu)
+    work = ep.expert_flops / fp8_gemm_speedup(gpu, efficiency) if ep.precision == "fp8" else ep.expert_flops  # models/time/fp8.py
+    dense_s = work / (peak_tflops(gpu, rate_precision(ep.precision)) * _TERA * efficiency.value)
     slowdown = expert_slowdown(ep.shape, peak_tflops(gpu, ep.precision), gpu.hbm_bandwidth_gb_per_s)
     return dense_s * (slowdown - 1) + loop_overhead_s(ep.kernel, ep.calls)
 

@@ -50,7 +50,7 @@ from vramplan.models.catalogue.stack import Fp8Recipe
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
-from vramplan.models.time.calibration import GEMM_PLATEAU, stack_efficiency
+from vramplan.models.time.calibration import GEMM_PLATEAU, Efficiency
 from vramplan.models.time.rates import hbm_stream_seconds
 
 
@@ -97,19 +97,20 @@ def fp8_casts(recipe: Fp8Recipe, job: Job) -> Fp8Casts:
     return _TORCHAO_EAGER if recipe == "torchao" and job.compile == "none" else RECIPES[recipe]
 
 
-def fp8_gemm_time_ratio(gpu: GpuSpec, stack: str | None) -> float:
+def fp8_gemm_time_ratio(gpu: GpuSpec, efficiency: Efficiency) -> float:
     """Time of a linear FLOP in fp8 over its time in bf16, casts aside, in the compute model's units:
-    1 - e / GEMM_PLATEAU x (1 - bf16 peak / fp8 peak), e the stack's efficiency on the GPU's
-    generation (calibration.stack_efficiency; `stack` None: the routed experts'). A GPU's own speed
-    (calibration.GPU_SPEED: how fast it runs under load against its datasheet) speeds its GEMMs and
-    the rest alike, so it leaves e / GEMM_PLATEAU, the GEMMs' share of a linear's time, as it is."""
+    1 - e / GEMM_PLATEAU x (1 - bf16 peak / fp8 peak) (module docstring), e the efficiency of the GEMMs'
+    layers without the GPU's own speed: calibration.stack_efficiency for dense linears,
+    calibration.expert_efficiency for routed experts. A GPU's own speed (calibration.GPU_SPEED: how
+    fast it runs under load against its datasheet) speeds its GEMMs and the rest alike, so it leaves
+    e / GEMM_PLATEAU, the GEMMs' share of a linear's time, as it is."""
     saved = 1 - gpu.bf16_dense_tflops / gpu.fp8_dense_tflops
-    return 1 - stack_efficiency(gpu, stack).value / GEMM_PLATEAU.value * saved
+    return 1 - efficiency.value / GEMM_PLATEAU.value * saved
 
 
-def fp8_gemm_speedup(gpu: GpuSpec, stack: str | None) -> float:
+def fp8_gemm_speedup(gpu: GpuSpec, efficiency: Efficiency) -> float:
     """How much faster the fp8 GEMMs run than bf16 ones in the compute model's units (1 / ratio)."""
-    return 1 / fp8_gemm_time_ratio(gpu, stack)
+    return 1 / fp8_gemm_time_ratio(gpu, efficiency)
 
 
 def _is_router(arch: Architecture, group: LayerGroup, module: LinearModule) -> bool:

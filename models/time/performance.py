@@ -41,6 +41,7 @@ from vramplan.models.time.calibration import (
     OPTIMIZER_STEP_BYTES_PER_PARAM,
     PCIE_BANDWIDTH_GB_PER_S,
     compute_efficiency,
+    expert_efficiency,
     stack_efficiency,
 )
 from vramplan.models.time.collectives import group_nodes, ring_latency_s
@@ -189,17 +190,19 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
     efficiency = compute_efficiency(gpu, job.stack).value
     work: float = flops.hardware - attention_saved_flops_per_token(arch, job, plan, gpu)  # the stack's attention kernel
     fp8 = plan.precision == "fp8"
+    # a linear FLOP's time in its layers' units: fp8 GEMMs at fp8_gemm_time_ratio (models/time/fp8.py)
+    linear = fp8_gemm_time_ratio(gpu, stack_efficiency(gpu, job.stack)) if fp8 else 1.0
     casts_s = 0.0
     if fp8:  # the linears' GEMMs in fp8 plus the recipe's casts, the rest in bf16 (models/time/fp8.py)
         peak_tflops(gpu, "fp8")  # an unsupported fp8 is still the one-line error
-        work -= flops.linear * (1 - fp8_gemm_time_ratio(gpu, job.stack))
+        work -= flops.linear * (1 - linear)
         casts_s = fp8_cast_seconds(arch, job, plan, gpu)
-    expert_efficiency = stack_efficiency(gpu, None).value
-    if flops.expert and expert_efficiency != efficiency:
+    experts = expert_efficiency(gpu)
+    if flops.expert and experts.value != efficiency:
         # the stack's kernel speed and the GPU's own are measured on dense layers; the routed experts'
-        # grouped GEMMs run at the generation's (calibration.stack_efficiency), in the dense work's units
-        work -= flops.expert * (fp8_gemm_time_ratio(gpu, job.stack) if fp8 else 1.0)
-        work += flops.expert * (fp8_gemm_time_ratio(gpu, None) if fp8 else 1.0) * efficiency / expert_efficiency
+        # grouped GEMMs run at their own efficiency (calibration.expert_efficiency), in the dense work's units
+        expert_linear = fp8_gemm_time_ratio(gpu, experts) if fp8 else 1.0
+        work += flops.expert * (expert_linear * efficiency / experts.value - linear)
     matmul_s = tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
     return matmul_s + casts_s + eager_elementwise_s(arch, job, plan, gpu)  # uncompiled element-wise ops (compile_speed.py)
 
