@@ -17,8 +17,8 @@ PGB = .../param_and_grad_buffer.py, ADP = megatron/core/distributed/fsdp/mcore_f
   `release_bucket` runs for units only; MF L1342-1347 and PGB L4359-4371 keep them `PRESERVED`).
 - Without `--fsdp-double-buffer` (Megatron-LM's default, and the launch configuration's) the
   all-gather prefetches up to half and the reduce-scatter queue holds up to all of
-  `suggested_communication_unit_size`, which MF L419-444 floors at 1e9 elements (`max(1e9, ...)`
-  under a "Cap to 1B elements" comment): at the backward's first unit the prefetch gathers the next
+  `suggested_communication_unit_size`, twice the mean unit under ZeRO-3, which MF L419-444 floors at
+  1e9 elements (`max(1e9, ...)` under a "Cap to 1B elements" comment): at the backward's first unit the prefetch gathers the next
   units until 5e8 elements are in flight (PGB L4487-4516; a model of fewer unit parameters a rank
   gathers all of them), and each unit's unsharded gradient bucket stays allocated until the queue
   passes 1e9 elements or the backward ends (PGB L3924-3948, L4227-4256). The non-unit gradient
@@ -44,11 +44,16 @@ from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.parallel_states import embedding_shard, head_shard, layer_shard
 from vramplan.models.memory.precision import gradient_bytes_per_param, weight_bytes_per_param
 
-# MF L419-444 @ d98e8a64: suggested_communication_unit_size = max(1_000_000_000, ...); the all-gather
-# prefetch window is half of it, the reduce-scatter queue all of it (MF L443-444).
+# MF L419-444 @ d98e8a64: suggested_communication_unit_size is twice the mean unit under ZeRO-3
+# (optim_grads_params), else the bucket size (none: vramplan's launch writes no --overlap-grad-reduce)
+# or 1e9, then floored at 1e9 (`max(1_000_000_000, ...)`); the all-gather prefetch window is half
+# of it, the reduce-scatter queue all of it (MF L443-444).
 COMMUNICATION_UNIT_ELEMENTS = 1_000_000_000
-PREFETCH_ELEMENTS = COMMUNICATION_UNIT_ELEMENTS // 2
-REDUCE_QUEUE_ELEMENTS = COMMUNICATION_UNIT_ELEMENTS
+
+
+def communication_unit_elements(zero: int, unit_params: int, units: int) -> int:
+    """MF's suggested_communication_unit_size for a rank of `units` units of `unit_params` in all."""
+    return max(COMMUNICATION_UNIT_ELEMENTS, unit_params // units * 2 if zero == 3 else 0)
 
 
 @dataclass(frozen=True)
@@ -70,16 +75,17 @@ def megatron_fsdp_buffers(arch: Architecture, job: Job, plan: Plan) -> MegatronF
     together (a MoE layer's two buckets, MF's unit)."""
     weight_bytes = int(weight_bytes_per_param(plan.precision))
     grad_bytes = int(gradient_bytes_per_param(plan.precision, job.accounting))
-    shards = [(group.count, layer_shard(arch, plan.tp, plan.ep, group)) for group in layer_groups(arch)]
-    units = [(count, shard.dense + shard.expert) for count, shard in shards]
+    units = [(group.count, shard.dense + shard.expert) for group in layer_groups(arch)
+             for shard in [layer_shard(arch, plan.tp, plan.ep, group)]]
     unit_params = sum(count * size for count, size in units)
     largest = max(size for _, size in units)
+    window = communication_unit_elements(plan.zero, unit_params, sum(count for count, _ in units))
     ends = embedding_shard(arch, plan.tp) + head_shard(arch, plan.tp, 1)
     gathered = 0
-    if plan.zero == 3:  # the unit in backward and the prefetched ones (PGB L4487-4516)
-        gathered = min(unit_params, largest + ceil_div(PREFETCH_ELEMENTS, largest) * largest)
+    if plan.zero == 3:  # the unit in backward and the prefetched ones, up to half the window (PGB L4487-4516)
+        gathered = min(unit_params, largest + ceil_div(window // 2, largest) * largest)
     start = gathered * weight_bytes + ends * grad_bytes
-    end = (ends + min(unit_params, REDUCE_QUEUE_ELEMENTS + 2 * largest)) * grad_bytes
+    end = (ends + min(unit_params, window + 2 * largest)) * grad_bytes  # the queue holds the window
     return MegatronFsdpBuffers(ends_bytes=ends * weight_bytes if plan.zero == 3 else 0,
                                gathered_bytes=gathered * weight_bytes,
                                grad_bytes=max(start, end) - gathered * weight_bytes)

@@ -21,7 +21,7 @@ from vramplan.models.catalogue.catalogue import load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import states_refusal, zero_layout_refusal
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.megatron_fsdp import PREFETCH_ELEMENTS, REDUCE_QUEUE_ELEMENTS, megatron_fsdp_buffers
+from vramplan.models.memory.megatron_fsdp import COMMUNICATION_UNIT_ELEMENTS, megatron_fsdp_buffers
 from vramplan.models.memory.model_states import model_states, step_grad_copy_bytes
 from vramplan.models.memory.overhead import overhead
 from vramplan.models.memory.parallel_states import layer_shard
@@ -63,8 +63,9 @@ def _plan(**fields: object) -> Plan:
 def test_a_small_model_gathers_every_unit_and_a_large_one_its_prefetch_window() -> None:
     """Under 5e8 unit parameters a rank the first backward unit's prefetch gathers all of them (Llama
     3.2 1B at TP 2: 16 layers of 30.4 M; at TP 1, 973 M, the unit and 9 prefetched); Llama 3.1 70B's
-    0.86 B-parameter layers gather the unit and one prefetched (it passes the window). The ends stay
-    gathered under ZeRO-3 only; the gradient queue holds 1e9 elements and two units."""
+    0.86 B-parameter layers gather the unit and one prefetched. ZeRO-3's window is twice the mean
+    unit where that passes 1e9 elements (70B: 1.71e9), so its gradient queue holds it and two units
+    (four layers); ZeRO-2's window stays 1e9. The ends stay gathered under ZeRO-3 only."""
     small = CAT.architecture("llama-3.2-1b")
     shard = layer_shard(small, 2, 1)
     layer_params = shard.dense + shard.expert
@@ -74,12 +75,13 @@ def test_a_small_model_gathers_every_unit_and_a_large_one_its_prefetch_window() 
     big = megatron_fsdp_buffers(LLAMA_70B, MEGATRON, _plan())
     layer = layer_shard(LLAMA_70B, 1, 1)
     unit = layer.dense + layer.expert
-    assert unit > PREFETCH_ELEMENTS and big.gathered_bytes == 2 * 2 * unit
+    assert 2 * unit > COMMUNICATION_UNIT_ELEMENTS and big.gathered_bytes == 2 * 2 * unit
     ends = count_params(LLAMA_70B).embedding + count_params(LLAMA_70B).final_norm + count_params(LLAMA_70B).lm_head
-    assert big.gathered_bytes + big.grad_bytes == 4 * (ends + REDUCE_QUEUE_ELEMENTS + 2 * unit)  # the end's, fp32
+    assert big.gathered_bytes + big.grad_bytes == 4 * (ends + 2 * unit + 2 * unit)  # the end's, fp32
     assert big.ends_bytes == 2 * ends
     zero2 = megatron_fsdp_buffers(LLAMA_70B, MEGATRON, _plan(zero=2))
-    assert zero2.ends_bytes == zero2.gathered_bytes == 0 and zero2.grad_bytes == big.gathered_bytes + big.grad_bytes
+    assert zero2.ends_bytes == zero2.gathered_bytes == 0
+    assert zero2.grad_bytes == 4 * (ends + COMMUNICATION_UNIT_ELEMENTS + 2 * unit)
 
 
 def test_the_overhead_holds_them_and_16_bit_gradients_halve_the_queue() -> None:
