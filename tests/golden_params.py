@@ -398,6 +398,18 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "lm_head": 620_756_992,
         "active": 9_400_279_040,
     },
+    # zai-org/GLM-4.5-Air: the GLM-4.5 report's "106B total parameters, 12B active" (arXiv 2508.06471, Table 1).
+    # Active here counts the embedding and lm_head (2 x 0.62B): 13.42B - 1.24B = 12.18B. The checkpoint's
+    # multi-token-prediction layer (num_nextn_predict_layers 1) is not built by Glm4MoeForCausalLM.
+    "glm-4.5-air": {
+        "total": 106_852_245_504,
+        "embedding": 620_756_992,
+        "per_layer": 243_554_304,
+        "layers": 105_610_727_424,
+        "final_norm": 4_096,
+        "lm_head": 620_756_992,
+        "active": 13_424_123_904,
+    },
     # ibm-granite/granite-3.3-8b-instruct: the hub's safetensors count, 8,170,864,640 (8.17B; tied lm_head).
     "granite-3.3-8b": {
         "total": 8_170_864_640,

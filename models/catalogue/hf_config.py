@@ -250,10 +250,11 @@ def _fields(c: _Reader) -> dict[str, Any]:
     fields["partial_rotary_factor"] = _rotary_factor(c)
     if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
         parts["parallel_attention_mlp"] = False
+    qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
     if c.has("use_qk_norm") and c.flag("use_qk_norm"):
-        if "qk_norm_on_global_layers" not in parts:
+        if qk_norm_kind is None:
             raise c.unsupported("use_qk_norm", "Cohere's per-head LayerNorm QK norm is not modelled")
-        parts["qk_norm"] = "l2"
+        parts["qk_norm"] = qk_norm_kind
     parts["qkv_bias"] = parts.get("qkv_bias", False) or attention_bias
     fields.update(parts)
     if c.has("multi_query"):

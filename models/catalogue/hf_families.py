@@ -117,7 +117,8 @@ FAMILIES: dict[str, Family] = {
                   "moe_layer_interval": 1, "dense_intermediate_size": 16384, "sliding_window": 8192,
                   "global_every": 4, "use_qk_norm": True, "shared_experts": 1},
         # Llama4TextMoe.forward: routed_in = hidden_states.repeat(num_experts, 1) * router scores
-        parts={"local_attention": "chunked", "qk_norm_on_global_layers": False, "moe_all_experts": True},
+        parts={"local_attention": "chunked", "qk_norm_on_global_layers": False, "moe_all_experts": True,
+               "qk_norm_kind": "l2"},
     ),
     # GPT-NeoX: fused query_key_value, parallel attention + MLP (use_parallel_residual), LayerNorms,
     # biases everywhere, RoPE on rotary_pct of each head.
@@ -177,6 +178,23 @@ FAMILIES: dict[str, Family] = {
                   "partial_rotary_factor": 0.5},
         parts={"norm_position": "sandwich", "norms_per_layer": 4, "fused_gate_up": True, "rope_tables": "per_layer",
                "attention_bias_qkv_only": True},
+    ),
+    # GLM-4.5 / 4.6 / 4.7 and GLM-4.5-Air (transformers 5.24 configuration_glm4_moe.py / modeling_glm4_moe.py):
+    # DeepSeek-V3's MoE block (Glm4MoeMoE = DeepseekV3MoE: a sigmoid top-k router whose linear runs on an fp32
+    # copy of its input, Glm4MoeTopkRouter; fused [E, 2f, h] gate_up_proj experts; n_shared_experts shared
+    # experts; first_k_dense_replace dense layers of intermediate_size) under Llama's GQA attention: q/k/v
+    # biases from attention_bias, none on o_proj or the MLPs (Glm4MoeAttention), use_qk_norm an RMSNorm over
+    # each head's head_dim (q_norm / k_norm), RoPE on partial_rotary_factor of each head (rotary half kept
+    # apart and concatenated, apply_rotary_pos_emb). The checkpoints' multi-token-prediction layer
+    # (num_nextn_predict_layers) is not built by Glm4MoeForCausalLM: not counted.
+    "glm4_moe": Family(
+        keys={"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
+              "shared_experts": "n_shared_experts"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 151552, "hidden_size": 4096,
+                  "intermediate_size": 10944, "num_layers": 46, "num_attention_heads": 96, "num_kv_heads": 8,
+                  "partial_rotary_factor": 0.5, "moe_intermediate_size": 1408, "experts_per_token": 8,
+                  "shared_experts": 1, "num_experts": 128, "first_dense_layers": 1, "use_qk_norm": False},
+        parts={**_MLA_PARTS, "attention_bias_qkv_only": True, "qk_norm_kind": "head"},
     ),
     # Granite 3.x (configuration_granite.py / modeling_granite.py): Llama's modules; embedding_multiplier,
     # residual_multiplier, attention_multiplier and logits_scaling scale by Python floats (save nothing).

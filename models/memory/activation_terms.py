@@ -137,11 +137,14 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
-    head_major = arch.fused_qkv or arch.rope_tables != "shared"
+    # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
+    # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
+    concatenated = arch.rope_tables != "shared" or arch.partial_rotary_factor < 1
+    head_major = arch.fused_qkv or concatenated
     if head_major and rotated and attention == "flash" and kernels == "eager":
-        # RoPE on a view of the fused projection (NeoX, Phi-3), or RoPE that concatenates its parts
-        # (GLM-4's rotated and pass-through dims, gpt-oss's halves), writes q head-major, so SDPA's
-        # output comes back head-major and reshaping it for the output projection copies it (measured)
+        # RoPE on a view of the fused projection (NeoX, Phi-3), or RoPE that concatenates its parts,
+        # writes q head-major, so SDPA's output comes back head-major and reshaping it for the output
+        # projection copies it (measured: tests/models/memory/test_saved_tensors_families.py)
         out.append(Term("attn.output_copy", e * t * a * dv))
     if attention == "flash":
         core = [Term("attn.logsumexp", FP32 * t * a, attention_core=True)]

@@ -8,6 +8,8 @@ Fixtures (tests/fixtures/hf_configs/):
 - gpt-oss-120b.json: the 20b file with num_hidden_layers 36, num_local_experts 128 and 36
   layer_types, as that quoted 120b config.json has them (every other key is equal).
 - granite-3.3-8b.json: ibm-granite/granite-3.3-8b-instruct's config.json as a public model dump quotes it.
+- glm-4.5-air.json: zai-org/GLM-4.5-Air's config.json as ms-swift's debug log prints it on loading the
+  checkpoint (transformers 4.54.1's Glm4MoeConfig, every key of the file).
 - glm-4-9b-0414.json, command-r7b.json, mistral-small-3.1-24b.json: not fetched (the hub is not
   reachable here); reconstructed from the published values of THUDM/GLM-4-9B-0414,
   CohereLabs/c4ai-command-r7b-12-2024 and mistralai/Mistral-Small-3.1-24B-Instruct-2503 (the
@@ -24,15 +26,16 @@ import pytest
 from golden_params import HF_PARAM_COUNTS
 from helpers.paths import HF_CONFIGS
 
-from vramplan.models.architecture.params import count_params, layer_groups, layer_linear_modules
+from vramplan.models.architecture.params import count_params, layer_group, layer_groups, layer_linear_modules
 from vramplan.models.catalogue.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activation_terms import Shape, layer_terms
 from vramplan.models.memory.activations import activations
 from vramplan.models.time.flops import forward_flops_per_token
 
 NEW = {"gpt-oss-20b": "gpt_oss", "gpt-oss-120b": "gpt_oss", "glm-4-9b-0414": "glm4", "granite-3.3-8b": "granite",
-       "command-r7b": "cohere2"}
+       "command-r7b": "cohere2", "glm-4.5-air": "glm4_moe"}
 
 
 def _fixture(name: str) -> dict:
@@ -87,6 +90,35 @@ def test_glm4_parts() -> None:
     assert (arch.partial_rotary_factor, arch.rotary_dim, arch.rope_tables) == (0.5, 64, "per_layer")
     no_bias = _arch("glm-4-9b-0414", attention_bias=False)
     assert count_params(arch).total - count_params(no_bias).total == 40 * (4096 + 2 * 256)
+
+
+def test_glm4_moe_parts() -> None:
+    """GLM-4.5-Air: DeepSeek-V3's MoE block (one leading dense layer, a shared expert, the router on an
+    fp32 copy) under GQA with q/k/v biases only and half-rotary RoPE. The counts that change with a switch
+    are transformers 5.24's on the meta device: use_qk_norm adds 11,776 (46 x (128 + 128), q_norm and
+    k_norm over head_dim), attention_bias False removes 659,456 (46 x (96 + 8 + 8) x 128)."""
+    arch = _arch("glm-4.5-air")
+    assert (arch.num_experts, arch.experts_per_token, arch.first_dense_layers) == (128, 8, 1)
+    assert (arch.intermediate_size, arch.dense_intermediate_size, arch.shared_expert_intermediate_size) == (
+        1408, 10944, 1408)
+    assert (arch.qkv_bias, arch.linear_bias, arch.router_fp32, arch.qk_norm) == (True, False, True, "none")
+    assert (arch.head_dim, arch.partial_rotary_factor, arch.rotary_dim) == (128, 0.5, 64)
+    assert count_params(_arch("glm-4.5-air", use_qk_norm=True)).total - count_params(arch).total == 11_776
+    assert _arch("glm-4.5-air", use_qk_norm=True).qk_norm == "head"
+    assert count_params(arch).total - count_params(_arch("glm-4.5-air", attention_bias=False)).total == 659_456
+    # the report's 12B active leaves out the embedding and lm_head, as gpt-oss's card does
+    assert round((count_params(arch).active - 2 * count_params(arch).embedding) / 1e8) == 122
+
+
+def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
+    """Partial RoPE concatenates the rotated and pass-through dims, so q comes out head-major and
+    o_proj's input is a copy of SDPA's output (measured: tests/models/memory/test_saved_tensors_families.py)."""
+    shape = Shape(b=1, s=4096, e=2)
+    names = [t.name for t in layer_terms(_arch("glm-4.5-air"), "eager", "flash", shape, group=layer_group(_arch("glm-4.5-air"), 0))]
+    assert "attn.output_copy" in names
+    llama_like = _arch("glm-4.5-air", partial_rotary_factor=1.0)
+    assert "attn.output_copy" not in [t.name for t in layer_terms(llama_like, "eager", "flash", shape,
+                                                                     group=layer_group(llama_like, 0))]
 
 
 def test_granite_multipliers_change_nothing(catalogue) -> None:

@@ -3,7 +3,9 @@
 Skipped unless torch and transformers are installed (torch 2.13.0 CPU, transformers 5.24.0).
 gpt-oss (attention sinks, clamped GLU experts with biases, top-k-softmax router), GLM-4 (per-layer
 RoPE copies, head-major q/k), Granite and Cohere 2 are exact per layer but for Cohere 2's sliding
-layer (the sliding mask, as gemma3).
+layer (the sliding mask, as gemma3). GLM-4.5 (glm4_moe: partial RoPE concatenated, so SDPA's
+output is copied for o_proj; per-head q/k RMSNorm; DeepSeek-V3's MoE block) is exact on its dense
+layer and 1.005-1.007 on its MoE layer (the group-limited router's state, as deepseek_v3).
 Tiny configs (tests/tools/saved_tensors_probe.py SMALL_CONFIGS), b = 2, s = 64, bf16, one training
 forward under saved_tensors_hooks; per decoder layer, unique saved storages / vramplan's terms for
 that layer's kind. CPU conversions as in tests/models/memory/test_saved_tensors.py (LayerNorm statistics in the
@@ -68,12 +70,19 @@ NEW_CONFIGS = {
     "granite": ("granite", dict(_TINY, embedding_multiplier=12.0, residual_multiplier=0.22,
                                 attention_multiplier=0.0078125, logits_scaling=16.0)),
     "cohere2": ("cohere2", dict(_TINY, sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
+    # GLM-4.5: one leading dense layer, then DeepSeek-V3's MoE block (shared expert, fp32-copy router)
+    "glm4_moe": ("glm4_moe", dict(_TINY, head_dim=16, partial_rotary_factor=0.5, attention_bias=True,
+                                  use_qk_norm=True, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                                  moe_intermediate_size=48, first_k_dense_replace=1, n_group=1, topk_group=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
     "glm4": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "granite": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "cohere2": {"sdpa": (1.106, 1.0), "eager": (1.007, 1.0)},
+    # the MoE layer: DeepSeek-V3's group-limited router state, as deepseek_v3's (its group top-2 values'
+    # indices, the group index and the expert mask: 16 n_group + 8 topk_group + E bytes a token, not modelled)
+    "glm4_moe": {"sdpa": (1.0, 1.007), "eager": (1.0, 1.005)},
 }
 
 
