@@ -196,6 +196,20 @@ FAMILIES: dict[str, Family] = {
                   "shared_experts": 1, "num_experts": 128, "first_dense_layers": 1, "use_qk_norm": False},
         parts={**_MLA_PARTS, "attention_bias_qkv_only": True, "qk_norm_kind": "head"},
     ),
+    # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
+    # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
+    # same bytes as rotated copies); tied embeddings.
+    "smollm3": Family(defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 32768, "vocab_size": 128256,
+                                "hidden_size": 2048, "intermediate_size": 11008, "num_layers": 36,
+                                "num_attention_heads": 16, "num_kv_heads": 4, "tie_word_embeddings": True,
+                                "use_sliding_window": False, "sliding_window": None}),
+    # Ministral 3 (configuration_ministral3.py / modeling_ministral3.py; the decoder of the Ministral 3
+    # checkpoints' text_config): Mistral's layer, q scaled by Llama 4's position-dependent attention scale
+    # before RoPE (a b x 1 x s x 1 factor; the product is a new q, the projection output is not kept).
+    "ministral3": Family(defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 262144, "vocab_size": 131072,
+                                   "hidden_size": 4096, "intermediate_size": 14336, "num_layers": 34,
+                                   "num_attention_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+                                   "sliding_window": None}),
     # Granite 3.x (configuration_granite.py / modeling_granite.py): Llama's modules; embedding_multiplier,
     # residual_multiplier, attention_multiplier and logits_scaling scale by Python floats (save nothing).
     "granite": Family(defaults={**_LLAMA_DEFAULTS}),

@@ -47,7 +47,8 @@ def _arch(name: str, **change):
 
 
 def test_the_new_families_are_supported() -> None:
-    assert {"gpt_oss", "mistral3", "glm4", "granite", "cohere2"} <= set(SUPPORTED_MODEL_TYPES)
+    assert {"gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3", "ministral3"} <= set(
+        SUPPORTED_MODEL_TYPES)
 
 
 @pytest.mark.parametrize("name", sorted(NEW))
@@ -119,6 +120,36 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
     llama_like = _arch("glm-4.5-air", partial_rotary_factor=1.0)
     assert "attn.output_copy" not in [t.name for t in layer_terms(llama_like, "eager", "flash", shape,
                                                                      group=layer_group(llama_like, 0))]
+
+
+# transformers 5.24's config classes with every default (AutoConfig.for_model(<type>)), counted on the
+# meta device: SmolLM3Config() is SmolLM3-3B's shape (the card's 3.08B), Ministral3Config() the decoder
+# of Ministral 3 8B (its vision tower not counted); Glm4MoeConfig() has no head_dim, so its heads are
+# hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
+CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640}
+
+
+@pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
+def test_a_bare_config_reads_as_the_class_defaults(model_type: str) -> None:
+    """A config.json that names only its model_type is transformers' config class with every default."""
+    arch = architecture_from_config({"model_type": model_type}, name=model_type, source="config.json")
+    assert count_params(arch).total == CLASS_DEFAULT_COUNTS[model_type]
+
+
+def test_smollm3_and_ministral3_are_llama_layers() -> None:
+    """Both keep Llama's per-layer tensors (measured: tests/models/memory/test_saved_tensors_families.py);
+    SmolLM3's NoPE layers change no count and no saved byte."""
+    smol = architecture_from_config({"model_type": "smollm3", "no_rope_layers": [1, 1, 1, 0] * 9},
+                                    name="smollm3", source="config.json")
+    as_llama = architecture_from_config({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 11008,
+                                         "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4,
+                                         "vocab_size": 128256, "max_position_embeddings": 32768,
+                                         "tie_word_embeddings": True}, name="smollm3", source="config.json")
+    assert smol.model_dump(exclude={"model_type"}) == as_llama.model_dump(exclude={"model_type"})
+    # Ministral 3 checkpoints wrap the decoder in Mistral 3's text_config
+    wrapped = architecture_from_config({"model_type": "mistral3", "text_config": {"model_type": "ministral3"}},
+                                       name="ministral-3-8b", source="config.json")
+    assert (wrapped.model_type, count_params(wrapped).total) == ("ministral3", CLASS_DEFAULT_COUNTS["ministral3"])
 
 
 def test_granite_multipliers_change_nothing(catalogue) -> None:

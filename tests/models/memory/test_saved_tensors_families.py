@@ -74,6 +74,12 @@ NEW_CONFIGS = {
     "glm4_moe": ("glm4_moe", dict(_TINY, head_dim=16, partial_rotary_factor=0.5, attention_bias=True,
                                   use_qk_norm=True, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
                                   moe_intermediate_size=48, first_k_dense_replace=1, n_group=1, topk_group=1)),
+    # SmolLM3: the third layer has no RoPE (no_rope_layers), q/k views of their projections (three layers,
+    # so that the cos/sin pair is shared by two and counted as the model's, as in every RoPE family)
+    "smollm3": ("smollm3", dict(_TINY, num_hidden_layers=3, no_rope_layers=[1, 1, 0], no_rope_layer_interval=3,
+                                pad_token_id=0)),
+    # Ministral 3: Llama 4's attention scale on q before RoPE
+    "ministral3": ("ministral3", dict(_TINY, head_dim=16)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -83,6 +89,8 @@ NEW_RATIOS = {
     # the MoE layer: DeepSeek-V3's group-limited router state, as deepseek_v3's (its group top-2 values'
     # indices, the group index and the expert mask: 16 n_group + 8 topk_group + E bytes a token, not modelled)
     "glm4_moe": {"sdpa": (1.0, 1.007), "eager": (1.0, 1.005)},
+    "smollm3": {"sdpa": (1.0, 1.0, 1.0), "eager": (1.0, 1.0, 1.0)},
+    "ministral3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
