@@ -99,6 +99,13 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS},
         parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "post", "qk_norm": "width"},
     ),
+    # OLMo 3 (configuration_olmo3.py / modeling_olmo3.py): OLMo 2's layer, with sliding-window attention
+    # (sliding_window 4096) on three layers of every four (layer_types; Olmo3Config's default pattern).
+    "olmo3": Family(
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32, "sliding_window": 4096, "global_every": 4},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "post", "qk_norm": "width"},
+    ),
     # DeepSeek-V2/V3: MLA, routed + shared experts, first_k_dense_replace dense layers.
     "deepseek_v2": Family(keys=_MLA_KEYS, defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "first_dense_layers": 0,
                                                     "shared_experts": 2, "num_experts": 64, "experts_per_token": None,

@@ -124,9 +124,11 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 
 # transformers 5.24's config classes with every default (AutoConfig.for_model(<type>)), counted on the
 # meta device: SmolLM3Config() is SmolLM3-3B's shape (the card's 3.08B), Ministral3Config() the decoder
-# of Ministral 3 8B (its vision tower not counted); Glm4MoeConfig() has no head_dim, so its heads are
+# of Ministral 3 8B (its vision tower not counted), Olmo3Config() OLMo 3 7B's layers with OLMo 2's
+# 50,304-token vocabulary; Glm4MoeConfig() has no head_dim, so its heads are
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
-CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640}
+CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
+                        "olmo3": 6_888_624_128}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -134,6 +136,21 @@ def test_a_bare_config_reads_as_the_class_defaults(model_type: str) -> None:
     """A config.json that names only its model_type is transformers' config class with every default."""
     arch = architecture_from_config({"model_type": model_type}, name=model_type, source="config.json")
     assert count_params(arch).total == CLASS_DEFAULT_COUNTS[model_type]
+
+
+def test_olmo3_is_olmo2_with_sliding_layers() -> None:
+    """Olmo3Config's default layer_types: sliding (4096) on three layers of four, OLMo 2's layer otherwise."""
+    arch = architecture_from_config({"model_type": "olmo3"}, name="olmo3", source="config.json")
+    assert (arch.local_attention, arch.attention_window, arch.global_attention_every) == ("sliding", 4096, 4)
+    assert sum(g.count for g in layer_groups(arch) if g.local) == 24
+    olmo2 = architecture_from_config({"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008,
+                                      "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 50304,
+                                      "max_position_embeddings": 2048}, name="olmo3", source="config.json")
+    assert arch.model_dump(exclude={"model_type", "local_attention", "attention_window", "global_attention_every"}) == (
+        olmo2.model_dump(exclude={"model_type", "local_attention", "attention_window", "global_attention_every"}))
+    full = architecture_from_config({"model_type": "olmo3", "layer_types": ["full_attention"] * 32},
+                                    name="olmo3", source="config.json")
+    assert full.global_attention_every == 1
 
 
 def test_smollm3_and_ministral3_are_llama_layers() -> None:

@@ -80,6 +80,10 @@ NEW_CONFIGS = {
                                 pad_token_id=0)),
     # Ministral 3: Llama 4's attention scale on q before RoPE
     "ministral3": ("ministral3", dict(_TINY, head_dim=16)),
+    # OLMo 3: OLMo 2's layer, sliding and full attention; each kind has its own fp32 cos/sin pair (four
+    # layers, so that each pair is shared by two and counted as the model's)
+    "olmo3": ("olmo3", dict(_TINY, num_hidden_layers=4, sliding_window=16,
+                            layer_types=["sliding_attention", "full_attention"] * 2)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -91,6 +95,8 @@ NEW_RATIOS = {
     "glm4_moe": {"sdpa": (1.0, 1.007), "eager": (1.0, 1.005)},
     "smollm3": {"sdpa": (1.0, 1.0, 1.0), "eager": (1.0, 1.0, 1.0)},
     "ministral3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # OLMo 3's sliding layers under SDPA: the explicit sliding mask, the gemma3 / cohere2 gap
+    "olmo3": {"sdpa": (1.066, 1.0, 1.066, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
