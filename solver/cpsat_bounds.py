@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from itertools import accumulate
 
 import numpy as np
@@ -278,11 +279,34 @@ class UnitBounds:
             if not fitting:
                 continue
             steps = space.on_use.step_tables(shape, [li])
-            bound = min(step_us(space, steps, shape, Inner(zf, r, p, b, li))
-                        for zf in fitting for b in space.valid_batches[n, li])
-            if best is None or bound < best:
+            bound = min((step_us(space, steps, shape, Inner(zf, r, p, b, li))
+                         for zf in fitting for b in self._fitting_batches(n, li, p, r, zf, limit)), default=None)
+            if bound is not None and (best is None or bound < best):
                 best = bound
         return best
+
+    def _fitting_batches(self, n: int, li: int, p: int, r: int, zf: int, limit: int) -> Iterator[int]:
+        """The layout's micro-batches, ascending, while every checked rank's model states, buffers and
+        activations fit the GPU (the CP-SAT model's memory constraint, without the terms that only
+        add to it: unsharded gradient accumulation, the optimizer step's gradient copies). A rank's
+        buffers and activations never fall as the micro-batch grows (_leanest_dynamic), so the first
+        micro-batch that does not fit ends them. Without it a ZeRO-3 unit took its bound from a
+        micro-batch too large to fit (one gather of the parameters a step instead of one per
+        micro-batch): DeepSeek-V3's PP 1 units of bench/solve_bench.py bounded at 29 s, solved at 42-72 s."""
+        space = self.space
+        for b in space.valid_batches[n, li]:
+            dynamic = self._batch_dynamic(n, li, p, r, b)
+            if any(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] > limit for j in range(space.num_rank_columns)):
+                return
+            yield b
+
+    def _batch_dynamic(self, n: int, li: int, p: int, r: int, b: int) -> list[int]:
+        """Per checked rank, the buffers and activations of one micro-batch (MiB); the smallest
+        micro-batch's are _leanest_dynamic's, kept in the family's UnitMemo."""
+        space = self.space
+        if b == space.valid_batches[n, li][0]:
+            return self._leanest_dynamic(n, li, p, r)
+        return [space.buffer_mib[b, p, li] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, li, n)]
 
     def _leanest_dynamic(self, n: int, li: int, p: int, r: int) -> list[int]:
         """Per checked rank, the least activations + buffers over the layout's micro-batches (MiB):
