@@ -71,9 +71,9 @@ MEMORY_RANGES: dict[str, Range] = {
 POOLED_MEMORY_RANGE = Range(0.87, 1.17, 117, 0.98, "117 published runs of all stacks (coverage 98% leave-one-out)")
 THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
     ("megatron", "MoE 16-bit"):
-        Range(0.46, 1.67, 29, 0.93, "29 published megatron MoE 16-bit runs, known misses in (coverage 93% leave-one-out)"),
+        Range(0.46, 1.60, 29, 0.93, "29 published megatron MoE 16-bit runs, known misses in (coverage 93% leave-one-out)"),
     ("megatron", "MoE fp8"):
-        Range(0.43, 1.66, 84, 0.98, "84 published megatron MoE fp8 runs, known misses in (coverage 98% leave-one-out)"),
+        Range(0.43, 1.60, 84, 0.98, "84 published megatron MoE fp8 runs, known misses in (coverage 98% leave-one-out)"),
     ("megatron", "dense 16-bit"):
         Range(0.92, 1.05, 6, 0.67, "6 published megatron dense 16-bit runs, known misses in (coverage 67% leave-one-out)"),
     ("megatron", "dense fp8"):
@@ -89,9 +89,9 @@ THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
     ("torchtune", "dense 16-bit"):
         Range(0.95, 1.13, 9, 0.89, "9 published torchtune dense 16-bit runs, known misses in (coverage 89% leave-one-out)"),
     ("*", "MoE 16-bit"):
-        Range(0.46, 1.67, 30, 0.93, "30 published MoE 16-bit runs of all stacks, known misses in (coverage 93% leave-one-out)"),
+        Range(0.46, 1.60, 30, 0.93, "30 published MoE 16-bit runs of all stacks, known misses in (coverage 93% leave-one-out)"),
     ("*", "MoE fp8"):
-        Range(0.43, 1.66, 85, 0.98, "85 published MoE fp8 runs of all stacks, known misses in (coverage 98% leave-one-out)"),
+        Range(0.43, 1.60, 85, 0.98, "85 published MoE fp8 runs of all stacks, known misses in (coverage 98% leave-one-out)"),
     ("*", "dense 16-bit"):
         Range(0.77, 1.13, 32, 0.97, "32 published dense 16-bit runs of all stacks, known misses in (coverage 97% leave-one-out)"),
     ("*", "dense fp8"):

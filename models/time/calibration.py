@@ -191,13 +191,14 @@ LOOP_EXPERT_OVERHEAD_S = Efficiency(1.0e-4, False, "27 kernel launches per exper
 # preprocess: Job.cuda_graphs "attn") and one per local expert (Transformer Engine launches each
 # expert's GEMMs on its own). Fitted by least absolute log error on a 0.25 ms x 0.25 ms x 0.025 ms
 # grid to Megatron-Bridge's published Qwen3-30B-A3B and Qwen3-235B-A22B runs without a
-# full-iteration graph (tests/data/measured_throughput.csv, 41 runs of 25.09-26.06 on H100, B200,
-# GB200, B300 and GB300, micro-batch 1-8, EP 8-32: within 20% on 37, 17 without the host time);
-# DeepSeek-V3's 19 such runs (4-32 local experts, MLA) are the check: 19 within 20%, 17 without
-# (tests/models/time/test_moe_host.py reproduces both).
+# full-iteration graph (tests/data/measured_throughput.csv, 42 runs of 25.09-26.06 on H100, B200,
+# GB200, B300 and GB300, micro-batch 1-8, EP 8-32: within 20% on 36, 12 without the host time);
+# DeepSeek-V3's 20 such runs (4-32 local experts, MLA) are the check: 20 within 20%, 15 without
+# (tests/models/time/test_moe_host.py reproduces both). The 42nd run (Qwen3-235B-A22B BF16 on 256
+# GB300, 25.11) moved the fixed part from 3.25 to 3.0 ms: the log errors summed 4.78 against 4.79.
 _MOE_HOST_FIT = ("Megatron-Bridge performance summaries (25.09-26.06): Qwen3-30B-A3B and Qwen3-235B-A22B runs "
-                 "without full-iteration CUDA graphs, least absolute log error over 41 runs")
-MOE_HOST_SYNC_S = Efficiency(3.25e-3, True, _MOE_HOST_FIT)
+                 "without full-iteration CUDA graphs, least absolute log error over 42 runs")
+MOE_HOST_SYNC_S = Efficiency(3.0e-3, True, _MOE_HOST_FIT)
 MOE_HOST_SYNC_GRAPHED_S = Efficiency(2.0e-3, True, _MOE_HOST_FIT)  # the attention, router and preprocess graphed
 MOE_HOST_EXPERT_S = Efficiency(2.75e-4, True, _MOE_HOST_FIT)
 

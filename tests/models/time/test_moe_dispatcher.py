@@ -121,8 +121,9 @@ def test_the_qwen3_ep16_h100_run_with_hybridep() -> None:
     own: 13,329 (12,783). The recipe also runs its EP overlap (overlap_moe_expert_parallel_comm),
     which hides them behind the compute (models/time/ep_time.py a2a_overlapped): 1.48x (1.39x). These figures leave out the MoE host wait
     (a full-iteration graph, models/time/moe_host.py); the run graphs only its router, and with the
-    wait it reads 0.60 (`moe-host-time`: the wait its overlap pairs with each forward is charged
-    where the run shows less; its fp8 twins without the overlap read 0.95-0.96)."""
+    wait it reads 0.63 (0.60 at the 3.25 ms fixed host time before the 42-run fit; `moe-host-time`:
+    the wait its overlap pairs with each forward is charged where the run shows less; its fp8 twins
+    without the overlap read 0.95-0.96)."""
     plan = Plan(gpu=H100.name, num_gpus=16, zero=1, ep=16, grad_accum=64)
     job = Job(seq_len=4096, stack="megatron", cuda_graphs="full-iteration")
     rates = {d: performance(QWEN3_30B, job.model_copy(update={"moe_dispatcher": d}), plan, H100, 8).tokens_per_s / 16
@@ -136,7 +137,7 @@ def test_the_qwen3_ep16_h100_run_with_hybridep() -> None:
     assert overlapped / 13011.378 == pytest.approx(1.48, abs=0.01)
     waiting = performance(QWEN3_30B, Job(seq_len=4096, stack="megatron", moe_dispatcher="hybridep", moe_a2a_overlap=True),
                           plan, H100, 8).tokens_per_s / 16
-    assert waiting / 13011.378 == pytest.approx(0.60, abs=0.01)
+    assert waiting / 13011.378 == pytest.approx(0.63, abs=0.01)
 
 
 def test_deepseek_v3_with_deepep_dispatch() -> None:
