@@ -21,8 +21,8 @@ SearchSpace.unit_shape): queries of one model, job, global batch and pins share 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 import numpy as np
