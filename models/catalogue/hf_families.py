@@ -203,6 +203,17 @@ FAMILIES: dict[str, Family] = {
                   "shared_experts": 1, "num_experts": 128, "first_dense_layers": 1, "use_qk_norm": False},
         parts={**_MLA_PARTS, "attention_bias_qkv_only": True, "qk_norm_kind": "head"},
     ),
+    # EXAONE 4.0 (configuration_exaone4.py / modeling_exaone4.py): no pre-norms; RMSNorms after attention
+    # and after the MLP (post_attention_layernorm, post_feedforward_layernorm) as OLMo 2's, but Llama's
+    # RMSNorm (the weight times the input-dtype product); q_norm / k_norm per head over head_dim;
+    # sliding-window attention (4096) on three layers of four (layer_types, or sliding_window_pattern),
+    # the global layers without RoPE where a window is set (q and k then views: the same bytes saved).
+    "exaone4": Family(
+        keys={"global_every": "sliding_window_pattern"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 102400, "hidden_size": 4096, "intermediate_size": 16384,
+                  "num_layers": 32, "num_attention_heads": 32, "sliding_window": 4096, "global_every": 4},
+        parts={"norm_position": "post", "qk_norm": "head"},
+    ),
     # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
     # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
     # same bytes as rotated copies); tied embeddings.

@@ -128,7 +128,7 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # 50,304-token vocabulary; Glm4MoeConfig() has no head_dim, so its heads are
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
-                        "olmo3": 6_888_624_128}
+                        "olmo3": 6_888_624_128, "exaone4": 9_429_069_824}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -151,6 +151,18 @@ def test_olmo3_is_olmo2_with_sliding_layers() -> None:
     full = architecture_from_config({"model_type": "olmo3", "layer_types": ["full_attention"] * 32},
                                     name="olmo3", source="config.json")
     assert full.global_attention_every == 1
+
+
+def test_exaone4_parts() -> None:
+    """EXAONE 4.0: post-norms (Llama's RMSNorm), per-head q/k norms, sliding layers three of four; a
+    string sliding_window_pattern ("LLLG") without layer_types is not a period vramplan reads."""
+    arch = architecture_from_config({"model_type": "exaone4"}, name="exaone4", source="config.json")
+    assert (arch.norm_position, arch.norm_kind, arch.qk_norm) == ("post", "rmsnorm", "head")
+    assert (arch.local_attention, arch.attention_window, arch.global_attention_every) == ("sliding", 4096, 4)
+    with pytest.raises(VramplanError, match="sliding_window_pattern"):
+        architecture_from_config({"model_type": "exaone4", "sliding_window_pattern": "LLLG"}, name="e", source="config.json")
+    no_window = architecture_from_config({"model_type": "exaone4", "sliding_window": None}, name="e", source="config.json")
+    assert no_window.local_attention == "none"  # EXAONE 4.0 1.2B: every layer global, with RoPE
 
 
 def test_smollm3_and_ministral3_are_llama_layers() -> None:

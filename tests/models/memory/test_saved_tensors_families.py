@@ -84,6 +84,9 @@ NEW_CONFIGS = {
     # layers, so that each pair is shared by two and counted as the model's)
     "olmo3": ("olmo3", dict(_TINY, num_hidden_layers=4, sliding_window=16,
                             layer_types=["sliding_attention", "full_attention"] * 2)),
+    # EXAONE 4.0: post-norms, per-head q/k norms, sliding layers with RoPE and NoPE global layers
+    "exaone4": ("exaone4", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16,
+                                layer_types=["sliding_attention", "full_attention"] * 2)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -97,6 +100,8 @@ NEW_RATIOS = {
     "ministral3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     # OLMo 3's sliding layers under SDPA: the explicit sliding mask, the gemma3 / cohere2 gap
     "olmo3": {"sdpa": (1.066, 1.0, 1.066, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    # EXAONE 4.0's sliding layers under SDPA: the explicit mask, k/v repeated to every head (the gemma3 gap)
+    "exaone4": {"sdpa": (1.074, 1.0, 1.074, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
@@ -150,7 +155,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the families of the eighth session of 2026-12-06 (NEW_CONFIGS); OLMo 3's sliding layers
               # under SDPA carry the explicit-mask gap, so eager
               + [("glm4_moe", "sdpa", False), ("smollm3", "sdpa", False), ("ministral3", "sdpa", False),
-                 ("olmo3", "eager", False)])
+                 ("olmo3", "eager", False), ("exaone4", "eager", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
