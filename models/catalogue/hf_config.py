@@ -219,12 +219,14 @@ def _fields(c: _Reader) -> dict[str, Any]:
     derived = c.family.defaults.get("intermediate_size", _MISSING) is None
     intermediate = (c.count("intermediate_size", optional=True) if derived else c.count("intermediate_size")) or 4 * hidden
     attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
-    linear_bias = attention_bias
+    linear_bias, out_key = attention_bias, "attention_bias"
     if parts.pop("attention_bias_qkv_only", False):  # GLM-4: attention_bias puts biases on q/k/v only
         linear_bias = mlp_bias
+        if c.has("out_bias"):  # Seed-OSS: o_proj's own switch
+            linear_bias, out_key = c.flag("out_bias"), c.key("out_bias")
         parts["qkv_bias"] = attention_bias
     if linear_bias != mlp_bias:
-        raise VramplanError("model", c.source, "attention_bias and mlp_bias differ; vramplan models o_proj and MLP biases together")
+        raise VramplanError("model", c.source, f"{out_key} and mlp_bias differ; vramplan models o_proj and MLP biases together")
     head_dim = None if parts.pop("head_dim_from_hidden", False) else c.count("head_dim", optional=True)
     if head_dim is None and hidden < heads:  # transformers' hidden_size // num_attention_heads would be 0
         raise c.unsupported("num_attention_heads", "is more than hidden_size has channels; without head_dim each head "

@@ -214,6 +214,17 @@ FAMILIES: dict[str, Family] = {
                   "num_layers": 32, "num_attention_heads": 32, "sliding_window": 4096, "global_every": 4},
         parts={"norm_position": "post", "qk_norm": "head"},
     ),
+    # Seed-OSS (configuration_seed_oss.py / modeling_seed_oss.py): Llama's layer with biases on q/k/v
+    # (attention_bias), o_proj's own switch (attention_out_bias) and the MLP's (mlp_bias); dropout on the
+    # attention probabilities (attention_dropout) and after o_proj and down_proj (residual_dropout), both
+    # 0.1 in SeedOssConfig.
+    "seed_oss": Family(
+        keys={"out_bias": "attention_out_bias", "dropout": ("attention_dropout", "residual_dropout")},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 524288, "vocab_size": 155136, "hidden_size": 4096,
+                  "intermediate_size": 27648, "num_layers": 64, "num_attention_heads": 80, "num_kv_heads": 8,
+                  "head_dim": 128, "attention_bias": True, "out_bias": False, "dropout": (0.1, 0.1)},
+        parts={"attention_bias_qkv_only": True},
+    ),
     # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
     # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
     # same bytes as rotated copies); tied embeddings.

@@ -156,7 +156,10 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * softmax, attention_core=True)]
         if arch.attention_sinks and kernels == "eager":
             core.append(Term("attn.sink_max_indices", INT64 * b * a * s, attention_core=True))
-        if fp32_softmax and e != FP32:  # the cast back is a new tensor unless activations are fp32
+        if fp32_softmax and e != FP32 and not dropout:
+            # the cast back is a new tensor unless activations are fp32; under dropout it feeds the
+            # dropout, which keeps only its mask, and the value matmul keeps the dropped copy (measured,
+            # Seed-OSS: tests/models/memory/test_saved_tensors_families.py)
             core.append(Term("attn.softmax_cast", e * scores, attention_core=True))
         if arch.attn_logit_softcapping:
             core.append(Term("attn.softcap_tanh", e * scores, attention_core=True))

@@ -128,7 +128,7 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # 50,304-token vocabulary; Glm4MoeConfig() has no head_dim, so its heads are
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
-                        "olmo3": 6_888_624_128, "exaone4": 9_429_069_824}
+                        "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -163,6 +163,21 @@ def test_exaone4_parts() -> None:
         architecture_from_config({"model_type": "exaone4", "sliding_window_pattern": "LLLG"}, name="e", source="config.json")
     no_window = architecture_from_config({"model_type": "exaone4", "sliding_window": None}, name="e", source="config.json")
     assert no_window.local_attention == "none"  # EXAONE 4.0 1.2B: every layer global, with RoPE
+
+
+def test_seed_oss_biases_and_dropout() -> None:
+    """Seed-OSS: q/k/v biases (attention_bias), o_proj's own switch (attention_out_bias) beside the MLP's
+    (mlp_bias), dropout 0.1 by default. transformers 5.24 on the meta device: attention_bias False
+    removes 786,432 (64 x (80 + 8 + 8) x 128); o_proj and MLP biases add 4,063,232."""
+    arch = architecture_from_config({"model_type": "seed_oss"}, name="seed", source="config.json")
+    assert (arch.qkv_bias, arch.linear_bias, arch.dropout_prob) == (True, False, 0.1)
+    no_qkv = architecture_from_config({"model_type": "seed_oss", "attention_bias": False}, name="seed", source="config.json")
+    assert count_params(arch).total - count_params(no_qkv).total == 786_432
+    biased = architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True, "mlp_bias": True},
+                                      name="seed", source="config.json")
+    assert count_params(biased).total - count_params(arch).total == 4_063_232
+    with pytest.raises(VramplanError, match="attention_out_bias and mlp_bias differ"):
+        architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True}, name="seed", source="config.json")
 
 
 def test_smollm3_and_ministral3_are_llama_layers() -> None:

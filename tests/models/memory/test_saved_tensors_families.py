@@ -84,6 +84,9 @@ NEW_CONFIGS = {
     # layers, so that each pair is shared by two and counted as the model's)
     "olmo3": ("olmo3", dict(_TINY, num_hidden_layers=4, sliding_window=16,
                             layer_types=["sliding_attention", "full_attention"] * 2)),
+    # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
+    "seed_oss": ("seed_oss", dict(_TINY, head_dim=16)),
+    "seed_oss_no_dropout": ("seed_oss", dict(_TINY, head_dim=16, attention_dropout=0.0, residual_dropout=0.0)),
     # EXAONE 4.0: post-norms, per-head q/k norms, sliding layers with RoPE and NoPE global layers
     "exaone4": ("exaone4", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16,
                                 layer_types=["sliding_attention", "full_attention"] * 2)),
@@ -102,6 +105,10 @@ NEW_RATIOS = {
     "olmo3": {"sdpa": (1.066, 1.0, 1.066, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
     # EXAONE 4.0's sliding layers under SDPA: the explicit mask, k/v repeated to every head (the gemma3 gap)
     "exaone4": {"sdpa": (1.074, 1.0, 1.074, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    # with dropout, CPU SDPA runs its math path (fp32 scores and probabilities: 2.15); CUDA's flash and
+    # memory-efficient kernels drop out in the kernel (a seed and offset), which the flash terms hold
+    "seed_oss": {"eager": (1.0, 1.0)},
+    "seed_oss_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
