@@ -225,6 +225,16 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128, "attention_bias": True, "out_bias": False, "dropout": (0.1, 0.1)},
         parts={"attention_bias_qkv_only": True},
     ),
+    # ERNIE 4.5 dense (configuration_ernie4_5.py / modeling_ernie4_5.py): Llama's layer, one use_bias switch
+    # for every linear, RoPE on interleaved pairs in fp32 with cos/sin repeat_interleaved in every layer
+    # (apply_rotary_pos_emb); tied embeddings (ERNIE-4.5-0.3B).
+    "ernie4_5": Family(
+        keys={"attention_bias": "use_bias", "mlp_bias": "use_bias"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 103424, "hidden_size": 1024,
+                  "intermediate_size": 3072, "num_layers": 18, "num_attention_heads": 16, "num_kv_heads": 2,
+                  "head_dim": 128, "tie_word_embeddings": True},
+        parts={"rope_tables": "per_layer_fp32"},
+    ),
     # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
     # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
     # same bytes as rotated copies); tied embeddings.

@@ -187,7 +187,7 @@ NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_wei
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
-RopeTables = Literal["shared", "half", "per_layer"]
+RopeTables = Literal["shared", "half", "per_layer", "per_layer_fp32"]
 # Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
 _SKIP = r"(:skip(=[A-Za-z0-9_.*|-]+)?)?"  # llm_int8_skip_modules: the entries, or unknown ones
 CHECKPOINT_QUANTIZATION = (r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?" + _SKIP + "|int8" + _SKIP
@@ -196,7 +196,7 @@ ModelType = Literal[
     "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
-    "ministral3", "olmo3", "exaone4", "seed_oss",
+    "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5",
 ]
 
 
@@ -266,7 +266,8 @@ class Architecture(_Row):
     router_topk_softmax: bool = Field(default=False, description="the router softmaxes only the top-k logits (gpt-oss)")
     rope_tables: RopeTables = Field(
         default="shared", description="RoPE's cos/sin: one pair for all layers, rotary_dim wide (shared) or rotary_dim / 2 "
-                                      "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4)")
+                                      "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
+                                      "ERNIE 4.5's fp32 interleaved rotation)")
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "

@@ -64,6 +64,9 @@ class Shape:
         return self.b * self.s
 
 
+PER_LAYER_ROPE = ("per_layer", "per_layer_fp32")  # RoPE tables each layer copies (Architecture.rope_tables)
+
+
 def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
           rows: int = 1, input_saved: bool = True) -> list[Term]:
     """One norm over `width` channels (`rows` independent norms per token: per-head QK norms).
@@ -139,7 +142,7 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
-    concatenated = arch.rope_tables != "shared" or arch.partial_rotary_factor < 1
+    concatenated = arch.rope_tables in ("half", "per_layer") or arch.partial_rotary_factor < 1
     head_major = arch.fused_qkv or concatenated
     if head_major and rotated and attention == "flash" and kernels == "eager":
         # RoPE on a view of the fused projection (NeoX, Phi-3), or RoPE that concatenates its parts,
@@ -262,10 +265,12 @@ def layer_terms(
     if group.qk_norm:
         terms += _qk_norm(arch, kernels, x)
     terms += _attention(arch, kernels, attention, x)
-    if arch.rope_tables == "per_layer" and kernels == "eager" and not arch.learned_position_embeddings:
+    if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and not arch.learned_position_embeddings:
         # GLM-4 apply_rotary_pos_emb: cos/sin sliced and repeat_interleaved in every layer; q_rot * cos
-        # and rotate_half(q_rot) * sin keep those copies (measured)
-        terms.append(Term("rope.cos_sin_copies", 2 * (FP32 if x.autocast else x.e) * x.s * arch.rotary_dim))
+        # and rotate_half(q_rot) * sin keep those copies (measured); ERNIE 4.5 rotates q.float(), so its
+        # copies are fp32 whatever the activations (measured)
+        fp32 = x.autocast or arch.rope_tables == "per_layer_fp32"
+        terms.append(Term("rope.cos_sin_copies", 2 * (FP32 if fp32 else x.e) * x.s * arch.rotary_dim))
     if sandwich:
         terms += _norm(arch, kernels, x, "post_attn_norm")
     terms += _dropout_mask(arch, x, "attn_residual")
@@ -334,8 +339,8 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
 
 def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> list[Term]:
     """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
-    if arch.learned_position_embeddings or (arch.rope_tables == "per_layer" and kernels == "eager"):
-        return []  # GLM-4 keeps each layer's own copies instead (layer_terms)
+    if arch.learned_position_embeddings or (arch.rope_tables in PER_LAYER_ROPE and kernels == "eager"):
+        return []  # GLM-4 and ERNIE 4.5 keep each layer's own copies instead (layer_terms)
     rope_bytes = FP32 if x.autocast else x.e
     width = arch.rotary_dim // 2 if arch.rope_tables == "half" else arch.rotary_dim  # gpt-oss: emb = freqs
     return [Term("rope.cos_sin", 2 * rope_bytes * x.s * width)]

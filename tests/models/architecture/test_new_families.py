@@ -128,7 +128,8 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # 50,304-token vocabulary; Glm4MoeConfig() has no head_dim, so its heads are
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
-                        "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896}
+                        "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896,
+                        "ernie4_5": 360_748_032}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -178,6 +179,21 @@ def test_seed_oss_biases_and_dropout() -> None:
     assert count_params(biased).total - count_params(arch).total == 4_063_232
     with pytest.raises(VramplanError, match="attention_out_bias and mlp_bias differ"):
         architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True}, name="seed", source="config.json")
+
+
+def test_ernie4_5_rope_copies_are_fp32_and_not_reordered() -> None:
+    """ERNIE 4.5 (Ernie4_5Config() is ERNIE-4.5-0.3B's shape, the card's 0.36B): its RoPE rotates
+    q.float() by cos/sin repeat_interleaved in every layer, so each layer keeps two fp32 copies and no
+    pair is shared; the rotation keeps q's layout, so o_proj's input is SDPA's output, not a copy
+    (measured: tests/models/memory/test_saved_tensors_families.py). use_bias is every linear's bias."""
+    arch = architecture_from_config({"model_type": "ernie4_5"}, name="ernie", source="config.json")
+    assert (arch.rope_tables, arch.tie_word_embeddings, arch.qkv_bias, arch.linear_bias) == ("per_layer_fp32", True, False, False)
+    shape = Shape(b=1, s=4096, e=2)
+    terms = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", shape, group=layer_group(arch, 0))}
+    assert terms["rope.cos_sin_copies"] == 2 * 4 * 4096 * 128 and "attn.output_copy" not in terms
+    biased = architecture_from_config({"model_type": "ernie4_5", "use_bias": True}, name="ernie", source="config.json")
+    assert (biased.qkv_bias, biased.linear_bias) == (True, True)
+    assert count_params(biased).total - count_params(arch).total == 360_941_568 - 360_748_032
 
 
 def test_smollm3_and_ministral3_are_llama_layers() -> None:

@@ -84,6 +84,8 @@ NEW_CONFIGS = {
     # layers, so that each pair is shared by two and counted as the model's)
     "olmo3": ("olmo3", dict(_TINY, num_hidden_layers=4, sliding_window=16,
                             layer_types=["sliding_attention", "full_attention"] * 2)),
+    # ERNIE 4.5: fp32 interleaved RoPE with per-layer cos/sin copies
+    "ernie4_5": ("ernie4_5", dict(_TINY, head_dim=16, pad_token_id=0)),
     # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
     "seed_oss": ("seed_oss", dict(_TINY, head_dim=16)),
     "seed_oss_no_dropout": ("seed_oss", dict(_TINY, head_dim=16, attention_dropout=0.0, residual_dropout=0.0)),
@@ -109,6 +111,7 @@ NEW_RATIOS = {
     # memory-efficient kernels drop out in the kernel (a seed and offset), which the flash terms hold
     "seed_oss": {"eager": (1.0, 1.0)},
     "seed_oss_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "ernie4_5": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
