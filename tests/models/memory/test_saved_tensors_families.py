@@ -165,7 +165,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the families of the eighth session of 2026-12-06 (NEW_CONFIGS); OLMo 3's sliding layers
               # under SDPA carry the explicit-mask gap, so eager
               + [("glm4_moe", "sdpa", False), ("smollm3", "sdpa", False), ("ministral3", "sdpa", False),
-                 ("olmo3", "eager", False), ("exaone4", "eager", False)])
+                 ("olmo3", "eager", False), ("exaone4", "eager", False), ("seed_oss_no_dropout", "sdpa", False),
+                 ("ernie4_5", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
