@@ -172,6 +172,10 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
         if only_dense != list(range(len(only_dense))):
             raise c.unsupported("mlp_only_layers", "only leading dense layers are modelled")
         fields["first_dense_layers"] = len(only_dense)
+    end = c.config.get("moe_layer_end_index")  # ERNIE 4.5: MoE layers up to this index; -1 is the last
+    if end is not None and end not in (-1, layers - 1):
+        raise VramplanError("moe_layer_end_index", _show(end), f"trailing dense layers are not modelled: MoE runs up to "
+                                                               f"the last layer ({layers - 1}) or -1 (in {c.source})")
     if c.has("moe_layer_freq") and c.count("moe_layer_freq") != 1:
         raise c.unsupported("moe_layer_freq", "only 1 (every layer past first_k_dense_replace) is modelled")
     if c.has("moe_layer_interval"):

@@ -235,6 +235,20 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128, "tie_word_embeddings": True},
         parts={"rope_tables": "per_layer_fp32"},
     ),
+    # ERNIE 4.5 MoE (configuration_ernie4_5_moe.py / modeling_ernie4_5_moe.py): ERNIE 4.5's layer with a
+    # MoE block from moe_layer_start_index on, every moe_layer_interval-th layer ((i + 1) % interval, as
+    # Architecture.is_moe_layer), moe_num_shared_experts shared experts of moe_intermediate_size each, a
+    # router softmaxing every expert's fp32 logit of an fp32 copy of its input (Ernie4_5_MoeTopKRouter),
+    # fused [E, 2f, h] gate_up_proj experts.
+    "ernie4_5_moe": Family(
+        keys={"num_experts": "moe_num_experts", "experts_per_token": "moe_k", "shared_experts": "moe_num_shared_experts",
+              "first_dense_layers": "moe_layer_start_index", "attention_bias": "use_bias", "mlp_bias": "use_bias"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 103424, "hidden_size": 2560,
+                  "intermediate_size": 12288, "num_layers": 28, "num_attention_heads": 20, "num_kv_heads": 4,
+                  "tie_word_embeddings": True, "num_experts": 64, "experts_per_token": 6, "shared_experts": 2,
+                  "first_dense_layers": 1, "moe_layer_interval": 1, "moe_intermediate_size": 1536},
+        parts={"router_fp32": True, "rope_tables": "per_layer_fp32"},
+    ),
     # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
     # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
     # same bytes as rotated copies); tied embeddings.

@@ -196,6 +196,26 @@ def test_ernie4_5_rope_copies_are_fp32_and_not_reordered() -> None:
     assert count_params(biased).total - count_params(arch).total == 360_941_568 - 360_748_032
 
 
+def test_ernie4_5_moe_parts() -> None:
+    """ERNIE 4.5 MoE (Ernie4_5_MoeConfig() is ERNIE-4.5-21B-A3B's shape, the card's 21B / 3B active):
+    one dense layer, then 27 MoE layers of 64 experts (top 6) and 2 shared ones of 1,536. transformers
+    5.24 counts 21,825,437,888 on the meta device: 1,728 more than vramplan, the frozen fp32
+    e_score_correction_bias of every MoE layer (Ernie4_5_MoeStatics: 64 a layer, requires_grad=False,
+    6.9 KB in all), which is not modelled. Trailing dense layers (moe_layer_end_index before the last)
+    are refused."""
+    arch = architecture_from_config({"model_type": "ernie4_5_moe"}, name="ernie-moe", source="config.json")
+    counts = count_params(arch)
+    assert counts.total + 27 * 64 == 21_825_437_888
+    assert (arch.num_experts, arch.experts_per_token, arch.first_dense_layers, arch.shared_expert_intermediate_size) == (
+        64, 6, 1, 2 * 1536)
+    assert (arch.router_fp32, arch.rope_tables, arch.dense_intermediate_size) == (True, "per_layer_fp32", 12288)
+    assert round((counts.total - counts.inactive) / 1e8) == 34  # 3.35B active, the tied embedding counted once
+    with pytest.raises(VramplanError, match="moe_layer_end_index"):
+        architecture_from_config({"model_type": "ernie4_5_moe", "moe_layer_end_index": 20}, name="e", source="config.json")
+    last = architecture_from_config({"model_type": "ernie4_5_moe", "moe_layer_end_index": 27}, name="e", source="config.json")
+    assert count_params(last).total == counts.total
+
+
 def test_smollm3_and_ministral3_are_llama_layers() -> None:
     """Both keep Llama's per-layer tensors (measured: tests/models/memory/test_saved_tensors_families.py);
     SmolLM3's NoPE layers change no count and no saved byte."""

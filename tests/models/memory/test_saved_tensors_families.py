@@ -86,6 +86,9 @@ NEW_CONFIGS = {
                             layer_types=["sliding_attention", "full_attention"] * 2)),
     # ERNIE 4.5: fp32 interleaved RoPE with per-layer cos/sin copies
     "ernie4_5": ("ernie4_5", dict(_TINY, head_dim=16, pad_token_id=0)),
+    # ERNIE 4.5 MoE: a dense first layer, then shared + routed experts behind an fp32 softmax router
+    "ernie4_5_moe": ("ernie4_5_moe", dict(_TINY, head_dim=16, pad_token_id=0, moe_num_experts=4, moe_k=2,
+                                          moe_num_shared_experts=1, moe_intermediate_size=48, moe_layer_start_index=1)),
     # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
     "seed_oss": ("seed_oss", dict(_TINY, head_dim=16)),
     "seed_oss_no_dropout": ("seed_oss", dict(_TINY, head_dim=16, attention_dropout=0.0, residual_dropout=0.0)),
@@ -112,6 +115,7 @@ NEW_RATIOS = {
     "seed_oss": {"eager": (1.0, 1.0)},
     "seed_oss_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "ernie4_5": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "ernie4_5_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -166,7 +170,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # under SDPA carry the explicit-mask gap, so eager
               + [("glm4_moe", "sdpa", False), ("smollm3", "sdpa", False), ("ministral3", "sdpa", False),
                  ("olmo3", "eager", False), ("exaone4", "eager", False), ("seed_oss_no_dropout", "sdpa", False),
-                 ("ernie4_5", "sdpa", False)])
+                 ("ernie4_5", "sdpa", False)])  # not ERNIE 4.5 MoE: MemTracker hooks every parameter, and its
+# frozen e_score_correction_bias (requires_grad=False) takes no hook
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
