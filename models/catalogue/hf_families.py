@@ -249,6 +249,14 @@ FAMILIES: dict[str, Family] = {
                   "first_dense_layers": 1, "moe_layer_interval": 1, "moe_intermediate_size": 1536},
         parts={"router_fp32": True, "rope_tables": "per_layer_fp32"},
     ),
+    # Hunyuan dense (configuration_hunyuan_v1_dense.py / modeling_hunyuan_v1_dense.py): Llama's layer with
+    # q/k RMSNorms per head applied after RoPE (query_layernorm, key_layernorm: the same tensors kept as
+    # Qwen 3's before it); attention_bias on q/k/v/o, the MLP never biased.
+    "hunyuan_v1_dense": Family(
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 290943, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32},
+        parts={"qk_norm": "head"},
+    ),
     # SmolLM3 (configuration_smollm3.py / modeling_smollm3.py): Llama's layer; no_rope_layers drops RoPE on
     # every no_rope_layer_interval-th layer (q and k stay views of their projections, which SDPA keeps: the
     # same bytes as rotated copies); tied embeddings.

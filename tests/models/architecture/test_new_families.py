@@ -216,6 +216,17 @@ def test_ernie4_5_moe_parts() -> None:
     assert count_params(last).total == counts.total
 
 
+def test_hunyuan_v1_dense_parts() -> None:
+    """Hunyuan dense: per-head q/k norms (after RoPE: the same tensors kept, measured by the probe). Its
+    config class defaults head_dim to None, which transformers 5.24 itself cannot build (head_dim ** -0.5);
+    with head_dim 128 both count 8,859,684,864. attention_bias puts a bias on o_proj but never on the MLP,
+    which vramplan models together: refused, naming the keys."""
+    arch = architecture_from_config({"model_type": "hunyuan_v1_dense", "head_dim": 128}, name="hy", source="config.json")
+    assert count_params(arch).total == 8_859_684_864 and arch.qk_norm == "head"
+    with pytest.raises(VramplanError, match="attention_bias and mlp_bias differ"):
+        architecture_from_config({"model_type": "hunyuan_v1_dense", "attention_bias": True}, name="hy", source="config.json")
+
+
 def test_smollm3_and_ministral3_are_llama_layers() -> None:
     """Both keep Llama's per-layer tensors (measured: tests/models/memory/test_saved_tensors_families.py);
     SmolLM3's NoPE layers change no count and no saved byte."""

@@ -89,6 +89,8 @@ NEW_CONFIGS = {
     # ERNIE 4.5 MoE: a dense first layer, then shared + routed experts behind an fp32 softmax router
     "ernie4_5_moe": ("ernie4_5_moe", dict(_TINY, head_dim=16, pad_token_id=0, moe_num_experts=4, moe_k=2,
                                           moe_num_shared_experts=1, moe_intermediate_size=48, moe_layer_start_index=1)),
+    # Hunyuan dense: per-head q/k norms after RoPE
+    "hunyuan_v1_dense": ("hunyuan_v1_dense", dict(_TINY, head_dim=16, pad_token_id=0)),
     # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
     "seed_oss": ("seed_oss", dict(_TINY, head_dim=16)),
     "seed_oss_no_dropout": ("seed_oss", dict(_TINY, head_dim=16, attention_dropout=0.0, residual_dropout=0.0)),
@@ -116,6 +118,7 @@ NEW_RATIOS = {
     "seed_oss_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "ernie4_5": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "ernie4_5_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "hunyuan_v1_dense": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
