@@ -34,6 +34,7 @@ _DEFAULT_NAMES = {
     "gate": "gate_proj", "up": "up_proj", "gate_up": "gate_up_proj", "down": "down_proj",
     "router": "gate", "expert_gate": "experts.gate_proj", "expert_up": "experts.up_proj",
     "expert_gate_up": "experts.gate_up_proj", "expert_down": "experts.down_proj", "shared": "shared_experts",
+    "shared_gate": "shared_expert_gate",
 }
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
@@ -44,6 +45,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "llama4": {"router": "router", "shared": "shared_expert"},
     "llama4_text": {"router": "router", "shared": "shared_expert"},
     "gpt_oss": {"router": "router"},  # modeling_gpt_oss.py GptOssMLP: router, experts.gate_up_proj / down_proj
+    "qwen2_moe": {"shared": "shared_expert"},  # modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
 }
 
 
@@ -137,6 +139,8 @@ def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     modules = (router, *gate_up, LinearModule(name("expert_down"), f, h, has_bias=bias, copies_per_layer=experts))
     if arch.shared_expert_intermediate_size:
         modules += _mlp_modules(arch, arch.shared_expert_intermediate_size, False, module_name(arch, "shared") + ".")
+    if arch.shared_expert_gate:  # Qwen2MoeSparseMoeBlock.shared_expert_gate: nn.Linear(h, 1, bias=False)
+        modules += (LinearModule(name("shared_gate"), h, 1, has_bias=False),)
     return modules
 
 

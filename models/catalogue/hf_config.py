@@ -165,6 +165,8 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
         fields["dense_intermediate_size"] = c.count("dense_intermediate_size") if c.has("dense_intermediate_size") else intermediate
     if c.has("shared_experts"):
         fields["shared_expert_intermediate_size"] = (c.count("shared_experts", minimum=0, optional=True) or 0) * expert_width
+    elif c.has("shared_expert_intermediate_size"):  # Qwen2-MoE names the width itself
+        fields["shared_expert_intermediate_size"] = c.count("shared_expert_intermediate_size", minimum=0)
     if c.has("first_dense_layers"):
         fields["first_dense_layers"] = c.count("first_dense_layers", minimum=0)
     only_dense = c.config.get("mlp_only_layers") or []

@@ -70,6 +70,20 @@ FAMILIES: dict[str, Family] = {
                   "moe_intermediate_size": 768, "moe_layer_interval": 1},
         parts={"qk_norm": "head", "moe_block_class": "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock"},
     ),
+    # Qwen1.5-MoE / Qwen2-MoE (configuration_qwen2_moe.py / modeling_qwen2_moe.py): Qwen 2's attention with
+    # q/k/v biases from qkv_bias; every decoder_sparse_step-th layer MoE (mlp_only_layers dense), a softmax
+    # top-k router, fused [E, 2f, h] experts and one shared expert of shared_expert_intermediate_size whose
+    # output a sigmoid gate (a linear h -> 1) scales.
+    "qwen2_moe": Family(
+        keys={**_QWEN_MOE_KEYS, "attention_bias": "qkv_bias"},
+        defaults={**_QWEN_DEFAULTS, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+                  "num_layers": 24, "num_attention_heads": 16, "num_experts": 60, "experts_per_token": 4,
+                  "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "moe_layer_interval": 1,
+                  "attention_bias": True},
+        # DeepSpeed's ZeRO-3 fetches this block whole (models/memory/zero3_live.py DEFAULT_LEAF_MODULE_CLASSES)
+        parts={"attention_bias_qkv_only": True, "shared_expert_gate": True,
+               "moe_block_class": "transformers.models.qwen2_moe.modeling_qwen2_moe.Qwen2MoeSparseMoeBlock"},
+    ),
     # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
     # sliding window 4096 on every other layer, attention logits soft-capped at 50.
     "gemma2": Family(

@@ -196,7 +196,7 @@ ModelType = Literal[
     "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
-    "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense",
+    "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe",
 ]
 
 
@@ -250,6 +250,8 @@ class Architecture(_Row):
                                       description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
     shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
                                                    description="width of the always-on shared expert MLP; 0 = none")
+    shared_expert_gate: bool = Field(
+        default=False, description="the shared expert's output is scaled by sigmoid(a linear h -> 1 of the layer's input) (Qwen2-MoE)")
     router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
     moe_block_class: str | None = Field(
         default=None, description="the Hugging Face class of a MoE layer's sparse block (transformers 5), recorded where a "

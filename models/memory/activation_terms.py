@@ -222,6 +222,10 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     shared = []
     if arch.shared_expert_intermediate_size:  # reads the router's input (no extra linear input)
         shared = _dense_mlp(arch, kernels, x, arch.shared_expert_intermediate_size, "moe.shared_expert")
+    if arch.shared_expert_gate:
+        # Qwen2-MoE: sigmoid(shared_expert_gate(x)) * shared_expert(x) keeps the expert's output and the
+        # sigmoid's (t x 1), which its backward reads too (measured)
+        shared.append(Term("moe.shared_expert_gated", e * t * h + e * t))
     return router + experts + shared
 
 

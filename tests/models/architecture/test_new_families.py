@@ -129,7 +129,7 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
                         "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896,
-                        "ernie4_5": 360_748_032}
+                        "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -225,6 +225,25 @@ def test_hunyuan_v1_dense_parts() -> None:
     assert count_params(arch).total == 8_859_684_864 and arch.qk_norm == "head"
     with pytest.raises(VramplanError, match="attention_bias and mlp_bias differ"):
         architecture_from_config({"model_type": "hunyuan_v1_dense", "attention_bias": True}, name="hy", source="config.json")
+
+
+def test_qwen2_moe_parts() -> None:
+    """Qwen2-MoE (Qwen2MoeConfig() is Qwen1.5-MoE-A2.7B's shape: 14.3B, 2.7B active): q/k/v biases from
+    qkv_bias, a shared expert of shared_expert_intermediate_size and its sigmoid gate (h parameters a MoE
+    layer; the product keeps the expert's t x h output, measured), MoE layers every decoder_sparse_step-th
+    but mlp_only_layers. transformers 5.24 on the meta device counts the same under each switch."""
+    arch = architecture_from_config({"model_type": "qwen2_moe"}, name="qwen2-moe", source="config.json")
+    counts = count_params(arch)
+    assert (arch.qkv_bias, arch.linear_bias, arch.shared_expert_gate, arch.shared_expert_intermediate_size) == (
+        True, False, True, 5632)
+    assert arch.moe_block_class == "transformers.models.qwen2_moe.modeling_qwen2_moe.Qwen2MoeSparseMoeBlock"  # a ZeRO-3 leaf
+    assert counts.total - counts.inactive == 2_689_173_504
+    for change, total in (({"qkv_bias": False}, 14_315_636_736), ({"mlp_only_layers": [0, 1]}, 13_277_444_096),
+                          ({"decoder_sparse_step": 2}, 8_085_743_616)):
+        assert count_params(architecture_from_config({"model_type": "qwen2_moe", **change}, name="q",
+                                                     source="config.json")).total == total
+    names = {m.name for m in layer_linear_modules(arch)}
+    assert {"shared_expert_gate", "shared_expert.gate_proj"} <= names
 
 
 def test_smollm3_and_ministral3_are_llama_layers() -> None:

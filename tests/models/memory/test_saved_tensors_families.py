@@ -89,6 +89,9 @@ NEW_CONFIGS = {
     # ERNIE 4.5 MoE: a dense first layer, then shared + routed experts behind an fp32 softmax router
     "ernie4_5_moe": ("ernie4_5_moe", dict(_TINY, head_dim=16, pad_token_id=0, moe_num_experts=4, moe_k=2,
                                           moe_num_shared_experts=1, moe_intermediate_size=48, moe_layer_start_index=1)),
+    # Qwen2-MoE: routed experts beside a sigmoid-gated shared expert, q/k/v biases
+    "qwen2_moe": ("qwen2_moe", dict(_TINY, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                                    shared_expert_intermediate_size=96)),
     # Hunyuan dense: per-head q/k norms after RoPE
     "hunyuan_v1_dense": ("hunyuan_v1_dense", dict(_TINY, head_dim=16, pad_token_id=0)),
     # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
@@ -119,6 +122,8 @@ NEW_RATIOS = {
     "ernie4_5": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "ernie4_5_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "hunyuan_v1_dense": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # the gated shared expert exact; the router keeps 2 bytes a routed token less, as qwen3_moe's (0.995 / 0.997)
+    "qwen2_moe": {"sdpa": (0.996, 0.996), "eager": (0.997, 0.997)},
 }
 
 
