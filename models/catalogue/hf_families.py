@@ -113,6 +113,15 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS},
         parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "post", "qk_norm": "width"},
     ),
+    # OLMoE (configuration_olmoe.py / modeling_olmoe.py): pre-norms with Llama's RMSNorm, q_norm / k_norm
+    # over the projections' whole width, every layer MoE (num_experts experts of intermediate_size, a
+    # softmax top-k router, no shared expert); clip_qkv clamps in place (nothing kept).
+    "olmoe": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 50304, "hidden_size": 2048,
+                  "intermediate_size": 2048, "num_layers": 16, "num_attention_heads": 16, "num_experts": 64,
+                  "experts_per_token": 8},
+        parts={"qk_norm": "width"},
+    ),
     # OLMo 3 (configuration_olmo3.py / modeling_olmo3.py): OLMo 2's layer, with sliding-window attention
     # (sliding_window 4096) on three layers of every four (layer_types; Olmo3Config's default pattern).
     "olmo3": Family(

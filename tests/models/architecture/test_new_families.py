@@ -129,7 +129,7 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
                         "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896,
-                        "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192}
+                        "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192, "olmoe": 13_361_612_800}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

@@ -92,6 +92,8 @@ NEW_CONFIGS = {
     # Qwen2-MoE: routed experts beside a sigmoid-gated shared expert, q/k/v biases
     "qwen2_moe": ("qwen2_moe", dict(_TINY, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
                                     shared_expert_intermediate_size=96)),
+    # OLMoE: width q/k norms, every layer MoE
+    "olmoe": ("olmoe", dict(_TINY, num_experts=4, num_experts_per_tok=2)),
     # Hunyuan dense: per-head q/k norms after RoPE
     "hunyuan_v1_dense": ("hunyuan_v1_dense", dict(_TINY, head_dim=16, pad_token_id=0)),
     # Seed-OSS: q/k/v biases, dropout 0.1 on the attention probabilities and after o_proj and down_proj
@@ -122,6 +124,7 @@ NEW_RATIOS = {
     "ernie4_5": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "ernie4_5_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "hunyuan_v1_dense": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "olmoe": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes a routed token, as qwen3_moe's
     # the gated shared expert exact; the router keeps 2 bytes a routed token less, as qwen3_moe's (0.995 / 0.997)
     "qwen2_moe": {"sdpa": (0.996, 0.996), "eager": (0.997, 0.997)},
 }
