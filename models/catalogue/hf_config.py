@@ -15,7 +15,13 @@ from pydantic import ValidationError
 
 from vramplan.models.catalogue.config_file import read_config_json
 from vramplan.models.catalogue.config_file import show_kind as _show
-from vramplan.models.catalogue.hf_families import FAMILIES, SUPPORTED_MODEL_TYPES, TEXT_CONFIG_TYPES, Family
+from vramplan.models.catalogue.hf_families import (
+    FAMILIES,
+    SUPPORTED_MODEL_TYPES,
+    TEXT_CONFIG_TYPES,
+    UNMODELLED_FAMILIES,
+    Family,
+)
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
@@ -276,6 +282,9 @@ def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str,
     if "model_type" not in config:
         raise VramplanError("model", source, "model_type: missing; vramplan reads a Hugging Face config.json by its "
                                              f"model_type (the family whose modeling code it follows); supported: {supported}")
+    if isinstance(model_type, str) and model_type in UNMODELLED_FAMILIES:  # named from vramplan's own list
+        raise VramplanError("model", source, f"its model_type {model_type} has {UNMODELLED_FAMILIES[model_type]}; "
+                                             f"supported: {supported}")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise VramplanError(  # never echo a value read from the file (it may hold anything)
             "model", source, f"its model_type is not supported; supported: {supported}"

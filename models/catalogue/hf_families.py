@@ -318,3 +318,16 @@ FAMILIES["mistral3"] = Family(text_config=True)
 # when text_config names no supported model_type of its own.
 TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+
+# Decoder families transformers 5.24 builds whose layers vramplan has no terms for, and why: a
+# config.json of one is refused saying so (models/catalogue/hf_config.py), not as an unknown type.
+_LINEAR_ATTENTION = "layers of linear attention (Gated DeltaNet) beside full attention, whose saved tensors and FLOPs are not modelled"
+_RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
+_PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
+UNMODELLED_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear"),
+                    _LINEAR_ATTENTION),
+    **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
+                     "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
+    **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),
+}

@@ -246,6 +246,20 @@ def test_qwen2_moe_parts() -> None:
     assert {"shared_expert_gate", "shared_expert.gate_proj"} <= names
 
 
+@pytest.mark.parametrize(("model_type", "why"), [("qwen3_5", "linear attention"), ("qwen3_next", "Gated DeltaNet"),
+                                                ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings")])
+def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
+    """Families transformers builds but vramplan has no terms for are refused saying what is missing,
+    in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config({"model_type": model_type}, name="x", source="config.json")
+    message = str(caught.value)
+    assert why in message and f"model_type {model_type} has" in message and "\n" not in message
+    with pytest.raises(VramplanError) as unknown:
+        architecture_from_config({"model_type": "qwen9_secret"}, name="x", source="config.json")
+    assert "qwen9_secret" not in str(unknown.value) and "is not supported" in str(unknown.value)
+
+
 def test_smollm3_and_ministral3_are_llama_layers() -> None:
     """Both keep Llama's per-layer tensors (measured: tests/models/memory/test_saved_tensors_families.py);
     SmolLM3's NoPE layers change no count and no saved byte."""
