@@ -47,6 +47,11 @@ class _Reader:
     def _names(self, key: str) -> str | list[str] | tuple[str, ...]:
         return self.family.keys.get(key, _COMMON_KEYS.get(key, key))
 
+    def names(self, key: str) -> bool:
+        """Whether the family reads this part at all (a key of its own in Family.keys): a part one
+        family's modeling code has is never read from another family's file."""
+        return key in self.family.keys
+
     def has(self, key: str) -> bool:
         return self.raw(key, _MISSING) is not _MISSING
 
@@ -171,8 +176,8 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
         fields["dense_intermediate_size"] = c.count("dense_intermediate_size") if c.has("dense_intermediate_size") else intermediate
     if c.has("shared_experts"):
         fields["shared_expert_intermediate_size"] = (c.count("shared_experts", minimum=0, optional=True) or 0) * expert_width
-    elif c.has("shared_expert_intermediate_size"):  # Qwen2-MoE names the width itself
-        fields["shared_expert_intermediate_size"] = c.count("shared_expert_intermediate_size", minimum=0)
+    elif c.names("shared_expert_width"):  # Qwen2-MoE names the width itself
+        fields["shared_expert_intermediate_size"] = c.count("shared_expert_width", minimum=0)
     if c.has("first_dense_layers"):
         fields["first_dense_layers"] = c.count("first_dense_layers", minimum=0)
     only_dense = c.config.get("mlp_only_layers") or []
@@ -180,10 +185,10 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
         if only_dense != list(range(len(only_dense))):
             raise c.unsupported("mlp_only_layers", "only leading dense layers are modelled")
         fields["first_dense_layers"] = len(only_dense)
-    end = c.config.get("moe_layer_end_index")  # ERNIE 4.5: MoE layers up to this index; -1 is the last
+    end = c.raw("last_moe_layer") if c.names("last_moe_layer") else None  # ERNIE 4.5; -1 is the last layer
     if end is not None and end not in (-1, layers - 1):
-        raise VramplanError("moe_layer_end_index", _show(end), f"trailing dense layers are not modelled: MoE runs up to "
-                                                               f"the last layer ({layers - 1}) or -1 (in {c.source})")
+        raise c.unsupported("last_moe_layer", f"trailing dense layers are not modelled: MoE runs up to the last "
+                                              f"layer ({layers - 1}) or -1")
     if c.has("moe_layer_freq") and c.count("moe_layer_freq") != 1:
         raise c.unsupported("moe_layer_freq", "only 1 (every layer past first_k_dense_replace) is modelled")
     if c.has("moe_layer_interval"):
@@ -234,7 +239,7 @@ def _fields(c: _Reader) -> dict[str, Any]:
     linear_bias, out_key = attention_bias, "attention_bias"
     if parts.pop("attention_bias_qkv_only", False):  # GLM-4: attention_bias puts biases on q/k/v only
         linear_bias = mlp_bias
-        if c.has("out_bias"):  # Seed-OSS: o_proj's own switch
+        if c.names("out_bias"):  # Seed-OSS: o_proj's own switch
             linear_bias, out_key = c.flag("out_bias"), c.key("out_bias")
         parts["qkv_bias"] = attention_bias
     if linear_bias != mlp_bias:

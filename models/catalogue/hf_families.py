@@ -75,10 +75,10 @@ FAMILIES: dict[str, Family] = {
     # top-k router, fused [E, 2f, h] experts and one shared expert of shared_expert_intermediate_size whose
     # output a sigmoid gate (a linear h -> 1) scales.
     "qwen2_moe": Family(
-        keys={**_QWEN_MOE_KEYS, "attention_bias": "qkv_bias"},
+        keys={**_QWEN_MOE_KEYS, "attention_bias": "qkv_bias", "shared_expert_width": "shared_expert_intermediate_size"},
         defaults={**_QWEN_DEFAULTS, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
                   "num_layers": 24, "num_attention_heads": 16, "num_experts": 60, "experts_per_token": 4,
-                  "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "moe_layer_interval": 1,
+                  "moe_intermediate_size": 1408, "shared_expert_width": 5632, "moe_layer_interval": 1,
                   "attention_bias": True},
         # DeepSpeed's ZeRO-3 fetches this block whole (models/memory/zero3_live.py DEFAULT_LEAF_MODULE_CLASSES)
         parts={"attention_bias_qkv_only": True, "shared_expert_gate": True,
@@ -265,7 +265,8 @@ FAMILIES: dict[str, Family] = {
     # fused [E, 2f, h] gate_up_proj experts.
     "ernie4_5_moe": Family(
         keys={"num_experts": "moe_num_experts", "experts_per_token": "moe_k", "shared_experts": "moe_num_shared_experts",
-              "first_dense_layers": "moe_layer_start_index", "attention_bias": "use_bias", "mlp_bias": "use_bias"},
+              "first_dense_layers": "moe_layer_start_index", "last_moe_layer": "moe_layer_end_index",
+              "attention_bias": "use_bias", "mlp_bias": "use_bias"},
         defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 103424, "hidden_size": 2560,
                   "intermediate_size": 12288, "num_layers": 28, "num_attention_heads": 20, "num_kv_heads": 4,
                   "tie_word_embeddings": True, "num_experts": 64, "experts_per_token": 6, "shared_experts": 2,

@@ -260,6 +260,18 @@ def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> 
     assert "qwen9_secret" not in str(unknown.value) and "is not supported" in str(unknown.value)
 
 
+def test_one_familys_parts_are_not_read_from_anothers_file() -> None:
+    """Qwen2-MoE's shared_expert_intermediate_size, ERNIE's moe_layer_end_index and Seed-OSS's
+    attention_out_bias mean nothing to Qwen3-MoE's or GLM-4's modeling code, so a file of those
+    families that carries them reads as without them."""
+    plain = _arch("qwen3-30b-a3b")
+    stray = _arch("qwen3-30b-a3b", shared_expert_intermediate_size=4096, moe_layer_end_index=3)
+    assert stray.model_dump() == plain.model_dump() and plain.shared_expert_intermediate_size == 0
+    glm = _fixture("glm-4-9b-0414")
+    assert _arch("glm-4-9b-0414", attention_out_bias=True).model_dump() == architecture_from_config(
+        glm, name="glm-4-9b-0414", source="config.json").model_dump()
+
+
 def test_smollm3_and_ministral3_are_llama_layers() -> None:
     """Both keep Llama's per-layer tensors (measured: tests/models/memory/test_saved_tensors_families.py);
     SmolLM3's NoPE layers change no count and no saved byte."""
