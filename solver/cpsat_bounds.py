@@ -287,25 +287,20 @@ class UnitBounds:
 
     def _fitting_batches(self, n: int, li: int, p: int, r: int, zf: int, limit: int) -> Iterator[int]:
         """The layout's micro-batches, ascending, while every checked rank's model states, buffers and
-        activations fit the GPU (the CP-SAT model's memory constraint, without the terms that only
-        add to it: unsharded gradient accumulation, the optimizer step's gradient copies). A rank's
-        buffers and activations never fall as the micro-batch grows (_leanest_dynamic), so the first
-        micro-batch that does not fit ends them. Without it a ZeRO-3 unit took its bound from a
-        micro-batch too large to fit (one gather of the parameters a step instead of one per
-        micro-batch): DeepSeek-V3's PP 1 units of bench/solve_bench.py bounded at 29 s, solved at 42-72 s."""
+        activations fit the GPU: the CP-SAT model's memory constraint without what only adds to it
+        (unsharded gradient accumulation, the step's gradient copies). Buffers and activations never
+        fall as the micro-batch grows (_leanest_dynamic), so the first that does not fit ends them
+        (docs/performance.md#units-and-tiers)."""
         space = self.space
-        for b in space.valid_batches[n, li]:
-            dynamic = self._batch_dynamic(n, li, p, r, b)
+        for k, b in enumerate(space.valid_batches[n, li]):
+            dynamic = self._leanest_dynamic(n, li, p, r) if k == 0 else self._batch_dynamic(n, li, p, r, b)
             if any(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] > limit for j in range(space.num_rank_columns)):
                 return
             yield b
 
     def _batch_dynamic(self, n: int, li: int, p: int, r: int, b: int) -> list[int]:
-        """Per checked rank, the buffers and activations of one micro-batch (MiB); the smallest
-        micro-batch's are _leanest_dynamic's, kept in the family's UnitMemo."""
+        """Per checked rank, the buffers and activations of one micro-batch (MiB)."""
         space = self.space
-        if b == space.valid_batches[n, li][0]:
-            return self._leanest_dynamic(n, li, p, r)
         return [space.buffer_mib[b, p, li] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, li, n)]
 
     def _leanest_dynamic(self, n: int, li: int, p: int, r: int) -> list[int]:
@@ -314,16 +309,13 @@ class UnitBounds:
         micro-batch grows (each term holds micro-batch x tokens, and a pipeline rank's in-flight
         micro-batches min(depth, accumulation) fall no faster than the micro-batch grows, the
         accumulation being global batch / (micro-batch x dp): tests/solver/test_cpsat_bounds.py checks it
-        on every architecture), so the other micro-batches' activations are not tabulated for a
-        bound. Kept in the family's UnitMemo by value (it reads neither the GPU nor the host
-        budget: the last tier asks it again for every shape and host budget of the count) and by
-        the number of checked ranks (the family's spaces check more when their layouts pipeline deeper)."""
+        on every architecture). Kept in the family's UnitMemo by value (it reads neither the GPU nor the
+        host budget) and by the number of checked ranks (deeper pipelines check more)."""
         space = self.space
         key = (space.counts[n], space.layouts[li], p, r, space.num_rank_columns)
         memo = space.shared.leanest_dynamic
-        if key not in memo:
-            b = space.valid_batches[n, li][0]  # micro_batches ascend, so valid_batches do too
-            memo[key] = [space.buffer_mib[b, p, li] + mib for mib in space.on_use.ranks_activation_mib(r, b, p, li, n)]
+        if key not in memo:  # micro_batches ascend, so valid_batches do too
+            memo[key] = self._batch_dynamic(n, li, p, r, space.valid_batches[n, li][0])
         return memo[key]
 
     def _leanest_by_host(self, n: int, li: int, p: int, r: int | None) -> tuple[list[int], list[int]]:
