@@ -36,6 +36,7 @@ _DEFAULT_NAMES = {
     "expert_gate_up": "experts.gate_up_proj", "expert_down": "experts.down_proj", "shared": "shared_experts",
     "shared_gate": "shared_expert_gate",
 }
+NOT_GATED = ("gelu", "gelu_new", "relu2")  # up -> act -> down (the others: act(gate) * up)
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
     "gpt_neox": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
@@ -46,6 +47,10 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "llama4_text": {"router": "router", "shared": "shared_expert"},
     "gpt_oss": {"router": "router"},  # modeling_gpt_oss.py GptOssMLP: router, experts.gate_up_proj / down_proj
     "qwen2_moe": {"shared": "shared_expert"},  # modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
+    # modeling_granitemoe*.py: GraniteMoeTopKRouter `router` (a bare weight), GraniteMoeSharedMLP `shared_mlp`
+    # with its fused input_linear (gate, up) and output_linear
+    "granitemoe": {"router": "router"},
+    "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
 }
 
 
@@ -118,7 +123,7 @@ def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -
     h = arch.hidden_size
     name = lambda role: prefix + module_name(arch, role)  # noqa: E731
     down = LinearModule(name("down"), width, h, has_bias=bias, row_parallel=True)
-    if arch.mlp_kind in ("gelu", "gelu_new"):
+    if arch.mlp_kind in NOT_GATED:
         return (LinearModule(name("up"), h, width, has_bias=bias), down)
     if arch.fused_gate_up:
         return (LinearModule(name("gate_up"), h, 2 * width, has_bias=bias), down)

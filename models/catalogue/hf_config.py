@@ -117,7 +117,10 @@ def _mlp_kind(c: _Reader, gated: bool) -> str:
         return "geglu"
     if not gated and act in _GELU_ACTS:
         return "gelu_new" if act == "gelu_new" else "gelu"
-    raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new)")
+    if not gated and act == "relu2":  # Nemotron, Arcee: up -> relu(x)^2 -> down
+        return "relu2"
+    raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new; "
+                                      "relu2 in an MLP without a gate)")
 
 
 def _dropout(c: _Reader) -> float:

@@ -309,6 +309,60 @@ FAMILIES: dict[str, Family] = {
         parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
                "head_dim_from_hidden": True},
     ),
+    # Gemma (configuration_gemma.py / modeling_gemma.py): Llama's layer with Gemma's RMSNorm (fp32
+    # normalise * (1 + weight), then cast), GeGLU (gelu_pytorch_tanh: GemmaConfig turns the hub files'
+    # legacy "gelu" into it), the embedding scaled by sqrt(hidden) (the first norm keeps that product as
+    # its input anyway), head_dim 256, tied embeddings.
+    "gemma": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "vocab_size": 256000,
+                  "hidden_size": 3072, "intermediate_size": 24576, "num_layers": 28, "num_attention_heads": 16,
+                  "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
+        parts={"norm_kind": "rmsnorm_offset"},
+    ),
+    # GLM-4 (GLM-4-9B-chat-hf; configuration_glm.py / modeling_glm.py): GLM-4-0414's attention and MLP (fused
+    # gate_up_proj, biases on q/k/v only, per-layer interleaved RoPE copies on half of each head) under
+    # Llama's two pre-norms.
+    "glm": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 151552, "hidden_size": 4096,
+                  "intermediate_size": 13696, "num_layers": 40, "num_attention_heads": 32, "num_kv_heads": 2,
+                  "head_dim": 128, "attention_bias": True, "partial_rotary_factor": 0.5},
+        parts={"fused_gate_up": True, "rope_tables": "per_layer", "attention_bias_qkv_only": True},
+    ),
+    # Arcee AFM (configuration_arcee.py / modeling_arcee.py): Llama's layer with an MLP that has no gate:
+    # up_proj, squared ReLU (relu2), down_proj.
+    "arcee": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 32000, "hidden_size": 2560,
+                  "intermediate_size": 18432, "num_layers": 32, "num_attention_heads": 32, "hidden_act": "relu2"},
+        parts={"gated_mlp": False},
+    ),
+    # Nemotron-4 / Minitron (configuration_nemotron.py / modeling_nemotron.py): LayerNorm1P (a LayerNorm with
+    # bias whose weight is stored minus one; autocast off, the layer's dtype), an MLP without a gate
+    # (up_proj, relu2, down_proj), RoPE on partial_rotary_factor (0.5) of each head, untied lm_head.
+    "nemotron": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 256000, "hidden_size": 6144,
+                  "intermediate_size": 24576, "num_layers": 32, "num_attention_heads": 48, "hidden_act": "relu2",
+                  "partial_rotary_factor": 0.5},
+        parts={"gated_mlp": False, "norm_kind": "layernorm"},
+    ),
+    # Granite 3.0 MoE (configuration_granitemoe.py / modeling_granitemoe.py): Granite's layer (float
+    # multipliers, nothing kept) with every MLP a MoE block: a router without bias whose fp32 logits are
+    # top-k'd and softmaxed over the k (GraniteMoeTopKRouter), fused [E, 2f, h] gate_up_proj experts.
+    "granitemoe": Family(
+        keys={"num_experts": "num_local_experts"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32, "num_experts": 8, "experts_per_token": 2},
+        parts={"fused_gate_up": True, "router_topk_softmax": True},
+    ),
+    # Granite MoE with a shared MLP (configuration_granitemoeshared.py): Granite MoE plus, when
+    # shared_intermediate_size > 0, a dense gated MLP of that width beside the experts (shared_mlp:
+    # input_linear h -> 2 x width, output_linear), its output added to theirs.
+    "granitemoeshared": Family(
+        keys={"num_experts": "num_local_experts", "shared_expert_width": "shared_intermediate_size"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32, "num_experts": 8, "experts_per_token": 2,
+                  "shared_expert_width": 0},
+        parts={"fused_gate_up": True, "router_topk_softmax": True},
+    ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)

@@ -178,11 +178,11 @@ class Offering(_Row):
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
-#   formula), swiglu / geglu (gated: act(gate) * up).
+#   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
-MlpKind = Literal["gelu", "gelu_new", "swiglu", "geglu"]
+MlpKind = Literal["gelu", "gelu_new", "relu2", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_weight", "rmsnorm_offset"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
@@ -197,6 +197,7 @@ ModelType = Literal[
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
+    "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared",
 ]
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.architecture.params import LayerGroup, layer_group
+from vramplan.models.architecture.params import NOT_GATED, LayerGroup, layer_group
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 
@@ -178,6 +178,10 @@ def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str
         return [Term(f"{name}.gelu_input", e * t * f), Term(f"{name}.fc2_input", e * t * f)]  # act input, down input
     if arch.mlp_kind == "gelu_new":  # x (pow input), tanh output, 1 + tanh, 0.5 * x; then c_proj's input
         return [Term(f"{name}.gelu_new_intermediates", 4 * e * t * f), Term(f"{name}.c_proj_input", e * t * f)]
+    if arch.mlp_kind == "relu2":
+        # transformers ReLUSquaredActivation: relu keeps its output, which square (pow 2) keeps as its
+        # input (one tensor); down_proj keeps the square (measured: test_saved_tensors_families.py)
+        return [Term(f"{name}.relu_output", e * t * f), Term(f"{name}.down_input", e * t * f)]
     if kernels == "fused":  # one [T, 2f] gate/up GEMM output, the down input
         return [Term(f"{name}.gate_up_output", 2 * e * t * f), Term(f"{name}.down_input", e * t * f)]
     # act input (gate), up output, act output, product (= down input)
@@ -261,7 +265,7 @@ def layer_terms(
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
     attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3
-    mlp_linears = 1 if arch.mlp_kind in ("gelu", "gelu_new") or arch.fused_gate_up else 2
+    mlp_linears = 1 if arch.mlp_kind in NOT_GATED or arch.fused_gate_up else 2
     terms = _norm(arch, kernels, x, "attn_norm")
     terms += _linear_inputs(arch, x, "attn", attn_linears + (mlp_linears if one_input else 0))
     if arch.is_mla:

@@ -129,7 +129,10 @@ def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
 # hidden / heads = 42 wide (Glm4MoeAttention's getattr fallback), not GLM-4.5-Air's 128.
 CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "glm4_moe": 103_481_200_640,
                         "olmo3": 6_888_624_128, "exaone4": 9_429_069_824, "seed_oss": 28_921_040_896,
-                        "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192, "olmoe": 13_361_612_800}
+                        "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192, "olmoe": 13_361_612_800,
+                        # the ninth session's: transformers 5.24 on the meta device, AutoConfig.for_model(type)
+                        "gemma": 8_537_680_896, "glm": 9_399_951_360, "arcee": 4_022_766_080,
+                        "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -343,3 +346,63 @@ def test_a_config_without_model_type_names_the_missing_key() -> None:
     message = str(caught.value)
     assert "model_type: missing; vramplan reads a Hugging Face config.json by its model_type" in message
     assert "my/config.json" in message and "\n" not in message and "not supported" not in message
+
+
+# Shapes of published checkpoints, counted by transformers 5.24 on the meta device (AutoConfig.for_model
+# with these keys): Gemma 2B (2,506,172,416, the count google/gemma-2b's model card rounds to 2.51B),
+# Granite 3.0 3B-A800M's shape (3.3B), Minitron-style Nemotron with 8 KV heads (NemotronConfig's default
+# num_key_value_heads None does not build in transformers itself), Granite MoE with a shared MLP.
+PUBLISHED_SHAPES = [
+    ("gemma", dict(hidden_size=2048, intermediate_size=16384, num_hidden_layers=18, num_attention_heads=8,
+                   num_key_value_heads=1, head_dim=256), 2_506_172_416),
+    ("granitemoe", dict(hidden_size=1536, intermediate_size=512, num_hidden_layers=32, num_attention_heads=24,
+                        num_key_value_heads=8, num_local_experts=40, num_experts_per_tok=8, vocab_size=49155,
+                        tie_word_embeddings=True), 3_298_793_472),
+    ("nemotron", dict(num_key_value_heads=8), 15_628_775_424),
+    ("nemotron", dict(num_key_value_heads=8, attention_bias=True, mlp_bias=True), 15_630_217_216),
+    ("arcee", dict(attention_bias=True, mlp_bias=True), 4_023_765_504),
+    ("glm", dict(attention_bias=False), 9_399_767_040),
+    ("gemma", dict(num_key_value_heads=1, tie_word_embeddings=False), 8_663_510_016),
+    ("granitemoeshared", dict(shared_intermediate_size=1024), 37_441_769_472),
+]
+
+
+@pytest.mark.parametrize(("model_type", "keys", "count"), PUBLISHED_SHAPES)
+def test_ninth_session_families_count_as_transformers(model_type: str, keys: dict, count: int) -> None:
+    arch = architecture_from_config({"model_type": model_type, **keys}, name=model_type, source="config.json")
+    assert count_params(arch).total == count
+
+
+def test_squared_relu_mlps_have_no_gate() -> None:
+    """Arcee and Nemotron: up_proj -> relu2 -> down_proj (two matrices); Nemotron's LayerNorm1P has a bias and
+    RoPE turns half of each head; relu2 under a gated MLP is no activation vramplan models."""
+    arcee = architecture_from_config({"model_type": "arcee"}, name="a", source="config.json")
+    nemotron = architecture_from_config({"model_type": "nemotron"}, name="n", source="config.json")
+    for arch in (arcee, nemotron):
+        assert arch.mlp_kind == "relu2"
+        assert [m.name for m in layer_linear_modules(arch)][-2:] == ["up_proj", "down_proj"]
+    assert (nemotron.norm_kind, nemotron.partial_rotary_factor) == ("layernorm", 0.5)
+    terms = {t.name for t in layer_terms(arcee, "eager", "flash", Shape(b=1, s=16, e=2))}
+    assert {"mlp.relu_output", "mlp.down_input"} <= terms
+    with pytest.raises(VramplanError, match="hidden_act"):
+        architecture_from_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+                                  "max_position_embeddings": 64, "hidden_act": "relu2"}, name="l", source="config.json")
+
+
+def test_gemma_glm_and_granite_moe_parts() -> None:
+    gemma = architecture_from_config({"model_type": "gemma", "hidden_act": "gelu"}, name="g", source="config.json")
+    assert (gemma.norm_kind, gemma.mlp_kind, gemma.head_dim, gemma.tie_word_embeddings) == (
+        "rmsnorm_offset", "geglu", 256, True)  # the hub files' legacy "gelu" is the tanh GeGLU
+    glm = architecture_from_config({"model_type": "glm"}, name="glm", source="config.json")
+    assert (glm.fused_gate_up, glm.rope_tables, glm.qkv_bias, glm.linear_bias, glm.norm_position) == (
+        True, "per_layer", True, False, "pre")
+    moe = architecture_from_config({"model_type": "granitemoe"}, name="m", source="config.json")
+    assert (moe.num_experts, moe.experts_per_token, moe.router_topk_softmax, moe.shared_expert_intermediate_size) == (
+        8, 2, True, 0)
+    names = [m.name for m in layer_linear_modules(moe)]
+    assert names[-3:] == ["router", "experts.gate_up_proj", "experts.down_proj"]
+    shared = architecture_from_config({"model_type": "granitemoeshared", "shared_intermediate_size": 1024},
+                                      name="s", source="config.json")
+    assert shared.shared_expert_intermediate_size == 1024
+    assert [m.name for m in layer_linear_modules(shared)][-2:] == ["shared_mlp.input_linear", "shared_mlp.output_linear"]

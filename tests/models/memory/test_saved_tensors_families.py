@@ -102,6 +102,17 @@ NEW_CONFIGS = {
     # EXAONE 4.0: post-norms, per-head q/k norms, sliding layers with RoPE and NoPE global layers
     "exaone4": ("exaone4", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16,
                                 layer_types=["sliding_attention", "full_attention"] * 2)),
+    # the families of the ninth session of 2026-12-06: Gemma's (1 + w) RMSNorm and GeGLU; GLM-4's attention
+    # under two pre-norms; squared-ReLU MLPs without a gate (Arcee; Nemotron with LayerNorm1P and partial
+    # RoPE); Granite MoE's fp32 top-k-softmax router and fused experts, with and without the shared MLP
+    "gemma": ("gemma", dict(_TINY, head_dim=16)),
+    "glm": ("glm", dict(_TINY, head_dim=16, pad_token_id=0)),
+    "arcee": ("arcee", dict(_TINY, head_dim=16)),
+    "nemotron": ("nemotron", dict(_TINY, head_dim=16)),
+    "granitemoe": ("granitemoe", dict(_TINY, num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=12.0,
+                                      residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=16.0)),
+    "granitemoeshared": ("granitemoeshared", dict(_TINY, num_local_experts=4, num_experts_per_tok=2,
+                                                  shared_intermediate_size=96)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -127,6 +138,15 @@ NEW_RATIOS = {
     "olmoe": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes a routed token, as qwen3_moe's
     # the gated shared expert exact; the router keeps 2 bytes a routed token less, as qwen3_moe's (0.995 / 0.997)
     "qwen2_moe": {"sdpa": (0.996, 0.996), "eager": (0.997, 0.997)},
+    "gemma": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "glm": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "arcee": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # LayerNorm1P keeps its weight + 1 (h elements) for each of the two norms: 2 e h bytes a layer, not modelled
+    "nemotron": {"sdpa": (1.0011, 1.0011), "eager": (1.0006, 1.0006)},
+    # the router's softmax over the k logits runs in fp32 (GraniteMoeTopKRouter): 2 bytes a routed token
+    # more than gpt-oss's activation-dtype softmax, which the terms share
+    "granitemoe": {"sdpa": (1.0008, 1.0008), "eager": (1.0006, 1.0006)},
+    "granitemoeshared": {"sdpa": (1.0007, 1.0007), "eager": (1.0006, 1.0006)},
 }
 
 
@@ -181,8 +201,11 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # under SDPA carry the explicit-mask gap, so eager
               + [("glm4_moe", "sdpa", False), ("smollm3", "sdpa", False), ("ministral3", "sdpa", False),
                  ("olmo3", "eager", False), ("exaone4", "eager", False), ("seed_oss_no_dropout", "sdpa", False),
-                 ("ernie4_5", "sdpa", False)])  # not ERNIE 4.5 MoE: MemTracker hooks every parameter, and its
-# frozen e_score_correction_bias (requires_grad=False) takes no hook
+                 ("ernie4_5", "sdpa", False)]  # not ERNIE 4.5 MoE: MemTracker hooks every parameter, and
+              # its frozen e_score_correction_bias (requires_grad=False) takes no hook
+              # the ninth session's (NEW_CONFIGS)
+              + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
+                 ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
