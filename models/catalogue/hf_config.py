@@ -166,8 +166,8 @@ def _attention_window(c: _Reader, layers: int) -> dict[str, Any]:
 def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     # A MoE family's config class builds its experts from the count (nn.ModuleList over num_experts):
     # null there is no model, not a dense one (it read as dense: the hostile-input review of 2026-12-06)
-    moe_family = (c.family.defaults.get("num_experts") or 1) > 1
-    experts = None if not c.has("num_experts") else (
+    moe_family = (c.family.defaults.get("num_experts") or 1) > 1 or "num_experts" in c.family.required
+    experts = None if not c.has("num_experts") and not moe_family else (
         c.count("num_experts") if moe_family else c.count("num_experts", optional=True))
     if not experts or experts == 1:
         if experts == 1 and c.has("experts_per_token") and (c.count("experts_per_token") or 1) > 1:
@@ -199,8 +199,9 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     return fields
 
 
-def _rotary_factor(c: _Reader) -> float:
-    """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else the default."""
+def _rotary_factor(c: _Reader, head_dim: int) -> float:
+    """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else
+    MiniMax-M2's legacy rotary_dim over head_dim (MiniMaxM2Config.convert_rope_params_to_dict), else the default."""
     names = c._names("partial_rotary_factor")
     rope = c.config.get("rope_parameters")
     key = c.key("partial_rotary_factor")
@@ -208,6 +209,11 @@ def _rotary_factor(c: _Reader) -> float:
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
+    elif c.names("rotary_dim") and c.raw("rotary_dim") is not None:
+        rotary = c.count("rotary_dim")
+        if rotary > head_dim:
+            raise c.unsupported("rotary_dim", f"is wider than head_dim ({head_dim})")
+        value, key = rotary / head_dim, "rotary_dim"
     else:
         value = c.family.defaults.get("partial_rotary_factor", 1.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
@@ -228,6 +234,8 @@ def _falcon_shape(c: _Reader, heads: int) -> dict[str, Any]:
 
 
 def _fields(c: _Reader) -> dict[str, Any]:
+    for key in c.family.required:  # the config class's None here builds no model (Family.required)
+        c.count(key, minimum=0)
     parts = dict(c.family.parts)
     gated = parts.pop("gated_mlp", True)
     layers = c.count("num_layers")
@@ -269,7 +277,7 @@ def _fields(c: _Reader) -> dict[str, Any]:
         fields.update(num_kv_heads=heads, q_lora_rank=c.count("q_lora_rank", optional=True) or 0,
                       kv_lora_rank=c.count("kv_lora_rank"), qk_rope_head_dim=c.count("qk_rope_head_dim"),
                       head_dim=c.count("qk_nope_head_dim") + c.count("qk_rope_head_dim"), v_head_dim=c.count("v_head_dim"))
-    fields["partial_rotary_factor"] = _rotary_factor(c)
+    fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
     if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
         parts["parallel_attention_mlp"] = False
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)

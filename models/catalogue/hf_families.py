@@ -7,7 +7,9 @@ Data, one entry per model_type (as torchtitan keeps one `ModelArgs` per model):
   config.json omits the key;
 - `parts`: what the family's modeling code fixes whatever the config says (norm kind and
   placement, fused projections, QK norms, hard-coded biases);
-- `text_config`: the decoder sits in config.json's `text_config` (multimodal checkpoints).
+- `text_config`: the decoder sits in config.json's `text_config` (multimodal checkpoints);
+- `required`: keys whose config-class default (None) builds no model in transformers itself, so a
+  file without them is refused rather than read as something else (dots1's expert counts).
 models/catalogue/hf_config.py reads any family through this table; the memory model only sees the parts.
 """
 
@@ -26,6 +28,7 @@ class Family:
     defaults: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Any] = field(default_factory=dict)
     text_config: bool = False
+    required: tuple[str, ...] = ()
 
 
 _LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
@@ -362,6 +365,32 @@ FAMILIES: dict[str, Family] = {
                   "num_layers": 32, "num_attention_heads": 32, "num_experts": 8, "experts_per_token": 2,
                   "shared_expert_width": 0},
         parts={"fused_gate_up": True, "router_topk_softmax": True},
+    ),
+    # dots.llm1 (configuration_dots1.py / modeling_dots1.py): Qwen 3's attention (q/k RMSNorms per head,
+    # attention_bias on q/k/v/o, the MLPs never biased) with DeepSeek-V3's MoE block: first_k_dense_replace
+    # dense layers of intermediate_size, n_shared_experts shared experts, a sigmoid router whose fp32 linear
+    # runs on an fp32 copy of its input (Dots1TopkRouter), fused [E, 2f, h] experts. Dots1Config's expert
+    # counts default to None, which builds nothing: a file must name them.
+    "dots1": Family(
+        keys={"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
+              "shared_experts": "n_shared_experts"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 152064, "hidden_size": 4608, "intermediate_size": 10944,
+                  "moe_intermediate_size": 1408, "num_layers": 62, "num_attention_heads": 32, "num_kv_heads": 32,
+                  "first_dense_layers": 0},
+        parts={**_MLA_PARTS, "qk_norm": "head", "fused_gate_up": True},
+        required=("num_experts", "experts_per_token", "shared_experts"),
+    ),
+    # MiniMax-M2 (configuration_minimax_m2.py / modeling_minimax_m2.py): GQA without biases, q_norm / k_norm
+    # RMSNorms over the projections' whole width, RoPE on rotary_dim of each head (the released files'
+    # legacy key; MiniMaxM2Config turns it into partial_rotary_factor = rotary_dim / head_dim), every layer
+    # MoE: a sigmoid router on fp32 logits with a score-correction buffer (no parameter), fused [E, 2f, h]
+    # experts of intermediate_size, no shared expert.
+    "minimax_m2": Family(
+        keys={"num_experts": "num_local_experts", "rotary_dim": "rotary_dim"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 196608, "vocab_size": 200064, "hidden_size": 3072,
+                  "intermediate_size": 1536, "num_layers": 62, "num_attention_heads": 48, "num_kv_heads": 8,
+                  "head_dim": 128, "num_experts": 256, "experts_per_token": 8},
+        parts={"qk_norm": "width", "qk_norm_kind": "width", "fused_gate_up": True},
     ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)

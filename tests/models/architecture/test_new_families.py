@@ -132,7 +132,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "ernie4_5": 360_748_032, "qwen2_moe": 14_315_784_192, "olmoe": 13_361_612_800,
                         # the ninth session's: transformers 5.24 on the meta device, AutoConfig.for_model(type)
                         "gemma": 8_537_680_896, "glm": 9_399_951_360, "arcee": 4_022_766_080,
-                        "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288}
+                        "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288,
+                        "minimax_m2": 228_689_748_992}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -364,6 +365,11 @@ PUBLISHED_SHAPES = [
     ("glm", dict(attention_bias=False), 9_399_767_040),
     ("gemma", dict(num_key_value_heads=1, tie_word_embeddings=False), 8_663_510_016),
     ("granitemoeshared", dict(shared_intermediate_size=1024), 37_441_769_472),
+    # dots.llm1's shape (rednote-hilab/dots.llm1.base: 142B total, 14B active)
+    ("dots1", dict(n_routed_experts=128, n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1,
+                   hidden_size=4096, max_position_embeddings=32768), 142_774_373_888),
+    # MiniMax-M2's released file names rotary_dim 64 (of head_dim 128): the count is unchanged (230B total)
+    ("minimax_m2", dict(rotary_dim=64, use_qk_norm=True), 228_689_748_992),
 ]
 
 
@@ -406,3 +412,23 @@ def test_gemma_glm_and_granite_moe_parts() -> None:
                                       name="s", source="config.json")
     assert shared.shared_expert_intermediate_size == 1024
     assert [m.name for m in layer_linear_modules(shared)][-2:] == ["shared_mlp.input_linear", "shared_mlp.output_linear"]
+
+
+def test_dots1_needs_its_expert_counts_and_minimax_m2_reads_rotary_dim() -> None:
+    """Dots1Config defaults its expert counts to None, which transformers cannot build: a file without them
+    is refused naming the key, never read as a dense model. MiniMax-M2's legacy rotary_dim is read as
+    partial_rotary_factor = rotary_dim / head_dim (MiniMaxM2Config.convert_rope_params_to_dict)."""
+    with pytest.raises(VramplanError, match="lacks 'n_routed_experts'"):
+        architecture_from_config({"model_type": "dots1"}, name="d", source="config.json")
+    with pytest.raises(VramplanError, match="lacks 'n_shared_experts'"):
+        architecture_from_config({"model_type": "dots1", "n_routed_experts": 8, "num_experts_per_tok": 2},
+                                 name="d", source="config.json")
+    dots = architecture_from_config({"model_type": "dots1", "n_routed_experts": 128, "n_shared_experts": 2,
+                                     "num_experts_per_tok": 6, "first_k_dense_replace": 1}, name="d", source="config.json")
+    assert (dots.qk_norm, dots.router_fp32, dots.first_dense_layers, dots.shared_expert_intermediate_size) == (
+        "head", True, 1, 2 * 1408)
+    minimax = architecture_from_config({"model_type": "minimax_m2", "rotary_dim": 64}, name="m", source="config.json")
+    assert (minimax.partial_rotary_factor, minimax.qk_norm, minimax.num_experts, minimax.experts_per_token) == (
+        0.5, "width", 256, 8)
+    with pytest.raises(VramplanError, match="rotary_dim"):
+        architecture_from_config({"model_type": "minimax_m2", "rotary_dim": 256}, name="m", source="config.json")

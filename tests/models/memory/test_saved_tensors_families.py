@@ -113,6 +113,11 @@ NEW_CONFIGS = {
                                       residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=16.0)),
     "granitemoeshared": ("granitemoeshared", dict(_TINY, num_local_experts=4, num_experts_per_tok=2,
                                                   shared_intermediate_size=96)),
+    # dots.llm1: a dense first layer, then DeepSeek-V3's MoE block under Qwen 3's attention
+    "dots1": ("dots1", dict(_TINY, head_dim=16, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                            moe_intermediate_size=48, first_k_dense_replace=1)),
+    # MiniMax-M2: width q/k norms, RoPE on rotary_dim of each head, a sigmoid fp32 router, every layer MoE
+    "minimax_m2": ("minimax_m2", dict(_TINY, head_dim=16, num_local_experts=4, num_experts_per_tok=2, rotary_dim=8)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -147,6 +152,10 @@ NEW_RATIOS = {
     # more than gpt-oss's activation-dtype softmax, which the terms share
     "granitemoe": {"sdpa": (1.0008, 1.0008), "eager": (1.0006, 1.0006)},
     "granitemoeshared": {"sdpa": (1.0007, 1.0007), "eager": (1.0006, 1.0006)},
+    # the MoE layer: the group-limited router's state (its group top-2's int64 indices, 16 n_group bytes a
+    # token at n_group 1), as deepseek_v3's and glm4_moe's
+    "dots1": {"sdpa": (1.0, 1.0039), "eager": (1.0, 1.0028)},
+    "minimax_m2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -205,13 +214,14 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # its frozen e_score_correction_bias (requires_grad=False) takes no hook
               # the ninth session's (NEW_CONFIGS)
               + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
-                 ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False)])
+                 ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
+                 ("minimax_m2", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
-    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe"):
+    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1"):
         kwargs["moe_intermediate_size"] = 96
     if name == "deepseek_v3":
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
