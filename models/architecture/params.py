@@ -50,6 +50,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     # modeling_granitemoe*.py: GraniteMoeTopKRouter `router` (a bare weight), GraniteMoeSharedMLP `shared_mlp`
     # with its fused input_linear (gate, up) and output_linear
     "granitemoe": {"router": "router"},
+    "hunyuan_v1_moe": {"router": "gate.wg", "shared": "shared_mlp"},  # HunYuanMoEV1Moe.gate.wg, .shared_mlp
     "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
 }
 

@@ -65,8 +65,18 @@ class _Reader:
             return tuple(fallback[i] if v is _MISSING else v for i, v in enumerate(values))
         for name in [names] if isinstance(names, str) else names:
             if name in self.config:
-                return self.config[name]
+                return self._one_for_every_layer(key, name, self.config[name])
         return self.family.defaults.get(key, default)
+
+    def _one_for_every_layer(self, key: str, name: str, value: Any) -> Any:
+        """A key the family may give per layer (Family.layer_lists: HunYuan's moe_topk) is one value
+        when every layer's is the same; vramplan models one."""
+        if key not in self.family.layer_lists or not isinstance(value, list):
+            return value
+        if not value or any(isinstance(v, list) or v != value[0] for v in value):
+            raise VramplanError(name, _show(value), f"varies by layer (or is empty); vramplan models one value for "
+                                                    f"every layer (in {self.source})")
+        return value[0]
 
     def key(self, key: str) -> str:
         names = self._names(key)
@@ -169,6 +179,8 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     moe_family = (c.family.defaults.get("num_experts") or 1) > 1 or "num_experts" in c.family.required
     experts = None if not c.has("num_experts") and not moe_family else (
         c.count("num_experts") if moe_family else c.count("num_experts", optional=True))
+    if experts == 1 and "num_experts" in c.family.required:  # HunYuan: one expert beside the shared MLP
+        raise c.unsupported("num_experts", "is 1: a single routed expert beside the shared MLP is not modelled")
     if not experts or experts == 1:
         if experts == 1 and c.has("experts_per_token") and (c.count("experts_per_token") or 1) > 1:
             raise c.unsupported("experts_per_token", "routes a token to more experts than num_experts holds (1)")
@@ -281,7 +293,9 @@ def _fields(c: _Reader) -> dict[str, Any]:
     if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
         parts["parallel_attention_mlp"] = False
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
-    if c.has("use_qk_norm") and c.flag("use_qk_norm"):
+    # A family whose modeling code always builds its QK norm (Qwen 3, Hunyuan, MiniMax-M2, ...) never reads
+    # use_qk_norm, which some of their hub files still carry: it is ignored there, as transformers ignores it
+    if "qk_norm" not in c.family.parts and c.has("use_qk_norm") and c.flag("use_qk_norm"):
         if qk_norm_kind is None:
             raise c.unsupported("use_qk_norm", "Cohere's per-head LayerNorm QK norm is not modelled")
         parts["qk_norm"] = qk_norm_kind

@@ -9,7 +9,9 @@ Data, one entry per model_type (as torchtitan keeps one `ModelArgs` per model):
   placement, fused projections, QK norms, hard-coded biases);
 - `text_config`: the decoder sits in config.json's `text_config` (multimodal checkpoints);
 - `required`: keys whose config-class default (None) builds no model in transformers itself, so a
-  file without them is refused rather than read as something else (dots1's expert counts).
+  file without them is refused rather than read as something else (dots1's expert counts);
+- `layer_lists`: keys the family's config may give as one value per layer (HunYuan's moe_topk), read
+  as one value when all are equal and refused otherwise.
 models/catalogue/hf_config.py reads any family through this table; the memory model only sees the parts.
 """
 
@@ -29,6 +31,7 @@ class Family:
     parts: dict[str, Any] = field(default_factory=dict)
     text_config: bool = False
     required: tuple[str, ...] = ()
+    layer_lists: tuple[str, ...] = ()
 
 
 _LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
@@ -369,7 +372,7 @@ FAMILIES: dict[str, Family] = {
     # dots.llm1 (configuration_dots1.py / modeling_dots1.py): Qwen 3's attention (q/k RMSNorms per head,
     # attention_bias on q/k/v/o, the MLPs never biased) with DeepSeek-V3's MoE block: first_k_dense_replace
     # dense layers of intermediate_size, n_shared_experts shared experts, a sigmoid router whose fp32 linear
-    # runs on an fp32 copy of its input (Dots1TopkRouter), fused [E, 2f, h] experts. Dots1Config's expert
+    # runs on an fp32 copy of its input (Dots1TopkRouter), [E, 2f, h] experts. Dots1Config's expert
     # counts default to None, which builds nothing: a file must name them.
     "dots1": Family(
         keys={"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
@@ -377,7 +380,7 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS, "vocab_size": 152064, "hidden_size": 4608, "intermediate_size": 10944,
                   "moe_intermediate_size": 1408, "num_layers": 62, "num_attention_heads": 32, "num_kv_heads": 32,
                   "first_dense_layers": 0},
-        parts={**_MLA_PARTS, "qk_norm": "head", "fused_gate_up": True},
+        parts={**_MLA_PARTS, "qk_norm": "head"},  # the dense and shared MLPs: separate gate_proj / up_proj
         required=("num_experts", "experts_per_token", "shared_experts"),
     ),
     # MiniMax-M2 (configuration_minimax_m2.py / modeling_minimax_m2.py): GQA without biases, q_norm / k_norm
@@ -390,7 +393,23 @@ FAMILIES: dict[str, Family] = {
         defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 196608, "vocab_size": 200064, "hidden_size": 3072,
                   "intermediate_size": 1536, "num_layers": 62, "num_attention_heads": 48, "num_kv_heads": 8,
                   "head_dim": 128, "num_experts": 256, "experts_per_token": 8},
-        parts={"qk_norm": "width", "qk_norm_kind": "width", "fused_gate_up": True},
+        parts={"qk_norm": "width", "fused_gate_up": True},
+    ),
+    # Hunyuan MoE (Hunyuan-A13B; configuration_hunyuan_v1_moe.py / modeling_hunyuan_v1_moe.py): Hunyuan dense's
+    # attention (q/k RMSNorms per head after RoPE) and, in every layer, a MoE block: a softmax top-k router
+    # whose linear is built in fp32 and runs on an fp32 copy of its input (HunYuanMoEV1Gate: nn.Linear(...,
+    # dtype=torch.float32), kept so by from_pretrained), num_experts experts and one shared MLP, both of
+    # intermediate_size (HunYuanMoEV1Experts, HunYuanMoEV1MLP: transformers reads neither
+    # moe_intermediate_size nor num_shared_expert, which the released files carry). moe_topk may be a
+    # list, one per layer. A single expert beside the shared MLP (the class default) is not modelled.
+    "hunyuan_v1_moe": Family(
+        keys={"experts_per_token": "moe_topk", "shared_expert_width": "intermediate_size",
+              "moe_intermediate_size": "<not read by transformers' HunYuanMoEV1>"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 290943, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32},
+        parts={"qk_norm": "head", "router_fp32": True},
+        required=("num_experts", "experts_per_token"),
+        layer_lists=("experts_per_token",),
     ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
@@ -414,4 +433,10 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
                      "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
     **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),
+    # modeling_deepseek_v32.py DeepseekV32Indexer: its own q/k projections, weights and top-k token selection
+    "deepseek_v32": "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection), "
+                    "whose parameters, saved tensors and FLOPs are not modelled",
+    # activations.py XIELUActivation: a Python formula, or the optional xielu CUDA kernel, keeping different tensors
+    "apertus": "the xIELU activation, whose saved tensors differ between transformers' Python formula and its "
+               "optional CUDA kernel, and are not modelled",
 }

@@ -251,7 +251,8 @@ def test_qwen2_moe_parts() -> None:
 
 
 @pytest.mark.parametrize(("model_type", "why"), [("qwen3_5", "linear attention"), ("qwen3_next", "Gated DeltaNet"),
-                                                ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings")])
+                                                ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
+                                                ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
     in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""
@@ -370,6 +371,11 @@ PUBLISHED_SHAPES = [
                    hidden_size=4096, max_position_embeddings=32768), 142_774_373_888),
     # MiniMax-M2's released file names rotary_dim 64 (of head_dim 128): the count is unchanged (230B total)
     ("minimax_m2", dict(rotary_dim=64, use_qk_norm=True), 228_689_748_992),
+    # Hunyuan-A13B's shape (80B total, 13B active): 64 experts of 3,072 beside one shared MLP, top-8 given per
+    # layer, 8 KV heads, tied embeddings; transformers reads neither moe_intermediate_size nor num_shared_expert
+    ("hunyuan_v1_moe", dict(num_experts=64, moe_topk=[8] * 32, intermediate_size=3072, num_key_value_heads=8,
+                            head_dim=128, vocab_size=128167, tie_word_embeddings=True, use_qk_norm=True,
+                            moe_intermediate_size=[3072] * 32, num_shared_expert=[1] * 32), 80_393_183_232),
 ]
 
 
@@ -432,3 +438,36 @@ def test_dots1_needs_its_expert_counts_and_minimax_m2_reads_rotary_dim() -> None
         0.5, "width", 256, 8)
     with pytest.raises(VramplanError, match="rotary_dim"):
         architecture_from_config({"model_type": "minimax_m2", "rotary_dim": 256}, name="m", source="config.json")
+
+
+def test_hunyuan_moe_reads_one_top_k_for_every_layer() -> None:
+    """moe_topk may list one value per layer (Family.layer_lists): read when all are equal, refused naming
+    the key otherwise; one expert beside the shared MLP (the config class's default) is refused."""
+    base = {"model_type": "hunyuan_v1_moe", "num_experts": 64, "intermediate_size": 3072}
+    arch = architecture_from_config(base | {"moe_topk": [8] * 32}, name="h", source="config.json")
+    assert (arch.experts_per_token, arch.shared_expert_intermediate_size, arch.router_fp32, arch.qk_norm) == (
+        8, 3072, True, "head")
+    assert round(count_params(arch).active / 1e8) != round(count_params(arch).total / 1e8)
+    with pytest.raises(VramplanError, match="moe_topk.*varies by layer"):
+        architecture_from_config(base | {"moe_topk": [8] * 31 + [4]}, name="h", source="config.json")
+    with pytest.raises(VramplanError, match="moe_topk"):
+        architecture_from_config(base | {"moe_topk": []}, name="h", source="config.json")
+    with pytest.raises(VramplanError, match="num_experts.*single routed expert"):
+        architecture_from_config({"model_type": "hunyuan_v1_moe", "num_experts": 1, "moe_topk": 1}, name="h",
+                                 source="config.json")
+    names = [m.name for m in layer_linear_modules(arch)]
+    assert {"gate.wg", "shared_mlp.gate_proj", "experts.down_proj"} <= set(names)
+
+
+def test_use_qk_norm_is_ignored_where_the_modeling_code_always_norms() -> None:
+    """Hunyuan's, Qwen 3's and MiniMax-M2's modeling code builds its QK norms whatever use_qk_norm says (a key
+    some hub files carry); it was refused there as Cohere's LayerNorm QK norm. Cohere's is still refused."""
+    for model_type in ("hunyuan_v1_dense", "minimax_m2", "exaone4"):
+        for value in (True, False):
+            arch = architecture_from_config({"model_type": model_type, "use_qk_norm": value}, name="x",
+                                            source="config.json")
+            assert arch.qk_norm != "none"
+    with pytest.raises(VramplanError, match="Cohere"):
+        architecture_from_config({"model_type": "cohere", "use_qk_norm": True, "hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
+                                 name="x", source="config.json")

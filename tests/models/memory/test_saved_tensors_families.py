@@ -118,6 +118,9 @@ NEW_CONFIGS = {
                             moe_intermediate_size=48, first_k_dense_replace=1)),
     # MiniMax-M2: width q/k norms, RoPE on rotary_dim of each head, a sigmoid fp32 router, every layer MoE
     "minimax_m2": ("minimax_m2", dict(_TINY, head_dim=16, num_local_experts=4, num_experts_per_tok=2, rotary_dim=8)),
+    # Hunyuan MoE: per-head q/k norms after RoPE, an fp32 router on an fp32 copy of its input, experts beside a
+    # shared MLP in every layer, moe_topk given per layer
+    "hunyuan_v1_moe": ("hunyuan_v1_moe", dict(_TINY, head_dim=16, num_experts=4, moe_topk=[2, 2], pad_token_id=0)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -156,6 +159,7 @@ NEW_RATIOS = {
     # token at n_group 1), as deepseek_v3's and glm4_moe's
     "dots1": {"sdpa": (1.0, 1.0039), "eager": (1.0, 1.0028)},
     "minimax_m2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "hunyuan_v1_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -215,7 +219,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the ninth session's (NEW_CONFIGS)
               + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
-                 ("minimax_m2", "sdpa", False)])
+                 ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
