@@ -195,6 +195,13 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
         fields["shared_expert_intermediate_size"] = c.count("shared_expert_width", minimum=0)
     if c.has("first_dense_layers"):
         fields["first_dense_layers"] = c.count("first_dense_layers", minimum=0)
+    kinds = c.config.get("mlp_layer_types")  # transformers 5: "dense" / "sparse" per layer (GLM-4.7-Flash)
+    if isinstance(kinds, list) and kinds:
+        leading = next((i for i, kind in enumerate(kinds) if kind != "dense"), len(kinds))
+        if len(kinds) != layers or any(kind != "sparse" for kind in kinds[leading:]):
+            raise c.unsupported("mlp_layer_types", f"only leading dense layers, then sparse ones, {layers} in all, "
+                                                   "are modelled")
+        fields["first_dense_layers"] = leading
     only_dense = c.config.get("mlp_only_layers") or []
     if only_dense:
         if only_dense != list(range(len(only_dense))):

@@ -411,6 +411,30 @@ FAMILIES: dict[str, Family] = {
         required=("num_experts", "experts_per_token"),
         layer_lists=("experts_per_token",),
     ),
+    # GLM-4.7-Flash (configuration_glm4_moe_lite.py / modular_glm4_moe_lite.py): DeepSeek-V3's layer exactly
+    # (DeepseekV3Attention's MLA, GLM-4.5's MoE block = DeepSeek-V3's: shared experts, a sigmoid router on an
+    # fp32 copy of its input), the dense layers named by mlp_layer_types (default: the first).
+    "glm4_moe_lite": Family(
+        keys=_MLA_KEYS,
+        defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "max_position_embeddings": 202752, "vocab_size": 154880,
+                  "hidden_size": 2048, "intermediate_size": 10240, "moe_intermediate_size": 1536, "num_layers": 47,
+                  "num_attention_heads": 20, "num_kv_heads": 20, "shared_experts": 1, "num_experts": 64,
+                  "experts_per_token": 4, "first_dense_layers": 1, "kv_lora_rank": 512, "q_lora_rank": 768,
+                  "qk_rope_head_dim": 64, "v_head_dim": 256, "qk_nope_head_dim": 192},
+        parts=_MLA_PARTS,
+    ),
+    # Mistral 4 (configuration_mistral4.py / modular_mistral4.py; also a Mistral 3 checkpoint's text_config):
+    # DeepSeek-V3's layer (MLA, first_k_dense_replace dense layers, n_shared_experts shared experts, [E, 2f, h]
+    # experts) with a softmax router on activation-dtype logits (Mistral4TopkRouter: no fp32 copy of its
+    # input) and Ministral 3's position-dependent scale on q (a b x 1 x s x 1 factor).
+    "mistral4": Family(
+        keys=_MLA_KEYS,
+        defaults={**_LLAMA_DEFAULTS, **_MLA_DEFAULTS, "max_position_embeddings": 1048576, "vocab_size": 131072,
+                  "hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 2048, "num_layers": 36,
+                  "num_attention_heads": 32, "num_kv_heads": 32, "shared_experts": 1, "num_experts": 128,
+                  "experts_per_token": 4, "first_dense_layers": 0, "kv_lora_rank": 256, "q_lora_rank": 1024,
+                  "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 64},
+    ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)

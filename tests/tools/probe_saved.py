@@ -25,8 +25,14 @@ def build_model(model_type: str, config_kwargs: dict, dtype=torch.float32,
 
     torch.manual_seed(seed)
     cfg = AutoConfig.for_model(model_type, **config_kwargs)
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation,
-                                             dtype=_dtype(dtype), **model_kwargs)
+    try:
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation,
+                                                 dtype=_dtype(dtype), **model_kwargs)
+    except ValueError:  # a decoder only a multimodal wrapper builds (Mistral 4): its own <Name>ForCausalLM
+        import transformers
+
+        causal_lm = getattr(transformers, type(cfg).__name__.removesuffix("Config") + "ForCausalLM")
+        model = causal_lm._from_config(cfg, attn_implementation=attn_implementation, dtype=_dtype(dtype), **model_kwargs)
     model.train()
     return model
 

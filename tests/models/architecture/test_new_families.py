@@ -133,7 +133,7 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         # the ninth session's: transformers 5.24 on the meta device, AutoConfig.for_model(type)
                         "gemma": 8_537_680_896, "glm": 9_399_951_360, "arcee": 4_022_766_080,
                         "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288,
-                        "minimax_m2": 228_689_748_992}
+                        "minimax_m2": 228_689_748_992, "glm4_moe_lite": 29_943_390_976, "mistral4": 118_972_826_624}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -471,3 +471,22 @@ def test_use_qk_norm_is_ignored_where_the_modeling_code_always_norms() -> None:
         architecture_from_config({"model_type": "cohere", "use_qk_norm": True, "hidden_size": 64, "intermediate_size": 128,
                                   "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
                                  name="x", source="config.json")
+
+
+def test_glm_4_7_flash_and_mistral_4_are_deepseek_v3_layers() -> None:
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA and MoE, the dense layers from mlp_layer_types
+    (transformers 5.24 on the meta device: 29,392,757,504 with two dense layers). Mistral 4: the same layer
+    without the router's fp32 input copy, also read from a Mistral 3 checkpoint's text_config."""
+    lite = architecture_from_config({"model_type": "glm4_moe_lite"}, name="g", source="config.json")
+    assert (lite.is_mla, lite.first_dense_layers, lite.router_fp32, lite.v_head_dim) == (True, 1, True, 256)
+    two = architecture_from_config({"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense"] * 2 + ["sparse"] * 45},
+                                   name="g", source="config.json")
+    assert (two.first_dense_layers, count_params(two).total) == (2, 29_392_757_504)
+    with pytest.raises(VramplanError, match="mlp_layer_types"):
+        architecture_from_config({"model_type": "glm4_moe_lite", "mlp_layer_types": ["sparse", "dense"] + ["sparse"] * 45},
+                                 name="g", source="config.json")
+    mistral4 = architecture_from_config({"model_type": "mistral4"}, name="m", source="config.json")
+    assert (mistral4.is_mla, mistral4.first_dense_layers, mistral4.router_fp32) == (True, 0, False)
+    wrapped = architecture_from_config({"model_type": "mistral3", "text_config": {"model_type": "mistral4"}},
+                                       name="m", source="config.json")
+    assert count_params(wrapped).total == CLASS_DEFAULT_COUNTS["mistral4"]

@@ -121,6 +121,14 @@ NEW_CONFIGS = {
     # Hunyuan MoE: per-head q/k norms after RoPE, an fp32 router on an fp32 copy of its input, experts beside a
     # shared MLP in every layer, moe_topk given per layer
     "hunyuan_v1_moe": ("hunyuan_v1_moe", dict(_TINY, head_dim=16, num_experts=4, moe_topk=[2, 2], pad_token_id=0)),
+    # GLM-4.7-Flash and Mistral 4: DeepSeek-V3's MLA and MoE (Mistral 4's router softmaxes activation-dtype
+    # logits, and q takes Ministral 3's position-dependent scale)
+    "glm4_moe_lite": ("glm4_moe_lite", dict(_TINY, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2,
+                                            n_shared_experts=1, moe_intermediate_size=48, q_lora_rank=32,
+                                            kv_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16)),
+    "mistral4": ("mistral4", dict(_TINY, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2,
+                                  n_shared_experts=1, moe_intermediate_size=48, q_lora_rank=32, kv_lora_rank=24,
+                                  qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, first_k_dense_replace=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -160,6 +168,11 @@ NEW_RATIOS = {
     "dots1": {"sdpa": (1.0, 1.0039), "eager": (1.0, 1.0028)},
     "minimax_m2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "hunyuan_v1_moe": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # MLA under CPU SDPA runs its math path (deepseek_v3's documented gap), so eager: GLM-4.7-Flash reads as
+    # deepseek_v3 (its MoE layer's group-limited router state); Mistral 4's dense layer keeps its q scale's
+    # b x 1 x s x 1 factor (not modelled) and its MoE layer the group state
+    "glm4_moe_lite": {"eager": (1.0, 1.0049)},
+    "mistral4": {"eager": (1.0002, 1.002)},
 }
 
 
@@ -205,7 +218,7 @@ def test_layer_saved_bytes_ratio(name: str, attn: str) -> None:
 # documented gaps: DeepSeek under CPU SDPA (math path, 1.13-1.26), Llama 4 under SDPA with its chunk
 # mask (1.00), Falcon-7B (multi_query) under SDPA (1.59-1.79).
 PEAK_FAMILIES = ("qwen3", "olmo2", "cohere", "starcoder2", "gemma3", "qwen3_moe", "phi3", "gpt_neox")
-EAGER_ONLY = ("deepseek_v3", "deepseek_v2", "llama4", "falcon", "falcon_new")
+EAGER_ONLY = ("deepseek_v3", "deepseek_v2", "llama4", "falcon", "falcon_new", "glm4_moe_lite", "mistral4")
 # One case per family (and full recompute for two), to keep the optional suite near a minute; the
 # other combinations measured 0.70-0.99 as well (README "### Architectures").
 PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False) for n in EAGER_ONLY]
@@ -225,9 +238,9 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
 def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
-    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1"):
+    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4"):
         kwargs["moe_intermediate_size"] = 96
-    if name == "deepseek_v3":
+    if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
     if name == "llama4":
         kwargs.update(intermediate_size=96, intermediate_size_mlp=352)
