@@ -435,6 +435,40 @@ FAMILIES: dict[str, Family] = {
                   "experts_per_token": 4, "first_dense_layers": 0, "kv_lora_rank": 256, "q_lora_rank": 1024,
                   "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 64},
     ),
+    # Solar Open (configuration_solar_open.py / modular_solar_open.py): Llama's attention (q/k/v biases from
+    # attention_bias, o_proj never biased, no QK norm) and GLM-4.5's MoE block (DeepSeek-V3's: shared experts, a
+    # sigmoid router on an fp32 copy of its input) in every layer; SolarOpenConfig has no dense width
+    # (intermediate_size is unset: no layer is dense), so none is read.
+    "solar_open": Family(
+        keys={"num_experts": ["n_routed_experts", "num_local_experts"], "shared_experts": "n_shared_experts",
+              "intermediate_size": "moe_intermediate_size"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 196608, "hidden_size": 4096,
+                  "intermediate_size": 1280, "num_layers": 48, "num_attention_heads": 64, "num_kv_heads": 8,
+                  "head_dim": 128, "num_experts": 128, "experts_per_token": 8, "shared_experts": 1},
+        parts={**_MLA_PARTS, "attention_bias_qkv_only": True},
+    ),
+    # K-EXAONE (configuration_exaone_moe.py / modular_exaone_moe.py): EXAONE 4.0's attention (q/k RMSNorms per
+    # head; sliding-window layers with RoPE, a global NoPE layer every sliding_window_pattern-th) under OLMoE's
+    # pre-norm layer, and DeepSeek-V3's MoE block (num_shared_experts shared experts, a sigmoid router on an
+    # fp32 copy of its input) after the dense layers mlp_layer_types (or first_k_dense_replace) names.
+    "exaone_moe": Family(
+        keys={"shared_experts": "num_shared_experts", "first_dense_layers": "first_k_dense_replace",
+              "global_every": "sliding_window_pattern"},
+        defaults={**_LLAMA_DEFAULTS, "vocab_size": 102400, "hidden_size": 4096, "intermediate_size": 16384,
+                  "num_layers": 32, "num_attention_heads": 32, "num_kv_heads": 32, "sliding_window": 4096,
+                  "global_every": 4, "first_dense_layers": 1, "moe_intermediate_size": 1024, "num_experts": 64,
+                  "experts_per_token": 8, "shared_experts": 1},
+        parts={**_MLA_PARTS, "qk_norm": "head"},
+    ),
+    # Jais 2 (configuration_jais2.py / modular_jais2.py): Llama's attention with biases (attention_bias on
+    # q/k/v/o), LayerNorms with weight and bias (nn.LayerNorm), Nemotron's MLP without a gate (up_proj, relu2,
+    # down_proj, mlp_bias).
+    "jais2": Family(
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 8192, "vocab_size": 150272, "hidden_size": 3328,
+                  "intermediate_size": 26624, "num_layers": 32, "num_attention_heads": 26, "num_kv_heads": 26,
+                  "head_dim": 128, "hidden_act": "relu2", "attention_bias": True, "mlp_bias": True},
+        parts={"gated_mlp": False, "norm_kind": "layernorm"},
+    ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)

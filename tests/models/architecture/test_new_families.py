@@ -133,7 +133,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         # the ninth session's: transformers 5.24 on the meta device, AutoConfig.for_model(type)
                         "gemma": 8_537_680_896, "glm": 9_399_951_360, "arcee": 4_022_766_080,
                         "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288,
-                        "minimax_m2": 228_689_748_992, "glm4_moe_lite": 29_943_390_976, "mistral4": 118_972_826_624}
+                        "minimax_m2": 228_689_748_992, "glm4_moe_lite": 29_943_390_976, "mistral4": 118_972_826_624,
+                        "solar_open": 102_651_793_408, "exaone_moe": 28_550_639_616, "jais2": 8_090_401_280}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -376,6 +377,8 @@ PUBLISHED_SHAPES = [
     ("hunyuan_v1_moe", dict(num_experts=64, moe_topk=[8] * 32, intermediate_size=3072, num_key_value_heads=8,
                             head_dim=128, vocab_size=128167, tie_word_embeddings=True, use_qk_norm=True,
                             moe_intermediate_size=[3072] * 32, num_shared_expert=[1] * 32), 80_393_183_232),
+    ("solar_open", dict(attention_bias=True), 102_652_284_928),  # q/k/v biases only: o_proj never has one
+    ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),  # no mlp_layer_types: the count names the dense layers
 ]
 
 

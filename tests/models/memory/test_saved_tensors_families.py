@@ -129,6 +129,16 @@ NEW_CONFIGS = {
     "mistral4": ("mistral4", dict(_TINY, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2,
                                   n_shared_experts=1, moe_intermediate_size=48, q_lora_rank=32, kv_lora_rank=24,
                                   qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, first_k_dense_replace=1)),
+    # Solar Open: Llama's attention over GLM-4.5's (DeepSeek-V3's) MoE block in every layer
+    "solar_open": ("solar_open", dict(_TINY, head_dim=16, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                                      moe_intermediate_size=48)),
+    # K-EXAONE: EXAONE 4.0's attention (sliding and NoPE global layers) under pre-norms, a dense first layer,
+    # then DeepSeek-V3's MoE block
+    "exaone_moe": ("exaone_moe", dict(_TINY, num_hidden_layers=4, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                      num_shared_experts=1, moe_intermediate_size=48, sliding_window=16,
+                                      sliding_window_pattern=2, first_k_dense_replace=1, mlp_layer_types=None)),
+    # Jais 2: LayerNorms with bias, biased attention, a squared-ReLU MLP without a gate
+    "jais2": ("jais2", dict(_TINY, head_dim=16)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -173,6 +183,11 @@ NEW_RATIOS = {
     # b x 1 x s x 1 factor (not modelled) and its MoE layer the group state
     "glm4_moe_lite": {"eager": (1.0, 1.0049)},
     "mistral4": {"eager": (1.0002, 1.002)},
+    # the MoE layers: DeepSeek-V3's group-limited router state (16 n_group + 8 topk_group + E bytes a token); K-EXAONE's
+    # sliding layers under CPU SDPA: the explicit window mask (EXAONE 4.0's gap)
+    "solar_open": {"sdpa": (1.0081, 1.0081), "eager": (1.0055, 1.0055)},
+    "exaone_moe": {"sdpa": (1.0744, 1.0069, 1.0701, 1.0069), "eager": (1.0, 1.0049, 1.0049, 1.0049)},
+    "jais2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -232,13 +247,15 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the ninth session's (NEW_CONFIGS)
               + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
-                 ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False)])
+                 ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False), ("solar_open", "sdpa", False),
+                 ("exaone_moe", "eager", False), ("jais2", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
-    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4"):
+    if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4", "solar_open",
+                "exaone_moe"):
         kwargs["moe_intermediate_size"] = 96
     if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
