@@ -469,6 +469,19 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128, "hidden_act": "relu2", "attention_bias": True, "mlp_bias": True},
         parts={"gated_mlp": False, "norm_kind": "layernorm"},
     ),
+    # Hy3 (configuration_hy_v3.py / modular_hy_v3.py): Apertus's attention (q/k RMSNorms per head before RoPE,
+    # attention_bias on q/k/v/o) and, after the dense layers mlp_layer_types names (default the first), MiniMax-M2's
+    # MoE block with num_shared_experts shared experts: a sigmoid router whose fp32 weight runs on an fp32 copy
+    # of its input (HYV3TopKRouter), a score-correction buffer; the shared and routed outputs summed in fp32
+    # (enable_moe_fp32_combine: casts that keep nothing).
+    "hy_v3": Family(
+        keys={"shared_experts": "num_shared_experts", "first_dense_layers": "first_k_dense_replace"},
+        defaults={**_LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 120832, "hidden_size": 4096,
+                  "intermediate_size": 13312, "num_layers": 80, "num_attention_heads": 64, "num_kv_heads": 8,
+                  "head_dim": 128, "num_experts": 192, "experts_per_token": 8, "shared_experts": 1,
+                  "moe_intermediate_size": 1536, "first_dense_layers": 1},
+        parts={"qk_norm": "head", "router_fp32": True},
+    ),
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)
@@ -485,15 +498,21 @@ SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 _LINEAR_ATTENTION = "layers of linear attention (Gated DeltaNet) beside full attention, whose saved tensors and FLOPs are not modelled"
 _RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
 _PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
+_SPARSE_ATTENTION = ("DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection), whose "
+                     "parameters, saved tensors and FLOPs are not modelled")
 UNMODELLED_FAMILIES: dict[str, str] = {
-    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear"),
-                    _LINEAR_ATTENTION),
+    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear",
+                     "qwen4_exp", "qwen4_exp_text", "olmo_hybrid"), _LINEAR_ATTENTION),
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
-                     "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
+                     "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "lfm3", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
     **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),
-    # modeling_deepseek_v32.py DeepseekV32Indexer: its own q/k projections, weights and top-k token selection
-    "deepseek_v32": "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection), "
-                    "whose parameters, saved tensors and FLOPs are not modelled",
+    # modeling_<type>.py <Name>Indexer (DeepseekV32Indexer, GlmMoeDsaIndexer, MistralLarge4TextIndexer): its own
+    # q/k projections, weights and top-k token selection
+    **dict.fromkeys(("deepseek_v32", "glm_moe_dsa", "mistral_large4", "mistral_large4_text"), _SPARSE_ATTENTION),
+    # DeepseekV4/HYV4/Glm5NextText: an indexer beside hyper-connections (HyperConnection, HyperHead), and
+    # DeepSeek-V4's attention compressors (CSACompressor, HCACompressor) or GLM-5-Next's linear attention
+    **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"),
+                    _SPARSE_ATTENTION.replace("not modelled", "not modelled, nor its hyper-connections")),
     # activations.py XIELUActivation: a Python formula, or the optional xielu CUDA kernel, keeping different tensors
     "apertus": "the xIELU activation, whose saved tensors differ between transformers' Python formula and its "
                "optional CUDA kernel, and are not modelled",

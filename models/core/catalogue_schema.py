@@ -198,7 +198,7 @@ ModelType = Literal[
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
-    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2",
+    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3",
 ]
 
 

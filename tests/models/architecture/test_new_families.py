@@ -134,7 +134,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "gemma": 8_537_680_896, "glm": 9_399_951_360, "arcee": 4_022_766_080,
                         "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288,
                         "minimax_m2": 228_689_748_992, "glm4_moe_lite": 29_943_390_976, "mistral4": 118_972_826_624,
-                        "solar_open": 102_651_793_408, "exaone_moe": 28_550_639_616, "jais2": 8_090_401_280}
+                        "solar_open": 102_651_793_408, "exaone_moe": 28_550_639_616, "jais2": 8_090_401_280,
+                        "hy_v3": 295_033_528_320}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -253,7 +254,10 @@ def test_qwen2_moe_parts() -> None:
 
 @pytest.mark.parametrize(("model_type", "why"), [("qwen3_5", "linear attention"), ("qwen3_next", "Gated DeltaNet"),
                                                 ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
-                                                ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU")])
+                                                ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU"),
+                                                ("glm_moe_dsa", "lightning indexer"), ("deepseek_v4", "hyper-connections"),
+                                                ("qwen4_exp", "Gated DeltaNet"), ("olmo_hybrid", "linear attention"),
+                                                ("lfm3", "recurrent")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
     in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""

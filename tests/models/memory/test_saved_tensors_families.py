@@ -139,6 +139,10 @@ NEW_CONFIGS = {
                                       sliding_window_pattern=2, first_k_dense_replace=1, mlp_layer_types=None)),
     # Jais 2: LayerNorms with bias, biased attention, a squared-ReLU MLP without a gate
     "jais2": ("jais2", dict(_TINY, head_dim=16)),
+    # Hy3: Apertus's attention (per-head q/k norms), a dense first layer, MiniMax-M2's MoE block with a shared
+    # expert and an fp32 router on an fp32 copy of its input
+    "hy_v3": ("hy_v3", dict(_TINY, head_dim=16, num_experts=4, num_experts_per_tok=2, num_shared_experts=1,
+                            moe_intermediate_size=48)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -188,6 +192,7 @@ NEW_RATIOS = {
     "solar_open": {"sdpa": (1.0081, 1.0081), "eager": (1.0055, 1.0055)},
     "exaone_moe": {"sdpa": (1.0744, 1.0069, 1.0701, 1.0069), "eager": (1.0, 1.0049, 1.0049, 1.0049)},
     "jais2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "hy_v3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
