@@ -1,0 +1,39 @@
+"""The family registry's record (`Family`) and the key maps and defaults several families share.
+
+models/catalogue/hf_families.py (dense families) and hf_moe_families.py (MoE families) are the entries;
+hf_families.py's docstring says what each field of a `Family` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Family:
+    # field -> its config.json key: a name, a list of alternative names (the first present is read)
+    # or a tuple of names read together (dropout probabilities)
+    keys: Mapping[str, str | list[str] | tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, Any] = field(default_factory=dict)
+    text_config: bool = False
+    required: tuple[str, ...] = ()
+    layer_lists: tuple[str, ...] = ()
+
+
+LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
+                  "mlp_bias": False, "hidden_act": "silu", "dropout": (0.0,)}
+QWEN_DEFAULTS = {**LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
+Keys = dict[str, str | list[str] | tuple[str, ...]]
+MOE_KEYS: Keys = {"num_experts": "num_local_experts"}
+# transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
+QWEN_MOE_KEYS: Keys = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}
+MLA_KEYS: Keys = {"num_experts": ["n_routed_experts", "num_local_experts"], "first_dense_layers": "first_k_dense_replace",
+                  "shared_experts": "n_shared_experts"}
+MLA_PARTS = {"router_fp32": True}  # DeepseekV2/V3 gate: F.linear(hidden_states.type(torch.float32), ...)
+MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                "v_head_dim": 128, "moe_layer_freq": 1}
+NEOX_MLP = {"gated_mlp": False, "fused_qkv": True, "norm_kind": "layernorm", "parallel_attention_mlp": True}
+FALCON_PARTS = {**NEOX_MLP, "eager_softmax_fp32": False}  # modeling_falcon: softmax(..., dtype=hidden_states.dtype)

@@ -1,0 +1,162 @@
+"""The families of the ninth session of 2026-12-06: their exact counts and the parts they read.
+
+gemma, glm (GLM-4 9B), arcee, nemotron, granitemoe, granitemoeshared, dots1, minimax_m2, hunyuan_v1_moe,
+glm4_moe_lite (GLM-4.7-Flash), mistral4, solar_open, exaone_moe, jais2 and hy_v3, each mapped from transformers
+5.24's configuration_<type>.py / modeling_<type>.py (models/catalogue/hf_families.py, hf_moe_families.py).
+Golden counts: transformers 5.24 on the meta device (AutoConfig.for_model(type, **keys), then
+AutoModelForCausalLM.from_config, or Mistral4ForCausalLM, which only Mistral 3's wrapper registers); their
+class defaults are in test_new_families.py CLASS_DEFAULT_COUNTS. Saved tensors: tests/models/memory/
+test_saved_tensors_families.py (optional, torch and transformers installed).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vramplan.models.architecture.params import count_params, layer_linear_modules
+from vramplan.models.catalogue.hf_config import architecture_from_config
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.activation_terms import Shape, layer_terms
+
+# Shapes of published checkpoints, counted by transformers 5.24 on the meta device (AutoConfig.for_model
+# with these keys): Gemma 2B (2,506,172,416, the count google/gemma-2b's model card rounds to 2.51B),
+# Granite 3.0 3B-A800M's shape (3.3B), Minitron-style Nemotron with 8 KV heads (NemotronConfig's default
+# num_key_value_heads None does not build in transformers itself), Granite MoE with a shared MLP.
+PUBLISHED_SHAPES = [
+    ("gemma", dict(hidden_size=2048, intermediate_size=16384, num_hidden_layers=18, num_attention_heads=8,
+                   num_key_value_heads=1, head_dim=256), 2_506_172_416),
+    ("granitemoe", dict(hidden_size=1536, intermediate_size=512, num_hidden_layers=32, num_attention_heads=24,
+                        num_key_value_heads=8, num_local_experts=40, num_experts_per_tok=8, vocab_size=49155,
+                        tie_word_embeddings=True), 3_298_793_472),
+    ("nemotron", dict(num_key_value_heads=8), 15_628_775_424),
+    ("nemotron", dict(num_key_value_heads=8, attention_bias=True, mlp_bias=True), 15_630_217_216),
+    ("arcee", dict(attention_bias=True, mlp_bias=True), 4_023_765_504),
+    ("glm", dict(attention_bias=False), 9_399_767_040),
+    ("gemma", dict(num_key_value_heads=1, tie_word_embeddings=False), 8_663_510_016),
+    ("granitemoeshared", dict(shared_intermediate_size=1024), 37_441_769_472),
+    # dots.llm1's shape (rednote-hilab/dots.llm1.base: 142B total, 14B active)
+    ("dots1", dict(n_routed_experts=128, n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1,
+                   hidden_size=4096, max_position_embeddings=32768), 142_774_373_888),
+    # MiniMax-M2's released file names rotary_dim 64 (of head_dim 128): the count is unchanged (230B total)
+    ("minimax_m2", dict(rotary_dim=64, use_qk_norm=True), 228_689_748_992),
+    # Hunyuan-A13B's shape (80B total, 13B active): 64 experts of 3,072 beside one shared MLP, top-8 given per
+    # layer, 8 KV heads, tied embeddings; transformers reads neither moe_intermediate_size nor num_shared_expert
+    ("hunyuan_v1_moe", dict(num_experts=64, moe_topk=[8] * 32, intermediate_size=3072, num_key_value_heads=8,
+                            head_dim=128, vocab_size=128167, tie_word_embeddings=True, use_qk_norm=True,
+                            moe_intermediate_size=[3072] * 32, num_shared_expert=[1] * 32), 80_393_183_232),
+    ("solar_open", dict(attention_bias=True), 102_652_284_928),  # q/k/v biases only: o_proj never has one
+    ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),  # no mlp_layer_types: the count names the dense layers
+]
+
+
+@pytest.mark.parametrize(("model_type", "keys", "count"), PUBLISHED_SHAPES)
+def test_ninth_session_families_count_as_transformers(model_type: str, keys: dict, count: int) -> None:
+    arch = architecture_from_config({"model_type": model_type, **keys}, name=model_type, source="config.json")
+    assert count_params(arch).total == count
+
+
+def test_squared_relu_mlps_have_no_gate() -> None:
+    """Arcee and Nemotron: up_proj -> relu2 -> down_proj (two matrices); Nemotron's LayerNorm1P has a bias and
+    RoPE turns half of each head; relu2 under a gated MLP is no activation vramplan models."""
+    arcee = architecture_from_config({"model_type": "arcee"}, name="a", source="config.json")
+    nemotron = architecture_from_config({"model_type": "nemotron"}, name="n", source="config.json")
+    for arch in (arcee, nemotron):
+        assert arch.mlp_kind == "relu2"
+        assert [m.name for m in layer_linear_modules(arch)][-2:] == ["up_proj", "down_proj"]
+    assert (nemotron.norm_kind, nemotron.partial_rotary_factor) == ("layernorm", 0.5)
+    terms = {t.name for t in layer_terms(arcee, "eager", "flash", Shape(b=1, s=16, e=2))}
+    assert {"mlp.relu_output", "mlp.down_input"} <= terms
+    with pytest.raises(VramplanError, match="hidden_act"):
+        architecture_from_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+                                  "max_position_embeddings": 64, "hidden_act": "relu2"}, name="l", source="config.json")
+
+
+def test_gemma_glm_and_granite_moe_parts() -> None:
+    gemma = architecture_from_config({"model_type": "gemma", "hidden_act": "gelu"}, name="g", source="config.json")
+    assert (gemma.norm_kind, gemma.mlp_kind, gemma.head_dim, gemma.tie_word_embeddings) == (
+        "rmsnorm_offset", "geglu", 256, True)  # the hub files' legacy "gelu" is the tanh GeGLU
+    glm = architecture_from_config({"model_type": "glm"}, name="glm", source="config.json")
+    assert (glm.fused_gate_up, glm.rope_tables, glm.qkv_bias, glm.linear_bias, glm.norm_position) == (
+        True, "per_layer", True, False, "pre")
+    moe = architecture_from_config({"model_type": "granitemoe"}, name="m", source="config.json")
+    assert (moe.num_experts, moe.experts_per_token, moe.router_topk_softmax, moe.shared_expert_intermediate_size) == (
+        8, 2, True, 0)
+    names = [m.name for m in layer_linear_modules(moe)]
+    assert names[-3:] == ["router", "experts.gate_up_proj", "experts.down_proj"]
+    shared = architecture_from_config({"model_type": "granitemoeshared", "shared_intermediate_size": 1024},
+                                      name="s", source="config.json")
+    assert shared.shared_expert_intermediate_size == 1024
+    assert [m.name for m in layer_linear_modules(shared)][-2:] == ["shared_mlp.input_linear", "shared_mlp.output_linear"]
+
+
+def test_dots1_needs_its_expert_counts_and_minimax_m2_reads_rotary_dim() -> None:
+    """Dots1Config defaults its expert counts to None, which transformers cannot build: a file without them
+    is refused naming the key, never read as a dense model. MiniMax-M2's legacy rotary_dim is read as
+    partial_rotary_factor = rotary_dim / head_dim (MiniMaxM2Config.convert_rope_params_to_dict)."""
+    with pytest.raises(VramplanError, match="lacks 'n_routed_experts'"):
+        architecture_from_config({"model_type": "dots1"}, name="d", source="config.json")
+    with pytest.raises(VramplanError, match="lacks 'n_shared_experts'"):
+        architecture_from_config({"model_type": "dots1", "n_routed_experts": 8, "num_experts_per_tok": 2},
+                                 name="d", source="config.json")
+    dots = architecture_from_config({"model_type": "dots1", "n_routed_experts": 128, "n_shared_experts": 2,
+                                     "num_experts_per_tok": 6, "first_k_dense_replace": 1}, name="d", source="config.json")
+    assert (dots.qk_norm, dots.router_fp32, dots.first_dense_layers, dots.shared_expert_intermediate_size) == (
+        "head", True, 1, 2 * 1408)
+    minimax = architecture_from_config({"model_type": "minimax_m2", "rotary_dim": 64}, name="m", source="config.json")
+    assert (minimax.partial_rotary_factor, minimax.qk_norm, minimax.num_experts, minimax.experts_per_token) == (
+        0.5, "width", 256, 8)
+    with pytest.raises(VramplanError, match="rotary_dim"):
+        architecture_from_config({"model_type": "minimax_m2", "rotary_dim": 256}, name="m", source="config.json")
+
+
+def test_hunyuan_moe_reads_one_top_k_for_every_layer() -> None:
+    """moe_topk may list one value per layer (Family.layer_lists): read when all are equal, refused naming
+    the key otherwise; one expert beside the shared MLP (the config class's default) is refused."""
+    base = {"model_type": "hunyuan_v1_moe", "num_experts": 64, "intermediate_size": 3072}
+    arch = architecture_from_config(base | {"moe_topk": [8] * 32}, name="h", source="config.json")
+    assert (arch.experts_per_token, arch.shared_expert_intermediate_size, arch.router_fp32, arch.qk_norm) == (
+        8, 3072, True, "head")
+    assert round(count_params(arch).active / 1e8) != round(count_params(arch).total / 1e8)
+    with pytest.raises(VramplanError, match="moe_topk.*varies by layer"):
+        architecture_from_config(base | {"moe_topk": [8] * 31 + [4]}, name="h", source="config.json")
+    with pytest.raises(VramplanError, match="moe_topk"):
+        architecture_from_config(base | {"moe_topk": []}, name="h", source="config.json")
+    with pytest.raises(VramplanError, match="num_experts.*single routed expert"):
+        architecture_from_config({"model_type": "hunyuan_v1_moe", "num_experts": 1, "moe_topk": 1}, name="h",
+                                 source="config.json")
+    names = [m.name for m in layer_linear_modules(arch)]
+    assert {"gate.wg", "shared_mlp.gate_proj", "experts.down_proj"} <= set(names)
+
+
+def test_use_qk_norm_is_ignored_where_the_modeling_code_always_norms() -> None:
+    """Hunyuan's, Qwen 3's and MiniMax-M2's modeling code builds its QK norms whatever use_qk_norm says (a key
+    some hub files carry); it was refused there as Cohere's LayerNorm QK norm. Cohere's is still refused."""
+    for model_type in ("hunyuan_v1_dense", "minimax_m2", "exaone4"):
+        for value in (True, False):
+            arch = architecture_from_config({"model_type": model_type, "use_qk_norm": value}, name="x",
+                                            source="config.json")
+            assert arch.qk_norm != "none"
+    with pytest.raises(VramplanError, match="Cohere"):
+        architecture_from_config({"model_type": "cohere", "use_qk_norm": True, "hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
+                                 name="x", source="config.json")
+
+
+def test_glm_4_7_flash_and_mistral_4_are_deepseek_v3_layers() -> None:
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA and MoE, the dense layers from mlp_layer_types
+    (transformers 5.24 on the meta device: 29,392,757,504 with two dense layers). Mistral 4: the same layer
+    without the router's fp32 input copy, also read from a Mistral 3 checkpoint's text_config."""
+    lite = architecture_from_config({"model_type": "glm4_moe_lite"}, name="g", source="config.json")
+    assert (lite.is_mla, lite.first_dense_layers, lite.router_fp32, lite.v_head_dim) == (True, 1, True, 256)
+    two = architecture_from_config({"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense"] * 2 + ["sparse"] * 45},
+                                   name="g", source="config.json")
+    assert (two.first_dense_layers, count_params(two).total) == (2, 29_392_757_504)
+    with pytest.raises(VramplanError, match="mlp_layer_types"):
+        architecture_from_config({"model_type": "glm4_moe_lite", "mlp_layer_types": ["sparse", "dense"] + ["sparse"] * 45},
+                                 name="g", source="config.json")
+    mistral4 = architecture_from_config({"model_type": "mistral4"}, name="m", source="config.json")
+    assert (mistral4.is_mla, mistral4.first_dense_layers, mistral4.router_fp32) == (True, 0, False)
+    wrapped = architecture_from_config({"model_type": "mistral3", "text_config": {"model_type": "mistral4"}},
+                                       name="m", source="config.json")
+    assert count_params(wrapped).total == count_params(mistral4).total == 118_972_826_624
