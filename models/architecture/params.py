@@ -49,6 +49,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "qwen2_moe": {"shared": "shared_expert"},  # modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
     # modeling_granitemoe*.py: GraniteMoeTopKRouter `router` (a bare weight), GraniteMoeSharedMLP `shared_mlp`
     # with its fused input_linear (gate, up) and output_linear
+    "phi": {"o": "dense", "up": "fc1", "down": "fc2"},  # modeling_phi.py PhiAttention.dense, PhiMLP.fc1 / fc2
     "granitemoe": {"router": "router"},
     "hunyuan_v1_moe": {"router": "gate.wg", "shared": "shared_mlp"},  # HunYuanMoEV1Moe.gate.wg, .shared_mlp
     "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
@@ -266,7 +267,7 @@ def count_params(arch: Architecture) -> ParamCounts:
         per_layer_linear=linear[first],
         num_layers=arch.num_layers,
         final_norm=norm_params(arch),
-        lm_head=0 if arch.tie_word_embeddings else arch.vocab_size * h,
+        lm_head=(0 if arch.tie_word_embeddings else arch.vocab_size * h) + arch.lm_head_bias * arch.vocab_size,
         inactive_per_layer=_inactive_expert_params(arch, first),
         layers=sum(g.count * size[g] for g in groups),
         layers_linear=sum(g.count * linear[g] for g in groups),

@@ -304,7 +304,7 @@ def _fields(c: _Reader) -> dict[str, Any]:
     # use_qk_norm, which some of their hub files still carry: it is ignored there, as transformers ignores it
     if "qk_norm" not in c.family.parts and c.has("use_qk_norm") and c.flag("use_qk_norm"):
         if qk_norm_kind is None:
-            raise c.unsupported("use_qk_norm", "Cohere's per-head LayerNorm QK norm is not modelled")
+            raise c.unsupported("use_qk_norm", "a LayerNorm QK norm per head (Cohere's, Phi's) is not modelled")
         parts["qk_norm"] = qk_norm_kind
     parts["qkv_bias"] = parts.get("qkv_bias", False) or attention_bias
     fields.update(parts)

@@ -230,6 +230,19 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128, "hidden_act": "relu2", "attention_bias": True, "mlp_bias": True},
         parts={"gated_mlp": False, "norm_kind": "layernorm"},
     ),
+    # Phi-1.5 / Phi-2 (configuration_phi.py / modeling_phi.py): one LayerNorm (with bias) feeding attention and
+    # the MLP in parallel; q/k/v and dense with biases; RoPE on partial_rotary_factor (0.5) of each head, the
+    # rotated and pass-through halves concatenated; fc1 -> gelu_new -> fc2 with biases; dropout after attention
+    # and after the MLP (resid_pdrop), on the embedding (embd_pdrop) and on the probabilities
+    # (attention_dropout); an lm_head with a bias (PhiForCausalLM). qk_layernorm, a LayerNorm per head, is refused.
+    "phi": Family(
+        keys={"dropout": ("resid_pdrop", "embd_pdrop", "attention_dropout"), "use_qk_norm": "qk_layernorm"},
+        defaults={**LLAMA_DEFAULTS, "vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192,
+                  "num_layers": 24, "num_attention_heads": 32, "hidden_act": "gelu_new", "partial_rotary_factor": 0.5,
+                  "attention_bias": True, "mlp_bias": True, "dropout": (0.0, 0.0, 0.0)},
+        parts={"gated_mlp": False, "norm_kind": "layernorm", "parallel_attention_mlp": True, "norms_per_layer": 1,
+               "lm_head_bias": True},
+    ),
     **MOE_FAMILIES,
 }
 FAMILIES["gemma3"] = Family(text_config=True)

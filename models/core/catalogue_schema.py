@@ -198,7 +198,7 @@ ModelType = Literal[
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
-    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3",
+    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi",
 ]
 
 
@@ -272,6 +272,7 @@ class Architecture(_Row):
         default="shared", description="RoPE's cos/sin: one pair for all layers, rotary_dim wide (shared) or rotary_dim / 2 "
                                       "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
                                       "ERNIE 4.5's fp32 interleaved rotation)")
+    lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "

@@ -45,7 +45,11 @@ PUBLISHED_SHAPES = [
                             head_dim=128, vocab_size=128167, tie_word_embeddings=True, use_qk_norm=True,
                             moe_intermediate_size=[3072] * 32, num_shared_expert=[1] * 32), 80_393_183_232),
     ("solar_open", dict(attention_bias=True), 102_652_284_928),  # q/k/v biases only: o_proj never has one
-    ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),  # no mlp_layer_types: the count names the dense layers
+    ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),
+    ("phi", {}, 1_418_270_720),  # PhiConfig's defaults: Phi-1.5's shape
+    # Phi-2's shape (microsoft/phi-2: 2,779,683,840, its lm_head bias of 51,200 included)
+    ("phi", dict(hidden_size=2560, intermediate_size=10240, num_hidden_layers=32, num_attention_heads=32,
+                 partial_rotary_factor=0.4), 2_779_683_840),  # no mlp_layer_types: the count names the dense layers
 ]
 
 
@@ -160,3 +164,17 @@ def test_glm_4_7_flash_and_mistral_4_are_deepseek_v3_layers() -> None:
     wrapped = architecture_from_config({"model_type": "mistral3", "text_config": {"model_type": "mistral4"}},
                                        name="m", source="config.json")
     assert count_params(wrapped).total == count_params(mistral4).total == 118_972_826_624
+
+
+def test_phi_has_one_norm_biases_and_a_biased_lm_head() -> None:
+    """Phi-2: parallel attention and MLP behind one LayerNorm, biases on every linear and on lm_head, RoPE on
+    part of each head, three dropouts read as one; qk_layernorm (a LayerNorm per head) is refused naming it."""
+    phi = architecture_from_config({"model_type": "phi", "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attention_dropout": 0.1},
+                                   name="p", source="config.json")
+    assert (phi.norm_kind, phi.norms_per_layer, phi.parallel_attention_mlp, phi.mlp_kind) == ("layernorm", 1, True, "gelu_new")
+    assert (phi.qkv_bias, phi.linear_bias, phi.lm_head_bias, phi.dropout_prob, phi.partial_rotary_factor) == (
+        True, True, True, 0.1, 0.5)
+    assert count_params(phi).lm_head == 51200 * 2048 + 51200
+    assert [m.name for m in layer_linear_modules(phi)] == ["q_proj", "k_proj", "v_proj", "dense", "fc1", "fc2"]
+    with pytest.raises(VramplanError, match="qk_layernorm"):
+        architecture_from_config({"model_type": "phi", "qk_layernorm": True}, name="p", source="config.json")

@@ -143,6 +143,10 @@ NEW_CONFIGS = {
     # expert and an fp32 router on an fp32 copy of its input
     "hy_v3": ("hy_v3", dict(_TINY, head_dim=16, num_experts=4, num_experts_per_tok=2, num_shared_experts=1,
                             moe_intermediate_size=48)),
+    # Phi-2: one LayerNorm for parallel attention and MLP, biases, partial RoPE concatenated, gelu_new; with its
+    # three dropouts at 0.1 too (eager: CPU SDPA with dropout runs its math path, as Seed-OSS)
+    "phi": ("phi", dict(_TINY, num_key_value_heads=4)),
+    "phi_dropout": ("phi", dict(_TINY, num_key_value_heads=4, resid_pdrop=0.1, embd_pdrop=0.1, attention_dropout=0.1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -193,6 +197,8 @@ NEW_RATIOS = {
     "exaone_moe": {"sdpa": (1.0744, 1.0069, 1.0701, 1.0069), "eager": (1.0, 1.0049, 1.0049, 1.0049)},
     "jais2": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "hy_v3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "phi": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "phi_dropout": {"eager": (1.0, 1.0)},
 }
 
 
@@ -253,7 +259,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
                  ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False), ("solar_open", "sdpa", False),
-                 ("exaone_moe", "eager", False), ("jais2", "sdpa", False)])
+                 ("exaone_moe", "eager", False), ("jais2", "sdpa", False), ("phi", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
