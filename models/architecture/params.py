@@ -198,9 +198,10 @@ def layer_linear_modules(arch: Architecture) -> tuple[LinearModule, ...]:
 
 
 def norm_params(arch: Architecture, width: int | None = None) -> int:
-    """Parameters of one norm: LayerNorm has weight and bias, RMSNorm (and Cohere's LayerNorm) a weight."""
+    """Parameters of one norm: LayerNorm has weight and bias, RMSNorm (and Cohere's LayerNorm) a weight,
+    OLMo 1's LayerNorm none."""
     width = arch.hidden_size if width is None else width
-    return 2 * width if arch.norm_kind == "layernorm" else width
+    return {"layernorm": 2 * width, "layernorm_noparams": 0}.get(arch.norm_kind, width)
 
 
 def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:

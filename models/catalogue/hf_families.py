@@ -243,6 +243,15 @@ FAMILIES: dict[str, Family] = {
         parts={"gated_mlp": False, "norm_kind": "layernorm", "parallel_attention_mlp": True, "norms_per_layer": 1,
                "lm_head_bias": True},
     ),
+    # OLMo 1 (configuration_olmo.py / modeling_olmo.py): Llama's layer with OlmoLayerNorm, a LayerNorm without
+    # weight or bias run on an fp32 copy of its input (norm_kind layernorm_noparams); clip_qkv clamps q/k/v in
+    # place, each clamp keeping its input (Architecture.clip_qkv).
+    "olmo": Family(
+        keys={"clip_qkv": "clip_qkv"},
+        defaults={**LLAMA_DEFAULTS, "vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_layers": 32, "num_attention_heads": 32},
+        parts={"norm_kind": "layernorm_noparams"},
+    ),
     **MOE_FAMILIES,
 }
 FAMILIES["gemma3"] = Family(text_config=True)

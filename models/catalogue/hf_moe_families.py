@@ -46,8 +46,9 @@ MOE_FAMILIES: dict[str, Family] = {
     ),
     # OLMoE (configuration_olmoe.py / modeling_olmoe.py): pre-norms with Llama's RMSNorm, q_norm / k_norm
     # over the projections' whole width, every layer MoE (num_experts experts of intermediate_size, a
-    # softmax top-k router, no shared expert); clip_qkv clamps in place (nothing kept).
+    # softmax top-k router, no shared expert); clip_qkv clamps q/k/v in place, each clamp keeping its input.
     "olmoe": Family(
+        keys={"clip_qkv": "clip_qkv"},
         defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 50304, "hidden_size": 2048,
                   "intermediate_size": 2048, "num_layers": 16, "num_attention_heads": 16, "num_experts": 64,
                   "experts_per_token": 8},

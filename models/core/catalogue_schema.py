@@ -180,10 +180,12 @@ class Offering(_Row):
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
 #   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
+#   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
 MlpKind = Literal["gelu", "gelu_new", "relu2", "swiglu", "geglu"]
-NormKind = Literal["layernorm", "layernorm_nobias", "rmsnorm", "rmsnorm_fp32_weight", "rmsnorm_offset"]
+NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
+                   "rmsnorm_offset"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
@@ -198,7 +200,7 @@ ModelType = Literal[
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
-    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi",
+    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo",
 ]
 
 
@@ -273,6 +275,7 @@ class Architecture(_Row):
                                       "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
                                       "ERNIE 4.5's fp32 interleaved rotation)")
     lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
+    clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "

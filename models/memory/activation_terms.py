@@ -74,9 +74,12 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
     t, e = x.t, x.e
     w = arch.hidden_size if width is None else width
     kind = arch.norm_kind
+    layernorms = ("layernorm", "layernorm_nobias", "layernorm_noparams")
     if kernels == "fused" or kind == "layernorm":
-        stats = 2 * FP32 * t * rows if kind in ("layernorm", "layernorm_nobias") else FP32 * t * rows
+        stats = 2 * FP32 * t * rows if kind in layernorms else FP32 * t * rows
         return [Term(f"{name}.input", e * t * w)] * input_saved + [Term(f"{name}.stats", stats)]
+    if kind == "layernorm_noparams":  # OLMo 1: F.layer_norm(x.float()) keeps the fp32 copy, its mean and rstd
+        return [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.stats", 2 * FP32 * t * rows)]
     if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
         return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
                 Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * w // rows)]
@@ -139,6 +142,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
+    if arch.clip_qkv:  # OLMo's q/k/v clamp_ in place: each keeps its input for the clamp's mask (measured)
+        qkv.append(Term("attn.clip_qkv_inputs", e * t * (a * d + k * d + k * dv)))
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order

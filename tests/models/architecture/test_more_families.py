@@ -47,6 +47,9 @@ PUBLISHED_SHAPES = [
     ("solar_open", dict(attention_bias=True), 102_652_284_928),  # q/k/v biases only: o_proj never has one
     ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),
     ("phi", {}, 1_418_270_720),  # PhiConfig's defaults: Phi-1.5's shape
+    ("olmo", {}, 6_888_095_744),  # OlmoConfig's defaults: OLMo-7B
+    ("olmo", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
+                  tie_word_embeddings=True), 1_176_764_416),  # OLMo-1B's shape
     # Phi-2's shape (microsoft/phi-2: 2,779,683,840, its lm_head bias of 51,200 included)
     ("phi", dict(hidden_size=2560, intermediate_size=10240, num_hidden_layers=32, num_attention_heads=32,
                  partial_rotary_factor=0.4), 2_779_683_840),  # no mlp_layer_types: the count names the dense layers
@@ -178,3 +181,18 @@ def test_phi_has_one_norm_biases_and_a_biased_lm_head() -> None:
     assert [m.name for m in layer_linear_modules(phi)] == ["q_proj", "k_proj", "v_proj", "dense", "fc1", "fc2"]
     with pytest.raises(VramplanError, match="qk_layernorm"):
         architecture_from_config({"model_type": "phi", "qk_layernorm": True}, name="p", source="config.json")
+
+
+def test_olmo_norms_have_no_parameters_and_clip_qkv_keeps_the_clamped_inputs() -> None:
+    """OLMo 1's LayerNorm has no weight or bias and runs on an fp32 copy; clip_qkv (OLMo, OLMoE) clamps q, k and v
+    in place, and autograd keeps each clamp's input (measured: test_saved_tensors_families.py)."""
+    olmo = architecture_from_config({"model_type": "olmo", "clip_qkv": 8.0}, name="o", source="config.json")
+    assert (olmo.norm_kind, olmo.clip_qkv, count_params(olmo).final_norm) == ("layernorm_noparams", True, 0)
+    terms = {t.name: t.num_bytes for t in layer_terms(olmo, "eager", "flash", Shape(b=1, s=16, e=2))}
+    assert terms["attn.clip_qkv_inputs"] == 2 * 16 * 3 * 4096  # MHA: q, k and v are each 4,096 wide
+    assert terms["attn_norm.input_fp32"] == 4 * 16 * 4096
+    assert not architecture_from_config({"model_type": "olmo"}, name="o", source="config.json").clip_qkv
+    olmoe = architecture_from_config({"model_type": "olmoe", "clip_qkv": 8.0}, name="o", source="config.json")
+    assert olmoe.clip_qkv
+    with pytest.raises(VramplanError, match="clip_qkv"):
+        architecture_from_config({"model_type": "olmo", "clip_qkv": "8"}, name="o", source="config.json")

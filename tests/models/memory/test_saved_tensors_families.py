@@ -147,6 +147,10 @@ NEW_CONFIGS = {
     # three dropouts at 0.1 too (eager: CPU SDPA with dropout runs its math path, as Seed-OSS)
     "phi": ("phi", dict(_TINY, num_key_value_heads=4)),
     "phi_dropout": ("phi", dict(_TINY, num_key_value_heads=4, resid_pdrop=0.1, embd_pdrop=0.1, attention_dropout=0.1)),
+    # OLMo 1: the parameter-free fp32 LayerNorm; q/k/v clamped in place (clip_qkv), each clamp keeping its input;
+    # OLMoE likewise
+    "olmo": ("olmo", dict(_TINY, clip_qkv=8.0)),
+    "olmoe_clip_qkv": ("olmoe", dict(_TINY, num_experts=4, num_experts_per_tok=2, clip_qkv=8.0)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -199,6 +203,8 @@ NEW_RATIOS = {
     "hy_v3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phi": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phi_dropout": {"eager": (1.0, 1.0)},
+    "olmo": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "olmoe_clip_qkv": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes, as olmoe's
 }
 
 
@@ -259,7 +265,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               + [("gemma", "sdpa", False), ("glm", "sdpa", False), ("arcee", "sdpa", False),
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
                  ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False), ("solar_open", "sdpa", False),
-                 ("exaone_moe", "eager", False), ("jais2", "sdpa", False), ("phi", "sdpa", False)])
+                 ("exaone_moe", "eager", False), ("jais2", "sdpa", False), ("phi", "sdpa", False),
+                 ("olmo", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
