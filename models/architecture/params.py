@@ -34,7 +34,7 @@ _DEFAULT_NAMES = {
     "gate": "gate_proj", "up": "up_proj", "gate_up": "gate_up_proj", "down": "down_proj",
     "router": "gate", "expert_gate": "experts.gate_proj", "expert_up": "experts.up_proj",
     "expert_gate_up": "experts.gate_up_proj", "expert_down": "experts.down_proj", "shared": "shared_experts",
-    "shared_gate": "shared_expert_gate",
+    "shared_gate": "shared_expert_gate", "attn_gate": "self_attn.gate_proj",
 }
 NOT_GATED = ("gelu", "gelu_new", "relu2")  # up -> act -> down (the others: act(gate) * up)
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
@@ -107,10 +107,13 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
         return q + kv + (out,)
     if arch.fused_qkv:
         return (LinearModule(name("qkv"), h, (a + 2 * k) * d, has_bias=arch.qkv_bias), out)
+    # AFMoE's self_attn.gate_proj: sigmoid(gate_proj(x)) scales the attention output before o_proj
+    gate = (LinearModule(name("attn_gate"), h, a * dv, has_bias=False),) if arch.attention_output_gate else ()
     return (
         LinearModule(name("q"), h, a * d, has_bias=arch.qkv_bias),
         LinearModule(name("k"), h, k * d, has_bias=arch.qkv_bias),
         LinearModule(name("v"), h, k * dv, has_bias=arch.qkv_bias),
+        *gate,
         out,
     )
 

@@ -243,4 +243,20 @@ MOE_FAMILIES: dict[str, Family] = {
                   "moe_intermediate_size": 1536, "first_dense_layers": 1},
         parts={"qk_norm": "head", "router_fp32": True},
     ),
+    # AFMoE (Arcee Trinity; configuration_afmoe.py / modular_afmoe.py): four RMSNorms a layer (sandwich) that multiply
+    # their weight in fp32 (GptOssRMSNorm), q/k RMSNorms per head, a sigmoid gate on the attention output
+    # (self_attn.gate_proj: attention_output_gate), RoPE on the sliding layers only (the global layer every
+    # global_attn_every_n_layers-th is NoPE: q and k stay views, the same bytes), num_dense_layers dense layers,
+    # then num_shared_experts shared experts beside routed experts behind a sigmoid router on fp32 logits. Its
+    # frozen fp32 expert_bias (E a MoE layer, requires_grad False) is not counted.
+    "afmoe": Family(
+        keys={"first_dense_layers": "num_dense_layers", "shared_experts": "num_shared_experts",
+              "global_every": "global_attn_every_n_layers"},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 16384, "vocab_size": 200192, "hidden_size": 2048,
+                  "intermediate_size": 6144, "moe_intermediate_size": 1408, "num_layers": 32, "num_attention_heads": 16,
+                  "num_kv_heads": 16, "head_dim": 128, "num_experts": 64, "experts_per_token": 6, "shared_experts": 2,
+                  "first_dense_layers": 1, "sliding_window": 1024, "global_every": 4},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "sandwich", "norms_per_layer": 4, "qk_norm": "head",
+               "attention_output_gate": True},
+    ),
 }

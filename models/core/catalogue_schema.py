@@ -200,7 +200,7 @@ ModelType = Literal[
     "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
-    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo",
+    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
 ]
 
 
@@ -276,6 +276,8 @@ class Architecture(_Row):
                                       "ERNIE 4.5's fp32 interleaved rotation)")
     lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
+    attention_output_gate: bool = Field(
+        default=False, description="a gate_proj (h -> heads x head_dim) whose sigmoid scales the attention output before o_proj (AFMoE)")
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "

@@ -142,6 +142,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
+    if arch.attention_output_gate:  # AFMoE: output * sigmoid(gate): the sigmoid and the product (o_proj's input)
+        qkv.append(Term("attn.output_gate", 2 * e * t * a * dv))
     if arch.clip_qkv:  # OLMo's q/k/v clamp_ in place: each keeps its input for the clamp's mask (measured)
         qkv.append(Term("attn.clip_qkv_inputs", e * t * (a * d + k * d + k * dv)))
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage

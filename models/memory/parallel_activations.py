@@ -40,7 +40,7 @@ _TENSOR_REGION = frozenset({
     "attn.q", "attn.kv_repeated", "attn.k_repeated", "attn.v_repeated", "attn.qkv_copies", "attn.c_attn_output",
     "attn.qkv_output", "attn.output", "attn.output_copy", "attn.kv_b_output", "attn.logsumexp",
     "attn.softmax", "attn.softmax_cast", "attn.softcap_tanh", "attn.dropout_mask", "attn.dropout_output",
-    "attn.clip_qkv_inputs",
+    "attn.clip_qkv_inputs", "attn.output_gate",
     "moe.fc1_output", "moe.fc2_input", "moe.gate_up_act_product",
     "loss.log_probs_fp32", "loss.softcap_tanh", "output.logits", "loss.logits",
 })

@@ -48,6 +48,9 @@ PUBLISHED_SHAPES = [
     ("exaone_moe", dict(first_k_dense_replace=2), 27_933_814_784),
     ("phi", {}, 1_418_270_720),  # PhiConfig's defaults: Phi-1.5's shape
     ("olmo", {}, 6_888_095_744),  # OlmoConfig's defaults: OLMo-7B
+    # AfmoeConfig's defaults: transformers counts 19,232,600,000, 1,984 more: the frozen fp32 expert_bias (64 a MoE
+    # layer, requires_grad False), not modelled
+    ("afmoe", {}, 19_232_598_016),
     ("olmo", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
                   tie_word_embeddings=True), 1_176_764_416),  # OLMo-1B's shape
     # Phi-2's shape (microsoft/phi-2: 2,779,683,840, its lm_head bias of 51,200 included)
@@ -196,3 +199,15 @@ def test_olmo_norms_have_no_parameters_and_clip_qkv_keeps_the_clamped_inputs() -
     assert olmoe.clip_qkv
     with pytest.raises(VramplanError, match="clip_qkv"):
         architecture_from_config({"model_type": "olmo", "clip_qkv": "8"}, name="o", source="config.json")
+
+
+def test_afmoe_gates_its_attention_output() -> None:
+    """AFMoE: self_attn.gate_proj (hidden -> heads x head_dim) beside q/k/v, whose sigmoid and the gated product are
+    kept (2 e t a d bytes a layer); PEFT's suffix match puts an adapter on it for target gate_proj too."""
+    arch = architecture_from_config({"model_type": "afmoe"}, name="a", source="config.json")
+    assert (arch.attention_output_gate, arch.norm_position, arch.norms_per_layer, arch.global_attention_every) == (
+        True, "sandwich", 4, 4)
+    names = [m.name for m in layer_linear_modules(arch)]
+    assert names[:5] == ["q_proj", "k_proj", "v_proj", "self_attn.gate_proj", "o_proj"]
+    terms = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", Shape(b=1, s=16, e=2))}
+    assert terms["attn.output_gate"] == 2 * 2 * 16 * 16 * 128

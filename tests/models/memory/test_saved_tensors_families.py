@@ -151,6 +151,11 @@ NEW_CONFIGS = {
     # OLMoE likewise
     "olmo": ("olmo", dict(_TINY, clip_qkv=8.0)),
     "olmoe_clip_qkv": ("olmoe", dict(_TINY, num_experts=4, num_experts_per_tok=2, clip_qkv=8.0)),
+    # AFMoE: sandwich norms, per-head q/k norms, the attention output gate, sliding (RoPE) and global (NoPE) layers, a
+    # dense first layer, shared + routed experts behind a sigmoid router
+    "afmoe": ("afmoe", dict(_TINY, num_hidden_layers=4, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                            num_shared_experts=1, moe_intermediate_size=48, num_dense_layers=1, sliding_window=16,
+                            global_attn_every_n_layers=2, layer_types=None)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -205,6 +210,8 @@ NEW_RATIOS = {
     "phi_dropout": {"eager": (1.0, 1.0)},
     "olmo": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "olmoe_clip_qkv": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes, as olmoe's
+    # the sliding layers under CPU SDPA: the explicit window mask (the gemma3 / olmo3 gap); eager exact
+    "afmoe": {"sdpa": (1.0495, 1.0, 1.0463, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
@@ -266,7 +273,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
                  ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False), ("solar_open", "sdpa", False),
                  ("exaone_moe", "eager", False), ("jais2", "sdpa", False), ("phi", "sdpa", False),
-                 ("olmo", "sdpa", False)])
+                 ("olmo", "sdpa", False)])  # not AFMoE: its frozen expert_bias takes no MemTracker hook (ERNIE's case)
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
