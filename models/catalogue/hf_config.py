@@ -28,10 +28,14 @@ from vramplan.models.core.errors import VramplanError
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "architecture_from_config", "architecture_from_config_file"]
 
-_COMMON_KEYS: dict[str, str | list[str] | tuple[str, ...]] = {
+_COMMON_KEYS: dict[str, str | list[str]] = {
     "num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads",
-    "experts_per_token": "num_experts_per_tok", "dropout": ("attention_dropout",),
+    "experts_per_token": "num_experts_per_tok", "attention_dropout": "attention_dropout",
 }
+# Dropout roles (a family's keys name each role it has; Llama's layer has attention dropout only) and the
+# Architecture field each is read into
+_DROPOUT_ROLES = {"residual_dropout": "dropout_prob", "attention_dropout": "attention_dropout_prob",
+                  "embedding_dropout": "embedding_dropout_prob"}
 _MISSING = object()
 _SWIGLU_ACTS = ("silu", "swish")
 _GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
@@ -44,7 +48,7 @@ class _Reader:
         # scope: where the decoder's keys are read ("text_config." for a multimodal checkpoint)
         self.config, self.family, self.source, self.scope = config, family, source, scope
 
-    def _names(self, key: str) -> str | list[str] | tuple[str, ...]:
+    def _names(self, key: str) -> str | list[str]:
         return self.family.keys.get(key, _COMMON_KEYS.get(key, key))
 
     def names(self, key: str) -> bool:
@@ -57,12 +61,6 @@ class _Reader:
 
     def raw(self, key: str, default: Any = None) -> Any:
         names = self._names(key)
-        if isinstance(names, tuple):  # several keys read together
-            values = tuple(self.config.get(n, _MISSING) for n in names)
-            if all(v is _MISSING for v in values):
-                return self.family.defaults.get(key, default)
-            fallback = self.family.defaults.get(key, (None,) * len(names))
-            return tuple(fallback[i] if v is _MISSING else v for i, v in enumerate(values))
         for name in [names] if isinstance(names, str) else names:
             if name in self.config:
                 return self._one_for_every_layer(key, name, self.config[name])
@@ -133,14 +131,19 @@ def _mlp_kind(c: _Reader, gated: bool) -> str:
                                       "relu2 in an MLP without a gate)")
 
 
-def _dropout(c: _Reader) -> float:
-    found = [v for v in c.raw("dropout") if v is not None]
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in found):
-        raise c.unsupported("dropout", "must be a number")  # checked first: a list in the file is unhashable
-    values = set(found)
-    if len(values) > 1:
-        raise c.unsupported("dropout", "these dropout probabilities differ; vramplan models one for all")
-    return float(values.pop()) if values else 0.0
+def _dropouts(c: _Reader) -> dict[str, float | None]:
+    """Each dropout role the family's modeling code has, from its own key; a role it lacks is 0 (nothing kept)."""
+    fields: dict[str, float | None] = {}
+    for role, field_name in _DROPOUT_ROLES.items():
+        value = c.raw(role) if c.names(role) or role in _COMMON_KEYS else None
+        value = 0.0 if value is None else value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise c.unsupported(role, "must be a number in [0, 1)")
+        fields[field_name] = float(value)
+    for field_name in ("attention_dropout_prob", "embedding_dropout_prob"):  # one canonical form: empty when equal
+        if fields[field_name] == fields["dropout_prob"]:
+            fields[field_name] = None
+    return fields
 
 
 def _global_every(c: _Reader, types: list[Any]) -> int:
@@ -286,7 +289,7 @@ def _fields(c: _Reader) -> dict[str, Any]:
         "max_position_embeddings": c.count("max_position_embeddings"),
         "tie_word_embeddings": c.flag("tie_word_embeddings"), "learned_position_embeddings": False,
         "qkv_bias": attention_bias, "linear_bias": linear_bias, "mlp_kind": _mlp_kind(c, gated),
-        "norm_kind": "rmsnorm", "norms_per_layer": 2, "dropout_prob": _dropout(c),
+        "norm_kind": "rmsnorm", "norms_per_layer": 2, **_dropouts(c),
         "final_logit_softcapping": c.number("final_logit_softcapping"),
         "attn_logit_softcapping": c.number("attn_logit_softcapping"),
     }

@@ -27,10 +27,12 @@ FAMILIES: dict[str, Family] = {
     "gpt2": Family(
         keys={"num_layers": "n_layer", "hidden_size": "n_embd", "num_attention_heads": "n_head",
               "intermediate_size": "n_inner", "max_position_embeddings": "n_positions",
-              "hidden_act": "activation_function", "dropout": ("resid_pdrop", "embd_pdrop", "attn_pdrop")},
+              "hidden_act": "activation_function", "residual_dropout": "resid_pdrop",
+              "embedding_dropout": "embd_pdrop", "attention_dropout": "attn_pdrop"},
         defaults={"num_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": None,
                   "max_position_embeddings": 1024, "vocab_size": 50257, "hidden_act": "gelu_new",
-                  "dropout": (0.1, 0.1, 0.1), "tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True},
+                  "residual_dropout": 0.1, "embedding_dropout": 0.1, "attention_dropout": 0.1,
+                  "tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True},
         parts={"learned_position_embeddings": True, "fused_qkv": True, "norm_kind": "layernorm",
                "eager_softmax_fp32": False, "gated_mlp": False},
     ),
@@ -57,8 +59,8 @@ FAMILIES: dict[str, Family] = {
     ),
     # Phi3: fused qkv_proj and gate_up_proj, no biases.
     "phi3": Family(
-        keys={"dropout": ("resid_pdrop", "embd_pdrop", "attention_dropout")},
-        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "dropout": (0.0, 0.0, 0.0),
+        keys={"residual_dropout": "resid_pdrop"},  # embd_pdrop: no dropout reads it (modeling_phi3.py)
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "residual_dropout": 0.0,
                   "sliding_window": None},
         parts={"fused_qkv": True, "fused_gate_up": True},
     ),
@@ -78,18 +80,19 @@ FAMILIES: dict[str, Family] = {
     # GPT-NeoX: fused query_key_value, parallel attention + MLP (use_parallel_residual), LayerNorms,
     # biases everywhere, RoPE on rotary_pct of each head.
     "gpt_neox": Family(
-        keys={"partial_rotary_factor": "rotary_pct", "dropout": ("attention_dropout", "hidden_dropout")},
+        keys={"partial_rotary_factor": "rotary_pct", "residual_dropout": "hidden_dropout",
+              "embedding_dropout": "hidden_dropout"},  # GPTNeoXModel.emb_dropout reads hidden_dropout
         defaults={**LLAMA_DEFAULTS, "hidden_act": "gelu", "attention_bias": True, "mlp_bias": True,
-                  "partial_rotary_factor": 0.25, "dropout": (0.0, 0.0), "use_parallel_residual": True},
+                  "partial_rotary_factor": 0.25, "residual_dropout": 0.0, "use_parallel_residual": True},
         parts={**NEOX_MLP},
     ),
     "falcon": Family(
         keys={"num_layers": ["num_hidden_layers", "n_layer"], "num_attention_heads": ["num_attention_heads", "n_head"],
               "num_kv_heads": ["num_kv_heads", "n_head_kv"], "intermediate_size": "ffn_hidden_size",
               "hidden_act": "activation", "attention_bias": "bias",
-              "mlp_bias": "bias", "dropout": ("attention_dropout", "hidden_dropout")},
+              "mlp_bias": "bias", "residual_dropout": "hidden_dropout"},
         defaults={**LLAMA_DEFAULTS, "hidden_act": "gelu", "intermediate_size": None, "tie_word_embeddings": True,
-                  "dropout": (0.0, 0.0), "num_kv_heads": None, "multi_query": True,
+                  "residual_dropout": 0.0, "num_kv_heads": None, "multi_query": True,
                   "new_decoder_architecture": False, "parallel_attn": True, "num_ln_in_parallel_attn": None,
                   "alibi": False},
         parts={**FALCON_PARTS},
@@ -102,10 +105,10 @@ FAMILIES: dict[str, Family] = {
     # StarCoder2: biases on every linear (use_bias), LayerNorm, c_fc / c_proj gelu_pytorch_tanh MLP.
     "starcoder2": Family(
         keys={"attention_bias": "use_bias", "mlp_bias": "use_bias",
-              "dropout": ("attention_dropout", "residual_dropout", "embedding_dropout")},
+              "residual_dropout": "residual_dropout", "embedding_dropout": "embedding_dropout"},
         defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "tie_word_embeddings": True,
                   "hidden_act": "gelu_pytorch_tanh", "attention_bias": True, "mlp_bias": True, "sliding_window": None,
-                  "dropout": (0.0, 0.0, 0.0)},
+                  "residual_dropout": 0.0, "embedding_dropout": 0.0},
         parts={"norm_kind": "layernorm", "gated_mlp": False},
     ),
     # GLM-4-0414 (configuration_glm4.py / modeling_glm4.py): four RMSNorms (input, post_self_attn,
@@ -134,10 +137,11 @@ FAMILIES: dict[str, Family] = {
     # attention probabilities (attention_dropout) and after o_proj and down_proj (residual_dropout), both
     # 0.1 in SeedOssConfig.
     "seed_oss": Family(
-        keys={"out_bias": "attention_out_bias", "dropout": ("attention_dropout", "residual_dropout")},
+        keys={"out_bias": "attention_out_bias", "residual_dropout": "residual_dropout"},
         defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 524288, "vocab_size": 155136, "hidden_size": 4096,
                   "intermediate_size": 27648, "num_layers": 64, "num_attention_heads": 80, "num_kv_heads": 8,
-                  "head_dim": 128, "attention_bias": True, "out_bias": False, "dropout": (0.1, 0.1)},
+                  "head_dim": 128, "attention_bias": True, "out_bias": False, "attention_dropout": 0.1,
+                  "residual_dropout": 0.1},
         parts={"attention_bias_qkv_only": True},
     ),
     # ERNIE 4.5 dense (configuration_ernie4_5.py / modeling_ernie4_5.py): Llama's layer, one use_bias switch
@@ -236,10 +240,10 @@ FAMILIES: dict[str, Family] = {
     # and after the MLP (resid_pdrop), on the embedding (embd_pdrop) and on the probabilities
     # (attention_dropout); an lm_head with a bias (PhiForCausalLM). qk_layernorm, a LayerNorm per head, is refused.
     "phi": Family(
-        keys={"dropout": ("resid_pdrop", "embd_pdrop", "attention_dropout"), "use_qk_norm": "qk_layernorm"},
+        keys={"residual_dropout": "resid_pdrop", "embedding_dropout": "embd_pdrop", "use_qk_norm": "qk_layernorm"},
         defaults={**LLAMA_DEFAULTS, "vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192,
                   "num_layers": 24, "num_attention_heads": 32, "hidden_act": "gelu_new", "partial_rotary_factor": 0.5,
-                  "attention_bias": True, "mlp_bias": True, "dropout": (0.0, 0.0, 0.0)},
+                  "attention_bias": True, "mlp_bias": True, "residual_dropout": 0.0, "embedding_dropout": 0.0},
         parts={"gated_mlp": False, "norm_kind": "layernorm", "parallel_attention_mlp": True, "norms_per_layer": 1,
                "lm_head_bias": True},
     ),

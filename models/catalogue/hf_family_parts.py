@@ -13,9 +13,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Family:
-    # field -> its config.json key: a name, a list of alternative names (the first present is read)
-    # or a tuple of names read together (dropout probabilities)
-    keys: Mapping[str, str | list[str] | tuple[str, ...]] = field(default_factory=dict)
+    # field -> its config.json key: a name, or a list of alternative names (the first present is read)
+    keys: Mapping[str, str | list[str]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Any] = field(default_factory=dict)
     text_config: bool = False
@@ -24,9 +23,9 @@ class Family:
 
 
 LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
-                  "mlp_bias": False, "hidden_act": "silu", "dropout": (0.0,)}
+                  "mlp_bias": False, "hidden_act": "silu", "attention_dropout": 0.0}
 QWEN_DEFAULTS = {**LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
-Keys = dict[str, str | list[str] | tuple[str, ...]]
+Keys = dict[str, str | list[str]]
 MOE_KEYS: Keys = {"num_experts": "num_local_experts"}
 # transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
 QWEN_MOE_KEYS: Keys = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}

@@ -224,7 +224,13 @@ class Architecture(_Row):
     mlp_kind: MlpKind
     norm_kind: NormKind
     norms_per_layer: Count = Field(ge=1, le=4)
-    dropout_prob: Real = Field(ge=0, lt=1, description="dropout on embeddings, attention probs, residuals")
+    dropout_prob: Real = Field(ge=0, lt=1, description="dropout after attention and after the MLP (the residual branches); "
+                                                        "also on the embedding and the attention probabilities where "
+                                                        "those are not given apart")
+    attention_dropout_prob: Real | None = Field(default=None, ge=0, lt=1,
+                                                description="dropout on the attention probabilities; empty: dropout_prob")
+    embedding_dropout_prob: Real | None = Field(default=None, ge=0, lt=1,
+                                                description="dropout on the token embedding; empty: dropout_prob")
     num_experts: Count = Field(ge=1, le=4096, description="routed experts of a MoE layer; 1 for a dense MLP")
     experts_per_token: Count = Field(ge=1, le=4096)
     final_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
@@ -325,6 +331,14 @@ class Architecture(_Row):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def attention_dropout(self) -> float:
+        return self.dropout_prob if self.attention_dropout_prob is None else self.attention_dropout_prob
+
+    @property
+    def embedding_dropout(self) -> float:
+        return self.dropout_prob if self.embedding_dropout_prob is None else self.embedding_dropout_prob
 
     @property
     def value_head_dim(self) -> int:

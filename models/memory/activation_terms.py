@@ -125,7 +125,7 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     t, b, s, e = x.t, x.b, x.s, x.e
     a, k, d, dv = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.value_head_dim
     scores = b * a * s * s
-    dropout = arch.dropout_prob > 0
+    dropout = arch.attention_dropout > 0
     rotated = not arch.learned_position_embeddings  # RoPE writes new q and k; v stays a view
     if arch.fused_qkv and kernels == "eager" and (attention == "flash" or not rotated):
         # q, k, v are views of one projection output, which autograd keeps whole (measured, GPT-2/Phi-3/NeoX)
@@ -240,8 +240,9 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     return router + experts + shared
 
 
-def _dropout_mask(arch: Architecture, x: Shape, name: str) -> list[Term]:
-    if arch.dropout_prob <= 0:
+def _dropout_mask(arch: Architecture, x: Shape, name: str, prob: float | None = None) -> list[Term]:
+    """A dropout's 1-byte mask of t x h (nn.Dropout at p = 0 returns its input and keeps nothing)."""
+    if (arch.dropout_prob if prob is None else prob) <= 0:
         return []
     return [Term(f"{name}.dropout_mask", BOOL * x.t * arch.hidden_size)]
 
@@ -349,7 +350,7 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
     terms = [Term("embedding.token_ids", INT64 * x.t)]
     if arch.learned_position_embeddings:
         terms.append(Term("embedding.position_ids", INT64 * x.s))
-    return terms + _dropout_mask(arch, x, "embedding")
+    return terms + _dropout_mask(arch, x, "embedding", arch.embedding_dropout)
 
 
 def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> list[Term]:

@@ -211,3 +211,24 @@ def test_afmoe_gates_its_attention_output() -> None:
     assert names[:5] == ["q_proj", "k_proj", "v_proj", "self_attn.gate_proj", "o_proj"]
     terms = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", Shape(b=1, s=16, e=2))}
     assert terms["attn.output_gate"] == 2 * 2 * 16 * 16 * 128
+
+
+def test_dropout_roles_are_read_apart() -> None:
+    """Each dropout role from the family's own key: Phi-2's file (resid_pdrop 0.1, embd_pdrop 0, attention_dropout 0)
+    reads where one probability for all refused it; Llama's attention_dropout keeps no residual or embedding mask."""
+    phi2 = architecture_from_config({"model_type": "phi", "resid_pdrop": 0.1, "embd_pdrop": 0.0, "attention_dropout": 0.0},
+                                    name="p", source="config.json")
+    assert (phi2.dropout_prob, phi2.embedding_dropout, phi2.attention_dropout) == (0.1, 0.0, 0.0)
+    llama = architecture_from_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                                      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+                                      "max_position_embeddings": 64, "attention_dropout": 0.1}, name="l", source="config.json")
+    assert (llama.dropout_prob, llama.embedding_dropout, llama.attention_dropout) == (0.0, 0.0, 0.1)
+    names = {t.name for t in layer_terms(llama, "eager", "eager", Shape(b=1, s=16, e=2))}
+    assert "attn.dropout_mask" in names and "attn_residual.dropout_mask" not in names
+    gpt2 = architecture_from_config({"model_type": "gpt2"}, name="g", source="config.json")
+    assert (gpt2.dropout_prob, gpt2.embedding_dropout, gpt2.attention_dropout) == (0.1, 0.1, 0.1)
+    seed = architecture_from_config({"model_type": "seed_oss"}, name="s", source="config.json")
+    assert (seed.dropout_prob, seed.embedding_dropout, seed.attention_dropout) == (0.1, 0.0, 0.1)
+    for bad in (1.0, -0.1, True, "0.1", [0.1]):
+        with pytest.raises(VramplanError, match="resid_pdrop"):
+            architecture_from_config({"model_type": "phi", "resid_pdrop": bad}, name="p", source="config.json")

@@ -88,7 +88,7 @@ def test_layer_saved_bytes_equal_autograd(name: str, attn: str, b: int, s: int, 
     precision = "fp32" if dtype == "fp32" else "bf16"
     result = activations(arch, Job(seq_len=s, attention=attention), Plan(gpu="x", micro_batch=b, precision=precision))
     layer_cpu_delta = expected_layer - result.per_layer_bytes
-    embedding_cpu_delta = (e - 1) * b * s * arch.hidden_size if arch.dropout_prob > 0 else 0
+    embedding_cpu_delta = (e - 1) * b * s * arch.hidden_size if arch.embedding_dropout > 0 else 0
     final_norm_cpu_delta = (2 * e - 8) * b * s if arch.norm_kind == "layernorm" else 0
     logits = e * b * s * arch.vocab_size
     expected_total = (result.embedding_bytes + embedding_cpu_delta + result.layers_bytes

@@ -149,6 +149,9 @@ NEW_CONFIGS = {
     "phi_dropout": ("phi", dict(_TINY, num_key_value_heads=4, resid_pdrop=0.1, embd_pdrop=0.1, attention_dropout=0.1)),
     # OLMo 1: the parameter-free fp32 LayerNorm; q/k/v clamped in place (clip_qkv), each clamp keeping its input;
     # OLMoE likewise
+    # Phi-2's own dropouts (resid_pdrop 0.1, the others 0) and GPT-NeoX's hidden_dropout alone: each role read apart
+    "phi2_dropouts": ("phi", dict(_TINY, num_key_value_heads=4, resid_pdrop=0.1, embd_pdrop=0.0, attention_dropout=0.0)),
+    "neox_dropouts": ("gpt_neox", dict(_TINY, num_key_value_heads=4, hidden_dropout=0.1, attention_dropout=0.0)),
     "olmo": ("olmo", dict(_TINY, clip_qkv=8.0)),
     "olmoe_clip_qkv": ("olmoe", dict(_TINY, num_experts=4, num_experts_per_tok=2, clip_qkv=8.0)),
     # AFMoE: sandwich norms, per-head q/k norms, the attention output gate, sliding (RoPE) and global (NoPE) layers, a
@@ -208,6 +211,8 @@ NEW_RATIOS = {
     "hy_v3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phi": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phi_dropout": {"eager": (1.0, 1.0)},
+    "phi2_dropouts": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "neox_dropouts": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "olmo": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "olmoe_clip_qkv": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes, as olmoe's
     # the sliding layers under CPU SDPA: the explicit window mask (the gemma3 / olmo3 gap); eager exact
