@@ -48,8 +48,11 @@ class _Reader:
         # scope: where the decoder's keys are read ("text_config." for a multimodal checkpoint)
         self.config, self.family, self.source, self.scope = config, family, source, scope
 
-    def _names(self, key: str) -> str | list[str]:
-        return self.family.keys.get(key, _COMMON_KEYS.get(key, key))
+    def _names(self, key: str) -> list[str]:
+        """The config.json keys a part may be read from, first present first; none where the family's
+        config has no such key (Family.keys None: its modeling code never reads it)."""
+        names = self.family.keys[key] if key in self.family.keys else _COMMON_KEYS.get(key, key)
+        return [] if names is None else [names] if isinstance(names, str) else names
 
     def names(self, key: str) -> bool:
         """Whether the family reads this part at all (a key of its own in Family.keys): a part one
@@ -60,8 +63,7 @@ class _Reader:
         return self.raw(key, _MISSING) is not _MISSING
 
     def raw(self, key: str, default: Any = None) -> Any:
-        names = self._names(key)
-        for name in [names] if isinstance(names, str) else names:
+        for name in self._names(key):
             if name in self.config:
                 return self._one_for_every_layer(key, name, self.config[name])
         return self.family.defaults.get(key, default)
@@ -77,9 +79,7 @@ class _Reader:
         return value[0]
 
     def key(self, key: str) -> str:
-        names = self._names(key)
-        if isinstance(names, str):
-            return names
+        names = self._names(key) or [key]
         return next((n for n in names if n in self.config), names[0])
 
     @overload
@@ -224,10 +224,9 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
 def _rotary_factor(c: _Reader, head_dim: int) -> float:
     """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else
     MiniMax-M2's legacy rotary_dim over head_dim (MiniMaxM2Config.convert_rope_params_to_dict), else the default."""
-    names = c._names("partial_rotary_factor")
     rope = c.config.get("rope_parameters")
     key = c.key("partial_rotary_factor")
-    if any(n in c.config for n in ([names] if isinstance(names, str) else names)):
+    if any(n in c.config for n in c._names("partial_rotary_factor")):
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"

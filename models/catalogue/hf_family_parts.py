@@ -13,8 +13,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Family:
-    # field -> its config.json key: a name, or a list of alternative names (the first present is read)
-    keys: Mapping[str, str | list[str]] = field(default_factory=dict)
+    # field -> its config.json key: a name, a list of alternative names (the first present is read), or None
+    # where the family's config has the key but its modeling code never reads it (not read: the default stands)
+    keys: Mapping[str, str | list[str] | None] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Any] = field(default_factory=dict)
     text_config: bool = False
@@ -25,7 +26,7 @@ class Family:
 LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,
                   "mlp_bias": False, "hidden_act": "silu", "attention_dropout": 0.0}
 QWEN_DEFAULTS = {**LLAMA_DEFAULTS, "max_position_embeddings": 32768, "use_sliding_window": False}
-Keys = dict[str, str | list[str]]
+Keys = dict[str, str | list[str] | None]
 MOE_KEYS: Keys = {"num_experts": "num_local_experts"}
 # transformers 5 saves some MoE counts under num_local_experts (config.to_dict()); hub files use the family's name
 QWEN_MOE_KEYS: Keys = {"num_experts": ["num_experts", "num_local_experts"], "moe_layer_interval": "decoder_sparse_step"}

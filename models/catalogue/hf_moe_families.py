@@ -174,7 +174,7 @@ MOE_FAMILIES: dict[str, Family] = {
     # list, one per layer. A single expert beside the shared MLP (the class default) is not modelled.
     "hunyuan_v1_moe": Family(
         keys={"experts_per_token": "moe_topk", "shared_expert_width": "intermediate_size",
-              "moe_intermediate_size": "<not read by transformers' HunYuanMoEV1>"},
+              "moe_intermediate_size": None},
         defaults={**LLAMA_DEFAULTS, "vocab_size": 290943, "hidden_size": 4096, "intermediate_size": 11008,
                   "num_layers": 32, "num_attention_heads": 32},
         parts={"qk_norm": "head", "router_fp32": True},
@@ -208,10 +208,11 @@ MOE_FAMILIES: dict[str, Family] = {
     # Solar Open (configuration_solar_open.py / modular_solar_open.py): Llama's attention (q/k/v biases from
     # attention_bias, o_proj never biased, no QK norm) and GLM-4.5's MoE block (DeepSeek-V3's: shared experts, a
     # sigmoid router on an fp32 copy of its input) in every layer; SolarOpenConfig has no dense width
-    # (intermediate_size is unset: no layer is dense), so none is read.
+    # (intermediate_size is unset: no layer is dense), so a file's is not read and the expert width's
+    # default stands in for it.
     "solar_open": Family(
         keys={"num_experts": ["n_routed_experts", "num_local_experts"], "shared_experts": "n_shared_experts",
-              "intermediate_size": "moe_intermediate_size"},
+              "intermediate_size": None},
         defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 196608, "hidden_size": 4096,
                   "intermediate_size": 1280, "num_layers": 48, "num_attention_heads": 64, "num_kv_heads": 8,
                   "head_dim": 128, "num_experts": 128, "experts_per_token": 8, "shared_experts": 1},
