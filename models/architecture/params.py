@@ -47,11 +47,11 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "llama4_text": {"router": "router", "shared": "shared_expert"},
     "gpt_oss": {"router": "router"},  # modeling_gpt_oss.py GptOssMLP: router, experts.gate_up_proj / down_proj
     "qwen2_moe": {"shared": "shared_expert"},  # modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
+    "phi": {"o": "dense", "up": "fc1", "down": "fc2"},  # modeling_phi.py PhiAttention.dense, PhiMLP.fc1 / fc2
+    "hunyuan_v1_moe": {"router": "gate.wg", "shared": "shared_mlp"},  # HunYuanMoEV1Moe.gate.wg, .shared_mlp
     # modeling_granitemoe*.py: GraniteMoeTopKRouter `router` (a bare weight), GraniteMoeSharedMLP `shared_mlp`
     # with its fused input_linear (gate, up) and output_linear
-    "phi": {"o": "dense", "up": "fc1", "down": "fc2"},  # modeling_phi.py PhiAttention.dense, PhiMLP.fc1 / fc2
     "granitemoe": {"router": "router"},
-    "hunyuan_v1_moe": {"router": "gate.wg", "shared": "shared_mlp"},  # HunYuanMoEV1Moe.gate.wg, .shared_mlp
     "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
 }
 

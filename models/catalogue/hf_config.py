@@ -182,7 +182,9 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     moe_family = (c.family.defaults.get("num_experts") or 1) > 1 or "num_experts" in c.family.required
     experts = None if not c.has("num_experts") and not moe_family else (
         c.count("num_experts") if moe_family else c.count("num_experts", optional=True))
-    if experts == 1 and "num_experts" in c.family.required:  # HunYuan: one expert beside the shared MLP
+    # a family whose config must name its experts builds its MoE block whatever the count: one expert
+    # (HunYuan's class default, beside its shared MLP) is no dense MLP
+    if experts == 1 and "num_experts" in c.family.required:
         raise c.unsupported("num_experts", "is 1: a single routed expert beside the shared MLP is not modelled")
     if not experts or experts == 1:
         if experts == 1 and c.has("experts_per_token") and (c.count("experts_per_token") or 1) > 1:

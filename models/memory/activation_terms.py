@@ -74,12 +74,12 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
     t, e = x.t, x.e
     w = arch.hidden_size if width is None else width
     kind = arch.norm_kind
-    layernorms = ("layernorm", "layernorm_nobias", "layernorm_noparams")
+    # mean and rstd (LayerNorms) or rstd (RMSNorms) per row, fp32
+    stats = Term(f"{name}.stats", (1 + kind.startswith("layernorm")) * FP32 * t * rows)
     if kernels == "fused" or kind == "layernorm":
-        stats = 2 * FP32 * t * rows if kind in layernorms else FP32 * t * rows
-        return [Term(f"{name}.input", e * t * w)] * input_saved + [Term(f"{name}.stats", stats)]
+        return [Term(f"{name}.input", e * t * w)] * input_saved + [stats]
     if kind == "layernorm_noparams":  # OLMo 1: F.layer_norm(x.float()) keeps the fp32 copy, its mean and rstd
-        return [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.stats", 2 * FP32 * t * rows)]
+        return [Term(f"{name}.input_fp32", FP32 * t * w), stats]
     if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
         return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
                 Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * w // rows)]
@@ -240,9 +240,9 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     return router + experts + shared
 
 
-def _dropout_mask(arch: Architecture, x: Shape, name: str, prob: float | None = None) -> list[Term]:
+def _dropout_mask(arch: Architecture, x: Shape, name: str, prob: float) -> list[Term]:
     """A dropout's 1-byte mask of t x h (nn.Dropout at p = 0 returns its input and keeps nothing)."""
-    if (arch.dropout_prob if prob is None else prob) <= 0:
+    if prob <= 0:
         return []
     return [Term(f"{name}.dropout_mask", BOOL * x.t * arch.hidden_size)]
 
@@ -289,14 +289,14 @@ def layer_terms(
         terms.append(Term("rope.cos_sin_copies", 2 * (FP32 if fp32 else x.e) * x.s * arch.rotary_dim))
     if sandwich:
         terms += _norm(arch, kernels, x, "post_attn_norm")
-    terms += _dropout_mask(arch, x, "attn_residual")
+    terms += _dropout_mask(arch, x, "attn_residual", arch.dropout_prob)
     if not one_input:
         terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
         terms += _linear_inputs(arch, x, "mlp", mlp_linears)
     terms += _mlp(arch, kernels, x, group.moe)
     if sandwich:
         terms += _norm(arch, kernels, x, "post_mlp_norm")
-    terms += _dropout_mask(arch, x, "mlp_residual")
+    terms += _dropout_mask(arch, x, "mlp_residual", arch.dropout_prob)
     terms += _lora(arch, x, lora_adapters, lora_rank, lora_dropout_inputs)
     return compiled_block_terms(arch, kernels, x, terms) if compiled else terms
 
