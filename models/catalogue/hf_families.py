@@ -273,8 +273,9 @@ SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 _LINEAR_ATTENTION = "layers of linear attention (Gated DeltaNet) beside full attention, whose saved tensors and FLOPs are not modelled"
 _RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
 _PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
-_SPARSE_ATTENTION = ("DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection), whose "
-                     "parameters, saved tensors and FLOPs are not modelled")
+_INDEXER = "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection)"
+_SPARSE_ATTENTION = f"{_INDEXER}, whose parameters, saved tensors and FLOPs are not modelled"
+_HYPER_CONNECTIONS = f"{_INDEXER} and hyper-connections, whose parameters, saved tensors and FLOPs are not modelled"
 UNMODELLED_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear",
                      "qwen4_exp", "qwen4_exp_text", "olmo_hybrid"), _LINEAR_ATTENTION),
@@ -286,8 +287,7 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("deepseek_v32", "glm_moe_dsa", "mistral_large4", "mistral_large4_text"), _SPARSE_ATTENTION),
     # DeepseekV4/HYV4/Glm5NextText: an indexer beside hyper-connections (HyperConnection, HyperHead), and
     # DeepSeek-V4's attention compressors (CSACompressor, HCACompressor) or GLM-5-Next's linear attention
-    **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"),
-                    _SPARSE_ATTENTION.replace("not modelled", "not modelled, nor its hyper-connections")),
+    **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"), _HYPER_CONNECTIONS),
     # activations.py XIELUActivation: a Python formula, or the optional xielu CUDA kernel, keeping different tensors
     "apertus": "the xIELU activation, whose saved tensors differ between transformers' Python formula and its "
                "optional CUDA kernel, and are not modelled",
