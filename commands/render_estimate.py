@@ -11,6 +11,7 @@ from vramplan.commands.render_text import (
     fit_lines,
     memory_table,
     network_line,
+    params_text,
     percent,
     ranges_line,
     render,
@@ -25,7 +26,7 @@ def plan_line(result: EstimateResult) -> str:
     plan, job = result.plan, result.job
     method = job.method if job.method == "full" else f"{job.method} r={job.lora_rank}"
     return (
-        f"{result.model.name} ({count(result.model.num_params)} params), {method}, seq {job.seq_len}, "
+        f"{result.model.name} ({params_text(result.model)}), {method}, seq {job.seq_len}, "
         f"micro-batch {plan.micro_batch} x accum {plan.grad_accum} x dp {plan.dp} = global batch {plan.global_batch}\n"
         f"{plan.num_gpus} x {plan.gpu} via {result.cost.offering} ({result.cost.num_instances} instance(s)), "
         f"ZeRO-{plan.zero}, recompute {plan.recompute_label}, {plan.precision}, {job.optimizer}, "

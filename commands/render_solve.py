@@ -13,6 +13,7 @@ from vramplan.commands.render_text import (
     memory_table,
     network_line,
     new_table,
+    params_text,
     percent,
     ranges_line,
     render,
@@ -160,7 +161,7 @@ def _limit_name(result: SolveResult) -> str:
 
 
 def solve_table(result: SolveResult, screen: Screen, verbose: bool = False) -> str:
-    head = (f"{result.model.name} ({count(result.model.num_params)} params): global batch {result.global_batch}, "
+    head = (f"{result.model.name} ({params_text(result.model)}): global batch {result.global_batch}, "
             f"{count(round(result.tokens))} tokens, objective {result.objective.name}\n"
             f"status {result.status.upper()} ({result.engine}, {result.space_size:,} combinations, "
             f"{result.solve_time_s:.2f} s)")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from vramplan.commands.literal import literal
 from vramplan.commands.output import Screen
 from vramplan.models.architecture.parallel import split_label
-from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, PerformanceReport
+from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, ModelInfo, PerformanceReport
 from vramplan.models.core.units import BYTES_PER_GIB
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not when a command's --help is shown
@@ -31,6 +31,12 @@ def count(number: int) -> str:
     if number >= 10**6:
         return f"{number / 1e6:,.1f}M"
     return f"{number:,}"
+
+
+def params_text(model: ModelInfo) -> str:
+    """'27.43B params', and how much of it a multimodal checkpoint's vision tower is."""
+    vision = f", {count(model.num_vision_params)} of them a vision tower" if model.num_vision_params else ""
+    return f"{count(model.num_params)} params{vision}"
 
 
 def percent(fraction: float) -> str:

@@ -17,6 +17,7 @@ from vramplan.commands.render_text import (
     gib,
     limit_label,
     memory_range_text,
+    params_text,
     percent,
     ranges_line,
     throughput_text,
@@ -118,7 +119,7 @@ def _question(query: SolveQuery) -> str:
 
 def report_html(result: SolveResult, query: SolveQuery | None = None) -> str:
     model = result.model
-    parts = [f"<h1>{escape(model.name)} ({count(model.num_params)} params): "
+    parts = [f"<h1>{escape(model.name)} ({escape(params_text(model))}): "
              f"objective {escape(result.objective.name)}</h1>",
              f"<p class=meta>status {escape(result.status.upper())}; global batch {result.global_batch}, "
              f"{count(round(result.tokens))} tokens; {result.space_size:,} combinations searched by "

@@ -50,6 +50,7 @@ def model_info(arch: Architecture, job: Job) -> ModelInfo:
         num_params=counts.total,
         num_trainable_params=trainable_params(arch, job),
         num_active_params=counts.active,
+        num_vision_params=counts.vision,
         num_layers=arch.num_layers,
         hidden_size=arch.hidden_size,
         vocab_size=arch.vocab_size,

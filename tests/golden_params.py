@@ -17,9 +17,11 @@ catalogue row), instantiates ``AutoModelForCausalLM.from_config(config)`` under
 * final_norm -- the norm after the last layer (weight, and bias for LayerNorm).
 * lm_head    -- the output projection; 0 when tied to the token embedding.
 * active     -- parameters a token uses: total minus, in every layer, the MLP parameters of the
-                (num_experts - experts_per_token) experts it skips; equal to total for dense models.
+                (num_experts - experts_per_token) experts it skips, and minus a vision tower; equal
+                to total for dense text models.
+* vision     -- Gemma 3 only: the vision tower and projector its Auto class loads (in total).
 
-Invariant: total == embedding + layers + final_norm + lm_head.
+Invariant: total == embedding + layers + final_norm + lm_head (+ vision).
 
 Each comment gives the figure the hub publishes (safetensors metadata / model card). Every meta-device
 total equals the hub's safetensors count, except that the GPT-2 checkpoints also store non-parameter
@@ -291,16 +293,17 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "lm_head": 1_034_485_760,
         "active": 17_184_691_200,
     },
-    # google/gemma-3-27b-pt: 27B (hub safetensors 27.4B including the 0.4B SigLIP vision tower and
-    # projector); the text decoder counted here is 27,009,346,304.
+    # google/gemma-3-27b-pt: 27B (hub safetensors 27.4B: the decoder's 27,009,346,304 and the SigLIP
+    # vision tower and projector, 423,060,336, which AutoModelForCausalLM's Gemma3ForConditionalGeneration loads).
     "gemma-3-27b": {
-        "total": 27_009_346_304,
+        "total": 27_432_406_640,
         "embedding": 1_409_630_208,
         "per_layer": 412_898_560,
         "layers": 25_599_710_720,
         "final_norm": 5_376,
         "lm_head": 0,
         "active": 27_009_346_304,
+        "vision": 423_060_336,
     },
     # microsoft/phi-4 model card: 14B parameters; 14,659,507,200 (14.7B) here.
     "phi-4": {

@@ -18,6 +18,8 @@ family only names the modules (`_MODULE_NAMES`, the attribute names of transform
   whose MLP width is dense_intermediate_size.
 - norms: norms_per_layer of them (LayerNorm weight + bias, RMSNorm a weight); a final norm;
   lm_head unless tied. Attention sinks (gpt-oss `self_attn.sinks`): one parameter per head.
+- a multimodal checkpoint's vision tower and projector (Architecture.vision_params,
+  models/catalogue/hf_vision.py): counted in the total beside the embedding, never active.
 Tests compare every catalogue row against counts from transformers itself (tests/golden_params.py).
 """
 
@@ -239,15 +241,17 @@ class ParamCounts:
     layers: int  # all decoder layers (= num_layers * per_layer when every layer is alike)
     layers_linear: int  # their matmul weights and biases
     inactive: int  # expert parameters a token does not use, all layers
+    vision: int = 0  # a multimodal checkpoint's vision tower and projector (Architecture.vision_params)
 
     @property
     def total(self) -> int:
-        return self.embedding + self.layers + self.final_norm + self.lm_head
+        return self.embedding + self.vision + self.layers + self.final_norm + self.lm_head
 
     @property
     def active(self) -> int:
-        """Parameters a token passes through (MoE: only experts_per_token experts)."""
-        return self.total - self.inactive
+        """Parameters a token passes through (MoE: only experts_per_token experts; text tokens never
+        pass through a vision tower)."""
+        return self.total - self.inactive - self.vision
 
     @property
     def blocks_linear(self) -> int:
@@ -276,4 +280,5 @@ def count_params(arch: Architecture) -> ParamCounts:
         layers=sum(g.count * size[g] for g in groups),
         layers_linear=sum(g.count * linear[g] for g in groups),
         inactive=sum(g.count * _inactive_expert_params(arch, g) for g in groups),
+        vision=arch.vision_params,
     )

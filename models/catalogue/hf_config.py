@@ -23,6 +23,7 @@ from vramplan.models.catalogue.hf_families import (
     Family,
 )
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
+from vramplan.models.catalogue.hf_vision import vision_params
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
 
@@ -349,11 +350,14 @@ def _family(config: dict[str, Any], source: str) -> tuple[str, Family, dict[str,
 
 def architecture_from_config(config: dict[str, Any], name: str, source: str) -> Architecture:
     quantization = checkpoint_quantization(config, source)  # top level, also for multimodal checkpoints
+    wrapper = config.get("model_type")
     model_type, family, decoder = _family(config, source)
     reader = _Reader(decoder, family, source, "" if decoder is config else "text_config.")
-    config = decoder
     fields = _fields(reader)
     fields["checkpoint_quantization"] = quantization
+    if isinstance(wrapper, str):  # the wrapper's vision tower and projector (0 for a decoder-only checkpoint)
+        fields["vision_params"] = vision_params(wrapper, config, fields["hidden_size"], source)
+    config = decoder
     try:
         return Architecture(name=name, model_type=model_type, source=source, **fields)
     except ValidationError as error:

@@ -261,7 +261,8 @@ FAMILIES: dict[str, Family] = {
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)
 # Mistral 3 (Mistral Small 3.1 / 3.2, Magistral; configuration_mistral3.py): a Pixtral vision tower and
-# a Mistral decoder in text_config (model_type mistral); only the decoder is counted.
+# a Mistral decoder in text_config (model_type mistral); the tower and projector are counted apart
+# (hf_vision.py), as is Gemma 3's SigLIP tower.
 FAMILIES["mistral3"] = Family(text_config=True)
 # model_types whose decoder lives in config.json's text_config, and the model_type to read it as
 # when text_config names no supported model_type of its own.

@@ -284,6 +284,10 @@ class Architecture(_Row):
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(
         default=False, description="a gate_proj (h -> heads x head_dim) whose sigmoid scales the attention output before o_proj (AFMoE)")
+    vision_params: Count = Field(
+        default=0, ge=0, le=10**12,
+        description="parameters a multimodal checkpoint loads beside the decoder (its vision tower and projector: "
+                    "models/catalogue/hf_vision.py), held with the embedding; no FLOPs (text-only training)")
     checkpoint_quantization: str = Field(
         default="", pattern=CHECKPOINT_QUANTIZATION,
         description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "

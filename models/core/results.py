@@ -22,6 +22,7 @@ class ModelInfo(_Result):
     num_params: int
     num_trainable_params: int
     num_active_params: int
+    num_vision_params: int = 0  # of num_params: a multimodal checkpoint's vision tower and projector
     num_layers: int
     hidden_size: int
     vocab_size: int

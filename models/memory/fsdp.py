@@ -137,13 +137,13 @@ def units(arch: Architecture, job: Job, plan: Plan) -> tuple[Unit | None, list[U
     head = counts.lm_head or counts.embedding  # a tied lm_head's weight is the embedding
     layers = [layer] * min(3, arch.num_layers)
     if root_holds_ends(job):
-        root_params = counts.embedding + counts.final_norm + counts.lm_head
+        root_params = counts.embedding + counts.vision + counts.final_norm + counts.lm_head  # the tower: unwrapped
         root_grads = ceil_div(head, tp) * weight_bytes if full else 0
         return Unit(ceil_div(root_params, tp) * weight_bytes, root_grads), layers
     if not ends_apart(job):
         return None, layers
     embedding_params = ceil_div(counts.embedding, tp)
-    embedding = Unit(embedding_params * weight_bytes, embedding_params * weight_bytes * full,
+    embedding = Unit((embedding_params + counts.vision) * weight_bytes, embedding_params * weight_bytes * full,
                      embedding_params * reduce * full)
     if not counts.lm_head:  # tied: the output unit holds the final norm only
         return None, [*layers, embedding]

@@ -7,7 +7,8 @@ Run with torch and transformers installed (transformers 5.24.0, torch 2.13.0 CPU
 
 For every row of catalogues/architectures.csv the script builds the transformers config
 (tests/fixtures/hf_configs/<name>.json; the decoder's `text_config` for multimodal checkpoints,
-Gemma 3 and Llama 4, whose vision towers are not counted; for gpt3-175b, which is not on the hub,
+Gemma 3 and Llama 4, and beside it, for Gemma 3, whose Auto class loads its vision tower, that tower
+and projector counted in the whole Gemma3ForConditionalGeneration; for gpt3-175b, which is not on the hub,
 a GPT2Config built from the catalogue row), instantiates ``AutoModelForCausalLM.from_config`` on
 the meta device (no memory is allocated, so 671B costs nothing) and counts parameters:
 
@@ -19,7 +20,10 @@ the meta device (no memory is allocated, so 671B costs nothing) and counts param
 * ``final_norm`` -- the norm after the last layer (``norm`` / ``ln_f`` / ``final_layer_norm``).
 * ``lm_head``    -- the output projection; 0 when it is tied to the token embedding.
 * ``active``     -- parameters used per token: total minus, in every MoE layer, the routed-expert
-                    parameters of the (num_experts - experts_per_token) experts a token skips.
+                    parameters of the (num_experts - experts_per_token) experts a token skips, and
+                    minus a vision tower.
+* ``vision``     -- (Gemma 3 only) the whole model's parameters outside its language model, which
+                    ``total`` includes.
 
 It also checks that the catalogue row equals what vramplan's own mapping (models/catalogue/hf_config.py)
 reads from the fixture, so the CSV and the fixtures cannot drift apart silently, and exits 1 on
@@ -44,6 +48,19 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "catalogues" / "architectures.csv"
 FIXTURES = ROOT / "tests" / "fixtures" / "hf_configs"
 TEXT_CONFIG_TYPES = {"gemma3", "llama4"}
+TOWER_TYPES = {"gemma3"}  # AutoModelForCausalLM builds Gemma3ForConditionalGeneration; llama4's is text-only
+
+
+def vision_params(row: dict[str, str]) -> int:
+    """Parameters of the whole multimodal model outside its language model (0 without a tower)."""
+    fixture = FIXTURES / f"{row['name']}.json"
+    data = json.loads(fixture.read_text()) if fixture.exists() else {}
+    if data.get("model_type") not in TOWER_TYPES:
+        return 0
+    model_type = data.pop("model_type")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **data))
+    return sum(p.numel() for name, p in model.named_parameters() if ".language_model." not in f".{name}")
 
 
 def load_rows() -> list[dict[str, str]]:
@@ -116,6 +133,10 @@ def count(row: dict[str, str]) -> tuple[dict[str, int], list[str]]:
     if experts > 1 and not inactive and top_k < experts:
         problems.append(f"{name}: CSV says {experts} experts but the model has none")
     counts["active"] = total - inactive
+    vision = vision_params(row)
+    if vision:
+        counts["total"] += vision
+        counts["vision"] = vision
     return counts, problems + cross_check(row)
 
 
