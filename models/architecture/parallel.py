@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from functools import lru_cache
 
-from vramplan.models.architecture.params import layer_group_counts
+from vramplan.models.architecture.params import LayerKey, layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import split_label
@@ -150,13 +150,13 @@ def candidate_stages(arch: Architecture, pipeline: int | Split, receive_buffers:
 
 
 @lru_cache(maxsize=4096)
-def stage_layer_kinds(arch: Architecture, pipeline: int | Split, stage: int) -> tuple[tuple[tuple[bool, bool, bool], int], ...]:
-    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm) as
+def stage_layer_kinds(arch: Architecture, pipeline: int | Split, stage: int) -> tuple[tuple[LayerKey, int], ...]:
+    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm, linear) as
     models/params.LayerGroup names them) and how many of each, sorted: what its model states and
     activations depend on besides its position."""
     counts = split_of(arch.num_layers, pipeline)
     start = sum(counts[:stage])
-    return tuple(sorted(((g.moe, g.local, g.qk_norm), n) for g, n in layer_group_counts(arch, start, start + counts[stage])))
+    return tuple(sorted((g.key, n) for g, n in layer_group_counts(arch, start, start + counts[stage])))
 
 
 def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
@@ -239,9 +239,37 @@ def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
     return None
 
 
+# Stacks whose model code is transformers' own, which runs a Gated DeltaNet layer through
+# flash-linear-attention's chunk_gated_delta_rule and causal-conv1d (models/memory/activation_terms.py
+# _linear_attention). Megatron-Core's GatedDeltaNet and Unsloth's patched layers keep other tensors.
+LINEAR_ATTENTION_STACKS = ("hf", "deepspeed", "custom")
+
+
+def linear_attention_refusal(arch: Architecture, job: Job, precision: str) -> VramplanError | None:
+    """A Gated DeltaNet model on a stack whose layer is not modelled (named as the stack's refusal, so a
+    search over several stacks leaves it out), or in fp32, which flash-linear-attention's kernel refuses
+    (chunk_gated_delta_rule: `assert q.dtype != torch.float32`)."""
+    if not arch.has_linear_attention:
+        return None
+    if job.stack not in LINEAR_ATTENTION_STACKS:
+        return VramplanError("stack", job.stack, f"is not modelled for {arch.name}'s Gated DeltaNet layers; "
+                                                 f"use {', '.join(LINEAR_ATTENTION_STACKS)}")
+    if precision == "fp32":
+        return VramplanError("precision", "fp32", f"{arch.name}'s Gated DeltaNet kernel (flash-linear-attention) "
+                                                  "runs bf16 or fp16, not fp32")
+    return None
+
+
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
     """Layouts no Megatron/torchtitan run can take; each is a one-line error naming the field."""
     tp, pp, cp, ep, vpp = plan.tp, plan.pp, plan.cp, plan.ep, plan.vpp
+    if arch.has_linear_attention and (tp > 1 or cp > 1):
+        # transformers' tp_plan leaves Qwen3-Next's linear_attn replicated and gathers Qwen3.5's projections
+        # (configuration_qwen3_next.py / configuration_qwen3_5.py base_model_tp_plan); neither, nor a context
+        # split of the recurrence, is modelled
+        field_name, value = ("tp", tp) if tp > 1 else ("cp", cp)
+        raise VramplanError(field_name, value, f"{arch.name}'s Gated DeltaNet layers are modelled without tensor or "
+                                               "context parallelism (tp = cp = 1)")
     if tp > 1:
         if tp > gpus_per_instance:
             raise VramplanError("tp", tp, f"TP stays inside one instance's NVLink domain ({gpus_per_instance} GPUs of {gpu.name})")

@@ -37,6 +37,9 @@ _DEFAULT_NAMES = {
     "router": "gate", "expert_gate": "experts.gate_proj", "expert_up": "experts.up_proj",
     "expert_gate_up": "experts.gate_up_proj", "expert_down": "experts.down_proj", "shared": "shared_experts",
     "shared_gate": "shared_expert_gate", "attn_gate": "self_attn.gate_proj",
+    # Gated DeltaNet (modeling_qwen3_next.py Qwen3NextGatedDeltaNet, modeling_qwen3_5.py Qwen3_5GatedDeltaNet)
+    "linear_qkvz": "in_proj_qkvz", "linear_ba": "in_proj_ba", "linear_qkv": "in_proj_qkv", "linear_z": "in_proj_z",
+    "linear_b": "in_proj_b", "linear_a": "in_proj_a", "linear_out": "linear_attn.out_proj",
 }
 NOT_GATED = ("gelu", "gelu_new", "relu2")  # up -> act -> down (the others: act(gate) * up)
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
@@ -90,6 +93,14 @@ class LayerGroup:
     local: bool  # sliding-window / chunked attention (else global)
     qk_norm: bool
     modules: tuple[LinearModule, ...]
+    linear: bool = False  # Gated DeltaNet linear attention (else softmax attention)
+
+    @property
+    def key(self) -> LayerKey:
+        return (self.moe, self.local, self.qk_norm, self.linear)
+
+
+LayerKey = tuple[bool, bool, bool, bool]  # (moe, local, qk_norm, linear): what makes two layers alike
 
 
 def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
@@ -109,10 +120,12 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
         return q + kv + (out,)
     if arch.fused_qkv:
         return (LinearModule(name("qkv"), h, (a + 2 * k) * d, has_bias=arch.qkv_bias), out)
-    # AFMoE's self_attn.gate_proj: sigmoid(gate_proj(x)) scales the attention output before o_proj
-    gate = (LinearModule(name("attn_gate"), h, a * dv, has_bias=False),) if arch.attention_output_gate else ()
+    # AFMoE's self_attn.gate_proj: sigmoid(gate_proj(x)) scales the attention output before o_proj; Qwen3-Next's
+    # and Qwen3.5's q_proj emits it beside the query (h -> 2 a d: Qwen3NextAttention.q_proj)
+    separate_gate = arch.attention_output_gate and not arch.attention_gate_in_q
+    gate = (LinearModule(name("attn_gate"), h, a * dv, has_bias=False),) if separate_gate else ()
     return (
-        LinearModule(name("q"), h, a * d, has_bias=arch.qkv_bias),
+        LinearModule(name("q"), h, a * d * (2 if arch.attention_gate_in_q else 1), has_bias=arch.qkv_bias),
         LinearModule(name("k"), h, k * d, has_bias=arch.qkv_bias),
         LinearModule(name("v"), h, k * dv, has_bias=arch.qkv_bias),
         *gate,
@@ -120,10 +133,34 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     )
 
 
+def linear_attention_widths(arch: Architecture) -> tuple[int, int]:
+    """(key width, value width) of a Gated DeltaNet layer: key heads x key head width, value heads x value head width."""
+    return (arch.linear_key_heads * arch.linear_key_head_dim, arch.linear_value_heads * arch.linear_value_head_dim)
+
+
+def _linear_attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
+    """A Gated DeltaNet layer's matrices, none with a bias: Qwen3-Next's in_proj_qkvz (h -> 2 key + 2 value:
+    q, k, v and the output gate z) and in_proj_ba (h -> 2 value heads: beta and the decay's a), or
+    Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b and in_proj_a; and out_proj (value -> h)."""
+    if not arch.has_linear_attention:
+        return ()
+    h, heads = arch.hidden_size, arch.linear_value_heads
+    key, value = linear_attention_widths(arch)
+    name = lambda role: module_name(arch, role)  # noqa: E731
+    out = LinearModule(name("linear_out"), value, h, has_bias=False, row_parallel=True)
+    if arch.linear_split_projections:
+        return (LinearModule(name("linear_qkv"), h, 2 * key + value, has_bias=False),
+                LinearModule(name("linear_z"), h, value, has_bias=False),
+                LinearModule(name("linear_b"), h, heads, has_bias=False),
+                LinearModule(name("linear_a"), h, heads, has_bias=False), out)
+    return (LinearModule(name("linear_qkvz"), h, 2 * key + 2 * value, has_bias=False),
+            LinearModule(name("linear_ba"), h, 2 * heads, has_bias=False), out)
+
+
 @lru_cache(maxsize=256)
 def attention_module_names(arch: Architecture) -> frozenset[str]:
-    """The names of a layer's attention matrices (the others are its MLP's or MoE's)."""
-    return frozenset(m.name for m in _attention_modules(arch))
+    """The names of a layer's attention matrices, softmax or linear (the others are its MLP's or MoE's)."""
+    return frozenset(m.name for m in _attention_modules(arch) + _linear_attention_modules(arch))
 
 
 def _mlp_modules(arch: Architecture, width: int, bias: bool, prefix: str = "") -> tuple[LinearModule, ...]:
@@ -156,31 +193,33 @@ def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     return modules
 
 
-def _layer_key(arch: Architecture, index: int) -> tuple[bool, bool, bool]:
-    local = arch.layer_is_local(index)
-    qk_norm = arch.qk_norm != "none" and (local or arch.qk_norm_on_global_layers or arch.local_attention == "none")
-    return arch.layer_is_moe(index), local, qk_norm
+def _layer_key(arch: Architecture, index: int) -> LayerKey:
+    local, linear = arch.layer_is_local(index), arch.layer_is_linear(index)
+    # a Gated DeltaNet layer has no q/k norm: its q and k are L2-normalised inside the kernel
+    qk_norm = (arch.qk_norm != "none" and not linear
+               and (local or arch.qk_norm_on_global_layers or arch.local_attention == "none"))
+    return arch.layer_is_moe(index), local, qk_norm, linear
 
 
 @lru_cache(maxsize=256)
 def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
     """The kinds of decoder layer, in order of first appearance, with how many there are."""
-    counts: dict[tuple[bool, bool, bool], int] = {}
+    counts: dict[LayerKey, int] = {}
     for index in range(arch.num_layers):
         key = _layer_key(arch, index)
         counts[key] = counts.get(key, 0) + 1
-    attention = _attention_modules(arch)
+    attention, linear_attention = _attention_modules(arch), _linear_attention_modules(arch)
     dense = _mlp_modules(arch, arch.dense_intermediate_size or arch.intermediate_size, arch.linear_bias)
     groups = []
-    for (moe, local, qk_norm), count in counts.items():
-        modules = attention + (_moe_modules(arch) if moe else dense)
-        groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules))
+    for (moe, local, qk_norm, linear), count in counts.items():
+        modules = (linear_attention if linear else attention) + (_moe_modules(arch) if moe else dense)
+        groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear))
     return tuple(groups)
 
 
 def layer_group(arch: Architecture, index: int) -> LayerGroup:
     key = _layer_key(arch, index)
-    return next(g for g in layer_groups(arch) if (g.moe, g.local, g.qk_norm) == key)
+    return next(g for g in layer_groups(arch) if g.key == key)
 
 
 @lru_cache(maxsize=4096)
@@ -188,8 +227,8 @@ def layer_group_counts(arch: Architecture, start: int, stop: int) -> tuple[tuple
     """The kinds of decoder layer among layers [start, stop), with how many of each (in order of
     first appearance). Cached: the solver asks it for every pipeline rank of every layout, and a
     LayerGroup is costly to hash, so the counting is keyed by the layer's kind flags instead."""
-    by_key = {(g.moe, g.local, g.qk_norm): g for g in layer_groups(arch)}
-    held: dict[tuple[bool, bool, bool], int] = {}
+    by_key = {g.key: g for g in layer_groups(arch)}
+    held: dict[LayerKey, int] = {}
     for index in range(start, stop):
         key = _layer_key(arch, index)
         held[key] = held.get(key, 0) + 1
@@ -211,7 +250,13 @@ def norm_params(arch: Architecture, width: int | None = None) -> int:
 
 def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     """Parameters of one layer outside its linears: its block norms, MLA's two latent norms, QK
-    norms, and attention sinks (one per head)."""
+    norms, and attention sinks (one per head); a Gated DeltaNet layer's depthwise convolution over
+    q, k and v (conv_dim x kernel, no bias), dt_bias and A_log (one per value head) and the gated
+    RMSNorm's weight (one value head wide, shared by the heads: Qwen3NextRMSNormGated(head_v_dim))."""
+    if group.linear:
+        key, value = linear_attention_widths(arch)
+        return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
+                + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
     total = arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)

@@ -224,6 +224,25 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     return fields
 
 
+def _linear_attention(c: _Reader, layers: int) -> dict[str, Any]:
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): which layers, from layer_types ("linear_attention" /
+    "full_attention" per layer, a periodic pattern) or full_attention_interval (what the config classes
+    build layer_types from: configuration_qwen3_next.py __post_init__), and their widths."""
+    types = c.config.get("layer_types")
+    if isinstance(types, list):
+        if len(types) != layers or any(t not in ("linear_attention", "full_attention") for t in types):
+            raise c.unsupported("layer_types", f"must name linear_attention or full_attention for each of the {layers} "
+                                               "layers")
+        every = _global_every(c, types)
+        if not every:
+            raise c.unsupported("layer_types", "has no full_attention layer; only linear attention beside periodic "
+                                               "full attention is modelled")
+    else:
+        every = c.count("full_attention_every")
+    return {"full_attention_every": every, **{key: c.count(key) for key in (
+        "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel")}}
+
+
 def _rotary_factor(c: _Reader, head_dim: int) -> float:
     """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else
     MiniMax-M2's legacy rotary_dim over head_dim (MiniMaxM2Config.convert_rope_params_to_dict), else the default."""
@@ -297,6 +316,8 @@ def _fields(c: _Reader) -> dict[str, Any]:
     }
     fields.update(_attention_window(c, layers))
     fields.update(_moe(c, layers, intermediate))
+    if parts.pop("linear_attention", False):
+        fields.update(_linear_attention(c, layers))
     if c.has("kv_lora_rank"):  # MLA: q/k heads are nope + rope wide, values v_head_dim
         fields.update(num_kv_heads=heads, q_lora_rank=c.count("q_lora_rank", optional=True) or 0,
                       kv_lora_rank=c.count("kv_lora_rank"), qk_rope_head_dim=c.count("qk_rope_head_dim"),

@@ -18,7 +18,16 @@ table; the memory model only sees the parts.
 """
 from __future__ import annotations
 
-from vramplan.models.catalogue.hf_family_parts import FALCON_PARTS, LLAMA_DEFAULTS, NEOX_MLP, QWEN_DEFAULTS, Family
+from vramplan.models.catalogue.hf_family_parts import (
+    FALCON_PARTS,
+    GATED_DELTA_DEFAULTS,
+    GATED_DELTA_KEYS,
+    GATED_DELTA_PARTS,
+    LLAMA_DEFAULTS,
+    NEOX_MLP,
+    QWEN_DEFAULTS,
+    Family,
+)
 from vramplan.models.catalogue.hf_moe_families import MOE_FAMILIES
 
 FAMILIES: dict[str, Family] = {
@@ -41,6 +50,16 @@ FAMILIES: dict[str, Family] = {
     # Qwen2Attention hard-codes bias=True on q/k/v (modeling_qwen2.py).
     "qwen2": Family(defaults={**QWEN_DEFAULTS}, parts={"qkv_bias": True}),
     "qwen3": Family(defaults={**QWEN_DEFAULTS}, parts={"qk_norm": "head"}),
+    # Qwen3.5 (configuration_qwen3_5.py Qwen3_5TextConfig / modeling_qwen3_5.py): Qwen3-Next's hybrid of three
+    # Gated DeltaNet layers to one gated full-attention layer (GATED_DELTA_PARTS) with a dense SwiGLU MLP, the
+    # linear projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a). A qwen3_5 config.json holds
+    # it in text_config; AutoModelForCausalLM builds Qwen3_5ForCausalLM, without the vision tower.
+    "qwen3_5_text": Family(
+        keys=GATED_DELTA_KEYS,
+        defaults={**GATED_DELTA_DEFAULTS, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+                  "num_layers": 32, "num_attention_heads": 16, "num_kv_heads": 4},
+        parts={**GATED_DELTA_PARTS, "linear_split_projections": True},
+    ),
     # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
     # sliding window 4096 on every other layer, attention logits soft-capped at 50.
     "gemma2": Family(
@@ -266,20 +285,23 @@ FAMILIES["llama4"] = Family(text_config=True)
 FAMILIES["mistral3"] = Family(text_config=True)
 # model_types whose decoder lives in config.json's text_config, and the model_type to read it as
 # when text_config names no supported model_type of its own.
-TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+FAMILIES["qwen3_5"] = Family(text_config=True)
+FAMILIES["qwen3_5_moe"] = Family(text_config=True)
+TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen3_5": "qwen3_5_text",
+                     "qwen3_5_moe": "qwen3_5_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 # Decoder families transformers 5.24 builds whose layers vramplan has no terms for, and why: a
 # config.json of one is refused saying so (models/catalogue/hf_config.py), not as an unknown type.
-_LINEAR_ATTENTION = "layers of linear attention (Gated DeltaNet) beside full attention, whose saved tensors and FLOPs are not modelled"
+_LINEAR_ATTENTION = ("layers of linear attention other than Qwen3-Next's and Qwen3.5's Gated DeltaNet, whose parameters, "
+                     "saved tensors and FLOPs are not modelled")
 _RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
 _PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
 _INDEXER = "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection)"
 _SPARSE_ATTENTION = f"{_INDEXER}, whose parameters, saved tensors and FLOPs are not modelled"
 _HYPER_CONNECTIONS = f"{_INDEXER} and hyper-connections, whose parameters, saved tensors and FLOPs are not modelled"
 UNMODELLED_FAMILIES: dict[str, str] = {
-    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear",
-                     "qwen4_exp", "qwen4_exp_text", "olmo_hybrid"), _LINEAR_ATTENTION),
+    **dict.fromkeys(("kimi_linear", "qwen4_exp", "qwen4_exp_text", "olmo_hybrid"), _LINEAR_ATTENTION),
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
                      "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "lfm3", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
     **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),

@@ -37,3 +37,15 @@ MLA_DEFAULTS = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 12
                 "v_head_dim": 128, "moe_layer_freq": 1}
 NEOX_MLP = {"gated_mlp": False, "fused_qkv": True, "norm_kind": "layernorm", "parallel_attention_mlp": True}
 FALCON_PARTS = {**NEOX_MLP, "eager_softmax_fp32": False}  # modeling_falcon: softmax(..., dtype=hidden_states.dtype)
+
+# Gated DeltaNet hybrids (configuration_qwen3_next.py, configuration_qwen3_5.py): the linear-attention
+# widths and the period of the full-attention layers; the full-attention layers gate their output with a
+# sigmoid of a second half of q_proj and norm q and k per head, every norm (1 + w)-weighted in fp32
+# (Qwen3NextRMSNorm, as Gemma's); partial RoPE on a quarter of each 256-wide head.
+GATED_DELTA_KEYS: Keys = {"linear_key_heads": "linear_num_key_heads", "linear_value_heads": "linear_num_value_heads",
+                          "linear_conv_kernel": "linear_conv_kernel_dim", "full_attention_every": "full_attention_interval"}
+GATED_DELTA_DEFAULTS = {**QWEN_DEFAULTS, "head_dim": 256, "partial_rotary_factor": 0.25, "linear_key_heads": 16,
+                        "linear_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                        "linear_conv_kernel": 4, "full_attention_every": 4}
+GATED_DELTA_PARTS = {"linear_attention": True, "norm_kind": "rmsnorm_offset", "qk_norm": "head",
+                     "attention_output_gate": True, "attention_gate_in_q": True}

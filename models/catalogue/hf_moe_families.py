@@ -5,6 +5,9 @@ routed experts in some or all layers, with their routers' and shared experts' pa
 from __future__ import annotations
 
 from vramplan.models.catalogue.hf_family_parts import (
+    GATED_DELTA_DEFAULTS,
+    GATED_DELTA_KEYS,
+    GATED_DELTA_PARTS,
     LLAMA_DEFAULTS,
     MLA_DEFAULTS,
     MLA_KEYS,
@@ -43,6 +46,31 @@ MOE_FAMILIES: dict[str, Family] = {
         # DeepSpeed's ZeRO-3 fetches this block whole (models/memory/zero3_live.py DEFAULT_LEAF_MODULE_CLASSES)
         parts={"attention_bias_qkv_only": True, "shared_expert_gate": True,
                "moe_block_class": "transformers.models.qwen2_moe.modeling_qwen2_moe.Qwen2MoeSparseMoeBlock"},
+    ),
+    # Qwen3-Next (configuration_qwen3_next.py / modeling_qwen3_next.py): three Gated DeltaNet layers to each
+    # full-attention layer (GATED_DELTA_PARTS), the linear layers projecting q/k/v/z and b/a through two fused
+    # matrices (in_proj_qkvz, in_proj_ba); every decoder_sparse_step-th layer MoE (mlp_only_layers dense) with
+    # Qwen2-MoE's block: a softmax top-k router, fused experts and a shared expert behind a sigmoid gate.
+    "qwen3_next": Family(
+        keys={**QWEN_MOE_KEYS, **GATED_DELTA_KEYS, "shared_expert_width": "shared_expert_intermediate_size"},
+        defaults={**GATED_DELTA_DEFAULTS, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+                  "num_layers": 48, "num_attention_heads": 16, "num_kv_heads": 2, "num_experts": 512,
+                  "experts_per_token": 10, "moe_intermediate_size": 512, "shared_expert_width": 512,
+                  "moe_layer_interval": 1},
+        parts={**GATED_DELTA_PARTS, "shared_expert_gate": True},
+    ),
+    # Qwen3.5 MoE (configuration_qwen3_5_moe.py Qwen3_5MoeTextConfig / modeling_qwen3_5_moe.py): Qwen3-Next's
+    # layers with the linear projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) and every
+    # layer MoE (the config has no decoder_sparse_step), the same router and gated shared expert. A
+    # qwen3_5_moe config.json holds it in text_config; AutoModelForCausalLM builds Qwen3_5MoeForCausalLM,
+    # without the vision tower.
+    "qwen3_5_moe_text": Family(
+        keys={**QWEN_MOE_KEYS, **GATED_DELTA_KEYS, "moe_layer_interval": None,
+              "shared_expert_width": "shared_expert_intermediate_size"},
+        defaults={**GATED_DELTA_DEFAULTS, "vocab_size": 248320, "hidden_size": 2048, "intermediate_size": 512,
+                  "num_layers": 40, "num_attention_heads": 16, "num_kv_heads": 2, "num_experts": 256,
+                  "experts_per_token": 8, "moe_intermediate_size": 512, "shared_expert_width": 512},
+        parts={**GATED_DELTA_PARTS, "shared_expert_gate": True, "linear_split_projections": True},
     ),
     # OLMoE (configuration_olmoe.py / modeling_olmoe.py): pre-norms with Llama's RMSNorm, q_norm / k_norm
     # over the projections' whole width, every layer MoE (num_experts experts of intermediate_size, a

@@ -201,6 +201,7 @@ ModelType = Literal[
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
+    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
 ]
 
 
@@ -284,6 +285,23 @@ class Architecture(_Row):
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(
         default=False, description="a gate_proj (h -> heads x head_dim) whose sigmoid scales the attention output before o_proj (AFMoE)")
+    full_attention_every: Count = Field(
+        default=0, ge=0, le=10_000_000,
+        description="with Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): layer i attends fully when "
+                    "(i + 1) % this == 0 and runs linear attention otherwise; 0 = no linear attention")
+    linear_key_heads: Count = Field(default=0, ge=0, le=65_536, description="linear attention: query/key heads")
+    linear_value_heads: Count = Field(default=0, ge=0, le=65_536,
+                                      description="linear attention: value heads (a multiple of the key heads)")
+    linear_key_head_dim: Count = Field(default=0, ge=0, le=65_536, description="linear attention: query/key head width")
+    linear_value_head_dim: Count = Field(default=0, ge=0, le=65_536, description="linear attention: value head width")
+    linear_conv_kernel: Count = Field(default=0, ge=0, le=1024,
+                                      description="linear attention: the depthwise causal convolution's width")
+    linear_split_projections: bool = Field(
+        default=False, description="linear attention projects q/k/v, z, b and a apart (Qwen3.5 in_proj_qkv / _z / _b / "
+                                   "_a) rather than as qkvz and ba (Qwen3-Next in_proj_qkvz / in_proj_ba)")
+    attention_gate_in_q: bool = Field(
+        default=False, description="the attention_output_gate's gate comes out of q_proj (h -> 2 x heads x head_dim: "
+                                   "Qwen3-Next, Qwen3.5), not a gate_proj of its own")
     vision_params: Count = Field(
         default=0, ge=0, le=10**12,
         description="parameters a multimodal checkpoint loads beside the decoder (its vision tower and projector: "
@@ -313,6 +331,19 @@ class Architecture(_Row):
             raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
         if self.q_lora_rank and not self.kv_lora_rank:
             raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
+        linear = (self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim, self.linear_value_head_dim,
+                  self.linear_conv_kernel)
+        if bool(self.full_attention_every) != all(linear) or (any(linear) and not all(linear)):
+            raise VramplanError("full_attention_every", self.full_attention_every,
+                                "linear attention needs full_attention_every > 0 and every linear_* width (key and value "
+                                "heads, head widths, conv kernel) > 0, or none of them")
+        if self.full_attention_every and self.linear_value_heads % self.linear_key_heads:
+            raise VramplanError("linear_value_heads", self.linear_value_heads,
+                                f"must be a multiple of linear_key_heads={self.linear_key_heads}")
+        if self.full_attention_every and self.local_attention != "none":
+            raise VramplanError("local_attention", self.local_attention, "is not modelled beside linear attention")
+        if self.attention_gate_in_q and not self.attention_output_gate:
+            raise VramplanError("attention_gate_in_q", True, "needs attention_output_gate")
         if self.is_moe and not any(self.layer_is_moe(i) for i in range(self.num_layers)):
             # a decoder_sparse_step / first_k_dense_replace / mlp_only_layers that leaves every layer
             # dense: no expert is ever built (its expert kernels had no shape: StopIteration)
@@ -355,6 +386,14 @@ class Architecture(_Row):
 
     def layer_is_moe(self, index: int) -> bool:
         return self.is_moe and index >= self.first_dense_layers and (index + 1) % self.moe_layer_interval == 0
+
+    @property
+    def has_linear_attention(self) -> bool:
+        return self.full_attention_every > 0
+
+    def layer_is_linear(self, index: int) -> bool:
+        """A Gated DeltaNet layer (not full attention)."""
+        return self.has_linear_attention and (index + 1) % self.full_attention_every != 0
 
     def layer_is_local(self, index: int) -> bool:
         every = self.global_attention_every

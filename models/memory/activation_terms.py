@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramplan.models.architecture.params import NOT_GATED, LayerGroup, layer_group
+from vramplan.models.architecture.params import NOT_GATED, LayerGroup, layer_group, linear_attention_widths
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 
@@ -179,6 +179,49 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     return qkv + core + out
 
 
+GDN_CHUNK = 64  # flash-linear-attention's chunk length (chunk_gated_delta_rule_fwd: chunk_local_cumsum(g, chunk_size=64))
+
+
+def _linear_attention(arch: Architecture, x: Shape) -> list[Term]:
+    """A Gated DeltaNet layer (modeling_qwen3_next.py Qwen3NextGatedDeltaNet.forward, modeling_qwen3_5.py
+    Qwen3_5GatedDeltaNet) as transformers runs it with flash-linear-attention and causal-conv1d installed
+    (the kernels its use_kernel_func_from_hub_with_fallback picks before its reference PyTorch code,
+    which warns it is "much slower" and keeps fp32 chunk matrices instead: not modelled). Per token,
+    with key = key heads x key width, value = value heads x value width, H value heads:
+    - CausalConv1dFn saves its input x (causal_conv1d_interface.py: save_for_backward(x, weight, ...)):
+      the q/k/v projection, 2 key + value wide;
+    - beta = sigmoid(b) keeps its result, the tensor fla saves too; the decay
+      -exp(A_log) * softplus(a.float() + dt_bias) keeps softplus's fp32 input and output;
+    - ChunkGatedDeltaRuleFunction.forward (fla/ops/gated_delta_rule/chunk.py) saves the L2-normalised
+      q and k (l2norm_fwd's outputs) with their fp32 rstd per head, v (input_guard's contiguous copy of
+      the conv output's slice), the chunk-local cumulative decay g in fp32, beta and A, the inverted
+      chunk system (solve_tril, in k's dtype: H x 64 per token);
+    - the gated RMSNorm (Qwen3NextRMSNormGated, eager): the fp32 copy of the core output, its rsqrt per
+      head, the normalised value cast back, the weighted value (fp32 under autocast: the weight is),
+      silu's fp32 input z.float() and its output; out_proj keeps the gated output.
+    Measured on CPU with saved-tensor hooks, the two kernels emulated to save what their autograd
+    functions save (tests/models/memory/test_saved_tensors_families.py: exact per layer)."""
+    t, e, hv, hk = x.t, x.e, arch.linear_value_heads, arch.linear_key_heads
+    key, value = linear_attention_widths(arch)
+    weighted = FP32 if x.autocast else e
+    return [
+        Term("linear_attn.conv_input", e * t * (2 * key + value)),
+        Term("linear_attn.beta", e * t * hv),
+        Term("linear_attn.decay_softplus", 2 * FP32 * t * hv),
+        Term("linear_attn.qk_normed", 2 * e * t * key),
+        Term("linear_attn.qk_rstd", 2 * FP32 * t * hk),
+        Term("linear_attn.v", e * t * value),
+        Term("linear_attn.decay_cumsum", FP32 * t * hv),
+        Term("linear_attn.chunk_inverse", e * t * hv * GDN_CHUNK),
+        Term("linear_attn.norm_input_fp32", FP32 * t * value),
+        Term("linear_attn.norm_rsqrt", FP32 * t * hv),
+        Term("linear_attn.norm_normed", e * t * value),
+        Term("linear_attn.norm_weighted", weighted * t * value),
+        Term("linear_attn.gate_silu_fp32", 2 * FP32 * t * value),
+        Term("linear_attn.output", e * t * value),
+    ]
+
+
 def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str = "mlp") -> list[Term]:
     t, e = x.t, x.e
     if arch.mlp_kind == "gelu" or (arch.mlp_kind == "gelu_new" and kernels == "fused"):
@@ -273,6 +316,8 @@ def layer_terms(
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
     attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3
+    if group.linear:  # in_proj_qkvz and in_proj_ba, or Qwen3.5's four projections, read the norm's output
+        attn_linears = 4 if arch.linear_split_projections else 2
     mlp_linears = 1 if arch.mlp_kind in NOT_GATED or arch.fused_gate_up else 2
     terms = _norm(arch, kernels, x, "attn_norm")
     terms += _linear_inputs(arch, x, "attn", attn_linears + (mlp_linears if one_input else 0))
@@ -280,8 +325,9 @@ def layer_terms(
         terms += _mla(arch, kernels, x)
     if group.qk_norm:
         terms += _qk_norm(arch, kernels, x)
-    terms += _attention(arch, kernels, attention, x)
-    if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and not arch.learned_position_embeddings:
+    terms += _linear_attention(arch, x) if group.linear else _attention(arch, kernels, attention, x)
+    rotated = not group.linear and not arch.learned_position_embeddings  # a Gated DeltaNet layer has no RoPE
+    if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and rotated:
         # GLM-4 apply_rotary_pos_emb: cos/sin sliced and repeat_interleaved in every layer; q_rot * cos
         # and rotate_half(q_rot) * sin keep those copies (measured); ERNIE 4.5 rotates q.float(), so its
         # copies are fp32 whatever the activations (measured)
@@ -336,7 +382,8 @@ def linear_input_bytes(arch: Architecture, x: Shape, group: LayerGroup | None = 
     group = layer_group(arch, arch.num_layers - 1) if group is None else group
     h = arch.hidden_size
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1
-    width = h + arch.num_attention_heads * arch.value_head_dim + (0 if one_input else h)
+    output = linear_attention_widths(arch)[1] if group.linear else arch.num_attention_heads * arch.value_head_dim
+    width = h + output + (0 if one_input else h)
     if arch.is_mla:
         width += arch.q_lora_rank + arch.kv_lora_rank
     if group.moe:

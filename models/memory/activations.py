@@ -30,7 +30,7 @@ from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
-from vramplan.models.architecture.params import LayerGroup, layer_groups, module_name
+from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_groups, module_name
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb, unquantised_experts
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
@@ -167,7 +167,7 @@ class MicrobatchActivations:
     terms: tuple[Term, ...]
     # Per kind of layer (models.parallel.stage_layer_kinds' key): its layers in the model, what they
     # keep together (before offloading), and what one of them keeps checkpointed and not (full recompute).
-    kinds: tuple[tuple[tuple[bool, bool, bool], int, int, int, int], ...] = ()
+    kinds: tuple[tuple[LayerKey, int, int, int, int], ...] = ()
     recompute_block: int | None = None  # full recompute of the first N layers of each model chunk (recompute_block)
     largest_layer_bytes: int = 0  # the most one layer keeps (what offloading leaves resident)
     activation_offload: bool = False
@@ -243,7 +243,7 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         loss_peak_bytes=max(ceil_div(loss_extra, tp), ceil_div(dequant_head, tp)),
         single_stage_loss_peak_bytes=max(ceil_div(single_stage_extra, tp), ceil_div(dequant_head, tp)),
         terms=tuple(terms),
-        kinds=tuple(((g.moe, g.local, g.qk_norm), g.count, keep.layers_bytes, keep.per_layer_bytes, keep.rebuilt_bytes)
+        kinds=tuple((g.key, g.count, keep.layers_bytes, keep.per_layer_bytes, keep.rebuilt_bytes)
                     for g, (_, keep, _) in zip(layer_groups(arch), kinds)),
         recompute_block=recompute_block(job, plan) if effective_mode(job, plan) == "full" else None,
         largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
@@ -267,7 +267,7 @@ def _loss_peak(micro: MicrobatchActivations, first: bool, last: bool) -> int:
 
 def stage_activations(
     micro: MicrobatchActivations, chunks: int, vpp: int, first: bool, last: bool,
-    held: tuple[tuple[tuple[bool, bool, bool], int], ...], micro_batches: int = 0, on_first_stage: int = 0,
+    held: tuple[tuple[LayerKey, int], ...], micro_batches: int = 0, on_first_stage: int = 0,
 ) -> Activations:
     """A pipeline rank holding the decoder layers `held` (per kind: models.parallel.stage_layer_kinds)
     in `vpp` chunks, `chunks` of which are in flight (parallel_activations.inflight_chunks); the
@@ -307,7 +307,7 @@ def stage_activations(
 
 
 def _rank_layers_bytes(micro: MicrobatchActivations, vpp: int,
-                       held: tuple[tuple[tuple[bool, bool, bool], int], ...]) -> Fraction:
+                       held: tuple[tuple[LayerKey, int], ...]) -> Fraction:
     """What a rank's decoder layers `held` keep for one micro-batch through all its vpp chunks.
     Under partial full recompute (micro.recompute_block = N) the rank checkpoints its first N
     layers per chunk (recompute.rank_recomputed), each kind its share of them rounded down (fewer
@@ -327,7 +327,7 @@ def _rank_layers_bytes(micro: MicrobatchActivations, vpp: int,
 
 
 def microbatch_offload_bytes(micro: MicrobatchActivations, vpp: int,
-                             held: tuple[tuple[tuple[bool, bool, bool], int], ...]) -> int:
+                             held: tuple[tuple[LayerKey, int], ...]) -> int:
     """What activation offloading moves to host memory of one micro-batch on a rank holding the
     layers `held`: one micro-batch through all vpp chunks of the rank, all but the resident layers."""
     return stage_activations(micro, vpp, vpp, False, False, held).offloaded_bytes

@@ -11,6 +11,7 @@ from vramplan.models.architecture.parallel import (
     check_layout,
     dense_moe_option_refusal,
     dispatcher_refusal,
+    linear_attention_refusal,
     plan_split,
 )
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
@@ -114,9 +115,10 @@ def check_job(arch: Architecture, job: Job, precision: str) -> None:
         raise VramplanError(
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
         )
-    for refusal in (dense_moe_option_refusal(arch, job), dispatcher_refusal(arch, job)):
-        if refusal is not None:  # an MoE option on a dense model; a dispatcher the stack runs for other models only
-            raise refusal
+    for refusal in (dense_moe_option_refusal(arch, job), dispatcher_refusal(arch, job),
+                    linear_attention_refusal(arch, job, precision)):
+        if refusal is not None:  # an MoE option on a dense model; a dispatcher the stack runs for other models only;
+            raise refusal  # a linear-attention model on a stack or precision it is not modelled for
 
 
 def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:

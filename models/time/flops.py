@@ -22,6 +22,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Method, Plan, Recompute
+from vramplan.models.memory.activation_terms import GDN_CHUNK
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
 
 
@@ -60,15 +61,28 @@ def _attention_span(arch: Architecture, seq_len: int, local: bool) -> int:
     return min(seq_len, arch.attention_window) if local else seq_len
 
 
+def gated_delta_forward_flops(arch: Architecture) -> int:
+    """Forward FLOPs per token of one Gated DeltaNet layer's recurrence, flash-linear-attention's chunked
+    form (fla/ops/gated_delta_rule/chunk.py chunk_gated_delta_rule_fwd) per value head, chunk C = 64,
+    key width K, value width V: k k^T within the chunk (2CK), w = A k and u = A v (2CK + 2CV), the
+    state's read w S and update S += k^T v_new (4KV), the output q S (2KV) and the intra-chunk
+    q k^T and its product with v_new (2CK + 2CV); the triangular solve (~C^2 / 3) is left out. Like
+    attention scores, it has no weights: its backward is twice its forward."""
+    c, k, v = GDN_CHUNK, arch.linear_key_head_dim, arch.linear_value_head_dim
+    return arch.linear_value_heads * (6 * c * k + 4 * c * v + 6 * k * v)
+
+
 @lru_cache(maxsize=4096)
 def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
     """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model.
 
     Scores cost 2 * span * a * d_qk and values 2 * span * a * d_v per token (MLA: d_qk = nope + rope,
-    d_v = v_head_dim); sliding-window and chunked layers score only their window."""
+    d_v = v_head_dim); sliding-window and chunked layers score only their window; a Gated DeltaNet
+    layer's recurrence (gated_delta_forward_flops) stands in its attention's place."""
     layers = 2 * _active_matmul_weights(arch)
     heads = arch.num_attention_heads * (arch.head_dim + arch.value_head_dim)
-    attention = sum(g.count * 2 * _attention_span(arch, seq_len, g.local) * heads for g in layer_groups(arch))
+    attention = sum(g.count * (gated_delta_forward_flops(arch) if g.linear
+                               else 2 * _attention_span(arch, seq_len, g.local) * heads) for g in layer_groups(arch))
     logits = 2 * arch.vocab_size * arch.hidden_size
     return layers, attention, logits
 

@@ -252,7 +252,7 @@ def test_qwen2_moe_parts() -> None:
     assert {"shared_expert_gate", "shared_expert.gate_proj"} <= names
 
 
-@pytest.mark.parametrize(("model_type", "why"), [("qwen3_5", "linear attention"), ("qwen3_next", "Gated DeltaNet"),
+@pytest.mark.parametrize(("model_type", "why"), [("kimi_linear", "linear attention"),
                                                 ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
                                                 ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU"),
                                                 ("glm_moe_dsa", "lightning indexer"), ("deepseek_v4", "hyper-connections"),

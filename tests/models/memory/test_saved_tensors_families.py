@@ -31,6 +31,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from tools.probe_terms import B, E, S, cpu_bytes, layer_ratios  # noqa: E402
 from tools.saved_tensors_probe import SMALL_CONFIGS, probe  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 
@@ -38,7 +39,6 @@ from vramplan.models.architecture.params import layer_group  # noqa: E402
 from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
 from vramplan.models.memory.activation_terms import Shape, layer_terms  # noqa: E402
 
-B, S, E = 2, 64, 2
 # family -> {attn: measured / estimated per layer, in layer order}
 RATIOS = {
     "qwen3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
@@ -223,24 +223,7 @@ NEW_RATIOS = {
 @pytest.mark.parametrize(("name", "attn"), [(n, a) for n, by in NEW_RATIOS.items() for a in by])
 def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
     model_type, kwargs = NEW_CONFIGS[name]
-    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
-    measured = probe(model_type, kwargs, B, S, torch.bfloat16, attn)
-    attention = "flash" if attn == "sdpa" else "eager"
-    ratios = [measured.layer_bytes(i) / sum(layer_terms_bytes(arch, attention, i)) for i in measured.layer_indices]
-    assert ratios == pytest.approx(NEW_RATIOS[name][attn], abs=5e-4)
-
-
-def layer_terms_bytes(arch, attention: str, index: int) -> list[int]:
-    terms = layer_terms(arch, "eager", attention, Shape(b=B, s=S, e=E), group=layer_group(arch, index))
-    return [_cpu_bytes(t, arch) for t in terms]
-
-
-def _cpu_bytes(term, arch) -> int:
-    if term.name.endswith("dropout_mask"):
-        return term.num_bytes * E
-    if term.name.endswith(".stats") and arch.norm_kind == "layernorm":
-        return term.num_bytes * E // 4
-    return term.num_bytes
+    assert layer_ratios(model_type, kwargs, attn, name) == pytest.approx(NEW_RATIOS[name][attn], abs=5e-4)
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
@@ -253,7 +236,7 @@ def test_layer_saved_bytes_ratio(name: str, attn: str) -> None:
     ratios = []
     for index in measured.layer_indices:
         terms = layer_terms(arch, "eager", attention, Shape(b=B, s=S, e=E), group=layer_group(arch, index))
-        ratios.append(measured.layer_bytes(index) / sum(_cpu_bytes(t, arch) for t in terms))
+        ratios.append(measured.layer_bytes(index) / sum(cpu_bytes(t, arch) for t in terms))
     assert ratios == pytest.approx(RATIOS[name][attn], abs=5e-4)
 
 

@@ -1,0 +1,50 @@
+"""The search over a Gated DeltaNet hybrid (Qwen3-Next / Qwen3.5): CP-SAT's optimum equals the brute-force
+enumerator's, every returned plan is one the stack runs (no TP, no CP, hf / deepspeed / custom), and
+`--stack any` leaves out the stacks that do not model its layers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.catalogue import packaged_catalogue
+
+from vramplan.models.core.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.query_fields import query_from_fields
+
+# a Qwen3.5 27B-like decoder (64 layers, 5,120 wide) as a qwen3_5 file wraps it
+QWEN3_5 = {"model_type": "qwen3_5", "text_config": {
+    "model_type": "qwen3_5_text", "hidden_size": 5120, "intermediate_size": 17408, "num_hidden_layers": 64,
+    "num_attention_heads": 24, "num_key_value_heads": 4, "linear_num_value_heads": 48, "linear_num_key_heads": 16}}
+
+
+@pytest.fixture
+def config_path(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_5))
+    return str(path)
+
+
+@pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=2048, method="qlora"), "time"),
+                                                (Job(seq_len=8192, method="full", stack="deepspeed"), "cost")])
+def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) -> None:
+    plans = []
+    for engine in ("cpsat", "brute"):
+        query = SolveQuery(model=config_path, job=job, global_batch=32, tokens=1e9, objective=objective, max_gpus=16,
+                           gpus=("h100-sxm-80gb", "a100-sxm-80gb"), engine=engine)
+        result = solve(packaged_catalogue(), query)
+        assert result.status == "optimal"
+        plans.append(result.plans[0].plan)
+    assert plans[0] == plans[1]
+    assert plans[0].tp == plans[0].cp == 1
+
+
+def test_any_stack_picks_one_that_models_the_layers(config_path: str) -> None:
+    query = query_from_fields({"model": config_path, "seq_len": 4096, "global_batch": 64, "tokens": 1e9,
+                               "stack": "any", "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
+    result = solve(packaged_catalogue(), query)
+    assert result.status == "optimal"
+    assert {p.plan.stack for p in result.plans} <= {"hf", "deepspeed"}
+    assert all(p.plan.tp == p.plan.cp == 1 for p in result.plans)
