@@ -260,6 +260,24 @@ def linear_attention_refusal(arch: Architecture, job: Job, precision: str) -> Vr
     return None
 
 
+def megatron_block_refusal(arch: Architecture, job: Job) -> VramplanError | None:
+    """A block Megatron-Core does not build, on the megatron stack (named as the stack's refusal, so
+    `--stack any` leaves it out). Its TransformerLayer runs the MLP on the attention's output
+    (megatron/core/transformer/transformer_layer.py forward: _forward_attention, then _forward_mlp of its
+    hidden states), so no attention and MLP reading one input (GPT-J style: Phi-2, GPT-NeoX, Falcon,
+    Cohere); its norms are LayerNorm or RMSNorm with weights (transformer_config.py `normalization`), so
+    no parameter-free LayerNorm (OLMo 1); and nothing clamps q/k/v (its `qk_clip` rescales weights, MuonClip)."""
+    if job.stack != "megatron":
+        return None
+    part = ("attention and MLP reading one input (a parallel block)" if arch.parallel_attention_mlp
+            else "a LayerNorm without parameters" if arch.norm_kind == "layernorm_noparams"
+            else "q/k/v clamped in place (clip_qkv)" if arch.clip_qkv else None)
+    if part is None:
+        return None
+    return VramplanError("stack", job.stack, f"Megatron-Core does not build {arch.name}'s {part}; use a stack "
+                                             "that runs its Hugging Face code (hf, deepspeed)")
+
+
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:
     """Layouts no Megatron/torchtitan run can take; each is a one-line error naming the field."""
     tp, pp, cp, ep, vpp = plan.tp, plan.pp, plan.cp, plan.ep, plan.vpp

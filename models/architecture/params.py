@@ -18,6 +18,10 @@ family only names the modules (`_MODULE_NAMES`, the attribute names of transform
   whose MLP width is dense_intermediate_size.
 - norms: norms_per_layer of them (LayerNorm weight + bias, RMSNorm a weight); a final norm;
   lm_head unless tied. Attention sinks (gpt-oss `self_attn.sinks`): one parameter per head.
+- Gated DeltaNet layers (Qwen3-Next, Qwen3.5: every layer but each full_attention_every-th): in_proj_qkvz
+  (h -> 2 key + 2 value) and in_proj_ba (h -> 2 value heads), or in_proj_qkv / _z / _b / _a apart, and
+  out_proj, without biases; a depthwise conv over q/k/v, dt_bias, A_log and the gated norm's weight.
+  Their full-attention layers' q_proj emits the output gate too (attention_gate_in_q: h -> 2 a d).
 - a multimodal checkpoint's vision tower and projector (Architecture.vision_params,
   models/catalogue/hf_vision.py): counted in the total beside the embedding, never active.
 Tests compare every catalogue row against counts from transformers itself (tests/golden_params.py).
