@@ -32,6 +32,7 @@ from vramplan.models.core.results import (
     RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activation_terms import linear_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
@@ -248,7 +249,7 @@ def estimate_plan(
         cost=cost_report,
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
-                             cuda_graphs_note(arch, job)) if note],
+                             cuda_graphs_note(arch, job), linear_attention_note(arch)) if note],
     )
 
 

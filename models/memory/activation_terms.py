@@ -222,6 +222,14 @@ def _linear_attention(arch: Architecture, x: Shape) -> list[Term]:
     ]
 
 
+def linear_attention_note(arch: Architecture) -> str | None:
+    """What the estimate of a Gated DeltaNet model assumes is installed (None for other models)."""
+    if not arch.has_linear_attention:
+        return None
+    return (f"{arch.name}'s Gated DeltaNet layers are estimated with flash-linear-attention and causal-conv1d installed; "
+            "without them transformers falls back to its PyTorch reference code, which keeps more (not modelled)")
+
+
 def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str = "mlp") -> list[Term]:
     t, e = x.t, x.e
     if arch.mlp_kind == "gelu" or (arch.mlp_kind == "gelu_new" and kernels == "fused"):

@@ -11,6 +11,7 @@ from vramplan.models.architecture.params import attention_module_names, count_pa
 from vramplan.models.catalogue.hf_config import architecture_from_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.estimate import estimate
 from vramplan.models.memory.activation_terms import Shape, layer_terms
 from vramplan.models.memory.memory import memory_per_gpu
 from vramplan.models.time.flops import forward_flops_per_token, gated_delta_forward_flops
@@ -115,7 +116,7 @@ def test_what_is_not_modelled_is_refused_naming_the_field(job: Job, plan: Plan, 
     assert caught.value.field == field
 
 
-def test_hf_and_deepspeed_estimate_it() -> None:
+def test_hf_and_deepspeed_estimate_it_and_say_what_it_assumes_installed(tmp_path) -> None:
     catalogue = packaged_catalogue()
     gpu = catalogue.gpu("h100-sxm-80gb")
     arch = _arch("qwen3_next")
@@ -123,6 +124,10 @@ def test_hf_and_deepspeed_estimate_it() -> None:
                       (Job(seq_len=4096, method="full", stack="deepspeed"), Plan(gpu=gpu.name, num_gpus=8, zero=3,
                                                                                   recompute="full"))):
         assert memory_per_gpu(arch, job, plan, gpu).total_bytes > 0
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "qwen3_next"}')
+    result = estimate(catalogue, str(path), Job(seq_len=4096, method="lora"), Plan(gpu=gpu.name, num_gpus=8, zero=3), 1e9)
+    assert any("flash-linear-attention and causal-conv1d installed" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize(("kwargs", "named"), [
