@@ -301,7 +301,15 @@ _INDEXER = "DeepSeek Sparse Attention's lightning indexer (its projections and t
 _SPARSE_ATTENTION = f"{_INDEXER}, whose parameters, saved tensors and FLOPs are not modelled"
 _HYPER_CONNECTIONS = f"{_INDEXER} and hyper-connections, whose parameters, saved tensors and FLOPs are not modelled"
 UNMODELLED_FAMILIES: dict[str, str] = {
-    **dict.fromkeys(("kimi_linear", "qwen4_exp", "qwen4_exp_text", "olmo_hybrid"), _LINEAR_ATTENTION),
+    **dict.fromkeys(("kimi_linear",), _LINEAR_ATTENTION),
+    # OlmoHybridGatedDeltaNet: q/k/v/a/b/g projected apart, beta doubled (linear_allow_neg_eigval), its own gated norm
+    "olmo_hybrid": ("Gated DeltaNet layers of its own (q/k/v/a/b/g projected apart, beta doubled, its own gated norm: "
+                    "not Qwen3-Next's linear attention), whose parameters, saved tensors and FLOPs are not modelled"),
+    # Qwen4ExpText*: Qwen3.5's Gated DeltaNet beside a sparse-attention indexer (QSAIndexer), gated-residual
+    # hyper-connections (GatedResidual), n-gram and per-layer embeddings (NGramEmbedding, PLELayer)
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"),
+                    "Qwen3.5's Gated DeltaNet beside a sparse-attention indexer, gated-residual hyper-connections and n-gram "
+                    "and per-layer embeddings, whose parameters, saved tensors and FLOPs are not modelled"),
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
                      "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "lfm3", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
     **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),

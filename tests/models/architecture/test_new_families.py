@@ -256,7 +256,8 @@ def test_qwen2_moe_parts() -> None:
                                                 ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
                                                 ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU"),
                                                 ("glm_moe_dsa", "lightning indexer"), ("deepseek_v4", "hyper-connections"),
-                                                ("qwen4_exp", "Gated DeltaNet"), ("olmo_hybrid", "linear attention"),
+                                                ("qwen4_exp", "sparse-attention indexer"),
+                                                ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
