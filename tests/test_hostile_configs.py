@@ -82,6 +82,14 @@ def test_a_moe_config_without_a_moe_layer_is_one_line(tmp_path, extra):
     assert "no decoder layer is a MoE layer" in line
 
 
+@pytest.mark.parametrize("value", [4, 1.5, True, "0"])
+def test_mlp_only_layers_that_is_no_list_is_one_line(tmp_path, value):
+    # a number here raised a TypeError (len of an int): the hostile-input sweep of 2026-12-06's tenth session
+    line = one_line_error(invoke("estimate", "--model", write(tmp_path, {**SMALL, "model_type": "qwen3_next",
+                                                                          "mlp_only_layers": value})))
+    assert "mlp_only_layers" in line and "list of layer indices" in line
+
+
 @pytest.mark.parametrize("value", ["-5", "-1", "1e300", "11"])
 def test_a_restart_overhead_outside_its_domain_is_one_line(value):
     line = one_line_error(invoke("estimate", "--model", "llama-3.1-8b", "--num-gpus", "8", "--zero", "3",

@@ -209,6 +209,8 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
                                                    "are modelled")
         fields["first_dense_layers"] = leading
     only_dense = c.config.get("mlp_only_layers") or []
+    if not isinstance(only_dense, list):  # a number here raised a TypeError (hostile-input sweep, 2026-12-06)
+        raise c.unsupported("mlp_only_layers", "must be a list of layer indices")
     if only_dense:
         if only_dense != list(range(len(only_dense))):
             raise c.unsupported("mlp_only_layers", "only leading dense layers are modelled")
