@@ -77,6 +77,31 @@ def test_wrapper_configs_read_their_text_config() -> None:
     assert count_params(moe).total == 34_660_610_688
 
 
+# Qwen/Qwen3.5-27B's config.json as the hub serves it (a qwen3_5 wrapper; keys transformers 5.24 does not read
+# kept: attn_output_gate, output_gate_type, mamba_ssm_dtype, the MTP layer's, M-RoPE's sections). transformers
+# builds Qwen3_5ForCausalLM from it: 26,895,998,464 parameters on the meta device (the card's 27B).
+QWEN3_5_27B = {"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"], "tie_word_embeddings": False,
+               "text_config": {"attention_bias": False, "attn_output_gate": True, "full_attention_interval": 4,
+                               "head_dim": 256, "hidden_act": "silu", "hidden_size": 5120, "intermediate_size": 17408,
+                               "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+                               "linear_num_value_heads": 48, "linear_value_head_dim": 128, "mamba_ssm_dtype": "float32",
+                               "max_position_embeddings": 262144, "model_type": "qwen3_5_text",
+                               "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False,
+                               "num_attention_heads": 24, "num_hidden_layers": 64, "num_key_value_heads": 4,
+                               "output_gate_type": "swish", "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-6,
+                               "rope_parameters": {"mrope_interleaved": True, "mrope_section": [11, 11, 10],
+                                                   "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+                                                   "rope_type": "default"},
+                               "tie_word_embeddings": False, "vocab_size": 248320},
+               "vision_config": {"depth": 27, "hidden_size": 1152, "model_type": "qwen3_5"}}
+
+
+def test_qwen3_5_27b_as_published() -> None:
+    arch = architecture_from_config(QWEN3_5_27B, name="qwen3.5-27b", source="config.json")
+    assert count_params(arch).total == 26_895_998_464
+    assert (arch.full_attention_every, arch.partial_rotary_factor, arch.linear_value_heads) == (4, 0.25, 48)
+
+
 # The linear layer's terms against autograd's saved tensors (tests/models/memory/test_saved_tensors_gated_delta.py,
 # the CUDA kernels as CPU stand-ins): b = 2, s = 64, bf16, Qwen3.5's tiny layer (h 64, 2 x 16 key, 4 x 24 value
 # heads) keeps 725,536 bytes, 32 of them exp(A_log) and its negation (per layer, not counted).
