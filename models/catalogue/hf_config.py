@@ -9,7 +9,7 @@ problem is one VramplanError naming the config key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -23,102 +23,22 @@ from vramplan.models.catalogue.hf_families import (
     Family,
 )
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
+from vramplan.models.catalogue.hf_reader import COMMON_KEYS, MISSING, Reader
 from vramplan.models.catalogue.hf_vision import vision_params
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.errors import VramplanError
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "architecture_from_config", "architecture_from_config_file"]
 
-_COMMON_KEYS: dict[str, str | list[str]] = {
-    "num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads",
-    "experts_per_token": "num_experts_per_tok", "attention_dropout": "attention_dropout",
-}
 # Dropout roles (a family's keys name each role it has; Llama's layer has attention dropout only) and the
 # Architecture field each is read into
 _DROPOUT_ROLES = {"residual_dropout": "dropout_prob", "attention_dropout": "attention_dropout_prob",
                   "embedding_dropout": "embedding_dropout_prob"}
-_MISSING = object()
 _SWIGLU_ACTS = ("silu", "swish")
 _GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
 
 
-class _Reader:
-    """Typed access to one config dict through its family's key names and defaults."""
-
-    def __init__(self, config: dict[str, Any], family: Family, source: str, scope: str = "") -> None:
-        # scope: where the decoder's keys are read ("text_config." for a multimodal checkpoint)
-        self.config, self.family, self.source, self.scope = config, family, source, scope
-
-    def _names(self, key: str) -> list[str]:
-        """The config.json keys a part may be read from, first present first; none where the family's
-        config has no such key (Family.keys None: its modeling code never reads it)."""
-        names = self.family.keys[key] if key in self.family.keys else _COMMON_KEYS.get(key, key)
-        return [] if names is None else [names] if isinstance(names, str) else names
-
-    def names(self, key: str) -> bool:
-        """Whether the family reads this part at all (a key of its own in Family.keys): a part one
-        family's modeling code has is never read from another family's file."""
-        return key in self.family.keys
-
-    def has(self, key: str) -> bool:
-        return self.raw(key, _MISSING) is not _MISSING
-
-    def raw(self, key: str, default: Any = None) -> Any:
-        for name in self._names(key):
-            if name in self.config:
-                return self._one_for_every_layer(key, name, self.config[name])
-        return self.family.defaults.get(key, default)
-
-    def _one_for_every_layer(self, key: str, name: str, value: Any) -> Any:
-        """A key the family may give per layer (Family.layer_lists: HunYuan's moe_topk) is one value
-        when every layer's is the same; vramplan models one."""
-        if key not in self.family.layer_lists or not isinstance(value, list):
-            return value
-        if not value or any(isinstance(v, list) or v != value[0] for v in value):
-            raise VramplanError(name, _show(value), f"varies by layer (or is empty); vramplan models one value for "
-                                                    f"every layer (in {self.source})")
-        return value[0]
-
-    def key(self, key: str) -> str:
-        names = self._names(key) or [key]
-        return next((n for n in names if n in self.config), names[0])
-
-    @overload
-    def count(self, key: str, minimum: int = 1, optional: Literal[False] = False) -> int: ...
-
-    @overload
-    def count(self, key: str, minimum: int = 1, *, optional: Literal[True]) -> int | None: ...
-
-    def count(self, key: str, minimum: int = 1, optional: bool = False) -> int | None:
-        value = self.raw(key, _MISSING)
-        if value is _MISSING or (value is None and optional):
-            if optional:
-                return None
-            raise VramplanError("model", self.source, f"config.json lacks {self.scope + self.key(key)!r}"
-                                + (" (a multimodal checkpoint's decoder is read from its text_config)" if self.scope else ""))
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise VramplanError(self.key(key), _show(value), f"must be a whole number >= {minimum} in {self.source}")
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self.raw(key, False)
-        if not isinstance(value, bool):
-            raise VramplanError(self.key(key), _show(value), f"must be true or false in {self.source}")
-        return value
-
-    def number(self, key: str) -> float | None:
-        value = self.raw(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise VramplanError(self.key(key), _show(value), f"must be a number in {self.source}")
-        return float(value)
-
-    def unsupported(self, key: str, why: str) -> VramplanError:
-        return VramplanError(self.key(key), _show(self.raw(key)), f"{why} (in {self.source})")
-
-
-def _mlp_kind(c: _Reader, gated: bool) -> str:
+def _mlp_kind(c: Reader, gated: bool) -> str:
     act = c.raw("hidden_act")
     if gated and act in _SWIGLU_ACTS:
         return "swiglu"
@@ -132,11 +52,11 @@ def _mlp_kind(c: _Reader, gated: bool) -> str:
                                       "relu2 in an MLP without a gate)")
 
 
-def _dropouts(c: _Reader) -> dict[str, float | None]:
+def _dropouts(c: Reader) -> dict[str, float | None]:
     """Each dropout role the family's modeling code has, from its own key; a role it lacks is 0 (nothing kept)."""
     fields: dict[str, float | None] = {}
     for role, field_name in _DROPOUT_ROLES.items():
-        value = c.raw(role) if c.names(role) or role in _COMMON_KEYS else None
+        value = c.raw(role) if c.names(role) or role in COMMON_KEYS else None
         value = 0.0 if value is None else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise c.unsupported(role, "must be a number in [0, 1)")
@@ -147,7 +67,7 @@ def _dropouts(c: _Reader) -> dict[str, float | None]:
     return fields
 
 
-def _global_every(c: _Reader, types: list[Any]) -> int:
+def _global_every(c: Reader, types: list[Any]) -> int:
     """Period N of the global layers in a local/global layer list (layer i global iff (i+1) % N == 0)."""
     is_global = [t == "full_attention" for t in types]
     if not any(is_global):
@@ -158,7 +78,7 @@ def _global_every(c: _Reader, types: list[Any]) -> int:
     return every
 
 
-def _attention_window(c: _Reader, layers: int) -> dict[str, Any]:
+def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
     if c.has("use_sliding_window") and c.flag("use_sliding_window"):
         raise c.unsupported("use_sliding_window", "Qwen sliding windows above max_window_layers are not modelled")
     if c.has("use_sliding_window") or not c.has("sliding_window") or c.raw("sliding_window") is None:
@@ -177,7 +97,7 @@ def _attention_window(c: _Reader, layers: int) -> dict[str, Any]:
             "global_attention_every": every}
 
 
-def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
+def _moe(c: Reader, layers: int, intermediate: int) -> dict[str, Any]:
     # A MoE family's config class builds its experts from the count (nn.ModuleList over num_experts):
     # null there is no model, not a dense one (it read as dense: the hostile-input review of 2026-12-06)
     moe_family = (c.family.defaults.get("num_experts") or 1) > 1 or "num_experts" in c.family.required
@@ -226,7 +146,7 @@ def _moe(c: _Reader, layers: int, intermediate: int) -> dict[str, Any]:
     return fields
 
 
-def _linear_attention(c: _Reader, layers: int) -> dict[str, Any]:
+def _linear_attention(c: Reader, layers: int) -> dict[str, Any]:
     """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): which layers, from layer_types ("linear_attention" /
     "full_attention" per layer, a periodic pattern) or full_attention_interval (what the config classes
     build layer_types from: configuration_qwen3_next.py __post_init__), and their widths."""
@@ -245,12 +165,12 @@ def _linear_attention(c: _Reader, layers: int) -> dict[str, Any]:
         "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel")}}
 
 
-def _rotary_factor(c: _Reader, head_dim: int) -> float:
+def _rotary_factor(c: Reader, head_dim: int) -> float:
     """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else
     MiniMax-M2's legacy rotary_dim over head_dim (MiniMaxM2Config.convert_rope_params_to_dict), else the default."""
     rope = c.config.get("rope_parameters")
     key = c.key("partial_rotary_factor")
-    if any(n in c.config for n in c._names("partial_rotary_factor")):
+    if any(n in c.config for n in c.config_names("partial_rotary_factor")):
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
@@ -267,7 +187,7 @@ def _rotary_factor(c: _Reader, head_dim: int) -> float:
     return float(value)
 
 
-def _falcon_shape(c: _Reader, heads: int) -> dict[str, Any]:
+def _falcon_shape(c: Reader, heads: int) -> dict[str, Any]:
     """FalconConfig: kv heads from new_decoder_architecture / multi_query; 1 or 2 norms (modeling_falcon.py)."""
     if c.flag("alibi"):
         raise c.unsupported("alibi", "ALiBi position biases are not modelled")
@@ -278,7 +198,7 @@ def _falcon_shape(c: _Reader, heads: int) -> dict[str, Any]:
     return {"num_kv_heads": kv, "parallel_attention_mlp": parallel, "norms_per_layer": 2 if two_norms else 1}
 
 
-def _fields(c: _Reader) -> dict[str, Any]:
+def _fields(c: Reader) -> dict[str, Any]:
     for key in c.family.required:  # the config class's None here builds no model (Family.required)
         c.count(key, minimum=0)
     parts = dict(c.family.parts)
@@ -289,7 +209,7 @@ def _fields(c: _Reader) -> dict[str, Any]:
     # 4 x hidden only where the family's config class derives it so (GPT-2 n_inner, Falcon ffn_hidden_size:
     # None); elsewhere a missing width is an error, as a missing hidden_size is (a Llama file without it
     # read 4 x 4096 where LlamaConfig's default is 11008: the hostile-input review of 2026-12-06)
-    derived = c.family.defaults.get("intermediate_size", _MISSING) is None
+    derived = c.family.defaults.get("intermediate_size", MISSING) is None
     intermediate = (c.count("intermediate_size", optional=True) if derived else c.count("intermediate_size")) or 4 * hidden
     attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
     linear_bias, out_key = attention_bias, "attention_bias"
@@ -375,7 +295,7 @@ def architecture_from_config(config: dict[str, Any], name: str, source: str) -> 
     quantization = checkpoint_quantization(config, source)  # top level, also for multimodal checkpoints
     wrapper = config.get("model_type")
     model_type, family, decoder = _family(config, source)
-    reader = _Reader(decoder, family, source, "" if decoder is config else "text_config.")
+    reader = Reader(decoder, family, source, "" if decoder is config else "text_config.")
     fields = _fields(reader)
     fields["checkpoint_quantization"] = quantization
     if isinstance(wrapper, str):  # the wrapper's vision tower and projector (0 for a decoder-only checkpoint)
