@@ -32,7 +32,7 @@ from vramplan.models.core.results import (
     RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import linear_attention_note
+from vramplan.models.memory.linear_attention_terms import linear_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens

@@ -240,8 +240,8 @@ def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
 
 
 # Stacks whose model code is transformers' own, which runs a Gated DeltaNet layer through
-# flash-linear-attention's chunk_gated_delta_rule and causal-conv1d (models/memory/activation_terms.py
-# _linear_attention). Megatron-Core's GatedDeltaNet and Unsloth's patched layers keep other tensors.
+# flash-linear-attention's chunk_gated_delta_rule and causal-conv1d (models/memory/
+# linear_attention_terms.py). Megatron-Core's GatedDeltaNet and Unsloth's patched layers keep other tensors.
 LINEAR_ATTENTION_STACKS = ("hf", "deepspeed", "custom")
 
 

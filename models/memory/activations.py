@@ -40,21 +40,14 @@ from vramplan.models.core.stack_behaviour import (
     LOGITS_RELEASED_STACKS,
 )
 from vramplan.models.core.units import ceil_div
-from vramplan.models.memory.activation_terms import (
-    FP32,
-    Shape,
-    Term,
-    embedding_terms,
-    layer_terms,
-    linear_input_bytes,
-    shared_terms,
-)
+from vramplan.models.memory.activation_terms import embedding_terms, layer_terms, linear_input_bytes, shared_terms
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
 from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks, shard_terms
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers, pipeline_buffer_units, retains_input_grads
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, effective_mode, layer_keep, rank_recomputed, recompute_block
+from vramplan.models.memory.saved_tensors import FP32, Shape, Term
 
 
 @dataclass(frozen=True)

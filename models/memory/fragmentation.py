@@ -27,7 +27,7 @@ import math
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
-from vramplan.models.memory.activation_terms import Shape
+from vramplan.models.memory.saved_tensors import Shape
 
 
 def largest_layer_transient_bytes(arch: Architecture, x: Shape) -> int:

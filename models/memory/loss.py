@@ -45,15 +45,8 @@ from dataclasses import dataclass
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import LOSS_PARALLEL_STACKS
-from vramplan.models.memory.activation_terms import (
-    FP32,
-    INT64,
-    Shape,
-    Term,
-    _norm,
-    loss_backward_extra_bytes,
-    output_terms,
-)
+from vramplan.models.memory.activation_terms import _norm, loss_backward_extra_bytes, output_terms
+from vramplan.models.memory.saved_tensors import FP32, INT64, Shape, Term
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import replace
 from vramplan.models.architecture.parallel import kv_heads_per_rank, microbatches_per_round
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.units import ceil_div
-from vramplan.models.memory.activation_terms import Term
+from vramplan.models.memory.saved_tensors import Term
 
 _TENSOR_REGION = frozenset({
     "attn.q", "attn.kv_repeated", "attn.k_repeated", "attn.v_repeated", "attn.qkv_copies", "attn.c_attn_output",

@@ -34,7 +34,7 @@ from vramplan.models.architecture.params import LayerGroup, LinearModule, layer_
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan, Recompute
 from vramplan.models.core.units import ceil_div
-from vramplan.models.memory.activation_terms import FP32, Shape, Term
+from vramplan.models.memory.saved_tensors import FP32, Shape, Term
 
 OFFLOAD_RESIDENT_LAYERS = 2  # the layer in use and the one being prefetched
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from vramplan.models.architecture.params import layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Method, Plan, Recompute
-from vramplan.models.memory.activation_terms import GDN_CHUNK
+from vramplan.models.memory.linear_attention_terms import GDN_CHUNK
 from vramplan.models.memory.recompute import effective_mode, recomputed_fraction
 
 

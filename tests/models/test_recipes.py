@@ -11,11 +11,11 @@ from helpers.cli import invoke
 from vramplan.models.architecture.params import count_params, layer_linear_modules
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Shape
 from vramplan.models.memory.activations import activations
 from vramplan.models.memory.loss import loss_cost
 from vramplan.models.memory.memory import memory_per_gpu
 from vramplan.models.memory.model_states import frozen_base_bytes, model_states
+from vramplan.models.memory.saved_tensors import Shape
 from vramplan.solver.query_fields import estimate_recompute, job_from_fields
 
 LLAMA8B = packaged_catalogue().architecture("llama-3.1-8b")  # 8,030,261,248 parameters, v = 128256, h = 4096, f = 14336

@@ -5,7 +5,8 @@ statistics in the activation dtype (tests/models/memory/test_saved_tensors*.py).
 from __future__ import annotations
 
 from vramplan.models.architecture.params import layer_group
-from vramplan.models.memory.activation_terms import Shape, layer_terms
+from vramplan.models.memory.activation_terms import layer_terms
+from vramplan.models.memory.saved_tensors import Shape
 
 B, S, E = 2, 64, 2
 

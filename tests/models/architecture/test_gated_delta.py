@@ -12,8 +12,9 @@ from vramplan.models.catalogue.hf_config import architecture_from_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.estimate import estimate
-from vramplan.models.memory.activation_terms import Shape, layer_terms
+from vramplan.models.memory.activation_terms import layer_terms
 from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.memory.saved_tensors import Shape
 from vramplan.models.time.flops import forward_flops_per_token, gated_delta_forward_flops
 
 SMALL_NEXT = {"num_hidden_layers": 8, "hidden_size": 512, "linear_num_key_heads": 4, "linear_num_value_heads": 12,

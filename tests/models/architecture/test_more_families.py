@@ -16,7 +16,8 @@ import pytest
 from vramplan.models.architecture.params import count_params, layer_linear_modules
 from vramplan.models.catalogue.hf_config import architecture_from_config
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.memory.activation_terms import Shape, layer_terms
+from vramplan.models.memory.activation_terms import layer_terms
+from vramplan.models.memory.saved_tensors import Shape
 
 # Shapes of published checkpoints, counted by transformers 5.24 on the meta device (AutoConfig.for_model
 # with these keys): Gemma 2B (2,506,172,416, the count google/gemma-2b's model card rounds to 2.51B),

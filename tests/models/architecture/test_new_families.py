@@ -30,8 +30,9 @@ from vramplan.models.architecture.params import count_params, layer_group, layer
 from vramplan.models.catalogue.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Shape, layer_terms
+from vramplan.models.memory.activation_terms import layer_terms
 from vramplan.models.memory.activations import activations
+from vramplan.models.memory.saved_tensors import Shape
 from vramplan.models.time.flops import forward_flops_per_token
 
 NEW = {"gpt-oss-20b": "gpt_oss", "gpt-oss-120b": "gpt_oss", "glm-4-9b-0414": "glm4", "granite-3.3-8b": "granite",

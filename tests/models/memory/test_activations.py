@@ -9,8 +9,9 @@ from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Shape, layer_terms, output_terms
+from vramplan.models.memory.activation_terms import layer_terms, output_terms
 from vramplan.models.memory.activations import activations
+from vramplan.models.memory.saved_tensors import Shape
 
 MIB = 2**20
 

@@ -14,10 +14,11 @@ import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Shape, layer_terms
+from vramplan.models.memory.activation_terms import layer_terms
 from vramplan.models.memory.activations import activations
 from vramplan.models.memory.loss import compiled_loss, loss_cost
 from vramplan.models.memory.recompute import op_sac_saved_bytes
+from vramplan.models.memory.saved_tensors import Shape
 
 LLAMA = packaged_catalogue().architecture("llama-3.1-8b")
 X = Shape(b=2, s=64, e=2)  # T = 128 tokens, bf16

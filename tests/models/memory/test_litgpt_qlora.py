@@ -20,9 +20,10 @@ from vramplan.models.architecture.quantization import (
     quantised_lm_head_bytes,
 )
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Shape, linear_input_bytes
+from vramplan.models.memory.activation_terms import linear_input_bytes
 from vramplan.models.memory.activations import activations, held_inputs_bytes
 from vramplan.models.memory.model_states import frozen_base_bytes
+from vramplan.models.memory.saved_tensors import Shape
 
 NF4_DQ = WeightFormat("nf4", double_quant=True)
 

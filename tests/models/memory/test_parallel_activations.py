@@ -14,9 +14,9 @@ import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.activation_terms import Term
 from vramplan.models.memory.activations import activations
 from vramplan.models.memory.parallel_activations import inflight_chunks, shard_term
+from vramplan.models.memory.saved_tensors import Term
 
 GPT3 = packaged_catalogue().architecture("gpt3-175b")
 S, H, A, TP = 2048, 12288, 96, 8

@@ -28,8 +28,9 @@ from transformers import AutoConfig  # noqa: E402
 
 from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
 from vramplan.models.core.setup import Job, Plan  # noqa: E402
-from vramplan.models.memory.activation_terms import Shape, Term, layer_terms  # noqa: E402
+from vramplan.models.memory.activation_terms import layer_terms  # noqa: E402
 from vramplan.models.memory.activations import activations  # noqa: E402
+from vramplan.models.memory.saved_tensors import Shape, Term  # noqa: E402
 
 SMALL = {
     "llama-gqa": ("llama", dict(num_hidden_layers=2, hidden_size=96, num_attention_heads=6, num_key_value_heads=2,

@@ -37,7 +37,8 @@ from transformers import AutoConfig  # noqa: E402
 
 from vramplan.models.architecture.params import layer_group  # noqa: E402
 from vramplan.models.catalogue.hf_config import architecture_from_config  # noqa: E402
-from vramplan.models.memory.activation_terms import Shape, layer_terms  # noqa: E402
+from vramplan.models.memory.activation_terms import layer_terms  # noqa: E402
+from vramplan.models.memory.saved_tensors import Shape  # noqa: E402
 
 # family -> {attn: measured / estimated per layer, in layer order}
 RATIOS = {

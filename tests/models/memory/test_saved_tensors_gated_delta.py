@@ -5,7 +5,7 @@ CUDA kernels transformers calls for these layers when installed (flash-linear-at
 causal-conv1d) run as CPU stand-ins that save what their autograd functions save
 (tests/tools/gated_delta_kernels.py); everything around them is transformers' own code. Tiny configs,
 b = 2, s = 64, bf16, one training forward under saved_tensors_hooks: per decoder layer, unique saved
-storages / vramplan's terms (models/memory/activation_terms.py _linear_attention), in layer order (three
+storages / vramplan's terms (models/memory/linear_attention_terms.py), in layer order (three
 linear layers, then a full-attention layer, twice: with one full layer its RoPE cos/sin would be saved
 by that layer alone, where a real model's full layers share them). Dense layers are exact to the byte
 but for 32 bytes a linear layer (exp(A_log) and its negation: per layer, not per token, not counted);

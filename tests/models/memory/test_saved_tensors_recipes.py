@@ -14,9 +14,9 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from vramplan.models.core.catalogue_schema import Architecture  # noqa: E402
 from vramplan.models.core.setup import Job  # noqa: E402
-from vramplan.models.memory.activation_terms import Shape  # noqa: E402
 from vramplan.models.memory.loss import loss_cost  # noqa: E402
 from vramplan.models.memory.recompute import op_sac_saved_bytes  # noqa: E402
+from vramplan.models.memory.saved_tensors import Shape  # noqa: E402
 
 H, HEADS, KV, F_WIDTH, V = 64, 4, 2, 176, 1000
 TINY = Architecture(name="tiny-llama", model_type="llama", num_layers=1, hidden_size=H, num_attention_heads=HEADS,
