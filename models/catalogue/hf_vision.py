@@ -48,14 +48,19 @@ TOWERS = {"gemma3": "siglip_vision_model", "mistral3": "pixtral"}
 MAX_VISION_PARAMS = 10**12  # Architecture.vision_params' bound
 
 
-class _Vision:
-    """Reads vision_config's keys (a missing one: the tower class's default), naming a bad value in one line."""
+# Mistral3Config's projector fields (configuration_mistral3.py), read from the top level of its config.json
+_MISTRAL3_PROJECTOR = {"spatial_merge_size": 2, "multimodal_projector_bias": False}
 
-    def __init__(self, config: dict[str, Any], defaults: dict[str, Any], source: str) -> None:
-        self.config, self.defaults, self.source = config, defaults, source
+
+class _Level:
+    """Reads one level of a config (vision_config's keys, or the wrapper's projector keys: `scope` names
+    where), a missing key taking the class's default, a bad value one line naming the key."""
+
+    def __init__(self, config: dict[str, Any], defaults: dict[str, Any], source: str, scope: str = "vision_config.") -> None:
+        self.config, self.defaults, self.source, self.scope = config, defaults, source, scope
 
     def _bad(self, key: str, why: str) -> VramplanError:
-        return VramplanError("model", self.source, f"vision_config.{key}: {why}")
+        return VramplanError("model", self.source, f"{self.scope}{key}: {why}")
 
     def count(self, key: str) -> int:
         value = self.config.get(key, self.defaults[key])
@@ -70,7 +75,7 @@ class _Vision:
         return value
 
 
-def _siglip_params(v: _Vision) -> tuple[int, int]:
+def _siglip_params(v: _Level) -> tuple[int, int]:
     """(the tower's parameters, its hidden width)."""
     h, f, layers = v.count("hidden_size"), v.count("intermediate_size"), v.count("num_hidden_layers")
     image, patch = v.count("image_size"), v.count("patch_size")
@@ -82,18 +87,11 @@ def _siglip_params(v: _Vision) -> tuple[int, int]:
     return embeddings + layers * layer + 2 * h + head, h
 
 
-def _pixtral_params(v: _Vision) -> tuple[int, int]:
+def _pixtral_params(v: _Level) -> tuple[int, int]:
     h, f, layers = v.count("hidden_size"), v.count("intermediate_size"), v.count("num_hidden_layers")
     layer = 2 * h + 4 * h * h + 3 * h * f
     patch = v.count("patch_size")
     return v.count("num_channels") * patch * patch * h + h + layers * layer, h
-
-
-def _projector_flag(config: dict[str, Any], key: str, default: bool, source: str) -> bool:
-    value = config.get(key, default)
-    if not isinstance(value, bool):
-        raise VramplanError("model", source, f"{key}: must be true or false")
-    return value
 
 
 def _feature_layers(config: dict[str, Any], source: str) -> int:
@@ -130,15 +128,13 @@ def vision_params(model_type: str, config: dict[str, Any], text_hidden: int, sou
 def _tower_and_projector(model_type: str, config: dict[str, Any], raw: dict[str, Any], text_hidden: int,
                          source: str) -> int:
     if model_type == "gemma3":
-        params, h = _siglip_params(_Vision(raw, _SIGLIP_DEFAULTS, source))
+        params, h = _siglip_params(_Level(raw, _SIGLIP_DEFAULTS, source))
         return params + h * text_hidden + h  # mm_input_projection_weight + mm_soft_emb_norm
     defaults = _MISTRAL3_VISION if "vision_config" not in config else _PIXTRAL_DEFAULTS
-    vision = _Vision(raw, defaults, source)
+    vision = _Level(raw, defaults, source)
     params, h = _pixtral_params(vision)
-    merge = config.get("spatial_merge_size", 2)
-    if isinstance(merge, bool) or not isinstance(merge, int) or not 1 <= merge <= 1024:
-        raise VramplanError("model", source, "spatial_merge_size: must be an integer from 1 to 1024")
-    bias = _projector_flag(config, "multimodal_projector_bias", False, source)
+    projector_keys = _Level(config, _MISTRAL3_PROJECTOR, source, scope="")
+    merge, bias = projector_keys.count("spatial_merge_size"), projector_keys.flag("multimodal_projector_bias")
     projector = (h  # norm
                  + h * merge * merge * h  # patch_merger.merging_layer
                  + h * _feature_layers(config, source) * text_hidden + bias * text_hidden  # linear_1
