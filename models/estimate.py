@@ -15,7 +15,7 @@ from vramplan.models.architecture.params import count_params
 from vramplan.models.architecture.quantization import quantization_note, unquantised_experts_note
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack import recompute_layers_conflict
-from vramplan.models.catalogue.stack_contract import plan_refusal, refusal_message
+from vramplan.models.catalogue.stack_contract import architecture_parts, plan_refusal, refusal_message
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
 from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS
 from vramplan.models.core.clock import days_since, today
@@ -216,7 +216,8 @@ def estimate_plan(
         if plan.recompute_layers > chunk:
             raise VramplanError("recompute_layers", plan.recompute_layers,
                                 f"counts layers of a model chunk, and {arch.name}'s hold at most {chunk} on this layout")
-    refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus, arch.model_type)
+    refusal = plan_refusal(load_stack_capabilities()[job.stack], job, plan, offering.num_gpus, arch.model_type,
+                           architecture_parts(arch))
     if refusal is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, refusal))
     memory = memory_per_gpu(arch, job, plan, gpu, offering)

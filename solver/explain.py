@@ -10,7 +10,7 @@ from itertools import combinations, groupby, product
 
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities, load_stacks
 from vramplan.models.catalogue.stack import restacked
-from vramplan.models.catalogue.stack_contract import broader_stacks
+from vramplan.models.catalogue.stack_contract import architecture_parts, broader_stacks
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason, interleaving_reason
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
@@ -227,7 +227,8 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
             yield f"bigger GPUs ({', '.join(bigger)})", query.model_copy(update={"gpus": bigger}), None
     # Another stack, where the job's own runs less parallelism (the recipe defaults follow the stack,
     # as --stack fills them): say which stack runs the fix.
-    for stack in broader_stacks(load_stack_capabilities(), job.stack, space.arch.model_type)[:MAX_OTHER_STACKS]:
+    others = broader_stacks(load_stack_capabilities(), job.stack, space.arch.model_type, architecture_parts(space.arch))
+    for stack in others[:MAX_OTHER_STACKS]:
         yield stack_mitigation(stack), query.model_copy(
             update={"job": restacked(job, stack, load_stacks())}), None
     if job.method == "lora" and "none" not in (load_stack_capabilities()[job.stack].qlora_parallel or {"none"}):

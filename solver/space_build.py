@@ -10,6 +10,7 @@ import logging
 from vramplan.models.architecture.parallel import dense_moe_option_refusal
 from vramplan.models.catalogue.catalogue import Catalogue, load_stack_capabilities
 from vramplan.models.catalogue.stack_contract import (
+    architecture_parts,
     distributed_offload_refusal,
     model_refusal,
     refusal_message,
@@ -101,7 +102,7 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes, arch.model_type)})
     count_index = {n: i for i, n in enumerate(counts)}
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
-    if (unbuilt := model_refusal(load_stack_capabilities()[job.stack], arch.model_type)) is not None:
+    if (unbuilt := model_refusal(load_stack_capabilities()[job.stack], arch.model_type, architecture_parts(arch))) is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, unbuilt))  # --stack any skips the stack
     zero_offloads, precisions = pinned_domains(query)
     if query.pins.num_gpus is not None and (

@@ -239,43 +239,14 @@ def dispatcher_refusal(arch: Architecture, job: Job) -> VramplanError | None:
     return None
 
 
-# Stacks whose model code is transformers' own, which runs a Gated DeltaNet layer through
-# flash-linear-attention's chunk_gated_delta_rule and causal-conv1d (models/memory/
-# linear_attention_terms.py). Megatron-Core's GatedDeltaNet and Unsloth's patched layers keep other tensors.
-LINEAR_ATTENTION_STACKS = ("hf", "deepspeed", "custom")
-
-
-def linear_attention_refusal(arch: Architecture, job: Job, precision: str) -> VramplanError | None:
-    """A Gated DeltaNet model on a stack whose layer is not modelled (named as the stack's refusal, so a
-    search over several stacks leaves it out), or in fp32, which flash-linear-attention's kernel refuses
-    (chunk_gated_delta_rule: `assert q.dtype != torch.float32`)."""
-    if not arch.has_linear_attention:
-        return None
-    if job.stack not in LINEAR_ATTENTION_STACKS:
-        return VramplanError("stack", job.stack, f"is not modelled for {arch.name}'s Gated DeltaNet layers; "
-                                                 f"use {', '.join(LINEAR_ATTENTION_STACKS)}")
-    if precision == "fp32":
+def linear_attention_refusal(arch: Architecture, precision: str) -> VramplanError | None:
+    """A Gated DeltaNet model in fp32, which flash-linear-attention's kernel refuses (chunk_gated_delta_rule:
+    `assert q.dtype != torch.float32`); the stacks that build its layer say so in their contract
+    (catalogues/stack_capabilities.csv unbuilt_parts)."""
+    if arch.has_linear_attention and precision == "fp32":
         return VramplanError("precision", "fp32", f"{arch.name}'s Gated DeltaNet kernel (flash-linear-attention) "
                                                   "runs bf16 or fp16, not fp32")
     return None
-
-
-def megatron_block_refusal(arch: Architecture, job: Job) -> VramplanError | None:
-    """A block Megatron-Core does not build, on the megatron stack (named as the stack's refusal, so
-    `--stack any` leaves it out). Its TransformerLayer runs the MLP on the attention's output
-    (megatron/core/transformer/transformer_layer.py forward: _forward_attention, then _forward_mlp of its
-    hidden states), so no attention and MLP reading one input (GPT-J style: Phi-2, GPT-NeoX, Falcon,
-    Cohere); its norms are LayerNorm or RMSNorm with weights (transformer_config.py `normalization`), so
-    no parameter-free LayerNorm (OLMo 1); and nothing clamps q/k/v (its `qk_clip` rescales weights, MuonClip)."""
-    if job.stack != "megatron":
-        return None
-    part = ("attention and MLP reading one input (a parallel block)" if arch.parallel_attention_mlp
-            else "a LayerNorm without parameters" if arch.norm_kind == "layernorm_noparams"
-            else "q/k/v clamped in place (clip_qkv)" if arch.clip_qkv else None)
-    if part is None:
-        return None
-    return VramplanError("stack", job.stack, f"Megatron-Core does not build {arch.name}'s {part}; use a stack "
-                                             "that runs its Hugging Face code (hf, deepspeed)")
 
 
 def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_per_instance: int) -> None:

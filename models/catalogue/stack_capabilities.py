@@ -18,6 +18,10 @@ from vramplan.models.core.choices import CUDA_GRAPHS, OPTIMIZERS
 from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Stack
 
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
+# Parts of a decoder layer a stack may not build (the `unbuilt_parts` column; stack_contract.architecture_parts
+# names an architecture's): attention and MLP reading one input, a LayerNorm without parameters, q/k/v
+# clamped in place, Gated DeltaNet linear attention.
+ARCHITECTURE_PARTS = ("parallel_block", "parameter_free_norm", "clip_qkv", "gated_delta")
 TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 
@@ -36,6 +40,7 @@ _COUNT_SCOPED = (tuple(f"offload={o}" for o in OFFLOADS) + tuple(f"recompute={r}
 # The columns of words: (what an empty cell reads as, the words a cell may hold).
 _WORD_COLUMNS: dict[str, tuple[str, Collection[str]]] = {
     "offloads": ("", OFFLOADS),
+    "unbuilt_parts": ("", ARCHITECTURE_PARTS),
     "optimizers": ("", OPTIMIZERS),
     "offload_optimizers": ("", OPTIMIZERS),
     "moe_dispatchers": ("alltoall", MOE_DISPATCHERS),
@@ -56,6 +61,8 @@ class StackCapabilities(_Row):
     name: Stack
     # the config.json model_types the stack builds ({"all"}: every family vramplan reads)
     model_types: frozenset[str] = frozenset({"all"})
+    # the layer parts it has no form for, whatever the family (ARCHITECTURE_PARTS; empty: it builds them all)
+    unbuilt_parts: frozenset[str] = frozenset()
     tp: bool
     sequence_parallel: bool
     pp: bool

@@ -16,20 +16,38 @@ multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more me
 
 from __future__ import annotations
 
-from vramplan.models.catalogue.stack_capabilities import StackCapabilities
+from vramplan.models.catalogue.stack_capabilities import ARCHITECTURE_PARTS, StackCapabilities
+from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.choices import NOT_IN_ANY
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.layout_behaviours import AUTOEP_FOLDING_STACKS, SHARDED_MODEL_PARALLEL_STACKS
 from vramplan.models.core.memory_behaviours import MEGATRON_FSDP_STACKS, runs_megatron_fsdp
 from vramplan.models.core.setup import Job, Plan
 
+# How a refusal names each of ARCHITECTURE_PARTS
+_PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading one input)",
+               "parameter_free_norm": "a LayerNorm without parameters", "clip_qkv": "q/k/v clamped in place (clip_qkv)",
+               "gated_delta": "Gated DeltaNet linear attention"}
 
-def model_refusal(caps: StackCapabilities, model_type: str) -> tuple[str, object, str] | None:
+
+def architecture_parts(arch: Architecture) -> frozenset[str]:
+    """Which of ARCHITECTURE_PARTS the architecture's layers have (what a stack's unbuilt_parts is held against)."""
+    has = {"parallel_block": arch.parallel_attention_mlp, "parameter_free_norm": arch.norm_kind == "layernorm_noparams",
+           "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention}
+    return frozenset(part for part in ARCHITECTURE_PARTS if has[part])
+
+
+def model_refusal(caps: StackCapabilities, model_type: str, parts: frozenset[str] = frozenset()
+                  ) -> tuple[str, object, str] | None:
     """The model's family where the stack has no model code for it (a stack review: torchtune v0.6.1
-    was planned for Mixtral at TP 4 and wrote a recipe it has no builder for), or None."""
-    if "all" in caps.model_types or model_type in caps.model_types:
-        return None
-    return "model", model_type, f"{model_type} models (it builds {', '.join(sorted(caps.model_types))})"
+    was planned for Mixtral at TP 4 and wrote a recipe it has no builder for), or a part of its layers
+    the stack has no form for (`parts`: architecture_parts; Megatron-Core builds no parallel block), or None."""
+    if not ("all" in caps.model_types or model_type in caps.model_types):
+        return "model", model_type, f"{model_type} models (it builds {', '.join(sorted(caps.model_types))})"
+    unbuilt = sorted(parts & caps.unbuilt_parts, key=ARCHITECTURE_PARTS.index)
+    if unbuilt:
+        return "model", model_type, f"{_PART_WORDS[unbuilt[0]]}, which {model_type} has"
+    return None
 
 
 def job_refusal(caps: StackCapabilities, job: Job) -> tuple[str, object, str] | None:
@@ -300,14 +318,14 @@ def precision_refusal(caps: StackCapabilities, precision: str, a2a_overlap: bool
 
 
 def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instance: int,
-                 model_type: str) -> tuple[str, object, str] | None:
+                 model_type: str, parts: frozenset[str] = frozenset()) -> tuple[str, object, str] | None:
     """The first thing of this job and plan the stack does not run, or None (the whole contract;
-    `model_type`, the HF config's, where the stack's paths depend on it)."""
+    `model_type`, the HF config's, where the stack's paths depend on it; `parts`, architecture_parts)."""
     # a stack without the overlap is refused it by job_refusal, the rest by what Megatron refuses beside it
     offloading, overlap = job.activation_offload, job.moe_a2a_overlap and caps.moe_a2a_overlap
     # The GPU count before the ZeRO stage: litgpt's QLoRA on 2 GPUs is refused for its count, not
     # for the sharding estimate's default gives several GPUs there (plan_zero).
-    return (model_refusal(caps, model_type) or precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
+    return (model_refusal(caps, model_type, parts) or precision_refusal(caps, plan.precision, overlap) or job_refusal(caps, job)
             or layout_refusal(caps, job.method, plan.layout, offloading, overlap, job.optimizer_in_backward)
             or count_refusal(caps, job.method, plan.num_gpus, gpus_per_instance)
             or distributed_offload_refusal(job, model_type, plan.num_gpus)
@@ -321,15 +339,17 @@ def plan_refusal(caps: StackCapabilities, job: Job, plan: Plan, gpus_per_instanc
 LAYOUT_FEATURES = ("tp", "sequence_parallel", "pp", "vpp", "cp", "ep")
 
 
-def broader_stacks(capabilities: dict[str, StackCapabilities], current: str, model_type: str | None = None) -> list[str]:
+def broader_stacks(capabilities: dict[str, StackCapabilities], current: str, model_type: str | None = None,
+                   parts: frozenset[str] = frozenset()) -> list[str]:
     """Real stacks (not custom) running every parallel feature `current` runs and more, and building
-    the model's family, the broadest first: what an explanation tries when nothing fits the job's own stack."""
+    the model's family and its layers' parts, the broadest first: what an explanation tries when nothing
+    fits the job's own stack."""
     def features(name: str) -> frozenset[str]:
         return frozenset(f for f in LAYOUT_FEATURES if getattr(capabilities[name], f))
 
     mine = features(current)
     broader = [name for name in capabilities if name != current and name not in NOT_IN_ANY and features(name) > mine
-               and (model_type is None or model_refusal(capabilities[name], model_type) is None)]
+               and (model_type is None or model_refusal(capabilities[name], model_type, parts) is None)]
     # the most parallel features first, then what holds the least on the GPU: the deepest offload
     # (parameters, then the optimizer), the most ZeRO stages, the most offloads (stable: catalogue order)
     return sorted(broader, key=lambda name: (-len(features(name)), -_offload_depth(capabilities[name]),

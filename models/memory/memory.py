@@ -12,7 +12,6 @@ from vramplan.models.architecture.parallel import (
     dense_moe_option_refusal,
     dispatcher_refusal,
     linear_attention_refusal,
-    megatron_block_refusal,
     plan_split,
 )
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
@@ -117,9 +116,9 @@ def check_job(arch: Architecture, job: Job, precision: str) -> None:
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
         )
     for refusal in (dense_moe_option_refusal(arch, job), dispatcher_refusal(arch, job),
-                    linear_attention_refusal(arch, job, precision), megatron_block_refusal(arch, job)):
+                    linear_attention_refusal(arch, precision)):
         if refusal is not None:  # an MoE option on a dense model; a dispatcher the stack runs for other models only;
-            raise refusal  # a model whose layers the stack does not build, or are not modelled on it
+            raise refusal  # a precision a model's kernel refuses
 
 
 def check_gpu_precision(gpu: GpuSpec, precision: str) -> None:

@@ -135,10 +135,11 @@ def test_the_recurrence_replaces_attention_flops() -> None:
     (Job(seq_len=4096), Plan(gpu="h100-sxm-80gb", num_gpus=8, cp=2), "cp"),
     (Job(seq_len=4096), Plan(gpu="h100-sxm-80gb", num_gpus=1, precision="fp32"), "precision"),
 ])
-def test_what_is_not_modelled_is_refused_naming_the_field(job: Job, plan: Plan, field: str) -> None:
-    catalogue = packaged_catalogue()
+def test_what_is_not_modelled_is_refused_naming_the_field(tmp_path, job: Job, plan: Plan, field: str) -> None:
+    path = tmp_path / "config.json"  # the stacks' refusals are their contracts' (estimate, as the command runs it)
+    path.write_text('{"model_type": "qwen3_next"}')
     with pytest.raises(VramplanError) as caught:
-        memory_per_gpu(_arch("qwen3_next"), job, plan, catalogue.gpu(plan.gpu))
+        estimate(packaged_catalogue(), str(path), job, plan, 1e9)
     assert caught.value.field == field
 
 

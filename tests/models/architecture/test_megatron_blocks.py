@@ -4,13 +4,15 @@ another stack for them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.catalogue import packaged_catalogue
 
 from vramplan.models.catalogue.hf_config import architecture_from_config
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.memory.memory import memory_per_gpu
+from vramplan.models.estimate import estimate
 from vramplan.solver.api import solve
 from vramplan.solver.query_fields import query_from_fields
 
@@ -22,27 +24,45 @@ GPU = "h100-sxm-80gb"
 ])
 def test_a_parallel_block_is_refused_on_megatron_alone(model: str, part: str) -> None:
     catalogue = packaged_catalogue()
-    arch, plan = catalogue.architecture(model), Plan(gpu=GPU, num_gpus=8, zero=1)
+    plan = Plan(gpu=GPU, num_gpus=8, zero=1)
     with pytest.raises(VramplanError) as caught:
-        memory_per_gpu(arch, Job(seq_len=2048, stack="megatron"), plan, catalogue.gpu(GPU))
+        estimate(catalogue, model, Job(seq_len=2048, stack="megatron"), plan, 1e9)
     assert caught.value.field == "stack" and part in str(caught.value)
-    assert memory_per_gpu(arch, Job(seq_len=2048), plan, catalogue.gpu(GPU)).total_bytes > 0  # hf builds it
+    assert estimate(catalogue, model, Job(seq_len=2048), plan, 1e9).memory.total_bytes > 0  # hf builds it
 
 
 @pytest.mark.parametrize(("config", "part"), [
     ({"model_type": "olmo"}, "LayerNorm without parameters"),
     ({"model_type": "olmoe", "clip_qkv": 8.0}, "clip_qkv"),
 ])
-def test_norms_without_weights_and_clamped_qkv_are_refused_on_megatron(config: dict, part: str) -> None:
-    catalogue = packaged_catalogue()
-    arch = architecture_from_config(config, name=config["model_type"], source="config.json")
+def test_norms_without_weights_and_clamped_qkv_are_refused_on_megatron(tmp_path, config: dict, part: str) -> None:
+    catalogue, job, plan = packaged_catalogue(), Job(seq_len=2048, stack="megatron"), Plan(gpu=GPU, num_gpus=8)
     with pytest.raises(VramplanError) as caught:
-        memory_per_gpu(arch, Job(seq_len=2048, stack="megatron"), Plan(gpu=GPU, num_gpus=8), catalogue.gpu(GPU))
+        estimate(catalogue, _config(tmp_path, config), job, plan, 1e9)
     assert part in str(caught.value)
     # OLMoE as published (clip_qkv null) is a block Megatron builds (Megatron-Bridge's OlmoeBridge)
-    olmoe = architecture_from_config({"model_type": "olmoe"}, name="olmoe", source="config.json")
-    assert memory_per_gpu(olmoe, Job(seq_len=2048, stack="megatron"), Plan(gpu=GPU, num_gpus=8),
-                          catalogue.gpu(GPU)).total_bytes > 0
+    assert estimate(catalogue, _config(tmp_path, {"model_type": "olmoe"}), job, plan, 1e9).memory.total_bytes > 0
+
+
+def _config(tmp_path, config: dict) -> str:
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_an_explanation_does_not_try_a_stack_that_cannot_build_the_layers() -> None:
+    """broader_stacks holds each stack's unbuilt_parts against the architecture: Qwen3-Next's hf solve that
+    nothing fits tried `--stack megatron`, which has no form for its Gated DeltaNet layers."""
+    from vramplan.models.catalogue.catalogue import load_stack_capabilities
+    from vramplan.models.catalogue.stack_contract import architecture_parts, broader_stacks
+
+    caps = load_stack_capabilities()
+    nxt = architecture_from_config({"model_type": "qwen3_next"}, name="n", source="config.json")
+    assert architecture_parts(nxt) == {"gated_delta"}
+    assert "megatron" in broader_stacks(caps, "hf", "qwen3_next")
+    assert "megatron" not in broader_stacks(caps, "hf", "qwen3_next", architecture_parts(nxt))
+    pythia = packaged_catalogue().architecture("pythia-6.9b")
+    assert "megatron" not in broader_stacks(caps, "hf", "gpt_neox", architecture_parts(pythia))
 
 
 def test_any_stack_leaves_megatron_out_for_a_parallel_block() -> None:
