@@ -260,6 +260,18 @@ HF_PARAM_COUNTS: dict[str, dict[str, int]] = {
         "lm_head": 926_679_040,
         "active": 37_552_282_624,
     },
+    # deepseek-ai/DeepSeek-V3.2-Exp: DeepSeek-V3's shape with a lightning indexer in each of the 61 layers
+    # (13,959,424 parameters a layer: wq_b, wk, k_norm, weights_proj); the card's 671B / 37B. transformers
+    # builds no MTP module here either.
+    "deepseek-v3.2": {
+        "total": 671_877_929_216,
+        "embedding": 926_679_040,
+        "per_layer": 597_442_816,
+        "layers": 670_024_563_968,
+        "final_norm": 7_168,
+        "lm_head": 926_679_040,
+        "active": 38_403_807_488,
+    },
     # deepseek-ai/DeepSeek-V2-Lite model card: 15.7B total, 2.4B activated; 2,661,150,208 here
     # counts the 0.42B of embedding + lm_head as activated (the card's figure leaves part of them out).
     "deepseek-v2-lite": {

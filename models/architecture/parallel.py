@@ -259,6 +259,11 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
         field_name, value = ("tp", tp) if tp > 1 else ("cp", cp)
         raise VramplanError(field_name, value, f"{arch.name}'s Gated DeltaNet layers are modelled without tensor or "
                                                "context parallelism (tp = cp = 1)")
+    if arch.has_indexer and cp > 1:
+        # transformers' DeepSeek-V3.2 / GLM-5 indexer scores each query against the whole sequence it holds;
+        # no stack that builds its layer splits that sequence (Megatron-Core's DSA is not the one modelled)
+        raise VramplanError("cp", cp, f"{arch.name}'s DeepSeek Sparse Attention is modelled without context "
+                                      "parallelism (cp = 1)")
     if tp > 1:
         if tp > gpus_per_instance:
             raise VramplanError("tp", tp, f"TP stays inside one instance's NVLink domain ({gpus_per_instance} GPUs of {gpu.name})")

@@ -22,6 +22,11 @@ family only names the modules (`_MODULE_NAMES`, the attribute names of transform
   (h -> 2 key + 2 value) and in_proj_ba (h -> 2 value heads), or in_proj_qkv / _z / _b / _a apart, and
   out_proj, without biases; a depthwise conv over q/k/v, dt_bias, A_log and the gated norm's weight.
   Their full-attention layers' q_proj emits the output gate too (attention_gate_in_q: h -> 2 a d).
+- DeepSeek Sparse Attention (DeepSeek-V3.2 `modeling_deepseek_v32.py` DeepseekV32Indexer, GLM-5
+  `modeling_glm_moe_dsa.py` GlmMoeDsaIndexer): every layer's lightning indexer, wq_b (q_lora_rank ->
+  index heads x index head width), wk (h -> index head width), k_norm (a LayerNorm: weight and bias)
+  and weights_proj (h -> index heads), none with a bias (indexer_params). transformers runs the
+  indexer under torch.no_grad, so no FLOPs of backward and no LoRA target (models/time/flops.py).
 - a multimodal checkpoint's vision tower and projector (Architecture.vision_params,
   models/catalogue/hf_vision.py): counted in the total beside the embedding, never active.
 Tests compare every catalogue row against counts from transformers itself (tests/golden_params.py).
@@ -252,16 +257,28 @@ def norm_params(arch: Architecture, width: int | None = None) -> int:
     return {"layernorm": 2 * width, "layernorm_noparams": 0}.get(arch.norm_kind, width)
 
 
+def indexer_params(arch: Architecture) -> int:
+    """One layer's DeepSeek Sparse Attention indexer (0 without one): wq_b, wk, the LayerNorm k_norm
+    (weight and bias, whatever the model's norm kind: nn.LayerNorm(index_head_dim)) and weights_proj."""
+    if not arch.has_indexer:
+        return 0
+    heads, width = arch.index_heads, arch.index_head_dim
+    return arch.q_lora_rank * heads * width + arch.hidden_size * width + 2 * width + arch.hidden_size * heads
+
+
 def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     """Parameters of one layer outside its linears: its block norms, MLA's two latent norms, QK
-    norms, and attention sinks (one per head); a Gated DeltaNet layer's depthwise convolution over
-    q, k and v (conv_dim x kernel, no bias), dt_bias and A_log (one per value head) and the gated
-    RMSNorm's weight (one value head wide, shared by the heads: Qwen3NextRMSNormGated(head_v_dim))."""
+    norms, attention sinks (one per head) and a DeepSeek Sparse Attention indexer (indexer_params:
+    matrices too, but outside the linears LoRA adapts and FLOPs count twice for the backward); a
+    Gated DeltaNet layer's depthwise convolution over q, k and v (conv_dim x kernel, no bias), dt_bias
+    and A_log (one per value head) and the gated RMSNorm's weight (one value head wide, shared by the
+    heads: Qwen3NextRMSNormGated(head_v_dim))."""
     if group.linear:
         key, value = linear_attention_widths(arch)
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
-    total = arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
+    total = (arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
+             + indexer_params(arch))
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm == "head":

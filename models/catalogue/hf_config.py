@@ -165,6 +165,33 @@ def _linear_attention(c: Reader, layers: int) -> dict[str, Any]:
         "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel")}}
 
 
+def _sparse_indexer(c: Reader, layers: int, glm_schedule: bool) -> dict[str, Any]:
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the indexer's heads, head width and top-k. GLM-5's
+    config may let layers reuse the previous full layer's top-k ("shared": no indexer of their own), from
+    indexer_types, index_topk_pattern ("F" / "S" per layer) or index_topk_freq / index_skip_topk_offset, as
+    GlmMoeDsaConfig.__post_init__ builds indexer_types; vramplan models an indexer in every layer."""
+    fields = {key: c.count(key) for key in ("index_heads", "index_head_dim", "index_topk")}
+    if not glm_schedule:
+        return fields
+    config = c.config
+    if config.get("indexer_types") is not None:
+        key, types = "indexer_types", config["indexer_types"]
+    elif config.get("index_topk_pattern") is not None:
+        key, pattern = "index_topk_pattern", config["index_topk_pattern"]
+        types = [{"F": "full", "S": "shared"}.get(p, p) for p in pattern] if isinstance(pattern, str) else pattern
+    else:
+        key, freq, offset = "index_topk_freq", config.get("index_topk_freq", 1), config.get("index_skip_topk_offset", 2)
+        for name, value in (("index_topk_freq", freq), ("index_skip_topk_offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise VramplanError(name, _show(value), f"must be a whole number in {c.source}")
+        types = ["full" if max(i - offset + 1, 0) % max(freq, 1) == 0 else "shared" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(t != "full" for t in types):
+        raise VramplanError(key, _show(config.get(key)), f"layers that reuse another layer's top-k (shared) are not "
+                                                         f"modelled: every one of the {layers} layers must run its own "
+                                                         f"indexer (full) (in {c.source})")
+    return fields
+
+
 def _rotary_factor(c: Reader, head_dim: int) -> float:
     """partial_rotary_factor / rotary_pct from config.json, else transformers 5's rope_parameters, else
     MiniMax-M2's legacy rotary_dim over head_dim (MiniMaxM2Config.convert_rope_params_to_dict), else the default."""
@@ -244,6 +271,8 @@ def _fields(c: Reader) -> dict[str, Any]:
         fields.update(num_kv_heads=heads, q_lora_rank=c.count("q_lora_rank", optional=True) or 0,
                       kv_lora_rank=c.count("kv_lora_rank"), qk_rope_head_dim=c.count("qk_rope_head_dim"),
                       head_dim=c.count("qk_nope_head_dim") + c.count("qk_rope_head_dim"), v_head_dim=c.count("v_head_dim"))
+    if parts.pop("sparse_indexer", False):
+        fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
     if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
         parts["parallel_attention_mlp"] = False

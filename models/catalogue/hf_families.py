@@ -298,7 +298,9 @@ _LINEAR_ATTENTION = ("layers of linear attention other than Qwen3-Next's and Qwe
 _RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
 _PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
 _INDEXER = "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection)"
-_SPARSE_ATTENTION = f"{_INDEXER}, whose parameters, saved tensors and FLOPs are not modelled"
+_SPARSE_ATTENTION = ("a lightning indexer of its own (its query projected from a LayerNorm of the hidden state, not from "
+                     "MLA's query latent as DeepSeek-V3.2's and GLM-5's) and a position-dependent softmax scale, whose "
+                     "parameters, saved tensors and FLOPs are not modelled")
 _HYPER_CONNECTIONS = f"{_INDEXER} and hyper-connections, whose parameters, saved tensors and FLOPs are not modelled"
 UNMODELLED_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("kimi_linear",), _LINEAR_ATTENTION),
@@ -313,9 +315,9 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
                      "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "lfm3", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
     **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),
-    # modeling_<type>.py <Name>Indexer (DeepseekV32Indexer, GlmMoeDsaIndexer, MistralLarge4TextIndexer): its own
-    # q/k projections, weights and top-k token selection
-    **dict.fromkeys(("deepseek_v32", "glm_moe_dsa", "mistral_large4", "mistral_large4_text"), _SPARSE_ATTENTION),
+    # modeling_mistral_large4.py MistralLarge4TextIndexer (wq_b reads q_input_norm(hidden_states)) and
+    # MistralLarge4TextSoftmaxScaling; DeepSeek-V3.2's and GLM-5's indexer is modelled (hf_moe_families.py)
+    **dict.fromkeys(("mistral_large4", "mistral_large4_text"), _SPARSE_ATTENTION),
     # DeepseekV4/HYV4/Glm5NextText: an indexer beside hyper-connections (HyperConnection, HyperHead), and
     # DeepSeek-V4's attention compressors (CSACompressor, HCACompressor) or GLM-5-Next's linear attention
     **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"), _HYPER_CONNECTIONS),

@@ -49,3 +49,8 @@ GATED_DELTA_DEFAULTS = {**QWEN_DEFAULTS, "head_dim": 256, "partial_rotary_factor
                         "linear_conv_kernel": 4, "full_attention_every": 4}
 GATED_DELTA_PARTS = {"linear_attention": True, "norm_kind": "rmsnorm_offset", "qk_norm": "head",
                      "attention_output_gate": True, "attention_gate_in_q": True}
+
+# DeepSeek Sparse Attention (configuration_deepseek_v32.py, configuration_glm_moe_dsa.py): the lightning indexer's
+# heads, head width and the keys it keeps per query
+DSA_KEYS: Keys = {"index_heads": "index_n_heads", "index_head_dim": "index_head_dim", "index_topk": "index_topk"}
+DSA_PARTS = {**MLA_PARTS, "sparse_indexer": True}

@@ -5,6 +5,8 @@ routed experts in some or all layers, with their routers' and shared experts' pa
 from __future__ import annotations
 
 from vramplan.models.catalogue.hf_family_parts import (
+    DSA_KEYS,
+    DSA_PARTS,
     GATED_DELTA_DEFAULTS,
     GATED_DELTA_KEYS,
     GATED_DELTA_PARTS,
@@ -89,6 +91,35 @@ MOE_FAMILIES: dict[str, Family] = {
     "deepseek_v3": Family(keys=MLA_KEYS, defaults={**LLAMA_DEFAULTS, **MLA_DEFAULTS, "max_position_embeddings": 4096,
                                                     "first_dense_layers": 3, "shared_experts": 1, "num_experts": 256,
                                                     "experts_per_token": 8, "moe_intermediate_size": 2048}, parts=MLA_PARTS),
+    # DeepSeek-V3.2 (configuration_deepseek_v32.py / modeling_deepseek_v32.py, its defaults the published
+    # deepseek-ai/DeepSeek-V3.2-Exp shape): DeepSeek-V3's layer (MLA with a query latent, which the indexer
+    # reads too; first_k_dense_replace dense layers; shared and routed experts behind a sigmoid router on an
+    # fp32 copy of its input) with DeepSeek Sparse Attention in every layer: a lightning indexer of
+    # index_n_heads x index_head_dim scores every key under torch.no_grad and keeps index_topk per query,
+    # which SDPA / eager attention apply as a mask (DeepseekV32Attention.forward).
+    "deepseek_v32": Family(
+        keys={**MLA_KEYS, **DSA_KEYS},
+        defaults={**LLAMA_DEFAULTS, **MLA_DEFAULTS, "max_position_embeddings": 163840, "vocab_size": 129280,
+                  "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_layers": 61,
+                  "num_attention_heads": 128, "num_kv_heads": 128, "shared_experts": 1, "num_experts": 256,
+                  "experts_per_token": 8, "first_dense_layers": 3, "index_heads": 64, "index_head_dim": 128,
+                  "index_topk": 2048},
+        parts=DSA_PARTS,
+    ),
+    # GLM-5 (configuration_glm_moe_dsa.py / modeling_glm_moe_dsa.py, its defaults documented as zai-org/GLM-5):
+    # DeepSeek-V3.2's layer (GlmMoeDsaAttention, GlmMoeDsaIndexer with interleaved RoPE, DeepSeek-V3's MoE
+    # block), mlp_layer_types naming the dense layers; indexer_types may let a layer reuse the previous
+    # layer's top-k ("shared"), which is refused (models/catalogue/hf_config.py _sparse_indexer).
+    "glm_moe_dsa": Family(
+        keys={**MLA_KEYS, **DSA_KEYS},
+        defaults={**LLAMA_DEFAULTS, **MLA_DEFAULTS, "max_position_embeddings": 202752, "vocab_size": 154880,
+                  "hidden_size": 6144, "intermediate_size": 12288, "moe_intermediate_size": 2048, "num_layers": 78,
+                  "num_attention_heads": 64, "num_kv_heads": 64, "shared_experts": 1, "num_experts": 256,
+                  "experts_per_token": 8, "first_dense_layers": 3, "kv_lora_rank": 512, "q_lora_rank": 2048,
+                  "qk_rope_head_dim": 64, "v_head_dim": 256, "qk_nope_head_dim": 192, "index_heads": 32,
+                  "index_head_dim": 128, "index_topk": 2048},
+        parts={**DSA_PARTS, "indexer_types": True},
+    ),
     # Llama 4: MoE every interleave_moe_layer_step-th layer (top-1 routed + a shared expert of
     # intermediate_size), dense layers of intermediate_size_mlp; chunked attention with RoPE and an
     # unweighted L2 QK norm on 3 of every 4 layers, global NoPE attention on the 4th.

@@ -201,7 +201,7 @@ ModelType = Literal[
     "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
-    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
+    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
 ]
 
 
@@ -302,6 +302,13 @@ class Architecture(_Row):
     attention_gate_in_q: bool = Field(
         default=False, description="the attention_output_gate's gate comes out of q_proj (h -> 2 x heads x head_dim: "
                                    "Qwen3-Next, Qwen3.5), not a gate_proj of its own")
+    index_heads: Count = Field(
+        default=0, ge=0, le=65_536,
+        description="DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads in every layer; "
+                    "0 = no indexer")
+    index_head_dim: Count = Field(default=0, ge=0, le=65_536, description="DeepSeek Sparse Attention: the indexer's head width")
+    index_topk: Count = Field(default=0, ge=0, le=10_000_000,
+                              description="DeepSeek Sparse Attention: the keys each query attends to, chosen by the indexer")
     vision_params: Count = Field(
         default=0, ge=0, le=10**12,
         description="parameters a multimodal checkpoint loads beside the decoder (its vision tower and projector: "
@@ -342,6 +349,12 @@ class Architecture(_Row):
                                 f"must be a multiple of linear_key_heads={self.linear_key_heads}")
         if self.full_attention_every and self.local_attention != "none":
             raise VramplanError("local_attention", self.local_attention, "is not modelled beside linear attention")
+        if bool(self.index_heads) != bool(self.index_head_dim) or bool(self.index_heads) != bool(self.index_topk):
+            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention needs index_heads, "
+                                "index_head_dim and index_topk > 0, or none of them")
+        if self.index_heads and not (self.q_lora_rank and self.qk_rope_head_dim < self.index_head_dim):
+            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention's indexer reads MLA's query "
+                                "latent: it needs q_lora_rank > 0 and index_head_dim wider than qk_rope_head_dim")
         if self.attention_gate_in_q and not self.attention_output_gate:
             raise VramplanError("attention_gate_in_q", True, "needs attention_output_gate")
         if self.is_moe and not any(self.layer_is_moe(i) for i in range(self.num_layers)):
@@ -394,6 +407,11 @@ class Architecture(_Row):
     def layer_is_linear(self, index: int) -> bool:
         """A Gated DeltaNet layer (not full attention)."""
         return self.has_linear_attention and (index + 1) % self.full_attention_every != 0
+
+    @property
+    def has_indexer(self) -> bool:
+        """DeepSeek Sparse Attention: every layer's lightning indexer picks the keys its MLA attends to."""
+        return self.index_heads > 0
 
     def layer_is_local(self, index: int) -> bool:
         every = self.global_attention_every

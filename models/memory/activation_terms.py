@@ -33,6 +33,7 @@ from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 from vramplan.models.memory.linear_attention_terms import linear_attention_terms
 from vramplan.models.memory.saved_tensors import BOOL, FP32, INT64, Shape, Term
+from vramplan.models.memory.sparse_attention_terms import index_mask_terms
 
 PER_LAYER_ROPE = ("per_layer", "per_layer_fp32")  # RoPE tables each layer copies (Architecture.rope_tables)
 
@@ -120,7 +121,10 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
     concatenated = arch.rope_tables in ("half", "per_layer") or arch.partial_rotary_factor < 1
-    head_major = arch.fused_qkv or concatenated
+    # MLA concatenates q's nope and rope parts of the head-major q_b_proj view (DeepseekV3Attention:
+    # torch.cat((q_pass, q_rot), dim=-1)): measured under CPU SDPA's fused kernel where q/k and v are
+    # equally wide (tests/models/memory/test_saved_tensors_sparse_attention.py)
+    head_major = arch.fused_qkv or concatenated or arch.is_mla
     if head_major and rotated and attention == "flash" and kernels == "eager":
         # RoPE on a view of the fused projection (NeoX, Phi-3), or RoPE that concatenates its parts,
         # writes q head-major, so SDPA's output comes back head-major and reshaping it for the output
@@ -146,6 +150,7 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         if dropout:
             core += [Term("attn.dropout_mask", BOOL * scores, attention_core=True),
                      Term("attn.dropout_output", e * scores, attention_core=True)]
+    core += index_mask_terms(arch, attention, x)  # DeepSeek Sparse Attention's top-k mask, saved by masked SDPA
     return qkv + core + out
 
 

@@ -48,6 +48,7 @@ from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers, pipel
 from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.recompute import OFFLOAD_RESIDENT_LAYERS, effective_mode, layer_keep, rank_recomputed, recompute_block
 from vramplan.models.memory.saved_tensors import FP32, Shape, Term
+from vramplan.models.memory.sparse_attention_terms import causal_mask_bytes, indexer_transient_bytes
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,18 @@ def held_inputs_bytes(arch: Architecture, job: Job, x: Shape) -> int:
     return layers + x.e * x.t * arch.hidden_size
 
 
+def _indexer_rebuilt_bytes(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape) -> int:
+    """What a layer's full recompute has rebuilt when its DeepSeek Sparse Attention indexer runs: its terms
+    before the attention's q (the norm, MLA's latents and their linear inputs), with the layer's output
+    gradient in flight (measured: tests/models/memory/test_saved_tensors_sparse_attention.py). 0 without
+    an indexer or full recompute (the forward's peak then sits on the layers' kept activations)."""
+    if not arch.has_indexer or effective_mode(job, plan) != "full":
+        return 0
+    names = [t.name for t in terms]
+    first = names.index("attn.q") if "attn.q" in names else len(terms)
+    return sum(t.num_bytes for t in terms[:first]) + x.e * x.t * arch.hidden_size
+
+
 def layer_backward_temporaries(
     arch: Architecture, x: Shape, group: LayerGroup | None = None, tp: int = 1, sequence_parallel: bool = False
 ) -> int:
@@ -208,15 +221,23 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
     gathered = sp and job.stack in GATHERED_SP_INPUT_STACKS  # DTensor SP saves gathered linear inputs
     dequant_layer, dequant_head = dequantised_weight_bytes(arch, job, x.e, plan.precision)
     dequant_layer = ceil_div(dequant_layer, tp)  # the rank's TP shard of the matrix
+    # HF keeps the 4-D causal mask alive in the checkpoint closures: the eager one, and the one a DeepSeek
+    # Sparse Attention model always builds (models/memory/sparse_attention_terms.py)
+    closure_mask = plan.recompute == "full" and (causal_mask_bytes(arch, job.attention, x) > 0
+                                                 or (job.kernels == "eager" and job.attention == "eager"))
+    # a DeepSeek Sparse Attention layer's indexer holds its fp32 scores in its forward (and its recompute),
+    # whole on every TP rank (transformers' tp_plan leaves the indexer replicated)
+    indexer = indexer_transient_bytes(arch, job.attention, x, mask_counted=closure_mask)
     for group in layer_groups(arch):
         group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp, gathered)
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
         peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer
+        peak = max(peak, indexer + _indexer_rebuilt_bytes(arch, job, plan, group_terms, x))
         kinds.append((group_terms, keep, peak))
     terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
     shared = _sum(shared_terms(arch, x, job.kernels))
-    if plan.recompute == "full" and job.kernels == "eager" and job.attention == "eager":
-        shared += x.e * x.b * x.s * x.s  # HF keeps the 4-D causal mask alive in the checkpoint closure
+    if closure_mask:
+        shared += causal_mask_bytes(arch, job.attention, x) or x.e * x.b * x.s * x.s
     loss = loss_cost(arch, job, x)
     # torch's loss_parallel backward (models/memory/loss.py), with the stage output kept under PP and
     # the logits deleted without it: a micro-batch's terms do not know pp, stage_activations picks
@@ -241,8 +262,8 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         recompute_block=recompute_block(job, plan) if effective_mode(job, plan) == "full" else None,
         largest_layer_bytes=max(keep.largest_bytes for _, keep, _ in kinds),
         activation_offload=job.activation_offload,
-        fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, 0), tp),
-        last_fragmentation_bytes=ceil_div(fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes), tp),
+        fragmentation_bytes=fragmentation_reserve_bytes(arch, job, x, 0, tp),
+        last_fragmentation_bytes=fragmentation_reserve_bytes(arch, job, x, loss.largest_transient_bytes, tp),
         # litgpt QLoRA: one GPU, no TP/PP (stack capabilities); Megatron's MoE all-to-all overlap
         held_bytes=held_inputs_bytes(arch, job, x) + a2a_pair_bytes(job, largest_keep.per_layer_bytes),
         output_released=job.stack in LOGITS_RELEASED_STACKS,

@@ -27,7 +27,9 @@ import math
 
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
+from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.saved_tensors import Shape
+from vramplan.models.memory.sparse_attention_terms import indexer_largest_block_bytes
 
 
 def largest_layer_transient_bytes(arch: Architecture, x: Shape) -> int:
@@ -35,6 +37,10 @@ def largest_layer_transient_bytes(arch: Architecture, x: Shape) -> int:
     return x.e * x.t * arch.experts_per_token * arch.intermediate_size
 
 
-def fragmentation_reserve_bytes(arch: Architecture, job: Job, x: Shape, loss_transient_bytes: int) -> int:
+def fragmentation_reserve_bytes(arch: Architecture, job: Job, x: Shape, loss_transient_bytes: int, tp: int = 1) -> int:
+    """The reserve on one rank of a TP group: the layers' f-wide gradients and the vocab-parallel loss's
+    blocks are / tp; a DeepSeek Sparse Attention indexer's largest fp32 tensor (whole on every rank:
+    models/memory/sparse_attention_terms.py) is one block of its own."""
     largest = max(loss_transient_bytes, largest_layer_transient_bytes(arch, x))
-    return math.ceil(job.fragmentation_fraction * largest)
+    sharded = ceil_div(math.ceil(job.fragmentation_fraction * largest), tp)
+    return max(sharded, math.ceil(job.fragmentation_fraction * indexer_largest_block_bytes(arch, x)))

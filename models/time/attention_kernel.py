@@ -27,7 +27,7 @@ from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.catalogue.stack import AttentionKernel
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
-from vramplan.models.time.flops import forward_flops_per_token, plan_flops_per_token
+from vramplan.models.time.flops import forward_flops_per_token, indexer_forward_flops, plan_flops_per_token
 
 # FlashAttention-3 paper (arXiv:2407.08608) Fig. 5, "Attention forward speed, head dim 128 (H100 80GB
 # SXM5)", causal, seq 8k: FlashAttention-2 333, cuDNN 529 TFLOPS.
@@ -60,8 +60,9 @@ def attention_flops_per_token(arch: Architecture, job: Job, plan: Plan) -> tuple
     hardware FLOPs less the linears' (recompute included) and the logits' passes."""
     flops = plan_flops_per_token(arch, job, plan)
     layers, attention, logits = forward_flops_per_token(arch, job.seq_len)
-    passes = (flops.model - 3 * attention) / (layers + logits)  # 3 for full training, 2 for LoRA (flops.py)
-    executed = flops.hardware - flops.linear - passes * logits  # 3 x attention + its recomputed forward
+    indexer, _ = indexer_forward_flops(arch, job.seq_len)  # a DeepSeek Sparse Attention indexer: forward only
+    passes = (flops.model - indexer - 3 * attention) / (layers + logits)  # 3 for full training, 2 for LoRA (flops.py)
+    executed = flops.hardware - flops.indexer - flops.linear - passes * logits  # 3 x attention + its recomputed forward
     return executed - 2 * attention, 2 * attention
 
 

@@ -33,6 +33,10 @@ class FlopsPerToken:
     forward: int = 0  # the forward pass alone (once): what forward-phase traffic can hide behind
     linear: int = 0  # the decoder's linear GEMMs of `hardware` (recompute included): what fp8 runs in fp8
     expert: int = 0  # the routed experts' GEMMs of `linear` (models/time/moe_gemm.py times their shape)
+    # a DeepSeek Sparse Attention indexer's forward in `hardware` (recompute included; no backward), and of
+    # it the scores' fp32 matmuls, which run at the GPU's fp32 rate (models/time/performance.py)
+    indexer: int = 0
+    fp32: int = 0
 
     @property
     def forward_share(self) -> float:
@@ -72,6 +76,22 @@ def gated_delta_forward_flops(arch: Architecture) -> int:
     return arch.linear_value_heads * (6 * c * k + 4 * c * v + 6 * k * v)
 
 
+def indexer_forward_flops(arch: Architecture, seq_len: int) -> tuple[int, int]:
+    """(all, of which fp32 scores) forward FLOPs per token of the whole model's DeepSeek Sparse Attention
+    indexers (0, 0 without): per layer its projections, wq_b from the query latent, wk and weights_proj
+    (2 q_lora_rank H d + 2 h d + 2 h H), and its scores against every key of the sequence, the full
+    square (the top-k needs them all): q.float() @ k.float() (2 H d s, fp32 operands: a full-precision
+    matmul unless TF32 is enabled, which neither torch nor the HF Trainer does by default) and the
+    heads' weighted sum (2 H s). transformers runs it under torch.no_grad (modeling_deepseek_v32.py
+    DeepseekV32Indexer.forward): no backward."""
+    if not arch.has_indexer:
+        return 0, 0
+    heads, width, h = arch.index_heads, arch.index_head_dim, arch.hidden_size
+    projections = 2 * (arch.q_lora_rank * heads * width + h * width + h * heads)
+    scores = 2 * heads * width * seq_len
+    return arch.num_layers * (projections + scores + 2 * heads * seq_len), arch.num_layers * scores
+
+
 @lru_cache(maxsize=4096)
 def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int, int]:
     """(layer matmuls, attention scores+values, logits) forward FLOPs per token, whole model.
@@ -104,10 +124,13 @@ def training_flops_over_recomputes(arch: Architecture, seq_len: int, recomputes:
     passes = 3 if method == "full" else 2
     model = passes * (layers + logits) + 3 * attention
     experts = 2 * _routed_expert_weights(arch)  # forward FLOPs; recompute re-runs them in extra_linear's share
+    indexer, indexer_fp32 = indexer_forward_flops(arch, seq_len)  # forward only: counted once in the model's
     flops = []
     for recompute, fraction in recomputes:
+        rerun = 0  # of the indexer: full recompute re-runs each checkpointed layer's forward, indexer included
         if recompute == "full":
             extra, extra_linear = round((layers + attention) * fraction), round(layers * fraction)
+            rerun = round(indexer * fraction)
         elif recompute == "selective":
             extra, extra_linear = attention, 0
         elif recompute == "op":  # torchtitan per-op SAC re-runs every second matmul (models/memory/recompute.py)
@@ -115,8 +138,10 @@ def training_flops_over_recomputes(arch: Architecture, seq_len: int, recomputes:
         else:
             extra = extra_linear = 0
         expert = passes * experts + (extra_linear * experts // layers if layers else 0)
-        flops.append(FlopsPerToken(model=model, hardware=model + extra, forward=layers + attention + logits,
-                                   linear=passes * layers + extra_linear, expert=expert))
+        flops.append(FlopsPerToken(model=model + indexer, hardware=model + indexer + extra + rerun,
+                                   forward=layers + attention + logits + indexer, linear=passes * layers + extra_linear,
+                                   expert=expert, indexer=indexer + rerun,
+                                   fp32=indexer_fp32 + (rerun * indexer_fp32 // indexer if indexer else 0)))
     return flops
 
 

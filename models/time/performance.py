@@ -203,7 +203,10 @@ def compute_time_s(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec) -> fl
         # grouped GEMMs run at their own efficiency (calibration.expert_efficiency), in the dense work's units
         expert_linear = fp8_gemm_time_ratio(gpu, experts) if fp8 else 1.0
         work += flops.expert * (expert_linear * efficiency / experts.value - linear)
-    matmul_s = tokens_per_gpu * work / (peak_tflops(gpu, rate_precision(plan.precision)) * _TERA * efficiency)
+    peak = peak_tflops(gpu, rate_precision(plan.precision))
+    # a DeepSeek Sparse Attention indexer's fp32 score matmuls run at the GPU's fp32 rate (models/time/flops.py)
+    work += flops.fp32 * (peak / gpu.fp32_dense_tflops - 1)
+    matmul_s = tokens_per_gpu * work / (peak * _TERA * efficiency)
     return matmul_s + casts_s + eager_elementwise_s(arch, job, plan, gpu)  # uncompiled element-wise ops (compile_speed.py)
 
 

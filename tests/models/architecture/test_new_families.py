@@ -255,8 +255,8 @@ def test_qwen2_moe_parts() -> None:
 
 @pytest.mark.parametrize(("model_type", "why"), [("kimi_linear", "linear attention"),
                                                 ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
-                                                ("deepseek_v32", "lightning indexer"), ("apertus", "xIELU"),
-                                                ("glm_moe_dsa", "lightning indexer"), ("deepseek_v4", "hyper-connections"),
+                                                ("mistral_large4", "lightning indexer of its own"), ("apertus", "xIELU"),
+                                                ("deepseek_v4", "hyper-connections"),
                                                 ("qwen4_exp", "sparse-attention indexer"),
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent")])

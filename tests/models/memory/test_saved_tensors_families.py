@@ -16,9 +16,11 @@ attention: 1 where the terms are exact; the others are documented gaps (README "
   attention (1.816); the new decoder architecture (Falcon-40B/180B) repeats k/v to all heads and
   saves the mask for SDPA instead of keeping q/k/v as views of query_key_value (0.965). Eager is exact.
 - qwen3_moe (0.995 / 0.997): its router saves 2 bytes per routed token less than Mixtral's terms.
-- deepseek sdpa (1.33-1.41): CPU SDPA runs MLA's unequal q/k and v head widths through its math
-  path (the measured sets equal eager's); vramplan's flash terms are those of a fused kernel. Eager
-  is exact for the dense layers; MoE layers 1.005 / 0.998 (group-limited routing state).
+- deepseek sdpa (1.28-1.36): CPU SDPA runs MLA's unequal q/k and v head widths through its math
+  path (the measured sets equal eager's); vramplan's flash terms are those of a fused kernel, which
+  CPU runs where the widths are equal: exact there, MLA's head-major output copied for o_proj
+  (tests/models/memory/test_saved_tensors_sparse_attention.py). Eager is exact for the dense layers;
+  MoE layers 1.005 / 0.998 (group-limited routing state).
 - llama4 / gemma3 sdpa, local layers: SDPA with an explicit chunk / sliding mask repeats k/v to all
   heads and saves the b x 1 x s x s mask (flash-attention kernels do neither). llama4's MoE layers
   are exact: HF runs every expert on every token (moe_all_experts). llama4 eager 0.79 / 0.83.
@@ -51,8 +53,8 @@ RATIOS = {
     "falcon": {"sdpa": (1.816, 1.816), "eager": (1.0, 1.0)},
     "falcon_new": {"sdpa": (0.965, 0.965), "eager": (1.0, 1.0)},
     "qwen3_moe": {"sdpa": (0.995, 0.995), "eager": (0.997, 0.997)},
-    "deepseek_v3": {"sdpa": (1.378, 1.331), "eager": (1.0, 1.005)},
-    "deepseek_v2": {"sdpa": (1.407, 1.312), "eager": (1.0, 0.998)},
+    "deepseek_v3": {"sdpa": (1.332, 1.292), "eager": (1.0, 1.005)},
+    "deepseek_v2": {"sdpa": (1.356, 1.276), "eager": (1.0, 0.998)},
     "llama4": {"sdpa": (1.079, 1.000, 1.079, 1.000), "eager": (0.791, 0.831, 0.791, 0.831)},
     "gemma3": {"sdpa": (1.074, 1.011), "eager": (1.008, 1.008)},
 }

@@ -1,0 +1,51 @@
+"""The search over a DeepSeek Sparse Attention model (DeepSeek-V3.2's layer): CP-SAT's optimum equals the
+brute-force enumerator's, no plan splits the sequence (cp = 1), and `--stack any` leaves out the stacks that
+do not model its indexer (megatron's own DSA is another layer; torchtitan builds no deepseek_v32)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.catalogue import packaged_catalogue
+
+from vramplan.models.core.setup import Job
+from vramplan.solver.api import solve
+from vramplan.solver.query import SolveQuery
+from vramplan.solver.query_fields import query_from_fields
+
+# a DeepSeek-V2-Lite-sized decoder with DeepSeek-V3.2's indexer (27 layers, 2,048 wide, 64 experts)
+SMALL_V32 = {"model_type": "deepseek_v32", "num_hidden_layers": 27, "hidden_size": 2048, "intermediate_size": 10944,
+             "moe_intermediate_size": 1408, "num_attention_heads": 16, "num_key_value_heads": 16, "n_routed_experts": 64,
+             "num_experts_per_tok": 6, "n_shared_experts": 2, "first_k_dense_replace": 1, "q_lora_rank": 512,
+             "vocab_size": 102400, "index_n_heads": 32}
+
+
+@pytest.fixture
+def config_path(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL_V32))
+    return str(path)
+
+
+@pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=4096, method="lora"), "time"),
+                                                (Job(seq_len=4096, method="full", stack="deepspeed"), "cost")])
+def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) -> None:
+    plans = []
+    for engine in ("cpsat", "brute"):
+        query = SolveQuery(model=config_path, job=job, global_batch=32, tokens=1e9, objective=objective, max_gpus=16,
+                           gpus=("h100-sxm-80gb", "a100-sxm-80gb"), engine=engine)
+        result = solve(packaged_catalogue(), query)
+        assert result.status == "optimal"
+        plans.append(result.plans[0].plan)
+    assert plans[0] == plans[1]
+    assert plans[0].cp == 1
+
+
+def test_any_stack_picks_one_that_models_the_indexer(config_path: str) -> None:
+    query = query_from_fields({"model": config_path, "seq_len": 4096, "global_batch": 64, "tokens": 1e9,
+                               "stack": "any", "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
+    result = solve(packaged_catalogue(), query)
+    assert result.status == "optimal"
+    assert not {p.plan.stack for p in result.plans} & {"megatron", "torchtitan", "torchtitan-root-fsdp"}
+    assert all(p.plan.cp == 1 for p in result.plans)
