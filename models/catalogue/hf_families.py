@@ -47,6 +47,11 @@ FAMILIES: dict[str, Family] = {
     ),
     "llama": Family(defaults={**LLAMA_DEFAULTS}),
     "mistral": Family(defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
+    # Ministral 8B (configuration_ministral.py / modular_ministral.py): Mistral's layer (Qwen2's attention without
+    # biases) with layer_types naming each layer's sliding or full attention (MinistralConfig defaults every layer
+    # to sliding_attention while sliding_window is set); MistralConfig's defaults. head_dim None does not build in
+    # transformers (MinistralAttention: head_dim ** -0.5); hidden / heads stands in.
+    "ministral": Family(defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
     # Qwen2Attention hard-codes bias=True on q/k/v (modeling_qwen2.py).
     "qwen2": Family(defaults={**QWEN_DEFAULTS}, parts={"qkv_bias": True}),
     "qwen3": Family(defaults={**QWEN_DEFAULTS}, parts={"qk_norm": "head"}),
@@ -59,6 +64,18 @@ FAMILIES: dict[str, Family] = {
         defaults={**GATED_DELTA_DEFAULTS, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
                   "num_layers": 32, "num_attention_heads": 16, "num_kv_heads": 4},
         parts={**GATED_DELTA_PARTS, "linear_split_projections": True},
+    ),
+    # VaultGemma (configuration_vaultgemma.py / modular_vaultgemma.py): Gemma 2's layer without its post-attention
+    # and post-feedforward norms (VaultGemmaDecoderLayer deletes them: two pre-norms), Gemma 2's config defaults
+    # (VaultGemmaConfig(Gemma2Config): sliding window 4096 on every other layer unless layer_types says, attention
+    # logits soft-capped at 50, final logits at 30).
+    "vaultgemma": Family(
+        keys={"hidden_act": ["hidden_activation", "hidden_act"]},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "vocab_size": 256000,
+                  "hidden_size": 2304, "intermediate_size": 9216, "num_layers": 26, "num_attention_heads": 8,
+                  "num_kv_heads": 4, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096,
+                  "global_every": 2, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0},
+        parts={"norm_kind": "rmsnorm_offset"},
     ),
     # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
     # sliding window 4096 on every other layer, attention logits soft-capped at 50.

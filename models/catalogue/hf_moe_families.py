@@ -74,6 +74,16 @@ MOE_FAMILIES: dict[str, Family] = {
                   "experts_per_token": 8, "moe_intermediate_size": 512, "shared_expert_width": 512},
         parts={**GATED_DELTA_PARTS, "shared_expert_gate": True, "linear_split_projections": True},
     ),
+    # FlexOlmo (configuration_flex_olmo.py / modular_flex_olmo.py): OLMo 2's layer (post-norms multiplying their
+    # weight in fp32, q_norm / k_norm over the projections' whole width: FlexOlmoAttention = Olmo2Attention) with
+    # OLMoE's sparse block in every layer (FlexOlmoSparseMoeBlock = OlmoeSparseMoeBlock); FlexOlmoConfig's defaults,
+    # FlexOlmo-7x7B's shape.
+    "flex_olmo": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 100352, "hidden_size": 4096,
+                  "intermediate_size": 11008, "num_layers": 32, "num_attention_heads": 32, "num_experts": 7,
+                  "experts_per_token": 5},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "norm_position": "post", "qk_norm": "width"},
+    ),
     # OLMoE (configuration_olmoe.py / modeling_olmoe.py): pre-norms with Llama's RMSNorm, q_norm / k_norm
     # over the projections' whole width, every layer MoE (num_experts experts of intermediate_size, a
     # softmax top-k router, no shared expert); clip_qkv clamps q/k/v in place, each clamp keeping its input.

@@ -57,6 +57,13 @@ PUBLISHED_SHAPES = [
     # Phi-2's shape (microsoft/phi-2: 2,779,683,840, its lm_head bias of 51,200 included)
     ("phi", dict(hidden_size=2560, intermediate_size=10240, num_hidden_layers=32, num_attention_heads=32,
                  partial_rotary_factor=0.4), 2_779_683_840),  # no mlp_layer_types: the count names the dense layers
+    # Ministral-8B's shape (8.02B; MinistralConfig's head_dim None does not build in transformers itself), every
+    # layer sliding as MinistralConfig makes them while sliding_window is set, and with layer_types alternating
+    ("ministral", dict(vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                       num_attention_heads=32, num_key_value_heads=8, head_dim=128, sliding_window=32768), 8_019_808_256),
+    ("ministral", dict(vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                       num_attention_heads=32, num_key_value_heads=8, head_dim=128, sliding_window=32768,
+                       layer_types=["sliding_attention", "full_attention"] * 18), 8_019_808_256),
 ]
 
 

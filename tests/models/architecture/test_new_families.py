@@ -136,7 +136,10 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "granitemoe": 37_039_116_288, "granitemoeshared": 37_039_116_288,
                         "minimax_m2": 228_689_748_992, "glm4_moe_lite": 29_943_390_976, "mistral4": 118_972_826_624,
                         "solar_open": 102_651_793_408, "exaone_moe": 28_550_639_616, "jais2": 8_090_401_280,
-                        "hy_v3": 295_033_528_320}
+                        "hy_v3": 295_033_528_320,
+                        # the eleventh session's (transformers 5.24, meta device): VaultGemmaConfig() and
+                        # FlexOlmoConfig() (FlexOlmo-7x7B), both read as transformers builds them
+                        "vaultgemma": 2_614_222_080, "flex_olmo": 33_270_665_216}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

@@ -162,6 +162,13 @@ NEW_CONFIGS = {
     "afmoe": ("afmoe", dict(_TINY, num_hidden_layers=4, head_dim=16, num_experts=4, num_experts_per_tok=2,
                             num_shared_experts=1, moe_intermediate_size=48, num_dense_layers=1, sliding_window=16,
                             global_attn_every_n_layers=2, layer_types=None)),
+    # the eleventh session's: Ministral (Mistral's layer, sliding then full attention from layer_types), VaultGemma
+    # (Gemma 2's layer with two pre-norms, soft-capped attention: no SDPA path in transformers), FlexOlmo (OLMo 2's
+    # layer with OLMoE's block)
+    "ministral": ("ministral", dict(_TINY, head_dim=16, sliding_window=16,
+                                    layer_types=["sliding_attention", "full_attention"])),
+    "vaultgemma": ("vaultgemma", dict(_TINY, head_dim=16, sliding_window=16)),
+    "flex_olmo": ("flex_olmo", dict(_TINY, num_experts=4, num_experts_per_tok=2, pad_token_id=0, eos_token_id=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -220,6 +227,11 @@ NEW_RATIOS = {
     "olmoe_clip_qkv": {"sdpa": (0.997, 0.997), "eager": (0.998, 0.998)},  # the router's 2 bytes, as olmoe's
     # the sliding layers under CPU SDPA: the explicit window mask (the gemma3 / olmo3 gap); eager exact
     "afmoe": {"sdpa": (1.0495, 1.0, 1.0463, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    # Ministral's sliding layer under CPU SDPA: the explicit window mask (the gemma3 gap); FlexOlmo's router keeps 2
+    # bytes a routed token less, as OLMoE's
+    "ministral": {"sdpa": (1.0901, 1.0), "eager": (1.0, 1.0)},
+    "vaultgemma": {"eager": (1.0, 1.0)},
+    "flex_olmo": {"sdpa": (0.9973, 0.9973), "eager": (0.9979, 0.9979)},
 }
 
 
