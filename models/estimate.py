@@ -33,6 +33,7 @@ from vramplan.models.core.results import (
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.linear_attention_terms import linear_attention_note
+from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
@@ -250,7 +251,8 @@ def estimate_plan(
         cost=cost_report,
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
-                             cuda_graphs_note(arch, job), linear_attention_note(arch)) if note],
+                             cuda_graphs_note(arch, job), linear_attention_note(arch),
+                             sparse_attention_note(arch, job, plan)) if note],
     )
 
 

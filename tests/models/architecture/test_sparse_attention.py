@@ -170,3 +170,11 @@ def test_hf_and_deepspeed_estimate_it() -> None:
         for job in (Job(seq_len=4096, method="lora"), Job(seq_len=4096, stack="deepspeed")):
             memory = memory_per_gpu(arch, job, Plan(gpu=gpu.name, num_gpus=256, zero=3, recompute="full"), gpu)
             assert memory.total_bytes > 0
+
+
+def test_an_estimate_says_how_large_the_indexer_transient_is() -> None:
+    catalogue = packaged_catalogue()
+    result = estimate(catalogue, "deepseek-v3.2", Job(seq_len=4096, stack="deepspeed"),
+                      Plan(gpu="h200-sxm-141gb", num_gpus=64, zero=3, recompute="full"), 1e9)
+    # 13,191,610,368 + 16,777,216 bytes (the causal mask): 12.3 GiB
+    assert any("indexer holds 12.3 GiB of fp32 scores" in w for w in result.warnings)
