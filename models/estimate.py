@@ -33,8 +33,8 @@ from vramplan.models.core.results import (
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.linear_attention_terms import linear_attention_note
-from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
+from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
 from vramplan.models.time.calibration import compute_efficiency
 from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
 from vramplan.models.time.moe_host import cuda_graphs_note

@@ -267,10 +267,12 @@ def _fields(c: Reader) -> dict[str, Any]:
     fields.update(_moe(c, layers, intermediate))
     if parts.pop("linear_attention", False):
         fields.update(_linear_attention(c, layers))
+    value_width_derived = parts.pop("v_head_dim_from_hidden", False)  # MiniCPM3: v_head_dim None is hidden / heads
     if c.has("kv_lora_rank"):  # MLA: q/k heads are nope + rope wide, values v_head_dim
+        value_width = (c.count("v_head_dim", optional=True) or hidden // heads) if value_width_derived else c.count("v_head_dim")
         fields.update(num_kv_heads=heads, q_lora_rank=c.count("q_lora_rank", optional=True) or 0,
                       kv_lora_rank=c.count("kv_lora_rank"), qk_rope_head_dim=c.count("qk_rope_head_dim"),
-                      head_dim=c.count("qk_nope_head_dim") + c.count("qk_rope_head_dim"), v_head_dim=c.count("v_head_dim"))
+                      head_dim=c.count("qk_nope_head_dim") + c.count("qk_rope_head_dim"), v_head_dim=value_width)
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])

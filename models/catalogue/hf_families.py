@@ -24,6 +24,7 @@ from vramplan.models.catalogue.hf_family_parts import (
     GATED_DELTA_KEYS,
     GATED_DELTA_PARTS,
     LLAMA_DEFAULTS,
+    MLA_DEFAULTS,
     NEOX_MLP,
     QWEN_DEFAULTS,
     Family,
@@ -235,6 +236,24 @@ FAMILIES: dict[str, Family] = {
                   "hidden_size": 3072, "intermediate_size": 24576, "num_layers": 28, "num_attention_heads": 16,
                   "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
         parts={"norm_kind": "rmsnorm_offset"},
+    ),
+    # Youtu-LLM (configuration_youtu.py / modular_youtu.py): DeepSeek-V3's MLA (YoutuAttention = DeepseekV3Attention,
+    # DeepseekV3Config's latent widths) in a Llama layer with a dense SwiGLU MLP and no experts, tied embeddings;
+    # YoutuConfig's defaults (Youtu-LLM-2B).
+    "youtu": Family(
+        defaults={**LLAMA_DEFAULTS, **MLA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 128256,
+                  "hidden_size": 2048, "intermediate_size": 6144, "num_layers": 32, "num_attention_heads": 16,
+                  "num_kv_heads": 16, "tie_word_embeddings": True},
+    ),
+    # MiniCPM3 (configuration_minicpm3.py / modular_minicpm3.py): DeepSeek-V2's MLA with cos/sin RoPE in a Llama
+    # layer with a dense SwiGLU MLP, a scaled embedding, residual and logit scales (scalar multiplies: nothing more
+    # kept); v_head_dim None is hidden / heads (MiniCPM3Config.__post_init__); MiniCPM3Config's defaults (MiniCPM3-4B).
+    "minicpm3": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 32768, "vocab_size": 73448, "hidden_size": 2560,
+                  "intermediate_size": 6400, "num_layers": 62, "num_attention_heads": 40, "num_kv_heads": 40,
+                  "tie_word_embeddings": True, "kv_lora_rank": 256, "q_lora_rank": 768, "qk_nope_head_dim": 64,
+                  "qk_rope_head_dim": 32, "v_head_dim": None},
+        parts={"v_head_dim_from_hidden": True},
     ),
     # GLM-4 (GLM-4-9B-chat-hf; configuration_glm.py / modeling_glm.py): GLM-4-0414's attention and MLP (fused
     # gate_up_proj, biases on q/k/v only, per-layer interleaved RoPE copies on half of each head) under

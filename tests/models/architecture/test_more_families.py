@@ -64,6 +64,7 @@ PUBLISHED_SHAPES = [
     ("ministral", dict(vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
                        num_attention_heads=32, num_key_value_heads=8, head_dim=128, sliding_window=32768,
                        layer_types=["sliding_attention", "full_attention"] * 18), 8_019_808_256),
+    ("minicpm3", dict(v_head_dim=32), 3_850_398_208),  # a value width of its own (the class derives None from hidden)
 ]
 
 

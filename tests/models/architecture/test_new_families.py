@@ -139,7 +139,9 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "hy_v3": 295_033_528_320,
                         # the eleventh session's (transformers 5.24, meta device): VaultGemmaConfig() and
                         # FlexOlmoConfig() (FlexOlmo-7x7B), both read as transformers builds them
-                        "vaultgemma": 2_614_222_080, "flex_olmo": 33_270_665_216}
+                        "vaultgemma": 2_614_222_080, "flex_olmo": 33_270_665_216,
+                        # YoutuConfig() (Youtu-LLM-2B) and MiniCPM3Config() (MiniCPM3-4B, values hidden / heads wide)
+                        "youtu": 1_961_560_064, "minicpm3": 4_073_875_968}
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

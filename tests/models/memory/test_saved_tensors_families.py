@@ -169,6 +169,12 @@ NEW_CONFIGS = {
                                     layer_types=["sliding_attention", "full_attention"])),
     "vaultgemma": ("vaultgemma", dict(_TINY, head_dim=16, sliding_window=16)),
     "flex_olmo": ("flex_olmo", dict(_TINY, num_experts=4, num_experts_per_tok=2, pad_token_id=0, eos_token_id=1)),
+    # Youtu-LLM and MiniCPM3: MLA in a dense layer; SDPA with q/k and v heads equally wide (16 + 8 = 24), so that CPU
+    # runs the fused kernel (MLA's unequal widths take its math path: deepseek_v3's gap)
+    "youtu": ("youtu", dict(_TINY, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
+                            qk_nope_head_dim=16, v_head_dim=24, bos_token_id=0, eos_token_id=1)),
+    "minicpm3": ("minicpm3", dict(_TINY, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
+                                  qk_nope_head_dim=16, v_head_dim=24)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -232,6 +238,8 @@ NEW_RATIOS = {
     "ministral": {"sdpa": (1.0901, 1.0), "eager": (1.0, 1.0)},
     "vaultgemma": {"eager": (1.0, 1.0)},
     "flex_olmo": {"sdpa": (0.9973, 0.9973), "eager": (0.9979, 0.9979)},
+    "youtu": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "minicpm3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
