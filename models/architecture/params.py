@@ -50,7 +50,7 @@ _DEFAULT_NAMES = {
     "linear_qkvz": "in_proj_qkvz", "linear_ba": "in_proj_ba", "linear_qkv": "in_proj_qkv", "linear_z": "in_proj_z",
     "linear_b": "in_proj_b", "linear_a": "in_proj_a", "linear_out": "linear_attn.out_proj",
 }
-NOT_GATED = ("gelu", "gelu_new", "relu2")  # up -> act -> down (the others: act(gate) * up)
+NOT_GATED = ("gelu", "gelu_new", "relu2", "xielu")  # up -> act -> down (the others: act(gate) * up)
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
     "gpt_neox": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
@@ -257,6 +257,9 @@ def norm_params(arch: Architecture, width: int | None = None) -> int:
     return {"layernorm": 2 * width, "layernorm_noparams": 0}.get(arch.norm_kind, width)
 
 
+XIELU_PARAMS = 2  # transformers activations.py XIELUActivation: alpha_p and alpha_n, one value each
+
+
 def indexer_params(arch: Architecture) -> int:
     """One layer's DeepSeek Sparse Attention indexer (0 without one): wq_b, wk, the LayerNorm k_norm
     (weight and bias, whatever the model's norm kind: nn.LayerNorm(index_head_dim)) and weights_proj."""
@@ -268,7 +271,7 @@ def indexer_params(arch: Architecture) -> int:
 
 def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     """Parameters of one layer outside its linears: its block norms, MLA's two latent norms, QK
-    norms, attention sinks (one per head) and a DeepSeek Sparse Attention indexer (indexer_params:
+    norms, attention sinks (one per head), an xIELU activation's two scalars and a DeepSeek Sparse Attention indexer (indexer_params:
     matrices too, but outside the linears LoRA adapts and FLOPs count twice for the backward); a
     Gated DeltaNet layer's depthwise convolution over q, k and v (conv_dim x kernel, no bias), dt_bias
     and A_log (one per value head) and the gated RMSNorm's weight (one value head wide, shared by the
@@ -278,7 +281,7 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
     total = (arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
-             + indexer_params(arch))
+             + indexer_params(arch) + XIELU_PARAMS * (arch.mlp_kind == "xielu"))
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm == "head":

@@ -46,10 +46,10 @@ def _mlp_kind(c: Reader, gated: bool) -> str:
         return "geglu"
     if not gated and act in _GELU_ACTS:
         return "gelu_new" if act == "gelu_new" else "gelu"
-    if not gated and act == "relu2":  # Nemotron, Arcee: up -> relu(x)^2 -> down
-        return "relu2"
+    if not gated and act in ("relu2", "xielu"):  # Nemotron, Arcee: up -> relu(x)^2 -> down; Apertus: xIELU
+        return act
     raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new; "
-                                      "relu2 in an MLP without a gate)")
+                                      "relu2 and xielu in an MLP without a gate)")
 
 
 def _dropouts(c: Reader) -> dict[str, float | None]:

@@ -237,6 +237,15 @@ FAMILIES: dict[str, Family] = {
                   "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
         parts={"norm_kind": "rmsnorm_offset"},
     ),
+    # Apertus (configuration_apertus.py / modular_apertus.py): Llama's attention with per-head q/k RMSNorms
+    # (ApertusAttention), an MLP without a gate whose activation is xIELU (ApertusMLP: up_proj, XIELUActivation,
+    # down_proj; transformers' Python formula unless the optional xielu CUDA wheel is installed), two pre-norms
+    # (attention_layernorm, feedforward_layernorm); ApertusConfig's defaults (Apertus-8B).
+    "apertus": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 65536, "vocab_size": 131072, "hidden_size": 4096,
+                  "intermediate_size": 14336, "num_layers": 32, "num_attention_heads": 32, "hidden_act": "xielu"},
+        parts={"qk_norm": "head", "gated_mlp": False},
+    ),
     # Youtu-LLM (configuration_youtu.py / modular_youtu.py): DeepSeek-V3's MLA (YoutuAttention = DeepseekV3Attention,
     # DeepseekV3Config's latent widths) in a Llama layer with a dense SwiGLU MLP and no experts, tied embeddings;
     # YoutuConfig's defaults (Youtu-LLM-2B).
@@ -357,7 +366,4 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # DeepseekV4/HYV4/Glm5NextText: an indexer beside hyper-connections (HyperConnection, HyperHead), and
     # DeepSeek-V4's attention compressors (CSACompressor, HCACompressor) or GLM-5-Next's linear attention
     **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"), _HYPER_CONNECTIONS),
-    # activations.py XIELUActivation: a Python formula, or the optional xielu CUDA kernel, keeping different tensors
-    "apertus": "the xIELU activation, whose saved tensors differ between transformers' Python formula and its "
-               "optional CUDA kernel, and are not modelled",
 }

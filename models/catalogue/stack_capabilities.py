@@ -21,7 +21,7 @@ PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
 # Parts of a decoder layer a stack may not build (the `unbuilt_parts` column; stack_contract.architecture_parts
 # names an architecture's): attention and MLP reading one input, a LayerNorm without parameters, q/k/v
 # clamped in place, Gated DeltaNet linear attention.
-ARCHITECTURE_PARTS = ("parallel_block", "parameter_free_norm", "clip_qkv", "gated_delta", "sparse_indexer")
+ARCHITECTURE_PARTS = ("parallel_block", "parameter_free_norm", "clip_qkv", "gated_delta", "sparse_indexer", "xielu")
 TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 

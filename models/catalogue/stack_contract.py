@@ -28,13 +28,15 @@ from vramplan.models.core.setup import Job, Plan
 _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading one input)",
                "parameter_free_norm": "a LayerNorm without parameters", "clip_qkv": "q/k/v clamped in place (clip_qkv)",
                "gated_delta": "Gated DeltaNet linear attention",
-               "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)"}
+               "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)",
+               "xielu": "the xIELU activation"}
 
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:
     """Which of ARCHITECTURE_PARTS the architecture's layers have (what a stack's unbuilt_parts is held against)."""
     has = {"parallel_block": arch.parallel_attention_mlp, "parameter_free_norm": arch.norm_kind == "layernorm_noparams",
-           "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer}
+           "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer,
+           "xielu": arch.mlp_kind == "xielu"}
     return frozenset(part for part in ARCHITECTURE_PARTS if has[part])
 
 

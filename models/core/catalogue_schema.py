@@ -178,12 +178,13 @@ class Offering(_Row):
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
-#   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), swiglu / geglu (gated: act(gate) * up).
+#   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), xielu (Apertus: transformers' Python xIELU,
+#   not gated), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
 #   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
-MlpKind = Literal["gelu", "gelu_new", "relu2", "swiglu", "geglu"]
+MlpKind = Literal["gelu", "gelu_new", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
                    "rmsnorm_offset"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
@@ -202,7 +203,7 @@ ModelType = Literal[
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
-    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3",
+    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus",
 ]
 
 

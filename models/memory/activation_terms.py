@@ -160,6 +160,13 @@ def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str
         return [Term(f"{name}.gelu_input", e * t * f), Term(f"{name}.fc2_input", e * t * f)]  # act input, down input
     if arch.mlp_kind == "gelu_new":  # x (pow input), tanh output, 1 + tanh, 0.5 * x; then c_proj's input
         return [Term(f"{name}.gelu_new_intermediates", 4 * e * t * f), Term(f"{name}.c_proj_input", e * t * f)]
+    if arch.mlp_kind == "xielu":
+        # transformers activations.py XIELUActivation._xielu_python (the CUDA kernel is an optional git install):
+        # where(x > 0, alpha_p x x + beta x, (expm1(min(x, eps)) - x) alpha_n + beta x) keeps x (up_proj's output,
+        # which min and both products read), alpha_p x, expm1's result, expm1(...) - x and the boolean condition;
+        # down_proj keeps the result (measured: test_saved_tensors_families.py)
+        return [Term(f"{name}.xielu_saved", 4 * e * t * f), Term(f"{name}.xielu_condition", BOOL * t * f),
+                Term(f"{name}.down_input", e * t * f)]
     if arch.mlp_kind == "relu2":
         # transformers ReLUSquaredActivation: relu keeps its output, which square (pow 2) keeps as its
         # input (one tensor); down_proj keeps the square (measured: test_saved_tensors_families.py)

@@ -64,7 +64,11 @@ PUBLISHED_SHAPES = [
     ("ministral", dict(vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
                        num_attention_heads=32, num_key_value_heads=8, head_dim=128, sliding_window=32768,
                        layer_types=["sliding_attention", "full_attention"] * 18), 8_019_808_256),
-    ("minicpm3", dict(v_head_dim=32), 3_850_398_208),  # a value width of its own (the class derives None from hidden)
+    ("minicpm3", dict(v_head_dim=32), 3_850_398_208),
+    # Apertus-70B's shape (swiss-ai's Megatron-LM launch arguments: 80 layers, 8,192 wide, xIELU MLP 43,008 wide,
+    # 64 heads in 8 KV groups): 70.6B
+    ("apertus", dict(hidden_size=8192, intermediate_size=43008, num_hidden_layers=80, num_attention_heads=64,
+                     num_key_value_heads=8), 70_599_864_480),  # a value width of its own (the class derives None from hidden)
 ]
 
 
@@ -245,3 +249,25 @@ def test_dropout_roles_are_read_apart() -> None:
     for bad in (1.0, -0.1, True, "0.1", [0.1]):
         with pytest.raises(VramplanError, match="resid_pdrop"):
             architecture_from_config({"model_type": "phi", "resid_pdrop": bad}, name="p", source="config.json")
+
+
+def test_apertus_xielu_mlp_has_no_gate_and_keeps_its_python_formula(tmp_path) -> None:
+    """ApertusMLP: up_proj -> xIELU -> down_proj, two scalars (alpha_p, alpha_n) a layer; transformers' Python
+    xIELU keeps x, alpha_p x, expm1's result, expm1(...) - x (16-bit) and the boolean condition, down_proj its input:
+    5 e + 1 bytes a token and MLP channel; Megatron-Core has no xIELU."""
+    from helpers.catalogue import packaged_catalogue
+
+    from vramplan.models.core.setup import Job, Plan
+    from vramplan.models.estimate import estimate
+
+    arch = architecture_from_config({"model_type": "apertus"}, name="a", source="config.json")
+    assert (arch.mlp_kind, arch.qk_norm) == ("xielu", "head")
+    assert [m.name for m in layer_linear_modules(arch)][-2:] == ["up_proj", "down_proj"]
+    x = Shape(b=1, s=16, e=2)
+    mlp = [t for t in layer_terms(arch, "fused", "flash", x) if t.name.startswith("mlp.") and "linear_input" not in t.name]
+    assert sum(t.num_bytes for t in mlp) == (5 * 2 + 1) * 16 * 14336  # the Python formula runs whatever the kernels
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "apertus", "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1536}')
+    with pytest.raises(VramplanError, match="xIELU"):
+        estimate(packaged_catalogue(), str(path), Job(seq_len=2048, stack="megatron"),
+                 Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1), 1e9)

@@ -141,7 +141,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         # FlexOlmoConfig() (FlexOlmo-7x7B), both read as transformers builds them
                         "vaultgemma": 2_614_222_080, "flex_olmo": 33_270_665_216,
                         # YoutuConfig() (Youtu-LLM-2B) and MiniCPM3Config() (MiniCPM3-4B, values hidden / heads wide)
-                        "youtu": 1_961_560_064, "minicpm3": 4_073_875_968}
+                        "youtu": 1_961_560_064, "minicpm3": 4_073_875_968,
+                        "apertus": 6_979_596_352}  # ApertusConfig()
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -260,7 +261,7 @@ def test_qwen2_moe_parts() -> None:
 
 @pytest.mark.parametrize(("model_type", "why"), [("kimi_linear", "linear attention"),
                                                 ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
-                                                ("mistral_large4", "lightning indexer of its own"), ("apertus", "xIELU"),
+                                                ("mistral_large4", "lightning indexer of its own"),
                                                 ("deepseek_v4", "hyper-connections"),
                                                 ("qwen4_exp", "sparse-attention indexer"),
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),

@@ -175,6 +175,9 @@ NEW_CONFIGS = {
                             qk_nope_head_dim=16, v_head_dim=24, bos_token_id=0, eos_token_id=1)),
     "minicpm3": ("minicpm3", dict(_TINY, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
                                   qk_nope_head_dim=16, v_head_dim=24)),
+    # Apertus: per-head QK norms, the xIELU MLP without a gate (transformers' Python formula; its two scalars' 4 bytes
+    # a layer are not counted)
+    "apertus": ("apertus", dict(_TINY, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -240,6 +243,7 @@ NEW_RATIOS = {
     "flex_olmo": {"sdpa": (0.9973, 0.9973), "eager": (0.9979, 0.9979)},
     "youtu": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "minicpm3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "apertus": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -284,7 +288,10 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("nemotron", "sdpa", False), ("granitemoeshared", "sdpa", False), ("dots1", "sdpa", False),
                  ("minimax_m2", "sdpa", False), ("hunyuan_v1_moe", "sdpa", False), ("solar_open", "sdpa", False),
                  ("exaone_moe", "eager", False), ("jais2", "sdpa", False), ("phi", "sdpa", False),
-                 ("olmo", "sdpa", False)])  # not AFMoE: its frozen expert_bias takes no MemTracker hook (ERNIE's case)
+                 ("olmo", "sdpa", False)]  # not AFMoE: its frozen expert_bias takes no MemTracker hook (ERNIE's case)
+              # the eleventh session's
+              + [("ministral", "sdpa", False), ("flex_olmo", "sdpa", False), ("youtu", "eager", False),
+                 ("minicpm3", "eager", False), ("apertus", "sdpa", False), ("apertus", "sdpa", True)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
