@@ -32,6 +32,7 @@ from vramplan.models.core.results import (
     RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.activation_terms import xielu_note
 from vramplan.models.memory.linear_attention_terms import linear_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
@@ -252,7 +253,7 @@ def estimate_plan(
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
                              cuda_graphs_note(arch, job), linear_attention_note(arch),
-                             sparse_attention_note(arch, job, plan)) if note],
+                             sparse_attention_note(arch, job, plan), xielu_note(arch)) if note],
     )
 
 

@@ -374,3 +374,11 @@ def loss_backward_extra_bytes(arch: Architecture, kernels: Kernels, x: Shape) ->
     if kernels == "eager":
         return 2 * FP32 * x.t * arch.vocab_size
     return x.e * x.t * arch.vocab_size
+
+
+def xielu_note(arch: Architecture) -> str | None:
+    """What the estimate of an xIELU model (Apertus) assumes runs (None for other models)."""
+    if arch.mlp_kind != "xielu":
+        return None
+    return (f"{arch.name}'s xIELU MLP is estimated as transformers' Python formula, its default; the optional xielu "
+            "CUDA kernel keeps other tensors (not modelled)")

@@ -271,3 +271,5 @@ def test_apertus_xielu_mlp_has_no_gate_and_keeps_its_python_formula(tmp_path) ->
     with pytest.raises(VramplanError, match="xIELU"):
         estimate(packaged_catalogue(), str(path), Job(seq_len=2048, stack="megatron"),
                  Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1), 1e9)
+    result = estimate(packaged_catalogue(), str(path), Job(seq_len=2048), Plan(gpu="h100-sxm-80gb", num_gpus=1), 1e9)
+    assert any("transformers' Python formula" in w for w in result.warnings)
