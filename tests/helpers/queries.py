@@ -1,12 +1,14 @@
 """Random solve queries (seeded): the CP-SAT vs brute-force oracle's cases (solver/test_engines.py),
-also used by solver/test_answers.py to check reported conflicts."""
+also used by solver/test_answers.py to check reported conflicts; and the oracle's check of one
+config.json's query (`both_engines_best`, the families' solve tests)."""
 
 from __future__ import annotations
 
 import random
 
 from helpers.catalogue import packaged_catalogue
-from vramplan.models.core.setup import Job
+from vramplan.models.core.setup import Job, Plan
+from vramplan.solver.api import solve
 from vramplan.solver.query import Pins, SolveQuery
 
 MODELS = ["gpt2-124m", "gpt2-1.5b", "llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "llama-2-13b",
@@ -57,3 +59,18 @@ TRAFFIC_QUERIES = {
         model="llama-3.1-70b", job=Job(seq_len=65536, stack="torchtitan", tp_overlap=True, compile="model"),
         global_batch=64, tokens=1e10, objective="time", max_gpus=256, gpus=("h100-sxm-80gb",)),
 }
+
+
+def both_engines_best(model: str, job: Job, objective: str, max_gpus: int = 16,
+                      gpus: tuple[str, ...] = ("h100-sxm-80gb", "a100-sxm-80gb")) -> Plan:
+    """The best plan CP-SAT and the brute-force enumerator return for the query (global batch 32, 1e9
+    tokens), asserting both prove it optimal and agree."""
+    plans = []
+    for engine in ("cpsat", "brute"):
+        query = SolveQuery(model=model, job=job, global_batch=32, tokens=1e9, objective=objective, max_gpus=max_gpus,
+                           gpus=gpus, engine=engine)
+        result = solve(packaged_catalogue(), query)
+        assert result.status == "optimal"
+        plans.append(result.plans[0].plan)
+    assert plans[0] == plans[1]
+    return plans[0]

@@ -8,10 +8,10 @@ import json
 
 import pytest
 from helpers.catalogue import packaged_catalogue
+from helpers.queries import both_engines_best
 
 from vramplan.models.core.setup import Job
 from vramplan.solver.api import solve
-from vramplan.solver.query import SolveQuery
 from vramplan.solver.query_fields import query_from_fields
 
 # a Qwen3.5 27B-like decoder (64 layers, 5,120 wide) as a qwen3_5 file wraps it
@@ -30,15 +30,8 @@ def config_path(tmp_path):
 @pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=2048, method="qlora"), "time"),
                                                 (Job(seq_len=8192, method="full", stack="deepspeed"), "cost")])
 def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) -> None:
-    plans = []
-    for engine in ("cpsat", "brute"):
-        query = SolveQuery(model=config_path, job=job, global_batch=32, tokens=1e9, objective=objective, max_gpus=16,
-                           gpus=("h100-sxm-80gb", "a100-sxm-80gb"), engine=engine)
-        result = solve(packaged_catalogue(), query)
-        assert result.status == "optimal"
-        plans.append(result.plans[0].plan)
-    assert plans[0] == plans[1]
-    assert plans[0].tp == plans[0].cp == 1
+    plan = both_engines_best(config_path, job, objective)
+    assert plan.tp == plan.cp == 1
 
 
 def test_any_stack_picks_one_that_models_the_layers(config_path: str) -> None:
