@@ -67,13 +67,23 @@ def _dropouts(c: Reader) -> dict[str, float | None]:
     return fields
 
 
-def _global_every(c: Reader, types: list[Any]) -> int:
-    """Period N of the global layers in a local/global layer list (layer i global iff (i+1) % N == 0)."""
+def _global_period(c: Reader, types: list[Any]) -> tuple[int, bool]:
+    """Period N of the global layers in a local/global layer list, and whether the first layer is one: layer i
+    global iff (i+1) % N == 0, or iff i % N == 0 (CWM: CwmConfig's window_pattern)."""
     is_global = [t == "full_attention" for t in types]
     if not any(is_global):
-        return 0
-    every = is_global.index(True) + 1
-    if any(g != ((i + 1) % every == 0) for i, g in enumerate(is_global)):
+        return 0, False
+    first = is_global[0] and not all(is_global)
+    every = (is_global.index(True, 1) if True in is_global[1:] else len(types)) if first else is_global.index(True) + 1
+    if any(g != ((i if first else i + 1) % every == 0) for i, g in enumerate(is_global)):
+        raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
+    return every, first
+
+
+def _global_every(c: Reader, types: list[Any]) -> int:
+    """Period N of the global layers where layer i is global iff (i+1) % N == 0 (the last of each N)."""
+    every, first = _global_period(c, types)
+    if first:
         raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
     return every
 
@@ -85,8 +95,9 @@ def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
         return {}
     window = c.count("sliding_window")
     types = c.config.get("layer_types")
+    first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
     if isinstance(types, list) and len(types) == layers:
-        every = _global_every(c, types)
+        every, first = _global_period(c, types)
     elif isinstance(c.config.get("no_rope_layers"), list) and c.config["no_rope_layers"]:  # Llama 4: NoPE = global
         every = _global_every(c, ["full_attention" if not r else "chunked" for r in c.config["no_rope_layers"]])
     elif c.has("global_every"):
@@ -94,7 +105,7 @@ def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
     else:
         every = 0
     return {"local_attention": c.family.parts.get("local_attention", "sliding"), "attention_window": window,
-            "global_attention_every": every}
+            "global_attention_every": every, "global_attention_first": first and every > 0}
 
 
 def _moe(c: Reader, layers: int, intermediate: int) -> dict[str, Any]:
@@ -264,6 +275,7 @@ def _fields(c: Reader) -> dict[str, Any]:
         "attn_logit_softcapping": c.number("attn_logit_softcapping"),
     }
     fields.update(_attention_window(c, layers))
+    parts.pop("global_attention_first", None)  # the default pattern _attention_window reads when no layer_types says
     fields.update(_moe(c, layers, intermediate))
     if parts.pop("linear_attention", False):
         fields.update(_linear_attention(c, layers))

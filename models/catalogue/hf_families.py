@@ -237,6 +237,15 @@ FAMILIES: dict[str, Family] = {
                   "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
         parts={"norm_kind": "rmsnorm_offset"},
     ),
+    # CWM (configuration_cwm.py / modular_cwm.py, Meta's Code World Model): Llama's layer (CwmAttention = Qwen2's
+    # attention without biases) with sliding-window attention (8,192) on three layers of four, the first of each
+    # four global (CwmConfig: full_attention when i % 4 == 0); CwmConfig's defaults (CWM 32B).
+    "cwm": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 128256, "hidden_size": 6144,
+                  "intermediate_size": 21504, "num_layers": 64, "num_attention_heads": 48, "num_kv_heads": 8,
+                  "head_dim": 128, "sliding_window": 8192, "global_every": 4},
+        parts={"global_attention_first": True},
+    ),
     # Apertus (configuration_apertus.py / modular_apertus.py): Llama's attention with per-head q/k RMSNorms
     # (ApertusAttention), an MLP without a gate whose activation is xIELU (ApertusMLP: up_proj, XIELUActivation,
     # down_proj; transformers' Python formula unless the optional xielu CUDA wheel is installed), two pre-norms

@@ -203,7 +203,7 @@ ModelType = Literal[
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
-    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus",
+    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm",
 ]
 
 
@@ -254,6 +254,9 @@ class Architecture(_Row):
     global_attention_every: int = Field(
         default=0, ge=0, description="with local attention, layer i attends globally when (i + 1) % this == 0; 0 = never"
     )
+    global_attention_first: bool = Field(
+        default=False, description="with global_attention_every N: layer i attends globally when i % N == 0 instead, the "
+                                   "first of each N (CWM)")
     partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
     dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
                                            description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
@@ -417,4 +420,5 @@ class Architecture(_Row):
 
     def layer_is_local(self, index: int) -> bool:
         every = self.global_attention_every
-        return self.local_attention != "none" and not (every and (index + 1) % every == 0)
+        position = index if self.global_attention_first else index + 1
+        return self.local_attention != "none" and not (every and position % every == 0)

@@ -273,3 +273,22 @@ def test_apertus_xielu_mlp_has_no_gate_and_keeps_its_python_formula(tmp_path) ->
                  Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1), 1e9)
     result = estimate(packaged_catalogue(), str(path), Job(seq_len=2048), Plan(gpu="h100-sxm-80gb", num_gpus=1), 1e9)
     assert any("transformers' Python formula" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("keys", [{}, {"layer_types": ["full_attention"] + ["sliding_attention"] * 3}])
+def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> None:
+    """CwmConfig: full_attention when i % 4 == 0, sliding (8,192) otherwise, from its default or from layer_types
+    (global_attention_first); a pattern that is neither (i + 1) % N nor i % N is refused in one line."""
+    layers = {"num_hidden_layers": 8}
+    if keys:
+        keys = {"layer_types": keys["layer_types"] * 2}
+    arch = architecture_from_config({"model_type": "cwm", **layers, **keys}, name="c", source="config.json")
+    assert [arch.layer_is_local(i) for i in range(8)] == [False, True, True, True] * 2
+    assert (arch.global_attention_every, arch.global_attention_first, arch.attention_window) == (4, True, 8192)
+    # the usual last-of-N pattern still reads as before
+    olmo3 = architecture_from_config({"model_type": "olmo3", "num_hidden_layers": 8}, name="o", source="config.json")
+    assert [olmo3.layer_is_local(i) for i in range(4)] == [True, True, True, False]
+    with pytest.raises(VramplanError, match="layer_types"):
+        architecture_from_config({"model_type": "cwm", "num_hidden_layers": 4,
+                                  "layer_types": ["full_attention", "full_attention", "sliding_attention", "full_attention"]},
+                                 name="c", source="config.json")

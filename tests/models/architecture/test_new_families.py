@@ -142,7 +142,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "vaultgemma": 2_614_222_080, "flex_olmo": 33_270_665_216,
                         # YoutuConfig() (Youtu-LLM-2B) and MiniCPM3Config() (MiniCPM3-4B, values hidden / heads wide)
                         "youtu": 1_961_560_064, "minicpm3": 4_073_875_968,
-                        "apertus": 6_979_596_352}  # ApertusConfig()
+                        "apertus": 6_979_596_352,  # ApertusConfig()
+                        "cwm": 32_581_097_472}  # CwmConfig(): CWM 32B
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

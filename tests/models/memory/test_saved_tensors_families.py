@@ -178,6 +178,8 @@ NEW_CONFIGS = {
     # Apertus: per-head QK norms, the xIELU MLP without a gate (transformers' Python formula; its two scalars' 4 bytes
     # a layer are not counted)
     "apertus": ("apertus", dict(_TINY, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # CWM: Llama's layer, the first of every four layers global, the others sliding
+    "cwm": ("cwm", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16, bos_token_id=0, eos_token_id=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -244,6 +246,8 @@ NEW_RATIOS = {
     "youtu": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "minicpm3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "apertus": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # CWM's sliding layers under CPU SDPA: the explicit window mask (the gemma3 gap)
+    "cwm": {"sdpa": (1.0, 1.0901, 1.0901, 1.0901), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
