@@ -237,6 +237,15 @@ FAMILIES: dict[str, Family] = {
                   "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
         parts={"norm_kind": "rmsnorm_offset"},
     ),
+    # Helium (configuration_helium.py / modular_helium.py, Kyutai): Llama's layer whose RMSNorms multiply their weight
+    # in fp32 (HeliumRMSNorm), and RoPE on interleaved pairs whose cos/sin each layer slices and repeat_interleaves
+    # (apply_rotary_pos_emb: GLM-4's per-layer copies, the whole head rotated); HeliumConfig's defaults (Helium-1 2B).
+    "helium": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 48000, "hidden_size": 2560,
+                  "intermediate_size": 7040, "num_layers": 24, "num_attention_heads": 20, "num_kv_heads": 20,
+                  "head_dim": 128},
+        parts={"norm_kind": "rmsnorm_fp32_weight", "rope_tables": "per_layer"},
+    ),
     # CWM (configuration_cwm.py / modular_cwm.py, Meta's Code World Model): Llama's layer (CwmAttention = Qwen2's
     # attention without biases) with sliding-window attention (8,192) on three layers of four, the first of each
     # four global (CwmConfig: full_attention when i % 4 == 0); CwmConfig's defaults (CWM 32B).

@@ -120,7 +120,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
-    concatenated = arch.rope_tables in ("half", "per_layer") or arch.partial_rotary_factor < 1
+    concatenated = arch.rope_tables == "half" or arch.partial_rotary_factor < 1  # per-layer copies alone do not
+    # concatenate (Helium rotates its whole head in place: measured, test_saved_tensors_families.py)
     # MLA concatenates q's nope and rope parts of the head-major q_b_proj view (DeepseekV3Attention:
     # torch.cat((q_pass, q_rot), dim=-1)): measured under CPU SDPA's fused kernel where q/k and v are
     # equally wide (tests/models/memory/test_saved_tensors_sparse_attention.py)

@@ -180,6 +180,9 @@ NEW_CONFIGS = {
     "apertus": ("apertus", dict(_TINY, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     # CWM: Llama's layer, the first of every four layers global, the others sliding
     "cwm": ("cwm", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16, bos_token_id=0, eos_token_id=1)),
+    # Helium: per-layer interleaved cos/sin copies over the whole head (no concatenation, so no o_proj input copy),
+    # norms multiplying an fp32 copy of their weight (4 h bytes a norm and layer, not counted)
+    "helium": ("helium", dict(_TINY, head_dim=16)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -248,6 +251,7 @@ NEW_RATIOS = {
     "apertus": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     # CWM's sliding layers under CPU SDPA: the explicit window mask (the gemma3 gap)
     "cwm": {"sdpa": (1.0, 1.0901, 1.0901, 1.0901), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "helium": {"sdpa": (1.0013, 1.0013), "eager": (1.0008, 1.0008)},
 }
 
 
