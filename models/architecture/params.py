@@ -67,6 +67,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     # with its fused input_linear (gate, up) and output_linear
     "granitemoe": {"router": "router"},
     "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
+    "nanochat": {"up": "fc1", "down": "fc2"},  # modeling_nanochat.py NanoChatMLP (CLIP's MLP: fc1, activation_fn, fc2)
 }
 
 
@@ -254,7 +255,7 @@ def norm_params(arch: Architecture, width: int | None = None) -> int:
     """Parameters of one norm: LayerNorm has weight and bias, RMSNorm (and Cohere's LayerNorm) a weight,
     OLMo 1's LayerNorm none."""
     width = arch.hidden_size if width is None else width
-    return {"layernorm": 2 * width, "layernorm_noparams": 0}.get(arch.norm_kind, width)
+    return {"layernorm": 2 * width, "layernorm_noparams": 0, "rmsnorm_noparams": 0}.get(arch.norm_kind, width)
 
 
 XIELU_PARAMS = 2  # transformers activations.py XIELUActivation: alpha_p and alpha_n, one value each

@@ -246,6 +246,16 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128},
         parts={"norm_kind": "rmsnorm_fp32_weight", "rope_tables": "per_layer"},
     ),
+    # nanochat (configuration_nanochat.py / modular_nanochat.py, Karpathy's): RMSNorms without weights
+    # (NanoChatRMSNorm = Llama4TextL2Norm) before each block and on the embedding before the first layer (the final
+    # norm's module, run twice), Qwen 3's attention with its q/k normed the same way after RoPE, CLIP's MLP without a
+    # gate (fc1, relu2, fc2), logits soft-capped at 15 (Gemma 2's head); NanoChatConfig's defaults (d12).
+    "nanochat": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 2048, "vocab_size": 50304, "hidden_size": 768,
+                  "intermediate_size": 8192, "num_layers": 12, "num_attention_heads": 6, "hidden_act": "relu2",
+                  "final_logit_softcapping": 15.0},
+        parts={"norm_kind": "rmsnorm_noparams", "qk_norm": "l2", "gated_mlp": False, "embedding_norm": True},
+    ),
     # CWM (configuration_cwm.py / modular_cwm.py, Meta's Code World Model): Llama's layer (CwmAttention = Qwen2's
     # attention without biases) with sliding-window attention (8,192) on three layers of four, the first of each
     # four global (CwmConfig: full_attention when i % 4 == 0); CwmConfig's defaults (CWM 32B).

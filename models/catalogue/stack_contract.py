@@ -34,7 +34,8 @@ _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading on
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:
     """Which of ARCHITECTURE_PARTS the architecture's layers have (what a stack's unbuilt_parts is held against)."""
-    has = {"parallel_block": arch.parallel_attention_mlp, "parameter_free_norm": arch.norm_kind == "layernorm_noparams",
+    has = {"parallel_block": arch.parallel_attention_mlp,
+           "parameter_free_norm": arch.norm_kind in ("layernorm_noparams", "rmsnorm_noparams"),
            "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer,
            "xielu": arch.mlp_kind == "xielu"}
     return frozenset(part for part in ARCHITECTURE_PARTS if has[part])

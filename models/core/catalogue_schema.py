@@ -183,10 +183,11 @@ class Offering(_Row):
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
 #   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
-#   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast).
+#   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
+#   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight).
 MlpKind = Literal["gelu", "gelu_new", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
-                   "rmsnorm_offset"]
+                   "rmsnorm_offset", "rmsnorm_noparams"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
@@ -203,7 +204,7 @@ ModelType = Literal[
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
-    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium",
+    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat",
 ]
 
 
@@ -276,6 +277,8 @@ class Architecture(_Row):
     moe_all_experts: bool = Field(
         default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
     )
+    embedding_norm: bool = Field(default=False, description="the token embedding is normed before the first layer "
+                                                          "(nanochat: the final norm's module, run twice)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
     moe_bias: bool = Field(default=False, description="the MoE router and every expert linear carry a bias (gpt-oss)")
     clamped_swiglu: bool = Field(

@@ -51,6 +51,8 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
         return [Term(f"{name}.input", e * t * w)] * input_saved + [stats]
     if kind == "layernorm_noparams":  # OLMo 1: F.layer_norm(x.float()) keeps the fp32 copy, its mean and rstd
         return [Term(f"{name}.input_fp32", FP32 * t * w), stats]
+    if kind == "rmsnorm_noparams":  # nanochat (Llama4TextL2Norm): x.float() * rsqrt(mean(x^2)) keeps both, then casts
+        return [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
     if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
         return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
                 Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * w // rows)]
@@ -335,6 +337,8 @@ def linear_input_bytes(arch: Architecture, x: Shape, group: LayerGroup | None = 
 
 def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
     terms = [Term("embedding.token_ids", INT64 * x.t)]
+    if arch.embedding_norm:  # nanochat normalises the embedding before the first layer (its final norm's module)
+        terms += _norm(arch, "eager", x, "embedding_norm")
     if arch.learned_position_embeddings:
         terms.append(Term("embedding.position_ids", INT64 * x.s))
     return terms + _dropout_mask(arch, x, "embedding", arch.embedding_dropout)

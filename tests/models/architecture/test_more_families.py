@@ -64,11 +64,13 @@ PUBLISHED_SHAPES = [
     ("ministral", dict(vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
                        num_attention_heads=32, num_key_value_heads=8, head_dim=128, sliding_window=32768,
                        layer_types=["sliding_attention", "full_attention"] * 18), 8_019_808_256),
-    ("minicpm3", dict(v_head_dim=32), 3_850_398_208),
+    ("minicpm3", dict(v_head_dim=32), 3_850_398_208),  # a value width of its own (the class derives None from hidden)
     # Apertus-70B's shape (swiss-ai's Megatron-LM launch arguments: 80 layers, 8,192 wide, xIELU MLP 43,008 wide,
     # 64 heads in 8 KV groups): 70.6B
     ("apertus", dict(hidden_size=8192, intermediate_size=43008, num_hidden_layers=80, num_attention_heads=64,
-                     num_key_value_heads=8), 70_599_864_480),  # a value width of its own (the class derives None from hidden)
+                     num_key_value_heads=8), 70_599_864_480),
+    # nanochat d32's shape (karpathy/nanochat-d32: 32 layers, 2,048 wide, 16 heads, 65,536-token vocabulary): 1.88B
+    ("nanochat", dict(hidden_size=2048, num_hidden_layers=32, num_attention_heads=16, vocab_size=65536), 1_879_048_192),
 ]
 
 
@@ -292,3 +294,19 @@ def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> N
         architecture_from_config({"model_type": "cwm", "num_hidden_layers": 4,
                                   "layer_types": ["full_attention", "full_attention", "sliding_attention", "full_attention"]},
                                  name="c", source="config.json")
+
+
+def test_nanochat_norms_have_no_weights_and_norm_the_embedding() -> None:
+    """NanoChatRMSNorm (Llama4TextL2Norm) keeps x.float() and its rsqrt and has no parameter; the embedding is normed
+    before the first layer by the final norm's module; q/k normed the same way (qk_norm l2); fc1 -> relu2 -> fc2;
+    Megatron-Core's norms carry weights, so megatron refuses it (the contract's parameter_free_norm)."""
+    from vramplan.models.architecture.params import count_params
+    from vramplan.models.catalogue.stack_contract import architecture_parts
+    from vramplan.models.memory.activation_terms import embedding_terms
+
+    arch = architecture_from_config({"model_type": "nanochat"}, name="n", source="config.json")
+    assert (arch.norm_kind, arch.qk_norm, arch.mlp_kind, arch.embedding_norm) == ("rmsnorm_noparams", "l2", "relu2", True)
+    assert count_params(arch).final_norm == 0 and [m.name for m in layer_linear_modules(arch)][-2:] == ["fc1", "fc2"]
+    x = Shape(b=1, s=16, e=2)
+    assert sum(t.num_bytes for t in embedding_terms(arch, x)) == 8 * 16 + (4 * 768 + 4) * 16
+    assert "parameter_free_norm" in architecture_parts(arch)

@@ -144,7 +144,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "youtu": 1_961_560_064, "minicpm3": 4_073_875_968,
                         "apertus": 6_979_596_352,  # ApertusConfig()
                         "cwm": 32_581_097_472,  # CwmConfig(): CWM 32B
-                        "helium": 2_172_643_840}  # HeliumConfig(): Helium-1 2B
+                        "helium": 2_172_643_840,  # HeliumConfig(): Helium-1 2B
+                        "nanochat": 256_573_440}  # NanoChatConfig(): nanochat d12
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

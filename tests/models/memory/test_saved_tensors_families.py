@@ -183,6 +183,8 @@ NEW_CONFIGS = {
     # Helium: per-layer interleaved cos/sin copies over the whole head (no concatenation, so no o_proj input copy),
     # norms multiplying an fp32 copy of their weight (4 h bytes a norm and layer, not counted)
     "helium": ("helium", dict(_TINY, head_dim=16)),
+    # nanochat: RMSNorms without weights (also on the embedding), q/k normed after RoPE, fc1 -> relu2 -> fc2
+    "nanochat": ("nanochat", dict(_TINY)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -252,6 +254,7 @@ NEW_RATIOS = {
     # CWM's sliding layers under CPU SDPA: the explicit window mask (the gemma3 gap)
     "cwm": {"sdpa": (1.0, 1.0901, 1.0901, 1.0901), "eager": (1.0, 1.0, 1.0, 1.0)},
     "helium": {"sdpa": (1.0013, 1.0013), "eager": (1.0008, 1.0008)},
+    "nanochat": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -299,7 +302,9 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("olmo", "sdpa", False)]  # not AFMoE: its frozen expert_bias takes no MemTracker hook (ERNIE's case)
               # the eleventh session's
               + [("ministral", "sdpa", False), ("flex_olmo", "sdpa", False), ("youtu", "eager", False),
-                 ("minicpm3", "eager", False), ("apertus", "sdpa", False), ("apertus", "sdpa", True)])
+                 ("minicpm3", "eager", False), ("apertus", "sdpa", False), ("apertus", "sdpa", True),
+                 ("cwm", "eager", False), ("nanochat", "sdpa", False),
+                 ("nanochat", "sdpa", True)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
