@@ -298,6 +298,8 @@ def _fields(c: Reader) -> dict[str, Any]:
             raise c.unsupported("use_qk_norm", "a LayerNorm QK norm per head (Cohere's, Phi's) is not modelled")
         parts["qk_norm"] = qk_norm_kind
     parts["qkv_bias"] = parts.get("qkv_bias", False) or attention_bias
+    if c.names("lm_head_bias"):  # Phi-3.5-MoE: the output projection's bias is the config's to say
+        parts["lm_head_bias"] = c.flag("lm_head_bias")
     if c.names("clip_qkv") and c.number("clip_qkv") is not None:  # OLMo, OLMoE: q/k/v clamped in place
         parts["clip_qkv"] = True
     fields.update(parts)

@@ -74,6 +74,17 @@ MOE_FAMILIES: dict[str, Family] = {
                   "experts_per_token": 8, "moe_intermediate_size": 512, "shared_expert_width": 512},
         parts={**GATED_DELTA_PARTS, "shared_expert_gate": True, "linear_split_projections": True},
     ),
+    # Phi-3.5-MoE (configuration_phimoe.py / modular_phimoe.py): Llama's attention with q/k/v/o biases
+    # (attention_bias), LayerNorms with bias, Mixtral's experts in every layer behind a sparsemixer router (two
+    # Gumbel-sampled top-1 passes; PhimoeTopKRouter), an lm_head bias from lm_head_bias; PhimoeConfig's defaults
+    # (Phi-3.5-MoE, 41.9B). The experts carry no bias: the MLP bias is read as attention_bias's (no dense layer).
+    "phimoe": Family(
+        keys={"num_experts": "num_local_experts", "mlp_bias": "attention_bias", "lm_head_bias": "lm_head_bias"},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "vocab_size": 32064, "hidden_size": 4096,
+                  "intermediate_size": 6400, "num_layers": 32, "num_attention_heads": 32, "num_kv_heads": 8,
+                  "num_experts": 16, "experts_per_token": 2, "lm_head_bias": False},
+        parts={"norm_kind": "layernorm"},
+    ),
     # FlexOlmo (configuration_flex_olmo.py / modular_flex_olmo.py): OLMo 2's layer (post-norms multiplying their
     # weight in fp32, q_norm / k_norm over the projections' whole width: FlexOlmoAttention = Olmo2Attention) with
     # OLMoE's sparse block in every layer (FlexOlmoSparseMoeBlock = OlmoeSparseMoeBlock); FlexOlmoConfig's defaults,

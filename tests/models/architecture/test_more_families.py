@@ -71,6 +71,8 @@ PUBLISHED_SHAPES = [
                      num_key_value_heads=8), 70_599_864_480),
     # nanochat d32's shape (karpathy/nanochat-d32: 32 layers, 2,048 wide, 16 heads, 65,536-token vocabulary): 1.88B
     ("nanochat", dict(hidden_size=2048, num_hidden_layers=32, num_attention_heads=16, vocab_size=65536), 1_879_048_192),
+    # Phi-3.5-MoE as published (microsoft/Phi-3.5-MoE-instruct: attention_bias and lm_head_bias true): 41.9B, 6.6B active
+    ("phimoe", dict(attention_bias=True, lm_head_bias=True), 41_873_153_344),
 ]
 
 

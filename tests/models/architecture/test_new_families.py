@@ -145,7 +145,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "apertus": 6_979_596_352,  # ApertusConfig()
                         "cwm": 32_581_097_472,  # CwmConfig(): CWM 32B
                         "helium": 2_172_643_840,  # HeliumConfig(): Helium-1 2B
-                        "nanochat": 256_573_440}  # NanoChatConfig(): nanochat d12
+                        "nanochat": 256_573_440,  # NanoChatConfig(): nanochat d12
+                        "phimoe": 41_872_793_600}  # PhimoeConfig(): Phi-3.5-MoE's shape without its biases
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
