@@ -25,7 +25,7 @@ from vramplan.models.catalogue.hf_families import (
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.catalogue.hf_reader import COMMON_KEYS, MISSING, Reader
 from vramplan.models.catalogue.hf_vision import vision_params
-from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.catalogue_schema import MAX_LAYERS, Architecture
 from vramplan.models.core.errors import VramplanError
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "architecture_from_config", "architecture_from_config_file"]
@@ -195,7 +195,12 @@ def _sparse_indexer(c: Reader, layers: int, glm_schedule: bool) -> dict[str, Any
         for name, value in (("index_topk_freq", freq), ("index_skip_topk_offset", offset)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise VramplanError(name, _show(value), f"must be a whole number in {c.source}")
-        types = ["full" if max(i - offset + 1, 0) % max(freq, 1) == 0 else "shared" for i in range(layers)]
+        # at most one layer past the schema's limit: a hostile num_hidden_layers (1e12) is the schema's error to
+        # give, not a list to build (it hung here)
+        types = ["full" if max(i - offset + 1, 0) % max(freq, 1) == 0 else "shared"
+                 for i in range(min(layers, MAX_LAYERS + 1))]
+        if layers > MAX_LAYERS:
+            return fields
     if not isinstance(types, list) or len(types) != layers or any(t != "full" for t in types):
         raise VramplanError(key, _show(config.get(key)), f"layers that reuse another layer's top-k (shared) are not "
                                                          f"modelled: every one of the {layers} layers must run its own "

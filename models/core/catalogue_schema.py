@@ -18,6 +18,7 @@ from vramplan.models.core.clock import date_of, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import Count, Real
 
+MAX_LAYERS = 1024  # decoder layers an architecture may have
 LIST_PROVIDER = "list"  # offerings.csv rows that are reference prices, not rentable instances
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
@@ -213,7 +214,7 @@ class Architecture(_Row):
 
     name: str
     model_type: ModelType = Field(description="Hugging Face model_type the row was read as (names its linear modules)")
-    num_layers: Count = Field(ge=1, le=1024)
+    num_layers: Count = Field(ge=1, le=MAX_LAYERS)
     hidden_size: Count = Field(ge=1, le=1_000_000)
     num_attention_heads: Count = Field(ge=1, le=65_536)
     num_kv_heads: Count = Field(ge=1, le=65_536)

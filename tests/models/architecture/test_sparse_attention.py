@@ -178,3 +178,11 @@ def test_an_estimate_says_how_large_the_indexer_transient_is() -> None:
                       Plan(gpu="h200-sxm-141gb", num_gpus=64, zero=3, recompute="full"), 1e9)
     # 13,191,610,368 + 16,777,216 bytes (the causal mask): 12.3 GiB
     assert any("indexer holds 12.3 GiB of fp32 scores" in w for w in result.warnings)
+
+
+def test_a_hostile_layer_count_is_the_schemas_error_not_a_hang() -> None:
+    """GLM-5's indexer schedule was built layer by layer before the schema bounded num_hidden_layers: 1e12 layers
+    hung (and took 13 GB) in the hostile sweep of 2026-12-06's eleventh session."""
+    with pytest.raises(VramplanError) as caught:
+        _arch("glm_moe_dsa", {"num_hidden_layers": 10**12, "index_topk_freq": 2})
+    assert "num_hidden_layers" in str(caught.value) and "\n" not in str(caught.value)
