@@ -151,7 +151,7 @@ def candidate_stages(arch: Architecture, pipeline: int | Split, receive_buffers:
 
 @lru_cache(maxsize=4096)
 def stage_layer_kinds(arch: Architecture, pipeline: int | Split, stage: int) -> tuple[tuple[LayerKey, int], ...]:
-    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm, linear) as
+    """The kinds of decoder layer pipeline rank `stage` holds ((moe, local, qk_norm, linear, indexed) as
     models/params.LayerGroup names them) and how many of each, sorted: what its model states and
     activations depend on besides its position."""
     counts = split_of(arch.num_layers, pipeline)

@@ -104,13 +104,14 @@ class LayerGroup:
     qk_norm: bool
     modules: tuple[LinearModule, ...]
     linear: bool = False  # Gated DeltaNet linear attention (else softmax attention)
+    indexed: bool = False  # runs a DeepSeek Sparse Attention indexer of its own (else none, or another layer's top-k)
 
     @property
     def key(self) -> LayerKey:
-        return (self.moe, self.local, self.qk_norm, self.linear)
+        return (self.moe, self.local, self.qk_norm, self.linear, self.indexed)
 
 
-LayerKey = tuple[bool, bool, bool, bool]  # (moe, local, qk_norm, linear): what makes two layers alike
+LayerKey = tuple[bool, bool, bool, bool, bool]  # (moe, local, qk_norm, linear, indexed): what makes two layers alike
 
 
 def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
@@ -208,7 +209,7 @@ def _layer_key(arch: Architecture, index: int) -> LayerKey:
     # a Gated DeltaNet layer has no q/k norm: its q and k are L2-normalised inside the kernel
     qk_norm = (arch.qk_norm != "none" and not linear
                and (local or arch.qk_norm_on_global_layers or arch.local_attention == "none"))
-    return arch.layer_is_moe(index), local, qk_norm, linear
+    return arch.layer_is_moe(index), local, qk_norm, linear, arch.layer_has_indexer(index)
 
 
 @lru_cache(maxsize=256)
@@ -221,9 +222,10 @@ def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
     attention, linear_attention = _attention_modules(arch), _linear_attention_modules(arch)
     dense = _mlp_modules(arch, arch.dense_intermediate_size or arch.intermediate_size, arch.linear_bias)
     groups = []
-    for (moe, local, qk_norm, linear), count in counts.items():
+    for (moe, local, qk_norm, linear, indexed), count in counts.items():
         modules = (linear_attention if linear else attention) + (_moe_modules(arch) if moe else dense)
-        groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear))
+        groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear,
+                                 indexed=indexed))
     return tuple(groups)
 
 
@@ -282,7 +284,7 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
     total = (arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
-             + indexer_params(arch) + XIELU_PARAMS * (arch.mlp_kind == "xielu"))
+             + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu"))
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm == "head":

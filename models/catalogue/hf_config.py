@@ -177,35 +177,47 @@ def _linear_attention(c: Reader, layers: int) -> dict[str, Any]:
 
 
 def _sparse_indexer(c: Reader, layers: int, glm_schedule: bool) -> dict[str, Any]:
-    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the indexer's heads, head width and top-k. GLM-5's
-    config may let layers reuse the previous full layer's top-k ("shared": no indexer of their own), from
-    indexer_types, index_topk_pattern ("F" / "S" per layer) or index_topk_freq / index_skip_topk_offset, as
-    GlmMoeDsaConfig.__post_init__ builds indexer_types; vramplan models an indexer in every layer."""
-    fields = {key: c.count(key) for key in ("index_heads", "index_head_dim", "index_topk")}
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the indexer's heads, head width and top-k, and for GLM-5
+    which layers run their own indexer: "full" layers do, "shared" ones reuse the previous full layer's top-k
+    (GlmMoeDsaAttention). GlmMoeDsaConfig.__post_init__ builds indexer_types from index_topk_pattern ("F" / "S" per
+    layer) or index_topk_freq / index_skip_topk_offset (layer i full when max(i - offset + 1, 0) % freq == 0);
+    vramplan reads that rule (indexer_every, indexer_offset), and a list only where the rule reproduces it."""
+    fields: dict[str, Any] = {key: c.count(key) for key in ("index_heads", "index_head_dim", "index_topk")}
     if not glm_schedule:
         return fields
     config = c.config
-    if config.get("indexer_types") is not None:
-        key, types = "indexer_types", config["indexer_types"]
-    elif config.get("index_topk_pattern") is not None:
-        key, pattern = "index_topk_pattern", config["index_topk_pattern"]
-        types = [{"F": "full", "S": "shared"}.get(p, p) for p in pattern] if isinstance(pattern, str) else pattern
+    if config.get("indexer_types") is None and config.get("index_topk_pattern") is None:
+        every, offset = config.get("index_topk_freq", 1), config.get("index_skip_topk_offset", 2)
+        for name, value, least in (("index_topk_freq", every, 1), ("index_skip_topk_offset", offset, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_LAYERS:
+                raise VramplanError(name, _show(value), f"must be a whole number in [{least}, {MAX_LAYERS}] in {c.source}")
+        key = "index_topk_freq"
     else:
-        key, freq, offset = "index_topk_freq", config.get("index_topk_freq", 1), config.get("index_skip_topk_offset", 2)
-        for name, value in (("index_topk_freq", freq), ("index_skip_topk_offset", offset)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise VramplanError(name, _show(value), f"must be a whole number in {c.source}")
-        # at most one layer past the schema's limit: a hostile num_hidden_layers (1e12) is the schema's error to
-        # give, not a list to build (it hung here)
-        types = ["full" if max(i - offset + 1, 0) % max(freq, 1) == 0 else "shared"
-                 for i in range(min(layers, MAX_LAYERS + 1))]
-        if layers > MAX_LAYERS:
-            return fields
-    if not isinstance(types, list) or len(types) != layers or any(t != "full" for t in types):
-        raise VramplanError(key, _show(config.get(key)), f"layers that reuse another layer's top-k (shared) are not "
-                                                         f"modelled: every one of the {layers} layers must run its own "
-                                                         f"indexer (full) (in {c.source})")
-    return fields
+        key = "indexer_types" if config.get("indexer_types") is not None else "index_topk_pattern"
+        types = config[key]
+        if isinstance(types, str) and key == "index_topk_pattern":
+            types = [{"F": "full", "S": "shared"}.get(p, p) for p in types]
+        if not isinstance(types, list) or len(types) != layers or any(t not in ("full", "shared") for t in types):
+            raise VramplanError(key, _show(config[key]), f"must name full or shared for each of the {layers} layers "
+                                                         f"(in {c.source})")
+        every, offset = _indexer_period(types)
+        if any((t == "full") != (max(i - offset + 1, 0) % every == 0) for i, t in enumerate(types)):
+            raise VramplanError(key, _show(config[key]), "is not a schedule vramplan models: full layers up to an offset, "
+                                                         f"then every N-th (GLM-5's index_topk_freq) (in {c.source})")
+    if every > 1 and offset == 0:  # GlmMoeDsaAttention: a shared first layer has no top-k to reuse (ValueError)
+        raise VramplanError(key, _show(config.get(key)), "makes the first layer reuse a top-k no layer made; "
+                                                         f"transformers refuses it (in {c.source})")
+    return {**fields, "indexer_every": every, "indexer_offset": offset if every > 1 else 0}
+
+
+def _indexer_period(types: list[str]) -> tuple[int, int]:
+    """(every, offset) of an indexer schedule: the first shared layer is the offset, the next full layer after it
+    closes the period; (1, 0) when every layer is full."""
+    if "shared" not in types:
+        return 1, 0
+    offset = types.index("shared")
+    after = next((i for i in range(offset, len(types)) if types[i] == "full"), len(types))
+    return after - offset + 1, offset
 
 
 def _rotary_factor(c: Reader, head_dim: int) -> float:

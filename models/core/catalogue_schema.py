@@ -318,6 +318,12 @@ class Architecture(_Row):
     index_head_dim: Count = Field(default=0, ge=0, le=65_536, description="DeepSeek Sparse Attention: the indexer's head width")
     index_topk: Count = Field(default=0, ge=0, le=10_000_000,
                               description="DeepSeek Sparse Attention: the keys each query attends to, chosen by the indexer")
+    indexer_every: Count = Field(
+        default=1, ge=1, le=MAX_LAYERS,
+        description="DeepSeek Sparse Attention: layer i runs its own indexer when max(i - indexer_offset + 1, 0) % this "
+                    "== 0 (GLM-5 index_topk_freq); the others reuse the previous indexer's top-k")
+    indexer_offset: Count = Field(default=0, ge=0, le=MAX_LAYERS,
+                                  description="DeepSeek Sparse Attention: GLM-5's index_skip_topk_offset (see indexer_every)")
     vision_params: Count = Field(
         default=0, ge=0, le=10**12,
         description="parameters a multimodal checkpoint loads beside the decoder (its vision tower and projector: "
@@ -419,8 +425,13 @@ class Architecture(_Row):
 
     @property
     def has_indexer(self) -> bool:
-        """DeepSeek Sparse Attention: every layer's lightning indexer picks the keys its MLA attends to."""
+        """DeepSeek Sparse Attention: a lightning indexer picks the keys each layer's MLA attends to."""
         return self.index_heads > 0
+
+    def layer_has_indexer(self, index: int) -> bool:
+        """A DeepSeek Sparse Attention layer that runs its own indexer (GLM-5's "full" layers; the "shared" ones
+        reuse the previous full layer's top-k: GlmMoeDsaConfig's indexer_types)."""
+        return self.has_indexer and max(index - self.indexer_offset + 1, 0) % self.indexer_every == 0
 
     def layer_is_local(self, index: int) -> bool:
         every = self.global_attention_every

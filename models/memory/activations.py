@@ -232,7 +232,8 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
         group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp, gathered)
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
         peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer
-        peak = max(peak, indexer + _indexer_rebuilt_bytes(arch, job, plan, group_terms, x))
+        if group.indexed:  # the layers that reuse another layer's top-k run no indexer
+            peak = max(peak, indexer + _indexer_rebuilt_bytes(arch, job, plan, group_terms, x))
         kinds.append((group_terms, keep, peak))
     terms, largest_keep, _ = max(kinds, key=lambda kind: kind[1].per_layer_bytes)  # for explanations
     shared = _sum(shared_terms(arch, x, job.kernels))

@@ -89,7 +89,8 @@ def indexer_forward_flops(arch: Architecture, seq_len: int) -> tuple[int, int]:
     heads, width, h = arch.index_heads, arch.index_head_dim, arch.hidden_size
     projections = 2 * (arch.q_lora_rank * heads * width + h * width + h * heads)
     scores = 2 * heads * width * seq_len
-    return arch.num_layers * (projections + scores + 2 * heads * seq_len), arch.num_layers * scores
+    indexed = sum(group.count for group in layer_groups(arch) if group.indexed)  # GLM-5's shared layers run none
+    return indexed * (projections + scores + 2 * heads * seq_len), indexed * scores
 
 
 @lru_cache(maxsize=4096)

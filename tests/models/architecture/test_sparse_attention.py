@@ -64,21 +64,50 @@ def test_the_indexer_is_read_and_counted_per_layer() -> None:
 
 
 @pytest.mark.parametrize("schedule", [
-    {"indexer_types": ["full", "shared", "full"]},
-    {"index_topk_pattern": "FSF"},
-    {"index_topk_freq": 2, "index_skip_topk_offset": 1},
+    {"indexer_types": ["shared", "full", "full"]},  # a first layer with no top-k to reuse (transformers refuses it)
+    {"index_topk_freq": 2, "index_skip_topk_offset": 0},
+    {"indexer_types": ["full", "shared", "shared", "full", "full", "shared"][:3] + ["x"]},
     {"indexer_types": "full"},
     {"index_topk_freq": "2"},
+    {"index_skip_topk_offset": -1},
 ])
-def test_glm_layers_that_reuse_a_top_k_are_one_line_errors(schedule: dict) -> None:
+def test_a_bad_glm_indexer_schedule_is_one_line(schedule: dict) -> None:
     with pytest.raises(VramplanError) as caught:
         _arch("glm_moe_dsa", {**SMALL_GLM, **schedule})
     assert next(iter(schedule)) in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_non_periodic_glm_schedule_is_refused() -> None:
+    with pytest.raises(VramplanError, match="not a schedule vramplan models"):
+        _arch("glm_moe_dsa", {**SMALL_GLM, "num_hidden_layers": 5,
+                               "indexer_types": ["full", "shared", "full", "full", "shared"]})
+
+
 def test_glm_every_layer_full_is_read() -> None:
     for schedule in ({"indexer_types": ["full"] * 3}, {"index_topk_pattern": "FFF"}, {"index_topk_freq": 1}):
-        assert _arch("glm_moe_dsa", {**SMALL_GLM, **schedule}).index_heads == 2
+        arch = _arch("glm_moe_dsa", {**SMALL_GLM, **schedule})
+        assert (arch.index_heads, arch.indexer_every, arch.indexer_offset) == (2, 1, 0)
+
+
+# GLM-5.x's IndexShare: index_topk_freq 4 with index_skip_topk_offset 3 (full layers 0-2, then every 4th from 6),
+# 21 of GLM-5's 78 layers run an indexer; the others reuse the previous one's top-k. transformers on the meta
+# device: 743,377,000,704 parameters (534,198,528 fewer than every layer's indexer).
+def test_glm_layers_that_reuse_a_top_k_run_no_indexer() -> None:
+    arch = _arch("glm_moe_dsa", {"index_topk_freq": 4, "index_skip_topk_offset": 3})
+    assert (arch.indexer_every, arch.indexer_offset) == (4, 3)
+    assert [arch.layer_has_indexer(i) for i in range(11)] == [True] * 3 + [False] * 3 + [True] + [False] * 3 + [True]
+    assert count_params(arch).total == 743_377_000_704
+    from_list = _arch("glm_moe_dsa", {"indexer_types": ["full" if arch.layer_has_indexer(i) else "shared" for i in range(78)]})
+    pattern = _arch("glm_moe_dsa", {"index_topk_pattern": "".join("F" if arch.layer_has_indexer(i) else "S"
+                                                                  for i in range(78))})
+    assert count_params(from_list).total == count_params(pattern).total == 743_377_000_704
+    every = _arch("glm_moe_dsa")
+    total, fp32 = indexer_forward_flops(arch, 4096)
+    assert (total, fp32) == tuple(v * 21 // 78 for v in indexer_forward_flops(every, 4096))
+    # the shared layers still apply (and SDPA saves) the top-k mask; the transient is the indexed layers'
+    job, plan = Job(seq_len=4096), Plan(gpu="h100-sxm-80gb", num_gpus=64, zero=3)
+    shared, full = activations(arch, job, plan), activations(every, job, plan)
+    assert (shared.per_layer_bytes, shared.backward_peak_extra_bytes) == (full.per_layer_bytes, full.backward_peak_extra_bytes)
 
 
 @pytest.mark.parametrize(("kwargs", "named"), [
