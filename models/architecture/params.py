@@ -284,7 +284,8 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
     total = (arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
-             + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu"))
+             + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu")
+             + norm_params(arch) * (group.moe and arch.moe_output_norm))
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm == "head":

@@ -74,6 +74,17 @@ MOE_FAMILIES: dict[str, Family] = {
                   "experts_per_token": 8, "moe_intermediate_size": 512, "shared_expert_width": 512},
         parts={**GATED_DELTA_PARTS, "shared_expert_gate": True, "linear_split_projections": True},
     ),
+    # A.X-K1 (configuration_axk1.py / modular_axk1.py, SK Telecom): DeepSeek-V3's layer with an RMSNorm on the MoE
+    # block's output (AXK1MoE.post_mlp_layernorm, MoE layers only); first_k_dense_replace (default 1) dense layers;
+    # AXK1Config's defaults.
+    "axk1": Family(
+        keys=MLA_KEYS,
+        defaults={**LLAMA_DEFAULTS, **MLA_DEFAULTS, "max_position_embeddings": 32768, "vocab_size": 163840,
+                  "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_layers": 61,
+                  "num_attention_heads": 64, "num_kv_heads": 64, "shared_experts": 1, "num_experts": 192,
+                  "experts_per_token": 8, "first_dense_layers": 1},
+        parts={**MLA_PARTS, "moe_output_norm": True},
+    ),
     # Phi-3.5-MoE (configuration_phimoe.py / modular_phimoe.py): Llama's attention with q/k/v/o biases
     # (attention_bias), LayerNorms with bias, Mixtral's experts in every layer behind a sparsemixer router (two
     # Gumbel-sampled top-1 passes; PhimoeTopKRouter), an lm_head bias from lm_head_bias; PhimoeConfig's defaults

@@ -205,7 +205,7 @@ ModelType = Literal[
     "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
-    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe",
+    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
 ]
 
 
@@ -278,6 +278,8 @@ class Architecture(_Row):
     moe_all_experts: bool = Field(
         default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
     )
+    moe_output_norm: bool = Field(default=False, description="an RMSNorm on the MoE block's output, in MoE layers only "
+                                                           "(A.X-K1's post_mlp_layernorm)")
     embedding_norm: bool = Field(default=False, description="the token embedding is normed before the first layer "
                                                           "(nanochat: the final norm's module, run twice)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")

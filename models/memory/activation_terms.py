@@ -282,6 +282,8 @@ def layer_terms(
         terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
         terms += _linear_inputs(arch, x, "mlp", mlp_linears)
     terms += _mlp(arch, kernels, x, group.moe)
+    if group.moe and arch.moe_output_norm:  # A.X-K1: AXK1MoE.post_mlp_layernorm on the experts' + shared output
+        terms += _norm(arch, kernels, x, "moe_output_norm")
     if sandwich:
         terms += _norm(arch, kernels, x, "post_mlp_norm")
     terms += _dropout_mask(arch, x, "mlp_residual", arch.dropout_prob)

@@ -312,3 +312,20 @@ def test_nanochat_norms_have_no_weights_and_norm_the_embedding() -> None:
     x = Shape(b=1, s=16, e=2)
     assert sum(t.num_bytes for t in embedding_terms(arch, x)) == 8 * 16 + (4 * 768 + 4) * 16
     assert "parameter_free_norm" in architecture_parts(arch)
+
+
+def test_axk1_norms_its_moe_output_in_moe_layers_only() -> None:
+    """AXK1MoE.post_mlp_layernorm: an RMSNorm (h weights) on the MoE block's output, in MoE layers only, keeping its
+    fp32 input, rsqrt and normalised value like the block norms; the dense first layer has none."""
+    from vramplan.models.architecture.params import count_params, layer_group, layer_norm_params
+
+    arch = architecture_from_config({"model_type": "axk1"}, name="a", source="config.json")
+    dense, moe = layer_group(arch, 0), layer_group(arch, 1)
+    plain = arch.model_copy(update={"moe_output_norm": False})
+    assert layer_norm_params(arch, moe) - layer_norm_params(plain, moe) == 7168
+    assert layer_norm_params(arch, dense) == layer_norm_params(plain, dense)
+    assert count_params(arch).total - count_params(plain).total == 60 * 7168
+    x = Shape(b=1, s=16, e=2)
+    names = {t.name for t in layer_terms(arch, "eager", "flash", x, group=moe)}
+    assert {"moe_output_norm.input_fp32", "moe_output_norm.rsqrt", "moe_output_norm.normed"} <= names
+    assert not any(t.name.startswith("moe_output_norm") for t in layer_terms(arch, "eager", "flash", x, group=dense))

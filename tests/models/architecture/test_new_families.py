@@ -146,7 +146,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "cwm": 32_581_097_472,  # CwmConfig(): CWM 32B
                         "helium": 2_172_643_840,  # HeliumConfig(): Helium-1 2B
                         "nanochat": 256_573_440,  # NanoChatConfig(): nanochat d12
-                        "phimoe": 41_872_793_600}  # PhimoeConfig(): Phi-3.5-MoE's shape without its biases
+                        "phimoe": 41_872_793_600,  # PhimoeConfig(): Phi-3.5-MoE's shape without its biases
+                        "axk1": 518_983_052_288}  # AXK1Config(): A.X-K1's 519B
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

@@ -190,6 +190,11 @@ NEW_CONFIGS = {
     # terms at 4 experts (1.002-1.003 here; a far smaller share at 16 experts and h 4,096)
     "phimoe": ("phimoe", dict(_TINY, num_local_experts=4, num_experts_per_tok=2, attention_bias=True, bos_token_id=0,
                               eos_token_id=1)),
+    # A.X-K1: DeepSeek-V3's layer with an RMSNorm on the MoE output (MoE layers only); q/k and v equally wide so that
+    # CPU SDPA runs its fused kernel
+    "axk1": ("axk1", dict(_TINY, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
+                          qk_nope_head_dim=16, v_head_dim=24, n_routed_experts=4, num_experts_per_tok=2,
+                          moe_intermediate_size=48, n_group=1, topk_group=1, bos_token_id=0, eos_token_id=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -261,6 +266,8 @@ NEW_RATIOS = {
     "helium": {"sdpa": (1.0013, 1.0013), "eager": (1.0008, 1.0008)},
     "nanochat": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phimoe": {"sdpa": (1.0028, 1.0028), "eager": (1.002, 1.002)},
+    # the MoE layer: DeepSeek-V3's group-limited router state, as deepseek_v3's
+    "axk1": {"sdpa": (1.0, 1.0057), "eager": (1.0, 1.0046)},
 }
 
 
