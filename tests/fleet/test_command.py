@@ -197,8 +197,11 @@ def test_the_market_takes_what_the_inventory_cannot(tmp_path: Path) -> None:
 def test_the_shipped_example_schedules_and_plots(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out, plot = tmp_path / "schedule.csv", tmp_path / "gantt.png"
+    # The shipped files were written with the default 60 s limit, which the run ends well inside on a quiet machine
+    # (29 s here); on a slow CI run (2026-12-06, 697 s for the suite) the limit cut a stage short and one job came
+    # out scheduled where the example says unserved. Every stage finishing is what the files show: 240 s lets them.
     result = invoke("fleet", str(EXAMPLES / "jobs.csv"), "--inventory", str(EXAMPLES / "inventory.csv"), "-o", str(out),
-                    "--market", "on", "--quota", "runpod=64", "--plot", str(plot))  # the default limit: planner and all
+                    "--market", "on", "--quota", "runpod=64", "--plot", str(plot), "--time-limit", "240")
     assert result.exit_code in (0, 3), result.output
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
     expected = list(csv.DictReader(io.StringIO((EXAMPLES / "schedule.csv").read_text(encoding="utf-8-sig"))))
