@@ -18,7 +18,7 @@ from pydantic import Field
 
 from vramplan.models.catalogue.stack_capabilities import StackCapabilities
 from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, runs_on_count
-from vramplan.models.core.catalogue_schema import _Row
+from vramplan.models.core.catalogue_row import CatalogueRow
 from vramplan.models.core.errors import unknown_name_error
 from vramplan.models.core.setup import (
     RECOMPUTES,
@@ -54,7 +54,7 @@ Fp8Recipe = Literal["te-megatron", "te-linear", "torchao"]
 AttentionKernel = Literal["flash2", "cudnn"]
 
 
-class StackPreset(_Row):
+class StackPreset(CatalogueRow):
     """One training stack's defaults (one row of catalogues/stacks.csv)."""
 
     name: Stack

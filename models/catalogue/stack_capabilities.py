@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator
 
-from vramplan.models.core.catalogue_schema import _Row
+from vramplan.models.core.catalogue_row import CatalogueRow
 from vramplan.models.core.choices import CUDA_GRAPHS, OPTIMIZERS
 from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZERO_STAGES, Stack
 
@@ -55,7 +55,7 @@ _WORD_COLUMNS: dict[str, tuple[str, Collection[str]]] = {
 }
 
 
-class StackCapabilities(_Row):
+class StackCapabilities(CatalogueRow):
     """One row of catalogues/stack_capabilities.csv."""
 
     name: Stack

@@ -1,0 +1,279 @@
+"""The architectures catalogue's schema (catalogues/architectures.csv, or a Hugging Face config.json read into
+it by models/catalogue/hf_config.py): the parts a transformer decoder is made of and which layers have which.
+models/core/catalogue_schema.py holds the GPU and offering schemas and re-exports Architecture."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from vramplan.models.core.catalogue_row import CatalogueRow
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import Count, Real
+
+MAX_LAYERS = 1024  # decoder layers an architecture may have
+
+# The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
+# layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
+# - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
+#   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), xielu (Apertus: transformers' Python xIELU,
+#   not gated), swiglu / geglu (gated: act(gate) * up).
+# - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
+#   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
+#   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
+#   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
+#   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight).
+MlpKind = Literal["gelu", "gelu_new", "relu2", "xielu", "swiglu", "geglu"]
+NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
+                   "rmsnorm_offset", "rmsnorm_noparams"]
+NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
+QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
+LocalAttention = Literal["none", "sliding", "chunked"]
+RopeTables = Literal["shared", "half", "per_layer", "per_layer_fp32"]
+# Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
+_SKIP = r"(:skip(=[A-Za-z0-9_.*|-]+)?)?"  # llm_int8_skip_modules: the entries, or unknown ones
+CHECKPOINT_QUANTIZATION = (r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?" + _SKIP + "|int8" + _SKIP
+                           + r"|mxfp4|fp8(:[1-9]\d{0,6}:[1-9]\d{0,6})?)$")
+ModelType = Literal[
+    "gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma2", "qwen3", "qwen3_moe", "gemma3", "gemma3_text",
+    "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text", "gpt_neox", "falcon", "cohere",
+    "starcoder2", "gpt_oss", "mistral3", "glm4", "granite", "cohere2", "glm4_moe", "smollm3",
+    "ministral3", "olmo3", "exaone4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "qwen2_moe", "olmoe",
+    "gemma", "glm", "arcee", "nemotron", "granitemoe", "granitemoeshared", "dots1", "minimax_m2", "hunyuan_v1_moe",
+    "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
+    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
+    "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
+]
+
+
+class Architecture(CatalogueRow):
+    """A transformer decoder (one row of catalogues/architectures.csv, or a Hugging Face config.json)."""
+
+    name: str
+    model_type: ModelType = Field(description="Hugging Face model_type the row was read as (names its linear modules)")
+    num_layers: Count = Field(ge=1, le=MAX_LAYERS)
+    hidden_size: Count = Field(ge=1, le=1_000_000)
+    num_attention_heads: Count = Field(ge=1, le=65_536)
+    num_kv_heads: Count = Field(ge=1, le=65_536)
+    head_dim: Count = Field(ge=1, le=65_536, description="query/key head width (MLA: nope + rope part)")
+    intermediate_size: Count = Field(ge=1, le=10_000_000, description="MLP width (per expert for MoE)")
+    vocab_size: Count = Field(ge=1, le=100_000_000)
+    max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
+    tie_word_embeddings: bool
+    learned_position_embeddings: bool
+    qkv_bias: bool
+    linear_bias: bool = Field(description="bias on the attention output and MLP linears (GPT-2 style)")
+    mlp_kind: MlpKind
+    norm_kind: NormKind
+    norms_per_layer: Count = Field(ge=1, le=4)
+    dropout_prob: Real = Field(ge=0, lt=1, description="dropout after attention and after the MLP (the residual branches); "
+                                                        "also on the embedding and the attention probabilities where "
+                                                        "those are not given apart")
+    attention_dropout_prob: Real | None = Field(default=None, ge=0, lt=1,
+                                                description="dropout on the attention probabilities; empty: dropout_prob")
+    embedding_dropout_prob: Real | None = Field(default=None, ge=0, lt=1,
+                                                description="dropout on the token embedding; empty: dropout_prob")
+    num_experts: Count = Field(ge=1, le=4096, description="routed experts of a MoE layer; 1 for a dense MLP")
+    experts_per_token: Count = Field(ge=1, le=4096)
+    final_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    norm_position: NormPosition = "pre"
+    parallel_attention_mlp: bool = Field(default=False, description="attention and MLP read the same input (GPT-J style)")
+    qk_norm: QkNorm = "none"
+    qk_norm_on_global_layers: bool = Field(default=True, description="Llama 4 norms q/k only on its RoPE (chunked) layers")
+    fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
+    eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")
+    attn_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
+    q_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: query down-projection rank; 0 = a full q_proj")
+    kv_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: compressed key/value rank; 0 = not MLA")
+    qk_rope_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: the rotary part of head_dim (shared by all heads)")
+    v_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="value head width when it differs from head_dim; 0 = head_dim")
+    local_attention: LocalAttention = "none"
+    attention_window: Count = Field(default=0, ge=0, le=10_000_000, description="sliding window / chunk length, tokens; 0 = none")
+    global_attention_every: int = Field(
+        default=0, ge=0, description="with local attention, layer i attends globally when (i + 1) % this == 0; 0 = never"
+    )
+    global_attention_first: bool = Field(
+        default=False, description="with global_attention_every N: layer i attends globally when i % N == 0 instead, the "
+                                   "first of each N (CWM)")
+    partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
+    dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
+                                           description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
+    first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000,
+                                      description="leading dense layers of a MoE model (DeepSeek first_k_dense_replace)")
+    moe_layer_interval: Count = Field(default=1, ge=1, le=10_000_000,
+                                      description="layer i is MoE when (i + 1) % this == 0 (Llama 4 interleave step)")
+    shared_expert_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
+                                                   description="width of the always-on shared expert MLP; 0 = none")
+    shared_expert_gate: bool = Field(
+        default=False, description="the shared expert's output is scaled by sigmoid(a linear h -> 1 of the layer's input) (Qwen2-MoE)")
+    router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    moe_block_class: str | None = Field(
+        default=None, description="the Hugging Face class of a MoE layer's sparse block (transformers 5), recorded where a "
+                                  "stack reads it: DeepSpeed's ZeRO-3 fetches its default leaf classes whole "
+                                  "(models/memory/zero3_live.py); empty: not one of those")
+    moe_all_experts: bool = Field(
+        default=False, description="eager MoE runs every expert on every token, scaled by its router score (HF Llama 4)"
+    )
+    moe_output_norm: bool = Field(default=False, description="an RMSNorm on the MoE block's output, in MoE layers only "
+                                                           "(A.X-K1's post_mlp_layernorm)")
+    embedding_norm: bool = Field(default=False, description="the token embedding is normed before the first layer "
+                                                          "(nanochat: the final norm's module, run twice)")
+    attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
+    moe_bias: bool = Field(default=False, description="the MoE router and every expert linear carry a bias (gpt-oss)")
+    clamped_swiglu: bool = Field(
+        default=False, description="experts run gpt-oss's clamped GLU on interleaved gate/up: (clamp(up) + 1) * g * sigmoid(1.702 g)"
+    )
+    router_topk_softmax: bool = Field(default=False, description="the router softmaxes only the top-k logits (gpt-oss)")
+    rope_tables: RopeTables = Field(
+        default="shared", description="RoPE's cos/sin: one pair for all layers, rotary_dim wide (shared) or rotary_dim / 2 "
+                                      "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
+                                      "ERNIE 4.5's fp32 interleaved rotation)")
+    lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
+    clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
+    attention_output_gate: bool = Field(
+        default=False, description="a gate_proj (h -> heads x head_dim) whose sigmoid scales the attention output before o_proj (AFMoE)")
+    full_attention_every: Count = Field(
+        default=0, ge=0, le=10_000_000,
+        description="with Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): layer i attends fully when "
+                    "(i + 1) % this == 0 and runs linear attention otherwise; 0 = no linear attention")
+    linear_key_heads: Count = Field(default=0, ge=0, le=65_536, description="linear attention: query/key heads")
+    linear_value_heads: Count = Field(default=0, ge=0, le=65_536,
+                                      description="linear attention: value heads (a multiple of the key heads)")
+    linear_key_head_dim: Count = Field(default=0, ge=0, le=65_536, description="linear attention: query/key head width")
+    linear_value_head_dim: Count = Field(default=0, ge=0, le=65_536, description="linear attention: value head width")
+    linear_conv_kernel: Count = Field(default=0, ge=0, le=1024,
+                                      description="linear attention: the depthwise causal convolution's width")
+    linear_split_projections: bool = Field(
+        default=False, description="linear attention projects q/k/v, z, b and a apart (Qwen3.5 in_proj_qkv / _z / _b / "
+                                   "_a) rather than as qkvz and ba (Qwen3-Next in_proj_qkvz / in_proj_ba)")
+    attention_gate_in_q: bool = Field(
+        default=False, description="the attention_output_gate's gate comes out of q_proj (h -> 2 x heads x head_dim: "
+                                   "Qwen3-Next, Qwen3.5), not a gate_proj of its own")
+    index_heads: Count = Field(
+        default=0, ge=0, le=65_536,
+        description="DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads in every layer; "
+                    "0 = no indexer")
+    index_head_dim: Count = Field(default=0, ge=0, le=65_536, description="DeepSeek Sparse Attention: the indexer's head width")
+    index_topk: Count = Field(default=0, ge=0, le=10_000_000,
+                              description="DeepSeek Sparse Attention: the keys each query attends to, chosen by the indexer")
+    indexer_every: Count = Field(
+        default=1, ge=1, le=MAX_LAYERS,
+        description="DeepSeek Sparse Attention: layer i runs its own indexer when max(i - indexer_offset + 1, 0) % this "
+                    "== 0 (GLM-5 index_topk_freq); the others reuse the previous indexer's top-k")
+    indexer_offset: Count = Field(default=0, ge=0, le=MAX_LAYERS,
+                                  description="DeepSeek Sparse Attention: GLM-5's index_skip_topk_offset (see indexer_every)")
+    vision_params: Count = Field(
+        default=0, ge=0, le=10**12,
+        description="parameters a multimodal checkpoint loads beside the decoder (its vision tower and projector: "
+                    "models/catalogue/hf_vision.py), held with the embedding; no FLOPs (text-only training)")
+    checkpoint_quantization: str = Field(
+        default="", pattern=CHECKPOINT_QUANTIZATION,
+        description="how the checkpoint stores its decoder linears (models/architecture/quantization.py): '' 16-bit, "
+                    "gptq:BITS:GROUP, awq:BITS:GROUP, nf4[:dq][:skip[=ENTRY|...]], fp4[:dq][:skip[=ENTRY|...]], "
+                    "int8[:skip[=ENTRY|...]], fp8[:ROWS:COLS], mxfp4")
+    source: str
+
+    @model_validator(mode="after")
+    def _shapes_are_consistent(self) -> Architecture:
+        if self.num_attention_heads % self.num_kv_heads:
+            raise VramplanError(
+                "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
+            )
+        if self.experts_per_token > self.num_experts:
+            raise VramplanError(
+                "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
+            )
+        if (self.local_attention == "none") != (self.attention_window == 0):
+            raise VramplanError(
+                "attention_window", self.attention_window, f"must be > 0 exactly when local_attention is set (is {self.local_attention})"
+            )
+        if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.head_dim:
+            raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
+        if self.q_lora_rank and not self.kv_lora_rank:
+            raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
+        linear = (self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim, self.linear_value_head_dim,
+                  self.linear_conv_kernel)
+        if bool(self.full_attention_every) != all(linear) or (any(linear) and not all(linear)):
+            raise VramplanError("full_attention_every", self.full_attention_every,
+                                "linear attention needs full_attention_every > 0 and every linear_* width (key and value "
+                                "heads, head widths, conv kernel) > 0, or none of them")
+        if self.full_attention_every and self.linear_value_heads % self.linear_key_heads:
+            raise VramplanError("linear_value_heads", self.linear_value_heads,
+                                f"must be a multiple of linear_key_heads={self.linear_key_heads}")
+        if self.full_attention_every and self.local_attention != "none":
+            raise VramplanError("local_attention", self.local_attention, "is not modelled beside linear attention")
+        if bool(self.index_heads) != bool(self.index_head_dim) or bool(self.index_heads) != bool(self.index_topk):
+            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention needs index_heads, "
+                                "index_head_dim and index_topk > 0, or none of them")
+        if self.index_heads and not (self.q_lora_rank and self.qk_rope_head_dim < self.index_head_dim):
+            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention's indexer reads MLA's query "
+                                "latent: it needs q_lora_rank > 0 and index_head_dim wider than qk_rope_head_dim")
+        if self.attention_gate_in_q and not self.attention_output_gate:
+            raise VramplanError("attention_gate_in_q", True, "needs attention_output_gate")
+        if self.is_moe and not any(self.layer_is_moe(i) for i in range(self.num_layers)):
+            # a decoder_sparse_step / first_k_dense_replace / mlp_only_layers that leaves every layer
+            # dense: no expert is ever built (its expert kernels had no shape: StopIteration)
+            raise VramplanError("num_experts", self.num_experts, f"no decoder layer is a MoE layer (first_dense_layers="
+                                f"{self.first_dense_layers}, moe_layer_interval={self.moe_layer_interval}, "
+                                f"num_layers={self.num_layers}): a dense model has num_experts 1")
+        return self
+
+    def __hash__(self) -> int:
+        """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
+        a name with other values only compare. The functools caches of models/ are keyed by the
+        architecture; pydantic's frozen-model hash hashes all 50 fields
+        (docs/performance.md#hashes-of-domain-types)."""
+        return hash(self.name)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def attention_dropout(self) -> float:
+        return self.dropout_prob if self.attention_dropout_prob is None else self.attention_dropout_prob
+
+    @property
+    def embedding_dropout(self) -> float:
+        return self.dropout_prob if self.embedding_dropout_prob is None else self.embedding_dropout_prob
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels RoPE rotates per head (MLA: the shared rope part; NeoX: rotary_pct of head_dim)."""
+        return self.qk_rope_head_dim if self.is_mla else int(self.head_dim * self.partial_rotary_factor)
+
+    def layer_is_moe(self, index: int) -> bool:
+        return self.is_moe and index >= self.first_dense_layers and (index + 1) % self.moe_layer_interval == 0
+
+    @property
+    def has_linear_attention(self) -> bool:
+        return self.full_attention_every > 0
+
+    def layer_is_linear(self, index: int) -> bool:
+        """A Gated DeltaNet layer (not full attention)."""
+        return self.has_linear_attention and (index + 1) % self.full_attention_every != 0
+
+    @property
+    def has_indexer(self) -> bool:
+        """DeepSeek Sparse Attention: a lightning indexer picks the keys each layer's MLA attends to."""
+        return self.index_heads > 0
+
+    def layer_has_indexer(self, index: int) -> bool:
+        """A DeepSeek Sparse Attention layer that runs its own indexer (GLM-5's "full" layers; the "shared" ones
+        reuse the previous full layer's top-k: GlmMoeDsaConfig's indexer_types)."""
+        return self.has_indexer and max(index - self.indexer_offset + 1, 0) % self.indexer_every == 0
+
+    def layer_is_local(self, index: int) -> bool:
+        every = self.global_attention_every
+        position = index if self.global_attention_first else index + 1
+        return self.local_attention != "none" and not (every and position % every == 0)
