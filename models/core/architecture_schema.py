@@ -14,6 +14,12 @@ from vramplan.models.core.numbers import Count, Real
 
 MAX_LAYERS = 1024  # decoder layers an architecture may have
 
+
+def _all_or_none(*counts: int) -> bool:
+    """Whether the counts that together describe one part (linear attention's widths, the indexer's) are all set
+    (> 0) or all unset (0)."""
+    return all(counts) or not any(counts)
+
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
@@ -193,9 +199,8 @@ class Architecture(CatalogueRow):
             raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
         if self.q_lora_rank and not self.kv_lora_rank:
             raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
-        linear = (self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim, self.linear_value_head_dim,
-                  self.linear_conv_kernel)
-        if bool(self.full_attention_every) != all(linear) or (any(linear) and not all(linear)):
+        if not _all_or_none(self.full_attention_every, self.linear_key_heads, self.linear_value_heads,
+                            self.linear_key_head_dim, self.linear_value_head_dim, self.linear_conv_kernel):
             raise VramplanError("full_attention_every", self.full_attention_every,
                                 "linear attention needs full_attention_every > 0 and every linear_* width (key and value "
                                 "heads, head widths, conv kernel) > 0, or none of them")
@@ -204,7 +209,7 @@ class Architecture(CatalogueRow):
                                 f"must be a multiple of linear_key_heads={self.linear_key_heads}")
         if self.full_attention_every and self.local_attention != "none":
             raise VramplanError("local_attention", self.local_attention, "is not modelled beside linear attention")
-        if bool(self.index_heads) != bool(self.index_head_dim) or bool(self.index_heads) != bool(self.index_topk):
+        if not _all_or_none(self.index_heads, self.index_head_dim, self.index_topk):
             raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention needs index_heads, "
                                 "index_head_dim and index_topk > 0, or none of them")
         if self.index_heads and not (self.q_lora_rank and self.qk_rope_head_dim < self.index_head_dim):
