@@ -33,6 +33,7 @@ from vramplan.models.core.results import (
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.activation_terms import xielu_note
+from vramplan.models.memory.activations import activation_shape
 from vramplan.models.memory.linear_attention_terms import linear_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
@@ -253,7 +254,8 @@ def estimate_plan(
         warnings=plan_warnings(performance_summary, cost_report, plan.num_gpus, offering.price_date, pricing)
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
                              cuda_graphs_note(arch, job), linear_attention_note(arch),
-                             sparse_attention_note(arch, job, plan), xielu_note(arch)) if note],
+                             sparse_attention_note(arch, job, activation_shape(job, plan)),
+                             xielu_note(arch)) if note],
     )
 
 

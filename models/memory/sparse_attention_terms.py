@@ -28,9 +28,8 @@ The flash_attention_2 path is not one: it gets no 4-D mask to index (the indexer
 from __future__ import annotations
 
 from vramplan.models.core.catalogue_schema import Architecture
-from vramplan.models.core.setup import Attention, Job, Plan
+from vramplan.models.core.setup import Attention, Job
 from vramplan.models.core.units import BYTES_PER_GIB
-from vramplan.models.memory.precision import activation_bytes
 from vramplan.models.memory.saved_tensors import BOOL, FP32, Shape, Term
 
 
@@ -73,12 +72,12 @@ def indexer_transient_bytes(arch: Architecture, attention: Attention, x: Shape, 
     return max(matmul, scaled) + projected + mask
 
 
-def sparse_attention_note(arch: Architecture, job: Job, plan: Plan) -> str | None:
-    """What a DeepSeek Sparse Attention estimate's largest transient is and how it grows (None for other models)."""
+def sparse_attention_note(arch: Architecture, job: Job, x: Shape) -> str | None:
+    """What a DeepSeek Sparse Attention estimate's largest transient is for its micro-batch `x`
+    (activations.activation_shape) and how it grows (None for other models)."""
     if not arch.has_indexer:
         return None
-    x = Shape(b=plan.micro_batch, s=job.seq_len // plan.cp, e=activation_bytes(plan.precision))
     gib = indexer_transient_bytes(arch, job.attention, x, mask_counted=False) / BYTES_PER_GIB
     return (f"{arch.name}'s DeepSeek Sparse Attention indexer holds {gib:,.1f} GiB of fp32 scores in each layer's "
-            f"forward at micro-batch {plan.micro_batch} x {job.seq_len:,} tokens (transformers' indexer scores every key; "
+            f"forward at micro-batch {x.b} x {job.seq_len:,} tokens (transformers' indexer scores every key; "
             "it grows with the square of the sequence)")
