@@ -305,8 +305,14 @@ def _fields(c: Reader) -> dict[str, Any]:
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
-    if c.has("use_parallel_residual") and not c.flag("use_parallel_residual"):
-        parts["parallel_attention_mlp"] = False
+    one_norm = parts.pop("parallel_one_norm", False)  # StableLM: the parallel layer has no post_attention_layernorm
+    if c.has("use_parallel_residual"):
+        parts["parallel_attention_mlp"] = c.flag("use_parallel_residual")
+        if one_norm and parts["parallel_attention_mlp"]:
+            parts["norms_per_layer"] = 1
+    if parts.pop("residual_dropout_mlp_only", False) and fields["dropout_prob"] > 0:
+        raise c.unsupported("residual_dropout", "drops out the MLP's output only (StableLM); vramplan's residual "
+                                                "dropout follows attention too, so a nonzero one is not modelled")
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
     # A family whose modeling code always builds its QK norm (Qwen 3, Hunyuan, MiniMax-M2, ...) never reads
     # use_qk_norm, which some of their hub files still carry: it is ignored there, as transformers ignores it

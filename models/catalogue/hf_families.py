@@ -326,6 +326,22 @@ FAMILIES: dict[str, Family] = {
                   "head_dim": 128, "hidden_act": "relu2", "attention_bias": True, "mlp_bias": True},
         parts={"gated_mlp": False, "norm_kind": "layernorm"},
     ),
+    # StableLM 2 / StableLM-3B-4E1T / StableLM Zephyr (configuration_stablelm.py / modeling_stablelm.py): LayerNorms with
+    # weight and bias; q/k/v biases from use_qkv_bias, o_proj and the gated SwiGLU MLP never biased; RoPE on
+    # partial_rotary_factor (0.25) of each head, the rotated and pass-through parts concatenated; with
+    # use_parallel_residual one LayerNorm feeding attention and the MLP in parallel (post_attention_layernorm None);
+    # hidden_dropout on the MLP's output only (a nonzero one refused: vramplan's residual dropout follows attention
+    # too); StableLmConfig's defaults (StableLM-3B-4E1T). qk_layernorm, a LayerNorm per head, is refused.
+    "stablelm": Family(
+        # StableLmAttention: head_dim = hidden_size // num_heads whatever the file says
+        keys={"attention_bias": "use_qkv_bias", "use_qk_norm": "qk_layernorm", "residual_dropout": "hidden_dropout",
+              "head_dim": None},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096, "vocab_size": 50304, "hidden_size": 2560,
+                  "intermediate_size": 6912, "num_layers": 32, "num_attention_heads": 32, "partial_rotary_factor": 0.25,
+                  "use_parallel_residual": False, "residual_dropout": 0.0},
+        parts={"norm_kind": "layernorm", "attention_bias_qkv_only": True, "parallel_one_norm": True,
+               "residual_dropout_mlp_only": True},
+    ),
     # Phi-1.5 / Phi-2 (configuration_phi.py / modeling_phi.py): one LayerNorm (with bias) feeding attention and
     # the MLP in parallel; q/k/v and dense with biases; RoPE on partial_rotary_factor (0.5) of each head, the
     # rotated and pass-through halves concatenated; fc1 -> gelu_new -> fc2 with biases; dropout after attention
@@ -394,4 +410,34 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # DeepseekV4/HYV4/Glm5NextText: an indexer beside hyper-connections (HyperConnection, HyperHead), and
     # DeepSeek-V4's attention compressors (CSACompressor, HCACompressor) or GLM-5-Next's linear attention
     **dict.fromkeys(("deepseek_v4", "hy_v4", "glm5_next", "glm5_next_text"), _HYPER_CONNECTIONS),
+    # the other decoder families transformers 5.24 builds, each with the modeling code's part vramplan has no terms for
+    **dict.fromkeys(("minimax", "bailing_hybrid"), _LINEAR_ATTENTION),  # MiniMaxLightningAttention, BailingHybridDeltaAttention
+    **dict.fromkeys(("inkling", "inkling_text", "inkling2", "inkling2_text", "inkling2_loop", "inkling2_loop_text"),
+                    _RECURRENT),  # InklingShortConvolution beside attention
+    # LaraMiniConfig.__post_init__: linear, sliding, linear, full, sliding
+    "lara_mini": ("three layer kinds (Qwen3.5's Gated DeltaNet, sliding and full attention) repeating every five layers, "
+                  "which are not modelled"),
+    # LagunaAttention: num_attention_heads_per_layer, g_proj's softplus gate (per head by default)
+    "laguna": "layers of several head counts and a softplus gate on the attention output, which are not modelled",
+    # MiMoV2FlashAttention: its own kv heads and head widths on the sliding and the full layers
+    "mimo_v2_flash": "attention shapes (kv heads, head widths) that differ between its sliding and full layers, which are not modelled",
+    # GraniteSWA eager_attention_forward: output * sigmoid(logsumexp(logits) - sink), fp32
+    **dict.fromkeys(("granite_swa", "granitemoe_swa"),
+                    "attention sinks applied as a sigmoid scaling of the attention output, which are not modelled"),
+    # FlintConfig's default layer_types (full when i < 2, i % 4 == 1 or last), eager_attention_forward's fp32 scores
+    "flint": ("a layer pattern that is not periodic (full attention on the first two layers, every fourth and the last) "
+              "and fp32 attention scores with learned sinks, which are not modelled"),
+    # DoryModel.forward: n_recurrent_loops over n_recurrent_layers, lambda-weighted normalised residual updates
+    "dory": "recurrent loops over a block of shared layers and normalised (nGPT-style) residual updates, which are not modelled",
+    "zaya": "convolutional attention projections (ZayaCCAProjection), residual scaling and an MLP router, which are not modelled",
+    # AXK2Attention / AXK2Indexer: an indexer beside gated RMSNorms
+    "axk2": f"{_INDEXER} beside gated norms of its own, which are not modelled",
+    # LongcatFlashDecoderLayer: two attention blocks a layer and zero-computation experts (ScMoE)
+    "longcat_flash": "two attention blocks per layer and zero-computation experts, which are not modelled",
+    "jetmoe": "a mixture of attention heads (JetMoeMoA) beside its MLP experts, which is not modelled",
+    "diffllama": "differential attention (two softmax maps subtracted per head), which is not modelled",
+    "doge": "dynamic-mask attention and cross-domain MoE (DogeCDMoE), which are not modelled",
+    "bitnet": "ternary (1.58-bit) linear layers with their own sub-norms, which are not modelled",
+    # DbrxConfig: attn_config / ffn_config objects
+    "dbrx": "its attention and MoE settings nested in attn_config and ffn_config, which vramplan does not read",
 }

@@ -335,6 +335,36 @@ MOE_FAMILIES: dict[str, Family] = {
                   "moe_intermediate_size": 1536, "first_dense_layers": 1},
         parts={"qk_norm": "head", "router_fp32": True},
     ),
+    # Mellum 2 (configuration_mellum.py / modular_mellum.py, JetBrains): Qwen3-MoE's attention (q/k RMSNorms per
+    # head, RoPE on every layer) with a sliding window on the layers layer_types names (default none), Qwen3-MoE's
+    # sparse block (a softmax top-k router, [E, 2f, h] experts, no shared expert) on the layers mlp_layer_types calls
+    # sparse (default all) and Qwen2-MoE's MLP of intermediate_size on the dense ones (LagunaDecoderLayer's pre-norm
+    # layer); MellumConfig's defaults (Mellum2-12B-A2.5B). Its multi-token-prediction layer is not built by
+    # MellumForCausalLM (_keys_to_ignore_on_load_unexpected "mtp."): not counted.
+    "mellum": Family(
+        keys={**QWEN_MOE_KEYS, "moe_layer_interval": None},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 98304, "hidden_size": 2304,
+                  "intermediate_size": 7168, "num_layers": 28, "num_attention_heads": 32, "num_kv_heads": 4,
+                  "head_dim": 128, "sliding_window": 1024, "global_every": 1, "num_experts": 64,
+                  "experts_per_token": 8, "moe_intermediate_size": 896},
+        parts={"qk_norm": "head"},
+    ),
+    # Kolibri-1 (configuration_kolibri1.py / modular_kolibri1.py, Aleph Alpha): EXAONE 4.0's attention (q/k RMSNorms
+    # per head; RoPE on the sliding layers, the global layers NoPE: q and k unrotated, the same bytes) in GLM-4's
+    # sandwich layer (four RMSNorms), and in every layer DeepSeek-V3's block: one shared MLP of
+    # shared_expert_intermediate_size beside [E, 2f, h] experts behind a router whose fp32 linear runs on an fp32
+    # copy of its input, picking the top-k of logits + a score-correction buffer and taking the sigmoid of the k
+    # picked logits (Kolibri1TopKRouter); layer i global when (i + 1) % 5 == 0 (Kolibri1Config's layer_types);
+    # no dense layer (the config has no intermediate_size).
+    "kolibri1": Family(
+        keys={"num_experts": ["num_experts", "num_local_experts"], "shared_expert_width": "shared_expert_intermediate_size",
+              "intermediate_size": None, "moe_layer_interval": None},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 262144, "vocab_size": 128000, "hidden_size": 2560,
+                  "intermediate_size": 512, "num_layers": 50, "num_attention_heads": 48, "num_kv_heads": 4,
+                  "head_dim": 128, "sliding_window": 513, "global_every": 5, "num_experts": 384,
+                  "experts_per_token": 6, "moe_intermediate_size": 512, "shared_expert_width": 512},
+        parts={"norm_position": "sandwich", "norms_per_layer": 4, "qk_norm": "head", "router_fp32": True},
+    ),
     # AFMoE (Arcee Trinity; configuration_afmoe.py / modular_afmoe.py): four RMSNorms a layer (sandwich) that multiply
     # their weight in fp32 (GptOssRMSNorm), q/k RMSNorms per head, a sigmoid gate on the attention output
     # (self_attn.gate_proj: attention_output_gate), RoPE on the sliding layers only (the global layer every

@@ -329,3 +329,56 @@ def test_axk1_norms_its_moe_output_in_moe_layers_only() -> None:
     names = {t.name for t in layer_terms(arch, "eager", "flash", x, group=moe)}
     assert {"moe_output_norm.input_fp32", "moe_output_norm.rsqrt", "moe_output_norm.normed"} <= names
     assert not any(t.name.startswith("moe_output_norm") for t in layer_terms(arch, "eager", "flash", x, group=dense))
+
+
+def test_mellum_reads_its_sliding_and_dense_layers_from_the_lists() -> None:
+    """MellumConfig: every layer full and sparse by default; layer_types' sliding layers (window 1,024) and
+    mlp_layer_types' leading dense layers (Qwen2-MoE's MLP of intermediate_size) are read; Qwen3-MoE's per-head q/k
+    norms, no shared expert. Counts: transformers 5.24 on the meta device."""
+    from vramplan.models.architecture.params import layer_group
+
+    bare = architecture_from_config({"model_type": "mellum"}, name="m", source="config.json")
+    assert (bare.global_attention_every, bare.first_dense_layers, bare.qk_norm) == (1, 0, "head")
+    assert not any(bare.layer_is_local(i) for i in range(28))
+    lists = {"layer_types": ["sliding_attention"] * 3 + ["full_attention"], "mlp_layer_types": ["dense"] + ["sparse"] * 27}
+    arch = architecture_from_config({"model_type": "mellum", **lists, "layer_types": lists["layer_types"] * 7},
+                                    name="m", source="config.json")
+    assert [arch.layer_is_local(i) for i in range(4)] == [True, True, True, False]
+    assert (arch.attention_window, arch.first_dense_layers, arch.dense_intermediate_size) == (1024, 1, 7168)
+    assert count_params(arch).total == 11_802_959_104
+    assert not layer_group(arch, 0).moe and layer_group(arch, 1).moe
+    with pytest.raises(VramplanError, match="mlp_layer_types"):
+        architecture_from_config({"model_type": "mellum", "mlp_layer_types": ["sparse", "dense"] * 14},
+                                 name="m", source="config.json")
+
+
+def test_kolibri1_is_exaone4_attention_in_a_sandwich_layer_with_a_shared_expert() -> None:
+    """Kolibri1Config: layer i global (NoPE) when (i + 1) % 5 == 0, sliding (513) otherwise; GLM-4's four RMSNorms a
+    layer; every layer MoE with one shared MLP of shared_expert_intermediate_size; an fp32 router."""
+    arch = architecture_from_config({"model_type": "kolibri1"}, name="k", source="config.json")
+    assert (arch.global_attention_every, arch.attention_window, arch.norm_position, arch.norms_per_layer) == (
+        5, 513, "sandwich", 4)
+    assert (arch.first_dense_layers, arch.shared_expert_intermediate_size, arch.router_fp32, arch.qk_norm) == (
+        0, 512, True, "head")
+    assert [arch.layer_is_local(i) for i in range(5)] == [True, True, True, True, False]
+
+
+def test_stablelm_parallel_layers_have_one_norm_and_its_mlp_dropout_is_refused() -> None:
+    """StableLmDecoderLayer: use_parallel_residual drops post_attention_layernorm (one LayerNorm feeds both
+    branches); hidden_dropout follows the MLP only, which vramplan's residual dropout cannot say, so a nonzero one
+    is refused in one line; qk_layernorm (a LayerNorm per head) is refused like Phi's. Counts: transformers 5.24 on
+    the meta device (StableLM 2 1.6B's shape: 1,644,515,328)."""
+    base = {"model_type": "stablelm", "vocab_size": 100352, "hidden_size": 2048, "intermediate_size": 5632,
+            "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "use_qkv_bias": True}
+    arch = architecture_from_config(base, name="s", source="config.json")
+    assert (arch.parallel_attention_mlp, arch.norms_per_layer, arch.norm_kind, arch.partial_rotary_factor) == (
+        False, 2, "layernorm", 0.25)
+    assert (arch.qkv_bias, arch.linear_bias) == (True, False)
+    assert count_params(arch).total == 1_644_515_328
+    parallel = architecture_from_config({**base, "use_parallel_residual": True}, name="s", source="config.json")
+    assert (parallel.parallel_attention_mlp, parallel.norms_per_layer) == (True, 1)
+    assert count_params(arch).total - count_params(parallel).total == 24 * 2 * 2048
+    for key, value, match in (("hidden_dropout", 0.1, "MLP's output only"), ("qk_layernorm", True, "LayerNorm QK norm")):
+        with pytest.raises(VramplanError, match=match) as caught:
+            architecture_from_config({**base, key: value}, name="s", source="config.json")
+        assert key in str(caught.value) and "\n" not in str(caught.value)

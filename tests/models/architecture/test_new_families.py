@@ -147,7 +147,11 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "helium": 2_172_643_840,  # HeliumConfig(): Helium-1 2B
                         "nanochat": 256_573_440,  # NanoChatConfig(): nanochat d12
                         "phimoe": 41_872_793_600,  # PhimoeConfig(): Phi-3.5-MoE's shape without its biases
-                        "axk1": 518_983_052_288}  # AXK1Config(): A.X-K1's 519B
+                        "axk1": 518_983_052_288,  # AXK1Config(): A.X-K1's 519B
+                        # the twelfth session's (transformers 5.24, meta device)
+                        "mellum": 12_149_923_072,  # MellumConfig(): Mellum2-12B-A2.5B
+                        "kolibri1": 78_103_055_360,  # Kolibri1Config(): Kolibri-1
+                        "stablelm": 2_795_443_200}  # StableLmConfig(): StableLM-3B-4E1T's 2.8B
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -270,7 +274,11 @@ def test_qwen2_moe_parts() -> None:
                                                 ("deepseek_v4", "hyper-connections"),
                                                 ("qwen4_exp", "sparse-attention indexer"),
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
-                                                ("lfm3", "recurrent")])
+                                                ("lfm3", "recurrent"), ("minimax", "linear attention"),
+                                                ("lara_mini", "three layer kinds"), ("laguna", "several head counts"),
+                                                ("mimo_v2_flash", "differ between its sliding and full layers"),
+                                                ("granite_swa", "sigmoid scaling"), ("flint", "not periodic"),
+                                                ("dory", "recurrent loops"), ("dbrx", "attn_config")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
     in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""

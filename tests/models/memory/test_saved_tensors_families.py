@@ -195,6 +195,19 @@ NEW_CONFIGS = {
     "axk1": ("axk1", dict(_TINY, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
                           qk_nope_head_dim=16, v_head_dim=24, n_routed_experts=4, num_experts_per_tok=2,
                           moe_intermediate_size=48, n_group=1, topk_group=1, bos_token_id=0, eos_token_id=1)),
+    # the twelfth session's: Mellum (Qwen3-MoE's layer with sliding layers and leading dense ones from the lists; two
+    # layers of each attention kind, so each kind's cos/sin tables are shared as in a real model), Kolibri-1 (EXAONE
+    # 4.0's attention, GLM-4's sandwich norms, a shared expert beside the experts), StableLM (partial RoPE, LayerNorms,
+    # q/k/v biases; and its parallel layer with one norm)
+    "mellum": ("mellum", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16, num_experts=4,
+                              num_experts_per_tok=2, moe_intermediate_size=48,
+                              layer_types=["sliding_attention", "full_attention"] * 2,
+                              mlp_layer_types=["dense", "dense", "sparse", "sparse"])),
+    "kolibri1": ("kolibri1", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16, num_experts=4,
+                                  num_experts_per_tok=2, moe_intermediate_size=48, shared_expert_intermediate_size=48,
+                                  layer_types=["sliding_attention", "full_attention"] * 2)),
+    "stablelm": ("stablelm", dict(_TINY, use_qkv_bias=True)),
+    "stablelm_parallel": ("stablelm", dict(_TINY, use_parallel_residual=True, partial_rotary_factor=0.5)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -268,6 +281,13 @@ NEW_RATIOS = {
     "phimoe": {"sdpa": (1.0028, 1.0028), "eager": (1.002, 1.002)},
     # the MoE layer: DeepSeek-V3's group-limited router state, as deepseek_v3's
     "axk1": {"sdpa": (1.0, 1.0057), "eager": (1.0, 1.0046)},
+    # Mellum's sliding layers under CPU SDPA: the explicit window mask (the gemma3 gap); its MoE layers' router keeps 2
+    # bytes a routed token less, as qwen3_moe's. Kolibri-1's router keeps the int64 top-k indices, the gathered fp32
+    # logits and their sigmoid and hands the experts fp32 weights: a few bytes a token more than the terms (1.0006)
+    "mellum": {"sdpa": (1.0744, 1.0, 1.0739, 0.9988), "eager": (1.0, 1.0, 0.9992, 0.9992)},
+    "kolibri1": {"sdpa": (1.0539, 1.0008, 1.0539, 1.0008), "eager": (1.0006, 1.0006, 1.0006, 1.0006)},
+    "stablelm": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "stablelm_parallel": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -317,14 +337,17 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               + [("ministral", "sdpa", False), ("flex_olmo", "sdpa", False), ("youtu", "eager", False),
                  ("minicpm3", "eager", False), ("apertus", "sdpa", False), ("apertus", "sdpa", True),
                  ("cwm", "eager", False), ("nanochat", "sdpa", False),
-                 ("nanochat", "sdpa", True)])
+                 ("nanochat", "sdpa", True)]
+              # the twelfth session's
+              + [("mellum", "eager", False), ("kolibri1", "eager", False), ("stablelm", "sdpa", False),
+                 ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
     if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4", "solar_open",
-                "exaone_moe"):
+                "exaone_moe", "mellum", "kolibri1"):
         kwargs["moe_intermediate_size"] = 96
     if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
