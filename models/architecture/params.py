@@ -288,10 +288,9 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
              + norm_params(arch) * (group.moe and arch.moe_output_norm))
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
-    if group.qk_norm and arch.qk_norm == "head":
-        total += 2 * arch.head_dim
-    elif group.qk_norm and arch.qk_norm == "width":
-        total += (arch.num_attention_heads + arch.num_kv_heads) * arch.head_dim
+    if group.qk_norm and arch.qk_norm != "l2":  # one head_dim weight for q and one for k, or one per head and channel
+        weights = 2 * arch.head_dim if arch.qk_norm == "head" else (arch.num_attention_heads + arch.num_kv_heads) * arch.head_dim
+        total += weights * (1 + arch.qk_norm_bias)  # Phi's nn.LayerNorm(head_dim): a bias beside the weight
     return total
 
 

@@ -314,12 +314,12 @@ def _fields(c: Reader) -> dict[str, Any]:
         raise c.unsupported("residual_dropout", "drops out the MLP's output only (StableLM); vramplan's residual "
                                                 "dropout follows attention too, so a nonzero one is not modelled")
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
-    # A family whose modeling code always builds its QK norm (Qwen 3, Hunyuan, MiniMax-M2, ...) never reads
-    # use_qk_norm, which some of their hub files still carry: it is ignored there, as transformers ignores it
-    if "qk_norm" not in c.family.parts and c.has("use_qk_norm") and c.flag("use_qk_norm"):
-        if qk_norm_kind is None:
-            raise c.unsupported("use_qk_norm", "a LayerNorm QK norm per head (Cohere's, Phi's) is not modelled")
-        parts["qk_norm"] = qk_norm_kind
+    qk_norm_bias = parts.pop("qk_norm_bias", False)  # and whether that norm has a bias (Phi's nn.LayerNorm)
+    # Only the families whose modeling code reads use_qk_norm (a qk_norm_kind) switch a QK norm on with it; one that
+    # always builds its QK norm (Qwen 3, Hunyuan, MiniMax-M2, ...) or never does (Llama) ignores the key, which some of
+    # their hub files carry, as transformers ignores it
+    if "qk_norm" not in c.family.parts and qk_norm_kind is not None and c.has("use_qk_norm") and c.flag("use_qk_norm"):
+        parts["qk_norm"], parts["qk_norm_bias"] = qk_norm_kind, qk_norm_bias
     parts["qkv_bias"] = parts.get("qkv_bias", False) or attention_bias
     if c.names("lm_head_bias"):  # Phi-3.5-MoE: the output projection's bias is the config's to say
         parts["lm_head_bias"] = c.flag("lm_head_bias")

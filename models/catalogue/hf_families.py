@@ -137,7 +137,9 @@ FAMILIES: dict[str, Family] = {
     # Cohere: one LayerNorm without bias feeding attention and MLP in parallel; tied embeddings.
     "cohere": Family(
         defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "use_qk_norm": False},
-        parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1},
+        # use_qk_norm: CohereLayerNorm((heads, head_dim)) on q and (kv heads, head_dim) on k, a weight per head
+        parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
+               "qk_norm_kind": "per_head"},
     ),
     # StarCoder2: biases on every linear (use_bias), LayerNorm, c_fc / c_proj gelu_pytorch_tanh MLP.
     "starcoder2": Family(
@@ -331,7 +333,8 @@ FAMILIES: dict[str, Family] = {
     # partial_rotary_factor (0.25) of each head, the rotated and pass-through parts concatenated; with
     # use_parallel_residual one LayerNorm feeding attention and the MLP in parallel (post_attention_layernorm None);
     # hidden_dropout on the MLP's output only (a nonzero one refused: vramplan's residual dropout follows attention
-    # too); StableLmConfig's defaults (StableLM-3B-4E1T). qk_layernorm, a LayerNorm per head, is refused.
+    # too); StableLmConfig's defaults (StableLM-3B-4E1T). qk_layernorm: a LayerNorm without bias for each head
+    # (StableLmLayerNormPerHead), so a weight per head and channel.
     "stablelm": Family(
         # StableLmAttention: head_dim = hidden_size // num_heads whatever the file says
         keys={"attention_bias": "use_qkv_bias", "use_qk_norm": "qk_layernorm", "residual_dropout": "hidden_dropout",
@@ -340,20 +343,21 @@ FAMILIES: dict[str, Family] = {
                   "intermediate_size": 6912, "num_layers": 32, "num_attention_heads": 32, "partial_rotary_factor": 0.25,
                   "use_parallel_residual": False, "residual_dropout": 0.0},
         parts={"norm_kind": "layernorm", "attention_bias_qkv_only": True, "parallel_one_norm": True,
-               "residual_dropout_mlp_only": True},
+               "residual_dropout_mlp_only": True, "qk_norm_kind": "per_head"},
     ),
     # Phi-1.5 / Phi-2 (configuration_phi.py / modeling_phi.py): one LayerNorm (with bias) feeding attention and
     # the MLP in parallel; q/k/v and dense with biases; RoPE on partial_rotary_factor (0.5) of each head, the
     # rotated and pass-through halves concatenated; fc1 -> gelu_new -> fc2 with biases; dropout after attention
     # and after the MLP (resid_pdrop), on the embedding (embd_pdrop) and on the probabilities
-    # (attention_dropout); an lm_head with a bias (PhiForCausalLM). qk_layernorm, a LayerNorm per head, is refused.
+    # (attention_dropout); an lm_head with a bias (PhiForCausalLM); qk_layernorm: one nn.LayerNorm(head_dim) with a bias
+    # for every head of q and one for k.
     "phi": Family(
         keys={"residual_dropout": "resid_pdrop", "embedding_dropout": "embd_pdrop", "use_qk_norm": "qk_layernorm"},
         defaults={**LLAMA_DEFAULTS, "vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192,
                   "num_layers": 24, "num_attention_heads": 32, "hidden_act": "gelu_new", "partial_rotary_factor": 0.5,
                   "attention_bias": True, "mlp_bias": True, "residual_dropout": 0.0, "embedding_dropout": 0.0},
         parts={"gated_mlp": False, "norm_kind": "layernorm", "parallel_attention_mlp": True, "norms_per_layer": 1,
-               "lm_head_bias": True},
+               "lm_head_bias": True, "qk_norm_kind": "head", "qk_norm_bias": True},
     ),
     # OLMo 1 (configuration_olmo.py / modeling_olmo.py): Llama's layer with OlmoLayerNorm, a LayerNorm without
     # weight or bias run on an fp32 copy of its input (norm_kind layernorm_noparams); clip_qkv clamps q/k/v in

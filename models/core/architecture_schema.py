@@ -34,7 +34,8 @@ MlpKind = Literal["gelu", "gelu_new", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
                    "rmsnorm_offset", "rmsnorm_noparams"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
-QkNorm = Literal["none", "head", "width", "l2"]  # per head_dim (Qwen3, Gemma 3), whole width (OLMo 2), L2 (Llama 4)
+QkNorm = Literal["none", "head", "width", "per_head", "l2"]  # per head_dim with one weight (Qwen3, Gemma 3), whole
+# width (OLMo 2), per head_dim with a weight per head (Cohere, StableLM), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
 RopeTables = Literal["shared", "half", "per_layer", "per_layer_fp32"]
 # Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
@@ -88,6 +89,8 @@ class Architecture(CatalogueRow):
     parallel_attention_mlp: bool = Field(default=False, description="attention and MLP read the same input (GPT-J style)")
     qk_norm: QkNorm = "none"
     qk_norm_on_global_layers: bool = Field(default=True, description="Llama 4 norms q/k only on its RoPE (chunked) layers")
+    qk_norm_bias: bool = Field(default=False, description="the QK norms are LayerNorms with a bias beside their weight "
+                                                          "(Phi's q_layernorm / k_layernorm)")
     fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
     fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
     eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")

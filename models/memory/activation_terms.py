@@ -39,11 +39,13 @@ PER_LAYER_ROPE = ("per_layer", "per_layer_fp32")  # RoPE tables each layer copie
 
 
 def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
-          rows: int = 1, input_saved: bool = True) -> list[Term]:
-    """One norm over `width` channels (`rows` independent norms per token: per-head QK norms).
+          rows: int = 1, input_saved: bool = True, weight_per_row: bool = False) -> list[Term]:
+    """One norm over `width` channels (`rows` independent norms per token: per-head QK norms, one weight for every
+    row, or each row its own with weight_per_row: Cohere's CohereLayerNorm((heads, head_dim))).
     input_saved=False: the input is already saved by another norm (parallel attention + MLP)."""
     t, e = x.t, x.e
     w = arch.hidden_size if width is None else width
+    weight = w if weight_per_row else w // rows
     kind = arch.norm_kind
     # mean and rstd (LayerNorms) or rstd (RMSNorms) per row, fp32
     stats = Term(f"{name}.stats", (1 + kind.startswith("layernorm")) * FP32 * t * rows)
@@ -55,10 +57,10 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
         return [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
     if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
         return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
-                Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * w // rows)]
+                Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * weight)]
     terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
     if kind == "rmsnorm_offset":  # Gemma: fp32 normalised value and (1 + w) in fp32
-        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.one_plus_weight", FP32 * w // rows)]
+        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.one_plus_weight", FP32 * weight)]
     if kind == "rmsnorm_fp32_weight":  # OLMo 2: weight * x in fp32, then cast
         return terms + [Term(f"{name}.normed_fp32", FP32 * t * w)]
     normed = FP32 if x.autocast else e  # under autocast the whole norm runs in fp32
@@ -66,14 +68,16 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
 
 
 def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
-    """QK norms on q (a*d) and k (kv*d): per head (Qwen3, Gemma 3), whole width (OLMo 2), or L2 (Llama 4:
-    x * rsqrt(mean(x^2)), which saves the fp32 input and rsqrt only)."""
+    """QK norms on q (a*d) and k (kv*d), of the block norms' form: per head (Qwen3, Gemma 3; Cohere and StableLM with a
+    weight per head), whole width (OLMo 2), or L2 (Llama 4: x * rsqrt(mean(x^2)), which saves the fp32 input and rsqrt
+    only). StableLM's LayerNorm per head (StableLmLayerNormPerHead) keeps each head's slice of q, one storage."""
     a, k, d = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
     if arch.qk_norm == "l2":
         return [Term("qk_norm.input_fp32", FP32 * x.t * (a + k) * d), Term("qk_norm.rsqrt", FP32 * x.t * (a + k))]
-    per_head = arch.qk_norm == "head"
-    return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1)
-            + _norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1))
+    per_head = arch.qk_norm in ("head", "per_head")
+    own = arch.qk_norm == "per_head"
+    return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1, weight_per_row=own)
+            + _norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1, weight_per_row=own))
 
 
 def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) -> list[Term]:

@@ -129,7 +129,7 @@ def test_unknown_model_type_lists_the_supported_ones() -> None:
 
 def test_unmodelled_variants_are_one_line_errors() -> None:
     cases = [("falcon-7b", {"alibi": True}, "alibi"), ("qwen3-8b", {"use_sliding_window": True}, "use_sliding_window"),
-             ("command-r-35b", {"use_qk_norm": True}, "use_qk_norm"),
+             ("qwen3-30b-a3b", {"mlp_only_layers": [1]}, "mlp_only_layers"),
              ("deepseek-v3", {"moe_layer_freq": 2}, "moe_layer_freq")]
     for name, change, key in cases:
         with pytest.raises(VramplanError) as caught:

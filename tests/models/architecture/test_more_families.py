@@ -159,16 +159,56 @@ def test_hunyuan_moe_reads_one_top_k_for_every_layer() -> None:
 
 def test_use_qk_norm_is_ignored_where_the_modeling_code_always_norms() -> None:
     """Hunyuan's, Qwen 3's and MiniMax-M2's modeling code builds its QK norms whatever use_qk_norm says (a key
-    some hub files carry); it was refused there as Cohere's LayerNorm QK norm. Cohere's is still refused."""
+    some hub files carry); it was refused there as Cohere's LayerNorm QK norm, which is read since the twelfth
+    session (test_layernorm_qk_norms_of_cohere_phi_and_stablelm)."""
     for model_type in ("hunyuan_v1_dense", "minimax_m2", "exaone4"):
         for value in (True, False):
             arch = architecture_from_config({"model_type": model_type, "use_qk_norm": value}, name="x",
                                             source="config.json")
             assert arch.qk_norm != "none"
-    with pytest.raises(VramplanError, match="Cohere"):
-        architecture_from_config({"model_type": "cohere", "use_qk_norm": True, "hidden_size": 64, "intermediate_size": 128,
-                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
-                                 name="x", source="config.json")
+    # LlamaAttention never reads it either: no QK norm
+    llama = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "vocab_size": 100, "use_qk_norm": True}
+    assert architecture_from_config(llama, name="x", source="config.json").qk_norm == "none"
+
+
+# transformers 5.24 on the meta device: Command R+'s shape (CohereForCausalLM, use_qk_norm), PhiConfig() with
+# qk_layernorm, StableLM 2 12B's shape (qk_layernorm, use_parallel_residual)
+_COMMAND_R_PLUS = {"model_type": "cohere", "hidden_size": 12288, "intermediate_size": 33792, "num_hidden_layers": 64,
+                   "num_attention_heads": 96, "num_key_value_heads": 8, "vocab_size": 256000,
+                   "max_position_embeddings": 131072, "use_qk_norm": True}
+_STABLELM_2_12B = {"model_type": "stablelm", "vocab_size": 100352, "hidden_size": 5120, "intermediate_size": 13824,
+                   "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+                   "use_parallel_residual": True, "qk_layernorm": True}
+
+
+@pytest.mark.parametrize(("config", "kind", "bias", "total", "norm_params"), [
+    (_COMMAND_R_PLUS, "per_head", False, 103_810_674_688, (96 + 8) * 128),  # CohereLayerNorm((heads, head_dim))
+    ({"model_type": "phi", "qk_layernorm": True}, "head", True, 1_418_276_864, 2 * 2 * 64),  # nn.LayerNorm(head_dim)
+    (_STABLELM_2_12B, "per_head", False, 12_143_185_920, (32 + 8) * 160),  # a LayerNorm(head_dim, bias=False) a head
+])
+def test_layernorm_qk_norms_of_cohere_phi_and_stablelm(config: dict, kind: str, bias: bool, total: int,
+                                                       norm_params: int) -> None:
+    """Cohere's use_qk_norm and StableLM's qk_layernorm norm each head with its own weight (qk_norm per_head: (a + kv)
+    x head_dim weights); Phi's qk_layernorm is one nn.LayerNorm(head_dim) with a bias for q and one for k (head, with
+    qk_norm_bias). The norms take the block norms' form (Cohere's fp32 CohereLayerNorm keeps its fp32 weight copy, all
+    heads' of it); Megatron-Core's q/k norms are one head_dim norm for every head, so megatron refuses per_head."""
+    from vramplan.models.architecture.params import layer_group, layer_norm_params
+    from vramplan.models.catalogue.stack_contract import architecture_parts
+
+    arch = architecture_from_config(config, name="x", source="config.json")
+    plain = architecture_from_config({**config, "use_qk_norm": False, "qk_layernorm": False}, name="x", source="config.json")
+    assert (arch.qk_norm, arch.qk_norm_bias, count_params(arch).total) == (kind, bias, total)
+    assert layer_norm_params(arch, layer_group(arch, 0)) - layer_norm_params(plain, layer_group(plain, 0)) == norm_params
+    assert ("per_head_qk_norm" in architecture_parts(arch)) == (kind == "per_head")
+    x = Shape(b=1, s=16, e=2)
+    q_norm = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", x) if t.name.startswith("q_norm.")}
+    heads, width = arch.num_attention_heads, arch.num_attention_heads * arch.head_dim
+    if arch.norm_kind == "layernorm_nobias":
+        assert q_norm == {"q_norm.centred_fp32": 2 * 4 * 16 * width, "q_norm.rsqrt": 4 * 16 * heads,
+                          "q_norm.normed_fp32": 4 * 16 * width, "q_norm.weight_fp32": 4 * width}
+    else:  # nn.LayerNorm keeps its input (a view of q_proj's output) and fp32 mean and rstd per head
+        assert q_norm == {"q_norm.input": 2 * 16 * width, "q_norm.stats": 2 * 4 * 16 * heads}
 
 
 def test_glm_4_7_flash_and_mistral_4_are_deepseek_v3_layers() -> None:
@@ -195,7 +235,7 @@ def test_glm_4_7_flash_and_mistral_4_are_deepseek_v3_layers() -> None:
 
 def test_phi_has_one_norm_biases_and_a_biased_lm_head() -> None:
     """Phi-2: parallel attention and MLP behind one LayerNorm, biases on every linear and on lm_head, RoPE on
-    part of each head, three dropouts read as one; qk_layernorm (a LayerNorm per head) is refused naming it."""
+    part of each head, three dropouts read as one (qk_layernorm: test_layernorm_qk_norms_of_cohere_phi_and_stablelm)."""
     phi = architecture_from_config({"model_type": "phi", "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attention_dropout": 0.1},
                                    name="p", source="config.json")
     assert (phi.norm_kind, phi.norms_per_layer, phi.parallel_attention_mlp, phi.mlp_kind) == ("layernorm", 1, True, "gelu_new")
@@ -203,8 +243,6 @@ def test_phi_has_one_norm_biases_and_a_biased_lm_head() -> None:
         True, True, True, 0.1, 0.5)
     assert count_params(phi).lm_head == 51200 * 2048 + 51200
     assert [m.name for m in layer_linear_modules(phi)] == ["q_proj", "k_proj", "v_proj", "dense", "fc1", "fc2"]
-    with pytest.raises(VramplanError, match="qk_layernorm"):
-        architecture_from_config({"model_type": "phi", "qk_layernorm": True}, name="p", source="config.json")
 
 
 def test_olmo_norms_have_no_parameters_and_clip_qkv_keeps_the_clamped_inputs() -> None:
@@ -366,7 +404,7 @@ def test_kolibri1_is_exaone4_attention_in_a_sandwich_layer_with_a_shared_expert(
 def test_stablelm_parallel_layers_have_one_norm_and_its_mlp_dropout_is_refused() -> None:
     """StableLmDecoderLayer: use_parallel_residual drops post_attention_layernorm (one LayerNorm feeds both
     branches); hidden_dropout follows the MLP only, which vramplan's residual dropout cannot say, so a nonzero one
-    is refused in one line; qk_layernorm (a LayerNorm per head) is refused like Phi's. Counts: transformers 5.24 on
+    is refused in one line. Counts: transformers 5.24 on
     the meta device (StableLM 2 1.6B's shape: 1,644,515,328)."""
     base = {"model_type": "stablelm", "vocab_size": 100352, "hidden_size": 2048, "intermediate_size": 5632,
             "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "use_qkv_bias": True}
@@ -378,7 +416,6 @@ def test_stablelm_parallel_layers_have_one_norm_and_its_mlp_dropout_is_refused()
     parallel = architecture_from_config({**base, "use_parallel_residual": True}, name="s", source="config.json")
     assert (parallel.parallel_attention_mlp, parallel.norms_per_layer) == (True, 1)
     assert count_params(arch).total - count_params(parallel).total == 24 * 2 * 2048
-    for key, value, match in (("hidden_dropout", 0.1, "MLP's output only"), ("qk_layernorm", True, "LayerNorm QK norm")):
-        with pytest.raises(VramplanError, match=match) as caught:
-            architecture_from_config({**base, key: value}, name="s", source="config.json")
-        assert key in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(VramplanError, match="MLP's output only") as caught:
+        architecture_from_config({**base, "hidden_dropout": 0.1}, name="s", source="config.json")
+    assert "hidden_dropout" in str(caught.value) and "\n" not in str(caught.value)

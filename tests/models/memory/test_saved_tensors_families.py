@@ -208,6 +208,11 @@ NEW_CONFIGS = {
                                   layer_types=["sliding_attention", "full_attention"] * 2)),
     "stablelm": ("stablelm", dict(_TINY, use_qkv_bias=True)),
     "stablelm_parallel": ("stablelm", dict(_TINY, use_parallel_residual=True, partial_rotary_factor=0.5)),
+    # LayerNorm QK norms: Cohere's CohereLayerNorm((heads, head_dim)) in fp32 (Command R+), Phi's nn.LayerNorm(head_dim)
+    # with a bias, StableLM's LayerNorm per head (StableLM 2 12B, with its parallel layer)
+    "cohere_qk": ("cohere", dict(_TINY, use_qk_norm=True, bos_token_id=0, eos_token_id=1, pad_token_id=2)),
+    "phi_qk": ("phi", dict(_TINY, num_key_value_heads=4, qk_layernorm=True)),
+    "stablelm_qk": ("stablelm", dict(_TINY, qk_layernorm=True, use_parallel_residual=True)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -288,6 +293,9 @@ NEW_RATIOS = {
     "kolibri1": {"sdpa": (1.0539, 1.0008, 1.0539, 1.0008), "eager": (1.0006, 1.0006, 1.0006, 1.0006)},
     "stablelm": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "stablelm_parallel": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "cohere_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "phi_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "stablelm_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -340,7 +348,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("nanochat", "sdpa", True)]
               # the twelfth session's
               + [("mellum", "eager", False), ("kolibri1", "eager", False), ("stablelm", "sdpa", False),
-                 ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False)])
+                 ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
+                 ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
