@@ -259,6 +259,11 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
         field_name, value = ("tp", tp) if tp > 1 else ("cp", cp)
         raise VramplanError(field_name, value, f"{arch.name}'s Gated DeltaNet layers are modelled without tensor or "
                                                "context parallelism (tp = cp = 1)")
+    if arch.local_kv_heads and cp > 1:
+        # the ring's KV chunks are sized by one KV head count (models/time/ring_attention.py); a model whose sliding
+        # layers have their own is not modelled under a context split
+        raise VramplanError("cp", cp, f"{arch.name}'s sliding layers have KV heads of their own; it is modelled "
+                                      "without context parallelism (cp = 1)")
     if arch.has_indexer and cp > 1:
         # transformers' DeepSeek-V3.2 / GLM-5 indexer scores each query against the whole sequence it holds;
         # no stack that builds its layer splits that sequence (Megatron-Core's DSA is not the one modelled)
@@ -269,10 +274,11 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
             raise VramplanError("tp", tp, f"TP stays inside one instance's NVLink domain ({gpus_per_instance} GPUs of {gpu.name})")
         if arch.num_attention_heads % tp:
             raise VramplanError("tp", tp, f"must divide the {arch.num_attention_heads} attention heads of {arch.name}")
-        if arch.num_kv_heads % tp and tp % arch.num_kv_heads:
-            raise VramplanError(
-                "tp", tp, f"must divide the {arch.num_kv_heads} KV heads of {arch.name} or be a multiple of them (replicated KV)"
-            )
+        for kv_heads in sorted({arch.num_kv_heads, arch.local_kv_heads or arch.num_kv_heads}):  # MiMo: its sliding layers'
+            if kv_heads % tp and tp % kv_heads:
+                raise VramplanError(
+                    "tp", tp, f"must divide the {kv_heads} KV heads of {arch.name} or be a multiple of them (replicated KV)"
+                )
         if arch.intermediate_size % tp:
             raise VramplanError("tp", tp, f"must divide the MLP width {arch.intermediate_size} of {arch.name}")
     if ep > 1 and not arch.is_moe:

@@ -114,6 +114,21 @@ class LayerGroup:
 LayerKey = tuple[bool, bool, bool, bool, bool]  # (moe, local, qk_norm, linear, indexed): what makes two layers alike
 
 
+@lru_cache(maxsize=256)
+def _local_architecture(arch: Architecture) -> Architecture:
+    return arch.model_copy(update={"num_kv_heads": arch.local_kv_heads or arch.num_kv_heads,
+                                   "attention_sinks": arch.attention_sinks or arch.local_attention_sinks})
+
+
+def layer_architecture(arch: Architecture, local: bool) -> Architecture:
+    """The architecture as the layers of one attention kind are built: a local (sliding-window) layer with its own KV
+    heads or sinks (MiMo-V2-Flash: MiMoV2FlashAttention doubles the KV heads and adds sinks on its sliding layers)
+    reads as a copy with those; every other layer, and every layer of a model whose kinds agree, reads `arch`."""
+    if local and (arch.local_kv_heads or arch.local_attention_sinks):
+        return _local_architecture(arch)
+    return arch
+
+
 def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     h, a, k, d = arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
     dv = arch.value_head_dim
@@ -219,11 +234,12 @@ def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
     for index in range(arch.num_layers):
         key = _layer_key(arch, index)
         counts[key] = counts.get(key, 0) + 1
-    attention, linear_attention = _attention_modules(arch), _linear_attention_modules(arch)
+    linear_attention = _linear_attention_modules(arch)
     dense = _mlp_modules(arch, arch.dense_intermediate_size or arch.intermediate_size, arch.linear_bias)
     groups = []
     for (moe, local, qk_norm, linear, indexed), count in counts.items():
-        modules = (linear_attention if linear else attention) + (_moe_modules(arch) if moe else dense)
+        attention = linear_attention if linear else _attention_modules(layer_architecture(arch, local))
+        modules = attention + (_moe_modules(arch) if moe else dense)
         groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear,
                                  indexed=indexed))
     return tuple(groups)
@@ -283,7 +299,8 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
         key, value = linear_attention_widths(arch)
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
-    total = (arch.norms_per_layer * norm_params(arch) + arch.attention_sinks * arch.num_attention_heads
+    sinks = layer_architecture(arch, group.local).attention_sinks  # MiMo-V2-Flash: its sliding layers' only
+    total = (arch.norms_per_layer * norm_params(arch) + sinks * arch.num_attention_heads
              + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu")
              + norm_params(arch) * (group.moe and arch.moe_output_norm))
     if arch.is_mla:

@@ -67,23 +67,28 @@ def _dropouts(c: Reader) -> dict[str, float | None]:
     return fields
 
 
-def _global_period(c: Reader, types: list[Any]) -> tuple[int, bool]:
-    """Period N of the global layers in a local/global layer list, and whether the first layer is one: layer i
-    global iff (i+1) % N == 0, or iff i % N == 0 (CWM: CwmConfig's window_pattern)."""
+def _global_period(c: Reader, types: list[Any]) -> tuple[int, bool, bool]:
+    """Period N of the global layers in a local/global layer list, whether the first of each N is global instead of
+    the last, and whether layer 0 is global beside the last of each N: layer i global iff (i+1) % N == 0, iff
+    i % N == 0 (CWM: CwmConfig's window_pattern), or iff i == 0 or (i+1) % N == 0 (MiMo-V2-Flash's layer_types)."""
     is_global = [t == "full_attention" for t in types]
     if not any(is_global):
-        return 0, False
-    first = is_global[0] and not all(is_global)
-    every = (is_global.index(True, 1) if True in is_global[1:] else len(types)) if first else is_global.index(True) + 1
-    if any(g != ((i if first else i + 1) % every == 0) for i, g in enumerate(is_global)):
-        raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
-    return every, first
+        return 0, False, False
+    rest = [i for i, g in enumerate(is_global) if g and i > 0]
+    candidates = [(is_global.index(True) + 1, False, False)]  # the last of each N
+    if is_global[0] and not all(is_global):
+        candidates += [(rest[0] if rest else len(types), True, False), ((rest[0] if rest else len(types)) + 1, False, True)]
+    for every, first, first_layer in candidates:
+        rule = [(i if first else i + 1) % every == 0 or (first_layer and i == 0) for i in range(len(types))]
+        if rule == is_global:
+            return every, first, first_layer
+    raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
 
 
 def _global_every(c: Reader, types: list[Any]) -> int:
     """Period N of the global layers where layer i is global iff (i+1) % N == 0 (the last of each N)."""
-    every, first = _global_period(c, types)
-    if first:
+    every, first, first_layer = _global_period(c, types)
+    if first or first_layer:
         raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
     return every
 
@@ -96,8 +101,9 @@ def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
     window = c.count("sliding_window")
     types = c.config.get("layer_types")
     first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
+    first_layer = bool(c.family.parts.get("global_first_layer", False))  # (MiMo-V2-Flash)
     if isinstance(types, list) and len(types) == layers:
-        every, first = _global_period(c, types)
+        every, first, first_layer = _global_period(c, types)
     elif isinstance(c.config.get("no_rope_layers"), list) and c.config["no_rope_layers"]:  # Llama 4: NoPE = global
         every = _global_every(c, ["full_attention" if not r else "chunked" for r in c.config["no_rope_layers"]])
     elif c.has("global_every"):
@@ -105,7 +111,8 @@ def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
     else:
         every = 0
     return {"local_attention": c.family.parts.get("local_attention", "sliding"), "attention_window": window,
-            "global_attention_every": every, "global_attention_first": first and every > 0}
+            "global_attention_every": every, "global_attention_first": first and every > 0,
+            "global_first_layer": first_layer and every > 0}
 
 
 def _moe(c: Reader, layers: int, intermediate: int) -> dict[str, Any]:
@@ -229,6 +236,16 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
+    elif isinstance(rope, dict) and rope and all(isinstance(kind, dict) for kind in rope.values()):
+        # one rope_parameters per layer type (Gemma 3's RotaryEmbedding: MiMo-V2-Flash, Mellum); a type without the key
+        # rotates the family's default share (MiMoV2FlashRotaryEmbedding's .get(..., 0.334))
+        default = c.family.defaults.get("partial_rotary_factor", 1.0)
+        shares = {str(kind.get("partial_rotary_factor", default)) for kind in rope.values()}
+        if len(shares) > 1:
+            raise c.unsupported("rope_parameters", "gives its layer types different partial_rotary_factor values, "
+                                                   "which is not modelled")
+        value = next(iter(rope.values())).get("partial_rotary_factor", default)
+        key = "rope_parameters.partial_rotary_factor"
     elif c.names("rotary_dim") and c.raw("rotary_dim") is not None:
         rotary = c.count("rotary_dim")
         if rotary > head_dim:
@@ -293,6 +310,14 @@ def _fields(c: Reader) -> dict[str, Any]:
     }
     fields.update(_attention_window(c, layers))
     parts.pop("global_attention_first", None)  # the default pattern _attention_window reads when no layer_types says
+    parts.pop("global_first_layer", None)
+    local_kv_factor = parts.pop("local_kv_heads_factor", 0)  # MiMo-V2-Flash: its sliding layers' KV heads, x num_kv_heads
+    if local_kv_factor and fields.get("local_attention", "none") != "none":
+        fields["local_kv_heads"] = local_kv_factor * fields["num_kv_heads"]
+    if parts.pop("value_head_dim", False):  # a value head narrower than q/k's outside MLA (MiMo-V2-Flash)
+        fields["v_head_dim"] = c.count("v_head_dim")
+    if parts.get("local_attention_sinks") and fields.get("local_attention", "none") == "none":
+        parts["local_attention_sinks"] = False  # no sliding layer to put them on
     fields.update(_moe(c, layers, intermediate))
     if parts.pop("linear_attention", False):
         fields.update(_linear_attention(c, layers))

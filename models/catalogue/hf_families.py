@@ -423,8 +423,6 @@ UNMODELLED_FAMILIES: dict[str, str] = {
                   "which are not modelled"),
     # LagunaAttention: num_attention_heads_per_layer, g_proj's softplus gate (per head by default)
     "laguna": "layers of several head counts and a softplus gate on the attention output, which are not modelled",
-    # MiMoV2FlashAttention: its own kv heads and head widths on the sliding and the full layers
-    "mimo_v2_flash": "attention shapes (kv heads, head widths) that differ between its sliding and full layers, which are not modelled",
     # GraniteSWA eager_attention_forward: output * sigmoid(logsumexp(logits) - sink), fp32
     **dict.fromkeys(("granite_swa", "granitemoe_swa"),
                     "attention sinks applied as a sigmoid scaling of the attention output, which are not modelled"),

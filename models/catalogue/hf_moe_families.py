@@ -365,6 +365,24 @@ MOE_FAMILIES: dict[str, Family] = {
                   "experts_per_token": 6, "moe_intermediate_size": 512, "shared_expert_width": 512},
         parts={"norm_position": "sandwich", "norms_per_layer": 4, "qk_norm": "head", "router_fp32": True},
     ),
+    # MiMo-V2-Flash (configuration_mimo_v2_flash.py / modular_mimo_v2_flash.py, Xiaomi): Qwen 2's attention without
+    # biases, q/k head_dim 192 and values v_head_dim 128 wide, RoPE on a third of each head (rotated and pass-through
+    # parts concatenated), values scaled by attention_value_scale (a multiply that keeps nothing); the sliding layers
+    # (window 129) have twice the KV heads and a learned sink per head (MiMoV2FlashAttention), the full ones -- layer 0
+    # and every sixth -- neither; eager attention subtracts the row max on every layer (no SDPA path: sinks); after
+    # the dense first layer (mlp_layer_types) DeepSeek-V3's MoE block without a shared expert (a sigmoid router whose
+    # fp32 weight runs on an fp32 copy of its input, group-limited top-k); MiMoV2FlashConfig's defaults (MiMo-V2-Flash,
+    # 309B). The multi-token-prediction layers are not built by MiMoV2FlashForCausalLM ("model.mtp."): not counted.
+    "mimo_v2_flash": Family(
+        keys={"num_experts": ["n_routed_experts", "num_local_experts"], "shared_experts": None,
+              "first_dense_layers": None},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 152576, "hidden_size": 4096,
+                  "intermediate_size": 16384, "moe_intermediate_size": 2048, "num_layers": 48, "num_attention_heads": 64,
+                  "num_kv_heads": 4, "head_dim": 192, "v_head_dim": 128, "sliding_window": 129, "global_every": 6,
+                  "partial_rotary_factor": 0.334, "num_experts": 256, "experts_per_token": 8, "first_dense_layers": 1},
+        parts={**MLA_PARTS, "global_first_layer": True, "local_kv_heads_factor": 2, "local_attention_sinks": True,
+               "value_head_dim": True, "eager_softmax_fp32": False},
+    ),
     # AFMoE (Arcee Trinity; configuration_afmoe.py / modular_afmoe.py): four RMSNorms a layer (sandwich) that multiply
     # their weight in fp32 (GptOssRMSNorm), q/k RMSNorms per head, a sigmoid gate on the attention output
     # (self_attn.gate_proj: attention_output_gate), RoPE on the sliding layers only (the global layer every

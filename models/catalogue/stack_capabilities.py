@@ -20,9 +20,10 @@ from vramplan.models.core.setup import MOE_DISPATCHERS, OFFLOADS, RECOMPUTES, ZE
 PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
 # Parts of a decoder layer a stack may not build (the `unbuilt_parts` column; stack_contract.architecture_parts
 # names an architecture's): attention and MLP reading one input, a LayerNorm without parameters, q/k/v
-# clamped in place, Gated DeltaNet linear attention, DeepSeek Sparse Attention, xIELU, QK norms with a weight per head.
+# clamped in place, Gated DeltaNet linear attention, DeepSeek Sparse Attention, xIELU, QK norms with a weight per head,
+# sliding layers with KV heads or sinks of their own.
 ARCHITECTURE_PARTS = ("parallel_block", "parameter_free_norm", "clip_qkv", "gated_delta", "sparse_indexer", "xielu",
-                      "per_head_qk_norm")
+                      "per_head_qk_norm", "local_attention_shape")
 TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 

@@ -29,7 +29,8 @@ _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading on
                "parameter_free_norm": "a LayerNorm without parameters", "clip_qkv": "q/k/v clamped in place (clip_qkv)",
                "gated_delta": "Gated DeltaNet linear attention",
                "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)",
-               "xielu": "the xIELU activation", "per_head_qk_norm": "a QK norm with its own weight per head"}
+               "xielu": "the xIELU activation", "per_head_qk_norm": "a QK norm with its own weight per head",
+               "local_attention_shape": "sliding-window layers with KV heads or attention sinks of their own"}
 
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:
@@ -37,7 +38,8 @@ def architecture_parts(arch: Architecture) -> frozenset[str]:
     has = {"parallel_block": arch.parallel_attention_mlp,
            "parameter_free_norm": arch.norm_kind in ("layernorm_noparams", "rmsnorm_noparams"),
            "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer,
-           "xielu": arch.mlp_kind == "xielu", "per_head_qk_norm": arch.qk_norm == "per_head"}
+           "xielu": arch.mlp_kind == "xielu", "per_head_qk_norm": arch.qk_norm == "per_head",
+           "local_attention_shape": bool(arch.local_kv_heads or arch.local_attention_sinks)}
     return frozenset(part for part in ARCHITECTURE_PARTS if has[part])
 
 

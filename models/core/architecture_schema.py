@@ -51,7 +51,7 @@ ModelType = Literal[
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
-    "mellum", "kolibri1", "stablelm",
+    "mellum", "kolibri1", "stablelm", "mimo_v2_flash",
 ]
 
 
@@ -107,6 +107,11 @@ class Architecture(CatalogueRow):
     global_attention_first: bool = Field(
         default=False, description="with global_attention_every N: layer i attends globally when i % N == 0 instead, the "
                                    "first of each N (CWM)")
+    global_first_layer: bool = Field(
+        default=False, description="the first layer attends globally too, beside the last of each global_attention_every "
+                                   "(MiMo-V2-Flash)")
+    local_kv_heads: Count = Field(default=0, ge=0, le=65_536, description="KV heads of the local (sliding-window) layers "
+                                                                          "when they differ from num_kv_heads; 0 = the same")
     partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
     dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
                                            description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
@@ -131,6 +136,8 @@ class Architecture(CatalogueRow):
     embedding_norm: bool = Field(default=False, description="the token embedding is normed before the first layer "
                                                           "(nanochat: the final norm's module, run twice)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
+    local_attention_sinks: bool = Field(default=False, description="attention sinks on the local (sliding-window) layers "
+                                                                   "only (MiMo-V2-Flash)")
     moe_bias: bool = Field(default=False, description="the MoE router and every expert linear carry a bias (gpt-oss)")
     clamped_swiglu: bool = Field(
         default=False, description="experts run gpt-oss's clamped GLU on interleaved gate/up: (clamp(up) + 1) * g * sigmoid(1.702 g)"
@@ -191,6 +198,12 @@ class Architecture(CatalogueRow):
             raise VramplanError(
                 "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
             )
+        if self.local_kv_heads and (self.local_attention == "none" or self.num_attention_heads % self.local_kv_heads):
+            raise VramplanError("local_kv_heads", self.local_kv_heads, "needs local attention and must divide "
+                                f"num_attention_heads={self.num_attention_heads}")
+        if (self.local_attention_sinks or self.global_first_layer) and not self.global_attention_every:
+            field_name = "local_attention_sinks" if self.local_attention_sinks else "global_first_layer"
+            raise VramplanError(field_name, True, "needs local layers beside global ones (global_attention_every > 0)")
         if self.experts_per_token > self.num_experts:
             raise VramplanError(
                 "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
@@ -285,4 +298,5 @@ class Architecture(CatalogueRow):
     def layer_is_local(self, index: int) -> bool:
         every = self.global_attention_every
         position = index if self.global_attention_first else index + 1
-        return self.local_attention != "none" and not (every and position % every == 0)
+        first = self.global_first_layer and index == 0
+        return self.local_attention != "none" and not (every and position % every == 0) and not first

@@ -28,7 +28,13 @@ A Term flagged `attention_core` is what selective recompute (Korthikanti sec. 5)
 
 from __future__ import annotations
 
-from vramplan.models.architecture.params import NOT_GATED, LayerGroup, layer_group, linear_attention_widths
+from vramplan.models.architecture.params import (
+    NOT_GATED,
+    LayerGroup,
+    layer_architecture,
+    layer_group,
+    linear_attention_widths,
+)
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 from vramplan.models.memory.linear_attention_terms import linear_attention_terms
@@ -145,7 +151,9 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         # int64 argmax autograd keeps (modeling_gpt_oss.eager_attention_forward, measured)
         softmax = b * a * s * (s + arch.attention_sinks)
         core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * softmax, attention_core=True)]
-        if arch.attention_sinks and kernels == "eager":
+        # the eager forward of a model with sinks subtracts the row max on every layer, sinks or not (MiMo-V2-Flash's
+        # full layers: modeling_mimo_v2_flash.eager_attention_forward)
+        if (arch.attention_sinks or arch.local_attention_sinks) and kernels == "eager":
             core.append(Term("attn.sink_max_indices", INT64 * b * a * s, attention_core=True))
         if fp32_softmax and e != FP32 and not dropout:
             # the cast back is a new tensor unless activations are fp32; under dropout it feeds the
@@ -259,6 +267,7 @@ def layer_terms(
     """Everything one decoder layer (of `group`'s kind; default the last layer's) saves for backward
     with no recompute; `compiled`: the block runs under torch.compile (compiled_block_terms)."""
     group = layer_group(arch, arch.num_layers - 1) if group is None else group
+    arch = layer_architecture(arch, group.local)  # a sliding layer's own KV heads and sinks (MiMo-V2-Flash)
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
     attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3
@@ -282,9 +291,13 @@ def layer_terms(
     if sandwich:
         terms += _norm(arch, kernels, x, "post_attn_norm")
     terms += _dropout_mask(arch, x, "attn_residual", arch.dropout_prob)
+    # a MoE block whose router runs on an fp32 copy of its input and has no shared expert keeps no 16-bit copy of it:
+    # the experts gather their tokens by index (MiMo-V2-Flash: measured, test_saved_tensors_families.py)
+    input_read = not (group.moe and kernels == "eager" and arch.router_fp32 and not arch.shared_expert_intermediate_size
+                      and not arch.moe_all_experts)
     if not one_input:
         terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
-        terms += _linear_inputs(arch, x, "mlp", mlp_linears)
+        terms += _linear_inputs(arch, x, "mlp", mlp_linears) if input_read else []
     terms += _mlp(arch, kernels, x, group.moe)
     if group.moe and arch.moe_output_norm:  # A.X-K1: AXK1MoE.post_mlp_layernorm on the experts' + shared output
         terms += _norm(arch, kernels, x, "moe_output_norm")

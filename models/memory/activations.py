@@ -30,7 +30,7 @@ from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
-from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_groups, module_name
+from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_architecture, layer_groups, module_name
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb, unquantised_experts
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
@@ -229,7 +229,9 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
     # whole on every TP rank (transformers' tp_plan leaves the indexer replicated)
     indexer = indexer_transient_bytes(arch, job.attention, x, mask_counted=closure_mask)
     for group in layer_groups(arch):
-        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), arch, tp, sp, gathered)
+        # a sliding layer's own KV heads shard as its heads do (layer_architecture: MiMo-V2-Flash)
+        group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), layer_architecture(arch, group.local), tp, sp,
+                                  gathered)
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
         peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer
         if group.indexed:  # the layers that reuse another layer's top-k run no indexer

@@ -32,6 +32,7 @@ from vramplan.models.architecture.params import (
     LayerGroup,
     LinearModule,
     count_params,
+    layer_architecture,
     layer_group,
     layer_group_counts,
     layer_groups,
@@ -88,8 +89,9 @@ def layer_shard(arch: Architecture, tp: int, ep: int, group: LayerGroup | None =
     group = layer_group(arch, arch.num_layers - 1) if group is None else group
     dense = layer_norm_params(arch, group)
     expert = dense_matmul = expert_matmul = 0
+    shape = layer_architecture(arch, group.local)  # the KV heads its k/v projections shard by
     for module in group.modules:
-        params, matmul = _module_rank_params(module, arch, tp)
+        params, matmul = _module_rank_params(module, shape, tp)
         if module.copies_per_layer > 1:
             local = module.copies_per_layer // ep
             expert += local * params

@@ -320,7 +320,8 @@ def test_apertus_xielu_mlp_has_no_gate_and_keeps_its_python_formula(tmp_path) ->
 @pytest.mark.parametrize("keys", [{}, {"layer_types": ["full_attention"] + ["sliding_attention"] * 3}])
 def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> None:
     """CwmConfig: full_attention when i % 4 == 0, sliding (8,192) otherwise, from its default or from layer_types
-    (global_attention_first); a pattern that is neither (i + 1) % N nor i % N is refused in one line."""
+    (global_attention_first); a pattern that is none of (i + 1) % N, i % N and MiMo-V2-Flash's i == 0 or
+    (i + 1) % N is refused in one line."""
     layers = {"num_hidden_layers": 8}
     if keys:
         keys = {"layer_types": keys["layer_types"] * 2}
@@ -332,7 +333,7 @@ def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> N
     assert [olmo3.layer_is_local(i) for i in range(4)] == [True, True, True, False]
     with pytest.raises(VramplanError, match="layer_types"):
         architecture_from_config({"model_type": "cwm", "num_hidden_layers": 4,
-                                  "layer_types": ["full_attention", "full_attention", "sliding_attention", "full_attention"]},
+                                  "layer_types": ["full_attention", "sliding_attention", "full_attention", "full_attention"]},
                                  name="c", source="config.json")
 
 
@@ -419,3 +420,39 @@ def test_stablelm_parallel_layers_have_one_norm_and_its_mlp_dropout_is_refused()
     with pytest.raises(VramplanError, match="MLP's output only") as caught:
         architecture_from_config({**base, "hidden_dropout": 0.1}, name="s", source="config.json")
     assert "hidden_dropout" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_mimo_v2_flash_sliding_layers_have_their_own_kv_heads_and_sinks() -> None:
+    """MiMoV2FlashAttention: the sliding layers (window 129) have twice the KV heads and a sink per head, the full
+    ones -- layer 0 and every sixth (MiMoV2FlashConfig's layer_types: i == 0 or (i + 1) % 6 == 0) -- neither; q/k 192
+    wide, values 128; a third of each head rotated (int(192 x 0.334) = 64 channels). Counts: transformers 5.24 on the
+    meta device. Megatron-Core's layers share one attention shape, so megatron refuses it; a context split is not
+    modelled (the ring's KV chunks have one head count)."""
+    from vramplan.models.architecture.params import layer_group, layer_norm_params
+    from vramplan.models.catalogue.stack_contract import architecture_parts
+
+    arch = architecture_from_config({"model_type": "mimo_v2_flash"}, name="m", source="config.json")
+    assert [i for i in range(48) if not arch.layer_is_local(i)] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
+    assert (arch.num_kv_heads, arch.local_kv_heads, arch.attention_sinks, arch.local_attention_sinks) == (4, 8, False, True)
+    assert (arch.head_dim, arch.value_head_dim, arch.rotary_dim, arch.first_dense_layers) == (192, 128, 64, 1)
+    full, sliding = layer_group(arch, 47), layer_group(arch, 1)
+    width = {g.local: {m.name: m.out_features for m in g.modules} for g in (full, sliding)}
+    assert (width[False]["k_proj"], width[False]["v_proj"], width[True]["k_proj"], width[True]["v_proj"]) == (
+        4 * 192, 4 * 128, 8 * 192, 8 * 128)
+    assert layer_norm_params(arch, sliding) - layer_norm_params(arch, full) == 64  # the sinks, one per head
+    assert count_params(arch).total == 308_778_768_832
+    listed = architecture_from_config({"model_type": "mimo_v2_flash", "num_hidden_layers": 12,
+                                       "layer_types": ["full_attention"] + ["sliding_attention"] * 4 + ["full_attention"]
+                                       + ["sliding_attention"] * 5 + ["full_attention"]}, name="m", source="config.json")
+    assert (listed.global_attention_every, listed.global_first_layer) == (6, True)
+    assert "local_attention_shape" in architecture_parts(arch)
+    with pytest.raises(VramplanError, match="partial_rotary_factor"):
+        architecture_from_config({"model_type": "mimo_v2_flash", "rope_parameters": {
+            "full_attention": {"rope_type": "default", "partial_rotary_factor": 0.5},
+            "sliding_attention": {"rope_type": "default", "partial_rotary_factor": 0.25}}}, name="m", source="config.json")
+    x = Shape(b=1, s=16, e=2)
+    terms = {g.local: {t.name: t.num_bytes for t in layer_terms(arch, "eager", "eager", x, group=g)} for g in (full, sliding)}
+    assert terms[True]["attn.softmax"] - terms[False]["attn.softmax"] == 2 * 64 * 16  # the sink column, bf16
+    assert "attn.sink_max_indices" in terms[False]  # the eager forward subtracts the row max on every layer
+    # the MoE block reads its input through an fp32 copy and gathers tokens by index: no 16-bit MLP input kept
+    assert "mlp.linear_input" not in terms[False] and "moe.router_input_fp32" in terms[False]

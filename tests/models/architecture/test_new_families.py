@@ -151,7 +151,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         # the twelfth session's (transformers 5.24, meta device)
                         "mellum": 12_149_923_072,  # MellumConfig(): Mellum2-12B-A2.5B
                         "kolibri1": 78_103_055_360,  # Kolibri1Config(): Kolibri-1
-                        "stablelm": 2_795_443_200}  # StableLmConfig(): StableLM-3B-4E1T's 2.8B
+                        "stablelm": 2_795_443_200,  # StableLmConfig(): StableLM-3B-4E1T's 2.8B
+                        "mimo_v2_flash": 308_778_768_832}  # MiMoV2FlashConfig(): MiMo-V2-Flash's 309B
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -276,7 +277,6 @@ def test_qwen2_moe_parts() -> None:
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
                                                 ("lara_mini", "three layer kinds"), ("laguna", "several head counts"),
-                                                ("mimo_v2_flash", "differ between its sliding and full layers"),
                                                 ("granite_swa", "sigmoid scaling"), ("flint", "not periodic"),
                                                 ("dory", "recurrent loops"), ("dbrx", "attn_config")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:

@@ -213,6 +213,12 @@ NEW_CONFIGS = {
     "cohere_qk": ("cohere", dict(_TINY, use_qk_norm=True, bos_token_id=0, eos_token_id=1, pad_token_id=2)),
     "phi_qk": ("phi", dict(_TINY, num_key_value_heads=4, qk_layernorm=True)),
     "stablelm_qk": ("stablelm", dict(_TINY, qk_layernorm=True, use_parallel_residual=True)),
+    # MiMo-V2-Flash: q/k 24 wide and values 16; its sliding layers with twice the KV heads and sinks, its full layers
+    # with neither (eager only: no SDPA path); dense layers first, then DeepSeek-V3's MoE block without a shared expert
+    "mimo_v2_flash": ("mimo_v2_flash", dict(_TINY, num_hidden_layers=4, head_dim=24, v_head_dim=16, sliding_window=16,
+                                            n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                                            layer_types=["full_attention", "sliding_attention"] * 2,
+                                            mlp_layer_types=["dense", "dense", "sparse", "sparse"])),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -296,6 +302,9 @@ NEW_RATIOS = {
     "cohere_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "phi_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "stablelm_qk": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # the MoE layers: DeepSeek-V3's group-limited router state (16 n_group + 8 topk_group + E bytes a token), as
+    # deepseek_v3's
+    "mimo_v2_flash": {"eager": (1.0, 1.0, 1.0075, 1.0075)},
 }
 
 
@@ -349,14 +358,14 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the twelfth session's
               + [("mellum", "eager", False), ("kolibri1", "eager", False), ("stablelm", "sdpa", False),
                  ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
-                 ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False)])
+                 ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
     if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4", "solar_open",
-                "exaone_moe", "mellum", "kolibri1"):
+                "exaone_moe", "mellum", "kolibri1", "mimo_v2_flash"):
         kwargs["moe_intermediate_size"] = 96
     if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
