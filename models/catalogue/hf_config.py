@@ -133,6 +133,8 @@ def _moe(c: Reader, layers: int, intermediate: int) -> dict[str, Any]:
     fields = {"num_experts": experts, "experts_per_token": c.count("experts_per_token"), "intermediate_size": expert_width}
     if c.has("moe_intermediate_size"):
         fields["dense_intermediate_size"] = c.count("dense_intermediate_size") if c.has("dense_intermediate_size") else intermediate
+    elif c.names("dense_intermediate_size") and c.raw("dense_intermediate_size") is not None:  # Command A+'s prefix MLP
+        fields["dense_intermediate_size"] = c.count("dense_intermediate_size")
     if c.has("shared_experts"):
         fields["shared_expert_intermediate_size"] = (c.count("shared_experts", minimum=0, optional=True) or 0) * expert_width
     elif c.names("shared_expert_width"):  # Qwen2-MoE names the width itself
@@ -330,6 +332,10 @@ def _fields(c: Reader) -> dict[str, Any]:
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
+    if parts.pop("rmsnorm_when_eps", False) and c.config.get("rms_norm_eps") is not None:  # Command A+'s RMSNorm switch
+        parts["norm_kind"] = "rmsnorm"
+    if parts.pop("sandwich_when_flagged", False) and c.flag("sandwich_norms"):  # HyperCLOVA X's use_post_norm
+        parts.update(norm_position="sandwich", norms_per_layer=4)
     one_norm = parts.pop("parallel_one_norm", False)  # StableLM: the parallel layer has no post_attention_layernorm
     if c.has("use_parallel_residual"):
         parts["parallel_attention_mlp"] = c.flag("use_parallel_residual")

@@ -218,6 +218,16 @@ FAMILIES: dict[str, Family] = {
     # Granite 3.x (configuration_granite.py / modeling_granite.py): Llama's modules; embedding_multiplier,
     # residual_multiplier, attention_multiplier and logits_scaling scale by Python floats (save nothing).
     "granite": Family(defaults={**LLAMA_DEFAULTS}),
+    # HyperCLOVA X SEED (configuration_hyperclovax.py / modular_hyperclovax.py, NAVER): Granite's layer with, when
+    # use_post_norm (the default), an RMSNorm on the attention's and the MLP's output before each residual add
+    # (post_norm1 / post_norm2: Gemma 2's sandwich of four norms); head_dim None is hidden / heads; logits_scaling
+    # multiplies the logits (a Python float: nothing kept); GraniteConfig's defaults.
+    "hyperclovax": Family(
+        keys={"sandwich_norms": "use_post_norm"},
+        defaults={**LLAMA_DEFAULTS, "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_layers": 32,
+                  "num_attention_heads": 32, "sandwich_norms": True},
+        parts={"sandwich_when_flagged": True},
+    ),
     # Cohere 2 (Command R7B / Command A, configuration_cohere2.py / modeling_cohere2.py): Cohere's one
     # bias-free LayerNorm feeding attention and MLP in parallel; sliding-window layers with RoPE and a
     # global NoPE layer every sliding_window_pattern-th (layer_types); head_dim = hidden / heads

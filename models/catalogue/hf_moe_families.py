@@ -383,6 +383,23 @@ MOE_FAMILIES: dict[str, Family] = {
         parts={**MLA_PARTS, "global_first_layer": True, "local_kv_heads_factor": 2, "local_attention_sinks": True,
                "value_head_dim": True, "eager_softmax_fp32": False},
     ),
+    # Command A+ (configuration_cohere2_moe.py / modular_cohere2_moe.py, Cohere): Cohere 2's layer (one norm feeding
+    # attention and the MLP in parallel; sliding layers with RoPE and a global NoPE layer every sliding_window_pattern-th)
+    # with Mixtral's experts of intermediate_size behind a router that softmaxes (in fp32) or sigmoids the top-k of its
+    # logits (expert_selection_fn), num_shared_experts shared experts as one MLP of that many widths, summed or
+    # averaged with the experts' output (a Python-float divide: nothing kept); leading dense layers (mlp_layer_types)
+    # of prefix_dense_intermediate_size; Cohere's bias-free fp32 LayerNorm, or Llama's RMSNorm when rms_norm_eps is
+    # set; Cohere2MoeConfig's defaults.
+    "cohere2_moe": Family(
+        keys={"global_every": "sliding_window_pattern", "shared_experts": "num_shared_experts",
+              "dense_intermediate_size": "prefix_dense_intermediate_size"},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "vocab_size": 256000,
+                  "hidden_size": 8192, "intermediate_size": 22528, "num_layers": 40, "num_attention_heads": 64,
+                  "head_dim": 128, "sliding_window": 4096, "global_every": 4, "num_experts": 8, "experts_per_token": 2,
+                  "shared_experts": 0, "dense_intermediate_size": None},
+        parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
+               "rmsnorm_when_eps": True, "router_topk_softmax": True},
+    ),
     # AFMoE (Arcee Trinity; configuration_afmoe.py / modular_afmoe.py): four RMSNorms a layer (sandwich) that multiply
     # their weight in fp32 (GptOssRMSNorm), q/k RMSNorms per head, a sigmoid gate on the attention output
     # (self_attn.gate_proj: attention_output_gate), RoPE on the sliding layers only (the global layer every

@@ -456,3 +456,31 @@ def test_mimo_v2_flash_sliding_layers_have_their_own_kv_heads_and_sinks() -> Non
     assert "attn.sink_max_indices" in terms[False]  # the eager forward subtracts the row max on every layer
     # the MoE block reads its input through an fp32 copy and gathers tokens by index: no 16-bit MLP input kept
     assert "mlp.linear_input" not in terms[False] and "moe.router_input_fp32" in terms[False]
+
+
+def test_hyperclovax_post_norms_make_a_sandwich() -> None:
+    """HyperCLOVAXDecoderLayer: Granite's layer with post_norm1 / post_norm2 on the attention's and the MLP's output
+    when use_post_norm (the default): four RMSNorms a layer (h weights each more: 32 x 2 x 4,096 = 262,144 parameters
+    over HyperCLOVAXConfig's 32 layers, transformers 5.24 on the meta device); without it, Granite's two."""
+    arch = architecture_from_config({"model_type": "hyperclovax"}, name="h", source="config.json")
+    plain = architecture_from_config({"model_type": "hyperclovax", "use_post_norm": False}, name="h", source="config.json")
+    assert (arch.norm_position, arch.norms_per_layer, plain.norm_position, plain.norms_per_layer) == ("sandwich", 4, "pre", 2)
+    assert count_params(arch).total - count_params(plain).total == 262_144
+    names = {t.name for t in layer_terms(arch, "eager", "flash", Shape(b=1, s=16, e=2))}
+    assert {"post_attn_norm.normed", "post_mlp_norm.normed"} <= names
+
+
+@pytest.mark.parametrize(("change", "total", "norm_kind", "dense_width"), [
+    ({}, 190_004_928_512, "layernorm_nobias", 0),
+    ({"num_shared_experts": 1, "rms_norm_eps": 1e-5}, 212_150_853_632, "rmsnorm", 0),
+    ({"mlp_layer_types": ["dense"] + ["sparse"] * 39, "prefix_dense_intermediate_size": 8192}, 185_777_004_544,
+     "layernorm_nobias", 8192),
+])
+def test_command_a_plus_moe_variants(change: dict, total: int, norm_kind: str, dense_width: int) -> None:
+    """Cohere2MoeConfig: Cohere 2's parallel layer with Mixtral's experts; num_shared_experts shared widths as one MLP,
+    Llama's RMSNorm when rms_norm_eps is set (else Cohere's fp32 LayerNorm), leading dense layers of
+    prefix_dense_intermediate_size. Counts: transformers 5.24 on the meta device."""
+    arch = architecture_from_config({"model_type": "cohere2_moe", **change}, name="c", source="config.json")
+    assert (count_params(arch).total, arch.norm_kind, arch.dense_intermediate_size) == (total, norm_kind, dense_width)
+    assert (arch.parallel_attention_mlp, arch.norms_per_layer, arch.global_attention_every, arch.router_topk_softmax) == (
+        True, 1, 4, True)

@@ -152,7 +152,9 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "mellum": 12_149_923_072,  # MellumConfig(): Mellum2-12B-A2.5B
                         "kolibri1": 78_103_055_360,  # Kolibri1Config(): Kolibri-1
                         "stablelm": 2_795_443_200,  # StableLmConfig(): StableLM-3B-4E1T's 2.8B
-                        "mimo_v2_flash": 308_778_768_832}  # MiMoV2FlashConfig(): MiMo-V2-Flash's 309B
+                        "mimo_v2_flash": 308_778_768_832,  # MiMoV2FlashConfig(): MiMo-V2-Flash's 309B
+                        "hyperclovax": 6_738_677_760,  # HyperCLOVAXConfig(): GraniteConfig's shape, four norms a layer
+                        "cohere2_moe": 190_004_928_512}  # Cohere2MoeConfig(): 8 experts of 22,528 in 40 layers
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))

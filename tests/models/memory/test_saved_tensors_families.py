@@ -219,6 +219,19 @@ NEW_CONFIGS = {
                                             n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
                                             layer_types=["full_attention", "sliding_attention"] * 2,
                                             mlp_layer_types=["dense", "dense", "sparse", "sparse"])),
+    # HyperCLOVA X SEED: Granite's layer with its post-norms (and without); Command A+ (cohere2_moe): Cohere 2's parallel
+    # layer with Mixtral's experts behind a top-k fp32-softmax router, and the sigmoid router with a shared expert, a
+    # dense first layer and RMSNorms
+    "hyperclovax": ("hyperclovax", dict(_TINY, head_dim=16)),
+    "hyperclovax_pre_norm": ("hyperclovax", dict(_TINY, head_dim=16, use_post_norm=False)),
+    "cohere2_moe": ("cohere2_moe", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16, sliding_window_pattern=2,
+                                        num_experts=4, num_experts_per_tok=2, bos_token_id=0, eos_token_id=1, pad_token_id=2)),
+    "cohere2_moe_sigmoid": ("cohere2_moe", dict(_TINY, num_hidden_layers=4, head_dim=16, sliding_window=16,
+                                                sliding_window_pattern=2, num_experts=4, num_experts_per_tok=2,
+                                                bos_token_id=0, eos_token_id=1, pad_token_id=2, expert_selection_fn="sigmoid",
+                                                num_shared_experts=1, rms_norm_eps=1e-5,
+                                                shared_expert_combination_strategy="sum",
+                                                mlp_layer_types=["dense", "sparse", "sparse", "sparse"])),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -305,6 +318,12 @@ NEW_RATIOS = {
     # the MoE layers: DeepSeek-V3's group-limited router state (16 n_group + 8 topk_group + E bytes a token), as
     # deepseek_v3's
     "mimo_v2_flash": {"eager": (1.0, 1.0, 1.0075, 1.0075)},
+    "hyperclovax": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "hyperclovax_pre_norm": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # Command A+'s sliding layers under CPU SDPA: the explicit window mask (Cohere 2's gap); its router's k-wide softmax
+    # in fp32 keeps 2 bytes a routed token more than the terms (granitemoe's), the sigmoid router a few bytes
+    "cohere2_moe": {"sdpa": (1.0553, 1.0009, 1.0553, 1.0009), "eager": (1.0006, 1.0006, 1.0006, 1.0006)},
+    "cohere2_moe_sigmoid": {"sdpa": (1.1102, 1.0003, 1.0451, 1.0003), "eager": (1.0, 1.0003, 1.0003, 1.0003)},
 }
 
 
@@ -358,7 +377,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               # the twelfth session's
               + [("mellum", "eager", False), ("kolibri1", "eager", False), ("stablelm", "sdpa", False),
                  ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
-                 ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False)])
+                 ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False),
+                 ("hyperclovax", "sdpa", False), ("cohere2_moe", "eager", False), ("cohere2_moe_sigmoid", "eager", False)])
 
 
 def _peak_kwargs(name: str) -> tuple[str, dict]:
