@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from functools import lru_cache
 
-from vramplan.models.architecture.params import LayerKey, layer_group_counts
+from vramplan.models.architecture.params import LayerKey, has_local_attention_shape, layer_group_counts
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import split_label
@@ -259,11 +259,11 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
         field_name, value = ("tp", tp) if tp > 1 else ("cp", cp)
         raise VramplanError(field_name, value, f"{arch.name}'s Gated DeltaNet layers are modelled without tensor or "
                                                "context parallelism (tp = cp = 1)")
-    if arch.local_kv_heads and cp > 1:
-        # the ring's KV chunks are sized by one KV head count (models/time/ring_attention.py); a model whose sliding
+    if has_local_attention_shape(arch) and cp > 1:
+        # the ring's KV chunks are sized by one attention shape (models/time/ring_attention.py); a model whose sliding
         # layers have their own is not modelled under a context split
-        raise VramplanError("cp", cp, f"{arch.name}'s sliding layers have KV heads of their own; it is modelled "
-                                      "without context parallelism (cp = 1)")
+        raise VramplanError("cp", cp, f"{arch.name}'s sliding layers have an attention shape of their own; it is "
+                                      "modelled without context parallelism (cp = 1)")
     if arch.has_indexer and cp > 1:
         # transformers' DeepSeek-V3.2 / GLM-5 indexer scores each query against the whole sequence it holds;
         # no stack that builds its layer splits that sequence (Megatron-Core's DSA is not the one modelled)
@@ -272,8 +272,9 @@ def check_layout(arch: Architecture, job: Job, plan: Plan, gpu: GpuSpec, gpus_pe
     if tp > 1:
         if tp > gpus_per_instance:
             raise VramplanError("tp", tp, f"TP stays inside one instance's NVLink domain ({gpus_per_instance} GPUs of {gpu.name})")
-        if arch.num_attention_heads % tp:
-            raise VramplanError("tp", tp, f"must divide the {arch.num_attention_heads} attention heads of {arch.name}")
+        for heads in sorted({arch.num_attention_heads, arch.local_attention_heads or arch.num_attention_heads}):  # Laguna
+            if heads % tp:
+                raise VramplanError("tp", tp, f"must divide the {heads} attention heads of {arch.name}")
         for kv_heads in sorted({arch.num_kv_heads, arch.local_kv_heads or arch.num_kv_heads}):  # MiMo: its sliding layers'
             if kv_heads % tp and tp % kv_heads:
                 raise VramplanError(

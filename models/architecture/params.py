@@ -68,6 +68,7 @@ _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_
     "granitemoe": {"router": "router"},
     "granitemoeshared": {"router": "router", "shared": "shared_mlp", "gate_up": "input_linear", "down": "output_linear"},
     "nanochat": {"up": "fc1", "down": "fc2"},  # modeling_nanochat.py NanoChatMLP (CLIP's MLP: fc1, activation_fn, fc2)
+    "laguna": {"attn_gate": "self_attn.g_proj"},  # modular_laguna.py LagunaAttention.g_proj
 }
 
 
@@ -117,14 +118,23 @@ LayerKey = tuple[bool, bool, bool, bool, bool]  # (moe, local, qk_norm, linear, 
 @lru_cache(maxsize=256)
 def _local_architecture(arch: Architecture) -> Architecture:
     return arch.model_copy(update={"num_kv_heads": arch.local_kv_heads or arch.num_kv_heads,
+                                   "num_attention_heads": arch.local_attention_heads or arch.num_attention_heads,
+                                   "partial_rotary_factor": arch.local_partial_rotary_factor or arch.partial_rotary_factor,
                                    "attention_sinks": arch.attention_sinks or arch.local_attention_sinks})
 
 
+def has_local_attention_shape(arch: Architecture) -> bool:
+    """The local (sliding-window) layers' attention differs from the global layers' in heads, RoPE share or sinks."""
+    return bool(arch.local_kv_heads or arch.local_attention_heads or arch.local_partial_rotary_factor
+                or arch.local_attention_sinks)
+
+
 def layer_architecture(arch: Architecture, local: bool) -> Architecture:
-    """The architecture as the layers of one attention kind are built: a local (sliding-window) layer with its own KV
-    heads or sinks (MiMo-V2-Flash: MiMoV2FlashAttention doubles the KV heads and adds sinks on its sliding layers)
-    reads as a copy with those; every other layer, and every layer of a model whose kinds agree, reads `arch`."""
-    if local and (arch.local_kv_heads or arch.local_attention_sinks):
+    """The architecture as the layers of one attention kind are built: a local (sliding-window) layer with its own
+    heads, RoPE share or sinks (MiMo-V2-Flash: MiMoV2FlashAttention doubles the KV heads and adds sinks on its
+    sliding layers; Laguna: num_attention_heads_per_layer and a rope_parameters per layer type) reads as a copy with
+    those; every other layer, and every layer of a model whose kinds agree, reads `arch`."""
+    if local and has_local_attention_shape(arch):
         return _local_architecture(arch)
     return arch
 
@@ -149,7 +159,8 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     # AFMoE's self_attn.gate_proj: sigmoid(gate_proj(x)) scales the attention output before o_proj; Qwen3-Next's
     # and Qwen3.5's q_proj emits it beside the query (h -> 2 a d: Qwen3NextAttention.q_proj)
     separate_gate = arch.attention_output_gate and not arch.attention_gate_in_q
-    gate = (LinearModule(name("attn_gate"), h, a * dv, has_bias=False),) if separate_gate else ()
+    gate_width = a if arch.attention_gate_per_head else a * dv  # Laguna's g_proj: one gate per head
+    gate = (LinearModule(name("attn_gate"), h, gate_width, has_bias=False),) if separate_gate else ()
     return (
         LinearModule(name("q"), h, a * d * (2 if arch.attention_gate_in_q else 1), has_bias=arch.qkv_bias),
         LinearModule(name("k"), h, k * d, has_bias=arch.qkv_bias),
@@ -302,7 +313,8 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     sinks = layer_architecture(arch, group.local).attention_sinks  # MiMo-V2-Flash: its sliding layers' only
     total = (arch.norms_per_layer * norm_params(arch) + sinks * arch.num_attention_heads
              + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu")
-             + norm_params(arch) * (group.moe and arch.moe_output_norm))
+             + norm_params(arch) * (group.moe and arch.moe_output_norm)
+             + arch.num_experts * (group.moe and arch.router_correction_parameter))  # Laguna's e_score_correction_bias
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm != "l2":  # one head_dim weight for q and one for k, or one per head and channel

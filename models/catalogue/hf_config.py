@@ -9,7 +9,7 @@ problem is one VramplanError naming the config key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ from vramplan.models.catalogue.hf_families import (
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.catalogue.hf_reader import COMMON_KEYS, MISSING, Reader
 from vramplan.models.catalogue.hf_vision import vision_params
+from vramplan.models.core.architecture_schema import local_layer
 from vramplan.models.core.catalogue_schema import MAX_LAYERS, Architecture
 from vramplan.models.core.errors import VramplanError
 
@@ -238,16 +239,10 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
-    elif isinstance(rope, dict) and rope and all(isinstance(kind, dict) for kind in rope.values()):
-        # one rope_parameters per layer type (Gemma 3's RotaryEmbedding: MiMo-V2-Flash, Mellum); a type without the key
-        # rotates the family's default share (MiMoV2FlashRotaryEmbedding's .get(..., 0.334))
-        default = c.family.defaults.get("partial_rotary_factor", 1.0)
-        shares = {str(kind.get("partial_rotary_factor", default)) for kind in rope.values()}
-        if len(shares) > 1:
-            raise c.unsupported("rope_parameters", "gives its layer types different partial_rotary_factor values, "
-                                                   "which is not modelled")
-        value = next(iter(rope.values())).get("partial_rotary_factor", default)
-        key = "rope_parameters.partial_rotary_factor"
+    elif _rope_per_type(rope):
+        # one rope_parameters per layer type (Gemma 3's RotaryEmbedding: MiMo-V2-Flash, Mellum, Laguna): the full
+        # layers' share here, the sliding layers' in _local_rotary_factor
+        value, key = _type_share(c, rope, "full_attention"), "rope_parameters.full_attention.partial_rotary_factor"
     elif c.names("rotary_dim") and c.raw("rotary_dim") is not None:
         rotary = c.count("rotary_dim")
         if rotary > head_dim:
@@ -259,6 +254,62 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         # the key the value came from, and its kind (a value nested in rope_parameters read as '<null>')
         raise VramplanError(key, _show(value), f"must be a number in (0, 1] (in {c.source})")
     return float(value)
+
+
+def _rope_per_type(rope: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(rope, dict) and bool(rope) and all(isinstance(kind, dict) for kind in rope.values())
+
+
+def _type_share(c: Reader, rope: dict[str, Any], layer_type: str) -> Any:
+    """A layer type's partial_rotary_factor; a type the file leaves out, or without the key, rotates the family's
+    default share (MiMoV2FlashRotaryEmbedding's .get(..., 0.334), LagunaRotaryEmbedding's .get(..., 1.0))."""
+    default = c.family.defaults.get("partial_rotary_factor", 1.0)
+    if layer_type == "sliding_attention":
+        default = c.family.parts.get("local_rotary_default", default)
+    return rope.get(layer_type, {}).get("partial_rotary_factor", default)
+
+
+def _local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:
+    """The sliding layers' RoPE share where their rope_parameters give one of their own (Laguna: 1 against the full
+    layers' 0.5); 0 where it is the same or the model has no sliding layer."""
+    rope = c.config.get("rope_parameters")
+    if fields.get("local_attention", "none") == "none":
+        return 0.0
+    if rope is None and "local_rotary_default" in c.family.parts:  # the config class's own per-type default (Laguna)
+        value = c.family.parts["local_rotary_default"]
+    elif _rope_per_type(rope) and "sliding_attention" in rope:
+        value = _type_share(c, rope, "sliding_attention")
+    else:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise VramplanError("rope_parameters.sliding_attention.partial_rotary_factor", _show(value),
+                            f"must be a number in (0, 1] (in {c.source})")
+    return 0.0 if float(value) == fields["partial_rotary_factor"] else float(value)
+
+
+def _local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
+    """num_attention_heads_per_layer (Laguna): one count for the full layers and one for the sliding ones, where the
+    list splits so; a list of one count is that count."""
+    counts = c.config.get("num_attention_heads_per_layer")
+    if counts is None:
+        return {}
+    layers = fields["num_layers"]
+    if not isinstance(counts, list) or len(counts) != layers or any(
+            isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65_536 for n in counts):
+        raise VramplanError("num_attention_heads_per_layer", _show(counts),
+                            f"must list a head count (1-65,536) for each of the {layers} layers (in {c.source})")
+    rule = (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
+            fields.get("global_attention_first", False), fields.get("global_first_layer", False))
+    by_kind: dict[bool, set[int]] = {}
+    for index, count in enumerate(counts):
+        by_kind.setdefault(local_layer(index, *rule), set()).add(count)
+    if any(len(kind) > 1 for kind in by_kind.values()):
+        raise VramplanError("num_attention_heads_per_layer", _show(counts), "varies within a layer kind; vramplan models "
+                            f"one head count for the full layers and one for the sliding ones (in {c.source})")
+    full, local = by_kind.get(False, by_kind.get(True)), by_kind.get(True, by_kind.get(False))
+    heads = next(iter(full))  # type: ignore[arg-type]
+    local_heads = next(iter(local))  # type: ignore[arg-type]
+    return {"num_attention_heads": heads, **({"local_attention_heads": local_heads} if local_heads != heads else {})}
 
 
 def _falcon_shape(c: Reader, heads: int) -> dict[str, Any]:
@@ -332,6 +383,20 @@ def _fields(c: Reader) -> dict[str, Any]:
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
+    fields["local_partial_rotary_factor"] = _local_rotary_factor(c, fields)
+    parts.pop("local_rotary_default", None)  # read by _type_share
+    if parts.pop("heads_per_layer", False):  # Laguna's num_attention_heads_per_layer
+        fields.update(_local_heads(c, fields))
+    gating = parts.pop("gating_key", None)  # Laguna: gating True / "per-head" gates each head, else each channel
+    if gating is not None:
+        if not (c.config.get(gating, True) is True or c.config.get(gating) == "per-head"):
+            raise VramplanError(gating, _show(c.config[gating]), "gates each channel with a softplus (Laguna's gate "
+                                "other than per-head), which is not modelled; true or \"per-head\" is (in "
+                                f"{c.source})")
+        fields["attention_gate_per_head"] = True
+    for key, why in parts.pop("refused_if_set", {}).items():  # a switch transformers raises on, or vramplan does not model
+        if c.config.get(key) not in (None, False, 0, 0.0):
+            raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
     if parts.pop("rmsnorm_when_eps", False) and c.config.get("rms_norm_eps") is not None:  # Command A+'s RMSNorm switch
         parts["norm_kind"] = "rmsnorm"
     if parts.pop("sandwich_when_flagged", False) and c.flag("sandwich_norms"):  # HyperCLOVA X's use_post_norm

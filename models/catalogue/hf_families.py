@@ -431,8 +431,6 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # LaraMiniConfig.__post_init__: linear, sliding, linear, full, sliding
     "lara_mini": ("three layer kinds (Qwen3.5's Gated DeltaNet, sliding and full attention) repeating every five layers, "
                   "which are not modelled"),
-    # LagunaAttention: num_attention_heads_per_layer, g_proj's softplus gate (per head by default)
-    "laguna": "layers of several head counts and a softplus gate on the attention output, which are not modelled",
     # GraniteSWA eager_attention_forward: output * sigmoid(logsumexp(logits) - sink), fp32
     **dict.fromkeys(("granite_swa", "granitemoe_swa"),
                     "attention sinks applied as a sigmoid scaling of the attention output, which are not modelled"),

@@ -400,6 +400,28 @@ MOE_FAMILIES: dict[str, Family] = {
         parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
                "rmsnorm_when_eps": True, "router_topk_softmax": True},
     ),
+    # Laguna (configuration_laguna.py / modular_laguna.py, poolside): pre-norm layers (Llama's RMSNorm); attention with
+    # per-head q/k RMSNorms, a head count per layer (num_attention_heads_per_layer: one for the full layers, one for
+    # the sliding ones), a rope_parameters per layer type (the full layers rotate half of each head, the sliding ones
+    # all of it) and an output gate softplus(g_proj(x)) in fp32, per head (gating True / "per-head") or per channel;
+    # after the dense first layer (mlp_layer_types), Qwen3-MoE's experts beside one ungated shared MLP of
+    # shared_expert_intermediate_size, behind a sigmoid router whose logits (cast to fp32) pick the top-k with a score-correction
+    # parameter (e_score_correction_bias, requires_grad False: counted, as transformers counts it); LagunaConfig's
+    # defaults. Refused: moe_router_logit_softcapping > 0 (its tanh is not modelled) and
+    # moe_apply_router_weight_on_input (transformers raises on it).
+    "laguna": Family(
+        keys={"shared_expert_width": "shared_expert_intermediate_size", "moe_layer_interval": None},
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "vocab_size": 100352, "hidden_size": 2048,
+                  "intermediate_size": 8192, "num_layers": 40, "num_attention_heads": 48, "num_kv_heads": 8,
+                  "head_dim": 128, "sliding_window": 512, "global_every": 1, "partial_rotary_factor": 0.5,
+                  "num_experts": 256, "experts_per_token": 8, "moe_intermediate_size": 512, "shared_expert_width": 512,
+                  "first_dense_layers": 1},
+        parts={"qk_norm": "head", "attention_output_gate": True, "gating_key": "gating",
+               "router_correction_parameter": True,
+               "heads_per_layer": True, "local_rotary_default": 1.0,
+               "refused_if_set": {"moe_router_logit_softcapping": "a soft-capped router (its tanh) is not modelled",
+                                  "moe_apply_router_weight_on_input": "transformers' Laguna raises on it"}},
+    ),
     # AFMoE (Arcee Trinity; configuration_afmoe.py / modular_afmoe.py): four RMSNorms a layer (sandwich) that multiply
     # their weight in fp32 (GptOssRMSNorm), q/k RMSNorms per head, a sigmoid gate on the attention output
     # (self_attn.gate_proj: attention_output_gate), RoPE on the sliding layers only (the global layer every

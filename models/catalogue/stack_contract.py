@@ -16,6 +16,7 @@ multi-GPU LoRA run; vramplan also offers them plain replicas, which hold more me
 
 from __future__ import annotations
 
+from vramplan.models.architecture.params import has_local_attention_shape
 from vramplan.models.catalogue.stack_capabilities import ARCHITECTURE_PARTS, StackCapabilities
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.choices import NOT_IN_ANY
@@ -30,7 +31,7 @@ _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading on
                "gated_delta": "Gated DeltaNet linear attention",
                "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)",
                "xielu": "the xIELU activation", "per_head_qk_norm": "a QK norm with its own weight per head",
-               "local_attention_shape": "sliding-window layers with KV heads or attention sinks of their own"}
+               "local_attention_shape": "sliding-window layers with heads, a RoPE share or attention sinks of their own"}
 
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:
@@ -39,7 +40,7 @@ def architecture_parts(arch: Architecture) -> frozenset[str]:
            "parameter_free_norm": arch.norm_kind in ("layernorm_noparams", "rmsnorm_noparams"),
            "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer,
            "xielu": arch.mlp_kind == "xielu", "per_head_qk_norm": arch.qk_norm == "per_head",
-           "local_attention_shape": bool(arch.local_kv_heads or arch.local_attention_sinks)}
+           "local_attention_shape": has_local_attention_shape(arch)}
     return frozenset(part for part in ARCHITECTURE_PARTS if has[part])
 
 

@@ -51,8 +51,16 @@ ModelType = Literal[
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
-    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe",
+    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna",
 ]
+
+
+def local_layer(index: int, has_local: bool, global_every: int, global_first: bool, global_first_layer: bool) -> bool:
+    """Whether layer `index` attends locally (sliding window / chunk): the rule of Architecture.layer_is_local, for the
+    config reader too (it splits per-layer lists by kind before the Architecture exists)."""
+    position = index if global_first else index + 1
+    first = global_first_layer and index == 0
+    return has_local and not (global_every and position % global_every == 0) and not first
 
 
 class Architecture(CatalogueRow):
@@ -112,7 +120,11 @@ class Architecture(CatalogueRow):
                                    "(MiMo-V2-Flash)")
     local_kv_heads: Count = Field(default=0, ge=0, le=65_536, description="KV heads of the local (sliding-window) layers "
                                                                           "when they differ from num_kv_heads; 0 = the same")
+    local_attention_heads: Count = Field(default=0, ge=0, le=65_536, description="query heads of the local (sliding-window) "
+                                         "layers when they differ from num_attention_heads (Laguna); 0 = the same")
     partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
+    local_partial_rotary_factor: Real = Field(default=0, ge=0, le=1, description="share of head_dim RoPE rotates on the "
+                                              "local layers when it differs from partial_rotary_factor (Laguna); 0 = the same")
     dense_intermediate_size: Count = Field(default=0, ge=0, le=10_000_000,
                                            description="MLP width of the dense layers of a MoE model; 0 = intermediate_size")
     first_dense_layers: Count = Field(default=0, ge=0, le=10_000_000,
@@ -124,6 +136,9 @@ class Architecture(CatalogueRow):
     shared_expert_gate: bool = Field(
         default=False, description="the shared expert's output is scaled by sigmoid(a linear h -> 1 of the layer's input) (Qwen2-MoE)")
     router_fp32: bool = Field(default=False, description="the MoE router runs its linear on an fp32 copy of its input (DeepSeek)")
+    router_correction_parameter: bool = Field(
+        default=False, description="each MoE layer holds a frozen score-correction parameter per expert (Laguna's "
+                                   "e_score_correction_bias: an nn.Parameter, counted; elsewhere a buffer)")
     moe_block_class: str | None = Field(
         default=None, description="the Hugging Face class of a MoE layer's sparse block (transformers 5), recorded where a "
                                   "stack reads it: DeepSpeed's ZeRO-3 fetches its default leaf classes whole "
@@ -151,6 +166,9 @@ class Architecture(CatalogueRow):
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(
         default=False, description="a gate_proj (h -> heads x head_dim) whose sigmoid scales the attention output before o_proj (AFMoE)")
+    attention_gate_per_head: bool = Field(
+        default=False, description="the attention_output_gate is softplus(g_proj(x)) in fp32, one value per head "
+                                   "(h -> heads: Laguna's gating); else AFMoE's sigmoid per channel")
     full_attention_every: Count = Field(
         default=0, ge=0, le=10_000_000,
         description="with Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): layer i attends fully when "
@@ -198,9 +216,18 @@ class Architecture(CatalogueRow):
             raise VramplanError(
                 "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
             )
-        if self.local_kv_heads and (self.local_attention == "none" or self.num_attention_heads % self.local_kv_heads):
-            raise VramplanError("local_kv_heads", self.local_kv_heads, "needs local attention and must divide "
-                                f"num_attention_heads={self.num_attention_heads}")
+        local_heads = self.local_attention_heads or self.num_attention_heads
+        if self.local_kv_heads and (self.local_attention == "none" or local_heads % self.local_kv_heads):
+            raise VramplanError("local_kv_heads", self.local_kv_heads, "needs local attention and must divide the local "
+                                f"layers' heads ({local_heads})")
+        if (self.local_attention_heads or self.local_partial_rotary_factor) and self.local_attention == "none":
+            field_name = "local_attention_heads" if self.local_attention_heads else "local_partial_rotary_factor"
+            raise VramplanError(field_name, getattr(self, field_name), "needs local attention")
+        if local_heads % (self.local_kv_heads or self.num_kv_heads):
+            raise VramplanError("local_attention_heads", local_heads,
+                                f"must be a multiple of the local layers' KV heads ({self.local_kv_heads or self.num_kv_heads})")
+        if self.attention_gate_per_head and not self.attention_output_gate:
+            raise VramplanError("attention_gate_per_head", True, "needs attention_output_gate")
         if (self.local_attention_sinks or self.global_first_layer) and not self.global_attention_every:
             field_name = "local_attention_sinks" if self.local_attention_sinks else "global_first_layer"
             raise VramplanError(field_name, True, "needs local layers beside global ones (global_attention_every > 0)")
@@ -296,7 +323,5 @@ class Architecture(CatalogueRow):
         return self.has_indexer and max(index - self.indexer_offset + 1, 0) % self.indexer_every == 0
 
     def layer_is_local(self, index: int) -> bool:
-        every = self.global_attention_every
-        position = index if self.global_attention_first else index + 1
-        first = self.global_first_layer and index == 0
-        return self.local_attention != "none" and not (every and position % every == 0) and not first
+        return local_layer(index, self.local_attention != "none", self.global_attention_every,
+                           self.global_attention_first, self.global_first_layer)

@@ -125,7 +125,11 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
-    if arch.attention_output_gate:  # AFMoE: output * sigmoid(gate): the sigmoid and the product (o_proj's input)
+    if arch.attention_gate_per_head:
+        # Laguna: softplus(g_proj(x).float()).to(dtype), one value per head, times the output: softplus keeps its fp32
+        # input, the product the cast and the ungated output (measured: test_saved_tensors_families.py)
+        qkv.append(Term("attn.output_gate", FP32 * t * a + e * t * a + e * t * a * dv))
+    elif arch.attention_output_gate:  # AFMoE: output * sigmoid(gate): the sigmoid and the product (o_proj's input)
         qkv.append(Term("attn.output_gate", 2 * e * t * a * dv))
     if arch.clip_qkv:  # OLMo's q/k/v clamp_ in place: each keeps its input for the clamp's mask (measured)
         qkv.append(Term("attn.clip_qkv_inputs", e * t * (a * d + k * d + k * dv)))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vramplan.models.architecture.params import layer_groups
+from vramplan.models.architecture.params import layer_architecture, layer_groups
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Method, Plan, Recompute
 from vramplan.models.memory.linear_attention_terms import GDN_CHUNK
@@ -101,9 +101,11 @@ def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int,
     d_v = v_head_dim); sliding-window and chunked layers score only their window; a Gated DeltaNet
     layer's recurrence (gated_delta_forward_flops) stands in its attention's place."""
     layers = 2 * _active_matmul_weights(arch)
-    heads = arch.num_attention_heads * (arch.head_dim + arch.value_head_dim)
+    heads = {local: shape.num_attention_heads * (shape.head_dim + shape.value_head_dim)  # Laguna: its sliding layers'
+             for local, shape in ((False, arch), (True, layer_architecture(arch, True)))}
     attention = sum(g.count * (gated_delta_forward_flops(arch) if g.linear
-                               else 2 * _attention_span(arch, seq_len, g.local) * heads) for g in layer_groups(arch))
+                               else 2 * _attention_span(arch, seq_len, g.local) * heads[g.local])
+                    for g in layer_groups(arch))
     logits = 2 * arch.vocab_size * arch.hidden_size
     return layers, attention, logits
 

@@ -446,10 +446,10 @@ def test_mimo_v2_flash_sliding_layers_have_their_own_kv_heads_and_sinks() -> Non
                                        + ["sliding_attention"] * 5 + ["full_attention"]}, name="m", source="config.json")
     assert (listed.global_attention_every, listed.global_first_layer) == (6, True)
     assert "local_attention_shape" in architecture_parts(arch)
-    with pytest.raises(VramplanError, match="partial_rotary_factor"):
-        architecture_from_config({"model_type": "mimo_v2_flash", "rope_parameters": {
-            "full_attention": {"rope_type": "default", "partial_rotary_factor": 0.5},
-            "sliding_attention": {"rope_type": "default", "partial_rotary_factor": 0.25}}}, name="m", source="config.json")
+    per_type = architecture_from_config({"model_type": "mimo_v2_flash", "rope_parameters": {
+        "full_attention": {"rope_type": "default", "partial_rotary_factor": 0.5},
+        "sliding_attention": {"rope_type": "default", "partial_rotary_factor": 0.25}}}, name="m", source="config.json")
+    assert (per_type.partial_rotary_factor, per_type.local_partial_rotary_factor) == (0.5, 0.25)  # each type's share
     x = Shape(b=1, s=16, e=2)
     terms = {g.local: {t.name: t.num_bytes for t in layer_terms(arch, "eager", "eager", x, group=g)} for g in (full, sliding)}
     assert terms[True]["attn.softmax"] - terms[False]["attn.softmax"] == 2 * 64 * 16  # the sink column, bf16
@@ -484,3 +484,46 @@ def test_command_a_plus_moe_variants(change: dict, total: int, norm_kind: str, d
     assert (count_params(arch).total, arch.norm_kind, arch.dense_intermediate_size) == (total, norm_kind, dense_width)
     assert (arch.parallel_attention_mlp, arch.norms_per_layer, arch.global_attention_every, arch.router_topk_softmax) == (
         True, 1, 4, True)
+
+
+_LAGUNA_XS = {"model_type": "laguna", "layer_types": ["full_attention"] + ["sliding_attention"] * 3 + ["full_attention"]
+              + ["sliding_attention"] * 3, "num_hidden_layers": 8, "num_attention_heads_per_layer": [64, 48, 48, 48] * 2}
+
+
+def test_laguna_sliding_layers_have_their_own_heads_and_rope_share() -> None:
+    """LagunaAttention: num_attention_heads_per_layer (one count for the full layers, one for the sliding ones), a
+    rope_parameters per layer type (full: half of each head, sliding: all of it: LagunaConfig's defaults) and
+    softplus(g_proj(x)) in fp32 per head on the output (g_proj h -> heads); LagunaTopKRouter's e_score_correction_bias
+    is an nn.Parameter, counted. Counts: transformers 5.24 on the meta device."""
+    from vramplan.models.architecture.params import layer_group, layer_norm_params
+    from vramplan.models.time.flops import forward_flops_per_token
+
+    arch = architecture_from_config({**_LAGUNA_XS}, name="l", source="config.json")
+    assert (arch.num_attention_heads, arch.local_attention_heads, arch.partial_rotary_factor,
+            arch.local_partial_rotary_factor, arch.global_attention_every) == (64, 48, 0.5, 1.0, 4)
+    full, sliding = layer_group(arch, 4), layer_group(arch, 5)
+    width = {g.local: {m.name: m.out_features for m in g.modules} for g in (full, sliding)}
+    assert (width[False]["q_proj"], width[False]["self_attn.g_proj"], width[True]["q_proj"],
+            width[True]["self_attn.g_proj"]) == (64 * 128, 64, 48 * 128, 48)
+    assert layer_norm_params(arch, sliding) - layer_norm_params(arch, layer_group(arch, 1)) == 0
+    assert count_params(arch).total == 6_376_756_992
+    bare = architecture_from_config({"model_type": "laguna"}, name="l", source="config.json")
+    assert count_params(bare).total == 33_189_975_808 and bare.local_attention_heads == 0
+    # a sliding layer's attention scores 48 heads over its 512-token window, a full one 64 over the sequence
+    _, attention, _ = forward_flops_per_token(arch, 4096)
+    assert attention == 2 * 2 * 4096 * 64 * 256 + 6 * 2 * 512 * 48 * 256
+    x = Shape(b=1, s=16, e=2)
+    gate = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", x, group=sliding)}["attn.output_gate"]
+    assert gate == 4 * 16 * 48 + 2 * 16 * 48 + 2 * 16 * 48 * 128  # softplus's fp32 input, the cast, the ungated output
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"num_attention_heads_per_layer": [64, 48, 32, 48] * 2}, "num_attention_heads_per_layer"),
+    ({"gating": "per-element"}, "gating"),
+    ({"moe_router_logit_softcapping": 30.0}, "moe_router_logit_softcapping"),
+    ({"moe_apply_router_weight_on_input": True}, "moe_apply_router_weight_on_input"),
+])
+def test_laguna_variants_not_modelled_are_one_line_errors(change: dict, key: str) -> None:
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config({**_LAGUNA_XS, **change}, name="l", source="config.json")
+    assert key in str(caught.value) and "\n" not in str(caught.value)

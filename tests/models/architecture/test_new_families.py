@@ -154,7 +154,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "stablelm": 2_795_443_200,  # StableLmConfig(): StableLM-3B-4E1T's 2.8B
                         "mimo_v2_flash": 308_778_768_832,  # MiMoV2FlashConfig(): MiMo-V2-Flash's 309B
                         "hyperclovax": 6_738_677_760,  # HyperCLOVAXConfig(): GraniteConfig's shape, four norms a layer
-                        "cohere2_moe": 190_004_928_512}  # Cohere2MoeConfig(): 8 experts of 22,528 in 40 layers
+                        "cohere2_moe": 190_004_928_512,  # Cohere2MoeConfig(): 8 experts of 22,528 in 40 layers
+                        "laguna": 33_189_975_808}  # LagunaConfig(): every layer full, 48 heads, a dense first layer
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -278,7 +279,7 @@ def test_qwen2_moe_parts() -> None:
                                                 ("qwen4_exp", "sparse-attention indexer"),
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
-                                                ("lara_mini", "three layer kinds"), ("laguna", "several head counts"),
+                                                ("lara_mini", "three layer kinds"),
                                                 ("granite_swa", "sigmoid scaling"), ("flint", "not periodic"),
                                                 ("dory", "recurrent loops"), ("dbrx", "attn_config")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
