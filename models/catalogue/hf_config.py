@@ -47,10 +47,10 @@ def _mlp_kind(c: Reader, gated: bool) -> str:
         return "geglu"
     if not gated and act in _GELU_ACTS:
         return "gelu_new" if act == "gelu_new" else "gelu"
-    if not gated and act in ("relu2", "xielu"):  # Nemotron, Arcee: up -> relu(x)^2 -> down; Apertus: xIELU
+    if not gated and act in ("relu", "relu2", "xielu"):  # OPT: fc1 -> relu -> fc2; Nemotron, Arcee: relu(x)^2; Apertus
         return act
     raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new; "
-                                      "relu2 and xielu in an MLP without a gate)")
+                                      "relu, relu2 and xielu in an MLP without a gate)")
 
 
 def _dropouts(c: Reader) -> dict[str, float | None]:
@@ -397,6 +397,13 @@ def _fields(c: Reader) -> dict[str, Any]:
     for key, why in parts.pop("refused_if_set", {}).items():  # a switch transformers raises on, or vramplan does not model
         if c.config.get(key) not in (None, False, 0, 0.0):
             raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
+    for key, why in parts.pop("refused_if_unset", {}).items():  # a switch whose off state vramplan does not model
+        if key in c.config and c.config[key] is not True:
+            raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
+    projection = parts.pop("embedding_projection_key", None)  # OPT-350m's word_embed_proj_dim: project_in / project_out
+    if projection and c.config.get(projection) not in (None, hidden):
+        raise VramplanError(projection, _show(c.config[projection]), f"differs from hidden_size ({hidden}): the "
+                            f"embedding's project_in / project_out linears are not modelled (in {c.source})")
     if parts.pop("rmsnorm_when_eps", False) and c.config.get("rms_norm_eps") is not None:  # Command A+'s RMSNorm switch
         parts["norm_kind"] = "rmsnorm"
     if parts.pop("sandwich_when_flagged", False) and c.flag("sandwich_norms"):  # HyperCLOVA X's use_post_norm

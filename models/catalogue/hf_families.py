@@ -46,6 +46,29 @@ FAMILIES: dict[str, Family] = {
         parts={"learned_position_embeddings": True, "fused_qkv": True, "norm_kind": "layernorm",
                "eager_softmax_fp32": False, "gated_mlp": False},
     ),
+    # OPT (configuration_opt.py / modeling_opt.py, Meta): pre-LayerNorm layers (with bias), q/k/v/out_proj and
+    # fc1 -> relu -> fc2 with biases (enable_bias), q scaled by a Python float (nothing kept), learned positions in a
+    # table of max_position_embeddings + 2 rows (OPTLearnedPositionalEmbedding's offset), dropout after attention and
+    # after fc2 (dropout, 0.1 by default; none on the embedding), eager softmax in fp32; OPTConfig's defaults
+    # (OPT-125m). Refused in one line: do_layer_norm_before false (OPT-350m's norms after the residual add), a
+    # word_embed_proj_dim other than hidden_size (OPT-350m's project_in / project_out), norms without parameters
+    # (layer_norm_elementwise_affine false), layerdrop and _remove_final_layer_norm.
+    "opt": Family(
+        keys={"intermediate_size": "ffn_dim", "hidden_act": "activation_function", "residual_dropout": "dropout",
+              "attention_bias": "enable_bias", "mlp_bias": "enable_bias", "num_kv_heads": None, "head_dim": None},
+        defaults={"vocab_size": 50272, "hidden_size": 768, "num_layers": 12, "intermediate_size": 3072,
+                  "max_position_embeddings": 2048, "num_attention_heads": 12, "hidden_act": "relu",
+                  "residual_dropout": 0.1, "attention_dropout": 0.0, "tie_word_embeddings": True,
+                  "attention_bias": True, "mlp_bias": True},
+        parts={"learned_position_embeddings": True, "position_embedding_offset": 2, "norm_kind": "layernorm",
+               "gated_mlp": False, "embedding_projection_key": "word_embed_proj_dim",
+               "refused_if_unset": {"do_layer_norm_before": "puts the norms after the residual adds (OPT-350m's "
+                                                            "layout), which is not modelled",
+                                    "layer_norm_elementwise_affine": "makes the LayerNorms parameter-free, which is not "
+                                                                     "modelled for OPT"},
+               "refused_if_set": {"layerdrop": "skips layers at random in training, which is not modelled",
+                                  "_remove_final_layer_norm": "leaves out the final LayerNorm, which is not modelled"}},
+    ),
     "llama": Family(defaults={**LLAMA_DEFAULTS}),
     "mistral": Family(defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
     # Ministral 8B (configuration_ministral.py / modular_ministral.py): Mistral's layer (Qwen2's attention without

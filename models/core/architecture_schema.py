@@ -23,14 +23,14 @@ def _all_or_none(*counts: int) -> bool:
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
-#   formula), relu2 (squared ReLU, not gated: Nemotron, Arcee), xielu (Apertus: transformers' Python xIELU,
-#   not gated), swiglu / geglu (gated: act(gate) * up).
+#   formula), relu (not gated: OPT), relu2 (squared ReLU, not gated: Nemotron, Arcee), xielu (Apertus: transformers'
+#   Python xIELU, not gated), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
 #   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
 #   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight).
-MlpKind = Literal["gelu", "gelu_new", "relu2", "xielu", "swiglu", "geglu"]
+MlpKind = Literal["gelu", "gelu_new", "relu", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
                    "rmsnorm_offset", "rmsnorm_noparams"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
@@ -51,7 +51,7 @@ ModelType = Literal[
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
-    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna",
+    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt",
 ]
 
 
@@ -78,6 +78,8 @@ class Architecture(CatalogueRow):
     max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
     tie_word_embeddings: bool
     learned_position_embeddings: bool
+    position_embedding_offset: Count = Field(default=0, ge=0, le=1024, description="rows of the learned position table "
+                                             "before position 0 (OPT's OPTLearnedPositionalEmbedding: 2); 0 = none")
     qkv_bias: bool
     linear_bias: bool = Field(description="bias on the attention output and MLP linears (GPT-2 style)")
     mlp_kind: MlpKind
@@ -291,6 +293,12 @@ class Architecture(CatalogueRow):
     @property
     def embedding_dropout(self) -> float:
         return self.dropout_prob if self.embedding_dropout_prob is None else self.embedding_dropout_prob
+
+    @property
+    def position_embedding_params(self) -> int:
+        """The learned position table's parameters (GPT-2, OPT with its offset rows); 0 with RoPE."""
+        rows = self.max_position_embeddings + self.position_embedding_offset
+        return rows * self.hidden_size if self.learned_position_embeddings else 0
 
     @property
     def value_head_dim(self) -> int:

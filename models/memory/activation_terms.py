@@ -186,6 +186,8 @@ def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str
         # down_proj keeps the result (measured: test_saved_tensors_families.py)
         return [Term(f"{name}.xielu_saved", 4 * e * t * f), Term(f"{name}.xielu_condition", BOOL * t * f),
                 Term(f"{name}.down_input", e * t * f)]
+    if arch.mlp_kind == "relu":  # OPT: relu keeps its output, which fc2 keeps as its input (one tensor)
+        return [Term(f"{name}.relu_output", e * t * f)]
     if arch.mlp_kind == "relu2":
         # transformers ReLUSquaredActivation: relu keeps its output, which square (pow 2) keeps as its
         # input (one tensor); down_proj keeps the square (measured: test_saved_tensors_families.py)

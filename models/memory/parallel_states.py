@@ -106,8 +106,7 @@ def embedding_shard(arch: Architecture, tp: int) -> int:
     """Vocab-parallel token embedding (+ replicated learned positions) on one TP rank, and a multimodal
     checkpoint's vision tower and projector, whole on every TP rank of the first stage (counted as
     replicated: no stack's TP plan for them is modelled)."""
-    positions = arch.max_position_embeddings * arch.hidden_size if arch.learned_position_embeddings else 0
-    return ceil_div(arch.vocab_size, tp) * arch.hidden_size + positions + arch.vision_params
+    return ceil_div(arch.vocab_size, tp) * arch.hidden_size + arch.position_embedding_params + arch.vision_params
 
 
 def head_shard(arch: Architecture, tp: int, pp: int) -> int:

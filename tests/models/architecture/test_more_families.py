@@ -527,3 +527,34 @@ def test_laguna_variants_not_modelled_are_one_line_errors(change: dict, key: str
     with pytest.raises(VramplanError) as caught:
         architecture_from_config({**_LAGUNA_XS, **change}, name="l", source="config.json")
     assert key in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("shape", "total"), [
+    ({}, 125_239_296),  # OPT-125m
+    ({"hidden_size": 2048, "ffn_dim": 8192, "num_hidden_layers": 24, "num_attention_heads": 32,
+      "word_embed_proj_dim": 2048}, 1_315_758_080),  # OPT-1.3b
+    ({"hidden_size": 4096, "ffn_dim": 16384, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "word_embed_proj_dim": 4096}, 6_658_473_984),  # OPT-6.7b
+])
+def test_opt_learned_positions_carry_two_offset_rows(shape: dict, total: int) -> None:
+    """OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows; fc1 -> relu -> fc2 with biases keeps one f-wide
+    tensor (relu's output, fc2's input); dropout 0.1 after attention and fc2. Counts: transformers 5.24 on the meta
+    device."""
+    arch = architecture_from_config({"model_type": "opt", **shape}, name="o", source="config.json")
+    assert count_params(arch).total == total
+    assert (arch.mlp_kind, arch.position_embedding_offset, arch.dropout_prob, arch.norm_kind) == ("relu", 2, 0.1, "layernorm")
+    assert count_params(arch).embedding == (50272 + 2048 + 2) * arch.hidden_size
+    mlp = [t for t in layer_terms(arch, "eager", "flash", Shape(b=1, s=16, e=2)) if t.name.startswith("mlp.")]
+    assert [t.name for t in mlp] == ["mlp.linear_input", "mlp.relu_output"]
+
+
+@pytest.mark.parametrize(("change", "key"), [({"do_layer_norm_before": False}, "do_layer_norm_before"),
+                                             ({"word_embed_proj_dim": 512}, "word_embed_proj_dim"),
+                                             ({"layerdrop": 0.1}, "layerdrop"),
+                                             ({"layer_norm_elementwise_affine": False}, "layer_norm_elementwise_affine")])
+def test_opt_variants_not_modelled_are_one_line_errors(change: dict, key: str) -> None:
+    """OPT-350m puts its norms after the residual adds and projects a 512-wide embedding in and out: refused in one line
+    naming the key, as are layerdrop and parameter-free norms."""
+    with pytest.raises(VramplanError) as caught:
+        architecture_from_config({"model_type": "opt", **change}, name="o", source="config.json")
+    assert key in str(caught.value) and "\n" not in str(caught.value)

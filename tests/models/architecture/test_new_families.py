@@ -155,7 +155,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "mimo_v2_flash": 308_778_768_832,  # MiMoV2FlashConfig(): MiMo-V2-Flash's 309B
                         "hyperclovax": 6_738_677_760,  # HyperCLOVAXConfig(): GraniteConfig's shape, four norms a layer
                         "cohere2_moe": 190_004_928_512,  # Cohere2MoeConfig(): 8 experts of 22,528 in 40 layers
-                        "laguna": 33_189_975_808}  # LagunaConfig(): every layer full, 48 heads, a dense first layer
+                        "laguna": 33_189_975_808,  # LagunaConfig(): every layer full, 48 heads, a dense first layer
+                        "opt": 125_239_296}  # OPTConfig(): OPT-125m
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
