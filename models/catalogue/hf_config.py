@@ -400,6 +400,8 @@ def _fields(c: Reader) -> dict[str, Any]:
     for key, why in parts.pop("refused_if_unset", {}).items():  # a switch whose off state vramplan does not model
         if key in c.config and c.config[key] is not True:
             raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
+    if parts.pop("kv_heads_from_flag", False) and c.flag("single_kv_head"):  # GPTBigCode's multi_query: one KV head
+        fields["num_kv_heads"] = 1
     projection = parts.pop("embedding_projection_key", None)  # OPT-350m's word_embed_proj_dim: project_in / project_out
     if projection and c.config.get(projection) not in (None, hidden):
         raise VramplanError(projection, _show(c.config[projection]), f"differs from hidden_size ({hidden}): the "

@@ -69,6 +69,25 @@ FAMILIES: dict[str, Family] = {
                "refused_if_set": {"layerdrop": "skips layers at random in training, which is not modelled",
                                   "_remove_final_layer_norm": "leaves out the final LayerNorm, which is not modelled"}},
     ),
+    # StarCoder / SantaCoder / WizardCoder (GPTBigCode: configuration_gpt_bigcode.py / modeling_gpt_bigcode.py): GPT-2's
+    # layer (one c_attn with biases, learned positions, LayerNorms, c_fc -> gelu_pytorch_tanh -> c_proj, dropout on the
+    # embedding, the probabilities and after both projections) with multi-query attention (multi_query: one KV head,
+    # which eager attention repeats to every head); the softmax runs in fp32 (eager_attention_forward);
+    # GPTBigCodeConfig's defaults.
+    "gpt_bigcode": Family(
+        keys={"num_layers": "n_layer", "hidden_size": "n_embd", "num_attention_heads": "n_head",
+              "intermediate_size": "n_inner", "max_position_embeddings": "n_positions",
+              "hidden_act": "activation_function", "residual_dropout": "resid_pdrop",
+              "embedding_dropout": "embd_pdrop", "attention_dropout": "attn_pdrop", "multi_query": None,
+              "single_kv_head": "multi_query", "num_kv_heads": None, "head_dim": None},
+        defaults={"num_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": None,
+                  "max_position_embeddings": 1024, "vocab_size": 50257, "hidden_act": "gelu_pytorch_tanh",
+                  "residual_dropout": 0.1, "embedding_dropout": 0.1, "attention_dropout": 0.1,
+                  "tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True, "single_kv_head": True},
+        parts={"learned_position_embeddings": True, "fused_qkv": True, "norm_kind": "layernorm", "gated_mlp": False,
+               "kv_heads_from_flag": True,
+               "refused_if_set": {"add_cross_attention": "adds cross-attention layers, which are not modelled"}},
+    ),
     "llama": Family(defaults={**LLAMA_DEFAULTS}),
     "mistral": Family(defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
     # Ministral 8B (configuration_ministral.py / modular_ministral.py): Mistral's layer (Qwen2's attention without

@@ -110,8 +110,9 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     scores = b * a * s * s
     dropout = arch.attention_dropout > 0
     rotated = not arch.learned_position_embeddings  # RoPE writes new q and k; v stays a view
-    if arch.fused_qkv and kernels == "eager" and (attention == "flash" or not rotated):
-        # q, k, v are views of one projection output, which autograd keeps whole (measured, GPT-2/Phi-3/NeoX)
+    if arch.fused_qkv and kernels == "eager" and (attention == "flash" or (not rotated and k == a)):
+        # q, k, v are views of one projection output, which autograd keeps whole (measured, GPT-2/Phi-3/NeoX); eager
+        # attention over fewer KV heads copies q and repeats k and v instead (GPTBigCode's multi-query: measured)
         qkv = [Term("attn.qkv_output", e * t * (a * d + 2 * k * d))]
         if rotated:
             qkv += [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d)]

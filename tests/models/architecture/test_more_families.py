@@ -558,3 +558,21 @@ def test_opt_variants_not_modelled_are_one_line_errors(change: dict, key: str) -
     with pytest.raises(VramplanError) as caught:
         architecture_from_config({"model_type": "opt", **change}, name="o", source="config.json")
     assert key in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_gpt_bigcode_is_gpt2_with_multi_query_attention() -> None:
+    """GPTBigCodeAttention: one c_attn of h + 2 head_dim rows (one KV head) under multi_query, h + 2 h without; GPT-2's
+    names, learned positions, LayerNorms, dropouts. Counts: transformers 5.24 on the meta device (StarCoder 15B's
+    shape: 15,517,456,384)."""
+    starcoder = architecture_from_config({"model_type": "gpt_bigcode", "n_embd": 6144, "n_layer": 40, "n_head": 48,
+                                          "n_positions": 8192, "vocab_size": 49152}, name="s", source="config.json")
+    assert (starcoder.num_kv_heads, starcoder.fused_qkv, starcoder.learned_position_embeddings) == (1, True, True)
+    assert count_params(starcoder).total == 15_517_456_384
+    assert [m.name for m in layer_linear_modules(starcoder)] == ["c_attn", "attn.c_proj", "c_fc", "mlp.c_proj"]
+    mha = architecture_from_config({"model_type": "gpt_bigcode", "multi_query": False}, name="s", source="config.json")
+    assert (mha.num_kv_heads, count_params(mha).total) == (12, 124_439_808)
+    # eager attention repeats the one KV head to every head and copies q (measured), SDPA keeps c_attn's output
+    x = Shape(b=1, s=16, e=2)
+    eager = {t.name for t in layer_terms(starcoder, "eager", "eager", x)}
+    assert {"attn.q", "attn.k_repeated", "attn.v_repeated"} <= eager and "attn.qkv_output" not in eager
+    assert "attn.qkv_output" in {t.name for t in layer_terms(starcoder, "eager", "flash", x)}

@@ -245,6 +245,16 @@ NEW_CONFIGS = {
                         max_position_embeddings=128)),
     "opt_no_dropout": ("opt", dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, ffn_dim=176, vocab_size=1000,
                                    max_position_embeddings=128, dropout=0.0)),
+    # GPTBigCode (StarCoder): GPT-2's layer with one KV head (multi_query) and without; CPU SDPA with dropout runs its
+    # math path (seed_oss's gap), so the dropout case is eager
+    "gpt_bigcode": ("gpt_bigcode", dict(n_layer=2, n_embd=64, n_head=4, n_inner=176, vocab_size=1000, n_positions=128,
+                                        bos_token_id=0, eos_token_id=1)),
+    "gpt_bigcode_no_dropout": ("gpt_bigcode", dict(n_layer=2, n_embd=64, n_head=4, n_inner=176, vocab_size=1000,
+                                                   n_positions=128, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                                   bos_token_id=0, eos_token_id=1)),
+    "gpt_bigcode_mha": ("gpt_bigcode", dict(n_layer=2, n_embd=64, n_head=4, n_inner=176, vocab_size=1000, n_positions=128,
+                                            multi_query=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                            bos_token_id=0, eos_token_id=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -342,6 +352,9 @@ NEW_RATIOS = {
     "laguna": {"sdpa": (1.0, 1.1739, 0.999, 1.1601), "eager": (1.0, 1.0, 0.9993, 0.9995)},
     "opt": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "opt_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "gpt_bigcode": {"eager": (1.0, 1.0)},
+    "gpt_bigcode_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "gpt_bigcode_mha": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -397,7 +410,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
                  ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False),
                  ("hyperclovax", "sdpa", False), ("cohere2_moe", "eager", False), ("cohere2_moe_sigmoid", "eager", False),
-                 ("opt_no_dropout", "sdpa", False)])  # OPT with full recompute at h 128: 0.650 of the pillar (its
+                 ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False)])  # OPT with full recompute at h 128: 0.650 of the pillar (its
               # fragmentation reserve and loss terms weigh most at this size), at the test's floor
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
 
