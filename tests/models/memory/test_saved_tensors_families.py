@@ -410,8 +410,9 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
                  ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False),
                  ("hyperclovax", "sdpa", False), ("cohere2_moe", "eager", False), ("cohere2_moe_sigmoid", "eager", False),
-                 ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False)])  # OPT with full recompute at h 128: 0.650 of the pillar (its
-              # fragmentation reserve and loss terms weigh most at this size), at the test's floor
+                 ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False)])
+# (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
+# most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
 
 
