@@ -74,3 +74,24 @@ def both_engines_best(model: str, job: Job, objective: str, max_gpus: int = 16,
         plans.append(result.plans[0].plan)
     assert plans[0] == plans[1]
     return plans[0]
+
+
+def write_config(folder, config: dict) -> str:
+    """A config.json of `config` in `folder` (a test's tmp_path), as a path string for SolveQuery.model."""
+    import json
+
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def any_stack_plans(model: str) -> list[Plan]:
+    """The top 3 plans `--stack any` finds for the model (4k tokens, global batch 64, 1e9 tokens, the fastest on up to
+    64 H100s), asserting they are proven optimal: the family-solve tests check which stacks they name."""
+    from vramplan.solver.query_fields import query_from_fields
+
+    query = query_from_fields({"model": model, "seq_len": 4096, "global_batch": 64, "tokens": 1e9, "stack": "any",
+                               "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
+    result = solve(packaged_catalogue(), query)
+    assert result.status == "optimal"
+    return [p.plan for p in result.plans]

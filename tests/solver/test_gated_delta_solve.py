@@ -4,15 +4,10 @@ enumerator's, every returned plan is one the stack runs (no TP, no CP, hf / deep
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers.catalogue import packaged_catalogue
-from helpers.queries import both_engines_best
+from helpers.queries import any_stack_plans, both_engines_best, write_config
 
 from vramplan.models.core.setup import Job
-from vramplan.solver.api import solve
-from vramplan.solver.query_fields import query_from_fields
 
 # a Qwen3.5 27B-like decoder (64 layers, 5,120 wide) as a qwen3_5 file wraps it
 QWEN3_5 = {"model_type": "qwen3_5", "text_config": {
@@ -22,9 +17,7 @@ QWEN3_5 = {"model_type": "qwen3_5", "text_config": {
 
 @pytest.fixture
 def config_path(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(QWEN3_5))
-    return str(path)
+    return write_config(tmp_path, QWEN3_5)
 
 
 @pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=2048, method="qlora"), "time"),
@@ -35,9 +28,6 @@ def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) ->
 
 
 def test_any_stack_picks_one_that_models_the_layers(config_path: str) -> None:
-    query = query_from_fields({"model": config_path, "seq_len": 4096, "global_batch": 64, "tokens": 1e9,
-                               "stack": "any", "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
-    result = solve(packaged_catalogue(), query)
-    assert result.status == "optimal"
-    assert {p.plan.stack for p in result.plans} <= {"hf", "deepspeed"}
-    assert all(p.plan.tp == p.plan.cp == 1 for p in result.plans)
+    plans = any_stack_plans(config_path)
+    assert {plan.stack for plan in plans} <= {"hf", "deepspeed"}
+    assert all(plan.tp == plan.cp == 1 for plan in plans)

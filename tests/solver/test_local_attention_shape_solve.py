@@ -5,15 +5,10 @@ heads and beyond, replicated), no plan splits the sequence (cp = 1: the ring is 
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers.catalogue import packaged_catalogue
-from helpers.queries import both_engines_best
+from helpers.queries import any_stack_plans, both_engines_best, write_config
 
 from vramplan.models.core.setup import Job
-from vramplan.solver.api import solve
-from vramplan.solver.query_fields import query_from_fields
 
 # MiMo-V2-Flash's layer at a twelfth of its width: 24 layers (full on 0, 5, 11, 17, 23), 32 experts
 SMALL_MIMO = {"model_type": "mimo_v2_flash", "num_hidden_layers": 24, "hidden_size": 1024, "intermediate_size": 4096,
@@ -23,9 +18,7 @@ SMALL_MIMO = {"model_type": "mimo_v2_flash", "num_hidden_layers": 24, "hidden_si
 
 @pytest.fixture
 def config_path(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(SMALL_MIMO))
-    return str(path)
+    return write_config(tmp_path, SMALL_MIMO)
 
 
 @pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=4096, method="lora"), "time"),
@@ -36,8 +29,4 @@ def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) ->
 
 
 def test_any_stack_leaves_out_megatron(config_path: str) -> None:
-    query = query_from_fields({"model": config_path, "seq_len": 4096, "global_batch": 64, "tokens": 1e9,
-                               "stack": "any", "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
-    result = solve(packaged_catalogue(), query)
-    assert result.status == "optimal"
-    assert all(p.plan.stack != "megatron" and p.plan.cp == 1 for p in result.plans)
+    assert all(plan.stack != "megatron" and plan.cp == 1 for plan in any_stack_plans(config_path))

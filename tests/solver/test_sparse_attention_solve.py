@@ -4,15 +4,10 @@ do not model its indexer (megatron's own DSA is another layer; torchtitan builds
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers.catalogue import packaged_catalogue
-from helpers.queries import both_engines_best
+from helpers.queries import any_stack_plans, both_engines_best, write_config
 
 from vramplan.models.core.setup import Job
-from vramplan.solver.api import solve
-from vramplan.solver.query_fields import query_from_fields
 
 # a DeepSeek-V2-Lite-sized decoder with DeepSeek-V3.2's indexer (27 layers, 2,048 wide, 64 experts)
 SMALL_V32 = {"model_type": "deepseek_v32", "num_hidden_layers": 27, "hidden_size": 2048, "intermediate_size": 10944,
@@ -23,9 +18,7 @@ SMALL_V32 = {"model_type": "deepseek_v32", "num_hidden_layers": 27, "hidden_size
 
 @pytest.fixture
 def config_path(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(SMALL_V32))
-    return str(path)
+    return write_config(tmp_path, SMALL_V32)
 
 
 @pytest.mark.parametrize(("job", "objective"), [(Job(seq_len=4096, method="lora"), "time"),
@@ -36,9 +29,6 @@ def test_cpsat_equals_brute_force(config_path: str, job: Job, objective: str) ->
 
 
 def test_any_stack_picks_one_that_models_the_indexer(config_path: str) -> None:
-    query = query_from_fields({"model": config_path, "seq_len": 4096, "global_batch": 64, "tokens": 1e9,
-                               "stack": "any", "objective": "time", "max_gpus": 64, "gpus": "h100-sxm-80gb"}, top_k=3)
-    result = solve(packaged_catalogue(), query)
-    assert result.status == "optimal"
-    assert not {p.plan.stack for p in result.plans} & {"megatron", "torchtitan", "torchtitan-root-fsdp"}
-    assert all(p.plan.cp == 1 for p in result.plans)
+    plans = any_stack_plans(config_path)
+    assert not {plan.stack for plan in plans} & {"megatron", "torchtitan", "torchtitan-root-fsdp"}
+    assert all(plan.cp == 1 for plan in plans)
