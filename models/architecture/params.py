@@ -144,7 +144,7 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     h, a, k, d = arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
     dv = arch.value_head_dim
     name = lambda role: module_name(arch, role)  # noqa: E731
-    out = LinearModule(name("o"), a * dv, h, has_bias=arch.linear_bias, row_parallel=True)
+    out = LinearModule(name("o"), a * dv, h, has_bias=arch.attention_out_bias, row_parallel=True)
     if arch.is_mla:
         if arch.q_lora_rank:
             q: tuple[LinearModule, ...] = (LinearModule(name("q_a"), h, arch.q_lora_rank, has_bias=arch.qkv_bias),

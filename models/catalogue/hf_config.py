@@ -337,14 +337,11 @@ def _fields(c: Reader) -> dict[str, Any]:
     derived = c.family.defaults.get("intermediate_size", MISSING) is None
     intermediate = (c.count("intermediate_size", optional=True) if derived else c.count("intermediate_size")) or 4 * hidden
     attention_bias, mlp_bias = c.flag("attention_bias"), c.flag("mlp_bias")
-    linear_bias, out_key = attention_bias, "attention_bias"
+    out = attention_bias  # o_proj's bias: attention_bias's, or its own switch
     if parts.pop("attention_bias_qkv_only", False):  # GLM-4: attention_bias puts biases on q/k/v only
-        linear_bias = mlp_bias
-        if c.names("out_bias"):  # Seed-OSS: o_proj's own switch
-            linear_bias, out_key = c.flag("out_bias"), c.key("out_bias")
+        out = c.flag("out_bias") if c.names("out_bias") else mlp_bias  # Seed-OSS: o_proj's own switch
         parts["qkv_bias"] = attention_bias
-    if linear_bias != mlp_bias:
-        raise VramplanError("model", c.source, f"{out_key} and mlp_bias differ; vramplan models o_proj and MLP biases together")
+    linear_bias, out_bias = mlp_bias, (None if out == mlp_bias else out)  # Hunyuan: o_proj biased, the MLP not
     head_dim = None if parts.pop("head_dim_from_hidden", False) else c.count("head_dim", optional=True)
     if head_dim is None and hidden < heads:  # transformers' hidden_size // num_attention_heads would be 0
         raise c.unsupported("num_attention_heads", "is more than hidden_size has channels; without head_dim each head "
@@ -356,7 +353,7 @@ def _fields(c: Reader) -> dict[str, Any]:
         "intermediate_size": intermediate, "vocab_size": c.count("vocab_size"),
         "max_position_embeddings": c.count("max_position_embeddings"),
         "tie_word_embeddings": c.flag("tie_word_embeddings"), "learned_position_embeddings": False,
-        "qkv_bias": attention_bias, "linear_bias": linear_bias, "mlp_kind": _mlp_kind(c, gated),
+        "qkv_bias": attention_bias, "linear_bias": linear_bias, "out_bias": out_bias, "mlp_kind": _mlp_kind(c, gated),
         "norm_kind": "rmsnorm", "norms_per_layer": 2, **_dropouts(c),
         "final_logit_softcapping": c.number("final_logit_softcapping"),
         "attn_logit_softcapping": c.number("attn_logit_softcapping"),

@@ -82,6 +82,9 @@ class Architecture(CatalogueRow):
                                              "before position 0 (OPT's OPTLearnedPositionalEmbedding: 2); 0 = none")
     qkv_bias: bool
     linear_bias: bool = Field(description="bias on the attention output and MLP linears (GPT-2 style)")
+    out_bias: bool | None = Field(default=None, description="bias on the attention output projection where it differs "
+                                  "from linear_bias (Seed-OSS's attention_out_bias, Hunyuan's attention_bias); empty = "
+                                  "linear_bias")
     mlp_kind: MlpKind
     norm_kind: NormKind
     norms_per_layer: Count = Field(ge=1, le=4)
@@ -293,6 +296,11 @@ class Architecture(CatalogueRow):
     @property
     def embedding_dropout(self) -> float:
         return self.dropout_prob if self.embedding_dropout_prob is None else self.embedding_dropout_prob
+
+    @property
+    def attention_out_bias(self) -> bool:
+        """Whether the attention's output projection has a bias (linear_bias unless out_bias says otherwise)."""
+        return self.linear_bias if self.out_bias is None else self.out_bias
 
     @property
     def position_embedding_params(self) -> int:

@@ -197,7 +197,7 @@ def test_exaone4_parts() -> None:
 def test_seed_oss_biases_and_dropout() -> None:
     """Seed-OSS: q/k/v biases (attention_bias), o_proj's own switch (attention_out_bias) beside the MLP's
     (mlp_bias), dropout 0.1 by default. transformers 5.24 on the meta device: attention_bias False
-    removes 786,432 (64 x (80 + 8 + 8) x 128); o_proj and MLP biases add 4,063,232."""
+    removes 786,432 (64 x (80 + 8 + 8) x 128); o_proj and MLP biases add 4,063,232, o_proj's alone 262,144."""
     arch = architecture_from_config({"model_type": "seed_oss"}, name="seed", source="config.json")
     assert (arch.qkv_bias, arch.linear_bias, arch.dropout_prob) == (True, False, 0.1)
     no_qkv = architecture_from_config({"model_type": "seed_oss", "attention_bias": False}, name="seed", source="config.json")
@@ -205,8 +205,9 @@ def test_seed_oss_biases_and_dropout() -> None:
     biased = architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True, "mlp_bias": True},
                                       name="seed", source="config.json")
     assert count_params(biased).total - count_params(arch).total == 4_063_232
-    with pytest.raises(VramplanError, match="attention_out_bias and mlp_bias differ"):
-        architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True}, name="seed", source="config.json")
+    out_only = architecture_from_config({"model_type": "seed_oss", "attention_out_bias": True}, name="seed",
+                                        source="config.json")  # o_proj's bias apart from the MLP's (Architecture.out_bias)
+    assert (out_only.out_bias, out_only.linear_bias, count_params(out_only).total) == (True, False, 28_921_303_040)
 
 
 def test_ernie4_5_rope_copies_are_fp32_and_not_reordered() -> None:
@@ -247,12 +248,14 @@ def test_ernie4_5_moe_parts() -> None:
 def test_hunyuan_v1_dense_parts() -> None:
     """Hunyuan dense: per-head q/k norms (after RoPE: the same tensors kept, measured by the probe). Its
     config class defaults head_dim to None, which transformers 5.24 itself cannot build (head_dim ** -0.5);
-    with head_dim 128 both count 8,859,684,864. attention_bias puts a bias on o_proj but never on the MLP,
-    which vramplan models together: refused, naming the keys."""
+    with head_dim 128 both count 8,859,684,864. attention_bias puts a bias on q/k/v and o_proj but never on the MLP
+    (out_bias apart from linear_bias): 8,860,209,152 with it."""
     arch = architecture_from_config({"model_type": "hunyuan_v1_dense", "head_dim": 128}, name="hy", source="config.json")
     assert count_params(arch).total == 8_859_684_864 and arch.qk_norm == "head"
-    with pytest.raises(VramplanError, match="attention_bias and mlp_bias differ"):
-        architecture_from_config({"model_type": "hunyuan_v1_dense", "attention_bias": True}, name="hy", source="config.json")
+    biased = architecture_from_config({"model_type": "hunyuan_v1_dense", "head_dim": 128, "attention_bias": True},
+                                      name="hy", source="config.json")  # q/k/v and o_proj biased, the MLP not
+    assert (biased.qkv_bias, biased.out_bias, biased.linear_bias, count_params(biased).total) == (
+        True, True, False, 8_860_209_152)
 
 
 def test_qwen2_moe_parts() -> None:
