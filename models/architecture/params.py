@@ -54,6 +54,7 @@ NOT_GATED = ("gelu", "gelu_new", "relu", "relu2", "xielu")  # up -> act -> down 
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
     "gpt_bigcode": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},  # GPT-2's names
+    "gptj": {"o": "out_proj", "up": "fc_in", "down": "fc_out"},  # modeling_gptj.py GPTJAttention.out_proj, GPTJMLP
     "gpt_neox": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
     "falcon": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
     "starcoder2": {"up": "c_fc", "down": "c_proj"},

@@ -88,6 +88,25 @@ FAMILIES: dict[str, Family] = {
                "kv_heads_from_flag": True,
                "refused_if_set": {"add_cross_attention": "adds cross-attention layers, which are not modelled"}},
     ),
+    # GPT-J (configuration_gptj.py / modeling_gptj.py, EleutherAI): one LayerNorm (with bias) feeding attention and the
+    # MLP in parallel, q/k/v and out_proj without biases, fc_in -> gelu_new -> fc_out with biases, RoPE on rotary_dim
+    # channels of each head in interleaved pairs (rotate_every_two) with sin/cos repeat_interleaved in each call, the
+    # rotated and pass-through parts concatenated; eager attention scores fp32 copies of q and k; dropout after
+    # out_proj and fc_out (resid_pdrop), on the embedding and the probabilities; an lm_head with a bias
+    # (GPTJForCausalLM); GPTJConfig's defaults (GPT-J-6B).
+    "gptj": Family(
+        keys={"num_layers": "n_layer", "hidden_size": "n_embd", "num_attention_heads": "n_head",
+              "intermediate_size": "n_inner", "max_position_embeddings": "n_positions",
+              "hidden_act": "activation_function", "residual_dropout": "resid_pdrop",
+              "embedding_dropout": "embd_pdrop", "attention_dropout": "attn_pdrop", "rotary_dim": "rotary_dim",
+              "num_kv_heads": None, "head_dim": None},
+        defaults={"vocab_size": 50400, "max_position_embeddings": 2048, "hidden_size": 4096, "num_layers": 28,
+                  "num_attention_heads": 16, "rotary_dim": 64, "intermediate_size": None, "hidden_act": "gelu_new",
+                  "residual_dropout": 0.0, "embedding_dropout": 0.0, "attention_dropout": 0.0,
+                  "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": True},
+        parts={"gated_mlp": False, "norm_kind": "layernorm", "parallel_attention_mlp": True, "norms_per_layer": 1,
+               "lm_head_bias": True, "rope_tables": "per_call", "eager_scores_fp32": True},
+    ),
     "llama": Family(defaults={**LLAMA_DEFAULTS}),
     "mistral": Family(defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
     # Ministral 8B (configuration_ministral.py / modular_ministral.py): Mistral's layer (Qwen2's attention without

@@ -37,7 +37,7 @@ NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it
 QkNorm = Literal["none", "head", "width", "per_head", "l2"]  # per head_dim with one weight (Qwen3, Gemma 3), whole
 # width (OLMo 2), per head_dim with a weight per head (Cohere, StableLM), L2 (Llama 4)
 LocalAttention = Literal["none", "sliding", "chunked"]
-RopeTables = Literal["shared", "half", "per_layer", "per_layer_fp32"]
+RopeTables = Literal["shared", "half", "per_layer", "per_layer_fp32", "per_call"]
 # Architecture.checkpoint_quantization: the canonical texts models/architecture/quantization.py parses.
 _SKIP = r"(:skip(=[A-Za-z0-9_.*|-]+)?)?"  # llm_int8_skip_modules: the entries, or unknown ones
 CHECKPOINT_QUANTIZATION = (r"^(|(gptq|awq):[2348]:\d{1,7}|(nf4|fp4)(:dq)?" + _SKIP + "|int8" + _SKIP
@@ -51,7 +51,7 @@ ModelType = Literal[
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
-    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode",
+    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj",
 ]
 
 
@@ -107,6 +107,8 @@ class Architecture(CatalogueRow):
     fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
     fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
     eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")
+    eager_scores_fp32: bool = Field(default=False, description="eager attention multiplies fp32 copies of q and k (GPT-J's "
+                                                               "eager_attention_forward), which its matmul keeps")
     attn_logit_softcapping: Real | None = Field(default=None, gt=0, le=1_000_000)
     q_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: query down-projection rank; 0 = a full q_proj")
     kv_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: compressed key/value rank; 0 = not MLA")
@@ -166,7 +168,8 @@ class Architecture(CatalogueRow):
     rope_tables: RopeTables = Field(
         default="shared", description="RoPE's cos/sin: one pair for all layers, rotary_dim wide (shared) or rotary_dim / 2 "
                                       "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
-                                      "ERNIE 4.5's fp32 interleaved rotation)")
+                                      "ERNIE 4.5's fp32 interleaved rotation; per_call: GPT-J, a pair for q and one for "
+                                      "k, rotated token-major)")
     lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(

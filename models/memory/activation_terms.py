@@ -41,7 +41,7 @@ from vramplan.models.memory.linear_attention_terms import linear_attention_terms
 from vramplan.models.memory.saved_tensors import BOOL, FP32, INT64, Shape, Term
 from vramplan.models.memory.sparse_attention_terms import index_mask_terms
 
-PER_LAYER_ROPE = ("per_layer", "per_layer_fp32")  # RoPE tables each layer copies (Architecture.rope_tables)
+PER_LAYER_ROPE = ("per_layer", "per_layer_fp32", "per_call")  # RoPE tables each layer copies (Architecture.rope_tables)
 
 
 def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
@@ -125,7 +125,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     elif attention == "flash":
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
-        qkv = [Term("attn.q", e * t * a * d), Term("attn.k_repeated", e * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
+        qk = FP32 if arch.eager_scores_fp32 and kernels == "eager" else e  # GPT-J scores fp32 copies of q and k
+        qkv = [Term("attn.q", qk * t * a * d), Term("attn.k_repeated", qk * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
     if arch.attention_gate_per_head:
         # Laguna: softplus(g_proj(x).float()).to(dtype), one value per head, times the output: softplus keeps its fp32
         # input, the product the cast and the ungated output (measured: test_saved_tensors_families.py)
@@ -137,7 +138,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     out = [Term("attn.output", e * t * a * dv)]  # = o_proj input; flash saves this same storage
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
-    concatenated = arch.rope_tables == "half" or arch.partial_rotary_factor < 1  # per-layer copies alone do not
+    # (GPT-J concatenates q in (b, s, heads, d) order before its transpose: SDPA's output comes back token-major)
+    concatenated = arch.rope_tables == "half" or (arch.partial_rotary_factor < 1 and arch.rope_tables != "per_call")
     # concatenate (Helium rotates its whole head in place: measured, test_saved_tensors_families.py)
     # MLA concatenates q's nope and rope parts of the head-major q_b_proj view (DeepseekV3Attention:
     # torch.cat((q_pass, q_rot), dim=-1)): measured under CPU SDPA's fused kernel where q/k and v are
@@ -294,7 +296,8 @@ def layer_terms(
         # and rotate_half(q_rot) * sin keep those copies (measured); ERNIE 4.5 rotates q.float(), so its
         # copies are fp32 whatever the activations (measured)
         fp32 = x.autocast or arch.rope_tables == "per_layer_fp32"
-        terms.append(Term("rope.cos_sin_copies", 2 * (FP32 if fp32 else x.e) * x.s * arch.rotary_dim))
+        pairs = 2 if arch.rope_tables == "per_call" else 1  # GPT-J's apply_rotary_pos_emb repeats sin/cos for q and for k
+        terms.append(Term("rope.cos_sin_copies", 2 * pairs * (FP32 if fp32 else x.e) * x.s * arch.rotary_dim))
     if sandwich:
         terms += _norm(arch, kernels, x, "post_attn_norm")
     terms += _dropout_mask(arch, x, "attn_residual", arch.dropout_prob)

@@ -576,3 +576,20 @@ def test_gpt_bigcode_is_gpt2_with_multi_query_attention() -> None:
     eager = {t.name for t in layer_terms(starcoder, "eager", "eager", x)}
     assert {"attn.q", "attn.k_repeated", "attn.v_repeated"} <= eager and "attn.qkv_output" not in eager
     assert "attn.qkv_output" in {t.name for t in layer_terms(starcoder, "eager", "flash", x)}
+
+
+def test_gptj_parallel_layer_with_an_unbiased_out_proj_and_fp32_eager_scores() -> None:
+    """GPTJBlock: one LayerNorm feeding attention and the MLP in parallel; q/k/v and out_proj without biases, fc_in /
+    fc_out with them (out_bias apart from linear_bias), an lm_head with a bias; RoPE on rotary_dim (64) channels of each
+    256-wide head, sin/cos repeat_interleaved for q and again for k (rope_tables per_call: four copies a layer), the
+    parts concatenated before the transpose (no copy of SDPA's output); eager attention scores fp32 copies of q and k.
+    Counts: transformers 5.24 on the meta device (GPT-J-6B: 6,050,882,784)."""
+    arch = architecture_from_config({"model_type": "gptj"}, name="j", source="config.json")
+    assert (arch.linear_bias, arch.out_bias, arch.qkv_bias, arch.lm_head_bias, arch.rotary_dim) == (True, False, False, True, 64)
+    assert [m.name for m in layer_linear_modules(arch)] == ["q_proj", "k_proj", "v_proj", "out_proj", "fc_in", "fc_out"]
+    assert count_params(arch).total == 6_050_882_784
+    x = Shape(b=1, s=16, e=2)
+    sdpa = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "flash", x)}
+    assert sdpa["rope.cos_sin_copies"] == 4 * 2 * 16 * 64 and "attn.output_copy" not in sdpa
+    eager = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "eager", x)}
+    assert eager["attn.q"] == eager["attn.k_repeated"] == 4 * 16 * 4096  # fp32 copies

@@ -157,7 +157,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "cohere2_moe": 190_004_928_512,  # Cohere2MoeConfig(): 8 experts of 22,528 in 40 layers
                         "laguna": 33_189_975_808,  # LagunaConfig(): every layer full, 48 heads, a dense first layer
                         "opt": 125_239_296,  # OPTConfig(): OPT-125m
-                        "gpt_bigcode": 111_446_784}  # GPTBigCodeConfig(): GPT-2 small's shape with one KV head
+                        "gpt_bigcode": 111_446_784,  # GPTBigCodeConfig(): GPT-2 small's shape with one KV head
+                        "gptj": 6_050_882_784}  # GPTJConfig(): GPT-J-6B
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
