@@ -9,7 +9,7 @@ problem is one VramplanError naming the config key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,10 +22,18 @@ from vramplan.models.catalogue.hf_families import (
     UNMODELLED_FAMILIES,
     Family,
 )
+from vramplan.models.catalogue.hf_layer_kinds import (
+    attention_window,
+    global_every,
+    local_heads,
+    local_rotary_factor,
+    rope_per_type,
+    type_share,
+)
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.catalogue.hf_reader import COMMON_KEYS, MISSING, Reader
+from vramplan.models.catalogue.hf_switches import apply_switches
 from vramplan.models.catalogue.hf_vision import vision_params
-from vramplan.models.core.architecture_schema import local_layer
 from vramplan.models.core.catalogue_schema import MAX_LAYERS, Architecture
 from vramplan.models.core.errors import VramplanError
 
@@ -66,54 +74,6 @@ def _dropouts(c: Reader) -> dict[str, float | None]:
         if fields[field_name] == fields["dropout_prob"]:
             fields[field_name] = None
     return fields
-
-
-def _global_period(c: Reader, types: list[Any]) -> tuple[int, bool, bool]:
-    """Period N of the global layers in a local/global layer list, whether the first of each N is global instead of
-    the last, and whether layer 0 is global beside the last of each N: layer i global iff (i+1) % N == 0, iff
-    i % N == 0 (CWM: CwmConfig's window_pattern), or iff i == 0 or (i+1) % N == 0 (MiMo-V2-Flash's layer_types)."""
-    is_global = [t == "full_attention" for t in types]
-    if not any(is_global):
-        return 0, False, False
-    rest = [i for i, g in enumerate(is_global) if g and i > 0]
-    candidates = [(is_global.index(True) + 1, False, False)]  # the last of each N
-    if is_global[0] and not all(is_global):
-        candidates += [(rest[0] if rest else len(types), True, False), ((rest[0] if rest else len(types)) + 1, False, True)]
-    for every, first, first_layer in candidates:
-        rule = [(i if first else i + 1) % every == 0 or (first_layer and i == 0) for i in range(len(types))]
-        if rule == is_global:
-            return every, first, first_layer
-    raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
-
-
-def _global_every(c: Reader, types: list[Any]) -> int:
-    """Period N of the global layers where layer i is global iff (i+1) % N == 0 (the last of each N)."""
-    every, first, first_layer = _global_period(c, types)
-    if first or first_layer:
-        raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
-    return every
-
-
-def _attention_window(c: Reader, layers: int) -> dict[str, Any]:
-    if c.has("use_sliding_window") and c.flag("use_sliding_window"):
-        raise c.unsupported("use_sliding_window", "Qwen sliding windows above max_window_layers are not modelled")
-    if c.has("use_sliding_window") or not c.has("sliding_window") or c.raw("sliding_window") is None:
-        return {}
-    window = c.count("sliding_window")
-    types = c.config.get("layer_types")
-    first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
-    first_layer = bool(c.family.parts.get("global_first_layer", False))  # (MiMo-V2-Flash)
-    if isinstance(types, list) and len(types) == layers:
-        every, first, first_layer = _global_period(c, types)
-    elif isinstance(c.config.get("no_rope_layers"), list) and c.config["no_rope_layers"]:  # Llama 4: NoPE = global
-        every = _global_every(c, ["full_attention" if not r else "chunked" for r in c.config["no_rope_layers"]])
-    elif c.has("global_every"):
-        every = c.count("global_every")
-    else:
-        every = 0
-    return {"local_attention": c.family.parts.get("local_attention", "sliding"), "attention_window": window,
-            "global_attention_every": every, "global_attention_first": first and every > 0,
-            "global_first_layer": first_layer and every > 0}
 
 
 def _moe(c: Reader, layers: int, intermediate: int) -> dict[str, Any]:
@@ -176,7 +136,7 @@ def _linear_attention(c: Reader, layers: int) -> dict[str, Any]:
         if len(types) != layers or any(t not in ("linear_attention", "full_attention") for t in types):
             raise c.unsupported("layer_types", f"must name linear_attention or full_attention for each of the {layers} "
                                                "layers")
-        every = _global_every(c, types)
+        every = global_every(c, types)
         if not every:
             raise c.unsupported("layer_types", "has no full_attention layer; only linear attention beside periodic "
                                                "full attention is modelled")
@@ -239,10 +199,10 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         value = c.raw("partial_rotary_factor")
     elif isinstance(rope, dict) and "partial_rotary_factor" in rope:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
-    elif _rope_per_type(rope):
+    elif rope_per_type(rope):
         # one rope_parameters per layer type (Gemma 3's RotaryEmbedding: MiMo-V2-Flash, Mellum, Laguna): the full
         # layers' share here, the sliding layers' in _local_rotary_factor
-        value, key = _type_share(c, rope, "full_attention"), "rope_parameters.full_attention.partial_rotary_factor"
+        value, key = type_share(c, rope, "full_attention"), "rope_parameters.full_attention.partial_rotary_factor"
     elif c.names("rotary_dim") and c.raw("rotary_dim") is not None:
         rotary = c.count("rotary_dim")
         if rotary > head_dim:
@@ -254,62 +214,6 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         # the key the value came from, and its kind (a value nested in rope_parameters read as '<null>')
         raise VramplanError(key, _show(value), f"must be a number in (0, 1] (in {c.source})")
     return float(value)
-
-
-def _rope_per_type(rope: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(rope, dict) and bool(rope) and all(isinstance(kind, dict) for kind in rope.values())
-
-
-def _type_share(c: Reader, rope: dict[str, Any], layer_type: str) -> Any:
-    """A layer type's partial_rotary_factor; a type the file leaves out, or without the key, rotates the family's
-    default share (MiMoV2FlashRotaryEmbedding's .get(..., 0.334), LagunaRotaryEmbedding's .get(..., 1.0))."""
-    default = c.family.defaults.get("partial_rotary_factor", 1.0)
-    if layer_type == "sliding_attention":
-        default = c.family.parts.get("local_rotary_default", default)
-    return rope.get(layer_type, {}).get("partial_rotary_factor", default)
-
-
-def _local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:
-    """The sliding layers' RoPE share where their rope_parameters give one of their own (Laguna: 1 against the full
-    layers' 0.5); 0 where it is the same or the model has no sliding layer."""
-    rope = c.config.get("rope_parameters")
-    if fields.get("local_attention", "none") == "none":
-        return 0.0
-    if rope is None and "local_rotary_default" in c.family.parts:  # the config class's own per-type default (Laguna)
-        value = c.family.parts["local_rotary_default"]
-    elif _rope_per_type(rope) and "sliding_attention" in rope:
-        value = _type_share(c, rope, "sliding_attention")
-    else:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise VramplanError("rope_parameters.sliding_attention.partial_rotary_factor", _show(value),
-                            f"must be a number in (0, 1] (in {c.source})")
-    return 0.0 if float(value) == fields["partial_rotary_factor"] else float(value)
-
-
-def _local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
-    """num_attention_heads_per_layer (Laguna): one count for the full layers and one for the sliding ones, where the
-    list splits so; a list of one count is that count."""
-    counts = c.config.get("num_attention_heads_per_layer")
-    if counts is None:
-        return {}
-    layers = fields["num_layers"]
-    if not isinstance(counts, list) or len(counts) != layers or any(
-            isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65_536 for n in counts):
-        raise VramplanError("num_attention_heads_per_layer", _show(counts),
-                            f"must list a head count (1-65,536) for each of the {layers} layers (in {c.source})")
-    rule = (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
-            fields.get("global_attention_first", False), fields.get("global_first_layer", False))
-    by_kind: dict[bool, set[int]] = {}
-    for index, count in enumerate(counts):
-        by_kind.setdefault(local_layer(index, *rule), set()).add(count)
-    if any(len(kind) > 1 for kind in by_kind.values()):
-        raise VramplanError("num_attention_heads_per_layer", _show(counts), "varies within a layer kind; vramplan models "
-                            f"one head count for the full layers and one for the sliding ones (in {c.source})")
-    full, local = by_kind.get(False, by_kind.get(True)), by_kind.get(True, by_kind.get(False))
-    heads = next(iter(full))  # type: ignore[arg-type]
-    local_heads = next(iter(local))  # type: ignore[arg-type]
-    return {"num_attention_heads": heads, **({"local_attention_heads": local_heads} if local_heads != heads else {})}
 
 
 def _falcon_shape(c: Reader, heads: int) -> dict[str, Any]:
@@ -358,8 +262,8 @@ def _fields(c: Reader) -> dict[str, Any]:
         "final_logit_softcapping": c.number("final_logit_softcapping"),
         "attn_logit_softcapping": c.number("attn_logit_softcapping"),
     }
-    fields.update(_attention_window(c, layers))
-    parts.pop("global_attention_first", None)  # the default pattern _attention_window reads when no layer_types says
+    fields.update(attention_window(c, layers))
+    parts.pop("global_attention_first", None)  # the default pattern attention_window reads when no layer_types says
     parts.pop("global_first_layer", None)
     local_kv_factor = parts.pop("local_kv_heads_factor", 0)  # MiMo-V2-Flash: its sliding layers' KV heads, x num_kv_heads
     if local_kv_factor and fields.get("local_attention", "none") != "none":
@@ -380,41 +284,11 @@ def _fields(c: Reader) -> dict[str, Any]:
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
-    fields["local_partial_rotary_factor"] = _local_rotary_factor(c, fields)
-    parts.pop("local_rotary_default", None)  # read by _type_share
+    fields["local_partial_rotary_factor"] = local_rotary_factor(c, fields)
+    parts.pop("local_rotary_default", None)  # read by type_share
     if parts.pop("heads_per_layer", False):  # Laguna's num_attention_heads_per_layer
-        fields.update(_local_heads(c, fields))
-    gating = parts.pop("gating_key", None)  # Laguna: gating True / "per-head" gates each head, else each channel
-    if gating is not None:
-        if not (c.config.get(gating, True) is True or c.config.get(gating) == "per-head"):
-            raise VramplanError(gating, _show(c.config[gating]), "gates each channel with a softplus (Laguna's gate "
-                                "other than per-head), which is not modelled; true or \"per-head\" is (in "
-                                f"{c.source})")
-        fields["attention_gate_per_head"] = True
-    for key, why in parts.pop("refused_if_set", {}).items():  # a switch transformers raises on, or vramplan does not model
-        if c.config.get(key) not in (None, False, 0, 0.0):
-            raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
-    for key, why in parts.pop("refused_if_unset", {}).items():  # a switch whose off state vramplan does not model
-        if key in c.config and c.config[key] is not True:
-            raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
-    if parts.pop("kv_heads_from_flag", False) and c.flag("single_kv_head"):  # GPTBigCode's multi_query: one KV head
-        fields["num_kv_heads"] = 1
-    projection = parts.pop("embedding_projection_key", None)  # OPT-350m's word_embed_proj_dim: project_in / project_out
-    if projection and c.config.get(projection) not in (None, hidden):
-        raise VramplanError(projection, _show(c.config[projection]), f"differs from hidden_size ({hidden}): the "
-                            f"embedding's project_in / project_out linears are not modelled (in {c.source})")
-    if parts.pop("rmsnorm_when_eps", False) and c.config.get("rms_norm_eps") is not None:  # Command A+'s RMSNorm switch
-        parts["norm_kind"] = "rmsnorm"
-    if parts.pop("sandwich_when_flagged", False) and c.flag("sandwich_norms"):  # HyperCLOVA X's use_post_norm
-        parts.update(norm_position="sandwich", norms_per_layer=4)
-    one_norm = parts.pop("parallel_one_norm", False)  # StableLM: the parallel layer has no post_attention_layernorm
-    if c.has("use_parallel_residual"):
-        parts["parallel_attention_mlp"] = c.flag("use_parallel_residual")
-        if one_norm and parts["parallel_attention_mlp"]:
-            parts["norms_per_layer"] = 1
-    if parts.pop("residual_dropout_mlp_only", False) and fields["dropout_prob"] > 0:
-        raise c.unsupported("residual_dropout", "drops out the MLP's output only (StableLM); vramplan's residual "
-                                                "dropout follows attention too, so a nonzero one is not modelled")
+        fields.update(local_heads(c, fields))
+    apply_switches(c, fields, parts, hidden)
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
     qk_norm_bias = parts.pop("qk_norm_bias", False)  # and whether that norm has a bias (Phi's nn.LayerNorm)
     # Only the families whose modeling code reads use_qk_norm (a qk_norm_kind) switch a QK norm on with it; one that
