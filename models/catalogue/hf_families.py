@@ -511,4 +511,12 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     "bitnet": "ternary (1.58-bit) linear layers with their own sub-norms, which are not modelled",
     # DbrxConfig: attn_config / ffn_config objects
     "dbrx": "its attention and MoE settings nested in attn_config and ffn_config, which vramplan does not read",
+    # BloomAttention / MptAttention: ALiBi biases added to the scores (Falcon's alibi is refused alike)
+    **dict.fromkeys(("bloom", "mpt"), "ALiBi position biases, which are not modelled"),
+    # GPTNeoSelfAttention: a causal-mask buffer per layer (max_position_embeddings^2 booleans), local layers masked inside
+    # a full score matrix, attention_types as nested run lengths
+    "gpt_neo": ("a causal-mask buffer in every layer and local layers masked inside a full score matrix, which are not "
+                "modelled"),
+    # CodeGenAttention: qkv_proj split into mp_num interleaved blocks (a TPU layout) before RoPE
+    "codegen": "a fused qkv_proj interleaved in mp_num blocks, which is not modelled",
 }

@@ -287,7 +287,8 @@ def test_qwen2_moe_parts() -> None:
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
                                                 ("lara_mini", "three layer kinds"),
                                                 ("granite_swa", "sigmoid scaling"), ("flint", "not periodic"),
-                                                ("dory", "recurrent loops"), ("dbrx", "attn_config")])
+                                                ("dory", "recurrent loops"), ("dbrx", "attn_config"),
+                                                ("bloom", "ALiBi"), ("gpt_neo", "causal-mask buffer")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
     in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""
