@@ -144,7 +144,7 @@ def test_wrong_header_is_one_line_error(name, damage, tmp_path):
         (OFFERINGS_CSV, "aws/p5.48xlarge", "price_date", "2027-06-01"),  # after today (pinned 2026-12-05)
         (OFFERINGS_CSV, "aws/p5.48xlarge", "num_gpus", "0"),
         (ARCHITECTURES_CSV, "llama-3.1-8b", "num_layers", "0"),
-        (ARCHITECTURES_CSV, "llama-3.1-8b", "mlp_kind", "relu"),
+        (ARCHITECTURES_CSV, "llama-3.1-8b", "mlp_kind", "relu3"),
         (ARCHITECTURES_CSV, "llama-3.1-8b", "dropout_prob", "1.5"),
     ],
 )
