@@ -289,6 +289,17 @@ FAMILIES: dict[str, Family] = {
                   "num_attention_heads": 32, "sandwich_norms": True},
         parts={"sandwich_when_flagged": True},
     ),
+    # Granite SWA (configuration_granite_swa.py / modular_granite_swa.py, IBM): Granite's layer (Python-float multipliers,
+    # nothing kept) with sliding-window attention (128) on three layers of four, the first of each four global
+    # (GraniteSWAConfig's layer_types: i % 4 == 0), and a learned sink per head that scales the attention output by
+    # sigmoid(logsumexp(scores) - sink) in fp32 (its eager_attention_forward; flash kernels take it as s_aux; no SDPA
+    # path); layer_rope_theta may leave a layer unrotated (NoPE: q and k stay views, the same bytes).
+    "granite_swa": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "vocab_size": 100352, "hidden_size": 2560,
+                  "intermediate_size": 8192, "num_layers": 24, "num_attention_heads": 20, "num_kv_heads": 4,
+                  "tie_word_embeddings": True, "sliding_window": 128, "global_every": 4},
+        parts={"global_attention_first": True, "attention_sinks": True, "sink_scaling": True},
+    ),
     # Cohere 2 (Command R7B / Command A, configuration_cohere2.py / modeling_cohere2.py): Cohere's one
     # bias-free LayerNorm feeding attention and MLP in parallel; sliding-window layers with RoPE and a
     # global NoPE layer every sliding_window_pattern-th (layer_types); head_dim = hidden / heads
@@ -492,9 +503,7 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # LaraMiniConfig.__post_init__: linear, sliding, linear, full, sliding
     "lara_mini": ("three layer kinds (Qwen3.5's Gated DeltaNet, sliding and full attention) repeating every five layers, "
                   "which are not modelled"),
-    # GraniteSWA eager_attention_forward: output * sigmoid(logsumexp(logits) - sink), fp32
-    **dict.fromkeys(("granite_swa", "granitemoe_swa"),
-                    "attention sinks applied as a sigmoid scaling of the attention output, which are not modelled"),
+    "granitemoe_swa": "Granite SWA's attention in Granite MoE's layer, whose experts are not read beside it",
     # FlintConfig's default layer_types (full when i < 2, i % 4 == 1 or last), eager_attention_forward's fp32 scores
     "flint": ("a layer pattern that is not periodic (full attention on the first two layers, every fourth and the last) "
               "and fp32 attention scores with learned sinks, which are not modelled"),

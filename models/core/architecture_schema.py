@@ -51,7 +51,7 @@ ModelType = Literal[
     "glm4_moe_lite", "mistral4", "solar_open", "exaone_moe", "jais2", "hy_v3", "phi", "olmo", "afmoe",
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
-    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj",
+    "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj", "granite_swa",
 ]
 
 
@@ -160,6 +160,8 @@ class Architecture(CatalogueRow):
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
     local_attention_sinks: bool = Field(default=False, description="attention sinks on the local (sliding-window) layers "
                                                                    "only (MiMo-V2-Flash)")
+    sink_scaling: bool = Field(default=False, description="the sinks scale the attention output by sigmoid(logsumexp "
+                                                          "- sink) instead of joining the softmax (Granite SWA)")
     moe_bias: bool = Field(default=False, description="the MoE router and every expert linear carry a bias (gpt-oss)")
     clamped_swiglu: bool = Field(
         default=False, description="experts run gpt-oss's clamped GLU on interleaved gate/up: (clamp(up) + 1) * g * sigmoid(1.702 g)"
@@ -234,6 +236,8 @@ class Architecture(CatalogueRow):
         if local_heads % (self.local_kv_heads or self.num_kv_heads):
             raise VramplanError("local_attention_heads", local_heads,
                                 f"must be a multiple of the local layers' KV heads ({self.local_kv_heads or self.num_kv_heads})")
+        if self.sink_scaling and not self.attention_sinks:
+            raise VramplanError("sink_scaling", True, "needs attention_sinks")
         if self.attention_gate_per_head and not self.attention_output_gate:
             raise VramplanError("attention_gate_per_head", True, "needs attention_output_gate")
         if (self.local_attention_sinks or self.global_first_layer) and not self.global_attention_every:

@@ -156,12 +156,20 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         fp32_softmax = kernels == "eager" and arch.eager_softmax_fp32
         # gpt-oss's sinks: the softmax runs over s + 1 columns after subtracting the row max, whose
         # int64 argmax autograd keeps (modeling_gpt_oss.eager_attention_forward, measured)
-        softmax = b * a * s * (s + arch.attention_sinks)
+        joined = arch.attention_sinks and not arch.sink_scaling  # a sink column joins the softmax (gpt-oss)
+        softmax = b * a * s * (s + joined)
         core = [Term("attn.softmax", (FP32 if fp32_softmax else e) * softmax, attention_core=True)]
         # the eager forward of a model with sinks subtracts the row max on every layer, sinks or not (MiMo-V2-Flash's
         # full layers: modeling_mimo_v2_flash.eager_attention_forward)
-        if (arch.attention_sinks or arch.local_attention_sinks) and kernels == "eager":
+        if (joined or arch.local_attention_sinks) and kernels == "eager":
             core.append(Term("attn.sink_max_indices", INT64 * b * a * s, attention_core=True))
+        if arch.sink_scaling and kernels == "eager":
+            # Granite SWA: output * sigmoid(logsumexp(scores) - sink) in fp32: logsumexp keeps the scores and its result,
+            # sigmoid its fp32 result, the product the unscaled output and the cast scale (modular_granite_swa.py
+            # eager_attention_forward; measured: test_saved_tensors_families.py)
+            core += [Term("attn.sink_logsumexp", e * scores + e * b * a * s, attention_core=True),
+                     Term("attn.sink_scale", FP32 * b * a * s + e * b * a * s, attention_core=True),
+                     Term("attn.unscaled_output", e * t * a * dv, attention_core=True)]
         if fp32_softmax and e != FP32 and not dropout:
             # the cast back is a new tensor unless activations are fp32; under dropout it feeds the
             # dropout, which keeps only its mask, and the value matmul keeps the dropped copy (measured,

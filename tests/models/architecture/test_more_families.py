@@ -593,3 +593,20 @@ def test_gptj_parallel_layer_with_an_unbiased_out_proj_and_fp32_eager_scores() -
     assert sdpa["rope.cos_sin_copies"] == 4 * 2 * 16 * 64 and "attn.output_copy" not in sdpa
     eager = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "eager", x)}
     assert eager["attn.q"] == eager["attn.k_repeated"] == 4 * 16 * 4096  # fp32 copies
+
+
+def test_granite_swa_sinks_scale_the_output_instead_of_joining_the_softmax() -> None:
+    """GraniteSWAAttention: a sink per head (20 parameters a layer), applied as output * sigmoid(logsumexp(scores) - sink)
+    in fp32; eager attention keeps the scores and their logsumexp, the fp32 sigmoid and its cast, the unscaled output,
+    and no sink column or row max (gpt-oss's form). Layer i global when i % 4 == 0 (GraniteSWAConfig's layer_types).
+    Count: transformers 5.24 on the meta device."""
+    arch = architecture_from_config({"model_type": "granite_swa"}, name="g", source="config.json")
+    assert (arch.attention_sinks, arch.sink_scaling, arch.global_attention_first, arch.attention_window) == (True, True, True, 128)
+    assert count_params(arch).total == 2_144_463_840
+    x = Shape(b=1, s=16, e=2)
+    terms = {t.name: t.num_bytes for t in layer_terms(arch, "eager", "eager", x)}
+    a = arch.num_attention_heads
+    assert terms["attn.softmax"] == 4 * a * 16 * 16 and "attn.sink_max_indices" not in terms
+    assert terms["attn.sink_logsumexp"] == 2 * a * 16 * 16 + 2 * a * 16
+    assert terms["attn.sink_scale"] == 4 * a * 16 + 2 * a * 16
+    assert terms["attn.unscaled_output"] == 2 * 16 * a * arch.head_dim

@@ -158,7 +158,8 @@ CLASS_DEFAULT_COUNTS = {"smollm3": 3_075_098_624, "ministral3": 8_489_553_920, "
                         "laguna": 33_189_975_808,  # LagunaConfig(): every layer full, 48 heads, a dense first layer
                         "opt": 125_239_296,  # OPTConfig(): OPT-125m
                         "gpt_bigcode": 111_446_784,  # GPTBigCodeConfig(): GPT-2 small's shape with one KV head
-                        "gptj": 6_050_882_784}  # GPTJConfig(): GPT-J-6B
+                        "gptj": 6_050_882_784,  # GPTJConfig(): GPT-J-6B
+                        "granite_swa": 2_144_463_840}  # GraniteSWAConfig(): granite-swash-2b's shape
 
 
 @pytest.mark.parametrize("model_type", sorted(CLASS_DEFAULT_COUNTS))
@@ -286,7 +287,7 @@ def test_qwen2_moe_parts() -> None:
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
                                                 ("lara_mini", "three layer kinds"),
-                                                ("granite_swa", "sigmoid scaling"), ("flint", "not periodic"),
+                                                ("granitemoe_swa", "experts"), ("flint", "not periodic"),
                                                 ("dory", "recurrent loops"), ("dbrx", "attn_config"),
                                                 ("bloom", "ALiBi"), ("gpt_neo", "causal-mask buffer")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:

@@ -259,6 +259,9 @@ NEW_CONFIGS = {
     # scores, an unbiased out_proj beside a biased MLP
     "gptj": ("gptj", dict(n_layer=2, n_embd=64, n_head=4, n_inner=176, vocab_size=1000, n_positions=128, rotary_dim=8,
                           bos_token_id=0, eos_token_id=1)),
+    # Granite SWA: sinks scaling the output by sigmoid(logsumexp - sink), the first of every four layers global (eager
+    # only: no SDPA path)
+    "granite_swa": ("granite_swa", dict(_TINY, num_hidden_layers=4, sliding_window=16, bos_token_id=0, eos_token_id=1)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -360,6 +363,7 @@ NEW_RATIOS = {
     "gpt_bigcode_no_dropout": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "gpt_bigcode_mha": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "gptj": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "granite_swa": {"eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
@@ -415,7 +419,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("stablelm", "sdpa", True), ("stablelm_parallel", "sdpa", False), ("cohere_qk", "sdpa", False),
                  ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False),
                  ("hyperclovax", "sdpa", False), ("cohere2_moe", "eager", False), ("cohere2_moe_sigmoid", "eager", False),
-                 ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False), ("gptj", "sdpa", False)])
+                 ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False), ("gptj", "sdpa", False),
+                 ("granite_swa", "eager", False)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
