@@ -312,15 +312,15 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
         key, value = linear_attention_widths(arch)
         return (arch.norms_per_layer * norm_params(arch) + (2 * key + value) * arch.linear_conv_kernel
                 + 2 * arch.linear_value_heads + arch.linear_value_head_dim)
-    sinks = layer_architecture(arch, group.local).attention_sinks  # MiMo-V2-Flash: its sliding layers' only
-    total = (arch.norms_per_layer * norm_params(arch) + sinks * arch.num_attention_heads
+    shape = layer_architecture(arch, group.local)  # the layer kind's heads and sinks (MiMo-V2-Flash: sinks on sliding only)
+    total = (arch.norms_per_layer * norm_params(arch) + shape.attention_sinks * shape.num_attention_heads
              + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu")
              + norm_params(arch) * (group.moe and arch.moe_output_norm)
              + arch.num_experts * (group.moe and arch.router_correction_parameter))  # Laguna's e_score_correction_bias
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm != "l2":  # one head_dim weight for q and one for k, or one per head and channel
-        weights = 2 * arch.head_dim if arch.qk_norm == "head" else (arch.num_attention_heads + arch.num_kv_heads) * arch.head_dim
+        weights = 2 * arch.head_dim if arch.qk_norm == "head" else (shape.num_attention_heads + shape.num_kv_heads) * arch.head_dim
         total += weights * (1 + arch.qk_norm_bias)  # Phi's nn.LayerNorm(head_dim): a bias beside the weight
     return total
 
