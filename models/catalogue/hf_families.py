@@ -504,9 +504,9 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     "lara_mini": ("three layer kinds (Qwen3.5's Gated DeltaNet, sliding and full attention) repeating every five layers, "
                   "which are not modelled"),
     "granitemoe_swa": "Granite SWA's attention in Granite MoE's layer, whose experts are not read beside it",
-    # FlintConfig's default layer_types (full when i < 2, i % 4 == 1 or last), eager_attention_forward's fp32 scores
-    "flint": ("a layer pattern that is not periodic (full attention on the first two layers, every fourth and the last) "
-              "and fp32 attention scores with learned sinks, which are not modelled"),
+    # FlintAttention: sinks joined to fp32 scores without the row max gpt-oss subtracts, NoPE on the full layers;
+    # FlintTopKRouter's fp32 weight
+    "flint": "fp32 attention scores with learned sinks joined without a row-max subtraction, which are not modelled",
     # DoryModel.forward: n_recurrent_loops over n_recurrent_layers, lambda-weighted normalised residual updates
     "dory": "recurrent loops over a block of shared layers and normalised (nGPT-style) residual updates, which are not modelled",
     "zaya": "convolutional attention projections (ZayaCCAProjection), residual scaling and an MLP router, which are not modelled",

@@ -12,10 +12,11 @@ from vramplan.models.core.architecture_schema import local_layer
 from vramplan.models.core.errors import VramplanError
 
 
-def global_period(c: Reader, types: list[Any]) -> tuple[int, bool, bool]:
+def global_period(types: list[Any]) -> tuple[int, bool, bool] | None:
     """Period N of the global layers in a local/global layer list, whether the first of each N is global instead of
     the last, and whether layer 0 is global beside the last of each N: layer i global iff (i+1) % N == 0, iff
-    i % N == 0 (CWM: CwmConfig's window_pattern), or iff i == 0 or (i+1) % N == 0 (MiMo-V2-Flash's layer_types)."""
+    i % N == 0 (CWM: CwmConfig's window_pattern), or iff i == 0 or (i+1) % N == 0 (MiMo-V2-Flash's layer_types); None
+    when no such rule gives the list."""
     is_global = [t == "full_attention" for t in types]
     if not any(is_global):
         return 0, False, False
@@ -27,14 +28,15 @@ def global_period(c: Reader, types: list[Any]) -> tuple[int, bool, bool]:
         rule = [(i if first else i + 1) % every == 0 or (first_layer and i == 0) for i in range(len(types))]
         if rule == is_global:
             return every, first, first_layer
-    raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
+    return None
 
 
 def global_every(c: Reader, types: list[Any]) -> int:
     """Period N of the global layers where layer i is global iff (i+1) % N == 0 (the last of each N)."""
-    every, first, first_layer = global_period(c, types)
-    if first or first_layer:
+    period = global_period(types)
+    if period is None or period[1] or period[2]:
         raise c.unsupported("layer_types", "is not a periodic local/global pattern vramplan models")
+    every, _, _ = period
     return every
 
 
@@ -47,8 +49,14 @@ def attention_window(c: Reader, layers: int) -> dict[str, Any]:
     types = c.config.get("layer_types")
     first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
     first_layer = bool(c.family.parts.get("global_first_layer", False))  # (MiMo-V2-Flash)
+    explicit = ""
     if isinstance(types, list) and len(types) == layers:
-        every, first, first_layer = global_period(c, types)
+        period = global_period(types)
+        if period is None:  # no periodic rule: the global layers listed (Flint-like patterns, dense prefixes)
+            every, first, first_layer = 0, False, False
+            explicit = " ".join(str(i) for i, t in enumerate(types) if t == "full_attention")
+        else:
+            every, first, first_layer = period
     elif isinstance(c.config.get("no_rope_layers"), list) and c.config["no_rope_layers"]:  # Llama 4: NoPE = global
         every = global_every(c, ["full_attention" if not r else "chunked" for r in c.config["no_rope_layers"]])
     elif c.has("global_every"):
@@ -57,7 +65,7 @@ def attention_window(c: Reader, layers: int) -> dict[str, Any]:
         every = 0
     return {"local_attention": c.family.parts.get("local_attention", "sliding"), "attention_window": window,
             "global_attention_every": every, "global_attention_first": first and every > 0,
-            "global_first_layer": first_layer and every > 0}
+            "global_first_layer": first_layer and every > 0, "global_layers": explicit}
 
 
 def rope_per_type(rope: Any) -> TypeGuard[dict[str, Any]]:
@@ -103,7 +111,8 @@ def local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
         raise VramplanError("num_attention_heads_per_layer", _show(counts),
                             f"must list a head count (1-65,536) for each of the {layers} layers (in {c.source})")
     rule = (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
-            fields.get("global_attention_first", False), fields.get("global_first_layer", False))
+            fields.get("global_attention_first", False), fields.get("global_first_layer", False),
+            fields.get("global_layers", ""))
     by_kind: dict[bool, set[int]] = {}
     for index, count in enumerate(counts):
         by_kind.setdefault(local_layer(index, *rule), set()).add(count)

@@ -4,6 +4,7 @@ models/core/catalogue_schema.py holds the GPU and offering schemas and re-export
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -55,9 +56,18 @@ ModelType = Literal[
 ]
 
 
-def local_layer(index: int, has_local: bool, global_every: int, global_first: bool, global_first_layer: bool) -> bool:
+@lru_cache(maxsize=256)
+def global_layer_set(text: str) -> frozenset[int]:
+    """The layer indices of Architecture.global_layers (space-separated; validated where the row is built)."""
+    return frozenset(int(token) for token in text.split())
+
+
+def local_layer(index: int, has_local: bool, global_every: int, global_first: bool, global_first_layer: bool,
+                global_layers: str = "") -> bool:
     """Whether layer `index` attends locally (sliding window / chunk): the rule of Architecture.layer_is_local, for the
     config reader too (it splits per-layer lists by kind before the Architecture exists)."""
+    if global_layers:  # an explicit list where no periodic rule gives the pattern
+        return has_local and index not in global_layer_set(global_layers)
     position = index if global_first else index + 1
     first = global_first_layer and index == 0
     return has_local and not (global_every and position % global_every == 0) and not first
@@ -125,6 +135,9 @@ class Architecture(CatalogueRow):
     global_first_layer: bool = Field(
         default=False, description="the first layer attends globally too, beside the last of each global_attention_every "
                                    "(MiMo-V2-Flash)")
+    global_layers: str = Field(default="", max_length=1_000_000, description="space-separated indices of the layers that "
+                               "attend globally where no periodic rule gives the pattern (a layer_types list); empty = "
+                               "the rule of global_attention_every")
     local_kv_heads: Count = Field(default=0, ge=0, le=65_536, description="KV heads of the local (sliding-window) layers "
                                                                           "when they differ from num_kv_heads; 0 = the same")
     local_attention_heads: Count = Field(default=0, ge=0, le=65_536, description="query heads of the local (sliding-window) "
@@ -226,6 +239,8 @@ class Architecture(CatalogueRow):
             raise VramplanError(
                 "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
             )
+        if self.global_layers:
+            self._check_global_layers()
         local_heads = self.local_attention_heads or self.num_attention_heads
         if self.local_kv_heads and (self.local_attention == "none" or local_heads % self.local_kv_heads):
             raise VramplanError("local_kv_heads", self.local_kv_heads, "needs local attention and must divide the local "
@@ -280,6 +295,18 @@ class Architecture(CatalogueRow):
                                 f"{self.first_dense_layers}, moe_layer_interval={self.moe_layer_interval}, "
                                 f"num_layers={self.num_layers}): a dense model has num_experts 1")
         return self
+
+    def _check_global_layers(self) -> None:
+        tokens = self.global_layers.split()
+        if not all(token.isdigit() for token in tokens):
+            raise VramplanError("global_layers", self.global_layers[:40], "must be layer indices separated by spaces")
+        indices = [int(token) for token in tokens]
+        if indices != sorted(set(indices)) or indices[-1] >= self.num_layers:
+            raise VramplanError("global_layers", self.global_layers[:40], "must list distinct layer indices in "
+                                f"increasing order, each below num_layers={self.num_layers}")
+        if self.local_attention == "none" or self.global_attention_every:
+            raise VramplanError("global_layers", self.global_layers[:40], "needs local attention and replaces "
+                                "global_attention_every (which must be 0)")
 
     def __hash__(self) -> int:
         """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
@@ -347,4 +374,4 @@ class Architecture(CatalogueRow):
 
     def layer_is_local(self, index: int) -> bool:
         return local_layer(index, self.local_attention != "none", self.global_attention_every,
-                           self.global_attention_first, self.global_first_layer)
+                           self.global_attention_first, self.global_first_layer, self.global_layers)

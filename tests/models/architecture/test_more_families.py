@@ -321,7 +321,7 @@ def test_apertus_xielu_mlp_has_no_gate_and_keeps_its_python_formula(tmp_path) ->
 def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> None:
     """CwmConfig: full_attention when i % 4 == 0, sliding (8,192) otherwise, from its default or from layer_types
     (global_attention_first); a pattern that is none of (i + 1) % N, i % N and MiMo-V2-Flash's i == 0 or
-    (i + 1) % N is refused in one line."""
+    (i + 1) % N is read as an explicit list of global layers."""
     layers = {"num_hidden_layers": 8}
     if keys:
         keys = {"layer_types": keys["layer_types"] * 2}
@@ -331,10 +331,10 @@ def test_cwm_attends_globally_on_the_first_of_every_four_layers(keys: dict) -> N
     # the usual last-of-N pattern still reads as before
     olmo3 = architecture_from_config({"model_type": "olmo3", "num_hidden_layers": 8}, name="o", source="config.json")
     assert [olmo3.layer_is_local(i) for i in range(4)] == [True, True, True, False]
-    with pytest.raises(VramplanError, match="layer_types"):
-        architecture_from_config({"model_type": "cwm", "num_hidden_layers": 4,
-                                  "layer_types": ["full_attention", "sliding_attention", "full_attention", "full_attention"]},
-                                 name="c", source="config.json")
+    # a list no periodic rule gives is read as its global layers (test_an_irregular_layer_pattern_is_read_as_a_list)
+    irregular = architecture_from_config({"model_type": "cwm", "num_hidden_layers": 4, "layer_types": [
+        "full_attention", "sliding_attention", "full_attention", "full_attention"]}, name="c", source="config.json")
+    assert (irregular.global_layers, irregular.global_attention_every) == ("0 2 3", 0)
 
 
 def test_nanochat_norms_have_no_weights_and_norm_the_embedding() -> None:
@@ -610,3 +610,25 @@ def test_granite_swa_sinks_scale_the_output_instead_of_joining_the_softmax() -> 
     assert terms["attn.sink_logsumexp"] == 2 * a * 16 * 16 + 2 * a * 16
     assert terms["attn.sink_scale"] == 4 * a * 16 + 2 * a * 16
     assert terms["attn.unscaled_output"] == 2 * 16 * a * arch.head_dim
+
+
+def test_an_irregular_layer_pattern_is_read_as_a_list() -> None:
+    """A layer_types list no periodic rule gives (Flint's: full on the first two layers, every fourth from 1 and the
+    last; Command A+'s dense prefix with a pattern of its own) is read as the layers it names global (global_layers);
+    its layer kinds, parameters and per-kind head counts follow the list. Refused in one line: a malformed list in a
+    catalogue row."""
+    from vramplan.models.architecture.params import layer_groups
+
+    types = ["full_attention" if i < 2 or i % 4 == 1 or i == 11 else "sliding_attention" for i in range(12)]
+    arch = architecture_from_config({"model_type": "ministral", "hidden_size": 512, "intermediate_size": 1024,
+                                     "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 2,
+                                     "vocab_size": 1000, "sliding_window": 64, "layer_types": types},
+                                    name="m", source="config.json")
+    assert arch.global_layers == "0 1 5 9 11" and arch.global_attention_every == 0
+    assert [not arch.layer_is_local(i) for i in range(12)] == [t == "full_attention" for t in types]
+    assert sorted((g.local, g.count) for g in layer_groups(arch)) == [(False, 5), (True, 7)]
+    from pydantic import ValidationError
+
+    for bad in ("0 x", "3 1", "0 12"):  # the catalogue loader turns this into its one-line error naming the cell
+        with pytest.raises(ValidationError, match="global_layers"):
+            arch.model_validate({**arch.model_dump(), "global_layers": bad})

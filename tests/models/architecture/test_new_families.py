@@ -287,7 +287,7 @@ def test_qwen2_moe_parts() -> None:
                                                 ("olmo_hybrid", "Gated DeltaNet layers of its own"),
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
                                                 ("lara_mini", "three layer kinds"),
-                                                ("granitemoe_swa", "experts"), ("flint", "not periodic"),
+                                                ("granitemoe_swa", "experts"), ("flint", "fp32 attention scores"),
                                                 ("dory", "recurrent loops"), ("dbrx", "attn_config"),
                                                 ("bloom", "ALiBi"), ("gpt_neo", "causal-mask buffer")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
