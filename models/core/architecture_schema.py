@@ -241,23 +241,13 @@ class Architecture(CatalogueRow):
             )
         if self.global_layers:
             self._check_global_layers()
-        local_heads = self.local_attention_heads or self.num_attention_heads
-        if self.local_kv_heads and (self.local_attention == "none" or local_heads % self.local_kv_heads):
-            raise VramplanError("local_kv_heads", self.local_kv_heads, "needs local attention and must divide the local "
-                                f"layers' heads ({local_heads})")
-        if (self.local_attention_heads or self.local_partial_rotary_factor) and self.local_attention == "none":
-            field_name = "local_attention_heads" if self.local_attention_heads else "local_partial_rotary_factor"
-            raise VramplanError(field_name, getattr(self, field_name), "needs local attention")
-        if local_heads % (self.local_kv_heads or self.num_kv_heads):
-            raise VramplanError("local_attention_heads", local_heads,
-                                f"must be a multiple of the local layers' KV heads ({self.local_kv_heads or self.num_kv_heads})")
+        self._check_local_shape()
         if self.sink_scaling and not self.attention_sinks:
             raise VramplanError("sink_scaling", True, "needs attention_sinks")
         if self.attention_gate_per_head and not self.attention_output_gate:
             raise VramplanError("attention_gate_per_head", True, "needs attention_output_gate")
-        if (self.local_attention_sinks or self.global_first_layer) and not self.global_attention_every:
-            field_name = "local_attention_sinks" if self.local_attention_sinks else "global_first_layer"
-            raise VramplanError(field_name, True, "needs local layers beside global ones (global_attention_every > 0)")
+        if self.global_first_layer and not self.global_attention_every:
+            raise VramplanError("global_first_layer", True, "needs global_attention_every > 0 (the rule it adds layer 0 to)")
         if self.experts_per_token > self.num_experts:
             raise VramplanError(
                 "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
@@ -296,9 +286,23 @@ class Architecture(CatalogueRow):
                                 f"num_layers={self.num_layers}): a dense model has num_experts 1")
         return self
 
+    def _check_local_shape(self) -> None:
+        """The local layers' own attention shape (models/architecture/params.py layer_architecture) needs local layers,
+        and their heads must group evenly over their KV heads."""
+        own = {"local_kv_heads": self.local_kv_heads, "local_attention_heads": self.local_attention_heads,
+               "local_partial_rotary_factor": self.local_partial_rotary_factor,
+               "local_attention_sinks": self.local_attention_sinks}
+        named = next((name for name, value in own.items() if value), None)
+        if named is not None and self.local_attention == "none":
+            raise VramplanError(named, own[named], "needs local (sliding-window) layers: local_attention is none")
+        heads, kv_heads = self.local_attention_heads or self.num_attention_heads, self.local_kv_heads or self.num_kv_heads
+        if heads % kv_heads:
+            raise VramplanError("local_kv_heads" if self.local_kv_heads else "local_attention_heads", own["local_kv_heads"]
+                                or heads, f"the local layers' {heads} heads must be a multiple of their {kv_heads} KV heads")
+
     def _check_global_layers(self) -> None:
         tokens = self.global_layers.split()
-        if not all(token.isdigit() for token in tokens):
+        if not tokens or not all(token.isdigit() for token in tokens):
             raise VramplanError("global_layers", self.global_layers[:40], "must be layer indices separated by spaces")
         indices = [int(token) for token in tokens]
         if indices != sorted(set(indices)) or indices[-1] >= self.num_layers:

@@ -627,6 +627,11 @@ def test_an_irregular_layer_pattern_is_read_as_a_list() -> None:
     assert arch.global_layers == "0 1 5 9 11" and arch.global_attention_every == 0
     assert [not arch.layer_is_local(i) for i in range(12)] == [t == "full_attention" for t in types]
     assert sorted((g.local, g.count) for g in layer_groups(arch)) == [(False, 5), (True, 7)]
+    # a sliding layer's own shape needs local layers, not a periodic rule: MiMo-V2-Flash with a listed pattern
+    mimo = architecture_from_config({"model_type": "mimo_v2_flash", "num_hidden_layers": 16,
+                                     "layer_types": ["full_attention" if i in (0, 1, 7, 13) else "sliding_attention"
+                                                     for i in range(16)]}, name="m", source="config.json")
+    assert (mimo.global_layers, mimo.local_attention_sinks, mimo.local_kv_heads) == ("0 1 7 13", True, 8)
     from pydantic import ValidationError
 
     for bad in ("0 x", "3 1", "0 12"):  # the catalogue loader turns this into its one-line error naming the cell
