@@ -25,8 +25,7 @@ from vramplan.models.catalogue.hf_families import (
 from vramplan.models.catalogue.hf_layer_kinds import (
     attention_window,
     global_every,
-    local_heads,
-    local_rotary_factor,
+    local_shape,
     rope_per_type,
     type_share,
 )
@@ -201,7 +200,7 @@ def _rotary_factor(c: Reader, head_dim: int) -> float:
         value, key = rope["partial_rotary_factor"], "rope_parameters.partial_rotary_factor"
     elif rope_per_type(rope):
         # one rope_parameters per layer type (Gemma 3's RotaryEmbedding: MiMo-V2-Flash, Mellum, Laguna): the full
-        # layers' share here, the sliding layers' in _local_rotary_factor
+        # layers' share here, the sliding layers' in local_shape
         value, key = type_share(c, rope, "full_attention"), "rope_parameters.full_attention.partial_rotary_factor"
     elif c.names("rotary_dim") and c.raw("rotary_dim") is not None:
         rotary = c.count("rotary_dim")
@@ -265,13 +264,8 @@ def _fields(c: Reader) -> dict[str, Any]:
     fields.update(attention_window(c, layers))
     parts.pop("global_attention_first", None)  # the default pattern attention_window reads when no layer_types says
     parts.pop("global_first_layer", None)
-    local_kv_factor = parts.pop("local_kv_heads_factor", 0)  # MiMo-V2-Flash: its sliding layers' KV heads, x num_kv_heads
-    if local_kv_factor and fields.get("local_attention", "none") != "none":
-        fields["local_kv_heads"] = local_kv_factor * fields["num_kv_heads"]
     if parts.pop("value_head_dim", False):  # a value head narrower than q/k's outside MLA (MiMo-V2-Flash)
         fields["v_head_dim"] = c.count("v_head_dim")
-    if parts.get("local_attention_sinks") and fields.get("local_attention", "none") == "none":
-        parts["local_attention_sinks"] = False  # no sliding layer to put them on
     fields.update(_moe(c, layers, intermediate))
     if parts.pop("linear_attention", False):
         fields.update(_linear_attention(c, layers))
@@ -284,10 +278,7 @@ def _fields(c: Reader) -> dict[str, Any]:
     if parts.pop("sparse_indexer", False):
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
-    fields["local_partial_rotary_factor"] = local_rotary_factor(c, fields)
-    parts.pop("local_rotary_default", None)  # read by type_share
-    if parts.pop("heads_per_layer", False):  # Laguna's num_attention_heads_per_layer
-        fields.update(local_heads(c, fields))
+    fields.update(local_shape(c, fields, parts))
     apply_switches(c, fields, parts, hidden)
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
     qk_norm_bias = parts.pop("qk_norm_bias", False)  # and whether that norm has a bias (Phi's nn.LayerNorm)

@@ -81,7 +81,7 @@ def type_share(c: Reader, rope: dict[str, Any], layer_type: str) -> Any:
     return rope.get(layer_type, {}).get("partial_rotary_factor", default)
 
 
-def local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:
+def _local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:
     """The sliding layers' RoPE share where their rope_parameters give one of their own (Laguna: 1 against the full
     layers' 0.5); 0 where it is the same or the model has no sliding layer."""
     rope = c.config.get("rope_parameters")
@@ -99,7 +99,7 @@ def local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:
     return 0.0 if float(value) == fields["partial_rotary_factor"] else float(value)
 
 
-def local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
+def _local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
     """num_attention_heads_per_layer (Laguna): one count for the full layers and one for the sliding ones, where the
     list splits so; a list of one count is that count."""
     counts = c.config.get("num_attention_heads_per_layer")
@@ -123,3 +123,20 @@ def local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
     heads = next(iter(full))  # type: ignore[arg-type]
     local_heads = next(iter(local))  # type: ignore[arg-type]
     return {"num_attention_heads": heads, **({"local_attention_heads": local_heads} if local_heads != heads else {})}
+
+
+def local_shape(c: Reader, fields: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
+    """What the sliding layers' attention has of its own (Architecture.local_*: models/architecture/params.py
+    layer_architecture reads it), from the family's parts (popped from `parts`) and the config: MiMo-V2-Flash's twice
+    the KV heads and sinks, Laguna's head count and RoPE share per layer kind. Nothing where the model has no sliding
+    layer."""
+    kv_factor = parts.pop("local_kv_heads_factor", 0)
+    sinks = parts.pop("local_attention_sinks", False)
+    per_layer_heads = parts.pop("heads_per_layer", False)
+    shape: dict[str, Any] = {"local_partial_rotary_factor": _local_rotary_factor(c, fields)}
+    parts.pop("local_rotary_default", None)  # read by type_share
+    if per_layer_heads:  # with no sliding layer, the one count every layer has
+        shape.update(_local_heads(c, fields))
+    if fields.get("local_attention", "none") != "none":
+        shape.update({"local_kv_heads": kv_factor * fields["num_kv_heads"], "local_attention_sinks": sinks})
+    return shape

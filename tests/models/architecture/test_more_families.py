@@ -509,6 +509,9 @@ def test_laguna_sliding_layers_have_their_own_heads_and_rope_share() -> None:
     assert count_params(arch).total == 6_376_756_992
     bare = architecture_from_config({"model_type": "laguna"}, name="l", source="config.json")
     assert count_params(bare).total == 33_189_975_808 and bare.local_attention_heads == 0
+    listed = architecture_from_config({"model_type": "laguna", "num_attention_heads_per_layer": [64] * 40},
+                                      name="l", source="config.json")  # every layer full: the list's one count
+    assert (listed.num_attention_heads, count_params(listed).total) == (64, 33_526_830_848)
     # a sliding layer's attention scores 48 heads over its 512-token window, a full one 64 over the sequence
     _, attention, _ = forward_flops_per_token(arch, 4096)
     assert attention == 2 * 2 * 4096 * 64 * 256 + 6 * 2 * 512 * 48 * 256
