@@ -19,7 +19,6 @@ from vramplan.models.catalogue.hf_families import (
     FAMILIES,
     SUPPORTED_MODEL_TYPES,
     TEXT_CONFIG_TYPES,
-    UNMODELLED_FAMILIES,
     Family,
 )
 from vramplan.models.catalogue.hf_layer_kinds import (
@@ -32,6 +31,7 @@ from vramplan.models.catalogue.hf_layer_kinds import (
 from vramplan.models.catalogue.hf_quantization import checkpoint_quantization
 from vramplan.models.catalogue.hf_reader import COMMON_KEYS, MISSING, Reader
 from vramplan.models.catalogue.hf_switches import apply_switches
+from vramplan.models.catalogue.hf_unmodelled import UNMODELLED_FAMILIES
 from vramplan.models.catalogue.hf_vision import vision_params
 from vramplan.models.core.catalogue_schema import MAX_LAYERS, Architecture
 from vramplan.models.core.errors import VramplanError
