@@ -121,14 +121,18 @@ LayerKey = tuple[bool, bool, bool, bool, bool]  # (moe, local, qk_norm, linear, 
 def _local_architecture(arch: Architecture) -> Architecture:
     return arch.model_copy(update={"num_kv_heads": arch.local_kv_heads or arch.num_kv_heads,
                                    "num_attention_heads": arch.local_attention_heads or arch.num_attention_heads,
+                                   "head_dim": arch.local_head_dim or arch.head_dim,
+                                   "value_from_key": False,  # Gemma 4: v = k on the global layers only
                                    "partial_rotary_factor": arch.local_partial_rotary_factor or arch.partial_rotary_factor,
                                    "attention_sinks": arch.attention_sinks or arch.local_attention_sinks})
 
 
 def has_local_attention_shape(arch: Architecture) -> bool:
-    """The local (sliding-window) layers' attention differs from the global layers' in heads, RoPE share or sinks."""
-    return bool(arch.local_kv_heads or arch.local_attention_heads or arch.local_partial_rotary_factor
-                or arch.local_attention_sinks)
+    """The local (sliding-window) layers' attention differs from the global layers' in heads, head width, RoPE share,
+    sinks or values of their own (Gemma 4's v_proj, which its global layers do without)."""
+    return bool(arch.local_kv_heads or arch.local_attention_heads or arch.local_head_dim
+                or arch.local_partial_rotary_factor or arch.local_attention_sinks
+                or (arch.value_from_key and arch.local_attention != "none"))
 
 
 def layer_architecture(arch: Architecture, local: bool) -> Architecture:
@@ -166,7 +170,7 @@ def _attention_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     return (
         LinearModule(name("q"), h, a * d * (2 if arch.attention_gate_in_q else 1), has_bias=arch.qkv_bias),
         LinearModule(name("k"), h, k * d, has_bias=arch.qkv_bias),
-        LinearModule(name("v"), h, k * dv, has_bias=arch.qkv_bias),
+        *(() if arch.value_from_key else (LinearModule(name("v"), h, k * dv, has_bias=arch.qkv_bias),)),
         *gate,
         out,
     )
@@ -252,7 +256,8 @@ def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
     groups = []
     for (moe, local, qk_norm, linear, indexed), count in counts.items():
         attention = linear_attention if linear else _attention_modules(layer_architecture(arch, local))
-        modules = attention + (_moe_modules(arch) if moe else dense)
+        # Gemma 4's MoE layers keep their dense MLP beside the experts (moe_beside_mlp)
+        modules = attention + ((dense if arch.moe_beside_mlp else ()) + _moe_modules(arch) if moe else dense)
         groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear,
                                  indexed=indexed))
     return tuple(groups)
@@ -316,11 +321,14 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     total = (arch.norms_per_layer * norm_params(arch) + shape.attention_sinks * shape.num_attention_heads
              + indexer_params(arch) * group.indexed + XIELU_PARAMS * (arch.mlp_kind == "xielu")
              + norm_params(arch) * (group.moe and arch.moe_output_norm)
+             # Gemma 4: the dense MLP's post-norm, the experts' pre- and post-norm, router.scale (one per channel) and
+             # router.per_expert_scale (Gemma4TextDecoderLayer, Gemma4TextRouter)
+             + (3 * norm_params(arch) + arch.hidden_size + arch.num_experts) * (group.moe and arch.moe_beside_mlp)
              + arch.num_experts * (group.moe and arch.router_correction_parameter))  # Laguna's e_score_correction_bias
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm != "l2":  # one head_dim weight for q and one for k, or one per head and channel
-        weights = 2 * arch.head_dim if arch.qk_norm == "head" else (shape.num_attention_heads + shape.num_kv_heads) * arch.head_dim
+        weights = 2 * shape.head_dim if arch.qk_norm == "head" else (shape.num_attention_heads + shape.num_kv_heads) * shape.head_dim
         total += weights * (1 + arch.qk_norm_bias)  # Phi's nn.LayerNorm(head_dim): a bias beside the weight
     return total
 

@@ -21,6 +21,7 @@ from vramplan.models.catalogue.hf_families import (
     TEXT_CONFIG_TYPES,
     Family,
 )
+from vramplan.models.catalogue.hf_gemma4 import global_shape
 from vramplan.models.catalogue.hf_layer_kinds import (
     attention_window,
     global_every,
@@ -279,6 +280,9 @@ def _fields(c: Reader) -> dict[str, Any]:
         fields.update(_sparse_indexer(c, layers, parts.pop("indexer_types", False)))
     fields["partial_rotary_factor"] = _rotary_factor(c, fields["head_dim"])
     fields.update(local_shape(c, fields, parts))
+    parts.pop("last_layer_global", None)  # read by attention_window
+    if parts.pop("global_shape", False):  # Gemma 4: the full layers' own head width, KV heads and values
+        fields.update(global_shape(c, fields))
     apply_switches(c, fields, parts, hidden)
     qk_norm_kind = parts.pop("qk_norm_kind", None)  # what use_qk_norm switches on (Llama 4: l2; GLM-4.5: head)
     qk_norm_bias = parts.pop("qk_norm_bias", False)  # and whether that norm has a bias (Phi's nn.LayerNorm)

@@ -30,6 +30,7 @@ from vramplan.models.catalogue.hf_family_parts import (
     QWEN_DEFAULTS,
     Family,
 )
+from vramplan.models.catalogue.hf_gemma_families import GEMMA_FAMILIES
 from vramplan.models.catalogue.hf_moe_families import MOE_FAMILIES
 
 FAMILIES: dict[str, Family] = {
@@ -54,34 +55,7 @@ FAMILIES: dict[str, Family] = {
                   "num_layers": 32, "num_attention_heads": 16, "num_kv_heads": 4},
         parts={**GATED_DELTA_PARTS, "linear_split_projections": True},
     ),
-    # VaultGemma (configuration_vaultgemma.py / modular_vaultgemma.py): Gemma 2's layer without its post-attention
-    # and post-feedforward norms (VaultGemmaDecoderLayer deletes them: two pre-norms), Gemma 2's config defaults
-    # (VaultGemmaConfig(Gemma2Config): sliding window 4096 on every other layer unless layer_types says, attention
-    # logits soft-capped at 50, final logits at 30).
-    "vaultgemma": Family(
-        keys={"hidden_act": ["hidden_activation", "hidden_act"]},
-        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "vocab_size": 256000,
-                  "hidden_size": 2304, "intermediate_size": 9216, "num_layers": 26, "num_attention_heads": 8,
-                  "num_kv_heads": 4, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096,
-                  "global_every": 2, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0},
-        parts={"norm_kind": "rmsnorm_offset"},
-    ),
-    # Gemma2: (1 + w) RMSNorms before and after attention and MLP, gelu_pytorch_tanh GeGLU,
-    # sliding window 4096 on every other layer, attention logits soft-capped at 50.
-    "gemma2": Family(
-        keys={"hidden_act": ["hidden_activation", "hidden_act"]},
-        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True,
-                  "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096, "global_every": 2,
-                  "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0},
-        parts={"norm_kind": "rmsnorm_offset", "norm_position": "sandwich", "norms_per_layer": 4},
-    ),
-    "gemma3_text": Family(
-        keys={"global_every": "sliding_window_pattern", "hidden_act": ["hidden_activation", "hidden_act"]},
-        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 131072, "tie_word_embeddings": True,
-                  "vocab_size": 262208, "hidden_act": "gelu_pytorch_tanh", "sliding_window": 4096, "global_every": 6,
-                  "final_logit_softcapping": None, "attn_logit_softcapping": None},
-        parts={"norm_kind": "rmsnorm_offset", "norm_position": "sandwich", "norms_per_layer": 4, "qk_norm": "head"},
-    ),
+    **GEMMA_FAMILIES,  # Gemma 1 to 4 and VaultGemma (hf_gemma_families.py)
     # Phi3: fused qkv_proj and gate_up_proj, no biases.
     "phi3": Family(
         keys={"residual_dropout": "resid_pdrop"},  # embd_pdrop: no dropout reads it (modeling_phi3.py)
@@ -238,16 +212,6 @@ FAMILIES: dict[str, Family] = {
         parts={"norm_kind": "layernorm_nobias", "parallel_attention_mlp": True, "norms_per_layer": 1,
                "head_dim_from_hidden": True},
     ),
-    # Gemma (configuration_gemma.py / modeling_gemma.py): Llama's layer with Gemma's RMSNorm (fp32
-    # normalise * (1 + weight), then cast), GeGLU (gelu_pytorch_tanh: GemmaConfig turns the hub files'
-    # legacy "gelu" into it), the embedding scaled by sqrt(hidden) (the first norm keeps that product as
-    # its input anyway), head_dim 256, tied embeddings.
-    "gemma": Family(
-        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 8192, "tie_word_embeddings": True, "vocab_size": 256000,
-                  "hidden_size": 3072, "intermediate_size": 24576, "num_layers": 28, "num_attention_heads": 16,
-                  "num_kv_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"},
-        parts={"norm_kind": "rmsnorm_offset"},
-    ),
     # Helium (configuration_helium.py / modular_helium.py, Kyutai): Llama's layer whose RMSNorms multiply their weight
     # in fp32 (HeliumRMSNorm), and RoPE on interleaved pairs whose cos/sin each layer slices and repeat_interleaves
     # (apply_rotary_pos_emb: GLM-4's per-layer copies, the whole head rotated); HeliumConfig's defaults (Helium-1 2B).
@@ -349,6 +313,9 @@ FAMILIES["mistral3"] = Family(text_config=True)
 # when text_config names no supported model_type of its own.
 FAMILIES["qwen3_5"] = Family(text_config=True)
 FAMILIES["qwen3_5_moe"] = Family(text_config=True)
-TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen3_5": "qwen3_5_text",
-                     "qwen3_5_moe": "qwen3_5_moe_text"}
+# Gemma 4 (configuration_gemma4.py Gemma4Config): a gemma4_text decoder in text_config, a Gemma4VisionModel tower when
+# vision_config is set (hf_vision.py; an audio_config is refused there)
+FAMILIES["gemma4"] = Family(text_config=True)
+TEXT_CONFIG_TYPES = {"gemma4": "gemma4_text", "gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral",
+                     "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from vramplan.models.catalogue.config_file import show_kind as _show
+from vramplan.models.catalogue.hf_gemma4 import gemma4_layer_types
 from vramplan.models.catalogue.hf_reader import Reader
 from vramplan.models.core.architecture_schema import local_layer
 from vramplan.models.core.errors import VramplanError
@@ -46,7 +47,7 @@ def attention_window(c: Reader, layers: int) -> dict[str, Any]:
     if c.has("use_sliding_window") or not c.has("sliding_window") or c.raw("sliding_window") is None:
         return {}
     window = c.count("sliding_window")
-    types = c.config.get("layer_types")
+    types = gemma4_layer_types(c, layers) if c.family.parts.get("last_layer_global") else c.config.get("layer_types")
     first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
     first_layer = bool(c.family.parts.get("global_first_layer", False))  # (MiMo-V2-Flash)
     explicit = ""
@@ -78,7 +79,13 @@ def type_share(c: Reader, rope: dict[str, Any], layer_type: str) -> Any:
     default = c.family.defaults.get("partial_rotary_factor", 1.0)
     if layer_type == "sliding_attention":
         default = c.family.parts.get("local_rotary_default", default)
-    return rope.get(layer_type, {}).get("partial_rotary_factor", default)
+    kind = rope.get(layer_type, {})
+    if kind.get("rope_type") == "proportional":
+        # transformers' proportional RoPE (modeling_rope_utils._compute_proportional_rope_parameters, Gemma 4's full
+        # layers) returns head_dim-wide cos/sin whatever its share, the rest of the head at frequency 0: the whole
+        # head is rotated, in memory and in time
+        return 1.0
+    return kind.get("partial_rotary_factor", default)
 
 
 def _local_rotary_factor(c: Reader, fields: dict[str, Any]) -> float:

@@ -8,6 +8,10 @@ _LINEAR_ATTENTION = ("layers of linear attention other than Qwen3-Next's and Qwe
                      "saved tensors and FLOPs are not modelled")
 _RECURRENT = "state-space or recurrent layers, whose saved tensors and FLOPs are not modelled"
 _PER_LAYER_EMBEDDINGS = "per-layer input embeddings and layers of several head widths, which are not modelled"
+# Gemma4UnifiedForConditionalGeneration (what AutoModelForCausalLM builds for it) loads both on the GPU
+_GEMMA4_TOWERS = ("a vision embedder and an audio tower beside its decoder (Gemma4UnifiedForConditionalGeneration), "
+                  "which are not counted; its text_config saved as a config.json of its own reads as the decoder "
+                  "(gemma4_unified_text)")
 _INDEXER = "DeepSeek Sparse Attention's lightning indexer (its projections and top-k token selection)"
 _SPARSE_ATTENTION = ("a lightning indexer of its own (its query projected from a LayerNorm of the hidden state, not from "
                      "MLA's query latent as DeepSeek-V3.2's and GLM-5's) and a position-dependent softmax scale, whose "
@@ -25,7 +29,8 @@ UNMODELLED_FAMILIES: dict[str, str] = {
                     "and per-layer embeddings, whose parameters, saved tensors and FLOPs are not modelled"),
     **dict.fromkeys(("granitemoehybrid", "nemotron_h", "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2",
                      "bamba", "zamba", "zamba2", "lfm2", "lfm2_moe", "lfm3", "recurrent_gemma", "rwkv", "xlstm"), _RECURRENT),
-    **dict.fromkeys(("gemma3n", "gemma3n_text", "gemma4", "gemma4_text"), _PER_LAYER_EMBEDDINGS),
+    **dict.fromkeys(("gemma3n", "gemma3n_text"), _PER_LAYER_EMBEDDINGS),
+    "gemma4_unified": _GEMMA4_TOWERS,
     # modeling_mistral_large4.py MistralLarge4TextIndexer (wq_b reads q_input_norm(hidden_states)) and
     # MistralLarge4TextSoftmaxScaling; DeepSeek-V3.2's and GLM-5's indexer is modelled (hf_moe_families.py)
     **dict.fromkeys(("mistral_large4", "mistral_large4_text"), _SPARSE_ATTENTION),

@@ -43,8 +43,12 @@ _PIXTRAL_DEFAULTS = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden
 # configuration_mistral3.py Mistral3Config.sub_configs_defaults["vision_config"].init_kwargs: the tower a
 # config.json without vision_config gets
 _MISTRAL3_VISION = {**_PIXTRAL_DEFAULTS, "patch_size": 14}
+# configuration_gemma4.py Gemma4VisionConfig's fields that size its parameters (transformers 5.24)
+_GEMMA4_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 16, "num_attention_heads": 12,
+                           "num_key_value_heads": 12, "head_dim": 64, "patch_size": 16, "position_embedding_size": 10240}
 # the towers each wrapper family loads, by the vision_config's model_type
-TOWERS = {"gemma3": "siglip_vision_model", "mistral3": "pixtral"}
+TOWERS = {"gemma3": "siglip_vision_model", "mistral3": "pixtral", "gemma4": "gemma4_vision"}
+OPTIONAL_TOWERS = frozenset({"gemma4"})  # Gemma4Config builds no tower without a vision_config (SubConfigSpec optional)
 MAX_VISION_PARAMS = 10**12  # Architecture.vision_params' bound
 
 
@@ -94,6 +98,18 @@ def _pixtral_params(v: _Level) -> tuple[int, int]:
     return v.count("num_channels") * patch * patch * h + h + layers * layer, h
 
 
+def _gemma4_vision_params(v: _Level) -> tuple[int, int]:
+    """Gemma4VisionModel (modeling_gemma4.py): the patch embedder's input_proj (3 p^2 -> h, no bias) and its two learned
+    position tables (2 x position_embedding_size x h); per layer q/k/v/o (Gemma4ClippableLinear, no bias), q_norm and
+    k_norm (head_dim each; v_norm has no weight), four block norms and gate/up/down; no parameter in the pooler (the
+    standardize bias and scale are buffers)."""
+    h, f, layers = v.count("hidden_size"), v.count("intermediate_size"), v.count("num_hidden_layers")
+    heads, kv, d = v.count("num_attention_heads"), v.count("num_key_value_heads"), v.count("head_dim")
+    patch = v.count("patch_size")
+    layer = 2 * h * heads * d + 2 * h * kv * d + 2 * d + 4 * h + 3 * h * f
+    return 3 * patch * patch * h + 2 * v.count("position_embedding_size") * h + layers * layer, h
+
+
 def _feature_layers(config: dict[str, Any], source: str) -> int:
     """Mistral3MultiModalProjector.num_feature_layers: 1 for one vision_feature_layer, else how many."""
     value = config.get("vision_feature_layer", -1)
@@ -110,7 +126,12 @@ def vision_params(model_type: str, config: dict[str, Any], text_hidden: int, sou
     tower = TOWERS.get(model_type)
     if tower is None:
         return 0
+    if model_type == "gemma4" and config.get("audio_config") is not None:
+        raise VramplanError("model", source, "audio_config: the audio tower Gemma4ForConditionalGeneration loads beside "
+                                             "the decoder (Gemma 4 E2B / E4B) is not counted")
     raw = config.get("vision_config")
+    if raw is None and model_type in OPTIONAL_TOWERS:
+        return 0
     if raw is None:
         raw = {"model_type": tower}
     if not isinstance(raw, dict):
@@ -130,6 +151,9 @@ def _tower_and_projector(model_type: str, config: dict[str, Any], raw: dict[str,
     if model_type == "gemma3":
         params, h = _siglip_params(_Level(raw, _SIGLIP_DEFAULTS, source))
         return params + h * text_hidden + h  # mm_input_projection_weight + mm_soft_emb_norm
+    if model_type == "gemma4":
+        params, h = _gemma4_vision_params(_Level(raw, _GEMMA4_VISION_DEFAULTS, source))
+        return params + h * text_hidden  # Gemma4MultimodalEmbedder: embedding_projection (its norm has no weight)
     defaults = _MISTRAL3_VISION if "vision_config" not in config else _PIXTRAL_DEFAULTS
     vision = _Level(raw, defaults, source)
     params, h = _pixtral_params(vision)

@@ -31,7 +31,8 @@ _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading on
                "gated_delta": "Gated DeltaNet linear attention",
                "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)",
                "xielu": "the xIELU activation", "per_head_qk_norm": "a QK norm with its own weight per head",
-               "local_attention_shape": "sliding-window layers with heads, a RoPE share or attention sinks of their own"}
+               "local_attention_shape": "sliding-window layers with heads, a head width, a RoPE share, attention sinks or "
+                                        "values of their own"}
 
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:

@@ -30,10 +30,11 @@ def _all_or_none(*counts: int) -> bool:
 #   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
-#   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight).
+#   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight), rmsnorm_pow (Gemma 4: x.float() * pow(mean(x^2) +
+#   eps, -0.5) * weight.float(), then cast).
 MlpKind = Literal["gelu", "gelu_new", "relu", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
-                   "rmsnorm_offset", "rmsnorm_noparams"]
+                   "rmsnorm_offset", "rmsnorm_noparams", "rmsnorm_pow"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "per_head", "l2"]  # per head_dim with one weight (Qwen3, Gemma 3), whole
 # width (OLMo 2), per head_dim with a weight per head (Cohere, StableLM), L2 (Llama 4)
@@ -53,6 +54,7 @@ ModelType = Literal[
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
     "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj", "granite_swa",
+    "gemma4_text", "gemma4_unified_text",
 ]
 
 
@@ -124,6 +126,11 @@ class Architecture(CatalogueRow):
     kv_lora_rank: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: compressed key/value rank; 0 = not MLA")
     qk_rope_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="MLA: the rotary part of head_dim (shared by all heads)")
     v_head_dim: Count = Field(default=0, ge=0, le=10_000_000, description="value head width when it differs from head_dim; 0 = head_dim")
+    value_from_key: bool = Field(default=False, description="the global layers' values are their keys' projection, "
+                                 "before the key norm and RoPE: no v_proj (Gemma 4's attention_k_eq_v)")
+    value_norm: bool = Field(default=False, description="a weightless RMSNorm over each value head (Gemma 4's v_norm)")
+    stored_kv: bool = Field(default=False, description="the last layer of each attention kind hands its keys and values "
+                            "to a dict the model holds for the whole step (Gemma 4's shared_kv_states 'store' layers)")
     local_attention: LocalAttention = "none"
     attention_window: Count = Field(default=0, ge=0, le=10_000_000, description="sliding window / chunk length, tokens; 0 = none")
     global_attention_every: int = Field(
@@ -142,6 +149,9 @@ class Architecture(CatalogueRow):
                                                                           "when they differ from num_kv_heads; 0 = the same")
     local_attention_heads: Count = Field(default=0, ge=0, le=65_536, description="query heads of the local (sliding-window) "
                                          "layers when they differ from num_attention_heads (Laguna); 0 = the same")
+    local_head_dim: Count = Field(default=0, ge=0, le=65_536, description="q/k/v head width of the local (sliding-window) "
+                                  "layers when it differs from head_dim (Gemma 4: 256 against its global layers' 512); "
+                                  "0 = the same")
     partial_rotary_factor: Real = Field(default=1.0, gt=0, le=1, description="share of head_dim that RoPE rotates")
     local_partial_rotary_factor: Real = Field(default=0, ge=0, le=1, description="share of head_dim RoPE rotates on the "
                                               "local layers when it differs from partial_rotary_factor (Laguna); 0 = the same")
@@ -168,6 +178,11 @@ class Architecture(CatalogueRow):
     )
     moe_output_norm: bool = Field(default=False, description="an RMSNorm on the MoE block's output, in MoE layers only "
                                                            "(A.X-K1's post_mlp_layernorm)")
+    moe_beside_mlp: bool = Field(
+        default=False, description="a MoE layer runs its dense MLP (dense_intermediate_size) and its routed experts side by "
+                                   "side on the residual, each between a pre- and a post-norm of its own, the router "
+                                   "reading the residual through a weightless norm, a scale per channel and one per "
+                                   "expert (Gemma 4's enable_moe_block)")
     embedding_norm: bool = Field(default=False, description="the token embedding is normed before the first layer "
                                                           "(nanochat: the final norm's module, run twice)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head and layer joins the softmax (gpt-oss)")
@@ -242,6 +257,11 @@ class Architecture(CatalogueRow):
         if self.global_layers:
             self._check_global_layers()
         self._check_local_shape()
+        if self.value_from_key and (self.is_mla or self.fused_qkv or self.v_head_dim):
+            raise VramplanError("value_from_key", True, "needs separate q/k projections and values as wide as keys "
+                                "(not MLA, fused_qkv or a v_head_dim of its own)")
+        if self.moe_beside_mlp and not self.is_moe:
+            raise VramplanError("moe_beside_mlp", True, "needs routed experts (num_experts > 1)")
         if self.sink_scaling and not self.attention_sinks:
             raise VramplanError("sink_scaling", True, "needs attention_sinks")
         if self.attention_gate_per_head and not self.attention_output_gate:
@@ -290,6 +310,7 @@ class Architecture(CatalogueRow):
         """The local layers' own attention shape (models/architecture/params.py layer_architecture) needs local layers,
         and their heads must group evenly over their KV heads."""
         own = {"local_kv_heads": self.local_kv_heads, "local_attention_heads": self.local_attention_heads,
+               "local_head_dim": self.local_head_dim,
                "local_partial_rotary_factor": self.local_partial_rotary_factor,
                "local_attention_sinks": self.local_attention_sinks}
         named = next((name for name, value in own.items() if value), None)

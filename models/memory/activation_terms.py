@@ -46,10 +46,11 @@ PER_LAYER_ROPE = ("per_layer", "per_layer_fp32", "per_call")  # RoPE tables each
 
 
 def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
-          rows: int = 1, input_saved: bool = True, weight_per_row: bool = False) -> list[Term]:
+          rows: int = 1, input_saved: bool = True, weight_per_row: bool = False, scaled: bool = True) -> list[Term]:
     """One norm over `width` channels (`rows` independent norms per token: per-head QK norms, one weight for every
     row, or each row its own with weight_per_row: Cohere's CohereLayerNorm((heads, head_dim))).
-    input_saved=False: the input is already saved by another norm (parallel attention + MLP)."""
+    input_saved=False: the input is already saved by another norm (parallel attention + MLP); scaled=False: a norm
+    without a weight (Gemma 4's v_norm and router norm, with_scale=False)."""
     t, e = x.t, x.e
     w = arch.hidden_size if width is None else width
     weight = w if weight_per_row else w // rows
@@ -65,6 +66,15 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
     if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
         return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
                 Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * weight)]
+    if kind == "rmsnorm_pow":
+        # Gemma 4 (Gemma4RMSNorm): x.float() * pow(mean(x^2) + eps, -0.5), which keeps both pow's input and its result
+        # (the product's other factor), then * weight.float(), which keeps that fp32 copy of the weight and the fp32
+        # normalised value; with_scale=False stops at the product, whose cast the next op saves (measured:
+        # test_saved_tensors_families.py)
+        stats_terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.pow_input_output", 2 * FP32 * t * rows)]
+        if not scaled:
+            return stats_terms
+        return stats_terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * weight)]
     terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
     if kind == "rmsnorm_offset":  # Gemma: fp32 normalised value and (1 + w) in fp32
         return terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.one_plus_weight", FP32 * weight)]
@@ -85,6 +95,43 @@ def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     own = arch.qk_norm == "per_head"
     return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1, weight_per_row=own)
             + _norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1, weight_per_row=own))
+
+
+def _value_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """Gemma 4's v_norm: a weightless RMSNorm over each value head, of the block norms' form (Gemma4TextAttention:
+    on the keys' projection where the values are the keys, value_from_key, an fp32 copy of its own)."""
+    if not arch.value_norm:
+        return []
+    k, dv = arch.num_kv_heads, arch.value_head_dim
+    return _norm(arch, kernels, x, "v_norm", k * dv, k, scaled=False)
+
+
+def _moe_beside_mlp(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """Gemma 4's MoE layer (Gemma4TextDecoderLayer with enable_moe_block): the dense MLP (its input counted with the
+    layer's MLP norm) and its post-norm; the router's weightless norm of the residual, whose cast times router.scale
+    and that product times hidden_size^-0.5 (proj's input) it keeps; the experts' pre-norm, the routed block and the
+    experts' post-norm (measured: test_saved_tensors_families.py "gemma4_moe")."""
+    e, t, h = x.e, x.t, arch.hidden_size
+    return (mlp_terms(arch, kernels, x, moe=False) + _norm(arch, kernels, x, "mlp_output_norm")
+            + _norm(arch, kernels, x, "router_norm", scaled=False) + [Term("moe.router_input", 2 * e * t * h)]
+            + _norm(arch, kernels, x, "moe_input_norm") + mlp_terms(arch, kernels, x, moe=True)
+            + _norm(arch, kernels, x, "moe_output_norm"))
+
+
+def stored_kv_terms(arch: Architecture, kernels: Kernels, x: Shape, local: bool) -> list[Term]:
+    """What the store layer of one attention kind (Architecture.stored_kv: Gemma 4's last layer of each kind) keeps
+    from its recompute to the end of a checkpointed backward: the dict the model holds (shared_kv_states) keeps its
+    recomputed keys and values, whose autograd graph keeps every tensor saved on the way to them: the attention
+    norm's, the k/v projections' input, the k and v norms' and the two outputs (measured: 984,256 bytes for the two
+    layers of the 4-layer probe, rope tables and weights included; the layer's named terms, so they shard alike)."""
+    if not arch.stored_kv:
+        return []
+    shape = layer_architecture(arch, local)
+    k, d, dv = shape.num_kv_heads, shape.head_dim, shape.value_head_dim
+    qk_norm = (_norm(shape, kernels, x, "k_norm", k * d, k if shape.qk_norm in ("head", "per_head") else 1)
+               if shape.qk_norm not in ("none", "l2") else [])
+    return (_norm(shape, kernels, x, "attn_norm") + _linear_inputs(shape, x, "attn", 2 - shape.value_from_key) + qk_norm
+            + _value_norm(shape, kernels, x) + [Term("attn.k", x.e * x.t * k * d), Term("attn.v", x.e * x.t * k * dv)])
 
 
 def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) -> list[Term]:
@@ -218,7 +265,7 @@ def layer_terms(
     arch = layer_architecture(arch, group.local)  # a sliding layer's own KV heads and sinks (MiMo-V2-Flash)
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
-    attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3
+    attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3 - arch.value_from_key  # Gemma 4's global layers: no v_proj
     if group.linear:  # in_proj_qkvz and in_proj_ba, or Qwen3.5's four projections, read the norm's output
         attn_linears = 4 if arch.linear_split_projections else 2
     mlp_linears = 1 if arch.mlp_kind in NOT_GATED or arch.fused_gate_up else 2
@@ -228,6 +275,7 @@ def layer_terms(
         terms += _mla(arch, kernels, x)
     if group.qk_norm:
         terms += _qk_norm(arch, kernels, x)
+    terms += [] if group.linear else _value_norm(arch, kernels, x)
     terms += linear_attention_terms(arch, x) if group.linear else _attention(arch, kernels, attention, x)
     rotated = not group.linear and not arch.learned_position_embeddings  # a Gated DeltaNet layer has no RoPE
     if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and rotated:
@@ -247,7 +295,10 @@ def layer_terms(
     if not one_input:
         terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
         terms += _linear_inputs(arch, x, "mlp", mlp_linears) if input_read else []
-    terms += mlp_terms(arch, kernels, x, group.moe)
+    if group.moe and arch.moe_beside_mlp:
+        terms += _moe_beside_mlp(arch, kernels, x)
+    else:
+        terms += mlp_terms(arch, kernels, x, group.moe)
     if group.moe and arch.moe_output_norm:  # A.X-K1: AXK1MoE.post_mlp_layernorm on the experts' + shared output
         terms += _norm(arch, kernels, x, "moe_output_norm")
     if sandwich:
@@ -318,7 +369,13 @@ def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> li
         return []  # GLM-4 and ERNIE 4.5 keep each layer's own copies instead (layer_terms)
     rope_bytes = FP32 if x.autocast else x.e
     width = arch.rotary_dim // 2 if arch.rope_tables == "half" else arch.rotary_dim  # gpt-oss: emb = freqs
-    return [Term("rope.cos_sin", 2 * rope_bytes * x.s * width)]
+    terms = [Term("rope.cos_sin", 2 * rope_bytes * x.s * width)]
+    local = layer_architecture(arch, True)
+    if arch.local_attention != "none" and local.rotary_dim != arch.rotary_dim:
+        # local layers rotating another width have a table of their own (Gemma 4's 256-wide sliding heads beside its
+        # 512-wide full ones: Gemma4TextRotaryEmbedding, one inv_freq per layer type; measured)
+        terms.append(Term("rope.local_cos_sin", 2 * rope_bytes * x.s * local.rotary_dim))
+    return terms
 
 
 def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:

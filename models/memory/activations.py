@@ -40,7 +40,13 @@ from vramplan.models.core.stack_behaviour import (
     LOGITS_RELEASED_STACKS,
 )
 from vramplan.models.core.units import ceil_div
-from vramplan.models.memory.activation_terms import embedding_terms, layer_terms, linear_input_bytes, shared_terms
+from vramplan.models.memory.activation_terms import (
+    embedding_terms,
+    layer_terms,
+    linear_input_bytes,
+    shared_terms,
+    stored_kv_terms,
+)
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
 from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks, shard_terms
@@ -228,12 +234,18 @@ def microbatch_activations(arch: Architecture, job: Job, plan: Plan) -> Microbat
     # a DeepSeek Sparse Attention layer's indexer holds its fp32 scores in its forward (and its recompute),
     # whole on every TP rank (transformers' tp_plan leaves the indexer replicated)
     indexer = indexer_transient_bytes(arch, job.attention, x, mask_counted=closure_mask)
+    # Gemma 4's store layers keep their recomputed keys and values (and what made them) from their recompute to the
+    # end of the backward, beside the backward of every layer before them (HF gradient checkpointing)
+    stored = 0
+    if plan.recompute == "full" and job.kernels == "eager":
+        stored = sum(_sum(shard_terms(stored_kv_terms(arch, job.kernels, x, local), layer_architecture(arch, local), tp, sp,
+                                      gathered)) for local in sorted({g.local for g in layer_groups(arch)}))
     for group in layer_groups(arch):
         # a sliding layer's own KV heads shard as its heads do (layer_architecture: MiMo-V2-Flash)
         group_terms = shard_terms(layer_saved_terms(arch, job, plan, group), layer_architecture(arch, group.local), tp, sp,
                                   gathered)
         keep = layer_keep(arch, job, plan, group_terms, x, group, layer_input=layer_input)
-        peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer
+        peak = keep.rebuilt_bytes + layer_backward_temporaries(arch, x, group, tp, sp) + dequant_layer + stored
         if group.indexed:  # the layers that reuse another layer's top-k run no indexer
             peak = max(peak, indexer + _indexer_rebuilt_bytes(arch, job, plan, group_terms, x))
         kinds.append((group_terms, keep, peak))

@@ -48,6 +48,10 @@ def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     router = [Term("moe.router_softmax_fp32", FP32 * t * n_experts),
               Term("moe.routing", INT64 * tk + FP32 * t + FP32 * tk)]  # top-k indices, sum, weights
     weights = FP32  # the routing weights the expert outputs are scaled by
+    if arch.moe_beside_mlp:
+        # Gemma4TextRouter: top_k_weights /= sum in place keeps the weights before it too, and * per_expert_scale[index]
+        # keeps the gathered 16-bit scales (measured)
+        router.append(Term("moe.expert_scales", FP32 * tk + e * tk))
     if arch.router_topk_softmax:  # gpt-oss: top-k indices, softmax over the k logits in the activation dtype
         router, weights = [Term("moe.routing", INT64 * tk + e * tk)], e
     if arch.router_fp32 and kernels == "eager":  # DeepSeek's gate saves the fp32 copy of its input

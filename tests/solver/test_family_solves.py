@@ -5,7 +5,9 @@ that do not model them.
 - DeepSeek Sparse Attention (DeepSeek-V3.2's layer): no CP (the indexer scores the whole sequence); megatron's
   own DSA is another layer, torchtitan builds no deepseek_v32.
 - Sliding layers with their own KV heads and sinks (MiMo-V2-Flash's layer): TP up to the full layers' 4 KV heads
-  and beyond, replicated; no CP (the ring is sized by one KV head count); megatron builds one attention shape."""
+  and beyond, replicated; no CP (the ring is sized by one KV head count); megatron builds one attention shape.
+- Gemma 4's layer (26B-A4B): full and sliding layers of different head widths and KV heads, routed experts beside
+  each MLP; the same limits as MiMo-V2-Flash's."""
 
 from __future__ import annotations
 
@@ -51,6 +53,15 @@ CASES = {
          "moe_intermediate_size": 512, "num_attention_heads": 16, "num_key_value_heads": 4, "n_routed_experts": 32,
          "num_experts_per_tok": 4, "vocab_size": 32000},
         ((Job(seq_len=4096, method="lora"), "time"), (Job(seq_len=4096, method="full", stack="custom"), "cost")),
+        no_tp=False, not_stacks=frozenset({"megatron"})),
+    # Gemma 4 26B-A4B's layer at an eighth of its depth and a quarter of its experts: 512-wide full layers with 2 KV
+    # heads whose values are their keys, 256-wide sliding ones with 8, 32 experts beside each MLP
+    "gemma4_moe": FamilyCase(
+        {"model_type": "gemma4_text", "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 6,
+         "num_attention_heads": 16, "num_key_value_heads": 8, "num_global_key_value_heads": 2, "head_dim": 256,
+         "global_head_dim": 512, "attention_k_eq_v": True, "sliding_window": 1024, "hidden_size_per_layer_input": 0,
+         "enable_moe_block": True, "num_experts": 32, "top_k_experts": 8, "moe_intermediate_size": 704},
+        ((Job(seq_len=4096, method="lora"), "time"), (Job(seq_len=4096, method="full"), "cost")),
         no_tp=False, not_stacks=frozenset({"megatron"})),
 }
 

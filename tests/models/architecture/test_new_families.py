@@ -280,7 +280,8 @@ def test_qwen2_moe_parts() -> None:
 
 
 @pytest.mark.parametrize(("model_type", "why"), [("kimi_linear", "linear attention"),
-                                                ("granitemoehybrid", "state-space"), ("gemma4", "per-layer input embeddings"),
+                                                ("granitemoehybrid", "state-space"),
+                                                ("gemma3n", "per-layer input embeddings"), ("gemma4_unified", "audio tower"),
                                                 ("mistral_large4", "lightning indexer of its own"),
                                                 ("deepseek_v4", "hyper-connections"),
                                                 ("qwen4_exp", "sparse-attention indexer"),

@@ -66,6 +66,9 @@ RATIOS = {
 # sliding layer under SDPA/eager is the gemma3 gap (the explicit sliding mask); its global layer is exact.
 _TINY = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=176, vocab_size=1000)
+_GEMMA4 = dict(_TINY, num_hidden_layers=4, num_key_value_heads=2, num_global_key_value_heads=1, head_dim=16,
+               global_head_dim=32, attention_k_eq_v=True, sliding_window=16, hidden_size_per_layer_input=0,
+               layer_types=["sliding_attention", "full_attention"] * 2)
 NEW_CONFIGS = {
     "gpt_oss": ("gpt_oss", dict(_TINY, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
                                 layer_types=None)),
@@ -262,6 +265,15 @@ NEW_CONFIGS = {
     # Granite SWA: sinks scaling the output by sigmoid(logsumexp - sink), the first of every four layers global (eager
     # only: no SDPA path)
     "granite_swa": ("granite_swa", dict(_TINY, num_hidden_layers=4, sliding_window=16, bos_token_id=0, eos_token_id=1)),
+    # Gemma 4: sliding layers 16 wide with 2 KV heads, full layers 32 wide with 1 KV head whose values are their keys
+    # (attention_k_eq_v), a weightless v_norm everywhere; with a v_proj on every layer; the Unified decoder; dropout
+    "gemma4": ("gemma4_text", _GEMMA4),
+    "gemma4_values": ("gemma4_text", dict(_GEMMA4, attention_k_eq_v=False)),
+    "gemma4_unified": ("gemma4_unified_text", {k: v for k, v in _GEMMA4.items() if k != "hidden_size_per_layer_input"}),
+    "gemma4_dropout": ("gemma4_text", dict(_GEMMA4, attention_dropout=0.1)),
+    # Gemma 4 26B-A4B's layer: routed experts (grouped_mm) beside the MLP, each between norms of its own
+    "gemma4_moe": ("gemma4_text", dict(_GEMMA4, enable_moe_block=True, num_experts=4, top_k_experts=2,
+                                       moe_intermediate_size=48)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -364,6 +376,13 @@ NEW_RATIOS = {
     "gpt_bigcode_mha": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "gptj": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "granite_swa": {"eager": (1.0, 1.0, 1.0, 1.0)},
+    # Gemma 4's sliding layers under CPU SDPA: the explicit window mask (the gemma3 gap); dropout eager only (CPU SDPA
+    # with dropout runs its math path)
+    "gemma4": {"sdpa": (1.0501, 1.0, 1.0501, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "gemma4_values": {"sdpa": (1.0501, 1.0, 1.0501, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "gemma4_unified": {"sdpa": (1.0501, 1.0, 1.0501, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "gemma4_dropout": {"eager": (1.0, 1.0, 1.0, 1.0)},
+    "gemma4_moe": {"sdpa": (1.0298, 1.0, 1.0298, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
@@ -420,7 +439,10 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("phi_qk", "sdpa", False), ("stablelm_qk", "sdpa", False), ("mimo_v2_flash", "eager", False),
                  ("hyperclovax", "sdpa", False), ("cohere2_moe", "eager", False), ("cohere2_moe_sigmoid", "eager", False),
                  ("opt_no_dropout", "sdpa", False), ("gpt_bigcode_no_dropout", "sdpa", False), ("gptj", "sdpa", False),
-                 ("granite_swa", "eager", False)])
+                 ("granite_swa", "eager", False)]
+              # the thirteenth session's
+              + [("gemma4", "eager", False), ("gemma4", "eager", True), ("gemma4_unified", "eager", False),
+                 ("gemma4_moe", "eager", False)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
@@ -430,7 +452,7 @@ def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
     if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4", "solar_open",
-                "exaone_moe", "mellum", "kolibri1", "mimo_v2_flash", "laguna"):
+                "exaone_moe", "mellum", "kolibri1", "mimo_v2_flash", "laguna", "gemma4_moe"):
         kwargs["moe_intermediate_size"] = 96
     if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
