@@ -108,13 +108,15 @@ class LayerGroup:
     modules: tuple[LinearModule, ...]
     linear: bool = False  # Gated DeltaNet linear attention (else softmax attention)
     indexed: bool = False  # runs a DeepSeek Sparse Attention indexer of its own (else none, or another layer's top-k)
+    kv_shared: bool = False  # reads an earlier layer's keys and values: no k/v projections or norms (Gemma 4 E2B / E4B)
 
     @property
     def key(self) -> LayerKey:
-        return (self.moe, self.local, self.qk_norm, self.linear, self.indexed)
+        return (self.moe, self.local, self.qk_norm, self.linear, self.indexed, self.kv_shared)
 
 
-LayerKey = tuple[bool, bool, bool, bool, bool]  # (moe, local, qk_norm, linear, indexed): what makes two layers alike
+# (moe, local, qk_norm, linear, indexed, kv_shared): what makes two layers alike
+LayerKey = tuple[bool, bool, bool, bool, bool, bool]
 
 
 @lru_cache(maxsize=256)
@@ -236,12 +238,32 @@ def _moe_modules(arch: Architecture) -> tuple[LinearModule, ...]:
     return modules
 
 
+def _per_layer_input_modules(arch: Architecture) -> tuple[LinearModule, ...]:
+    """Gemma 4's per-layer input embeddings in each layer (Gemma4TextDecoderLayer): per_layer_input_gate (h -> width)
+    and per_layer_projection (width -> h), without biases."""
+    width = arch.per_layer_input_width
+    if not width:
+        return ()
+    return (LinearModule("per_layer_input_gate", arch.hidden_size, width, has_bias=False),
+            LinearModule("per_layer_projection", width, arch.hidden_size, has_bias=False, row_parallel=True))
+
+
+def per_layer_input_params(arch: Architecture) -> int:
+    """The model-level part of Gemma 4's per-layer input embeddings (Gemma4TextModel): embed_tokens_per_layer (vocab x
+    num_layers x width), per_layer_model_projection (h -> num_layers x width, no bias) and per_layer_projection_norm
+    (width); 0 without them."""
+    width, layers = arch.per_layer_input_width, arch.num_layers
+    if not width:
+        return 0
+    return arch.per_layer_input_vocab * layers * width + arch.hidden_size * layers * width + norm_params(arch, width)
+
+
 def _layer_key(arch: Architecture, index: int) -> LayerKey:
     local, linear = arch.layer_is_local(index), arch.layer_is_linear(index)
     # a Gated DeltaNet layer has no q/k norm: its q and k are L2-normalised inside the kernel
     qk_norm = (arch.qk_norm != "none" and not linear
                and (local or arch.qk_norm_on_global_layers or arch.local_attention == "none"))
-    return arch.layer_is_moe(index), local, qk_norm, linear, arch.layer_has_indexer(index)
+    return arch.layer_is_moe(index), local, qk_norm, linear, arch.layer_has_indexer(index), arch.layer_is_kv_shared(index)
 
 
 @lru_cache(maxsize=256)
@@ -254,12 +276,19 @@ def layer_groups(arch: Architecture) -> tuple[LayerGroup, ...]:
     linear_attention = _linear_attention_modules(arch)
     dense = _mlp_modules(arch, arch.dense_intermediate_size or arch.intermediate_size, arch.linear_bias)
     groups = []
-    for (moe, local, qk_norm, linear, indexed), count in counts.items():
+    for (moe, local, qk_norm, linear, indexed, kv_shared), count in counts.items():
         attention = linear_attention if linear else _attention_modules(layer_architecture(arch, local))
+        if kv_shared:  # Gemma4TextAttention builds no k_proj / v_proj where it reuses an earlier layer's keys and values
+            own = {module_name(arch, "k"), module_name(arch, "v")}
+            attention = tuple(m for m in attention if m.name not in own)
+        mlp = dense
+        if kv_shared and arch.double_wide_shared_mlp:  # Gemma4TextMLP: intermediate_size x 2 on the shared layers
+            mlp = _mlp_modules(arch, 2 * (arch.dense_intermediate_size or arch.intermediate_size), arch.linear_bias)
         # Gemma 4's MoE layers keep their dense MLP beside the experts (moe_beside_mlp)
-        modules = attention + ((dense if arch.moe_beside_mlp else ()) + _moe_modules(arch) if moe else dense)
+        modules = attention + ((mlp if arch.moe_beside_mlp else ()) + _moe_modules(arch) if moe else mlp)
+        modules += _per_layer_input_modules(arch)
         groups.append(LayerGroup(count=count, moe=moe, local=local, qk_norm=qk_norm, modules=modules, linear=linear,
-                                 indexed=indexed))
+                                 indexed=indexed, kv_shared=kv_shared))
     return tuple(groups)
 
 
@@ -328,8 +357,11 @@ def layer_norm_params(arch: Architecture, group: LayerGroup) -> int:
     if arch.is_mla:
         total += norm_params(arch, arch.kv_lora_rank) + (norm_params(arch, arch.q_lora_rank) if arch.q_lora_rank else 0)
     if group.qk_norm and arch.qk_norm != "l2":  # one head_dim weight for q and one for k, or one per head and channel
-        weights = 2 * shape.head_dim if arch.qk_norm == "head" else (shape.num_attention_heads + shape.num_kv_heads) * shape.head_dim
+        kv = 0 if group.kv_shared else 1  # a KV-shared layer has no k_norm (Gemma4TextAttention)
+        weights = ((1 + kv) * shape.head_dim if arch.qk_norm == "head"
+                   else (shape.num_attention_heads + kv * shape.num_kv_heads) * shape.head_dim)
         total += weights * (1 + arch.qk_norm_bias)  # Phi's nn.LayerNorm(head_dim): a bias beside the weight
+    total += norm_params(arch) * bool(arch.per_layer_input_width)  # Gemma 4's post_per_layer_input_norm
     return total
 
 
@@ -377,7 +409,7 @@ def count_params(arch: Architecture) -> ParamCounts:
     linear = {g: sum(m.num_params for m in g.modules) for g in groups}
     size = {g: linear[g] + layer_norm_params(arch, g) for g in groups}
     first = layer_group(arch, 0)
-    embedding = arch.vocab_size * h + arch.position_embedding_params
+    embedding = arch.vocab_size * h + arch.position_embedding_params + per_layer_input_params(arch)
     return ParamCounts(
         embedding=embedding,
         per_layer=size[first],

@@ -7,14 +7,15 @@ configuration_gemma4_unified.py Gemma4UnifiedTextConfig, whose __post_init__ bot
   `num_global_key_value_heads` KV heads and no v_proj: their values are their keys' projection
   (Gemma4TextAttention.use_alternative_attention); the sliding layers keep `head_dim` and
   `num_key_value_heads`. A config.json transformers saved holds these as `per_layer_config`, the overrides of
-  each full layer, instead of the two keys (and __post_init__ then reads only it).
+  each full layer, instead of the two keys (and __post_init__ then reads only it);
+- E2B / E4B: per-layer input embeddings (`hidden_size_per_layer_input`, on by default: 256) and the last
+  `num_kv_shared_layers` layers reading the keys and values of the last earlier layer of their kind, their MLP twice
+  as wide under `use_double_wide_mlp`.
 
 vramplan reads the full layers as the architecture's shape and the sliding layers' as its local_* shape
 (models/architecture/params.py layer_architecture); with enable_moe_block (26B-A4B) every layer's routed experts
-beside its MLP (moe_beside_mlp). Refused, each in one line: per-layer input embeddings
-(`hidden_size_per_layer_input`, on by default in Gemma4TextConfig: 256), layers that reuse an earlier layer's keys
-and values (`num_kv_shared_layers`), bidirectional attention over every token (`use_bidirectional_attention`
-"all"), and per_layer_config overrides vramplan does not model per layer."""
+beside its MLP (moe_beside_mlp). Refused, each in one line: bidirectional attention over every token
+(`use_bidirectional_attention` "all") and per_layer_config overrides vramplan does not model per layer."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from vramplan.models.catalogue.config_file import show_kind as _show
 from vramplan.models.catalogue.hf_reader import Reader
-from vramplan.models.core.architecture_schema import local_layer
+from vramplan.models.core.architecture_schema import local_layer, local_rule
 from vramplan.models.core.catalogue_schema import MAX_LAYERS
 from vramplan.models.core.errors import VramplanError
 
@@ -47,13 +48,6 @@ def gemma4_layer_types(c: Reader, layers: int) -> Any:
 def global_shape(c: Reader, fields: dict[str, Any]) -> dict[str, Any]:
     """The full layers' head width, KV heads and values (the architecture's), and the sliding layers' where they
     differ (local_head_dim, local_kv_heads), after the local/global pattern is in `fields`."""
-    ple = c.raw("per_layer_input_width")
-    if ple not in (None, 0):
-        raise c.unsupported("per_layer_input_width", "adds per-layer input embeddings (Gemma 4 E2B / E4B: a second "
-                            "embedding table, a gate and a projection in every layer), which are not modelled")
-    if c.raw("kv_shared_layers") not in (None, 0):
-        raise c.unsupported("kv_shared_layers", "makes the last layers reuse an earlier layer's keys and values, "
-                            "which is not modelled")
     if c.raw("bidirectional_attention") == "all":
         raise c.unsupported("bidirectional_attention", "makes every token attend both ways (and halves the window), "
                             "which is not modelled")
@@ -74,7 +68,30 @@ def global_shape(c: Reader, fields: dict[str, Any]) -> dict[str, Any]:
     if fields.get("local_attention", "none") != "none":
         shape.update(local_head_dim=sliding_dim if sliding_dim != dim else 0,
                      local_kv_heads=sliding_kv if sliding_kv != kv else 0)
-    return shape | _experts(c, fields)
+    return shape | _experts(c, fields) | _per_layer_inputs(c, fields)
+
+
+def _per_layer_inputs(c: Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """E2B / E4B: per-layer input embeddings (hidden_size_per_layer_input wide, vocab_size_per_layer_input rows; on by
+    default in Gemma4TextConfig) and the last num_kv_shared_layers layers reusing an earlier layer's keys and values,
+    their MLP twice as wide under use_double_wide_mlp."""
+    shared = c.count("kv_shared_layers", minimum=0, optional=True) or 0
+    layers = fields["num_layers"]
+    if shared and shared >= layers:
+        raise c.unsupported("kv_shared_layers", f"leaves no layer producing keys and values: it must be below "
+                                                f"num_hidden_layers ({layers})")
+    if shared and layers <= MAX_LAYERS:
+        rule = local_rule(fields)
+        producing = {local_layer(i, *rule) for i in range(layers - shared)}
+        if any(local_layer(i, *rule) not in producing for i in range(layers - shared, layers)):
+            raise c.unsupported("kv_shared_layers", "leaves an attention kind of the shared layers without an earlier "
+                                                    "layer producing its keys and values (Gemma4TextConfig raises)")
+    parts: dict[str, Any] = {"kv_shared_layers": shared,
+                             "double_wide_shared_mlp": shared > 0 and c.flag("double_wide_mlp")}
+    if c.names("per_layer_input_width"):
+        width = c.count("per_layer_input_width", minimum=0, optional=True) or 0
+        parts.update(per_layer_input_width=width, per_layer_input_vocab=c.count("per_layer_input_vocab") if width else 0)
+    return parts
 
 
 def _experts(c: Reader, fields: dict[str, Any]) -> dict[str, Any]:
@@ -97,9 +114,7 @@ def _full_layer_overrides(c: Reader, overrides: Any, fields: dict[str, Any]) -> 
     layers = fields["num_layers"]
     if layers > MAX_LAYERS:  # the Architecture refuses it, naming the key
         return fields["head_dim"], None
-    rule = (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
-            fields.get("global_attention_first", False), fields.get("global_first_layer", False),
-            fields.get("global_layers", ""))
+    rule = local_rule(fields)
     full = {i for i in range(layers) if not local_layer(i, *rule)}
     why = ("must set head_dim (and num_key_value_heads) alike on exactly the full-attention layers, as Gemma4TextConfig "
            "writes it; vramplan models one shape for the full layers and one for the sliding ones")

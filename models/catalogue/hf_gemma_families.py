@@ -11,7 +11,8 @@ _GEMMA4_KEYS: dict[str, str | list[str] | None] = {
     "hidden_act": ["hidden_activation", "hidden_act"], "global_every": None, "global_head_dim": "global_head_dim",
     "num_experts": None, "experts_per_token": None,  # read only with enable_moe_block (hf_gemma4.py)
     "global_kv_heads": "num_global_key_value_heads", "value_from_key": "attention_k_eq_v",
-    "kv_shared_layers": "num_kv_shared_layers", "bidirectional_attention": "use_bidirectional_attention"}
+    "kv_shared_layers": "num_kv_shared_layers", "double_wide_mlp": "use_double_wide_mlp",
+    "bidirectional_attention": "use_bidirectional_attention"}
 _GEMMA4_DEFAULTS = {**LLAMA_DEFAULTS, "tie_word_embeddings": True, "vocab_size": 262144, "hidden_size": 2304,
                     "intermediate_size": 9216, "num_layers": 30, "num_attention_heads": 8, "num_kv_heads": 4,
                     "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "global_every": 6, "global_head_dim": 512,
@@ -64,10 +65,11 @@ GEMMA_FAMILIES: dict[str, Family] = {
     # layers whose values are their keys under attention_k_eq_v, the last layer always full (hf_gemma4.py reads these).
     # With enable_moe_block (26B-A4B) every layer runs routed experts beside its MLP (moe_beside_mlp).
     "gemma4_text": Family(
-        keys={**_GEMMA4_KEYS, "per_layer_input_width": "hidden_size_per_layer_input", "experts_beside_mlp": "enable_moe_block",
+        keys={**_GEMMA4_KEYS, "per_layer_input_width": "hidden_size_per_layer_input",
+              "per_layer_input_vocab": "vocab_size_per_layer_input", "experts_beside_mlp": "enable_moe_block",
               "expert_count": "num_experts", "expert_top_k": "top_k_experts", "expert_width": "moe_intermediate_size"},
         defaults={**_GEMMA4_DEFAULTS, "max_position_embeddings": 131072, "sliding_window": 512,
-                  "per_layer_input_width": 256},
+                  "per_layer_input_width": 256, "per_layer_input_vocab": 262144},
         parts=_GEMMA4_PARTS,
     ),
     # Gemma 4 Unified (configuration_gemma4_unified.py / modeling_gemma4_unified.py): Gemma 4's decoder without per-layer

@@ -9,7 +9,7 @@ from typing import Any, TypeGuard
 from vramplan.models.catalogue.config_file import show_kind as _show
 from vramplan.models.catalogue.hf_gemma4 import gemma4_layer_types
 from vramplan.models.catalogue.hf_reader import Reader
-from vramplan.models.core.architecture_schema import local_layer
+from vramplan.models.core.architecture_schema import local_layer, local_rule
 from vramplan.models.core.errors import VramplanError
 
 
@@ -117,9 +117,7 @@ def _local_heads(c: Reader, fields: dict[str, Any]) -> dict[str, int]:
             isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65_536 for n in counts):
         raise VramplanError("num_attention_heads_per_layer", _show(counts),
                             f"must list a head count (1-65,536) for each of the {layers} layers (in {c.source})")
-    rule = (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
-            fields.get("global_attention_first", False), fields.get("global_first_layer", False),
-            fields.get("global_layers", ""))
+    rule = local_rule(fields)
     by_kind: dict[bool, set[int]] = {}
     for index, count in enumerate(counts):
         by_kind.setdefault(local_layer(index, *rule), set()).add(count)

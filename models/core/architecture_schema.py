@@ -4,8 +4,9 @@ models/core/catalogue_schema.py holds the GPU and offering schemas and re-export
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -75,6 +76,14 @@ def local_layer(index: int, has_local: bool, global_every: int, global_first: bo
     return has_local and not (global_every and position % global_every == 0) and not first
 
 
+def local_rule(fields: Mapping[str, Any]) -> tuple[bool, int, bool, bool, str]:
+    """local_layer's rule from a dict of Architecture fields (the config reader splits per-layer values by kind before
+    the Architecture exists)."""
+    return (fields.get("local_attention", "none") != "none", fields.get("global_attention_every", 0),
+            fields.get("global_attention_first", False), fields.get("global_first_layer", False),
+            fields.get("global_layers", ""))
+
+
 class Architecture(CatalogueRow):
     """A transformer decoder (one row of catalogues/architectures.csv, or a Hugging Face config.json)."""
 
@@ -131,6 +140,15 @@ class Architecture(CatalogueRow):
     value_norm: bool = Field(default=False, description="a weightless RMSNorm over each value head (Gemma 4's v_norm)")
     stored_kv: bool = Field(default=False, description="the last layer of each attention kind hands its keys and values "
                             "to a dict the model holds for the whole step (Gemma 4's shared_kv_states 'store' layers)")
+    kv_shared_layers: Count = Field(default=0, ge=0, le=MAX_LAYERS, description="the last N layers reuse the keys and "
+                                    "values of the last earlier layer of their attention kind: no k/v projections or "
+                                    "norms of their own (Gemma 4 E2B / E4B's num_kv_shared_layers); 0 = none")
+    double_wide_shared_mlp: bool = Field(default=False, description="the KV-shared layers' MLP is twice intermediate_size "
+                                         "wide (Gemma 4's use_double_wide_mlp)")
+    per_layer_input_width: Count = Field(default=0, ge=0, le=65_536, description="per-layer input embeddings (Gemma 4 "
+                                         "E2B / E4B's PLE): each layer's slice width of a second embedding table; 0 = none")
+    per_layer_input_vocab: Count = Field(default=0, ge=0, le=10_000_000, description="rows of the per-layer input "
+                                         "embedding table (vocab_size_per_layer_input); 0 without one")
     local_attention: LocalAttention = "none"
     attention_window: Count = Field(default=0, ge=0, le=10_000_000, description="sliding window / chunk length, tokens; 0 = none")
     global_attention_every: int = Field(
@@ -260,6 +278,10 @@ class Architecture(CatalogueRow):
         if self.value_from_key and (self.is_mla or self.fused_qkv or self.v_head_dim):
             raise VramplanError("value_from_key", True, "needs separate q/k projections and values as wide as keys "
                                 "(not MLA, fused_qkv or a v_head_dim of its own)")
+        self._check_kv_sharing()
+        if (self.per_layer_input_width == 0) != (self.per_layer_input_vocab == 0):
+            raise VramplanError("per_layer_input_vocab", self.per_layer_input_vocab, "per-layer input embeddings need "
+                                "both per_layer_input_width and per_layer_input_vocab > 0, or neither")
         if self.moe_beside_mlp and not self.is_moe:
             raise VramplanError("moe_beside_mlp", True, "needs routed experts (num_experts > 1)")
         if self.sink_scaling and not self.attention_sinks:
@@ -320,6 +342,27 @@ class Architecture(CatalogueRow):
         if heads % kv_heads:
             raise VramplanError("local_kv_heads" if self.local_kv_heads else "local_attention_heads", own["local_kv_heads"]
                                 or heads, f"the local layers' {heads} heads must be a multiple of their {kv_heads} KV heads")
+
+    def _check_kv_sharing(self) -> None:
+        """Every KV-shared layer reads the keys and values of an earlier layer of its kind (Gemma4TextConfig.
+        kv_sharing_modes raises where a kind of the shared layers has no earlier layer producing them)."""
+        shared = self.kv_shared_layers
+        if not shared:
+            return
+        if shared >= self.num_layers:
+            raise VramplanError("kv_shared_layers", shared, f"must leave a layer producing keys and values: below "
+                                                            f"num_layers={self.num_layers}")
+        first = self.num_layers - shared
+        producing = {self.layer_is_local(i) for i in range(first)}
+        if any(self.layer_is_local(i) not in producing for i in range(first, self.num_layers)):
+            raise VramplanError("kv_shared_layers", shared, "leaves an attention kind of the shared layers without an "
+                                                            "earlier layer producing its keys and values")
+        if self.is_mla or self.fused_qkv or self.has_linear_attention:
+            raise VramplanError("kv_shared_layers", shared, "needs separate q/k/v projections of softmax attention")
+
+    def layer_is_kv_shared(self, index: int) -> bool:
+        """A layer reading an earlier layer's keys and values (Architecture.kv_shared_layers)."""
+        return index >= self.num_layers - self.kv_shared_layers if self.kv_shared_layers else False
 
     def _check_global_layers(self) -> None:
         tokens = self.global_layers.split()

@@ -84,17 +84,18 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
     return terms + [Term(f"{name}.normed", normed * t * w)]
 
 
-def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape, keys: bool = True) -> list[Term]:
     """QK norms on q (a*d) and k (kv*d), of the block norms' form: per head (Qwen3, Gemma 3; Cohere and StableLM with a
     weight per head), whole width (OLMo 2), or L2 (Llama 4: x * rsqrt(mean(x^2)), which saves the fp32 input and rsqrt
-    only). StableLM's LayerNorm per head (StableLmLayerNormPerHead) keeps each head's slice of q, one storage."""
+    only). StableLM's LayerNorm per head (StableLmLayerNormPerHead) keeps each head's slice of q, one storage.
+    keys=False: q's alone (a KV-shared layer has no k_norm: Gemma 4)."""
     a, k, d = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
     if arch.qk_norm == "l2":
         return [Term("qk_norm.input_fp32", FP32 * x.t * (a + k) * d), Term("qk_norm.rsqrt", FP32 * x.t * (a + k))]
     per_head = arch.qk_norm in ("head", "per_head")
     own = arch.qk_norm == "per_head"
     return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1, weight_per_row=own)
-            + _norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1, weight_per_row=own))
+            + (_norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1, weight_per_row=own) if keys else []))
 
 
 def _value_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
@@ -104,6 +105,19 @@ def _value_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
         return []
     k, dv = arch.num_kv_heads, arch.value_head_dim
     return _norm(arch, kernels, x, "v_norm", k * dv, k, scaled=False)
+
+
+def _per_layer_input(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
+    """Gemma 4's per-layer input (Gemma4TextDecoderLayer, E2B / E4B): per_layer_input_gate keeps the layer's output so
+    far, gelu its input, the product with the layer's slice of the per-layer inputs its gelu output (the slice is the
+    model's one tensor: embedding_terms), per_layer_projection that product, then post_per_layer_input_norm (measured:
+    test_saved_tensors_families.py "gemma4_e")."""
+    width = arch.per_layer_input_width
+    if not width:
+        return []
+    return ([Term("per_layer_input.gate_input", x.e * x.t * arch.hidden_size),
+             Term("per_layer_input.gelu_product", 3 * x.e * x.t * width)]
+            + _norm(arch, kernels, x, "per_layer_input_norm"))
 
 
 def _moe_beside_mlp(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
@@ -152,7 +166,9 @@ def _mla(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     return terms + [Term("attn.kv_b_input", x.e * x.t * arch.kv_lora_rank)]
 
 
-def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Shape) -> list[Term]:
+def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Shape, kv_shared: bool = False) -> list[Term]:
+    """kv_shared: the keys and values are an earlier layer's (Gemma 4's KV-shared layers), already kept there: SDPA keeps
+    none of its own; eager attention its copies, as any layer's."""
     t, b, s, e = x.t, x.b, x.s, x.e
     a, k, d, dv = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.value_head_dim
     scores = b * a * s * s
@@ -171,9 +187,12 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
         kv_b_output = e * t * a * (d - arch.qk_rope_head_dim + dv)
         qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * a * d), Term("attn.kv_b_output", kv_b_output)]
     elif attention == "flash":
-        qkv = [Term("attn.q", e * t * a * d), Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
+        qkv = [Term("attn.q", e * t * a * d)]
+        qkv += [] if kv_shared else [Term("attn.k", e * t * k * d), Term("attn.v", e * t * k * dv)]
     else:  # eager attention repeats K/V to all heads (HF repeat_kv, Megatron repeat_interleave)
         qk = FP32 if arch.eager_scores_fp32 and kernels == "eager" else e  # GPT-J scores fp32 copies of q and k
+        # (a KV-shared layer too: matmul copies the earlier layer's transposed keys and its values into its own
+        # batched operands, which it keeps; measured on Gemma 4's)
         qkv = [Term("attn.q", qk * t * a * d), Term("attn.k_repeated", qk * t * a * d), Term("attn.v_repeated", e * t * a * dv)]
     if arch.attention_gate_per_head:
         # Laguna: softplus(g_proj(x).float()).to(dtype), one value per head, times the output: softplus keeps its fp32
@@ -266,6 +285,8 @@ def layer_terms(
     sandwich = arch.norm_position == "sandwich"  # Gemma's extra post-attention / post-feedforward norms
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1  # attention and MLP read one norm
     attn_linears = 1 if arch.fused_qkv else 2 if arch.is_mla else 3 - arch.value_from_key  # Gemma 4's global layers: no v_proj
+    if group.kv_shared:  # q_proj alone (Gemma 4's KV-shared layers)
+        attn_linears = 1
     if group.linear:  # in_proj_qkvz and in_proj_ba, or Qwen3.5's four projections, read the norm's output
         attn_linears = 4 if arch.linear_split_projections else 2
     mlp_linears = 1 if arch.mlp_kind in NOT_GATED or arch.fused_gate_up else 2
@@ -274,9 +295,9 @@ def layer_terms(
     if arch.is_mla:
         terms += _mla(arch, kernels, x)
     if group.qk_norm:
-        terms += _qk_norm(arch, kernels, x)
-    terms += [] if group.linear else _value_norm(arch, kernels, x)
-    terms += linear_attention_terms(arch, x) if group.linear else _attention(arch, kernels, attention, x)
+        terms += _qk_norm(arch, kernels, x, keys=not group.kv_shared)
+    terms += [] if group.linear or group.kv_shared else _value_norm(arch, kernels, x)
+    terms += linear_attention_terms(arch, x) if group.linear else _attention(arch, kernels, attention, x, group.kv_shared)
     rotated = not group.linear and not arch.learned_position_embeddings  # a Gated DeltaNet layer has no RoPE
     if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and rotated:
         # GLM-4 apply_rotary_pos_emb: cos/sin sliced and repeat_interleaved in every layer; q_rot * cos
@@ -298,12 +319,15 @@ def layer_terms(
     if group.moe and arch.moe_beside_mlp:
         terms += _moe_beside_mlp(arch, kernels, x)
     else:
-        terms += mlp_terms(arch, kernels, x, group.moe)
+        wide = group.kv_shared and arch.double_wide_shared_mlp  # Gemma4TextMLP: twice as wide on the shared layers
+        terms += mlp_terms(arch, kernels, x, group.moe, 2 * (arch.dense_intermediate_size or arch.intermediate_size)
+                           if wide else None)
     if group.moe and arch.moe_output_norm:  # A.X-K1: AXK1MoE.post_mlp_layernorm on the experts' + shared output
         terms += _norm(arch, kernels, x, "moe_output_norm")
     if sandwich:
         terms += _norm(arch, kernels, x, "post_mlp_norm")
     terms += _dropout_mask(arch, x, "mlp_residual", arch.dropout_prob)
+    terms += _per_layer_input(arch, kernels, x)
     terms += _lora(arch, x, lora_adapters, lora_rank, lora_dropout_inputs)
     return compiled_block_terms(arch, kernels, x, terms) if compiled else terms
 
@@ -358,6 +382,14 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
     terms = [Term("embedding.token_ids", INT64 * x.t)]
     if arch.embedding_norm:  # nanochat normalises the embedding before the first layer (its final norm's module)
         terms += _norm(arch, "eager", x, "embedding_norm")
+    if arch.per_layer_input_width:
+        # Gemma 4's per-layer inputs (Gemma4TextModel.project_per_layer_inputs): per_layer_model_projection keeps the
+        # scaled token embedding, per_layer_projection_norm normalises each layer's slice (num_layers rows a token), and
+        # the layers keep the mixed per-layer inputs, one tensor (measured: test_saved_tensors_families.py "gemma4_e")
+        width = arch.num_layers * arch.per_layer_input_width
+        terms += ([Term("per_layer_input.projection_input", x.e * x.t * arch.hidden_size)]
+                  + _norm(arch, "eager", x, "per_layer_projection_norm", width, rows=arch.num_layers)
+                  + [Term("per_layer_input.inputs", x.e * x.t * width)])
     if arch.learned_position_embeddings:
         terms.append(Term("embedding.position_ids", INT64 * x.s))
     return terms + _dropout_mask(arch, x, "embedding", arch.embedding_dropout)

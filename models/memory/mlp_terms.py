@@ -34,11 +34,12 @@ def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str
     return [Term(f"{name}.gate_up_act_product", 4 * e * t * f)]
 
 
-def mlp_terms(arch: Architecture, kernels: Kernels, x: Shape, moe: bool) -> list[Term]:
-    """What one layer's MLP keeps for backward: a dense MLP of the dense layers' width, or a MoE block."""
+def mlp_terms(arch: Architecture, kernels: Kernels, x: Shape, moe: bool, width: int | None = None) -> list[Term]:
+    """What one layer's MLP keeps for backward: a dense MLP of the dense layers' width (or `width`: Gemma 4's double-wide
+    KV-shared layers), or a MoE block."""
     if moe:
         return _moe(arch, kernels, x)
-    return _dense_mlp(arch, kernels, x, arch.dense_intermediate_size or arch.intermediate_size)
+    return _dense_mlp(arch, kernels, x, width or arch.dense_intermediate_size or arch.intermediate_size)
 
 
 def _moe(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:

@@ -37,6 +37,7 @@ from vramplan.models.architecture.params import (
     layer_group_counts,
     layer_groups,
     layer_norm_params,
+    per_layer_input_params,
 )
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
@@ -104,9 +105,11 @@ def layer_shard(arch: Architecture, tp: int, ep: int, group: LayerGroup | None =
 
 def embedding_shard(arch: Architecture, tp: int) -> int:
     """Vocab-parallel token embedding (+ replicated learned positions) on one TP rank, and a multimodal
-    checkpoint's vision tower and projector, whole on every TP rank of the first stage (counted as
-    replicated: no stack's TP plan for them is modelled)."""
-    return ceil_div(arch.vocab_size, tp) * arch.hidden_size + arch.position_embedding_params + arch.vision_params
+    checkpoint's vision tower and projector and Gemma 4's per-layer input embeddings (table, projection and
+    norm), whole on every TP rank of the first stage (counted as replicated: no stack's TP plan for them is
+    modelled; transformers' Gemma 4 tp_plan names neither)."""
+    return (ceil_div(arch.vocab_size, tp) * arch.hidden_size + arch.position_embedding_params + arch.vision_params
+            + per_layer_input_params(arch))
 
 
 def head_shard(arch: Architecture, tp: int, pp: int) -> int:

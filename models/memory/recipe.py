@@ -87,7 +87,9 @@ def largest_trainable_tensor_params(arch: Architecture, job: Job) -> int:
         counts = count_params(arch)
         # MoE experts are one fused (E, ...) parameter per projection in transformers 5 (grouped_mm).
         largest_linear = max(m.copies_per_layer * m.in_features * m.out_features for m in layer_linear_modules(arch))
-        return max(arch.vocab_size * arch.hidden_size, counts.lm_head, largest_linear)
+        # Gemma 4's per-layer input table (vocab x layers x width) is one tensor too
+        ple = arch.per_layer_input_vocab * arch.num_layers * arch.per_layer_input_width
+        return max(arch.vocab_size * arch.hidden_size, counts.lm_head, largest_linear, ple)
     # LoRA: the largest adapter matrix, A (r x d_in) or B (d_out x r).
     r = job.lora_rank
     return max(r * max(m.in_features, m.out_features) for m in adapted_modules(arch, job.lora_targets))

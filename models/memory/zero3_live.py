@@ -187,6 +187,12 @@ def zero3_model(arch: Architecture, job: Job, tp: int, weight_bytes: int) -> Zer
     embedding = [b.param(ceil_div(arch.vocab_size * h, tp), full)]
     if arch.learned_position_embeddings:
         embedding.append(b.param(ceil_div(arch.max_position_embeddings * h, tp), full))
+    if arch.per_layer_input_width:
+        # Gemma 4's per-layer inputs: embed_tokens_per_layer and per_layer_model_projection, each a module of its own
+        # fetched whole before the first layer (Gemma4TextModel.forward), and per_layer_projection_norm's weight
+        width = arch.num_layers * arch.per_layer_input_width
+        embedding += [b.param(arch.per_layer_input_vocab * width, full), b.param(h * width, full),
+                      b.param(arch.per_layer_input_width, full)]
     layers = tuple(_layer(b, arch, job, layer_group(arch, i), tp) for i in range(arch.num_layers))
     lm_head = b.module(b.param(ceil_div(arch.vocab_size * h, tp), full)) if count_params(arch).lm_head else b.module(embedding[0])
     b.persistent += count_params(arch).final_norm

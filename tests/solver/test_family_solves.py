@@ -6,8 +6,8 @@ that do not model them.
   own DSA is another layer, torchtitan builds no deepseek_v32.
 - Sliding layers with their own KV heads and sinks (MiMo-V2-Flash's layer): TP up to the full layers' 4 KV heads
   and beyond, replicated; no CP (the ring is sized by one KV head count); megatron builds one attention shape.
-- Gemma 4's layer (26B-A4B): full and sliding layers of different head widths and KV heads, routed experts beside
-  each MLP; the same limits as MiMo-V2-Flash's."""
+- Gemma 4's layers (26B-A4B; E2B): full and sliding layers of different head widths and KV heads, routed experts
+  beside each MLP; per-layer input embeddings and KV-shared layers; the same limits as MiMo-V2-Flash's."""
 
 from __future__ import annotations
 
@@ -62,6 +62,14 @@ CASES = {
          "global_head_dim": 512, "attention_k_eq_v": True, "sliding_window": 1024, "hidden_size_per_layer_input": 0,
          "enable_moe_block": True, "num_experts": 32, "top_k_experts": 8, "moe_intermediate_size": 704},
         ((Job(seq_len=4096, method="lora"), "time"), (Job(seq_len=4096, method="full"), "cost")),
+        no_tp=False, not_stacks=frozenset({"megatron"})),
+    # Gemma 4 E2B's layer: per-layer input embeddings, one KV head, the last 4 of 12 layers reusing keys and values
+    "gemma4_ple": FamilyCase(
+        {"model_type": "gemma4_text", "hidden_size": 1536, "intermediate_size": 6144, "num_hidden_layers": 12,
+         "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "global_head_dim": 512,
+         "sliding_window": 512, "hidden_size_per_layer_input": 256, "num_kv_shared_layers": 4,
+         "use_double_wide_mlp": True},
+        ((Job(seq_len=2048, method="qlora"), "time"), (Job(seq_len=4096, method="full", stack="deepspeed"), "cost")),
         no_tp=False, not_stacks=frozenset({"megatron"})),
 }
 

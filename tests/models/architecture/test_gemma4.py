@@ -30,6 +30,11 @@ GEMMA4_12B = {"model_type": "gemma4_unified_text", "hidden_size": 3840, "interme
 GEMMA4_26B_A4B = {**GEMMA4_31B, "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 30,
                   "num_attention_heads": 16, "num_key_value_heads": 8, "num_global_key_value_heads": 2,
                   "enable_moe_block": True, "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704}
+# An E2B-shaped decoder: 35 layers 1,536 wide, one KV head, per-layer inputs 256 wide, the last 20 layers KV-shared
+GEMMA4_E2B = {**{k: v for k, v in GEMMA4_31B.items() if k not in ("num_global_key_value_heads", "attention_k_eq_v")},
+              "hidden_size": 1536, "intermediate_size": 6144, "num_hidden_layers": 35, "num_attention_heads": 8,
+              "num_key_value_heads": 1, "sliding_window": 512, "hidden_size_per_layer_input": 256,
+              "vocab_size_per_layer_input": 262144, "num_kv_shared_layers": 20, "use_double_wide_mlp": True}
 # The same 31B as transformers 5.24 saves it (Gemma4TextConfig.to_dict): the full layers' overrides in
 # per_layer_config, keyed by zero-padded layer index, and no global_head_dim / num_global_key_value_heads
 SAVED_31B = {**{k: v for k, v in GEMMA4_31B.items() if k not in ("global_head_dim", "num_global_key_value_heads")},
@@ -50,6 +55,9 @@ def _read(config: dict):
     ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0}, 3_010_758_400),  # Gemma4TextConfig()'s shape
     (GEMMA4_26B_A4B, 25_233_141_760),  # Gemma 4 26B-A4B: 25.2B
     ({**GEMMA4_26B_A4B, "enable_moe_block": False}, 2_384_001_280),  # its expert counts then build nothing
+    (GEMMA4_E2B, 4_621_490_944),  # per-layer inputs, the last 20 layers reusing keys and values, double-wide MLPs there
+    ({**GEMMA4_E2B, "use_double_wide_mlp": False}, 4_055_259_904),
+    ({"model_type": "gemma4_text"}, 5_077_177_856),  # Gemma4TextConfig(): per-layer inputs 256 wide by default
 ])
 def test_counts_equal_transformers(config: dict, total: int) -> None:
     assert count_params(_read(config)).total == total
@@ -101,8 +109,10 @@ def test_each_head_width_has_its_rope_table() -> None:
 
 
 @pytest.mark.parametrize(("change", "key", "why"), [
-    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input", "per-layer input embeddings"),
-    ({"num_kv_shared_layers": 20}, "num_kv_shared_layers", "reuse an earlier layer's keys"),
+    ({"num_kv_shared_layers": 60}, "num_kv_shared_layers", "below num_hidden_layers (60)"),
+    ({"num_kv_shared_layers": 55}, "num_kv_shared_layers", "without an earlier layer producing"),  # full: first is 5
+    ({"num_kv_shared_layers": -1}, "num_kv_shared_layers", "whole number >= 0"),
+    ({"hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 0}, "vocab_size_per_layer_input", "whole number >= 1"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention", "both ways"),
     ({**GEMMA4_26B_A4B, "top_k_experts": 129}, "top_k_experts", "more experts than num_experts"),
     ({**GEMMA4_26B_A4B, "num_experts": None}, "num_experts", "whole number >= 2"),
@@ -121,11 +131,22 @@ def test_what_is_not_modelled_is_refused_in_one_line(change: dict, key: str, why
     assert message.startswith(key) and why in message and "\n" not in message
 
 
-def test_per_layer_embeddings_are_on_by_default() -> None:
-    """Gemma4TextConfig's hidden_size_per_layer_input defaults to 256 (E2B / E4B): a file without the key has them."""
-    with pytest.raises(VramplanError, match="hidden_size_per_layer_input"):
-        _read({"model_type": "gemma4_text"})
-    assert count_params(_read({"model_type": "gemma4_unified_text"})).total > 0  # Gemma4UnifiedTextConfig has none
+def test_e2b_layers_reuse_keys_and_values_and_read_per_layer_inputs() -> None:
+    """Gemma4TextAttention builds no k_proj, v_proj, k_norm or v_norm on the last num_kv_shared_layers layers (they read
+    the last earlier layer of their kind's), Gemma4TextMLP doubles their width under use_double_wide_mlp, and every
+    layer has per_layer_input_gate (h -> 256), per_layer_projection (256 -> h) and post_per_layer_input_norm."""
+    arch = _read(GEMMA4_E2B)
+    assert (arch.kv_shared_layers, arch.double_wide_shared_mlp, arch.per_layer_input_width) == (20, True, 256)
+    shared = [g for g in layer_groups(arch) if g.kv_shared]
+    own = [g for g in layer_groups(arch) if not g.kv_shared]
+    assert sum(g.count for g in shared) == 20 and sum(g.count for g in own) == 15
+    names = {m.name: m for m in shared[0].modules}
+    assert "k_proj" not in names and "v_proj" not in names and names["up_proj"].out_features == 2 * 6144
+    assert {"per_layer_input_gate", "per_layer_projection", "k_proj"} <= {m.name for m in own[0].modules}
+    x = Shape(b=1, s=1, e=2)
+    sdpa = {t.name for t in layer_terms(arch, "eager", "flash", x, group=shared[0])}
+    assert "attn.k" not in sdpa and "k_norm.input_fp32" not in sdpa and "v_norm.input_fp32" not in sdpa
+    assert {"per_layer_input.gate_input", "per_layer_input_norm.input_fp32"} <= sdpa
 
 
 # Gemma4VisionModel's shape in tests: a SigLIP-so400m-sized tower (27 layers, 1,152 wide, 16 heads of 72)
@@ -196,3 +217,15 @@ def test_26b_a4b_runs_routed_experts_beside_each_mlp() -> None:
     assert {"gate_proj", "up_proj", "down_proj"} <= names and len(names) > 8
     active = count_params(arch).active
     assert 3.8e9 < active < 4.0e9  # "A4B": about 3.8B active of 25.2B
+
+
+@pytest.mark.parametrize("config", [GEMMA4_E2B, GEMMA4_26B_A4B])
+def test_zero3_partitions_every_decoder_parameter(config: dict) -> None:
+    """DeepSpeed ZeRO-3's parameters (models/memory/zero3_live.py: the per-layer input table and projection are
+    modules of their own, fetched before the first layer) add up to the count without a vision tower."""
+    from vramplan.models.core.setup import Job
+    from vramplan.models.memory.zero3_live import zero3_model
+
+    arch = _read(config)
+    model = zero3_model(arch, Job(seq_len=1024), 1, 2)
+    assert sum(p.numel for p in model.params) + model.persistent_elements == count_params(arch).total

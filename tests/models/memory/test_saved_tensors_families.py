@@ -69,6 +69,8 @@ _TINY = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key
 _GEMMA4 = dict(_TINY, num_hidden_layers=4, num_key_value_heads=2, num_global_key_value_heads=1, head_dim=16,
                global_head_dim=32, attention_k_eq_v=True, sliding_window=16, hidden_size_per_layer_input=0,
                layer_types=["sliding_attention", "full_attention"] * 2)
+_GEMMA4_E = dict(_GEMMA4, num_key_value_heads=1, hidden_size_per_layer_input=8, vocab_size_per_layer_input=1000,
+                 num_kv_shared_layers=2, use_double_wide_mlp=True)
 NEW_CONFIGS = {
     "gpt_oss": ("gpt_oss", dict(_TINY, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
                                 layer_types=None)),
@@ -274,6 +276,11 @@ NEW_CONFIGS = {
     # Gemma 4 26B-A4B's layer: routed experts (grouped_mm) beside the MLP, each between norms of its own
     "gemma4_moe": ("gemma4_text", dict(_GEMMA4, enable_moe_block=True, num_experts=4, top_k_experts=2,
                                        moe_intermediate_size=48)),
+    # Gemma 4 E2B's layers: per-layer input embeddings (8 wide), one KV head, the last two layers reusing the first two's
+    # keys and values with a double-wide MLP; and with as many KV heads as heads
+    "gemma4_e": ("gemma4_text", _GEMMA4_E),
+    "gemma4_e_mha": ("gemma4_text", dict(_GEMMA4_E, num_key_value_heads=4, num_global_key_value_heads=4,
+                                         use_double_wide_mlp=False)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -383,6 +390,11 @@ NEW_RATIOS = {
     "gemma4_unified": {"sdpa": (1.0501, 1.0, 1.0501, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
     "gemma4_dropout": {"eager": (1.0, 1.0, 1.0, 1.0)},
     "gemma4_moe": {"sdpa": (1.0298, 1.0, 1.0298, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    # E2B's first two layers produce the keys and values the last two reuse: under SDPA both keep them, so the probe
+    # counts them in neither layer (the producers read low; test_gemma4_whole_model_saved_bytes_equal_the_terms counts
+    # them once, exactly), beside the sliding layers' window mask
+    "gemma4_e": {"sdpa": (1.0116, 0.9805, 1.0192, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "gemma4_e_mha": {"sdpa": (0.9799, 0.9372, 1.0243, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
 }
 
 
@@ -390,6 +402,25 @@ NEW_RATIOS = {
 def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
     model_type, kwargs = NEW_CONFIGS[name]
     assert layer_ratios(model_type, kwargs, attn, name) == pytest.approx(NEW_RATIOS[name][attn], abs=5e-4)
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("name", ["gemma4", "gemma4_e", "gemma4_e_mha", "gemma4_moe"])
+def test_gemma4_whole_model_saved_bytes_equal_the_terms(name: str, attn: str) -> None:
+    """Every tensor the model saves, counted once (a KV-shared layer's keys and values are its producer's), equals the
+    layers', the embedding's (per-layer inputs included), the RoPE tables' and the output's terms, but the logits the
+    output holds (the probe counts what autograd saves); the window (128) covers the sequence, so SDPA builds no mask."""
+    from vramplan.models.memory.activation_terms import embedding_terms, output_terms, shared_terms
+
+    model_type, kwargs = NEW_CONFIGS[name]
+    kwargs = dict(kwargs, sliding_window=128)
+    arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
+    x, attention = Shape(b=B, s=S, e=E), "flash" if attn == "sdpa" else "eager"
+    layers = sum(cpu_bytes(t, arch) for i in range(arch.num_layers)
+                 for t in layer_terms(arch, "eager", attention, x, group=layer_group(arch, i)))
+    rest = sum(t.num_bytes for t in shared_terms(arch, x) + embedding_terms(arch, x) + output_terms(arch, "eager", x)
+               if t.name != "output.logits")
+    assert probe(model_type, kwargs, B, S, torch.bfloat16, attn).total_unique_bytes == layers + rest
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
@@ -442,7 +473,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("granite_swa", "eager", False)]
               # the thirteenth session's
               + [("gemma4", "eager", False), ("gemma4", "eager", True), ("gemma4_unified", "eager", False),
-                 ("gemma4_moe", "eager", False)])
+                 ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
