@@ -341,7 +341,7 @@ def architecture_from_config(config: dict[str, Any], name: str, source: str) -> 
         fields["vision_params"] = vision_params(wrapper, config, fields["hidden_size"], source)
     config = decoder
     try:
-        return Architecture(name=name, model_type=model_type, source=source, **fields)
+        return Architecture(name=name, model_type=family.modeling or model_type, source=source, **fields)
     except ValidationError as error:
         first = error.errors()[0]
         original = first.get("ctx", {}).get("error")  # a whole-model check (e.g. heads) says it itself

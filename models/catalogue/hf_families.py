@@ -11,13 +11,16 @@ Data, one entry per model_type (as torchtitan keeps one `ModelArgs` per model):
 - `required`: keys whose config-class default (None) builds no model in transformers itself, so a
   file without them is refused rather than read as something else (dots1's expert counts);
 - `layer_lists`: keys the family's config may give as one value per layer (HunYuan's moe_topk), read
-  as one value when all are equal and refused otherwise.
+  as one value when all are equal and refused otherwise;
+- `modeling`: the model_type whose modeling code builds it, where that is another family's (InternLM3 and
+  EXAONE are LlamaForCausalLM: hf_alias_families.py); the architecture records that type.
 The entries: the dense families here, the MoE families in hf_moe_families.py, the record and the
 shared key maps in hf_family_parts.py. models/catalogue/hf_config.py reads any family through this
 table; the memory model only sees the parts.
 """
 from __future__ import annotations
 
+from vramplan.models.catalogue.hf_alias_families import ALIAS_FAMILIES
 from vramplan.models.catalogue.hf_classic_families import CLASSIC_FAMILIES
 from vramplan.models.catalogue.hf_family_parts import (
     FALCON_PARTS,
@@ -302,6 +305,7 @@ FAMILIES: dict[str, Family] = {
         parts={"gated_mlp": False, "norm_kind": "layernorm"},
     ),
     **MOE_FAMILIES,
+    **ALIAS_FAMILIES,  # config classes another family's modeling code builds (hf_alias_families.py)
 }
 FAMILIES["gemma3"] = Family(text_config=True)
 FAMILIES["llama4"] = Family(text_config=True)

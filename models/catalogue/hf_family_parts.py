@@ -21,6 +21,7 @@ class Family:
     text_config: bool = False
     required: tuple[str, ...] = ()
     layer_lists: tuple[str, ...] = ()
+    modeling: str | None = None  # the model_type whose modeling code builds it, where another family's (hf_alias_families.py)
 
 
 LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "tie_word_embeddings": False, "attention_bias": False,

@@ -148,7 +148,7 @@ MOE_FAMILIES: dict[str, Family] = {
                   "intermediate_size": 10944, "num_layers": 46, "num_attention_heads": 96, "num_kv_heads": 8,
                   "partial_rotary_factor": 0.5, "moe_intermediate_size": 1408, "experts_per_token": 8,
                   "shared_experts": 1, "num_experts": 128, "first_dense_layers": 1, "use_qk_norm": False},
-        parts={**MLA_PARTS, "attention_bias_qkv_only": True, "qk_norm_kind": "head"},
+        parts={**MLA_PARTS, "attention_bias_qkv_only": True, "qk_norm_kind": "head", "rope_concatenated": True},
     ),
     # ERNIE 4.5 MoE (configuration_ernie4_5_moe.py / modeling_ernie4_5_moe.py): ERNIE 4.5's layer with a
     # MoE block from moe_layer_start_index on, every moe_layer_interval-th layer ((i + 1) % interval, as

@@ -28,6 +28,9 @@ def apply_switches(c: Reader, fields: dict[str, Any], parts: dict[str, Any], hid
     for key, why in parts.pop("refused_if_unset", {}).items():  # a switch whose off state vramplan does not model
         if key in c.config and c.config[key] is not True:
             raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
+    if parts.pop("biases_agree", False) and c.flag("attention_bias") != c.flag("mlp_bias"):  # InternLM3Config raises
+        raise c.unsupported("attention_bias", f"differs from {c.key('mlp_bias')}: the Llama implementation biases q/k/v "
+                                              "and o_proj alike, so the config class refuses it")
     if parts.pop("kv_heads_from_flag", False) and c.flag("single_kv_head"):  # GPTBigCode's multi_query: one KV head
         fields["num_kv_heads"] = 1
     projection = parts.pop("embedding_projection_key", None)  # OPT-350m's word_embed_proj_dim: project_in / project_out

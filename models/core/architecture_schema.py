@@ -218,6 +218,9 @@ class Architecture(CatalogueRow):
                                       "(half: gpt-oss), or copies each layer makes (per_layer: GLM-4; per_layer_fp32: "
                                       "ERNIE 4.5's fp32 interleaved rotation; per_call: GPT-J, a pair for q and one for "
                                       "k, rotated token-major)")
+    rope_concatenated: bool = Field(default=False, description="RoPE writes q and k by concatenating their rotated and "
+                                    "pass-through parts even where the whole head rotates (GLM-4-MoE's "
+                                    "apply_rotary_pos_emb): new tensors in head-major order")
     lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(

@@ -206,7 +206,8 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     # RoPE that concatenates its parts (the rotated and pass-through dims of a partial rotary: GLM-4,
     # GLM-4.5; gpt-oss's halves) makes q a new tensor contiguous in (b, heads, s, d) order
     # (GPT-J concatenates q in (b, s, heads, d) order before its transpose: SDPA's output comes back token-major)
-    concatenated = arch.rope_tables == "half" or (arch.partial_rotary_factor < 1 and arch.rope_tables != "per_call")
+    concatenated = (arch.rope_tables == "half" or arch.rope_concatenated
+                    or (arch.partial_rotary_factor < 1 and arch.rope_tables != "per_call"))
     # concatenate (Helium rotates its whole head in place: measured, test_saved_tensors_families.py)
     # MLA concatenates q's nope and rope parts of the head-major q_b_proj view (DeepseekV3Attention:
     # torch.cat((q_pass, q_rot), dim=-1)): measured under CPU SDPA's fused kernel where q/k and v are

@@ -113,14 +113,17 @@ def test_glm4_moe_parts() -> None:
 
 
 def test_glm4_moe_saves_the_reshaped_attention_output() -> None:
-    """Partial RoPE concatenates the rotated and pass-through dims, so q comes out head-major and
-    o_proj's input is a copy of SDPA's output (measured: tests/models/memory/test_saved_tensors_families.py)."""
+    """Glm4Moe's RoPE concatenates the rotated and pass-through dims, so q comes out head-major and
+    o_proj's input is a copy of SDPA's output, also where the whole head rotates (Sarvam MoE: an empty
+    pass-through part; measured: tests/models/memory/test_saved_tensors_families.py)."""
     shape = Shape(b=1, s=4096, e=2)
-    names = [t.name for t in layer_terms(_arch("glm-4.5-air"), "eager", "flash", shape, group=layer_group(_arch("glm-4.5-air"), 0))]
-    assert "attn.output_copy" in names
-    llama_like = _arch("glm-4.5-air", partial_rotary_factor=1.0)
-    assert "attn.output_copy" not in [t.name for t in layer_terms(llama_like, "eager", "flash", shape,
-                                                                     group=layer_group(llama_like, 0))]
+
+    def copies(arch) -> bool:
+        return "attn.output_copy" in [t.name for t in layer_terms(arch, "eager", "flash", shape, group=layer_group(arch, 0))]
+
+    assert copies(_arch("glm-4.5-air")) and copies(_arch("glm-4.5-air", partial_rotary_factor=1.0))
+    llama_rope = _arch("glm-4.5-air", partial_rotary_factor=1.0).model_copy(update={"rope_concatenated": False})
+    assert not copies(llama_rope)
 
 
 # transformers 5.24's config classes with every default (AutoConfig.for_model(<type>)), counted on the

@@ -281,6 +281,16 @@ NEW_CONFIGS = {
     "gemma4_e": ("gemma4_text", _GEMMA4_E),
     "gemma4_e_mha": ("gemma4_text", dict(_GEMMA4_E, num_key_value_heads=4, num_global_key_value_heads=4,
                                          use_double_wide_mlp=False)),
+    # config classes another family's modeling code builds (hf_alias_families.py): InternLM3 with its biases (Llama),
+    # EXAONE (Llama), Sarvam MoE (GLM-4-MoE with the whole head rotated by concatenation), Sarvam MLA (DeepSeek-V3
+    # without a query latent)
+    "internlm3": ("internlm3", dict(_TINY, head_dim=16, qkv_bias=True, bias=True)),
+    "exaone": ("exaone", dict(_TINY)),
+    "sarvam_moe": ("sarvam_moe", dict(_TINY, head_dim=16, moe_intermediate_size=48, n_routed_experts=4,
+                                      num_experts_per_tok=2, first_k_dense_replace=1)),
+    "sarvam_mla": ("sarvam_mla", dict(_TINY, num_key_value_heads=4, moe_intermediate_size=48, n_routed_experts=4,
+                                      num_experts_per_tok=2, first_k_dense_replace=1, kv_lora_rank=32,
+                                      qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16)),
 }
 NEW_RATIOS = {
     "gpt_oss": {"eager": (1.0, 1.0)},
@@ -395,6 +405,12 @@ NEW_RATIOS = {
     # them once, exactly), beside the sliding layers' window mask
     "gemma4_e": {"sdpa": (1.0116, 0.9805, 1.0192, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
     "gemma4_e_mha": {"sdpa": (0.9799, 0.9372, 1.0243, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
+    "internlm3": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "exaone": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    # the MoE layer: GLM-4.5's group-limited router state (as glm4_moe's); Sarvam MLA under SDPA runs CPU's math path
+    # (as deepseek_v3), so eager only
+    "sarvam_moe": {"sdpa": (1.0, 1.0067), "eager": (1.0, 1.0049)},
+    "sarvam_mla": {"eager": (1.0, 1.0051)},
 }
 
 
@@ -473,7 +489,9 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("granite_swa", "eager", False)]
               # the thirteenth session's
               + [("gemma4", "eager", False), ("gemma4", "eager", True), ("gemma4_unified", "eager", False),
-                 ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True)])
+                 ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True),
+                 ("internlm3", "sdpa", False), ("exaone", "sdpa", False), ("sarvam_moe", "sdpa", False),
+                 ("sarvam_mla", "eager", False)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
@@ -483,7 +501,7 @@ def _peak_kwargs(name: str) -> tuple[str, dict]:
     model_type, kwargs = SMALL_CONFIGS[name] if name in SMALL_CONFIGS else NEW_CONFIGS[name]
     kwargs = dict(kwargs, hidden_size=128, intermediate_size=352, vocab_size=64)
     if name in ("qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "dots1", "glm4_moe_lite", "mistral4", "solar_open",
-                "exaone_moe", "mellum", "kolibri1", "mimo_v2_flash", "laguna", "gemma4_moe"):
+                "exaone_moe", "mellum", "kolibri1", "mimo_v2_flash", "laguna", "gemma4_moe", "sarvam_moe", "sarvam_mla"):
         kwargs["moe_intermediate_size"] = 96
     if name in ("deepseek_v3", "glm4_moe_lite", "mistral4"):
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
