@@ -133,6 +133,16 @@ MOE_FAMILIES: dict[str, Family] = {
         parts={"norm_kind": "rmsnorm_fp32_weight", "attention_sinks": True, "moe_bias": True, "fused_gate_up": True,
                "clamped_swiglu": True, "router_topk_softmax": True, "eager_softmax_fp32": False, "rope_tables": "half"},
     ),
+    # Aria's decoder (configuration_aria.py AriaTextConfig / modeling_aria.py, Rhymes AI): Llama's attention, a MoE block
+    # in every layer: the router softmaxes only the top-k raw logits (AriaTextTopKRouter, in the activation dtype, as
+    # gpt-oss's), fused grouped_mm experts (AriaExperts, always SiLU-gated) beside moe_num_shared_experts shared experts
+    # of intermediate_size each (one MLP). The `aria` wrapper (a vision tower and a cross-attention projector) is not read.
+    "aria_text": Family(
+        keys={"num_experts": "moe_num_experts", "experts_per_token": "moe_topk", "shared_experts": "moe_num_shared_experts"},
+        defaults={**LLAMA_DEFAULTS, "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 4096, "num_layers": 32,
+                  "num_attention_heads": 32, "num_experts": 8, "experts_per_token": 2, "shared_experts": 2},
+        parts={"router_topk_softmax": True, "fused_gate_up": True, "silu_experts": True},
+    ),
     # GLM-4.5 / 4.6 / 4.7 and GLM-4.5-Air (transformers 5.24 configuration_glm4_moe.py / modeling_glm4_moe.py):
     # DeepSeek-V3's MoE block (Glm4MoeMoE = DeepseekV3MoE: a sigmoid top-k router whose linear runs on an fp32
     # copy of its input, Glm4MoeTopkRouter; fused [E, 2f, h] gate_up_proj experts; n_shared_experts shared

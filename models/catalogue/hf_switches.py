@@ -28,6 +28,9 @@ def apply_switches(c: Reader, fields: dict[str, Any], parts: dict[str, Any], hid
     for key, why in parts.pop("refused_if_unset", {}).items():  # a switch whose off state vramplan does not model
         if key in c.config and c.config[key] is not True:
             raise VramplanError(key, _show(c.config[key]), f"{why} (in {c.source})")
+    if parts.pop("silu_experts", False) and fields["mlp_kind"] != "swiglu":  # AriaExperts: act_fn = ACT2FN["silu"]
+        raise c.unsupported("hidden_act", "gates the shared experts with another activation than the routed ones' SiLU, "
+                                          "which is not modelled")
     if parts.pop("biases_agree", False) and c.flag("attention_bias") != c.flag("mlp_bias"):  # InternLM3Config raises
         raise c.unsupported("attention_bias", f"differs from {c.key('mlp_bias')}: the Llama implementation biases q/k/v "
                                               "and o_proj alike, so the config class refuses it")

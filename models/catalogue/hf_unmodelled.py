@@ -61,6 +61,30 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     "bitnet": "ternary (1.58-bit) linear layers with their own sub-norms, which are not modelled",
     # DbrxConfig: attn_config / ffn_config objects
     "dbrx": "its attention and MoE settings nested in attn_config and ffn_config, which vramplan does not read",
+    # HrmTextModel: an H and an L stack of num_layers_per_stack layers re-run H_cycles x (L_cycles + 1) times, gradients
+    # routed through L_bp_cycles of them, and a prefix-LM mask
+    "hrm_text": ("hierarchical recurrent cycles (two stacks of shared layers re-run H_cycles x (L_cycles + 1) times) and "
+                 "a prefix-LM mask, which are not modelled"),
+    # AriaForConditionalGeneration: Idefics3's vision tower and a cross-attention projector beside AriaTextForCausalLM
+    "aria": "a vision tower and a cross-attention projector beside its decoder, which are not counted; its text_config "
+            "saved as a config.json of its own reads as the decoder (aria_text)",
+    # CohereCompassTextModel(Qwen3VLTextModel): Cohere 2's layers under Qwen3-VL's text model (mrope, DeepStack inputs)
+    **dict.fromkeys(("cohere_compass", "cohere_compass_text"), "Cohere 2's layers inside Qwen3-VL's text model "
+                    "(multimodal rotary sections and DeepStack visual inputs), which are not modelled"),
+    # Dots3NoteTextAttention: MLA with g_proj (a sigmoid gate per head), k_rope_only_layernorm, scaled latents and
+    # sliding layers, GLM-5's indexer (GlmMoeDsaIndexer); the wrapper adds vision and audio towers
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), f"MLA with a gate per head, a norm on the rope key and sliding "
+                    f"layers beside {_INDEXER}, which are not modelled"),
+    # MiniMaxM3VLTextModel: DeepseekV4Experts (hash-routed and clamped experts) under a CLIP vision tower
+    **dict.fromkeys(("minimax_m3_vl", "minimax_m3_vl_text"), "DeepSeek-V4's experts beside a vision tower, which are "
+                    "not modelled"),
+    # Apertus1p5TextForCausalLM: Apertus's layer with an extended vocabulary and an output head pruned to
+    # output_vocab_size rows; the wrapper adds vision and audio tokenizers
+    **dict.fromkeys(("apertus1p5", "apertus1p5_text"), "an output head pruned to output_vocab_size rows of an extended "
+                    "vocabulary, which is not modelled"),
+    # Gemma4AssistantForCausalLM: a draft model for speculative decoding that reads its target model's keys and values
+    **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"), "no keys and values of its own: a speculative-"
+                    "decoding draft model reading its target model's, which is not modelled"),
     # BloomAttention / MptAttention: ALiBi biases added to the scores (Falcon's alibi is refused alike)
     **dict.fromkeys(("bloom", "mpt"), "ALiBi position biases, which are not modelled"),
     # GPTNeoSelfAttention: a causal-mask buffer per layer (max_position_embeddings^2 booleans), local layers masked inside

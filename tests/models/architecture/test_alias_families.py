@@ -62,3 +62,24 @@ def test_llama_classes_read_no_sliding_window() -> None:
     """LlamaAttention has no sliding window: a window in an EXAONE or InternLM3 file changes nothing."""
     assert _read({**EXAONE_7_8B, "sliding_window": 4096}).local_attention == "none"
     assert _read({"model_type": "internlm3", "sliding_window": 4096, "use_sliding_window": True}).local_attention == "none"
+
+
+@pytest.mark.parametrize(("config", "total"), [
+    ({"model_type": "aria_text"}, 18_517_069_824),  # AriaTextConfig()
+    # Aria's decoder (Rhymes AI: 28 layers 2,560 wide, 64 experts, top 6, two shared): 24.9B of its 25.3B
+    ({"model_type": "aria_text", "hidden_size": 2560, "intermediate_size": 1664, "num_hidden_layers": 28,
+      "num_attention_heads": 20, "num_key_value_heads": 20, "moe_num_experts": 64, "moe_topk": 6,
+      "moe_num_shared_experts": 2, "vocab_size": 100352}, 24_869_091_840),
+])
+def test_aria_decoder_counts_equal_transformers(config: dict, total: int) -> None:
+    """AriaTextForCausalLM: a MoE block in every layer, the router softmaxing its top-k logits (as gpt-oss's), fused
+    experts beside moe_num_shared_experts shared experts of intermediate_size each."""
+    arch = _read(config)
+    assert count_params(arch).total == total
+    assert arch.router_topk_softmax and arch.shared_expert_intermediate_size == 2 * arch.intermediate_size
+
+
+def test_aria_routed_experts_are_silu_whatever_hidden_act_says() -> None:
+    """AriaExperts gates with ACT2FN['silu'] while the shared experts follow hidden_act: another activation is refused."""
+    with pytest.raises(VramplanError, match="hidden_act"):
+        _read({"model_type": "aria_text", "hidden_act": "gelu_pytorch_tanh"})
