@@ -416,7 +416,7 @@ def count_params(arch: Architecture) -> ParamCounts:
         per_layer_linear=linear[first],
         num_layers=arch.num_layers,
         final_norm=norm_params(arch),
-        lm_head=(0 if arch.tie_word_embeddings else arch.vocab_size * h) + arch.lm_head_bias * arch.vocab_size,
+        lm_head=(0 if arch.tie_word_embeddings else arch.logits_width * h) + arch.lm_head_bias * arch.logits_width,
         inactive_per_layer=_inactive_expert_params(arch, first),
         layers=sum(g.count * size[g] for g in groups),
         layers_linear=sum(g.count * linear[g] for g in groups),

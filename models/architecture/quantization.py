@@ -293,7 +293,7 @@ def quantised_lm_head_bytes(arch: Architecture, job: Job) -> int:
     fmt = frozen_base_format(arch, job)
     if fmt is None or not lightning_bnb(arch, job):
         return 0
-    return matrix_bytes(fmt, arch.hidden_size, arch.vocab_size)
+    return matrix_bytes(fmt, arch.hidden_size, arch.logits_width)
 
 
 def dequantised_weight_bytes(arch: Architecture, job: Job, activation_bytes: int, precision: str) -> tuple[int, int]:
@@ -316,7 +316,7 @@ def dequantised_weight_bytes(arch: Architecture, job: Job, activation_bytes: int
         per_weight += LIGHTNING_QUANT_STATE_BYTES
     largest = max((m.in_features * m.out_features for group in layer_groups(arch) for m in group.modules
                    if _in_scope(fmt, m)), default=0)
-    lm_head = arch.vocab_size * arch.hidden_size if quantised_lm_head_bytes(arch, job) else 0
+    lm_head = arch.logits_width * arch.hidden_size if quantised_lm_head_bytes(arch, job) else 0
     return per_weight * largest, per_weight * lm_head
 
 

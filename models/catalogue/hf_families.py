@@ -252,6 +252,14 @@ FAMILIES: dict[str, Family] = {
                   "intermediate_size": 14336, "num_layers": 32, "num_attention_heads": 32, "hidden_act": "xielu"},
         parts={"qk_norm": "head", "gated_mlp": False},
     ),
+    # Apertus 1.5's decoder (configuration_apertus1p5.py Apertus1p5TextConfig / modular_apertus1p5.py): Apertus's layer
+    # with an extended vocabulary (266,752: text, visual and audio codes) and an output head pruned to the text-only
+    # prefix, output_vocab_size rows (Apertus1p5TextForCausalLM.lm_head; untied), the logits as wide.
+    "apertus1p5_text": Family(
+        defaults={**LLAMA_DEFAULTS, "max_position_embeddings": 65536, "vocab_size": 266752, "hidden_size": 4096,
+                  "intermediate_size": 14336, "num_layers": 32, "num_attention_heads": 32, "hidden_act": "xielu"},
+        parts={"qk_norm": "head", "gated_mlp": False, "pruned_head": True}, modeling="apertus",
+    ),
     # Youtu-LLM (configuration_youtu.py / modular_youtu.py): DeepSeek-V3's MLA (YoutuAttention = DeepseekV3Attention,
     # DeepseekV3Config's latent widths) in a Llama layer with a dense SwiGLU MLP and no experts, tied embeddings;
     # YoutuConfig's defaults (Youtu-LLM-2B).

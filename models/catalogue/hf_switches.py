@@ -31,6 +31,10 @@ def apply_switches(c: Reader, fields: dict[str, Any], parts: dict[str, Any], hid
     if parts.pop("silu_experts", False) and fields["mlp_kind"] != "swiglu":  # AriaExperts: act_fn = ACT2FN["silu"]
         raise c.unsupported("hidden_act", "gates the shared experts with another activation than the routed ones' SiLU, "
                                           "which is not modelled")
+    if parts.pop("pruned_head", False):  # Apertus 1.5: output_vocab_size equal to vocab_size is the unpruned head
+        rows = c.count("output_vocab_size", optional=True)
+        if rows and rows != fields["vocab_size"]:
+            fields["output_vocab_size"] = rows
     if parts.pop("biases_agree", False) and c.flag("attention_bias") != c.flag("mlp_bias"):  # InternLM3Config raises
         raise c.unsupported("attention_bias", f"differs from {c.key('mlp_bias')}: the Llama implementation biases q/k/v "
                                               "and o_proj alike, so the config class refuses it")

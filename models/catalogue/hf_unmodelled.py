@@ -78,10 +78,9 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # MiniMaxM3VLTextModel: DeepseekV4Experts (hash-routed and clamped experts) under a CLIP vision tower
     **dict.fromkeys(("minimax_m3_vl", "minimax_m3_vl_text"), "DeepSeek-V4's experts beside a vision tower, which are "
                     "not modelled"),
-    # Apertus1p5TextForCausalLM: Apertus's layer with an extended vocabulary and an output head pruned to
-    # output_vocab_size rows; the wrapper adds vision and audio tokenizers
-    **dict.fromkeys(("apertus1p5", "apertus1p5_text"), "an output head pruned to output_vocab_size rows of an extended "
-                    "vocabulary, which is not modelled"),
+    # Apertus1p5ForConditionalGeneration: Chameleon-style VQ vision and audio tokenizers beside Apertus1p5TextForCausalLM
+    "apertus1p5": ("vision and audio tokenizers beside its decoder, which are not counted; its text_config saved as a "
+                   "config.json of its own reads as the decoder (apertus1p5_text)"),
     # Gemma4AssistantForCausalLM: a draft model for speculative decoding that reads its target model's keys and values
     **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"), "no keys and values of its own: a speculative-"
                     "decoding draft model reading its target model's, which is not modelled"),

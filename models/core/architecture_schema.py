@@ -221,6 +221,9 @@ class Architecture(CatalogueRow):
     rope_concatenated: bool = Field(default=False, description="RoPE writes q and k by concatenating their rotated and "
                                     "pass-through parts even where the whole head rotates (GLM-4-MoE's "
                                     "apply_rotary_pos_emb): new tensors in head-major order")
+    output_vocab_size: Count = Field(default=0, ge=0, le=100_000_000, description="rows of the output head and width of "
+                                     "the logits where the head is pruned below vocab_size (Apertus 1.5's "
+                                     "output_vocab_size); 0 = vocab_size")
     lm_head_bias: bool = Field(default=False, description="the output projection carries a bias (Phi-2: PhiForCausalLM)")
     clip_qkv: bool = Field(default=False, description="q, k and v are clamped in place (OLMo, OLMoE clip_qkv): each clamp keeps its input")
     attention_output_gate: bool = Field(
@@ -285,6 +288,9 @@ class Architecture(CatalogueRow):
         if (self.per_layer_input_width == 0) != (self.per_layer_input_vocab == 0):
             raise VramplanError("per_layer_input_vocab", self.per_layer_input_vocab, "per-layer input embeddings need "
                                 "both per_layer_input_width and per_layer_input_vocab > 0, or neither")
+        if self.output_vocab_size and (self.output_vocab_size > self.vocab_size or self.tie_word_embeddings):
+            raise VramplanError("output_vocab_size", self.output_vocab_size, f"a pruned output head needs at most "
+                                f"vocab_size={self.vocab_size} rows and an lm_head of its own (tie_word_embeddings false)")
         if self.moe_beside_mlp and not self.is_moe:
             raise VramplanError("moe_beside_mlp", True, "needs routed experts (num_experts > 1)")
         if self.sink_scaling and not self.attention_sinks:
@@ -412,6 +418,11 @@ class Architecture(CatalogueRow):
         """The learned position table's parameters (GPT-2, OPT with its offset rows); 0 with RoPE."""
         rows = self.max_position_embeddings + self.position_embedding_offset
         return rows * self.hidden_size if self.learned_position_embeddings else 0
+
+    @property
+    def logits_width(self) -> int:
+        """Rows of the output head: the logits' and the loss's width (vocab_size unless the head is pruned)."""
+        return self.output_vocab_size or self.vocab_size
 
     @property
     def value_head_dim(self) -> int:

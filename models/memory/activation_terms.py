@@ -413,7 +413,7 @@ def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> li
 
 def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     """Final norm, lm_head input and the loss's saved fp32 log-probabilities and targets."""
-    t, v = x.t, arch.vocab_size
+    t, v = x.t, arch.logits_width
     terms = _norm(arch, kernels, x, "final_norm") + [Term("lm_head.input", x.e * t * arch.hidden_size)]
     # At b = 1 the shifted targets are a view of the (s + 1)-long padded labels (measured).
     targets = INT64 * (t + 1 if x.b == 1 else t)
@@ -435,8 +435,8 @@ def loss_backward_extra_bytes(arch: Architecture, kernels: Kernels, x: Shape) ->
     to 16-bit for the output layer's backward: e*T*v.
     """
     if kernels == "eager":
-        return 2 * FP32 * x.t * arch.vocab_size
-    return x.e * x.t * arch.vocab_size
+        return 2 * FP32 * x.t * arch.logits_width
+    return x.e * x.t * arch.logits_width
 
 
 def xielu_note(arch: Architecture) -> str | None:

@@ -62,7 +62,7 @@ def _next_power_of_two(n: int) -> int:
 
 def liger_chunk_tokens(arch: Architecture, tokens: int) -> int:
     """Liger's chunk: inc_factor = ceil(V / H), chunk_size = next_power_of_2(ceil(BT / inc_factor))."""
-    inc_factor = -(-arch.vocab_size // arch.hidden_size)
+    inc_factor = -(-arch.logits_width // arch.hidden_size)
     return min(tokens, _next_power_of_two(-(-tokens // inc_factor)))
 
 
@@ -78,7 +78,7 @@ def compiled_loss(job: Job) -> bool:
 def _compiled_loss_cost(arch: Architecture, x: Shape, norm: list[Term], chunks: int) -> LossCost:
     """The compiled cross-entropy: the 16-bit logits (every chunk's) and two fp32 numbers per token
     kept; the backward writes one chunk's 16-bit logits gradient at a time."""
-    t, v = x.t, arch.vocab_size
+    t, v = x.t, arch.logits_width
     kept = norm + [Term("lm_head.input", x.e * t * arch.hidden_size), Term("loss.logits", x.e * t * v),
                    Term("loss.max_logsumexp_fp32", 2 * FP32 * t), _targets(x)]
     gradient = x.e * -(-t // chunks) * v
@@ -86,7 +86,7 @@ def _compiled_loss_cost(arch: Architecture, x: Shape, norm: list[Term], chunks: 
 
 
 def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
-    t, v, h = x.t, arch.vocab_size, arch.hidden_size
+    t, v, h = x.t, arch.logits_width, arch.hidden_size
     norm = _norm(arch, job.kernels, x, "final_norm")
     if compiled_loss(job):
         return _compiled_loss_cost(arch, x, norm, min(job.loss_chunks, t) if job.loss == "chunked" else 1)
@@ -117,7 +117,7 @@ def frozen_head_cast_bytes(arch: Architecture, job: Job, x: Shape) -> int:
     loss only (one matmul; a chunked loss would cast per chunk, not modelled)."""
     if job.method != "qlora" or job.qlora_prep != "peft" or not x.autocast or job.loss != "eager":
         return 0
-    return x.e * arch.vocab_size * arch.hidden_size
+    return x.e * arch.logits_width * arch.hidden_size
 
 
 def loss_parallel_backward_extra_bytes(arch: Architecture, job: Job, x: Shape, logits_deleted: bool = True) -> int | None:
@@ -134,4 +134,4 @@ def loss_parallel_backward_extra_bytes(arch: Architecture, job: Job, x: Shape, l
     stage.py `fwd_cache`), so under PP all 3 x 4Tv come on top."""
     if job.stack not in LOSS_PARALLEL_STACKS or job.loss != "eager" or job.kernels != "eager" or compiled_loss(job):
         return None
-    return (3 * FP32 - (x.e if logits_deleted else 0)) * x.t * arch.vocab_size
+    return (3 * FP32 - (x.e if logits_deleted else 0)) * x.t * arch.logits_width

@@ -97,7 +97,7 @@ def frozen_base_bytes(arch: Architecture, job: Job, precision: str, shard: RankP
     rest = Fraction(FP32_BYTES) if job.method == "qlora" and job.qlora_prep == "peft" else half
     lm_head = quantised_lm_head_bytes(arch, job) if holds_lm_head else 0
     if lm_head and not arch.tie_word_embeddings:  # the 16-bit lm_head of the count becomes the quantised one
-        held += arch.vocab_size * arch.hidden_size
+        held += arch.logits_width * arch.hidden_size
     return quantised + lm_head + params_bytes(shard.total - held, rest)
 
 

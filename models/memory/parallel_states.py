@@ -118,7 +118,7 @@ def head_shard(arch: Architecture, tp: int, pp: int) -> int:
     if arch.tie_word_embeddings and pp == 1:
         lm_head = 0
     else:
-        lm_head = ceil_div(arch.vocab_size, tp) * arch.hidden_size
+        lm_head = ceil_div(arch.logits_width, tp) * arch.hidden_size
     return count_params(arch).final_norm + lm_head
 
 

@@ -194,7 +194,7 @@ def zero3_model(arch: Architecture, job: Job, tp: int, weight_bytes: int) -> Zer
         embedding += [b.param(arch.per_layer_input_vocab * width, full), b.param(h * width, full),
                       b.param(arch.per_layer_input_width, full)]
     layers = tuple(_layer(b, arch, job, layer_group(arch, i), tp) for i in range(arch.num_layers))
-    lm_head = b.module(b.param(ceil_div(arch.vocab_size * h, tp), full)) if count_params(arch).lm_head else b.module(embedding[0])
+    lm_head = b.module(b.param(ceil_div(arch.logits_width * h, tp), full)) if count_params(arch).lm_head else b.module(embedding[0])
     b.persistent += count_params(arch).final_norm
     return Zero3Model(tuple(b.params), layers, tuple(m for m in (b.module(i) for i in embedding) if m), lm_head,
                       b.persistent)

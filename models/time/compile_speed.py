@@ -85,7 +85,7 @@ def eager_elementwise_bytes_per_token(arch: Architecture, job: Job, plan: Plan) 
         forward = _layer_width_bytes(arch, ELEMENTWISE_FORWARD_BYTES)
         total += (1 + reruns) * forward + _layer_width_bytes(arch, ELEMENTWISE_BACKWARD_BYTES)
     if job.compile != "model+loss" and job.loss in ("eager", "chunked"):
-        total += ELEMENTWISE_LOSS_BYTES_PER_LOGIT * arch.vocab_size
+        total += ELEMENTWISE_LOSS_BYTES_PER_LOGIT * arch.logits_width
     return scale * total
 
 

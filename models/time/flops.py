@@ -106,7 +106,7 @@ def forward_flops_per_token(arch: Architecture, seq_len: int) -> tuple[int, int,
     attention = sum(g.count * (gated_delta_forward_flops(arch) if g.linear
                                else 2 * _attention_span(arch, seq_len, g.local) * heads[g.local])
                     for g in layer_groups(arch))
-    logits = 2 * arch.vocab_size * arch.hidden_size
+    logits = 2 * arch.logits_width * arch.hidden_size
     return layers, attention, logits
 
 

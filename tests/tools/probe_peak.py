@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .probe_saved import _enable_gc, build_model
+from .probe_saved import _enable_gc, build_model, label_vocab
 
 
 def measure_peak(model_type: str, config_kwargs: dict, batch: int, seq_len: int,
@@ -21,8 +21,7 @@ def measure_peak(model_type: str, config_kwargs: dict, batch: int, seq_len: int,
     model = build_model(model_type, config_kwargs, dtype, attn_implementation, seed, **model_kwargs)
     _enable_gc(model, gradient_checkpointing)
     g = torch.Generator().manual_seed(seed + 1)
-    vocab = model.config.get_text_config().vocab_size
-    ids = torch.randint(0, vocab, (batch, seq_len), generator=g)
+    ids = torch.randint(0, label_vocab(model), (batch, seq_len), generator=g)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if optimizer_step else None
     mt = MemTracker()
     mt.track_external(model, *( [opt] if opt else []))
@@ -64,7 +63,7 @@ def measured_activation_peak(model_type: str, kwargs: dict, b: int, s: int, attn
     model = build_model(model_type, kwargs, torch.bfloat16, attn, 0)
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    ids = torch.randint(0, model.config.vocab_size, (b, s), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(0, label_vocab(model), (b, s), generator=torch.Generator().manual_seed(1))
     out = model(input_ids=ids, labels=ids, use_cache=False)
     out.loss.backward()  # allocate .grad once, as DeepSpeed/FSDP keep gradient buffers allocated
     del out

@@ -83,6 +83,13 @@ def _node_name(fn) -> str | None:
     return None if fn is None else type(fn).__name__ if not hasattr(fn, "name") else fn.name()
 
 
+def label_vocab(model) -> int:
+    """Token ids the probes draw, which are also the labels: below a pruned output head's rows (Apertus 1.5's
+    output_vocab_size: "other values must be within the physical LM-head range")."""
+    text = model.config.get_text_config()
+    return getattr(text, "output_vocab_size", None) or text.vocab_size
+
+
 def probe(model_type: str, config_kwargs: dict, batch: int, seq_len: int,
           dtype=torch.float32, attn_implementation: str = "sdpa",
           gradient_checkpointing: bool | str = False, autocast: str | None = None,
@@ -211,8 +218,7 @@ def probe(model_type: str, config_kwargs: dict, batch: int, seq_len: int,
         return p
 
     g = torch.Generator().manual_seed(seed + 1)
-    vocab = model.config.get_text_config().vocab_size
-    ids = torch.randint(0, vocab, (batch, seq_len), generator=g)
+    ids = torch.randint(0, label_vocab(model), (batch, seq_len), generator=g)
 
     ac = (torch.autocast("cpu", dtype=_dtype(autocast)) if autocast
           else torch.autocast("cpu", enabled=False))

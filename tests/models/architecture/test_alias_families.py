@@ -83,3 +83,22 @@ def test_aria_routed_experts_are_silu_whatever_hidden_act_says() -> None:
     """AriaExperts gates with ACT2FN['silu'] while the shared experts follow hidden_act: another activation is refused."""
     with pytest.raises(VramplanError, match="hidden_act"):
         _read({"model_type": "aria_text", "hidden_act": "gelu_pytorch_tanh"})
+
+
+@pytest.mark.parametrize(("config", "total", "logits"), [
+    ({"model_type": "apertus1p5_text"}, 8_091_086_912, 266_752),  # Apertus1p5TextConfig(): the extended vocabulary
+    # the head pruned to the text-only prefix: 131,072 rows, untied (Apertus1p5TextForCausalLM.lm_head)
+    ({"model_type": "apertus1p5_text", "output_vocab_size": 131072, "tie_word_embeddings": False}, 7_535_341_632, 131_072),
+    ({"model_type": "apertus1p5_text", "output_vocab_size": 266752}, 8_091_086_912, 266_752),  # the unpruned head
+])
+def test_apertus_1_5_output_head_is_pruned(config: dict, total: int, logits: int) -> None:
+    """The embedding keeps vocab_size rows, the output head (and the logits and the loss: the probe's whole model is
+    within 8 bytes of the terms, as Apertus's) output_vocab_size."""
+    arch = _read(config)
+    assert (count_params(arch).total, arch.logits_width, arch.model_type) == (total, logits, "apertus")
+
+
+def test_a_tied_or_wider_pruned_head_is_refused() -> None:
+    for change in ({"output_vocab_size": 131072, "tie_word_embeddings": True}, {"output_vocab_size": 300000}):
+        with pytest.raises(VramplanError, match="output_vocab_size"):
+            _read({"model_type": "apertus1p5_text", **change})

@@ -288,7 +288,7 @@ def test_qwen2_moe_parts() -> None:
                                                 ("hrm_text", "hierarchical recurrent"), ("aria", "cross-attention projector"),
                                                 ("cohere_compass_text", "Qwen3-VL"), ("dots3_note_text", "gate per head"),
                                                 ("minimax_m3_vl_text", "DeepSeek-V4's experts"),
-                                                ("apertus1p5_text", "output head pruned"),
+                                                ("apertus1p5", "audio tokenizers"),
                                                 ("gemma4_assistant", "speculative-decoding draft"),
                                                 ("mistral_large4", "lightning indexer of its own"),
                                                 ("deepseek_v4", "hyper-connections"),

@@ -288,6 +288,8 @@ NEW_CONFIGS = {
     "exaone": ("exaone", dict(_TINY)),
     "sarvam_moe": ("sarvam_moe", dict(_TINY, head_dim=16, moe_intermediate_size=48, n_routed_experts=4,
                                       num_experts_per_tok=2, first_k_dense_replace=1)),
+    # Apertus 1.5's decoder: Apertus's layer, its output head pruned to 600 of 1,000 rows
+    "apertus1p5_text": ("apertus1p5_text", dict(_TINY, output_vocab_size=600, tie_word_embeddings=False)),
     # Aria's decoder: Llama attention, a top-k-softmax router, fused experts beside two shared experts
     "aria_text": ("aria_text", dict(_TINY, intermediate_size=48, moe_num_experts=4, moe_topk=2, moe_num_shared_experts=2)),
     "sarvam_mla": ("sarvam_mla", dict(_TINY, num_key_value_heads=4, moe_intermediate_size=48, n_routed_experts=4,
@@ -414,6 +416,7 @@ NEW_RATIOS = {
     "sarvam_moe": {"sdpa": (1.0, 1.0067), "eager": (1.0, 1.0049)},
     "sarvam_mla": {"eager": (1.0, 1.0051)},
     "aria_text": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "apertus1p5_text": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
 }
 
 
@@ -494,7 +497,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               + [("gemma4", "eager", False), ("gemma4", "eager", True), ("gemma4_unified", "eager", False),
                  ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True),
                  ("internlm3", "sdpa", False), ("exaone", "sdpa", False), ("sarvam_moe", "sdpa", False),
-                 ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False)])
+                 ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False), ("apertus1p5_text", "sdpa", False)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
@@ -510,6 +513,8 @@ def _peak_kwargs(name: str) -> tuple[str, dict]:
         kwargs.update(q_lora_rank=64, kv_lora_rank=48)
     if name == "llama4":
         kwargs.update(intermediate_size=96, intermediate_size_mlp=352)
+    if "output_vocab_size" in kwargs:  # a pruned head within the 64-token vocabulary
+        kwargs["output_vocab_size"] = 40
     return model_type, kwargs
 
 
