@@ -50,12 +50,13 @@ _DEFAULT_NAMES = {
     "linear_qkvz": "in_proj_qkvz", "linear_ba": "in_proj_ba", "linear_qkv": "in_proj_qkv", "linear_z": "in_proj_z",
     "linear_b": "in_proj_b", "linear_a": "in_proj_a", "linear_out": "linear_attn.out_proj",
 }
-NOT_GATED = ("gelu", "gelu_new", "relu", "relu2", "xielu")  # up -> act -> down (the others: act(gate) * up)
+NOT_GATED = ("gelu", "gelu_new", "gelu_function", "relu", "relu2", "xielu")  # up -> act -> down (the others: act(gate) * up)
 _MODULE_NAMES = {  # family -> the names that differ from the default (modeling_<type>.py)
     "gpt2": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},
     "gpt_bigcode": {"qkv": "c_attn", "o": "attn.c_proj", "up": "c_fc", "down": "mlp.c_proj"},  # GPT-2's names
     "gptj": {"o": "out_proj", "up": "fc_in", "down": "fc_out"},  # modeling_gptj.py GPTJAttention.out_proj, GPTJMLP
     "gpt_neox": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
+    "bloom": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
     "falcon": {"qkv": "query_key_value", "o": "dense", "up": "dense_h_to_4h", "down": "dense_4h_to_h"},
     "starcoder2": {"up": "c_fc", "down": "c_proj"},
     "mixtral": {"expert_gate": "w1", "expert_up": "w3", "expert_down": "w2"},
@@ -409,7 +410,9 @@ def count_params(arch: Architecture) -> ParamCounts:
     linear = {g: sum(m.num_params for m in g.modules) for g in groups}
     size = {g: linear[g] + layer_norm_params(arch, g) for g in groups}
     first = layer_group(arch, 0)
-    embedding = arch.vocab_size * h + arch.position_embedding_params + per_layer_input_params(arch)
+    # BLOOM's word_embeddings_layernorm (nanochat's embedding norm is its final norm's module, without parameters)
+    embedding = (arch.vocab_size * h + arch.position_embedding_params + per_layer_input_params(arch)
+                 + norm_params(arch) * arch.embedding_norm)
     return ParamCounts(
         embedding=embedding,
         per_layer=size[first],

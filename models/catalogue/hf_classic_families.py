@@ -6,6 +6,24 @@ from __future__ import annotations
 from vramplan.models.catalogue.hf_family_parts import LLAMA_DEFAULTS, Family
 
 CLASSIC_FAMILIES: dict[str, Family] = {
+    # BLOOM / BLOOMZ (configuration_bloom.py / modeling_bloom.py, BigScience): a LayerNorm on the token embedding
+    # (word_embeddings_layernorm), pre-LayerNorm layers with biases everywhere, one query_key_value projection viewed
+    # as (heads, 3, head_dim) and reshaped into per-head copies of q, k and v, ALiBi biases added by baddbmm (eager
+    # attention only), an fp32 softmax, the tanh GELU as an autograd function keeping its input, dropout_add after
+    # attention and the MLP (hidden_dropout); BloomConfig's defaults (a 2-layer, 64-wide toy) and n_embed as
+    # hidden_size's old name. apply_residual_connection_post_layernorm (the residual taken after the norm) is refused.
+    "bloom": Family(
+        keys={"num_layers": "n_layer", "num_attention_heads": "n_head", "hidden_size": ["hidden_size", "n_embed"],
+              "residual_dropout": "hidden_dropout", "intermediate_size": None, "num_kv_heads": None,
+              "head_dim": None, "sliding_window": None, "hidden_act": None},
+        defaults={"num_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "intermediate_size": None,
+                  "vocab_size": 250880, "max_position_embeddings": 2048, "hidden_act": "bloom_gelu",
+                  "residual_dropout": 0.0, "attention_dropout": 0.0, "tie_word_embeddings": True,
+                  "attention_bias": True, "mlp_bias": True},
+        parts={"norm_kind": "layernorm", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
+               "embedding_norm": True, "gated_mlp": False, "refused_if_set": {
+                   "apply_residual_connection_post_layernorm": "takes the residual after each LayerNorm, which is not "
+                                                               "modelled"}}),
     # GPT2Config: n_layer 12, n_embd 768, n_head 12, n_inner None (4h), n_positions 1024, vocab 50257,
     # activation gelu_new, resid/embd/attn_pdrop 0.1; modeling_gpt2: Conv1D c_attn with biases, LayerNorm.
     "gpt2": Family(

@@ -57,6 +57,8 @@ def _mlp_kind(c: Reader, gated: bool) -> str:
         return "gelu_new" if act == "gelu_new" else "gelu"
     if not gated and act in ("relu", "relu2", "xielu"):  # OPT: fc1 -> relu -> fc2; Nemotron, Arcee: relu(x)^2; Apertus
         return act
+    if not gated and act == "bloom_gelu":  # BloomGelu's GeLUFunction (the family's default: BloomConfig has no key)
+        return "gelu_function"
     raise c.unsupported("hidden_act", "is not a modelled MLP activation (silu, gelu, gelu_pytorch_tanh, gelu_new; "
                                       "relu, relu2 and xielu in an MLP without a gate)")
 

@@ -21,9 +21,9 @@ PARALLEL_WORDS = ("dp", "zero", "tp", "pp", "cp")
 # Parts of a decoder layer a stack may not build (the `unbuilt_parts` column; stack_contract.architecture_parts
 # names an architecture's): attention and MLP reading one input, a LayerNorm without parameters, q/k/v
 # clamped in place, Gated DeltaNet linear attention, DeepSeek Sparse Attention, xIELU, QK norms with a weight per head,
-# sliding layers with KV heads or sinks of their own.
+# sliding layers with KV heads or sinks of their own, ALiBi position biases.
 ARCHITECTURE_PARTS = ("parallel_block", "parameter_free_norm", "clip_qkv", "gated_delta", "sparse_indexer", "xielu",
-                      "per_head_qk_norm", "local_attention_shape")
+                      "per_head_qk_norm", "local_attention_shape", "alibi")
 TpOverlapSupport = Literal["false", "true", "compile"]
 LORA_WORDS = frozenset(PARALLEL_WORDS) | {"single", "none"}
 

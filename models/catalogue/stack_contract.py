@@ -32,7 +32,8 @@ _PART_WORDS = {"parallel_block": "a parallel block (attention and MLP reading on
                "sparse_indexer": "DeepSeek Sparse Attention (a lightning indexer choosing each query's keys)",
                "xielu": "the xIELU activation", "per_head_qk_norm": "a QK norm with its own weight per head",
                "local_attention_shape": "sliding-window layers with heads, a head width, a RoPE share, attention sinks or "
-                                        "values of their own"}
+                                        "values of their own",
+               "alibi": "ALiBi position biases"}
 
 
 def architecture_parts(arch: Architecture) -> frozenset[str]:
@@ -41,7 +42,7 @@ def architecture_parts(arch: Architecture) -> frozenset[str]:
            "parameter_free_norm": arch.norm_kind in ("layernorm_noparams", "rmsnorm_noparams"),
            "clip_qkv": arch.clip_qkv, "gated_delta": arch.has_linear_attention, "sparse_indexer": arch.has_indexer,
            "xielu": arch.mlp_kind == "xielu", "per_head_qk_norm": arch.qk_norm == "per_head",
-           "local_attention_shape": has_local_attention_shape(arch)}
+           "local_attention_shape": has_local_attention_shape(arch), "alibi": arch.alibi}
     return frozenset(part for part in ARCHITECTURE_PARTS if has[part])
 
 

@@ -25,15 +25,16 @@ def _all_or_none(*counts: int) -> bool:
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
 # - mlp_kind: gelu (one ATen GELU op: nn.GELU, gelu_pytorch_tanh), gelu_new (GPT-2's Python tanh
-#   formula), relu (not gated: OPT), relu2 (squared ReLU, not gated: Nemotron, Arcee), xielu (Apertus: transformers'
-#   Python xIELU, not gated), swiglu / geglu (gated: act(gate) * up).
+#   formula), gelu_function (BLOOM's GeLUFunction: the tanh GELU as a Python autograd function keeping its input, its
+#   backward built of whole f-wide tensors), relu (not gated: OPT), relu2 (squared ReLU, not gated: Nemotron, Arcee),
+#   xielu (Apertus: transformers' Python xIELU, not gated), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
 #   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
 #   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight), rmsnorm_pow (Gemma 4: x.float() * pow(mean(x^2) +
 #   eps, -0.5) * weight.float(), then cast).
-MlpKind = Literal["gelu", "gelu_new", "relu", "relu2", "xielu", "swiglu", "geglu"]
+MlpKind = Literal["gelu", "gelu_new", "gelu_function", "relu", "relu2", "xielu", "swiglu", "geglu"]
 NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
                    "rmsnorm_offset", "rmsnorm_noparams", "rmsnorm_pow"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
@@ -55,7 +56,7 @@ ModelType = Literal[
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
     "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj", "granite_swa",
-    "gemma4_text", "gemma4_unified_text", "aria_text",
+    "gemma4_text", "gemma4_unified_text", "aria_text", "bloom",
 ]
 
 
@@ -99,6 +100,8 @@ class Architecture(CatalogueRow):
     max_position_embeddings: Count = Field(ge=1, le=1_000_000_000)
     tie_word_embeddings: bool
     learned_position_embeddings: bool
+    alibi: bool = Field(default=False, description="ALiBi position biases added to the attention scores (BLOOM): no "
+                        "RoPE and no learned positions")
     position_embedding_offset: Count = Field(default=0, ge=0, le=1024, description="rows of the learned position table "
                                              "before position 0 (OPT's OPTLearnedPositionalEmbedding: 2); 0 = none")
     qkv_bias: bool
@@ -126,6 +129,9 @@ class Architecture(CatalogueRow):
     qk_norm_bias: bool = Field(default=False, description="the QK norms are LayerNorms with a bias beside their weight "
                                                           "(Phi's q_layernorm / k_layernorm)")
     fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    qkv_head_copies: bool = Field(default=False, description="the fused q/k/v projection is reshaped into per-head "
+                                  "copies of q, k and v before attention (BLOOM's (batch x heads, seq, head_dim)), which "
+                                  "eager attention keeps instead of the projection's output")
     fused_gate_up: bool = Field(default=False, description="one gate/up projection (Phi-3 gate_up_proj)")
     eager_softmax_fp32: bool = Field(default=True, description="eager attention's softmax runs in fp32, then casts")
     eager_scores_fp32: bool = Field(default=False, description="eager attention multiplies fp32 copies of q and k (GPT-J's "
@@ -291,6 +297,10 @@ class Architecture(CatalogueRow):
         if self.output_vocab_size and (self.output_vocab_size > self.vocab_size or self.tie_word_embeddings):
             raise VramplanError("output_vocab_size", self.output_vocab_size, f"a pruned output head needs at most "
                                 f"vocab_size={self.vocab_size} rows and an lm_head of its own (tie_word_embeddings false)")
+        if self.alibi and self.learned_position_embeddings:
+            raise VramplanError("alibi", True, "replaces learned positions: learned_position_embeddings must be false")
+        if self.qkv_head_copies and not self.fused_qkv:
+            raise VramplanError("qkv_head_copies", True, "needs fused_qkv")
         if self.moe_beside_mlp and not self.is_moe:
             raise VramplanError("moe_beside_mlp", True, "needs routed experts (num_experts > 1)")
         if self.sink_scaling and not self.attention_sinks:

@@ -173,8 +173,10 @@ def _attention(arch: Architecture, kernels: Kernels, attention: Attention, x: Sh
     a, k, d, dv = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.value_head_dim
     scores = b * a * s * s
     dropout = arch.attention_dropout > 0
-    rotated = not arch.learned_position_embeddings  # RoPE writes new q and k; v stays a view
-    if arch.fused_qkv and kernels == "eager" and (attention == "flash" or (not rotated and k == a)):
+    rotated = not arch.learned_position_embeddings and not arch.alibi  # RoPE writes new q and k; v stays a view
+    # BLOOM reshapes its fused projection into per-head copies of q, k and v: the unfused path's terms (measured)
+    views = not arch.qkv_head_copies
+    if arch.fused_qkv and views and kernels == "eager" and (attention == "flash" or (not rotated and k == a)):
         # q, k, v are views of one projection output, which autograd keeps whole (measured, GPT-2/Phi-3/NeoX); eager
         # attention over fewer KV heads copies q and repeats k and v instead (GPTBigCode's multi-query: measured)
         qkv = [Term("attn.qkv_output", e * t * (a * d + 2 * k * d))]
@@ -299,7 +301,7 @@ def layer_terms(
         terms += _qk_norm(arch, kernels, x, keys=not group.kv_shared)
     terms += [] if group.linear or group.kv_shared else _value_norm(arch, kernels, x)
     terms += linear_attention_terms(arch, x) if group.linear else _attention(arch, kernels, attention, x, group.kv_shared)
-    rotated = not group.linear and not arch.learned_position_embeddings  # a Gated DeltaNet layer has no RoPE
+    rotated = not group.linear and not arch.learned_position_embeddings and not arch.alibi  # no RoPE there
     if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and rotated:
         # GLM-4 apply_rotary_pos_emb: cos/sin sliced and repeat_interleaved in every layer; q_rot * cos
         # and rotate_half(q_rot) * sin keep those copies (measured); ERNIE 4.5 rotates q.float(), so its
@@ -398,7 +400,7 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
 
 def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> list[Term]:
     """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
-    if arch.learned_position_embeddings or (arch.rope_tables in PER_LAYER_ROPE and kernels == "eager"):
+    if arch.learned_position_embeddings or arch.alibi or (arch.rope_tables in PER_LAYER_ROPE and kernels == "eager"):
         return []  # GLM-4 and ERNIE 4.5 keep each layer's own copies instead (layer_terms)
     rope_bytes = FP32 if x.autocast else x.e
     width = arch.rotary_dim // 2 if arch.rope_tables == "half" else arch.rotary_dim  # gpt-oss: emb = freqs

@@ -160,7 +160,10 @@ def layer_backward_temporaries(
         widths = arch.dense_intermediate_size or arch.intermediate_size
     else:
         widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
-    mlp = ceil_div(2 * x.e * x.t * widths, tp)
+    # BLOOM's bloom_gelu_back builds the derivative of whole f-wide tensors: beside its input and the incoming gradient
+    # tanh_out, 0.5 x, 1 - tanh^2, the polynomial and their product are alive at once (modeling_bloom.py)
+    gradients = 5 if arch.mlp_kind == "gelu_function" else 2
+    mlp = ceil_div(gradients * x.e * x.t * widths, tp)
     norms = 2 * FP32 * x.t * arch.hidden_size
     return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
 

@@ -134,7 +134,8 @@ def units(arch: Architecture, job: Job, plan: Plan) -> tuple[Unit | None, list[U
     layer_trainable = ceil_div(layer_trainable, tp)
     layer = Unit(ceil_div(layer_gathered_bytes(arch, job, weight_bytes), tp), layer_trainable * weight_bytes,
                  layer_trainable * reduce)
-    head = counts.lm_head or counts.embedding  # a tied lm_head's weight is the embedding
+    # a tied lm_head's weight is the token embedding's (not the rest of the embedding count: Gemma 4's per-layer inputs)
+    head = counts.lm_head or arch.vocab_size * arch.hidden_size
     layers = [layer] * min(3, arch.num_layers)
     if root_holds_ends(job):
         root_params = counts.embedding + counts.vision + counts.final_norm + counts.lm_head  # the tower: unwrapped

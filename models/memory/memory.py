@@ -115,6 +115,9 @@ def check_job(arch: Architecture, job: Job, precision: str) -> None:
         raise VramplanError(
             "seq_len", job.seq_len, f"{arch.name} has learned positions for at most {arch.max_position_embeddings} tokens"
         )
+    if arch.alibi and job.attention == "flash":  # BloomAttention adds its ALiBi bias by baddbmm: no SDPA or flash path
+        raise VramplanError("attention", "flash", f"{arch.name}'s ALiBi attention runs eager only (transformers' "
+                                                  "BloomAttention); --attention eager")
     for refusal in (dense_moe_option_refusal(arch, job), dispatcher_refusal(arch, job),
                     linear_attention_refusal(arch, precision)):
         if refusal is not None:  # an MoE option on a dense model; a dispatcher the stack runs for other models only;

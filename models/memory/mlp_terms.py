@@ -11,7 +11,7 @@ from vramplan.models.memory.saved_tensors import BOOL, FP32, INT64, Shape, Term
 
 def _dense_mlp(arch: Architecture, kernels: Kernels, x: Shape, f: int, name: str = "mlp") -> list[Term]:
     t, e = x.t, x.e
-    if arch.mlp_kind == "gelu" or (arch.mlp_kind == "gelu_new" and kernels == "fused"):
+    if arch.mlp_kind in ("gelu", "gelu_function") or (arch.mlp_kind == "gelu_new" and kernels == "fused"):
         return [Term(f"{name}.gelu_input", e * t * f), Term(f"{name}.fc2_input", e * t * f)]  # act input, down input
     if arch.mlp_kind == "gelu_new":  # x (pow input), tanh output, 1 + tanh, 0.5 * x; then c_proj's input
         return [Term(f"{name}.gelu_new_intermediates", 4 * e * t * f), Term(f"{name}.c_proj_input", e * t * f)]

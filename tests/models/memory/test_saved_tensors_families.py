@@ -290,6 +290,11 @@ NEW_CONFIGS = {
                                       num_experts_per_tok=2, first_k_dense_replace=1)),
     # Apertus 1.5's decoder: Apertus's layer, its output head pruned to 600 of 1,000 rows
     "apertus1p5_text": ("apertus1p5_text", dict(_TINY, output_vocab_size=600, tie_word_embeddings=False)),
+    # BLOOM: ALiBi, per-head q/k/v copies of its fused projection, a LayerNorm on the embedding (eager only); and with
+    # its dropouts
+    "bloom": ("bloom", dict(n_layer=2, hidden_size=64, n_head=4, vocab_size=1000)),
+    "bloom_dropout": ("bloom", dict(n_layer=2, hidden_size=64, n_head=4, vocab_size=1000, hidden_dropout=0.1,
+                                    attention_dropout=0.1)),
     # Aria's decoder: Llama attention, a top-k-softmax router, fused experts beside two shared experts
     "aria_text": ("aria_text", dict(_TINY, intermediate_size=48, moe_num_experts=4, moe_topk=2, moe_num_shared_experts=2)),
     "sarvam_mla": ("sarvam_mla", dict(_TINY, num_key_value_heads=4, moe_intermediate_size=48, n_routed_experts=4,
@@ -417,6 +422,8 @@ NEW_RATIOS = {
     "sarvam_mla": {"eager": (1.0, 1.0051)},
     "aria_text": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "apertus1p5_text": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
+    "bloom": {"eager": (1.0, 1.0)},
+    "bloom_dropout": {"eager": (1.0, 1.0)},
 }
 
 
@@ -426,21 +433,26 @@ def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
     assert layer_ratios(model_type, kwargs, attn, name) == pytest.approx(NEW_RATIOS[name][attn], abs=5e-4)
 
 
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])
-@pytest.mark.parametrize("name", ["gemma4", "gemma4_e", "gemma4_e_mha", "gemma4_moe"])
-def test_gemma4_whole_model_saved_bytes_equal_the_terms(name: str, attn: str) -> None:
+# the whole-model cases and their changes: Gemma 4's window (128) covers the sequence, so SDPA builds no mask
+WHOLE_MODEL = {"gemma4": {"sliding_window": 128}, "gemma4_e": {"sliding_window": 128},
+               "gemma4_e_mha": {"sliding_window": 128}, "gemma4_moe": {"sliding_window": 128}, "bloom": {}}
+
+
+@pytest.mark.parametrize(("name", "attn"), [(name, attn) for name in WHOLE_MODEL for attn in NEW_RATIOS[name]])
+def test_whole_model_saved_bytes_equal_the_terms(name: str, attn: str) -> None:
     """Every tensor the model saves, counted once (a KV-shared layer's keys and values are its producer's), equals the
     layers', the embedding's (per-layer inputs included), the RoPE tables' and the output's terms, but the logits the
-    output holds (the probe counts what autograd saves); the window (128) covers the sequence, so SDPA builds no mask."""
+    output holds (the probe counts what autograd saves). BLOOM: no RoPE tables, its embedding LayerNorm's input and
+    statistics."""
     from vramplan.models.memory.activation_terms import embedding_terms, output_terms, shared_terms
 
     model_type, kwargs = NEW_CONFIGS[name]
-    kwargs = dict(kwargs, sliding_window=128)
+    kwargs = dict(kwargs, **WHOLE_MODEL[name])
     arch = architecture_from_config(AutoConfig.for_model(model_type, **kwargs).to_dict(), name=name, source="test")
     x, attention = Shape(b=B, s=S, e=E), "flash" if attn == "sdpa" else "eager"
     layers = sum(cpu_bytes(t, arch) for i in range(arch.num_layers)
                  for t in layer_terms(arch, "eager", attention, x, group=layer_group(arch, i)))
-    rest = sum(t.num_bytes for t in shared_terms(arch, x) + embedding_terms(arch, x) + output_terms(arch, "eager", x)
+    rest = sum(cpu_bytes(t, arch) for t in shared_terms(arch, x) + embedding_terms(arch, x) + output_terms(arch, "eager", x)
                if t.name != "output.logits")
     assert probe(model_type, kwargs, B, S, torch.bfloat16, attn).total_unique_bytes == layers + rest
 
@@ -497,7 +509,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
               + [("gemma4", "eager", False), ("gemma4", "eager", True), ("gemma4_unified", "eager", False),
                  ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True),
                  ("internlm3", "sdpa", False), ("exaone", "sdpa", False), ("sarvam_moe", "sdpa", False),
-                 ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False), ("apertus1p5_text", "sdpa", False)])
+                 ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False), ("apertus1p5_text", "sdpa", False),
+                 ("bloom", "eager", False), ("bloom", "eager", True)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)

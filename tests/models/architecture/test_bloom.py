@@ -1,0 +1,49 @@
+"""BLOOM (transformers 5.24 configuration_bloom.py / modeling_bloom.py): counts equal transformers' on the meta device,
+ALiBi reads as no RoPE and no learned positions, and what only eager attention or no stack runs is refused. The
+saved tensors, the whole model's and the peak's, are measured in tests/models/memory/test_saved_tensors_families.py
+("bloom")."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.cli import invoke, one_line_error
+
+from vramplan.models.architecture.params import count_params, layer_groups
+from vramplan.models.catalogue.hf_config import architecture_from_config
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.memory.activation_terms import shared_terms
+from vramplan.models.memory.saved_tensors import Shape
+
+
+def _read(config: dict):
+    return architecture_from_config({"model_type": "bloom", **config}, name="bloom", source="config.json")
+
+
+@pytest.mark.parametrize(("config", "total"), [
+    ({"n_layer": 24, "hidden_size": 1024, "n_head": 16}, 559_214_592),  # bloom-560m
+    ({"n_layer": 30, "hidden_size": 4096, "n_head": 32}, 7_069_016_064),  # bloom-7b1
+    ({"n_layer": 70, "hidden_size": 14336, "n_head": 112}, 176_247_271_424),  # BLOOM (176B)
+    ({"n_layer": 24, "n_embed": 1024, "n_head": 16}, 559_214_592),  # n_embed, hidden_size's old name
+])
+def test_counts_equal_transformers(config: dict, total: int) -> None:
+    """BloomForCausalLM: word_embeddings and their LayerNorm, per layer two LayerNorms, query_key_value, dense,
+    dense_h_to_4h and dense_4h_to_h with biases, ln_f; the head tied."""
+    assert count_params(_read(config)).total == total
+
+
+def test_alibi_attention_has_no_rope_and_per_head_copies() -> None:
+    arch = _read({"n_layer": 24, "hidden_size": 1024, "n_head": 16})
+    assert arch.alibi and arch.qkv_head_copies and arch.embedding_norm and arch.mlp_kind == "gelu_function"
+    assert shared_terms(arch, Shape(b=1, s=2048, e=2)) == []
+    assert {m.name for m in layer_groups(arch)[0].modules} == {"query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"}
+
+
+def test_what_does_not_run_is_refused_in_one_line(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "bloom", "n_layer": 24, "hidden_size": 1024, "n_head": 16}')
+    base = ["estimate", "--model", str(path), "--seq-len", "2048", "--gpu", "h100-sxm-80gb"]
+    assert "eager only" in one_line_error(invoke(*base))  # --attention flash, the default
+    assert invoke(*base, "--attention", "eager").exit_code in (0, 3)
+    assert "ALiBi" in one_line_error(invoke(*base, "--attention", "eager", "--stack", "megatron"))
+    with pytest.raises(VramplanError, match="apply_residual_connection_post_layernorm"):
+        _read({"apply_residual_connection_post_layernorm": True})
