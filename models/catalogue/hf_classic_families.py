@@ -6,6 +6,23 @@ from __future__ import annotations
 from vramplan.models.catalogue.hf_family_parts import LLAMA_DEFAULTS, Family
 
 CLASSIC_FAMILIES: dict[str, Family] = {
+    # MPT (configuration_mpt.py / modeling_mpt.py, MosaicML): LayerNorms with their bias removed (norm_1, norm_2, norm_f),
+    # one Wqkv chunked and reshaped into per-head copies of q, k and v, ALiBi biases (fp32, so the scores are fp32) and
+    # the boolean causal mask applied by masked_fill (which keeps it), an fp32 softmax, a 4 x hidden GELU MLP, no biases,
+    # attn_config.attn_pdrop on the probabilities, after attention and after the MLP; clip_qkv clamps Wqkv's output.
+    # transformers' MptModel builds these whatever expansion_ratio, attn_type, qk_ln, learned_pos_emb or no_bias say,
+    # and so does vramplan. Eager attention only.
+    "mpt": Family(
+        keys={"num_layers": "n_layers", "hidden_size": "d_model", "num_attention_heads": "n_heads",
+              "max_position_embeddings": "max_seq_len", "residual_dropout": "attn_config.attn_pdrop",
+              "attention_dropout": "attn_config.attn_pdrop", "clip_qkv": "attn_config.clip_qkv",
+              "intermediate_size": None, "num_kv_heads": None, "head_dim": None, "sliding_window": None,
+              "hidden_act": None, "attention_bias": None, "mlp_bias": None},
+        defaults={"num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": None,
+                  "vocab_size": 50368, "max_position_embeddings": 2048, "hidden_act": "gelu", "residual_dropout": 0.0,
+                  "attention_dropout": 0.0, "tie_word_embeddings": True},
+        parts={"norm_kind": "layernorm_weight", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
+               "mask_kept": True, "gated_mlp": False}),
     # BLOOM / BLOOMZ (configuration_bloom.py / modeling_bloom.py, BigScience): a LayerNorm on the token embedding
     # (word_embeddings_layernorm), pre-LayerNorm layers with biases everywhere, one query_key_value projection viewed
     # as (heads, 3, head_dim) and reshaped into per-head copies of q, k and v, ALiBi biases added by baddbmm (eager

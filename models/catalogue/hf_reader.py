@@ -42,9 +42,21 @@ class Reader:
 
     def raw(self, key: str, default: Any = None) -> Any:
         for name in self.config_names(key):
-            if name in self.config:
-                return self._one_for_every_layer(key, name, self.config[name])
+            found, value = self._lookup(name)
+            if found:
+                return self._one_for_every_layer(key, name, value)
         return self.family.defaults.get(key, default)
+
+    def _lookup(self, name: str) -> tuple[bool, Any]:
+        """A key of the config, or a dotted path into its nested objects (MPT's attn_config.attn_pdrop)."""
+        if "." not in name:
+            return (name in self.config, self.config.get(name))
+        value: Any = self.config
+        for part in name.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return (False, None)
+            value = value[part]
+        return (True, value)
 
     def _one_for_every_layer(self, key: str, name: str, value: Any) -> Any:
         """A key the family may give per layer (Family.layer_lists: HunYuan's moe_topk) is one value
@@ -58,7 +70,7 @@ class Reader:
 
     def key(self, key: str) -> str:
         names = self.config_names(key) or [key]
-        return next((n for n in names if n in self.config), names[0])
+        return next((n for n in names if self._lookup(n)[0]), names[0])
 
     @overload
     def count(self, key: str, minimum: int = 1, optional: Literal[False] = False) -> int: ...

@@ -29,14 +29,15 @@ def _all_or_none(*counts: int) -> bool:
 #   backward built of whole f-wide tensors), relu (not gated: OPT), relu2 (squared ReLU, not gated: Nemotron, Arcee),
 #   xielu (Apertus: transformers' Python xIELU, not gated), swiglu / geglu (gated: act(gate) * up).
 # - norm_kind: layernorm (weight + bias), layernorm_nobias (Cohere: fp32 mean/var, weight only),
-#   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias),
+#   layernorm_noparams (OLMo 1: F.layer_norm of an fp32 copy, no weight, no bias), layernorm_weight (MPT: ATen's
+#   layer norm with its bias removed),
 #   rmsnorm (Llama: fp32 normalise, cast, then * weight), rmsnorm_fp32_weight (OLMo 2: * weight in
 #   fp32, then cast), rmsnorm_offset (Gemma: fp32 normalise * (1 + weight), then cast), rmsnorm_noparams
 #   (nanochat: x.float() * rsqrt(mean(x^2)), cast, no weight), rmsnorm_pow (Gemma 4: x.float() * pow(mean(x^2) +
 #   eps, -0.5) * weight.float(), then cast).
 MlpKind = Literal["gelu", "gelu_new", "gelu_function", "relu", "relu2", "xielu", "swiglu", "geglu"]
-NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "rmsnorm", "rmsnorm_fp32_weight",
-                   "rmsnorm_offset", "rmsnorm_noparams", "rmsnorm_pow"]
+NormKind = Literal["layernorm", "layernorm_nobias", "layernorm_noparams", "layernorm_weight", "rmsnorm",
+                   "rmsnorm_fp32_weight", "rmsnorm_offset", "rmsnorm_noparams", "rmsnorm_pow"]
 NormPosition = Literal["pre", "post", "sandwich"]  # before each block, after it (OLMo 2), both (Gemma)
 QkNorm = Literal["none", "head", "width", "per_head", "l2"]  # per head_dim with one weight (Qwen3, Gemma 3), whole
 # width (OLMo 2), per head_dim with a weight per head (Cohere, StableLM), L2 (Llama 4)
@@ -56,7 +57,7 @@ ModelType = Literal[
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
     "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj", "granite_swa",
-    "gemma4_text", "gemma4_unified_text", "aria_text", "bloom",
+    "gemma4_text", "gemma4_unified_text", "aria_text", "bloom", "mpt",
 ]
 
 
@@ -129,6 +130,8 @@ class Architecture(CatalogueRow):
     qk_norm_bias: bool = Field(default=False, description="the QK norms are LayerNorms with a bias beside their weight "
                                                           "(Phi's q_layernorm / k_layernorm)")
     fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    mask_kept: bool = Field(default=False, description="eager attention masks its scores with masked_fill, which keeps "
+                            "the boolean causal mask, one [batch, 1, seq, seq] tensor for every layer (MPT)")
     qkv_head_copies: bool = Field(default=False, description="the fused q/k/v projection is reshaped into per-head "
                                   "copies of q, k and v before attention (BLOOM's (batch x heads, seq, head_dim)), which "
                                   "eager attention keeps instead of the projection's output")

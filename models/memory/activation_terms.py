@@ -57,7 +57,7 @@ def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int 
     kind = arch.norm_kind
     # mean and rstd (LayerNorms) or rstd (RMSNorms) per row, fp32
     stats = Term(f"{name}.stats", (1 + kind.startswith("layernorm")) * FP32 * t * rows)
-    if kernels == "fused" or kind == "layernorm":
+    if kernels == "fused" or kind in ("layernorm", "layernorm_weight"):
         return [Term(f"{name}.input", e * t * w)] * input_saved + [stats]
     if kind == "layernorm_noparams":  # OLMo 1: F.layer_norm(x.float()) keeps the fp32 copy, its mean and rstd
         return [Term(f"{name}.input_fp32", FP32 * t * w), stats]
@@ -399,9 +399,11 @@ def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
 
 
 def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> list[Term]:
-    """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer."""
+    """Saved once for the whole model: RoPE's cos and sin, computed once and used by every layer; MPT's boolean causal
+    mask, which every layer's masked_fill keeps (measured)."""
+    mask = [Term("attn.causal_mask", BOOL * x.b * x.s * x.s)] if arch.mask_kept and kernels == "eager" else []
     if arch.learned_position_embeddings or arch.alibi or (arch.rope_tables in PER_LAYER_ROPE and kernels == "eager"):
-        return []  # GLM-4 and ERNIE 4.5 keep each layer's own copies instead (layer_terms)
+        return mask  # GLM-4 and ERNIE 4.5 keep each layer's own RoPE copies instead (layer_terms)
     rope_bytes = FP32 if x.autocast else x.e
     width = arch.rotary_dim // 2 if arch.rope_tables == "half" else arch.rotary_dim  # gpt-oss: emb = freqs
     terms = [Term("rope.cos_sin", 2 * rope_bytes * x.s * width)]
@@ -410,7 +412,7 @@ def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> li
         # local layers rotating another width have a table of their own (Gemma 4's 256-wide sliding heads beside its
         # 512-wide full ones: Gemma4TextRotaryEmbedding, one inv_freq per layer type; measured)
         terms.append(Term("rope.local_cos_sin", 2 * rope_bytes * x.s * local.rotary_dim))
-    return terms
+    return terms + mask
 
 
 def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:

@@ -14,7 +14,7 @@ B, S, E = 2, 64, 2
 def cpu_bytes(term, arch) -> int:
     if term.name.endswith("dropout_mask"):
         return term.num_bytes * E
-    if term.name.endswith(".stats") and arch.norm_kind == "layernorm":
+    if term.name.endswith(".stats") and arch.norm_kind in ("layernorm", "layernorm_weight"):
         return term.num_bytes * E // 4
     return term.num_bytes
 

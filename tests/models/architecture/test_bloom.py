@@ -47,3 +47,31 @@ def test_what_does_not_run_is_refused_in_one_line(tmp_path) -> None:
     assert "ALiBi" in one_line_error(invoke(*base, "--attention", "eager", "--stack", "megatron"))
     with pytest.raises(VramplanError, match="apply_residual_connection_post_layernorm"):
         _read({"apply_residual_connection_post_layernorm": True})
+
+
+@pytest.mark.parametrize(("config", "total"), [
+    ({}, 1_311_213_568),  # MptConfig()
+    ({"d_model": 4096, "n_heads": 32, "n_layers": 32}, 6_649_024_512),  # MPT-7B
+    ({"d_model": 7168, "n_heads": 64, "n_layers": 48, "vocab_size": 50432}, 29_957_200_896),  # MPT-30B
+    # what transformers' MptModel ignores changes nothing: the MLP is 4 x hidden, every projection unbiased
+    ({"d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 8, "no_bias": False, "learned_pos_emb": True},
+     6_649_024_512),
+])
+def test_mpt_counts_equal_transformers(config: dict, total: int) -> None:
+    """MptForCausalLM: wte, per layer norm_1 / norm_2 (weights, their bias removed), Wqkv, out_proj, up_proj and
+    down_proj without biases, norm_f; the head tied."""
+    arch = architecture_from_config({"model_type": "mpt", **config}, name="mpt", source="config.json")
+    assert count_params(arch).total == total
+    assert arch.alibi and arch.mask_kept and arch.norm_kind == "layernorm_weight"
+
+
+def test_mpt_reads_its_nested_attention_settings() -> None:
+    """attn_config.attn_pdrop drops the probabilities, after attention and after the MLP (MptBlock, MptMLP);
+    attn_config.clip_qkv clamps Wqkv's output; a bad nested value is named by its path."""
+    def read(attn_config):
+        return architecture_from_config({"model_type": "mpt", "attn_config": attn_config}, name="mpt", source="c.json")
+
+    arch = read({"attn_pdrop": 0.1, "clip_qkv": 6.0})
+    assert (arch.dropout_prob, arch.attention_dropout, arch.clip_qkv) == (0.1, 0.1, True)
+    with pytest.raises(VramplanError, match="attn_config.attn_pdrop"):
+        read({"attn_pdrop": "high"})

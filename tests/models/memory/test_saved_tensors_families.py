@@ -295,6 +295,11 @@ NEW_CONFIGS = {
     "bloom": ("bloom", dict(n_layer=2, hidden_size=64, n_head=4, vocab_size=1000)),
     "bloom_dropout": ("bloom", dict(n_layer=2, hidden_size=64, n_head=4, vocab_size=1000, hidden_dropout=0.1,
                                     attention_dropout=0.1)),
+    # MPT: ALiBi in fp32, per-head q/k/v copies, the boolean causal mask masked_fill keeps, bias-free LayerNorms; and with
+    # clip_qkv (transformers' MptAttentionConfig takes an integer attn_pdrop only)
+    "mpt": ("mpt", dict(n_layers=2, d_model=64, n_heads=4, vocab_size=1000, max_seq_len=128)),
+    "mpt_clip": ("mpt", dict(n_layers=2, d_model=64, n_heads=4, vocab_size=1000, max_seq_len=128,
+                             attn_config={"clip_qkv": 6.0})),
     # Aria's decoder: Llama attention, a top-k-softmax router, fused experts beside two shared experts
     "aria_text": ("aria_text", dict(_TINY, intermediate_size=48, moe_num_experts=4, moe_topk=2, moe_num_shared_experts=2)),
     "sarvam_mla": ("sarvam_mla", dict(_TINY, num_key_value_heads=4, moe_intermediate_size=48, n_routed_experts=4,
@@ -424,6 +429,8 @@ NEW_RATIOS = {
     "apertus1p5_text": {"sdpa": (1.0, 1.0), "eager": (1.0, 1.0)},
     "bloom": {"eager": (1.0, 1.0)},
     "bloom_dropout": {"eager": (1.0, 1.0)},
+    "mpt": {"eager": (1.0, 1.0)},
+    "mpt_clip": {"eager": (1.0, 1.0)},
 }
 
 
@@ -435,7 +442,8 @@ def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
 
 # the whole-model cases and their changes: Gemma 4's window (128) covers the sequence, so SDPA builds no mask
 WHOLE_MODEL = {"gemma4": {"sliding_window": 128}, "gemma4_e": {"sliding_window": 128},
-               "gemma4_e_mha": {"sliding_window": 128}, "gemma4_moe": {"sliding_window": 128}, "bloom": {}}
+               "gemma4_e_mha": {"sliding_window": 128}, "gemma4_moe": {"sliding_window": 128}, "bloom": {}, "mpt": {},
+               "mpt_clip": {}}
 
 
 @pytest.mark.parametrize(("name", "attn"), [(name, attn) for name in WHOLE_MODEL for attn in NEW_RATIOS[name]])
@@ -510,7 +518,7 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True),
                  ("internlm3", "sdpa", False), ("exaone", "sdpa", False), ("sarvam_moe", "sdpa", False),
                  ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False), ("apertus1p5_text", "sdpa", False),
-                 ("bloom", "eager", False), ("bloom", "eager", True)])
+                 ("bloom", "eager", False), ("bloom", "eager", True), ("mpt", "eager", False), ("mpt", "eager", True)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)
