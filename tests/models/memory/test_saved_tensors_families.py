@@ -415,7 +415,7 @@ NEW_RATIOS = {
     "gemma4_dropout": {"eager": (1.0, 1.0, 1.0, 1.0)},
     "gemma4_moe": {"sdpa": (1.0298, 1.0, 1.0298, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
     # E2B's first two layers produce the keys and values the last two reuse: under SDPA both keep them, so the probe
-    # counts them in neither layer (the producers read low; test_gemma4_whole_model_saved_bytes_equal_the_terms counts
+    # counts them in neither layer (the producers read low; test_whole_model_saved_bytes_equal_the_terms counts
     # them once, exactly), beside the sliding layers' window mask
     "gemma4_e": {"sdpa": (1.0116, 0.9805, 1.0192, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
     "gemma4_e_mha": {"sdpa": (0.9799, 0.9372, 1.0243, 1.0), "eager": (1.0, 1.0, 1.0, 1.0)},
