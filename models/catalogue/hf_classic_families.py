@@ -6,41 +6,6 @@ from __future__ import annotations
 from vramplan.models.catalogue.hf_family_parts import LLAMA_DEFAULTS, Family
 
 CLASSIC_FAMILIES: dict[str, Family] = {
-    # MPT (configuration_mpt.py / modeling_mpt.py, MosaicML): LayerNorms with their bias removed (norm_1, norm_2, norm_f),
-    # one Wqkv chunked and reshaped into per-head copies of q, k and v, ALiBi biases (fp32, so the scores are fp32) and
-    # the boolean causal mask applied by masked_fill (which keeps it), an fp32 softmax, a 4 x hidden GELU MLP, no biases,
-    # attn_config.attn_pdrop on the probabilities, after attention and after the MLP; clip_qkv clamps Wqkv's output.
-    # transformers' MptModel builds these whatever expansion_ratio, attn_type, qk_ln, learned_pos_emb or no_bias say,
-    # and so does vramplan. Eager attention only.
-    "mpt": Family(
-        keys={"num_layers": "n_layers", "hidden_size": "d_model", "num_attention_heads": "n_heads",
-              "max_position_embeddings": "max_seq_len", "residual_dropout": "attn_config.attn_pdrop",
-              "attention_dropout": "attn_config.attn_pdrop", "clip_qkv": "attn_config.clip_qkv",
-              "intermediate_size": None, "num_kv_heads": None, "head_dim": None, "sliding_window": None,
-              "hidden_act": None, "attention_bias": None, "mlp_bias": None},
-        defaults={"num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": None,
-                  "vocab_size": 50368, "max_position_embeddings": 2048, "hidden_act": "gelu", "residual_dropout": 0.0,
-                  "attention_dropout": 0.0, "tie_word_embeddings": True},
-        parts={"norm_kind": "layernorm_weight", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
-               "mask_kept": True, "gated_mlp": False}),
-    # BLOOM / BLOOMZ (configuration_bloom.py / modeling_bloom.py, BigScience): a LayerNorm on the token embedding
-    # (word_embeddings_layernorm), pre-LayerNorm layers with biases everywhere, one query_key_value projection viewed
-    # as (heads, 3, head_dim) and reshaped into per-head copies of q, k and v, ALiBi biases added by baddbmm (eager
-    # attention only), an fp32 softmax, the tanh GELU as an autograd function keeping its input, dropout_add after
-    # attention and the MLP (hidden_dropout); BloomConfig's defaults (a 2-layer, 64-wide toy) and n_embed as
-    # hidden_size's old name. apply_residual_connection_post_layernorm (the residual taken after the norm) is refused.
-    "bloom": Family(
-        keys={"num_layers": "n_layer", "num_attention_heads": "n_head", "hidden_size": ["hidden_size", "n_embed"],
-              "residual_dropout": "hidden_dropout", "intermediate_size": None, "num_kv_heads": None,
-              "head_dim": None, "sliding_window": None, "hidden_act": None},
-        defaults={"num_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "intermediate_size": None,
-                  "vocab_size": 250880, "max_position_embeddings": 2048, "hidden_act": "bloom_gelu",
-                  "residual_dropout": 0.0, "attention_dropout": 0.0, "tie_word_embeddings": True,
-                  "attention_bias": True, "mlp_bias": True},
-        parts={"norm_kind": "layernorm", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
-               "embedding_norm": True, "gated_mlp": False, "refused_if_set": {
-                   "apply_residual_connection_post_layernorm": "takes the residual after each LayerNorm, which is not "
-                                                               "modelled"}}),
     # GPT2Config: n_layer 12, n_embd 768, n_head 12, n_inner None (4h), n_positions 1024, vocab 50257,
     # activation gelu_new, resid/embd/attn_pdrop 0.1; modeling_gpt2: Conv1D c_attn with biases, LayerNorm.
     "gpt2": Family(
@@ -156,4 +121,39 @@ CLASSIC_FAMILIES: dict[str, Family] = {
                   "num_layers": 32, "num_attention_heads": 32},
         parts={"norm_kind": "layernorm_noparams"},
     ),
+    # MPT (configuration_mpt.py / modeling_mpt.py, MosaicML): LayerNorms with their bias removed (norm_1, norm_2, norm_f),
+    # one Wqkv chunked and reshaped into per-head copies of q, k and v, ALiBi biases (fp32, so the scores are fp32) and
+    # the boolean causal mask applied by masked_fill (which keeps it), an fp32 softmax, a 4 x hidden GELU MLP, no biases,
+    # attn_config.attn_pdrop on the probabilities, after attention and after the MLP; clip_qkv clamps Wqkv's output.
+    # transformers' MptModel builds these whatever expansion_ratio, attn_type, qk_ln, learned_pos_emb or no_bias say,
+    # and so does vramplan. Eager attention only.
+    "mpt": Family(
+        keys={"num_layers": "n_layers", "hidden_size": "d_model", "num_attention_heads": "n_heads",
+              "max_position_embeddings": "max_seq_len", "residual_dropout": "attn_config.attn_pdrop",
+              "attention_dropout": "attn_config.attn_pdrop", "clip_qkv": "attn_config.clip_qkv",
+              "intermediate_size": None, "num_kv_heads": None, "head_dim": None, "sliding_window": None,
+              "hidden_act": None, "attention_bias": None, "mlp_bias": None},
+        defaults={"num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": None,
+                  "vocab_size": 50368, "max_position_embeddings": 2048, "hidden_act": "gelu", "residual_dropout": 0.0,
+                  "attention_dropout": 0.0, "tie_word_embeddings": True},
+        parts={"norm_kind": "layernorm_weight", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
+               "mask_kept": True, "gated_mlp": False}),
+    # BLOOM / BLOOMZ (configuration_bloom.py / modeling_bloom.py, BigScience): a LayerNorm on the token embedding
+    # (word_embeddings_layernorm), pre-LayerNorm layers with biases everywhere, one query_key_value projection viewed
+    # as (heads, 3, head_dim) and reshaped into per-head copies of q, k and v, ALiBi biases added by baddbmm (eager
+    # attention only), an fp32 softmax, the tanh GELU as an autograd function keeping its input, dropout_add after
+    # attention and the MLP (hidden_dropout); BloomConfig's defaults (a 2-layer, 64-wide toy) and n_embed as
+    # hidden_size's old name. apply_residual_connection_post_layernorm (the residual taken after the norm) is refused.
+    "bloom": Family(
+        keys={"num_layers": "n_layer", "num_attention_heads": "n_head", "hidden_size": ["hidden_size", "n_embed"],
+              "residual_dropout": "hidden_dropout", "intermediate_size": None, "num_kv_heads": None,
+              "head_dim": None, "sliding_window": None, "hidden_act": None},
+        defaults={"num_layers": 2, "hidden_size": 64, "num_attention_heads": 8, "intermediate_size": None,
+                  "vocab_size": 250880, "max_position_embeddings": 2048, "hidden_act": "bloom_gelu",
+                  "residual_dropout": 0.0, "attention_dropout": 0.0, "tie_word_embeddings": True,
+                  "attention_bias": True, "mlp_bias": True},
+        parts={"norm_kind": "layernorm", "fused_qkv": True, "qkv_head_copies": True, "alibi": True,
+               "embedding_norm": True, "gated_mlp": False, "refused_if_set": {
+                   "apply_residual_connection_post_layernorm": "takes the residual after each LayerNorm, which is not "
+                                                               "modelled"}}),
 }
