@@ -156,4 +156,18 @@ CLASSIC_FAMILIES: dict[str, Family] = {
                "embedding_norm": True, "gated_mlp": False, "refused_if_set": {
                    "apply_residual_connection_post_layernorm": "takes the residual after each LayerNorm, which is not "
                                                                "modelled"}}),
+    # GPT-Neo (configuration_gpt_neo.py / modeling_gpt_neo.py, EleutherAI: 125M to 2.7B): GPT-2's layer with q/k/v
+    # projections apart and unbiased, a biased out_proj and MLP, learned positions, eager scores from fp32 copies of q and
+    # k (GPTNeoSelfAttention._attn), and in every layer a causal-mask buffer of max_position_embeddings^2 booleans
+    # (mask_buffers). Its local layers mask a full score matrix to window_size: computed and kept as full attention.
+    "gpt_neo": Family(
+        keys={"num_layers": ["num_layers", "num_hidden_layers"], "num_attention_heads": ["num_heads", "num_attention_heads"],
+              "hidden_act": "activation_function", "residual_dropout": "resid_dropout",
+              "embedding_dropout": "embed_dropout", "num_kv_heads": None, "head_dim": None, "sliding_window": None},
+        defaults={"num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": None,
+                  "vocab_size": 50257, "max_position_embeddings": 2048, "hidden_act": "gelu_new", "residual_dropout": 0.0,
+                  "embedding_dropout": 0.0, "attention_dropout": 0.0, "tie_word_embeddings": True,
+                  "attention_bias": False, "mlp_bias": True},
+        parts={"learned_position_embeddings": True, "norm_kind": "layernorm", "gated_mlp": False,
+               "attention_bias_qkv_only": True, "eager_scores_fp32": True, "mask_buffers": True}),
 }

@@ -84,10 +84,6 @@ UNMODELLED_FAMILIES: dict[str, str] = {
     # Gemma4AssistantForCausalLM: a draft model for speculative decoding that reads its target model's keys and values
     **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"), "no keys and values of its own: a speculative-"
                     "decoding draft model reading its target model's, which is not modelled"),
-    # GPTNeoSelfAttention: a causal-mask buffer per layer (max_position_embeddings^2 booleans), local layers masked inside
-    # a full score matrix, attention_types as nested run lengths
-    "gpt_neo": ("a causal-mask buffer in every layer and local layers masked inside a full score matrix, which are not "
-                "modelled"),
     # CodeGenAttention: qkv_proj split into mp_num interleaved blocks (a TPU layout) before RoPE
     "codegen": "a fused qkv_proj interleaved in mp_num blocks, which is not modelled",
 }

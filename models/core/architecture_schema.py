@@ -57,7 +57,7 @@ ModelType = Literal[
     "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "deepseek_v32", "glm_moe_dsa",
     "ministral", "vaultgemma", "flex_olmo", "youtu", "minicpm3", "apertus", "cwm", "helium", "nanochat", "phimoe", "axk1",
     "mellum", "kolibri1", "stablelm", "mimo_v2_flash", "hyperclovax", "cohere2_moe", "laguna", "opt", "gpt_bigcode", "gptj", "granite_swa",
-    "gemma4_text", "gemma4_unified_text", "aria_text", "bloom", "mpt",
+    "gemma4_text", "gemma4_unified_text", "aria_text", "bloom", "mpt", "gpt_neo",
 ]
 
 
@@ -130,6 +130,9 @@ class Architecture(CatalogueRow):
     qk_norm_bias: bool = Field(default=False, description="the QK norms are LayerNorms with a bias beside their weight "
                                                           "(Phi's q_layernorm / k_layernorm)")
     fused_qkv: bool = Field(default=False, description="one q/k/v projection (GPT-2 c_attn, NeoX/Falcon query_key_value, Phi-3 qkv_proj)")
+    mask_buffers: bool = Field(default=False, description="every layer registers a causal-mask buffer of "
+                               "max_position_embeddings^2 booleans, held on the GPU beside the weights (GPT-Neo's "
+                               "GPTNeoSelfAttention.bias)")
     mask_kept: bool = Field(default=False, description="eager attention masks its scores with masked_fill, which keeps "
                             "the boolean causal mask, one [batch, 1, seq, seq] tensor for every layer (MPT)")
     qkv_head_copies: bool = Field(default=False, description="the fused q/k/v projection is reshaped into per-head "

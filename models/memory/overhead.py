@@ -64,6 +64,7 @@ class Overhead:
     pp_p2p_bytes: int = 0
     cp_buffers_bytes: int = 0
     dispatcher_buffers_bytes: int = 0  # models/memory/dispatcher_buffers.py: outside torch's allocator
+    model_buffers_bytes: int = 0  # GPT-Neo's per-layer causal-mask buffers (Architecture.mask_buffers)
 
     @property
     def total_bytes(self) -> int:
@@ -77,6 +78,7 @@ class Overhead:
             + self.pp_p2p_bytes
             + self.cp_buffers_bytes
             + self.dispatcher_buffers_bytes
+            + self.model_buffers_bytes
         )
 
 
@@ -111,4 +113,12 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         pp_p2p_bytes=pp_p2p_bytes(arch, job, plan),
         cp_buffers_bytes=cp_buffer_bytes(arch, job, plan),
         dispatcher_buffers_bytes=dispatcher_buffer_bytes(arch, job, plan),
+        model_buffers_bytes=model_buffer_bytes(arch),
     )
+
+
+def model_buffer_bytes(arch: Architecture) -> int:
+    """GPT-Neo's causal-mask buffers: each layer's GPTNeoSelfAttention registers torch.tril(torch.ones((max_positions,
+    max_positions), dtype=bool)) (a local layer its banded copy), non-persistent and not a parameter, so no ZeRO stage
+    or FSDP shards it; a pipeline rank holds its own layers' (counted as all of them: an upper bound)."""
+    return arch.num_layers * arch.max_position_embeddings ** 2 if arch.mask_buffers else 0

@@ -297,8 +297,7 @@ def test_qwen2_moe_parts() -> None:
                                                 ("lfm3", "recurrent"), ("minimax", "linear attention"),
                                                 ("lara_mini", "three layer kinds"),
                                                 ("granitemoe_swa", "experts"), ("flint", "fp32 attention scores"),
-                                                ("dory", "recurrent loops"), ("dbrx", "attn_config"),
-                                                ("gpt_neo", "causal-mask buffer")])
+                                                ("dory", "recurrent loops"), ("dbrx", "attn_config")])
 def test_families_vramplan_does_not_model_say_why(model_type: str, why: str) -> None:
     """Families transformers builds but vramplan has no terms for are refused saying what is missing,
     in one line naming the type (from vramplan's own list: a value read from a file is never echoed)."""

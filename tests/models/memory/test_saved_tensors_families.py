@@ -300,6 +300,14 @@ NEW_CONFIGS = {
     "mpt": ("mpt", dict(n_layers=2, d_model=64, n_heads=4, vocab_size=1000, max_seq_len=128)),
     "mpt_clip": ("mpt", dict(n_layers=2, d_model=64, n_heads=4, vocab_size=1000, max_seq_len=128,
                              attn_config={"clip_qkv": 6.0})),
+    # GPT-Neo: q/k/v apart, fp32 eager scores, learned positions, local layers masked in a full score matrix (its mask
+    # buffers are not activations); and with its dropouts. No SDPA path (eager, or FlashAttention-2 on a GPU)
+    "gpt_neo": ("gpt_neo", dict(num_layers=2, hidden_size=64, num_heads=4, vocab_size=1000, max_position_embeddings=128,
+                                attention_types=[[["global", "local"], 1]], window_size=16, bos_token_id=0, eos_token_id=1)),
+    "gpt_neo_dropout": ("gpt_neo", dict(num_layers=2, hidden_size=64, num_heads=4, vocab_size=1000,
+                                        max_position_embeddings=128, attention_types=[[["global", "local"], 1]],
+                                        window_size=16, bos_token_id=0, eos_token_id=1, resid_dropout=0.1,
+                                        embed_dropout=0.1, attention_dropout=0.1)),
     # Aria's decoder: Llama attention, a top-k-softmax router, fused experts beside two shared experts
     "aria_text": ("aria_text", dict(_TINY, intermediate_size=48, moe_num_experts=4, moe_topk=2, moe_num_shared_experts=2)),
     "sarvam_mla": ("sarvam_mla", dict(_TINY, num_key_value_heads=4, moe_intermediate_size=48, n_routed_experts=4,
@@ -431,6 +439,8 @@ NEW_RATIOS = {
     "bloom_dropout": {"eager": (1.0, 1.0)},
     "mpt": {"eager": (1.0, 1.0)},
     "mpt_clip": {"eager": (1.0, 1.0)},
+    "gpt_neo": {"eager": (1.0, 1.0)},
+    "gpt_neo_dropout": {"eager": (1.0, 1.0)},
 }
 
 
@@ -443,7 +453,7 @@ def test_new_family_layer_saved_bytes_ratio(name: str, attn: str) -> None:
 # the whole-model cases and their changes: Gemma 4's window (128) covers the sequence, so SDPA builds no mask
 WHOLE_MODEL = {"gemma4": {"sliding_window": 128}, "gemma4_e": {"sliding_window": 128},
                "gemma4_e_mha": {"sliding_window": 128}, "gemma4_moe": {"sliding_window": 128}, "bloom": {}, "mpt": {},
-               "mpt_clip": {}}
+               "mpt_clip": {}, "gpt_neo": {}}
 
 
 @pytest.mark.parametrize(("name", "attn"), [(name, attn) for name in WHOLE_MODEL for attn in NEW_RATIOS[name]])
@@ -518,7 +528,8 @@ PEAK_CASES = ([(n, "sdpa", False) for n in PEAK_FAMILIES] + [(n, "eager", False)
                  ("gemma4_moe", "eager", False), ("gemma4_e", "eager", False), ("gemma4_e", "eager", True),
                  ("internlm3", "sdpa", False), ("exaone", "sdpa", False), ("sarvam_moe", "sdpa", False),
                  ("sarvam_mla", "eager", False), ("aria_text", "sdpa", False), ("apertus1p5_text", "sdpa", False),
-                 ("bloom", "eager", False), ("bloom", "eager", True), ("mpt", "eager", False), ("mpt", "eager", True)])
+                 ("bloom", "eager", False), ("bloom", "eager", True), ("mpt", "eager", False), ("mpt", "eager", True),
+                 ("gpt_neo", "eager", False), ("gpt_neo", "eager", True)])
 # (not OPT with full recompute: at h 128 it reads 0.650 of the pillar, its fragmentation reserve and loss terms weighing
 # most at this size, at the test's floor)
               # not Laguna: its frozen e_score_correction_bias (requires_grad=False) takes no MemTracker hook (ERNIE's case)

@@ -1,7 +1,8 @@
-"""BLOOM (transformers 5.24 configuration_bloom.py / modeling_bloom.py): counts equal transformers' on the meta device,
-ALiBi reads as no RoPE and no learned positions, and what only eager attention or no stack runs is refused. The
-saved tensors, the whole model's and the peak's, are measured in tests/models/memory/test_saved_tensors_families.py
-("bloom")."""
+"""BLOOM, MPT and GPT-Neo (transformers 5.24 configuration_* / modeling_*): counts equal transformers' on the meta
+device, ALiBi reads as no RoPE and no learned positions, MPT's settings are read from its nested attn_config, GPT-Neo's
+mask buffers are counted, and what only eager attention or no stack runs is refused. The saved tensors, the whole
+model's and the peak's, are measured in tests/models/memory/test_saved_tensors_families.py ("bloom", "mpt",
+"gpt_neo")."""
 
 from __future__ import annotations
 
@@ -75,3 +76,29 @@ def test_mpt_reads_its_nested_attention_settings() -> None:
     assert (arch.dropout_prob, arch.attention_dropout, arch.clip_qkv) == (0.1, 0.1, True)
     with pytest.raises(VramplanError, match="attn_config.attn_pdrop"):
         read({"attn_pdrop": "high"})
+
+
+@pytest.mark.parametrize(("config", "total"), [
+    ({}, 1_315_575_808),  # GPTNeoConfig(): GPT-Neo 1.3B
+    ({"num_layers": 12, "hidden_size": 768, "num_heads": 12, "attention_types": [[["global", "local"], 6]]}, 125_198_592),
+    ({"num_layers": 32, "hidden_size": 2560, "num_heads": 20, "attention_types": [[["global", "local"], 16]]},
+     2_651_307_520),  # GPT-Neo 2.7B
+])
+def test_gpt_neo_counts_equal_transformers(config: dict, total: int) -> None:
+    """GPTNeoForCausalLM: wte and wpe, per layer two LayerNorms, q/k/v without bias, a biased out_proj, c_fc and
+    c_proj with biases, ln_f; the head tied."""
+    arch = architecture_from_config({"model_type": "gpt_neo", **config}, name="neo", source="config.json")
+    assert count_params(arch).total == total
+    assert arch.eager_scores_fp32 and arch.learned_position_embeddings and arch.local_attention == "none"
+
+
+def test_gpt_neo_mask_buffers_are_held_beside_the_weights() -> None:
+    """Each layer's GPTNeoSelfAttention.bias: max_position_embeddings^2 booleans, 4 MiB a layer at 2,048, in the
+    overhead pillar whatever the sequence, the micro-batch or the ZeRO stage."""
+    from vramplan.models.core.setup import Job, Plan
+    from vramplan.models.memory.overhead import overhead
+
+    arch = architecture_from_config({"model_type": "gpt_neo", "num_layers": 32, "hidden_size": 2560, "num_heads": 20,
+                                     "attention_types": [[["global", "local"], 16]]}, name="neo", source="config.json")
+    for plan in (Plan(gpu="x"), Plan(gpu="x", num_gpus=8, zero=3, micro_batch=4)):
+        assert overhead(arch, Job(seq_len=512), plan).model_buffers_bytes == 32 * 2048 ** 2
