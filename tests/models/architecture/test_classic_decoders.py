@@ -16,20 +16,35 @@ from vramplan.models.memory.activation_terms import shared_terms
 from vramplan.models.memory.saved_tensors import Shape
 
 
-def _read(config: dict):
-    return architecture_from_config({"model_type": "bloom", **config}, name="bloom", source="config.json")
+def _read(config: dict, model_type: str = "bloom"):
+    return architecture_from_config({"model_type": model_type, **config}, name=model_type, source="config.json")
 
 
-@pytest.mark.parametrize(("config", "total"), [
-    ({"n_layer": 24, "hidden_size": 1024, "n_head": 16}, 559_214_592),  # bloom-560m
-    ({"n_layer": 30, "hidden_size": 4096, "n_head": 32}, 7_069_016_064),  # bloom-7b1
-    ({"n_layer": 70, "hidden_size": 14336, "n_head": 112}, 176_247_271_424),  # BLOOM (176B)
-    ({"n_layer": 24, "n_embed": 1024, "n_head": 16}, 559_214_592),  # n_embed, hidden_size's old name
+@pytest.mark.parametrize(("model_type", "config", "total"), [
+    # BloomForCausalLM: word_embeddings and their LayerNorm, per layer two LayerNorms, query_key_value, dense,
+    # dense_h_to_4h and dense_4h_to_h with biases, ln_f; the head tied.
+    ("bloom", {"n_layer": 24, "hidden_size": 1024, "n_head": 16}, 559_214_592),  # bloom-560m
+    ("bloom", {"n_layer": 30, "hidden_size": 4096, "n_head": 32}, 7_069_016_064),  # bloom-7b1
+    ("bloom", {"n_layer": 70, "hidden_size": 14336, "n_head": 112}, 176_247_271_424),  # BLOOM (176B)
+    ("bloom", {"n_layer": 24, "n_embed": 1024, "n_head": 16}, 559_214_592),  # n_embed, hidden_size's old name
+    # MptForCausalLM: wte, per layer norm_1 / norm_2 (weights, their bias removed), Wqkv, out_proj, up_proj and
+    # down_proj without biases, norm_f; the head tied.
+    ("mpt", {}, 1_311_213_568),  # MptConfig()
+    ("mpt", {"d_model": 4096, "n_heads": 32, "n_layers": 32}, 6_649_024_512),  # MPT-7B
+    ("mpt", {"d_model": 7168, "n_heads": 64, "n_layers": 48, "vocab_size": 50432}, 29_957_200_896),  # MPT-30B
+    # what transformers' MptModel ignores changes nothing: the MLP is 4 x hidden, every projection unbiased
+    ("mpt", {"d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 8, "no_bias": False,
+             "learned_pos_emb": True}, 6_649_024_512),
+    # GPTNeoForCausalLM: wte and wpe, per layer two LayerNorms, q/k/v without bias, a biased out_proj, c_fc and
+    # c_proj with biases, ln_f; the head tied.
+    ("gpt_neo", {}, 1_315_575_808),  # GPTNeoConfig(): GPT-Neo 1.3B
+    ("gpt_neo", {"num_layers": 12, "hidden_size": 768, "num_heads": 12,
+                 "attention_types": [[["global", "local"], 6]]}, 125_198_592),  # GPT-Neo 125M
+    ("gpt_neo", {"num_layers": 32, "hidden_size": 2560, "num_heads": 20,
+                 "attention_types": [[["global", "local"], 16]]}, 2_651_307_520),  # GPT-Neo 2.7B
 ])
-def test_counts_equal_transformers(config: dict, total: int) -> None:
-    """BloomForCausalLM: word_embeddings and their LayerNorm, per layer two LayerNorms, query_key_value, dense,
-    dense_h_to_4h and dense_4h_to_h with biases, ln_f; the head tied."""
-    assert count_params(_read(config)).total == total
+def test_counts_equal_transformers(model_type: str, config: dict, total: int) -> None:
+    assert count_params(_read(config, model_type)).total == total
 
 
 def test_alibi_attention_has_no_rope_and_per_head_copies() -> None:
@@ -50,19 +65,8 @@ def test_what_does_not_run_is_refused_in_one_line(tmp_path) -> None:
         _read({"apply_residual_connection_post_layernorm": True})
 
 
-@pytest.mark.parametrize(("config", "total"), [
-    ({}, 1_311_213_568),  # MptConfig()
-    ({"d_model": 4096, "n_heads": 32, "n_layers": 32}, 6_649_024_512),  # MPT-7B
-    ({"d_model": 7168, "n_heads": 64, "n_layers": 48, "vocab_size": 50432}, 29_957_200_896),  # MPT-30B
-    # what transformers' MptModel ignores changes nothing: the MLP is 4 x hidden, every projection unbiased
-    ({"d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 8, "no_bias": False, "learned_pos_emb": True},
-     6_649_024_512),
-])
-def test_mpt_counts_equal_transformers(config: dict, total: int) -> None:
-    """MptForCausalLM: wte, per layer norm_1 / norm_2 (weights, their bias removed), Wqkv, out_proj, up_proj and
-    down_proj without biases, norm_f; the head tied."""
-    arch = architecture_from_config({"model_type": "mpt", **config}, name="mpt", source="config.json")
-    assert count_params(arch).total == total
+def test_mpt_is_alibi_with_its_mask_kept_and_unbiased_norms() -> None:
+    arch = _read({}, "mpt")
     assert arch.alibi and arch.mask_kept and arch.norm_kind == "layernorm_weight"
 
 
@@ -70,7 +74,7 @@ def test_mpt_reads_its_nested_attention_settings() -> None:
     """attn_config.attn_pdrop drops the probabilities, after attention and after the MLP (MptBlock, MptMLP);
     attn_config.clip_qkv clamps Wqkv's output; a bad nested value is named by its path."""
     def read(attn_config):
-        return architecture_from_config({"model_type": "mpt", "attn_config": attn_config}, name="mpt", source="c.json")
+        return _read({"attn_config": attn_config}, "mpt")
 
     arch = read({"attn_pdrop": 0.1, "clip_qkv": 6.0})
     assert (arch.dropout_prob, arch.attention_dropout, arch.clip_qkv) == (0.1, 0.1, True)
@@ -78,17 +82,9 @@ def test_mpt_reads_its_nested_attention_settings() -> None:
         read({"attn_pdrop": "high"})
 
 
-@pytest.mark.parametrize(("config", "total"), [
-    ({}, 1_315_575_808),  # GPTNeoConfig(): GPT-Neo 1.3B
-    ({"num_layers": 12, "hidden_size": 768, "num_heads": 12, "attention_types": [[["global", "local"], 6]]}, 125_198_592),
-    ({"num_layers": 32, "hidden_size": 2560, "num_heads": 20, "attention_types": [[["global", "local"], 16]]},
-     2_651_307_520),  # GPT-Neo 2.7B
-])
-def test_gpt_neo_counts_equal_transformers(config: dict, total: int) -> None:
-    """GPTNeoForCausalLM: wte and wpe, per layer two LayerNorms, q/k/v without bias, a biased out_proj, c_fc and
-    c_proj with biases, ln_f; the head tied."""
-    arch = architecture_from_config({"model_type": "gpt_neo", **config}, name="neo", source="config.json")
-    assert count_params(arch).total == total
+def test_gpt_neo_scores_in_fp32_with_learned_positions_and_masked_local_layers_kept_full() -> None:
+    arch = _read({}, "gpt_neo")
+    # its local layers mask a full score matrix to window_size: computed and kept as full attention
     assert arch.eager_scores_fp32 and arch.learned_position_embeddings and arch.local_attention == "none"
 
 
@@ -98,7 +94,7 @@ def test_gpt_neo_mask_buffers_are_held_beside_the_weights() -> None:
     from vramplan.models.core.setup import Job, Plan
     from vramplan.models.memory.overhead import overhead
 
-    arch = architecture_from_config({"model_type": "gpt_neo", "num_layers": 32, "hidden_size": 2560, "num_heads": 20,
-                                     "attention_types": [[["global", "local"], 16]]}, name="neo", source="config.json")
+    arch = _read({"num_layers": 32, "hidden_size": 2560, "num_heads": 20,
+                  "attention_types": [[["global", "local"], 16]]}, "gpt_neo")
     for plan in (Plan(gpu="x"), Plan(gpu="x", num_gpus=8, zero=3, micro_batch=4)):
         assert overhead(arch, Job(seq_len=512), plan).model_buffers_bytes == 32 * 2048 ** 2
