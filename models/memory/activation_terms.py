@@ -39,72 +39,11 @@ from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Attention, Kernels
 from vramplan.models.memory.linear_attention_terms import linear_attention_terms
 from vramplan.models.memory.mlp_terms import mlp_terms
+from vramplan.models.memory.norm_terms import norm_terms, qk_norm_terms, value_norm_terms
 from vramplan.models.memory.saved_tensors import BOOL, FP32, INT64, Shape, Term
 from vramplan.models.memory.sparse_attention_terms import index_mask_terms
 
 PER_LAYER_ROPE = ("per_layer", "per_layer_fp32", "per_call")  # RoPE tables each layer copies (Architecture.rope_tables)
-
-
-def _norm(arch: Architecture, kernels: Kernels, x: Shape, name: str, width: int | None = None,
-          rows: int = 1, input_saved: bool = True, weight_per_row: bool = False, scaled: bool = True) -> list[Term]:
-    """One norm over `width` channels (`rows` independent norms per token: per-head QK norms, one weight for every
-    row, or each row its own with weight_per_row: Cohere's CohereLayerNorm((heads, head_dim))).
-    input_saved=False: the input is already saved by another norm (parallel attention + MLP); scaled=False: a norm
-    without a weight (Gemma 4's v_norm and router norm, with_scale=False)."""
-    t, e = x.t, x.e
-    w = arch.hidden_size if width is None else width
-    weight = w if weight_per_row else w // rows
-    kind = arch.norm_kind
-    # mean and rstd (LayerNorms) or rstd (RMSNorms) per row, fp32
-    stats = Term(f"{name}.stats", (1 + kind.startswith("layernorm")) * FP32 * t * rows)
-    if kernels == "fused" or kind in ("layernorm", "layernorm_weight"):
-        return [Term(f"{name}.input", e * t * w)] * input_saved + [stats]
-    if kind == "layernorm_noparams":  # OLMo 1: F.layer_norm(x.float()) keeps the fp32 copy, its mean and rstd
-        return [Term(f"{name}.input_fp32", FP32 * t * w), stats]
-    if kind == "rmsnorm_noparams":  # nanochat (Llama4TextL2Norm): x.float() * rsqrt(mean(x^2)) keeps both, then casts
-        return [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
-    if kind == "layernorm_nobias":  # Cohere: fp32 (x - mean) twice, rsqrt, fp32 normalised, fp32 weight
-        return [Term(f"{name}.centred_fp32", 2 * FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows),
-                Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * weight)]
-    if kind == "rmsnorm_pow":
-        # Gemma 4 (Gemma4RMSNorm): x.float() * pow(mean(x^2) + eps, -0.5), which keeps both pow's input and its result
-        # (the product's other factor), then * weight.float(), which keeps that fp32 copy of the weight and the fp32
-        # normalised value; with_scale=False stops at the product, whose cast the next op saves (measured:
-        # test_saved_tensors_families.py)
-        stats_terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.pow_input_output", 2 * FP32 * t * rows)]
-        if not scaled:
-            return stats_terms
-        return stats_terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.weight_fp32", FP32 * weight)]
-    terms = [Term(f"{name}.input_fp32", FP32 * t * w), Term(f"{name}.rsqrt", FP32 * t * rows)]
-    if kind == "rmsnorm_offset":  # Gemma: fp32 normalised value and (1 + w) in fp32
-        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w), Term(f"{name}.one_plus_weight", FP32 * weight)]
-    if kind == "rmsnorm_fp32_weight":  # OLMo 2: weight * x in fp32, then cast
-        return terms + [Term(f"{name}.normed_fp32", FP32 * t * w)]
-    normed = FP32 if x.autocast else e  # under autocast the whole norm runs in fp32
-    return terms + [Term(f"{name}.normed", normed * t * w)]
-
-
-def _qk_norm(arch: Architecture, kernels: Kernels, x: Shape, keys: bool = True) -> list[Term]:
-    """QK norms on q (a*d) and k (kv*d), of the block norms' form: per head (Qwen3, Gemma 3; Cohere and StableLM with a
-    weight per head), whole width (OLMo 2), or L2 (Llama 4: x * rsqrt(mean(x^2)), which saves the fp32 input and rsqrt
-    only). StableLM's LayerNorm per head (StableLmLayerNormPerHead) keeps each head's slice of q, one storage.
-    keys=False: q's alone (a KV-shared layer has no k_norm: Gemma 4)."""
-    a, k, d = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
-    if arch.qk_norm == "l2":
-        return [Term("qk_norm.input_fp32", FP32 * x.t * (a + k) * d), Term("qk_norm.rsqrt", FP32 * x.t * (a + k))]
-    per_head = arch.qk_norm in ("head", "per_head")
-    own = arch.qk_norm == "per_head"
-    return (_norm(arch, kernels, x, "q_norm", a * d, a if per_head else 1, weight_per_row=own)
-            + (_norm(arch, kernels, x, "k_norm", k * d, k if per_head else 1, weight_per_row=own) if keys else []))
-
-
-def _value_norm(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
-    """Gemma 4's v_norm: a weightless RMSNorm over each value head, of the block norms' form (Gemma4TextAttention:
-    on the keys' projection where the values are the keys, value_from_key, an fp32 copy of its own)."""
-    if not arch.value_norm:
-        return []
-    k, dv = arch.num_kv_heads, arch.value_head_dim
-    return _norm(arch, kernels, x, "v_norm", k * dv, k, scaled=False)
 
 
 def _per_layer_input(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
@@ -117,7 +56,7 @@ def _per_layer_input(arch: Architecture, kernels: Kernels, x: Shape) -> list[Ter
         return []
     return ([Term("per_layer_input.gate_input", x.e * x.t * arch.hidden_size),
              Term("per_layer_input.gelu_product", 3 * x.e * x.t * width)]
-            + _norm(arch, kernels, x, "per_layer_input_norm"))
+            + norm_terms(arch, kernels, x, "per_layer_input_norm"))
 
 
 def _moe_beside_mlp(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
@@ -126,10 +65,10 @@ def _moe_beside_mlp(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term
     and that product times hidden_size^-0.5 (proj's input) it keeps; the experts' pre-norm, the routed block and the
     experts' post-norm (measured: test_saved_tensors_families.py "gemma4_moe")."""
     e, t, h = x.e, x.t, arch.hidden_size
-    return (mlp_terms(arch, kernels, x, moe=False) + _norm(arch, kernels, x, "mlp_output_norm")
-            + _norm(arch, kernels, x, "router_norm", scaled=False) + [Term("moe.router_input", 2 * e * t * h)]
-            + _norm(arch, kernels, x, "moe_input_norm") + mlp_terms(arch, kernels, x, moe=True)
-            + _norm(arch, kernels, x, "moe_output_norm"))
+    return (mlp_terms(arch, kernels, x, moe=False) + norm_terms(arch, kernels, x, "mlp_output_norm")
+            + norm_terms(arch, kernels, x, "router_norm", scaled=False) + [Term("moe.router_input", 2 * e * t * h)]
+            + norm_terms(arch, kernels, x, "moe_input_norm") + mlp_terms(arch, kernels, x, moe=True)
+            + norm_terms(arch, kernels, x, "moe_output_norm"))
 
 
 def stored_kv_terms(arch: Architecture, kernels: Kernels, x: Shape, local: bool) -> list[Term]:
@@ -142,10 +81,10 @@ def stored_kv_terms(arch: Architecture, kernels: Kernels, x: Shape, local: bool)
         return []
     shape = layer_architecture(arch, local)
     k, d, dv = shape.num_kv_heads, shape.head_dim, shape.value_head_dim
-    qk_norm = (_norm(shape, kernels, x, "k_norm", k * d, k if shape.qk_norm in ("head", "per_head") else 1)
+    qk_norm = (norm_terms(shape, kernels, x, "k_norm", k * d, k if shape.qk_norm in ("head", "per_head") else 1)
                if shape.qk_norm not in ("none", "l2") else [])
-    return (_norm(shape, kernels, x, "attn_norm") + _linear_inputs(shape, x, "attn", 2 - shape.value_from_key) + qk_norm
-            + _value_norm(shape, kernels, x) + [Term("attn.k", x.e * x.t * k * d), Term("attn.v", x.e * x.t * k * dv)])
+    return (norm_terms(shape, kernels, x, "attn_norm") + _linear_inputs(shape, x, "attn", 2 - shape.value_from_key) + qk_norm
+            + value_norm_terms(shape, kernels, x) + [Term("attn.k", x.e * x.t * k * d), Term("attn.v", x.e * x.t * k * dv)])
 
 
 def _linear_inputs(arch: Architecture, x: Shape, name: str, num_linears: int) -> list[Term]:
@@ -160,9 +99,9 @@ def _mla(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     rope key is concatenated into k, so it is part of attn.k (measured)."""
     terms = []
     if arch.q_lora_rank:
-        terms += _norm(arch, kernels, x, "q_a_norm", arch.q_lora_rank)
+        terms += norm_terms(arch, kernels, x, "q_a_norm", arch.q_lora_rank)
         terms.append(Term("attn.q_b_input", x.e * x.t * arch.q_lora_rank))
-    terms += _norm(arch, kernels, x, "kv_a_norm", arch.kv_lora_rank)
+    terms += norm_terms(arch, kernels, x, "kv_a_norm", arch.kv_lora_rank)
     return terms + [Term("attn.kv_b_input", x.e * x.t * arch.kv_lora_rank)]
 
 
@@ -293,13 +232,13 @@ def layer_terms(
     if group.linear:  # in_proj_qkvz and in_proj_ba, or Qwen3.5's four projections, read the norm's output
         attn_linears = 4 if arch.linear_split_projections else 2
     mlp_linears = 1 if arch.mlp_kind in NOT_GATED or arch.fused_gate_up else 2
-    terms = _norm(arch, kernels, x, "attn_norm")
+    terms = norm_terms(arch, kernels, x, "attn_norm")
     terms += _linear_inputs(arch, x, "attn", attn_linears + (mlp_linears if one_input else 0))
     if arch.is_mla:
         terms += _mla(arch, kernels, x)
     if group.qk_norm:
-        terms += _qk_norm(arch, kernels, x, keys=not group.kv_shared)
-    terms += [] if group.linear or group.kv_shared else _value_norm(arch, kernels, x)
+        terms += qk_norm_terms(arch, kernels, x, keys=not group.kv_shared)
+    terms += [] if group.linear or group.kv_shared else value_norm_terms(arch, kernels, x)
     terms += linear_attention_terms(arch, x) if group.linear else _attention(arch, kernels, attention, x, group.kv_shared)
     rotated = not group.linear and not arch.learned_position_embeddings and not arch.alibi  # no RoPE there
     if arch.rope_tables in PER_LAYER_ROPE and kernels == "eager" and rotated:
@@ -310,14 +249,14 @@ def layer_terms(
         pairs = 2 if arch.rope_tables == "per_call" else 1  # GPT-J's apply_rotary_pos_emb repeats sin/cos for q and for k
         terms.append(Term("rope.cos_sin_copies", 2 * pairs * (FP32 if fp32 else x.e) * x.s * arch.rotary_dim))
     if sandwich:
-        terms += _norm(arch, kernels, x, "post_attn_norm")
+        terms += norm_terms(arch, kernels, x, "post_attn_norm")
     terms += _dropout_mask(arch, x, "attn_residual", arch.dropout_prob)
     # a MoE block whose router runs on an fp32 copy of its input and has no shared expert keeps no 16-bit copy of it:
     # the experts gather their tokens by index (MiMo-V2-Flash: measured, test_saved_tensors_families.py)
     input_read = not (group.moe and kernels == "eager" and arch.router_fp32 and not arch.shared_expert_intermediate_size
                       and not arch.moe_all_experts)
     if not one_input:
-        terms += _norm(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
+        terms += norm_terms(arch, kernels, x, "mlp_norm", input_saved=not arch.parallel_attention_mlp)
         terms += _linear_inputs(arch, x, "mlp", mlp_linears) if input_read else []
     if group.moe and arch.moe_beside_mlp:
         terms += _moe_beside_mlp(arch, kernels, x)
@@ -326,9 +265,9 @@ def layer_terms(
         terms += mlp_terms(arch, kernels, x, group.moe, 2 * (arch.dense_intermediate_size or arch.intermediate_size)
                            if wide else None)
     if group.moe and arch.moe_output_norm:  # A.X-K1: AXK1MoE.post_mlp_layernorm on the experts' + shared output
-        terms += _norm(arch, kernels, x, "moe_output_norm")
+        terms += norm_terms(arch, kernels, x, "moe_output_norm")
     if sandwich:
-        terms += _norm(arch, kernels, x, "post_mlp_norm")
+        terms += norm_terms(arch, kernels, x, "post_mlp_norm")
     terms += _dropout_mask(arch, x, "mlp_residual", arch.dropout_prob)
     terms += _per_layer_input(arch, kernels, x)
     terms += _lora(arch, x, lora_adapters, lora_rank, lora_dropout_inputs)
@@ -384,14 +323,14 @@ def linear_input_bytes(arch: Architecture, x: Shape, group: LayerGroup | None = 
 def embedding_terms(arch: Architecture, x: Shape) -> list[Term]:
     terms = [Term("embedding.token_ids", INT64 * x.t)]
     if arch.embedding_norm:  # nanochat normalises the embedding before the first layer (its final norm's module)
-        terms += _norm(arch, "eager", x, "embedding_norm")
+        terms += norm_terms(arch, "eager", x, "embedding_norm")
     if arch.per_layer_input_width:
         # Gemma 4's per-layer inputs (Gemma4TextModel.project_per_layer_inputs): per_layer_model_projection keeps the
         # scaled token embedding, per_layer_projection_norm normalises each layer's slice (num_layers rows a token), and
         # the layers keep the mixed per-layer inputs, one tensor (measured: test_saved_tensors_families.py "gemma4_e")
         width = arch.num_layers * arch.per_layer_input_width
         terms += ([Term("per_layer_input.projection_input", x.e * x.t * arch.hidden_size)]
-                  + _norm(arch, "eager", x, "per_layer_projection_norm", width, rows=arch.num_layers)
+                  + norm_terms(arch, "eager", x, "per_layer_projection_norm", width, rows=arch.num_layers)
                   + [Term("per_layer_input.inputs", x.e * x.t * width)])
     if arch.learned_position_embeddings:
         terms.append(Term("embedding.position_ids", INT64 * x.s))
@@ -418,7 +357,7 @@ def shared_terms(arch: Architecture, x: Shape, kernels: Kernels = "eager") -> li
 def output_terms(arch: Architecture, kernels: Kernels, x: Shape) -> list[Term]:
     """Final norm, lm_head input and the loss's saved fp32 log-probabilities and targets."""
     t, v = x.t, arch.logits_width
-    terms = _norm(arch, kernels, x, "final_norm") + [Term("lm_head.input", x.e * t * arch.hidden_size)]
+    terms = norm_terms(arch, kernels, x, "final_norm") + [Term("lm_head.input", x.e * t * arch.hidden_size)]
     # At b = 1 the shifted targets are a view of the (s + 1)-long padded labels (measured).
     targets = INT64 * (t + 1 if x.b == 1 else t)
     terms += [Term("loss.log_probs_fp32", FP32 * t * v), Term("loss.targets", targets),

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job
 from vramplan.models.core.stack_behaviour import LOSS_PARALLEL_STACKS
-from vramplan.models.memory.activation_terms import _norm, loss_backward_extra_bytes, output_terms
+from vramplan.models.memory.activation_terms import loss_backward_extra_bytes, output_terms
+from vramplan.models.memory.norm_terms import norm_terms
 from vramplan.models.memory.saved_tensors import FP32, INT64, Shape, Term
 
 
@@ -87,7 +88,7 @@ def _compiled_loss_cost(arch: Architecture, x: Shape, norm: list[Term], chunks: 
 
 def loss_cost(arch: Architecture, job: Job, x: Shape) -> LossCost:
     t, v, h = x.t, arch.logits_width, arch.hidden_size
-    norm = _norm(arch, job.kernels, x, "final_norm")
+    norm = norm_terms(arch, job.kernels, x, "final_norm")
     if compiled_loss(job):
         return _compiled_loss_cost(arch, x, norm, min(job.loss_chunks, t) if job.loss == "chunked" else 1)
     if job.loss == "chunked":
