@@ -177,6 +177,13 @@ def _megatron(job: Job, plan: Plan, num_layers: int, num_experts: int = 1) -> li
     args += _megatron_grad_dtype_args(job, plan)
     if plan.zero >= 1:
         args.append("--use-distributed-optimizer")
+    if plan.zero <= 1:
+        # the time model hides the gradient reduction behind the last micro-batch's backward and ZeRO-1's
+        # parameter all-gather behind the first forward (models/time/performance.py dp_windows_s), as
+        # Megatron-Bridge's recipes run them; Megatron-LM's arguments.py defaults both to off (store_true)
+        args.append("--overlap-grad-reduce")
+        if plan.zero == 1:
+            args.append("--overlap-param-gather")
     if plan.zero >= 2:  # Megatron-FSDP v1 (models/memory/megatron_fsdp.py), which needs its DTensor checkpoints
         strategy = "optim_grads" if plan.zero == 2 else "optim_grads_params"  # arguments.py L1169-1170 @ d98e8a64
         args += ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {strategy}", "--ckpt-format fsdp_dtensor"]

@@ -11,7 +11,7 @@ on mixed-radix indices:
     static_mib[zf, p] + buffers_mib[b, p] + copy_mib[zf, p] <= limit_mib    (the optimizer step, where it copies)
     host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
     step_us = compute_us[r, p, l] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p, l])
-              + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p], tail_us[z, b, p])
+              + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p] (ZeRO-0/1: [r, p, l, b]), tail_us[z, b, p])
               + optimizer_us[zf, b, p]                                 (solver/step_time.py add_step)
 
 No product of two variables appears (cost = price x step is left to the branch-and-bound in
@@ -29,6 +29,7 @@ from itertools import product
 
 from ortools.sat.python import cp_model
 
+from vramplan.models.time.performance import reduces_each_micro_batch
 from vramplan.solver.points import Inner, accumulated_mib, inner_tie_radix
 from vramplan.solver.space import SearchSpace
 from vramplan.solver.step_time import add_step, tail_us
@@ -137,15 +138,21 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
 
     offloading = space.job.activation_offload
 
+    # The ZeRO stages that reduce the gradients once a step (ZeRO-0/1), whose backward window is the
+    # last micro-batch's (step_time.py), and those that reduce every micro-batch.
+    once = [i for i in sorted(allowed_zf) if not reduces_each_micro_batch(space.zero_offloads[i][0])]
+
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Activations + buffers of each checked rank; compute + model-parallel collectives + stalls
-        (bubble, exposed offload transfer); with activation offloading, what it keeps on the host."""
+        (bubble, exposed offload transfer); the backward window of a once-a-step reduction; with
+        activation offloading, what it keeps on the host."""
         lay, b_ = pairs[k]
         base = steps.compute_us[i, jj, lay] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]
         ranks = space.on_use.ranks_activation_mib(i, b_, jj, lay, n)
+        once_windows = steps.once_windows_us[i, jj, lay, b_] if once else ()
         offloaded = (space.on_use.offloaded_mib(i, b_, jj, lay, n),) if offloading else ()
-        return (*(buffers + ranks[j] for j in checked), base, *offloaded)
+        return (*(buffers + ranks[j] for j in checked), base, *once_windows, *offloaded)
 
     # Unsharded gradient accumulation (a stack that reduce-scatters only the last micro-batch: litgpt):
     # model states grow with (ZeRO stage, layout, micro-batch) together: its own columns of by_zero.
@@ -173,8 +180,12 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     *static, host = _table(model, [zfs, ps, ls], lambda i, jj, lay: (
         *(space.on_use.static_mib[i, n, jj, lay, j] for j in checked), space.on_use.host_mib_per_gpu[i, n, jj, lay]),
         (*(f"static{j}" for j in checked), "host_mib"), uppers)
-    dynamic_names = (*(f"activations{j}" for j in checked), "compute_parallel_bubble_us", *(("offloaded_mib",) if offloading else ()))
+    dynamic_names = (*(f"activations{j}" for j in checked), "compute_parallel_bubble_us",
+                     *(("once_fwd_window_us", "once_bwd_window_us") if once else ()), *(("offloaded_mib",) if offloading else ()))
     dynamic = _table(model, [rs, ps, lbs], by_recompute, dynamic_names, uppers)
+    once_windows = None
+    if once:
+        once_windows = (dynamic.pop(len(checked) + 1), dynamic.pop(len(checked) + 1))
     if offloading:  # host RAM: offloaded states (zf, p, l) + offloaded activations (r, p, (l, b))
         *dynamic, base, offloaded = dynamic
         total_host = model.new_int_var(0, uppers["host_mib"] + uppers["offloaded_mib"], "host_total_mib")
@@ -199,6 +210,8 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         model.add(states + rank_dynamic <= space.limit_mib[g])
         if copies:  # the optimizer step: states, buffers and the gradient copies, no activations
             model.add(states + copies[j] <= space.limit_mib[g])
+    if once_windows is not None:
+        fwd_window, bwd_window = _dp_windows(model, zf, once, sorted(allowed_zf), once_windows, (fwd_window, bwd_window), uppers)
     stated = add_step(model, base, (fwd, bwd), (fwd_window, bwd_window), tail, opt, uppers, step_cap)
     if stated is None:
         return None
@@ -216,6 +229,25 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     single = (step_ub + 1) * radix < INT64_ROOM
     return ClusterModel(model, (zf, r, p, b, li), step, step * radix + tie if single else tie, single, space.layouts,
                         table_cells(model))
+
+
+def _dp_windows(model: cp_model.CpModel, zf: cp_model.IntVar, once: list[int], allowed: list[int],
+               once_windows: tuple[cp_model.IntVar, cp_model.IntVar],
+               windows: tuple[cp_model.IntVar, cp_model.IntVar], uppers: dict[str, int]) -> tuple[cp_model.IntVar, cp_model.IntVar]:
+    """The (forward, backward) windows of the ZeRO x offload choice zf: the last micro-batch's
+    (once_windows) where its stage reduces the gradients once a step (`once`), the whole phases'
+    (windows) elsewhere (step_time.point_step_us)."""
+    if len(once) == len(allowed):
+        return once_windows
+    reduces_once = model.new_bool_var("reduces_once")
+    model.add_allowed_assignments([zf, reduces_once], [(i, int(i in once)) for i in allowed])
+    chosen = []
+    for phase, (short, whole) in zip(("fwd", "bwd"), zip(once_windows, windows)):
+        window = model.new_int_var(0, max(uppers[f"{phase}_window_us"], uppers[f"once_{phase}_window_us"]), f"{phase}_dp_window_us")
+        model.add(window == short).only_enforce_if(reduces_once)
+        model.add(window == whole).only_enforce_if(reduces_once.Not())
+        chosen.append(window)
+    return chosen[0], chosen[1]
 
 
 def table_cells(model: cp_model.CpModel) -> int:

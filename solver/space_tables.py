@@ -16,8 +16,9 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.units import to_us, to_us_array
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
+from vramplan.models.time.performance import once_a_step_windows_s
 from vramplan.solver.choice_keys import compute_class, rank_place
-from vramplan.solver.step_time import windows_us
+from vramplan.solver.step_time import floor_us, windows_us
 from vramplan.solver.tables import Tables
 
 if TYPE_CHECKING:
@@ -187,13 +188,16 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
 @dataclass
 class StepTables:
     """One shape's step-time terms in whole microseconds (points.step_us adds them): the
-    compute and its (forward, backward) overlap windows (r, p, l), data-parallel traffic (forward,
+    compute and its (forward, backward) overlap windows (r, p, l; the backward's where the gradients
+    reduce once a step, r, p, l, b), data-parallel traffic (forward,
     backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
     PP p2p + CP + EP (r, p, l) and the stalls (r, p, l, b): the pipeline bubble and the exposed
     activation-offload transfer."""
 
     compute_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
     windows_us: dict[tuple[int, int, int], tuple[int, int]] = field(default_factory=dict)
+    # the windows where the gradients reduce once a step (ZeRO-0/1), (r, p, l, b)
+    once_windows_us: dict[tuple[int, int, int, int], tuple[int, int]] = field(default_factory=dict)
     comm_us: dict[tuple[int, int, int, int], tuple[int, int]] = field(default_factory=dict)
     optimizer_us: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     parallel_us: dict[tuple[int, int, int], int] = field(default_factory=dict)
@@ -218,7 +222,11 @@ def fill_step_tables(space: SearchSpace, shape: Shape, li: int, out: StepTables)
         for r, recompute in enumerate(space.recomputes):
             compute = space.chunk_compute_s[g, n_i, r, p, space.layout_chunk[li]]
             out.compute_us[r, p, li] = to_us(compute)
-            out.windows_us[r, p, li] = windows_us(tables.forward_share(recompute, layout), compute)
+            forward_share = tables.forward_share(recompute, layout)
+            out.windows_us[r, p, li] = windows_us(forward_share, compute)
+            for b, micro in zip(batches, micros):
+                out.once_windows_us[r, p, li, b] = floor_us(once_a_step_windows_s(
+                    compute, forward_share, layout.pp, layout.vpp, tables.accumulation(layout, n, micro), space.job.stack))
             parallel = tables.parallel_s(layout, n, recompute, precision, gpu, per_instance, network, compute)
             out.parallel_us[r, p, li] = to_us(parallel)
             micro_keys = tuple(space.on_use.micro_key(r, b, p, li) for b in batches)

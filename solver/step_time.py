@@ -6,6 +6,10 @@ numpy grids, a CP-SAT model), from the terms solver/space_tables.py tabulates pe
     exposed_us = max(0, fwd_comm_us - fwd_window_us) + max(bwd_comm_us - bwd_window_us, tail_us)
     tail_us = ceil((fwd_comm_us + bwd_comm_us) / layers)
 
+The windows are the phases' compute [r, p, l] where the gradients reduce every micro-batch
+(ZeRO-2/3), and the last micro-batch's share of them [r, p, l, b] where they reduce once a step
+(ZeRO-0/1: models/time/performance.py dp_windows_s).
+
 fwd/bwd_comm_us[z, b, p, l] is the data-parallel traffic of a phase (ZeRO stage z), each window
 [r, p] the compute it can hide behind. Every term is rounded up to a whole microsecond but the
 windows, rounded down (windows_us), so the integer step is never shorter than the model's:
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vramplan.models.core.units import US_PER_S
-from vramplan.models.time.performance import overlap_windows_s
+from vramplan.models.time.performance import overlap_windows_s, reduces_each_micro_batch
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -44,8 +48,12 @@ STEP_ROUNDING_US = 8
 def windows_us(forward_share: float, compute_s: float) -> tuple[int, int]:
     """(forward, backward) overlap windows in whole microseconds, rounded down (hide no more than
     the model's: models.performance.overlap_windows_s)."""
-    forward, backward = overlap_windows_s(compute_s, forward_share)
-    return math.floor(forward * US_PER_S), math.floor(backward * US_PER_S)
+    return floor_us(overlap_windows_s(compute_s, forward_share))
+
+
+def floor_us(windows_s: tuple[float, float]) -> tuple[int, int]:
+    """Windows in whole microseconds, rounded down (once_a_step_windows_s's too)."""
+    return math.floor(windows_s[0] * US_PER_S), math.floor(windows_s[1] * US_PER_S)
 
 
 def tail_us(comm_us: int, num_layers: int) -> int:
@@ -63,7 +71,9 @@ def exposed_us(comm_us: tuple[int, int], window_us: tuple[int, int], num_layers:
 def point_step_us(t: StepTables, zero: int, zf: int, r: int, p: int, b: int, li: int, num_layers: int) -> int:
     """One point's step time from its shape's step tables t (layout li tabulated; zero: the ZeRO
     stage of the ZeRO x offload choice zf)."""
-    exposed = exposed_us(t.comm_us[zero, b, p, li], t.windows_us[r, p, li], num_layers)
+    # ZeRO-0/1 reduce once a step: their windows depend on the accumulation (models/time/performance.py dp_windows_s)
+    window = t.windows_us[r, p, li] if reduces_each_micro_batch(zero) else t.once_windows_us[r, p, li, b]
+    exposed = exposed_us(t.comm_us[zero, b, p, li], window, num_layers)
     return t.compute_us[r, p, li] + t.parallel_us[r, p, li] + t.bubble_us[r, p, li, b] + exposed + t.optimizer_us[zf, b, p, li]
 
 

@@ -7,7 +7,8 @@ GPU, with the row's GPUs per node and per-GPU network bandwidth (empty = the GPU
 values), and the row's stack preset for every recipe option the row leaves empty. The cells are
 read by the batch sheet's row parser, like tests/measured_peaks.py (moe_dispatcher, the EP token
 dispatcher the run used, empty = the stack preset's alltoall; and the last column, moe_a2a_overlap,
-true where the run's recipe overlaps the EP all-to-alls, empty = the preset's off). What is compared:
+true where the run's recipe overlaps the EP all-to-alls, empty = the preset's off; accounting, zero where
+the run reduces 16-bit gradients, as Megatron-Bridge's recipes set grad_reduce_in_fp32 False). What is compared:
 - tokens_per_s_per_gpu: tokens per second per GPU, as torchtitan (TPS/GPU) and Megatron-Bridge
   (Tokens / sec / GPU) log them: the step's tokens over the step time, over all GPUs;
 - mfu: model FLOPs utilisation against the 16-bit dense peak.

@@ -46,11 +46,11 @@ def test_the_work_limit_is_the_whole_multi_stack_solves(catalogue) -> None:
     """Each stack got the whole limit (1,000 work units over ten stacks spent 6,905); now the stacks
     share it, and the answer says it was reached where stacks were left unsearched."""
     query = vramplan.SolveQuery(model="llama-3.1-8b", job=vramplan.Job(seq_len=4096), stacks=tuple(STACKS),
-                                global_batch=64, work_limit=100)
+                                global_batch=64, work_limit=50)
     result = vramplan.solve(catalogue, query)
     whole = vramplan.solve(catalogue, query.model_copy(update={"work_limit": 1e6}))
-    assert whole.search.work > 120 and whole.limit_reached is None and whole.status == "optimal"
-    assert result.search.work <= 100 and result.limit_reached == "work"
+    assert whole.search.work > 100 and whole.limit_reached is None and whole.status == "optimal"
+    assert result.search.work <= 50 and result.limit_reached == "work"
     assert result.status == "feasible" and result.plans  # the stacks left unsearched leave it unproven
 
 

@@ -71,13 +71,13 @@ MEMORY_RANGES: dict[str, Range] = {
 POOLED_MEMORY_RANGE = Range(0.87, 1.17, 117, 0.98, "117 published runs of all stacks (coverage 98% leave-one-out)")
 THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
     ("megatron", "MoE 16-bit"):
-        Range(0.46, 1.60, 29, 0.93, "29 published megatron MoE 16-bit runs, known misses in (coverage 93% leave-one-out)"),
+        Range(0.46, 1.59, 29, 0.93, "29 published megatron MoE 16-bit runs, known misses in (coverage 93% leave-one-out)"),
     ("megatron", "MoE fp8"):
-        Range(0.43, 1.60, 84, 0.98, "84 published megatron MoE fp8 runs, known misses in (coverage 98% leave-one-out)"),
+        Range(0.42, 1.63, 84, 0.98, "84 published megatron MoE fp8 runs, known misses in (coverage 98% leave-one-out)"),
     ("megatron", "dense 16-bit"):
-        Range(0.92, 1.05, 6, 0.67, "6 published megatron dense 16-bit runs, known misses in (coverage 67% leave-one-out)"),
+        Range(0.91, 1.04, 6, 0.67, "6 published megatron dense 16-bit runs, known misses in (coverage 67% leave-one-out)"),
     ("megatron", "dense fp8"):
-        Range(0.92, 1.44, 68, 0.97, "68 published megatron dense fp8 runs, known misses in (coverage 97% leave-one-out)"),
+        Range(0.90, 1.41, 68, 0.97, "68 published megatron dense fp8 runs, known misses in (coverage 97% leave-one-out)"),
     ("torchtitan", "dense"):
         Range(0.96, 1.11, 7, 0.71, "7 published torchtitan dense runs, known misses in (coverage 71% leave-one-out)"),
     ("torchtitan-root-fsdp", "dense 16-bit"):
@@ -89,13 +89,13 @@ THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
     ("torchtune", "dense 16-bit"):
         Range(0.95, 1.13, 9, 0.89, "9 published torchtune dense 16-bit runs, known misses in (coverage 89% leave-one-out)"),
     ("*", "MoE 16-bit"):
-        Range(0.46, 1.60, 30, 0.93, "30 published MoE 16-bit runs of all stacks, known misses in (coverage 93% leave-one-out)"),
+        Range(0.46, 1.59, 30, 0.93, "30 published MoE 16-bit runs of all stacks, known misses in (coverage 93% leave-one-out)"),
     ("*", "MoE fp8"):
-        Range(0.43, 1.60, 85, 0.98, "85 published MoE fp8 runs of all stacks, known misses in (coverage 98% leave-one-out)"),
+        Range(0.42, 1.63, 85, 0.98, "85 published MoE fp8 runs of all stacks, known misses in (coverage 98% leave-one-out)"),
     ("*", "dense 16-bit"):
         Range(0.77, 1.13, 32, 0.97, "32 published dense 16-bit runs of all stacks, known misses in (coverage 97% leave-one-out)"),
     ("*", "dense fp8"):
-        Range(0.70, 1.44, 92, 0.99, "92 published dense fp8 runs of all stacks, known misses in (coverage 99% leave-one-out)"),
+        Range(0.70, 1.41, 92, 0.99, "92 published dense fp8 runs of all stacks, known misses in (coverage 99% leave-one-out)"),
 }
 # --- end of generated data -----------------------------------------------------------------------
 

@@ -30,6 +30,19 @@ SERIAL_TP_BACKWARD_STACKS = Behaviour(
     "TP's backward collectives run between the GEMMs, not beside them", frozenset({"torchtitan", "torchtitan-root-fsdp"}),
     "models/time/parallel_time.py")
 
+# Stacks whose distributed optimizer (ZeRO-1) all-gathers the updated parameters layer by layer
+# behind the next step's first forward: Megatron's DDP with overlap_param_gather, which
+# Megatron-Bridge's recipes set ("reduce-scatter of gradients and all-gather of updated parameters
+# ... chunked by the granularity of a Transformer layer and overlaps each communication chunk with
+# computation", docs/training/communication-overlap.md; megatron/core/distributed/
+# distributed_data_parallel_config.py overlap_param_gather) and vramplan's Megatron launch config
+# writes (--overlap-param-gather, launch/configs.py). DeepSpeed's ZeRO-1 gathers them in its step,
+# after the update (deepspeed/runtime/zero/stage_1_and_2.py step: all_gather_dp_groups), so nothing
+# hides it. models/time/performance.py dp_windows_s.
+PARAM_GATHER_OVERLAP_STACKS = Behaviour(
+    "ZeRO-1's parameter all-gather runs behind the next step's first forward", frozenset({"megatron"}),
+    "models/time/performance.py")
+
 # Stacks whose interleaved pipeline sends and receives each chunk's activations and gradients
 # while the next chunk computes: Megatron-LM's --overlap-p2p-communication is on by default
 # (NVIDIA/Megatron-LM@d98e8a6 megatron/training/arguments.py: `--no-overlap-p2p-communication`,

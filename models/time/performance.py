@@ -3,7 +3,9 @@ the communication that does not overlap with it.
 
 Data-parallel traffic per GPU (ring collectives move (N-1)/N of the buffer per GPU per pass;
 DeepSpeed semantics for when each collective runs):
-- ZeRO-0/1: one gradient all-reduce per step, 2 (N-1)/N x gradients.
+- ZeRO-0: one gradient all-reduce per step, 2 (N-1)/N x gradients.
+- ZeRO-1: one gradient reduce-scatter per step, (N-1)/N x gradients, and the updated parameters'
+  all-gather, (N-1)/N x parameters, counted with the forward it precedes.
 - ZeRO-2: a gradient reduce-scatter every micro-batch, one parameter all-gather per step.
 - ZeRO-3: per micro-batch, parameter all-gathers in forward and in backward and a gradient
   reduce-scatter: 3 (N-1)/N, i.e. 1.5x the all-reduce volume of plain DP (ZeRO paper sec. 7.2.2).
@@ -17,7 +19,10 @@ times COMMUNICATION_EFFICIENCY. Each phase hides only its own traffic (DpTraffic
   (models/time/collectives.py): ~10 ms each over 2,048 ranks, which a layer's compute must cover.
 - ZeRO-0/1/2: the gradient buckets reduce during the backward (bucketed, DDP / DeepSpeed
   overlap_comm); bucket counts are small and NCCL uses trees for large all-reduces, so no
-  per-collective latency is charged.
+  per-collective latency is charged. ZeRO-0/1 reduce in the last micro-batch's backward only
+  (once_a_step_window_share): with gradient accumulation that is their window; ZeRO-1's parameter
+  all-gather hides behind the first micro-batch's forward where the stack overlaps it
+  (PARAM_GATHER_OVERLAP_STACKS: Megatron), nowhere elsewhere (dp_windows_s).
 What exceeds a phase's window is exposed, and at least one layer's share of the traffic always is
 (the last bucket, the first gather).
 """
@@ -30,6 +35,7 @@ from vramplan.models.architecture.parallel import plan_split
 from vramplan.models.architecture.params import count_params
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import PARAM_GATHER_OVERLAP_STACKS
 from vramplan.models.core.units import BYTES_PER_GB
 from vramplan.models.memory.activations import offload_transfer_bytes
 from vramplan.models.memory.parallel_states import heaviest_rank, rank_params, rank_trainable_params
@@ -107,8 +113,10 @@ def dp_traffic(arch: Architecture, job: Job, plan: Plan) -> DpTraffic:
     trainable = rank_trainable_params(arch, job, plan.tp, split, plan.ep, rank)
     grads = trainable * float(gradient_bytes_per_param(plan.precision, job.accounting))
     params = shard * float(weight_bytes_per_param(plan.precision))
-    if plan.zero <= 1:
+    if plan.zero == 0:
         return DpTraffic(0.0, 2 * ring * grads)
+    if plan.zero == 1:  # reduce-scatter of the gradients; all-gather of the updated parameters, before the next forward
+        return DpTraffic(ring * params, ring * grads)
     if plan.zero == 2:
         return DpTraffic(0.0, ring * (grads * plan.grad_accum + params))
     units = plan.grad_accum * split[rank]  # one FSDP unit per layer
@@ -245,6 +253,53 @@ def overlap_windows_s(compute_s: float, forward_share: float) -> tuple[float, fl
     return forward, compute_s - forward
 
 
+def dp_windows_s(compute_s: float, forward_share: float, zero: int, pp: int, vpp: int, grad_accum: int,
+                 stack: str) -> tuple[float, float]:
+    """overlap_windows_s of the plan's data-parallel traffic: the whole phases where the gradients
+    reduce every micro-batch (ZeRO-2/3); where they reduce once a step (ZeRO-0/1) the last
+    micro-batch's backward (once_a_step_window_share), and ZeRO-1's parameter all-gather the first
+    micro-batch's forward where the stack overlaps it (PARAM_GATHER_OVERLAP_STACKS), else nothing:
+    it runs after the optimizer step."""
+    if reduces_each_micro_batch(zero):
+        return overlap_windows_s(compute_s, forward_share)
+    return once_a_step_windows_s(compute_s, forward_share, pp, vpp, grad_accum, stack)
+
+
+def once_a_step_windows_s(compute_s: float, forward_share: float, pp: int, vpp: int, grad_accum: int,
+                          stack: str) -> tuple[float, float]:
+    """dp_windows_s of ZeRO-0/1 (the solver tabulates them per accumulation)."""
+    forward, backward = overlap_windows_s(compute_s, forward_share)
+    share = once_a_step_window_share(pp, vpp, grad_accum)
+    return (forward * share if stack in PARAM_GATHER_OVERLAP_STACKS else 0.0), backward * share
+
+
+def once_a_step_window_share(pp: int, vpp: int, grad_accum: int) -> float:
+    """The share of a step's backward (and, for the parameter all-gather, forward) compute that
+    the data-parallel traffic of ZeRO-0/1 can hide behind. ZeRO-2/3 reduce-scatter every
+    micro-batch's gradients during its backward (DpTraffic): the whole backward. ZeRO-0/1 reduce
+    once a step, in the last micro-batch's backward only: the others run without gradient sync (Megatron-LM core_v0.19.0
+    megatron/core/pipeline_parallel/schedules.py forward_backward_no_pipelining: the first m - 1
+    micro-batches under `no_sync_func`, the last outside it; torch DDP `no_sync` under
+    accelerate's `accumulate`; DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py
+    reduce_ready_partitions_and_remove_grads: `if self.partition_gradients or
+    self.is_gradient_accumulation_boundary`, ZeRO-1 partitions no gradients), so
+    1 of the m micro-batches' backwards. With a pipeline the first stage, which ends the step,
+    enables the sync only for its last backward (forward_backward_pipelining_without_interleaving:
+    "only enable async grad reduction in first pipeline stage. Other pipeline stages do grad
+    reduction during pipeline bubble"); interleaved, each model chunk's reduction starts after
+    that chunk's last micro-batch backward (forward_backward_pipelining_with_interleaving,
+    grad_sync_func), the first chunk to finish (vpp - 1) x pp chunk-steps before the end, so
+    (vpp - 1) x pp + 1 of the m x vpp chunk-steps' backward. Megatron's parameter all-gather
+    mirrors it in the next step's first forwards (the warm-up's chunks)."""
+    return min(1.0, ((vpp - 1) * pp + 1) / (grad_accum * vpp))
+
+
+def reduces_each_micro_batch(zero: int) -> bool:
+    """Whether the ZeRO stage reduces (reduce-scatters) the gradients in every micro-batch's
+    backward (ZeRO-2/3: dp_traffic) rather than once a step (ZeRO-0/1)."""
+    return zero >= 2
+
+
 def exposed_communication_s(phases_s: tuple[float, float], windows_s: tuple[float, float], num_layers: int) -> float:
     """Traffic that does not hide behind its phase's compute; at least one layer's share (the last bucket)."""
     forward, backward = phases_s
@@ -266,7 +321,8 @@ def performance(
     compute_s = compute_time_s(arch, job, plan, gpu)
     phases_s = communication_phases_s(arch, job, plan, gpu, per_node, network)
     comm_s = sum(phases_s)
-    exposed_s = exposed_communication_s(phases_s, overlap_windows_s(compute_s, flops.forward_share), arch.num_layers)
+    windows_s = dp_windows_s(compute_s, flops.forward_share, plan.zero, plan.pp, plan.vpp, plan.grad_accum, job.stack)
+    exposed_s = exposed_communication_s(phases_s, windows_s, arch.num_layers)
     optimizer_s = optimizer_time_s(arch, job, plan, gpu)
     model_parallel = parallel_time(arch, job, plan, gpu, per_node, network, compute_s)
     offload_s = offload_exposed_s(offload_transfer_bytes(arch, job, plan), compute_s)

@@ -45,6 +45,9 @@ MEGATRON = {"--tensor-model-parallel-size": INT, "--pipeline-model-parallel-size
             # megatron/core/model_parallel_config.py ModelParallelConfig.tp_comm_overlap (bool: a flag); arguments.py
             # asserts --sequence-parallel with it
             "--tp-comm-overlap": FLAG,
+            # megatron/training/arguments.py _add_distributed_args: store_true flags (DistributedDataParallelConfig
+            # overlap_grad_reduce, overlap_param_gather: "overlap param all-gather in distributed optimizer")
+            "--overlap-grad-reduce": FLAG, "--overlap-param-gather": FLAG,
             # megatron/core/model_parallel_config.py ModelParallelConfig.cpu_offloading_num_layers (int, default 0);
             # arguments.py L1950-1951 (d98e8a64) sets cpu_offloading when it is > 0
             "--cpu-offloading-num-layers": INT,
@@ -209,6 +212,21 @@ def test_deepspeeds_json_cannot_set_up_ulysses():
         launch_config(Job(stack="deepspeed"), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=2, precision="fp8"), LaunchModel(32))
     sections = json.loads(launch_config(Job(stack="hf"), plan.model_copy(update={"zero": 1}), LaunchModel(32)).text)
     assert sections["parallelism_config"] == {"sp_size": 4, "sp_backend": "deepspeed"}  # ZeRO-1: the DeepSpeed path
+
+
+def test_megatron_overlaps_the_data_parallel_traffic_the_time_model_hides():
+    """Megatron-LM's --overlap-grad-reduce and --overlap-param-gather are off by default (arguments.py
+    store_true); the time model hides ZeRO-0/1's reduction behind the last micro-batch's backward and
+    ZeRO-1's parameter all-gather behind the first forward (models/time/performance.py dp_windows_s),
+    so the configuration asks for both. Megatron-FSDP (ZeRO-2/3) keeps its own."""
+    def flags(zero: int) -> set[str]:
+        text = launch_config(Job(seq_len=4096, stack="megatron"), Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=zero),
+                             LaunchModel(32)).text
+        return {flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather") if flag in text}
+
+    assert flags(0) == {"--overlap-grad-reduce"}
+    assert flags(1) == {"--overlap-grad-reduce", "--overlap-param-gather"}
+    assert flags(3) == set()
 
 
 def test_megatron_and_torchtitan_write_what_their_entry_points_run():

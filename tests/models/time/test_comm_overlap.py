@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 from helpers.catalogue import packaged_catalogue
 
+from vramplan.models.architecture.params import count_params
 from vramplan.models.catalogue.catalogue import load_stacks
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.setup import Job, Plan
@@ -29,7 +30,9 @@ from vramplan.models.time.performance import (
     communication_phases_s,
     compute_time_s,
     dp_traffic,
+    dp_windows_s,
     exposed_communication_s,
+    once_a_step_window_share,
     overlap_windows_s,
     performance,
 )
@@ -75,12 +78,47 @@ def test_zero3_forward_gathers_hide_behind_the_forward_only() -> None:
 
 
 def test_gradient_traffic_stays_in_the_backward() -> None:
+    """ZeRO-0's all-reduce is the backward's; ZeRO-1's reduce-scatter too, and its all-gather of the
+    updated parameters (bf16, as the gradients here) comes before a forward."""
     job = Job(seq_len=4096)
-    plan = Plan(gpu=H100.name, num_gpus=16, zero=1)
-    traffic = dp_traffic(LLAMA_70B, job, plan)
-    assert traffic.forward_bytes == 0 and traffic.backward_collectives == 0
+    ddp = dp_traffic(LLAMA_70B, job, Plan(gpu=H100.name, num_gpus=16, zero=0))
+    zero1 = dp_traffic(LLAMA_70B, job, Plan(gpu=H100.name, num_gpus=16, zero=1))
+    assert ddp.forward_bytes == 0 and ddp.backward_collectives == 0
+    assert zero1.backward_bytes == pytest.approx(ddp.backward_bytes / 2)  # one reduce-scatter, not an all-reduce
+    assert zero1.forward_bytes == pytest.approx(15 / 16 * count_params(LLAMA_70B).total * 2)  # (N-1)/N x bf16
     flops = training_flops_per_token(LLAMA_70B, 4096, "none")
     assert flops.forward_share == pytest.approx(1 / 3, rel=0.01)  # backward = 2 x forward
+
+
+@pytest.mark.parametrize(("pp", "vpp", "accum", "share"), [
+    (1, 1, 1, 1.0), (1, 1, 8, 1 / 8), (4, 1, 16, 1 / 16),  # the last micro-batch's backward
+    (8, 8, 32, 57 / 256),  # interleaved: (vpp - 1) x pp + 1 of the m x vpp chunk-steps
+    (2, 4, 1, 1.0),  # fewer chunk-steps than the cool-down: the whole step
+])
+def test_zero_0_and_1_hide_only_behind_the_last_micro_batch(pp, vpp, accum, share) -> None:
+    """Megatron's schedules (forward_backward_no_pipelining: the first m - 1 micro-batches under no_sync;
+    the pipelined ones enable the sync for the last backward, each chunk's interleaved), DDP's no_sync
+    and DeepSpeed's ZeRO-1 (reduces at the accumulation boundary) reduce once a step. ZeRO-2/3 reduce
+    every micro-batch: the whole phases."""
+    assert once_a_step_window_share(pp, vpp, accum) == pytest.approx(share)
+    forward, backward = overlap_windows_s(3.0, 1 / 3)
+    assert dp_windows_s(3.0, 1 / 3, 2, pp, vpp, accum, "hf") == (forward, backward)
+    assert dp_windows_s(3.0, 1 / 3, 0, pp, vpp, accum, "hf")[1] == pytest.approx(backward * share)
+    # ZeRO-1's parameter all-gather: behind the first forward on Megatron (overlap_param_gather),
+    # after DeepSpeed's step, hidden by nothing
+    assert dp_windows_s(3.0, 1 / 3, 1, pp, vpp, accum, "megatron")[0] == pytest.approx(forward * share)
+    assert dp_windows_s(3.0, 1 / 3, 1, pp, vpp, accum, "deepspeed")[0] == 0.0
+
+
+def test_accumulation_exposes_zero_1_traffic() -> None:
+    """The same 70B ZeRO-1 step over 16 H100 on two nodes: one micro-batch of 8 hides the gradients'
+    reduce-scatter behind the whole backward; eight micro-batches of 1 only behind the last one's."""
+    job = Job(seq_len=4096, stack="megatron")
+    whole = Plan(gpu=H100.name, num_gpus=16, tp=8, zero=1, micro_batch=8, grad_accum=1)
+    split = Plan(gpu=H100.name, num_gpus=16, tp=8, zero=1, micro_batch=1, grad_accum=8)
+    one, eight = performance(LLAMA_70B, job, whole, H100, 8), performance(LLAMA_70B, job, split, H100, 8)
+    assert one.communication_time_s == pytest.approx(eight.communication_time_s)
+    assert eight.exposed_communication_s > one.exposed_communication_s
 
 
 def test_tp_backward_collectives_overlap_the_backward_gemms() -> None:

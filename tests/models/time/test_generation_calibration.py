@@ -40,8 +40,12 @@ B200_405B = dict(num_gpus=128, tp=4, pp=8, cp=2, vpp=8, sequence_parallel=True, 
 # (model, Hopper plan, Hopper tokens/s/GPU, Blackwell GPU, GPUs per instance, Blackwell plan, tokens/s/GPU, fitted)
 PAIRS = [
     ("llama-3.1-8b", H100_8B, 14451, "b200-180gb", 8, B200_8B, 30624, 0.443),  # 0.442 before Megatron's kernel speed
-    ("llama-3.1-8b", H100_8B, 14451, "gb200-186gb", 4, B200_8B, 31508, 0.422),  # 0.419
-    ("llama-3.1-405b", H100_405B, 292, "b200-180gb", 8, B200_405B, 661, 0.469),  # 0.472; 0.483 before the p2p overlap
+    # the NVL72's NVLink carries the 8 GPUs' data-parallel traffic (0.422 with 4-GPU trays over the network,
+    # before ZeRO-1's traffic hid only behind the last micro-batch; 0.419 before the kernel speed)
+    ("llama-3.1-8b", H100_8B, 14451, "gb200-186gb", 72, B200_8B, 31508, 0.419),
+    # 0.469 before ZeRO-1's once-a-step windows (performance.py dp_windows_s); 0.472 before the kernel speed;
+    # 0.483 before the p2p overlap
+    ("llama-3.1-405b", H100_405B, 292, "b200-180gb", 8, B200_405B, 661, 0.479),
 ]
 
 

@@ -62,8 +62,9 @@ def test_the_torchao_control_pairs_gain_what_the_model_says(runs, catalogue) -> 
 
 
 def test_the_kernel_speed_is_the_mean_of_the_bf16_runs(monkeypatch, runs, catalogue) -> None:
-    """Each bf16 run read at the speed that predicts it exactly: 1.09 (Qwen3 8B), 1.18 (Llama 8B CP 2),
-    1.12 (70B), 1.13 (405B); the calibration is their mean to two decimals."""
+    """Each bf16 run read at the speed that predicts it exactly: 1.12 (Qwen3 8B, 1.09 before ZeRO-1's
+    traffic hid only behind the last micro-batch), 1.18 (Llama 8B CP 2), 1.12 (70B), 1.13 (405B); the
+    calibration is their mean to two decimals."""
     speeds = []
     for run_id in BF16_FIT:
         low, high = 0.8, 1.6
@@ -88,11 +89,13 @@ def test_without_it_the_bf16_runs_read_low_on_hopper(monkeypatch, runs, catalogu
 
 
 def test_the_fp8_gain_follows_the_base_speed(monkeypatch, runs, catalogue) -> None:
-    """With the speed the fp8 twins (not fitted) read 0.93-1.04 and each pair's fp8 speedup 0.92-1.03
+    """With the speed the fp8 twins (not fitted) read 0.94-1.06 (0.93-1.04 before ZeRO-1's traffic hid
+    only behind the last micro-batch: the 405B GB200 twin accumulates 32 micro-batches) and each
+    pair's fp8 speedup 0.92-1.03
     of the measured (0.92: the 70B pair, whose twins run different layouts); without it the TP pairs'
     speedups read 0.87-0.91 (fp8_gemm_time_ratio reads the GEMM share from the same efficiency)."""
     for bf16, fp8 in MEGATRON:
-        assert 0.92 < compare(runs[fp8], catalogue).ratio < 1.05, fp8
+        assert 0.93 < compare(runs[fp8], catalogue).ratio < 1.07, fp8
         assert 0.91 < _speedup_read(runs, catalogue, bf16, fp8) < 1.04, fp8
     monkeypatch.delitem(STACK_KERNEL_SPEED, "megatron")
     for pair in MEGATRON[1:]:
@@ -101,14 +104,15 @@ def test_the_fp8_gain_follows_the_base_speed(monkeypatch, runs, catalogue) -> No
 
 def test_every_megatron_dense_fp8_run_is_checked_not_fitted(runs, catalogue) -> None:
     """The check: Megatron's dense fp8 runs in the table (H100, B200, GB200, GB300; Llama 3 8B to
-    405B, FP8-CS and MXFP8), 67 of 68 within 20%, median 0.94; the one outside is a known miss."""
+    405B, FP8-CS and MXFP8), 67 of 68 within 20%, median 0.95 (0.94 before ZeRO-1's traffic hid only
+    behind the last micro-batch); the one outside is a known miss."""
     dense_fp8 = [run for run in runs.values() if run.cells["stack"] == "megatron" and run.cells["precision"] == "fp8"
                  and catalogue.architecture(run.cells["model"]).num_experts <= 1]
     ratios = {run.id: compare(run, catalogue).ratio for run in dense_fp8}
     outside = [run_id for run_id, ratio in ratios.items() if abs(ratio - 1) > 0.2]
     assert (len(ratios), len(outside)) == (68, 1)
     assert all(runs[run_id].known_miss for run_id in outside)
-    assert statistics.median(ratios.values()) == pytest.approx(0.94, abs=0.01)
+    assert statistics.median(ratios.values()) == pytest.approx(0.95, abs=0.01)
 
 
 def test_the_speed_holds_where_it_is_fitted_or_checked(catalogue) -> None:

@@ -84,8 +84,9 @@ def _within(probed: list, host: tuple[float, float, float]) -> int:
 
 def test_the_host_time_is_fitted_to_the_qwen3_runs(probes):
     """Least absolute log error over the 42 Qwen3 runs without a full-iteration graph, on a 0.25 ms x
-    0.25 ms x 0.025 ms grid: the calibration's values (models/time/calibration.py), which bring 36
-    of them within 20% of the measurement (12 without the host time; 36 of 41 at 3.25 ms before the
+    0.25 ms x 0.025 ms grid: the calibration's values (models/time/calibration.py), which bring 37
+    of them within 20% of the measurement (12 without the host time; 36 at 3.0 / 2.0 / 0.275 ms before
+    ZeRO-1's traffic hid only behind the last micro-batch; 36 of 41 at 3.25 ms before the
     25.11 GB300 Qwen3-235B-A22B BF16 run, 37 and 17 before Megatron's dense-layer kernel speed,
     calibration.STACK_KERNEL_SPEED, and GB300's own speed, GPU_SPEED)."""
     fit = [probes[run.id] for run in FIT]
@@ -93,7 +94,7 @@ def test_the_host_time_is_fitted_to_the_qwen3_runs(probes):
     grid = [(a * 2.5e-4, g * 2.5e-4, b * 2.5e-5) for a in range(0, 41) for g in range(0, 41) for b in range(0, 21)]
     best = min(grid, key=lambda host: sum(_log_error(p, m, *host) for p, m in fit))
     assert best == pytest.approx(CALIBRATED, abs=1e-9)
-    assert (_within(fit, CALIBRATED), _within(fit, (0.0, 0.0, 0.0))) == (36, 12)
+    assert (_within(fit, CALIBRATED), _within(fit, (0.0, 0.0, 0.0))) == (37, 12)
 
 
 def test_deepseek_v3_runs_it_was_not_fitted_to_stay_within_20_percent(probes):
@@ -103,7 +104,8 @@ def test_deepseek_v3_runs_it_was_not_fitted_to_stay_within_20_percent(probes):
     check = [probes[run.id] for run in CHECK]
     assert len(check) == 20
     assert (_within(check, CALIBRATED), _within(check, (0.0, 0.0, 0.0))) == (20, 15)
-    assert statistics.median(compare(run, CAT).ratio for run in CHECK) == pytest.approx(1.04, abs=0.02)  # 0.94 before
+    # 1.04 before ZeRO-1's traffic hid only behind the last micro-batch; 0.94 before the host time
+    assert statistics.median(compare(run, CAT).ratio for run in CHECK) == pytest.approx(1.01, abs=0.02)
 
 
 MOE = CAT.architecture("qwen3-30b-a3b")
