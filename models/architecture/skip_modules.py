@@ -29,7 +29,7 @@ def readable_skip_entry(entry: str) -> bool:
 # The names transformers gives a decoder layer's matrices, which skip entries are matched against:
 # the layer list (model.layers in the Llama-style families, the multimodal wrappers' language model
 # under transformers 5 and 4, GPT-2 / Falcon transformer.h, GPT-NeoX gpt_neox.layers), then the
-# attention or MLP block (modeling_<type>.py attribute names), then the module (params.py module_name;
+# attention or MLP block (modeling_<type>.py attribute names), then the module (module_names.py module_name;
 # MoE experts as one name per matrix kind: an entry naming one expert by index is not matched).
 # A name no real checkpoint of the family has matches no real entry.
 _LAYER_PATHS = ("model.layers", "model.language_model.layers", "language_model.model.layers", "transformer.h",

@@ -28,8 +28,8 @@ A Term flagged `attention_core` is what selective recompute (Korthikanti sec. 5)
 
 from __future__ import annotations
 
+from vramplan.models.architecture.module_names import NOT_GATED
 from vramplan.models.architecture.params import (
-    NOT_GATED,
     LayerGroup,
     layer_architecture,
     layer_group,

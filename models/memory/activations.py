@@ -29,8 +29,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from vramplan.models.architecture.lora import adapted_modules
+from vramplan.models.architecture.module_names import module_name
 from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
-from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_architecture, layer_groups, module_name
+from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_architecture, layer_groups
 from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb, unquantised_experts
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan

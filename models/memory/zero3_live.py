@@ -62,13 +62,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vramplan.models.architecture.lora import adapted_modules
+from vramplan.models.architecture.module_names import module_name
 from vramplan.models.architecture.params import (
     LayerGroup,
     LinearModule,
     count_params,
     layer_group,
     layer_norm_params,
-    module_name,
 )
 from vramplan.models.architecture.quantization import quantised_layer_bytes
 from vramplan.models.core.catalogue_schema import Architecture
