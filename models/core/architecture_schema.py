@@ -10,17 +10,12 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from vramplan.models.core.architecture_checks import check_architecture
 from vramplan.models.core.catalogue_row import CatalogueRow
-from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import Count, Real
 
 MAX_LAYERS = 1024  # decoder layers an architecture may have
 
-
-def _all_or_none(*counts: int) -> bool:
-    """Whether the counts that together describe one part (linear attention's widths, the indexer's) are all set
-    (> 0) or all unset (0)."""
-    return all(counts) or not any(counts)
 
 # The parts an architecture is made of (docs/memory-model.md#architectures; models/architecture/params.py
 # layer_groups turns them into per-layer kinds). Values name what the implementation computes, not the family:
@@ -286,120 +281,12 @@ class Architecture(CatalogueRow):
 
     @model_validator(mode="after")
     def _shapes_are_consistent(self) -> Architecture:
-        if self.num_attention_heads % self.num_kv_heads:
-            raise VramplanError(
-                "num_kv_heads", self.num_kv_heads, f"must divide num_attention_heads={self.num_attention_heads}"
-            )
-        if self.global_layers:
-            self._check_global_layers()
-        self._check_local_shape()
-        if self.value_from_key and (self.is_mla or self.fused_qkv or self.v_head_dim):
-            raise VramplanError("value_from_key", True, "needs separate q/k projections and values as wide as keys "
-                                "(not MLA, fused_qkv or a v_head_dim of its own)")
-        self._check_kv_sharing()
-        if (self.per_layer_input_width == 0) != (self.per_layer_input_vocab == 0):
-            raise VramplanError("per_layer_input_vocab", self.per_layer_input_vocab, "per-layer input embeddings need "
-                                "both per_layer_input_width and per_layer_input_vocab > 0, or neither")
-        if self.output_vocab_size and (self.output_vocab_size > self.vocab_size or self.tie_word_embeddings):
-            raise VramplanError("output_vocab_size", self.output_vocab_size, f"a pruned output head needs at most "
-                                f"vocab_size={self.vocab_size} rows and an lm_head of its own (tie_word_embeddings false)")
-        if self.alibi and self.learned_position_embeddings:
-            raise VramplanError("alibi", True, "replaces learned positions: learned_position_embeddings must be false")
-        if self.qkv_head_copies and not self.fused_qkv:
-            raise VramplanError("qkv_head_copies", True, "needs fused_qkv")
-        if self.moe_beside_mlp and not self.is_moe:
-            raise VramplanError("moe_beside_mlp", True, "needs routed experts (num_experts > 1)")
-        if self.sink_scaling and not self.attention_sinks:
-            raise VramplanError("sink_scaling", True, "needs attention_sinks")
-        if self.attention_gate_per_head and not self.attention_output_gate:
-            raise VramplanError("attention_gate_per_head", True, "needs attention_output_gate")
-        if self.global_first_layer and not self.global_attention_every:
-            raise VramplanError("global_first_layer", True, "needs global_attention_every > 0 (the rule it adds layer 0 to)")
-        if self.experts_per_token > self.num_experts:
-            raise VramplanError(
-                "experts_per_token", self.experts_per_token, f"must not exceed num_experts={self.num_experts}"
-            )
-        if (self.local_attention == "none") != (self.attention_window == 0):
-            raise VramplanError(
-                "attention_window", self.attention_window, f"must be > 0 exactly when local_attention is set (is {self.local_attention})"
-            )
-        if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.head_dim:
-            raise VramplanError("qk_rope_head_dim", self.qk_rope_head_dim, f"must be in (0, head_dim={self.head_dim}) for MLA")
-        if self.q_lora_rank and not self.kv_lora_rank:
-            raise VramplanError("q_lora_rank", self.q_lora_rank, "needs kv_lora_rank > 0 (MLA)")
-        if not _all_or_none(self.full_attention_every, self.linear_key_heads, self.linear_value_heads,
-                            self.linear_key_head_dim, self.linear_value_head_dim, self.linear_conv_kernel):
-            raise VramplanError("full_attention_every", self.full_attention_every,
-                                "linear attention needs full_attention_every > 0 and every linear_* width (key and value "
-                                "heads, head widths, conv kernel) > 0, or none of them")
-        if self.full_attention_every and self.linear_value_heads % self.linear_key_heads:
-            raise VramplanError("linear_value_heads", self.linear_value_heads,
-                                f"must be a multiple of linear_key_heads={self.linear_key_heads}")
-        if self.full_attention_every and self.local_attention != "none":
-            raise VramplanError("local_attention", self.local_attention, "is not modelled beside linear attention")
-        if not _all_or_none(self.index_heads, self.index_head_dim, self.index_topk):
-            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention needs index_heads, "
-                                "index_head_dim and index_topk > 0, or none of them")
-        if self.index_heads and not (self.q_lora_rank and self.qk_rope_head_dim < self.index_head_dim):
-            raise VramplanError("index_heads", self.index_heads, "DeepSeek Sparse Attention's indexer reads MLA's query "
-                                "latent: it needs q_lora_rank > 0 and index_head_dim wider than qk_rope_head_dim")
-        if self.attention_gate_in_q and not self.attention_output_gate:
-            raise VramplanError("attention_gate_in_q", True, "needs attention_output_gate")
-        if self.is_moe and not any(self.layer_is_moe(i) for i in range(self.num_layers)):
-            # a decoder_sparse_step / first_k_dense_replace / mlp_only_layers that leaves every layer
-            # dense: no expert is ever built (its expert kernels had no shape: StopIteration)
-            raise VramplanError("num_experts", self.num_experts, f"no decoder layer is a MoE layer (first_dense_layers="
-                                f"{self.first_dense_layers}, moe_layer_interval={self.moe_layer_interval}, "
-                                f"num_layers={self.num_layers}): a dense model has num_experts 1")
+        check_architecture(self)  # which combinations of parts are refused: models/core/architecture_checks.py
         return self
-
-    def _check_local_shape(self) -> None:
-        """The local layers' own attention shape (models/architecture/params.py layer_architecture) needs local layers,
-        and their heads must group evenly over their KV heads."""
-        own = {"local_kv_heads": self.local_kv_heads, "local_attention_heads": self.local_attention_heads,
-               "local_head_dim": self.local_head_dim,
-               "local_partial_rotary_factor": self.local_partial_rotary_factor,
-               "local_attention_sinks": self.local_attention_sinks}
-        named = next((name for name, value in own.items() if value), None)
-        if named is not None and self.local_attention == "none":
-            raise VramplanError(named, own[named], "needs local (sliding-window) layers: local_attention is none")
-        heads, kv_heads = self.local_attention_heads or self.num_attention_heads, self.local_kv_heads or self.num_kv_heads
-        if heads % kv_heads:
-            raise VramplanError("local_kv_heads" if self.local_kv_heads else "local_attention_heads", own["local_kv_heads"]
-                                or heads, f"the local layers' {heads} heads must be a multiple of their {kv_heads} KV heads")
-
-    def _check_kv_sharing(self) -> None:
-        """Every KV-shared layer reads the keys and values of an earlier layer of its kind (Gemma4TextConfig.
-        kv_sharing_modes raises where a kind of the shared layers has no earlier layer producing them)."""
-        shared = self.kv_shared_layers
-        if not shared:
-            return
-        if shared >= self.num_layers:
-            raise VramplanError("kv_shared_layers", shared, f"must leave a layer producing keys and values: below "
-                                                            f"num_layers={self.num_layers}")
-        first = self.num_layers - shared
-        producing = {self.layer_is_local(i) for i in range(first)}
-        if any(self.layer_is_local(i) not in producing for i in range(first, self.num_layers)):
-            raise VramplanError("kv_shared_layers", shared, "leaves an attention kind of the shared layers without an "
-                                                            "earlier layer producing its keys and values")
-        if self.is_mla or self.fused_qkv or self.has_linear_attention:
-            raise VramplanError("kv_shared_layers", shared, "needs separate q/k/v projections of softmax attention")
 
     def layer_is_kv_shared(self, index: int) -> bool:
         """A layer reading an earlier layer's keys and values (Architecture.kv_shared_layers)."""
         return index >= self.num_layers - self.kv_shared_layers if self.kv_shared_layers else False
-
-    def _check_global_layers(self) -> None:
-        tokens = self.global_layers.split()
-        if not tokens or not all(token.isdigit() for token in tokens):
-            raise VramplanError("global_layers", self.global_layers[:40], "must be layer indices separated by spaces")
-        indices = [int(token) for token in tokens]
-        if indices != sorted(set(indices)) or indices[-1] >= self.num_layers:
-            raise VramplanError("global_layers", self.global_layers[:40], "must list distinct layer indices in "
-                                f"increasing order, each below num_layers={self.num_layers}")
-        if self.local_attention == "none" or self.global_attention_every:
-            raise VramplanError("global_layers", self.global_layers[:40], "needs local attention and replaces "
-                                "global_attention_every (which must be 0)")
 
     def __hash__(self) -> int:
         """The name's hash: equal rows have equal names, so this agrees with ==, and rows that share
