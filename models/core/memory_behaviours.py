@@ -115,7 +115,7 @@ ROOT_GATHERED_STACKS = Behaviour(
 #   (MatMul4Bit.forward `ctx.tensors = (A, B)`, MatMul8bitLt `ctx.tensors = (CAt, subA, A)`), which
 #   autograd does not release after backward; litgpt's loop keeps the step's graph alive through the
 #   next micro-batch's forward (`logits = model(input_ids, lm_head_chunk_size=128)` rebinds the
-#   previous `logits` only when that forward returns): models/memory/activations.py held_inputs_bytes.
+#   previous `logits` only when that forward returns): models/memory/beyond_saved.py held_inputs_bytes.
 #   bitsandbytes@9e75374 (#1270, 0.43.2) stopped keeping A.
 LIGHTNING_BNB_STACKS = Behaviour(
     "QLoRA through Lightning Fabric's bitsandbytes plugin", frozenset({"litgpt", "litgpt-fsdp1"}),

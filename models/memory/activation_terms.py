@@ -305,7 +305,7 @@ def linear_input_bytes(arch: Architecture, x: Shape, group: LayerGroup | None = 
     down projection's input (f; MoE: the K routed copies of the token, h wide, gathered per expert as
     litgpt's LLaMAMoE `expert(x[token_idx])` does, and their K f-wide down inputs, plus a shared
     expert's f). What a layer keeps when every linear keeps its input (quantised linears of
-    bitsandbytes before 0.43.2: models/memory/activations.py held_inputs_bytes)."""
+    bitsandbytes before 0.43.2: models/memory/beyond_saved.py held_inputs_bytes)."""
     group = layer_group(arch, arch.num_layers - 1) if group is None else group
     h = arch.hidden_size
     one_input = arch.parallel_attention_mlp and arch.norms_per_layer == 1

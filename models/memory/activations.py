@@ -13,11 +13,11 @@ The peak comes at the start of backward: on top of everything kept, the largest 
 - the loss's gradient temporaries (models/memory/loss.py), and
 - one layer's backward: under recompute, the recomputed part of that layer is rebuilt (Chen et al.
   arXiv:1604.06174: the peak holds one segment being rebuilt) and its gradients are produced,
-  which layer_backward_temporaries bounds;
+  which beyond_saved.layer_backward_temporaries bounds;
 and, with a bitsandbytes / NF4 frozen base, the 16-bit copy of the largest quantised matrix being
 multiplied (models/architecture/quantization.py dequantised_weight_bytes): in a layer's backward,
 or the lm_head's where the stack quantises it. Under litgpt's QLoRA the previous micro-batch's
-quantised-linear inputs are kept on top (held_inputs_bytes). Where the training loop drops its
+quantised-linear inputs are kept on top (beyond_saved.held_inputs_bytes). Where the training loop drops its
 reference to the logits (LOGITS_RELEASED_STACKS: torchtune's `del logits`), the loss's backward
 frees what the output layer kept before any layer's backward runs, so a layer's backward stacks on
 the layers' activations only (stage_activations).
@@ -32,7 +32,7 @@ from vramplan.models.architecture.lora import adapted_modules
 from vramplan.models.architecture.module_names import module_name
 from vramplan.models.architecture.parallel import Split, plan_split, sequence_parallel_active, stage_layer_kinds
 from vramplan.models.architecture.params import LayerGroup, LayerKey, layer_architecture, layer_groups
-from vramplan.models.architecture.quantization import dequantised_weight_bytes, lightning_bnb, unquantised_experts
+from vramplan.models.architecture.quantization import dequantised_weight_bytes, unquantised_experts
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
@@ -44,10 +44,10 @@ from vramplan.models.core.units import ceil_div
 from vramplan.models.memory.activation_terms import (
     embedding_terms,
     layer_terms,
-    linear_input_bytes,
     shared_terms,
     stored_kv_terms,
 )
+from vramplan.models.memory.beyond_saved import held_inputs_bytes, layer_backward_temporaries
 from vramplan.models.memory.fragmentation import fragmentation_reserve_bytes
 from vramplan.models.memory.loss import loss_cost, loss_parallel_backward_extra_bytes
 from vramplan.models.memory.parallel_activations import first_stage_inflight, inflight_chunks, shard_terms
@@ -118,25 +118,6 @@ def _dropout_inputs(arch: Architecture, job: Job, adapted: tuple) -> int:
     return sum(widths)
 
 
-def held_inputs_bytes(arch: Architecture, job: Job, x: Shape) -> int:
-    """What litgpt's QLoRA keeps of the previous micro-batch while the next one runs forward: the input
-    of every quantised linear. bitsandbytes before 0.43.2 keeps it as a plain ctx attribute
-    (bitsandbytes@4870580 (0.42.0) autograd/_functions.py MatMul4Bit.forward `ctx.tensors = (A, B)`),
-    which autograd's release of saved tensors after backward leaves alone, so it lives as long as the
-    graph; litgpt's loop keeps the graph through the previous `logits` until the next forward returns
-    (Lightning-AI/litgpt@e5493986 litgpt/finetune/lora.py fit: `logits = model(input_ids,
-    lm_head_chunk_size=128)`, `loss` rebound to a float by `running_loss.compute().item()` at every
-    log_interval = 1 iteration). Every layer's linear_input_bytes plus the lm_head's input (e T h:
-    Lightning quantises the lm_head, quantization.py LIGHTNING_BNB_STACKS). bitsandbytes 0.43.2
-    (#1270, "fix QLoRA mem bug: delete useless buffered activation") stopped keeping it; litgpt
-    still warns that it only supports 0.42.0 (finetune/lora.py @2685705), the version every
-    published litgpt QLoRA figure ran. 0 for any other stack or method."""
-    if not lightning_bnb(arch, job):
-        return 0
-    layers = sum(group.count * linear_input_bytes(arch, x, group) for group in layer_groups(arch))
-    return layers + x.e * x.t * arch.hidden_size
-
-
 def _indexer_rebuilt_bytes(arch: Architecture, job: Job, plan: Plan, terms: list[Term], x: Shape) -> int:
     """What a layer's full recompute has rebuilt when its DeepSeek Sparse Attention indexer runs: its terms
     before the attention's q (the norm, MLA's latents and their linear inputs), with the layer's output
@@ -147,26 +128,6 @@ def _indexer_rebuilt_bytes(arch: Architecture, job: Job, plan: Plan, terms: list
     names = [t.name for t in terms]
     first = names.index("attn.q") if "attn.q" in names else len(terms)
     return sum(t.num_bytes for t in terms[:first]) + x.e * x.t * arch.hidden_size
-
-
-def layer_backward_temporaries(
-    arch: Architecture, x: Shape, group: LayerGroup | None = None, tp: int = 1, sequence_parallel: bool = False
-) -> int:
-    """Gradients alive while one layer runs backward, beyond what it saved: the MLP backward holds
-    the gradients of two f-wide tensors per routed token while producing them, and the norms'
-    backward two fp32 h-wide gradients. An upper bound, checked against MemTracker peaks of HF
-    Llama, Qwen2, Mixtral and Gemma2 layers (tests/models/memory/test_saved_tensors.py). Under TP the f-wide
-    gradients are / tp, the h-wide ones too with sequence parallelism."""
-    if group is not None and not group.moe:
-        widths = arch.dense_intermediate_size or arch.intermediate_size
-    else:
-        widths = arch.experts_per_token * arch.intermediate_size + arch.shared_expert_intermediate_size
-    # BLOOM's bloom_gelu_back builds the derivative of whole f-wide tensors: beside its input and the incoming gradient
-    # tanh_out, 0.5 x, 1 - tanh^2, the polynomial and their product are alive at once (modeling_bloom.py)
-    gradients = 5 if arch.mlp_kind == "gelu_function" else 2
-    mlp = ceil_div(gradients * x.e * x.t * widths, tp)
-    norms = 2 * FP32 * x.t * arch.hidden_size
-    return mlp + (ceil_div(norms, tp) if sequence_parallel else norms)
 
 
 @dataclass(frozen=True)

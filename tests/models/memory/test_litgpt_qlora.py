@@ -21,7 +21,8 @@ from vramplan.models.architecture.quantization import (
 )
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.activation_terms import linear_input_bytes
-from vramplan.models.memory.activations import activations, held_inputs_bytes
+from vramplan.models.memory.activations import activations
+from vramplan.models.memory.beyond_saved import held_inputs_bytes
 from vramplan.models.memory.model_states import frozen_base_bytes
 from vramplan.models.memory.saved_tensors import Shape
 
