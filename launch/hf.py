@@ -41,6 +41,7 @@ from vramplan.launch.deepspeed import deepspeed_dict
 from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, distributed_offload_refusal
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.accumulation_note import syncs_each_batch
 
 ALL_LINEAR = "all-linear"  # peft INCLUDE_LINEAR_LAYERS_SHORTHAND: every linear module but the output layer
 
@@ -131,6 +132,8 @@ def hf_sections(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
         args["fsdp"] = True
         args["fsdp_config"] = {"version": 2, "reshard_after_forward": plan.zero == 3,
                                "cpu_offload": plan.offload == "optimizer+params", **fsdp_recompute}
+        if syncs_each_batch(job, plan):  # the sharded gradients the estimate holds (models/memory/accumulation_note.py)
+            args["accelerator_config"] = {"gradient_accumulation_kwargs": {"sync_each_batch": True}}
     elif engine == "deepspeed":
         args["deepspeed"] = deepspeed_dict(plan)
     elif engine == "distributed":

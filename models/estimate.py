@@ -32,6 +32,7 @@ from vramplan.models.core.results import (
     RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.memory.accumulation_note import accumulation_note
 from vramplan.models.memory.activation_terms import xielu_note
 from vramplan.models.memory.activations import activation_shape
 from vramplan.models.memory.linear_attention_terms import linear_attention_note
@@ -255,7 +256,7 @@ def estimate_plan(
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
                              cuda_graphs_note(arch, job), linear_attention_note(arch),
                              sparse_attention_note(arch, job, activation_shape(job, plan)),
-                             xielu_note(arch)) if note],
+                             xielu_note(arch), accumulation_note(arch, job, plan)) if note],
     )
 
 

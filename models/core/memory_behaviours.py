@@ -22,6 +22,21 @@ UNSHARDED_ACCUMULATION_STACKS = Behaviour(
     "gradients kept unsharded until the last accumulated micro-batch", frozenset({"litgpt", "litgpt-fsdp1"}),
     "models/memory/model_states.py")
 
+# Stacks whose launch configuration reduce-scatters FSDP's gradients every micro-batch where the
+# trainer's default keeps them whole until the last: transformers' Trainer runs every micro-batch of
+# a step but the last under `self.accelerator.no_sync(model)` unless the engine is DeepSpeed or
+# `sync_each_batch` is set (trainer.py _inner_training_loop; transformers#34645 restored no_sync for
+# FSDP), and accelerate's no_sync is FSDP2's `set_requires_gradient_sync(False)` (huggingface/accelerate
+# v1.14.0 src/accelerate/accelerator.py no_sync, since #3762) or FSDP1's FullyShardedDataParallel.no_sync:
+# every trainable gradient whole, in the reduce dtype accelerate sets to the compute dtype
+# (utils/dataclasses.py set_mixed_precision: param_dtype = reduce_dtype). launch/hf.py writes
+# `accelerator_config: {gradient_accumulation_kwargs: {sync_each_batch: true}}` under FSDP with
+# accumulation, so the estimate (sharded gradients, a reduce-scatter each micro-batch) is the run it
+# writes; models/memory/accumulation_note.py says what the default would hold.
+SYNC_EACH_BATCH_STACKS = Behaviour(
+    "the launch syncs FSDP's gradients every micro-batch (the Trainer's default holds them whole)", frozenset({"hf"}),
+    "models/memory/accumulation_note.py")
+
 # Stacks whose ZeRO-1 reduces the gradients in backward hooks at the step's last micro-batch and
 # keeps only the rank's partition: DeepSpeed's stage_1_and_2 optimizer (the deepspeed stack; hf's
 # ZeRO-1, which launch/hf.py _engine always runs on DeepSpeed) with overlap_comm, which

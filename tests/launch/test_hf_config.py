@@ -51,6 +51,10 @@ HF = {
         "activation_checkpointing": BOOL, "activation_checkpointing_kwargs": {"every_n_layers": INT, "offload": BOOL},
         "use_liger_kernel": BOOL, "torch_compile": (True,), "fsdp": (True,),
         "fsdp_config": {"version": (1, 2), "reshard_after_forward": BOOL, "cpu_offload": BOOL, "activation_checkpointing": BOOL},
+        # trainer_pt_utils.py AcceleratorConfig.gradient_accumulation_kwargs, passed to accelerate's
+        # GradientAccumulationPlugin (utils/dataclasses.py: num_steps, adjust_scheduler, sync_with_dataloader,
+        # sync_each_batch)
+        "accelerator_config": {"gradient_accumulation_kwargs": {"sync_each_batch": (True,)}},
         "deepspeed": lambda value: isinstance(value, dict),  # checked against DEEPSPEED below
     },
     "distributed_config": {"tp_size": INT, "fsdp_size": INT, "ep_size": INT, "fsdp_cpu_offload": BOOL},
@@ -175,3 +179,18 @@ def test_estimate_writes_the_hf_config(tmp_path):
     assert data["training_args"]["fsdp_config"]["reshard_after_forward"] is True
     assert data["training_args"]["per_device_train_batch_size"] == 2 and data["lora_config"]["r"] == 16
     assert data["bnb_config"]["bnb_4bit_quant_storage"] == "bfloat16"
+
+
+def test_fsdp_with_accumulation_syncs_each_micro_batch():
+    """Under FSDP the Trainer's default skips the gradient sync on all but a step's last micro-batch
+    and holds every gradient whole (models/memory/accumulation_note.py); the configuration sets
+    sync_each_batch there, so the run reduce-scatters into the shard the estimate holds, and says nothing
+    where there is one micro-batch a step or DeepSpeed runs the plan (which ignores no_sync)."""
+    def sections(**plan) -> dict:
+        return json.loads(launch_config(job("hf"), Plan(gpu="h100-sxm-80gb", num_gpus=8, **plan), LaunchModel(32)).text)
+
+    accumulating = sections(zero=3, micro_batch=1, grad_accum=4)["training_args"]
+    assert accumulating["fsdp"] is True
+    assert accumulating["accelerator_config"] == {"gradient_accumulation_kwargs": {"sync_each_batch": True}}
+    assert "accelerator_config" not in sections(zero=3, micro_batch=4, grad_accum=1)["training_args"]
+    assert "accelerator_config" not in sections(zero=1, micro_batch=1, grad_accum=4)["training_args"]  # DeepSpeed

@@ -1,0 +1,43 @@
+"""What a stack's default would hold where its launch configuration syncs every micro-batch
+(SYNC_EACH_BATCH_STACKS: the hf Trainer under FSDP, citations there). The estimate is the run that
+vramplan's launch configuration writes: FSDP reduce-scatters each micro-batch's gradients into the
+rank's shard. The Trainer's default skips that sync on all but the last micro-batch and holds every
+trainable gradient whole in the compute dtype until then; a plan that accumulates says how much that is."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from vramplan.models.architecture.lora import trainable_params
+from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.setup import Job, Plan
+from vramplan.models.core.stack_behaviour import SYNC_EACH_BATCH_STACKS
+from vramplan.models.core.units import BYTES_PER_GIB
+from vramplan.models.memory.precision import FP32_BYTES, HALF_BYTES, params_bytes
+
+
+def syncs_each_batch(job: Job, plan: Plan) -> bool:
+    """Whether the launch configuration sets sync_each_batch: the stack's FSDP (ZeRO-2/3 on several
+    GPUs without TP or EP, nothing offloaded to the optimizer on the host: launch/hf.py _engine) with
+    more than one micro-batch a step."""
+    return (job.stack in SYNC_EACH_BATCH_STACKS and plan.grad_accum > 1 and plan.zero >= 2 and plan.num_gpus > 1
+            and plan.tp == 1 and plan.ep == 1 and plan.offload != "optimizer")
+
+
+def default_sync_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
+    """The whole trainable gradient in the compute dtype that the Trainer's default would hold per GPU
+    (0 where the launch does not set sync_each_batch)."""
+    if not syncs_each_batch(job, plan):
+        return 0
+    dtype = FP32_BYTES if plan.precision == "fp32" else HALF_BYTES
+    return params_bytes(trainable_params(arch, job) // plan.pp, Fraction(dtype))
+
+
+def accumulation_note(arch: Architecture, job: Job, plan: Plan) -> str | None:
+    """The plan's warning line where the launch's sync_each_batch is what keeps the gradients sharded."""
+    held = default_sync_bytes(arch, job, plan)
+    if not held:
+        return None
+    return (f"the launch configuration sets sync_each_batch (accelerator_config gradient_accumulation_kwargs), as this "
+            f"estimate assumes: with the Trainer's default, FSDP would hold every gradient whole while it accumulates "
+            f"{plan.grad_accum} micro-batches: {held / BYTES_PER_GIB:,.1f} GiB a GPU, where this estimate holds its shard")
