@@ -11,8 +11,9 @@ on mixed-radix indices:
     static_mib[zf, p] + buffers_mib[b, p] + copy_mib[zf, p] <= limit_mib    (the optimizer step, where it copies)
     host_mib[zf, p] (+ offloaded_mib[r, b, p]) <= host budget         (ZeRO-Offload, activation offload)
     step_us = compute_us[r, p, l] + parallel_us + bubble_us + max(0, fwd_comm_us[z, b, p] - fwd_window_us[r, p, l])
-              + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p] (ZeRO-0/1: [r, p, l, b]), tail_us[z, b, p])
+              + max(bwd_comm_us[z, b, p] - bwd_window_us[r, p, l], tail_us[z, b, p])
               + optimizer_us[zf, b, p]                                 (solver/step_time.py add_step)
+    (where ZeRO-0/1 reduce once a step, both windows are the last micro-batch's: [r, p, l, b])
 
 No product of two variables appears (cost = price x step is left to the branch-and-bound in
 cpsat_engine.py, where the price is a constant per cluster), and no enforced linear constraint
@@ -138,14 +139,14 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
 
     offloading = space.job.activation_offload
 
-    # The ZeRO stages that reduce the gradients once a step (ZeRO-0/1), whose backward window is the
-    # last micro-batch's (step_time.py), and those that reduce every micro-batch.
+    # The ZeRO stages that reduce the gradients once a step (ZeRO-0/1), whose windows are the last
+    # micro-batch's (step_time.py point_step_us); the others reduce every micro-batch.
     once = [i for i in sorted(allowed_zf) if not reduces_each_micro_batch(space.zero_offloads[i][0])]
 
     def by_recompute(i: int, jj: int, k: int) -> tuple[int, ...]:
         """Activations + buffers of each checked rank; compute + model-parallel collectives + stalls
-        (bubble, exposed offload transfer); the backward window of a once-a-step reduction; with
-        activation offloading, what it keeps on the host."""
+        (bubble, exposed offload transfer); the (forward, backward) windows of a once-a-step reduction;
+        with activation offloading, what it keeps on the host."""
         lay, b_ = pairs[k]
         base = steps.compute_us[i, jj, lay] + steps.parallel_us[i, jj, lay] + steps.bubble_us[i, jj, lay, b_]
         buffers = space.buffer_mib[b_, jj, lay]

@@ -188,8 +188,8 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
 @dataclass
 class StepTables:
     """One shape's step-time terms in whole microseconds (points.step_us adds them): the
-    compute and its (forward, backward) overlap windows (r, p, l; the backward's where the gradients
-    reduce once a step, r, p, l, b), data-parallel traffic (forward,
+    compute and its (forward, backward) overlap windows (r, p, l; where the gradients reduce once a
+    step, the last micro-batch's, r, p, l, b), data-parallel traffic (forward,
     backward) (z, b, p, l), the optimizer step (zf, b, p, l), the model-parallel collectives TP +
     PP p2p + CP + EP (r, p, l) and the stalls (r, p, l, b): the pipeline bubble and the exposed
     activation-offload transfer."""
