@@ -256,7 +256,7 @@ def estimate_plan(
         + [note for note in (quantization_note(arch, job), unquantised_experts_note(arch, job),
                              cuda_graphs_note(arch, job), linear_attention_note(arch),
                              sparse_attention_note(arch, job, activation_shape(job, plan)),
-                             xielu_note(arch), accumulation_note(arch, job, plan)) if note],
+                             xielu_note(arch), accumulation_note(arch, job, plan, memory)) if note],
     )
 
 

@@ -2,7 +2,7 @@
 (SYNC_EACH_BATCH_STACKS: the hf Trainer under FSDP, citations there). The estimate is the run that
 vramplan's launch configuration writes: FSDP reduce-scatters each micro-batch's gradients into the
 rank's shard. The Trainer's default skips that sync on all but the last micro-batch and holds every
-trainable gradient whole in the compute dtype until then; a plan that accumulates says how much that is."""
+trainable gradient whole in the compute dtype until then; a plan that would not fit that way says so."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import SYNC_EACH_BATCH_STACKS
 from vramplan.models.core.units import BYTES_PER_GIB
+from vramplan.models.memory.memory import MemoryBreakdown
 from vramplan.models.memory.precision import FP32_BYTES, HALF_BYTES, params_bytes
 
 
@@ -33,11 +34,14 @@ def default_sync_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
     return params_bytes(trainable_params(arch, job) // plan.pp, Fraction(dtype))
 
 
-def accumulation_note(arch: Architecture, job: Job, plan: Plan) -> str | None:
-    """The plan's warning line where the launch's sync_each_batch is what keeps the gradients sharded."""
+def accumulation_note(arch: Architecture, job: Job, plan: Plan, memory: MemoryBreakdown) -> str | None:
+    """The plan's warning line where only the launch's sync_each_batch makes it fit: on the Trainer's
+    default the whole gradient would stand where the estimate holds its shard (memory's gradients)."""
     held = default_sync_bytes(arch, job, plan)
-    if not held:
+    default_total = memory.total_bytes + held - memory.states.gradients_bytes
+    if not held or default_total <= memory.limit_bytes:
         return None
-    return (f"the launch configuration sets sync_each_batch (accelerator_config gradient_accumulation_kwargs), as this "
-            f"estimate assumes: with the Trainer's default, FSDP would hold every gradient whole while it accumulates "
-            f"{plan.grad_accum} micro-batches: {held / BYTES_PER_GIB:,.1f} GiB a GPU, where this estimate holds its shard")
+    return (f"fits only with sync_each_batch, which the launch configuration sets (accelerator_config "
+            f"gradient_accumulation_kwargs): on the Trainer's default FSDP holds every gradient whole while it accumulates "
+            f"{plan.grad_accum} micro-batches, {held / BYTES_PER_GIB:,.1f} GiB a GPU, "
+            f"{default_total / BYTES_PER_GIB:,.1f} GiB in all against the {memory.limit_bytes / BYTES_PER_GIB:,.1f} GiB limit")
