@@ -40,24 +40,11 @@ from vramplan.launch.common import HF_OPTIM, TORCH_DTYPE, Checkpointing, LaunchM
 from vramplan.launch.deepspeed import deepspeed_dict
 from vramplan.models.catalogue.stack_contract import UNSLOTH_OFFLOAD_MIN_SEQ, distributed_offload_refusal
 from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.hf_engine import hf_engine
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.memory.accumulation_note import syncs_each_batch
 
 ALL_LINEAR = "all-linear"  # peft INCLUDE_LINEAR_LAYERS_SHORTHAND: every linear module but the output layer
-
-
-def _engine(plan: Plan) -> str:
-    """How the hf stack runs the plan's data parallelism: plain, fsdp, distributed (sharded at load) or deepspeed."""
-    if plan.num_gpus == 1:
-        return "deepspeed" if plan.zero >= 1 else "plain"
-    if plan.tp > 1 or plan.ep > 1:
-        loads_sharded = plan.zero == 3 or (plan.zero == 0 and plan.dp == 1)
-        if loads_sharded and plan.cp == 1 and plan.offload != "optimizer" and (plan.tp == 1 or plan.ep == 1):
-            return "distributed"
-        return "deepspeed"
-    if plan.zero >= 2 and plan.offload != "optimizer":
-        return "fsdp"
-    return "deepspeed" if plan.zero >= 1 or plan.cp > 1 else "plain"
 
 
 def _precision_flags(plan: Plan) -> dict[str, bool]:
@@ -122,7 +109,7 @@ def _targets(job: Job) -> list[str] | str:
 def hf_sections(job: Job, plan: Plan, num_layers: int) -> dict[str, dict]:
     if plan.pp > 1:
         raise VramplanError("pp", plan.pp, "the hf Trainer has no pipeline parallelism")
-    engine = _engine(plan)
+    engine = hf_engine(plan)
     recompute, fsdp_recompute = _hf_checkpointing(job, plan, num_layers, engine)
     args: dict[str, object] = {
         "per_device_train_batch_size": plan.micro_batch, "gradient_accumulation_steps": plan.grad_accum,

@@ -39,7 +39,7 @@ SYNC_EACH_BATCH_STACKS = Behaviour(
 
 # Stacks whose ZeRO-1 reduces the gradients in backward hooks at the step's last micro-batch and
 # keeps only the rank's partition: DeepSpeed's stage_1_and_2 optimizer (the deepspeed stack; hf's
-# ZeRO-1, which launch/hf.py _engine always runs on DeepSpeed) with overlap_comm, which
+# ZeRO-1, which models/core/hf_engine.py always runs on DeepSpeed) with overlap_comm, which
 # launch/deepspeed.py writes. deepspeedai/DeepSpeed edaa72212 deepspeed/runtime/zero/stage_1_and_2.py:
 # L639-641 create the gradient hooks when overlap_comm or contiguous_gradients is set; process_gradients
 # (L1758-1765) reduces `if self.partition_gradients or self.overlap_comm`, through
@@ -263,7 +263,7 @@ ALWAYS_SHARDED_STACKS = Behaviour(
     "several GPUs always run FSDP: a ZeRO-0 plan's buffers are FSDP's gradient and reduce-scatter input",
     frozenset({"torchtune", "litgpt", "litgpt-fsdp1"}), "models/memory/dp_buffers.py")
 
-# Stacks whose data-parallel engine depends on the plan: hf (launch/hf.py _engine) runs ZeRO-0 as
+# Stacks whose data-parallel engine depends on the plan: hf (models/core/hf_engine.py) runs ZeRO-0 as
 # torch DDP (DeepSpeed's with CP), ZeRO-1 as DeepSpeed, ZeRO-2 as FSDP2 or, with offload "optimizer"
 # or EP, DeepSpeed, and every stage as DeepSpeed with TP over several replicas (AutoTP).
 DP_ENGINE_BY_PLAN_STACKS = Behaviour(

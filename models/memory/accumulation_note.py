@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from vramplan.models.architecture.lora import trainable_params
 from vramplan.models.core.catalogue_schema import Architecture
+from vramplan.models.core.hf_engine import hf_engine
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import SYNC_EACH_BATCH_STACKS
 from vramplan.models.core.units import BYTES_PER_GIB
@@ -18,11 +19,10 @@ from vramplan.models.memory.precision import FP32_BYTES, HALF_BYTES, params_byte
 
 
 def syncs_each_batch(job: Job, plan: Plan) -> bool:
-    """Whether the launch configuration sets sync_each_batch: the stack's FSDP (ZeRO-2/3 on several
-    GPUs without TP or EP, nothing offloaded to the optimizer on the host: launch/hf.py _engine) with
-    more than one micro-batch a step."""
-    return (job.stack in SYNC_EACH_BATCH_STACKS and plan.grad_accum > 1 and plan.zero >= 2 and plan.num_gpus > 1
-            and plan.tp == 1 and plan.ep == 1 and plan.offload != "optimizer")
+    """Whether the launch configuration sets sync_each_batch: the stack runs the plan on FSDP
+    (models/core/hf_engine.py: ZeRO-2/3 on several GPUs without TP or EP, nothing offloaded to the
+    optimizer on the host) with more than one micro-batch a step."""
+    return job.stack in SYNC_EACH_BATCH_STACKS and plan.grad_accum > 1 and hf_engine(plan) == "fsdp"
 
 
 def default_sync_bytes(arch: Architecture, job: Job, plan: Plan) -> int:

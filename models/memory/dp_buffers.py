@@ -61,7 +61,7 @@ activations are gone) are not counted, as models/memory/zero3_live.py leaves out
   parameters), plus the root's gradient where the root holds the lm_head. Under PP (torchtitan) the
   reduce-scatter waits for the last micro-batch: one unit's gradient
   (fsdp.working_set_bytes(stage_gathered=True)).
-- hf (DP_ENGINE_BY_PLAN_STACKS) picks its engine by the plan (launch/hf.py _engine): with TP over
+- hf (DP_ENGINE_BY_PLAN_STACKS) picks its engine by the plan (models/core/hf_engine.py): with TP over
   several replicas DeepSpeed at every stage (AutoTP); else ZeRO-0 is DDP (DeepSpeed's, which holds
   nothing in the backward, only with CP), ZeRO-1 DeepSpeed, ZeRO-2 FSDP2 or DeepSpeed with offload
   "optimizer" or EP. The solver's overhead term may not depend on the offload, CP or EP
@@ -119,7 +119,7 @@ def dp_buffer_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
     data-parallel group of more than one (the module docstring)."""
     if plan.zero_group <= 1 or plan.zero not in (0, 1, 2) or job.stack in IN_PLACE_DP_BUFFER_STACKS:
         return 0
-    if job.stack in DP_ENGINE_BY_PLAN_STACKS and plan.tp > 1:  # launch/hf.py _engine: DeepSpeed with AutoTP
+    if job.stack in DP_ENGINE_BY_PLAN_STACKS and plan.tp > 1:  # models/core/hf_engine.py: DeepSpeed with AutoTP
         return deepspeed_ipg_bytes(plan) if plan.zero else 0
     sharded = job.stack in ALWAYS_SHARDED_STACKS or (plan.zero == 2 and fsdp_version(job) is not None)
     if plan.zero == 0 and not sharded:
