@@ -31,7 +31,7 @@ def default_sync_bytes(arch: Architecture, job: Job, plan: Plan) -> int:
     if not syncs_each_batch(job, plan):
         return 0
     dtype = FP32_BYTES if plan.precision == "fp32" else HALF_BYTES
-    return params_bytes(trainable_params(arch, job) // plan.pp, Fraction(dtype))
+    return params_bytes(trainable_params(arch, job), Fraction(dtype))  # the hf stack has no pipeline
 
 
 def accumulation_note(arch: Architecture, job: Job, plan: Plan, memory: MemoryBreakdown) -> str | None:
