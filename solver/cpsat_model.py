@@ -25,6 +25,7 @@ points of a cluster exactly as the brute-force oracle does; when step_ub x radix
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -195,12 +196,14 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
     else:
         *dynamic, base = dynamic
     model.add(host <= space.host_budget_mib_per_gpu[cluster_index])
-    if len({space.layout_chunk[lay] for lay in layouts}) == 1:  # the compute of every layout alike (tables.compute_class)
-        fwd_window, bwd_window = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj, layouts[0]],
-                                        ("fwd_window_us", "bwd_window_us"), uppers)
-    else:
-        fwd_window, bwd_window = _table(model, [rs, ps, ls], lambda k, jj, lay: steps.windows_us[k, jj, lay],
-                                        ("fwd_window_us", "bwd_window_us"), uppers)
+    windows = None  # the whole phases' windows, where some allowed ZeRO stage reduces every micro-batch
+    if len(once) < len(allowed_zf):
+        if len({space.layout_chunk[lay] for lay in layouts}) == 1:  # the compute of every layout alike (tables.compute_class)
+            windows = _table(model, [rs, ps], lambda k, jj: steps.windows_us[k, jj, layouts[0]],
+                             ("fwd_window_us", "bwd_window_us"), uppers)
+        else:
+            windows = _table(model, [rs, ps, ls], lambda k, jj, lay: steps.windows_us[k, jj, lay],
+                             ("fwd_window_us", "bwd_window_us"), uppers)
     fwd, bwd, tail, opt, *held = _table(
         model, [zfs, ps, lbs], by_zero,
         ("fwd_comm_us", "bwd_comm_us", "tail_us", "optimizer_us", *(f"accumulated{j}" for j in checked if accumulating),
@@ -211,8 +214,7 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
         model.add(states + rank_dynamic <= space.limit_mib[g])
         if copies:  # the optimizer step: states, buffers and the gradient copies, no activations
             model.add(states + copies[j] <= space.limit_mib[g])
-    if once_windows is not None:
-        fwd_window, bwd_window = _dp_windows(model, zf, once, sorted(allowed_zf), once_windows, (fwd_window, bwd_window), uppers)
+    fwd_window, bwd_window = _dp_windows(model, zf, once, sorted(allowed_zf), once_windows, windows, uppers)
     stated = add_step(model, base, (fwd, bwd), (fwd_window, bwd_window), tail, opt, uppers, step_cap)
     if stated is None:
         return None
@@ -233,13 +235,16 @@ def build_cluster_model(space: SearchSpace, cluster_index: int, step_cap: int | 
 
 
 def _dp_windows(model: cp_model.CpModel, zf: cp_model.IntVar, once: list[int], allowed: list[int],
-               once_windows: tuple[cp_model.IntVar, cp_model.IntVar],
-               windows: tuple[cp_model.IntVar, cp_model.IntVar], uppers: dict[str, int]) -> tuple[cp_model.IntVar, cp_model.IntVar]:
+               once_windows: Sequence[cp_model.IntVar] | None, windows: Sequence[cp_model.IntVar] | None,
+               uppers: dict[str, int]) -> tuple[cp_model.IntVar, cp_model.IntVar]:
     """The (forward, backward) windows of the ZeRO x offload choice zf: the last micro-batch's
     (once_windows) where its stage reduces the gradients once a step (`once`), the whole phases'
-    (windows) elsewhere (step_time.point_step_us)."""
-    if len(once) == len(allowed):
-        return once_windows
+    (windows) elsewhere (step_time.point_step_us); each table is built only where some allowed stage reads it."""
+    if windows is None:
+        assert once_windows is not None
+        return once_windows[0], once_windows[1]
+    if once_windows is None:
+        return windows[0], windows[1]
     reduces_once = model.new_bool_var("reduces_once")
     model.add_allowed_assignments([zf, reduces_once], [(i, int(i in once)) for i in allowed])
     chosen = []
