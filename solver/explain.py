@@ -14,7 +14,7 @@ from vramplan.models.catalogue.stack_contract import architecture_parts, broader
 from vramplan.models.core.units import BYTES_PER_GIB, BYTES_PER_MIB
 from vramplan.solver.binding import budget_deadline_reasons, empty_space_reason, host_ram_reason, interleaving_reason
 from vramplan.solver.engine import STEP_WORK, Budget, TimeLimitReached, limit_label
-from vramplan.solver.fitting import explained_layouts, shape_points
+from vramplan.solver.fitting import explained_layouts, least_peak_mib, shape_points
 from vramplan.solver.points import Choice, step_cap_us, step_us
 from vramplan.solver.query import Explanation, Mitigation, SolvedPlan, SolveQuery
 from vramplan.solver.restrictions import (
@@ -39,40 +39,55 @@ def stack_mitigation(stack: str) -> str:
 
 def closest_miss(space: SearchSpace, budget: Budget | None = None) -> tuple[Choice, int] | None:
     """The point of the user's space that overshoots GPU memory by the fewest MiB (then the
-    fastest), ignoring memory bounds but keeping budget and deadline. Per shape the points come
-    least memory first (fitting.memory_peaks): the first memory level with an accepted point
-    is that shape's closest miss. Each shape is charged to `budget` (the solve's): once it runs
-    out the shapes not yet visited are skipped: the closest miss found so far.
+    fastest, then the first in shape and point order), ignoring memory bounds but keeping budget
+    and deadline. Per shape the points come least memory first (fitting.memory_peaks): the first
+    memory level with an accepted point is that shape's closest miss. Each shape is charged to
+    `budget` (the solve's) in shape order: once it runs out, the shapes not yet charged are
+    skipped: the closest miss of those charged.
 
     A point needs only its step time (the grid gave its memory, and every point of shape_points
     is valid: points.inner_metrics would not reject it), and a member cluster accepts it when the
     step is within the cluster's cap (points.step_cap_us, taken once per cluster). A shape whose
     least compute (SearchSpace.least_compute_us: the tier-0 bound, at most every point's step
     time) is above every member's cap holds no accepted point and is not walked (the 405B row of
-    bench/solve_bench.py: every shape, 17,000 points a solve; docs/performance.md#explanations)."""
-    best: tuple[tuple[int, int], Choice] | None = None
+    bench/solve_bench.py: every shape, 17,000 points a solve; docs/performance.md#explanations).
+    The shapes are walked by their least overshoot (fitting.least_peak_mib: the least peak of
+    their memory grid, before the stack's refusals), least first; once it exceeds the overshoot
+    found, no shape left can do better, and their step times are never tabulated."""
+    charged = []
     for shape in sorted({c.shape for c in space.clusters}):
         if budget is not None:
             try:
                 budget.charge(STEP_WORK)
             except TimeLimitReached:
                 break
+        charged.append(shape)
+    walks = []  # (least overshoot, shape order, shape, its members, their caps)
+    for k, shape in enumerate(charged):
         members = space.clusters_of_shape(shape)
         caps = [step_cap_us(space, c) for c in members]
         least = space.least_compute_us.get((shape[0], shape[1]))
         if least is not None and all(cap is not None and least > cap for cap in caps):
             continue
+        peak = least_peak_mib(space, shape)
+        if peak is not None:
+            walks.append((peak - space.limit_mib[shape[0]], k, shape, members, caps))
+    best: tuple[tuple[int, int, int], Choice] | None = None  # ((overshoot, step, shape order), the point)
+    for bound, k, shape, members, caps in sorted(walks, key=lambda walk: walk[:2]):
+        if best is not None and bound > best[0][0]:
+            break  # every shape left overshoots more than the miss found
         limit = space.limit_mib[shape[0]]
         for peak, level in groupby(shape_points(space, shape), key=lambda item: item[0]):
             if best is not None and peak - limit > best[0][0]:
                 break
             for _, inner in level:
                 step = step_us(space, space.on_use.step_tables(shape, [inner.layout]), shape, inner)
-                if best is not None and (peak - limit, step) >= best[0]:
+                key = (peak - limit, step, k)
+                if best is not None and key >= best[0]:
                     continue
-                k = next((k for k, cap in enumerate(caps) if cap is None or step <= cap), None)
-                if k is not None:
-                    best = ((peak - limit, step), Choice(members[k], *inner))
+                m = next((m for m, cap in enumerate(caps) if cap is None or step <= cap), None)
+                if m is not None:
+                    best = (key, Choice(members[m], *inner))
             if best is not None and best[0][0] == peak - limit:
                 break  # a later level overshoots more
     return None if best is None else (best[1], best[0][0])

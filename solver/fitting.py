@@ -38,8 +38,11 @@ def memory_peaks(space: SearchSpace, g: int, n: int, reach: int) -> Iterator[tup
 
 
 def _peaks(space: SearchSpace, g: int, n: int, reach: int) -> tuple:
-    """(grids, their peaks flattened, each grid's offset, the peaks' ascending order), kept on the space."""
-    key = (g, n, reach)
+    """(grids, their peaks flattened, each grid's offset, the peaks' ascending order), kept on the
+    space by what the grids read: the count, the GPU's precisions and the explained layouts its TP
+    reach allows (the GPU's limit, price and network are not in them), so the GPUs of a count that
+    run the same precisions share one grid."""
+    key = (n, space.gpu_precisions[g], tuple(li for li in explained_layouts(space) if space.layouts[li].tp <= reach))
     if key not in space.on_use.peaks:
         grids = _peak_grids(space, g, n, reach)
         peaks = np.concatenate([grid[3].ravel() for grid in grids]) if grids else np.zeros(0, dtype=np.int64)
@@ -78,6 +81,14 @@ def _peak_grids(space: SearchSpace, g: int, n: int, reach: int) -> list[tuple]:
         peak = (held + rest).max(axis=-1)
         grids.append((li, precisions, batches, peak, static, rest, accumulated))
     return grids
+
+
+def least_peak_mib(space: SearchSpace, shape: Shape) -> int | None:
+    """The least MiB of the shape's memory grid (None: it has no explained point): at most every
+    point of shape_points, which leaves out only what the stack does not run."""
+    g, n, per_instance, _ = shape
+    _, peaks, _, order = _peaks(space, g, n, tp_reach(per_instance))
+    return int(peaks[order[0]]) if peaks.size else None
 
 
 def shape_points(space: SearchSpace, shape: Shape) -> Iterator[tuple[int, Inner]]:

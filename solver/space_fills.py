@@ -44,7 +44,7 @@ class SpaceFills:
     micro_keys: dict[tuple[int, int, int, int, int], MicroKey] = field(default_factory=dict)
     filled_states: set[tuple[int, int, int]] = field(default_factory=set)  # (n, l, p) in static_mib, host_mib_per_gpu
     timing: dict[tuple, StepTables] = field(default_factory=dict)  # per shape, its layouts filled on first read
-    peaks: dict[tuple[int, int, int], tuple] = field(default_factory=dict)  # fitting.memory_peaks grids per (g, n, reach)
+    peaks: dict[tuple, tuple] = field(default_factory=dict)  # fitting.memory_peaks grids per (n, precisions, layouts)
     representatives: dict[tuple, list[Any]] = field(default_factory=dict)  # restrictions._representatives
 
     def step_tables(self, shape: Shape, layouts: list[int]) -> StepTables:

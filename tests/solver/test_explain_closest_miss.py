@@ -12,8 +12,9 @@ import pytest
 from helpers.queries import random_query
 
 from vramplan.models.core.setup import Job
+from vramplan.solver import explain
 from vramplan.solver.explain import closest_miss
-from vramplan.solver.fitting import shape_points
+from vramplan.solver.fitting import least_peak_mib, shape_points
 from vramplan.solver.points import Choice, cluster_accepts, inner_metrics, step_cap_us
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_build import build_space
@@ -96,3 +97,36 @@ def test_the_summary_names_the_layout_the_closest_miss_was_searched_on(catalogue
     within = " within the budget" if budget else ""  # the budget's, after the layout (it read as the layout's)
     assert f"the closest plan of the least parallel layout ({layout}){within} is " in why.summary
     assert why.closest_miss.plan.tp == pins.get("tp", 1)
+
+
+@pytest.mark.parametrize("seed", range(1, 60, 6))
+def test_a_shapes_least_peak_is_at_most_each_of_its_points(catalogue, seed: int) -> None:
+    """fitting.least_peak_mib, the bound the walk orders and stops on, is at most every point's peak
+    (the grid before the stack's refusals), None only where the shape has no point."""
+    query = random_query(random.Random(seed))
+    space = build_space(catalogue, query, memo=TableMemo())
+    for shape in sorted({c.shape for c in space.clusters}):
+        peaks = [peak for peak, _ in shape_points(space, shape)]
+        least = least_peak_mib(space, shape)
+        assert (least is None and not peaks) or (least is not None and all(least <= peak for peak in peaks))
+
+
+def test_shapes_that_cannot_overshoot_less_are_not_walked(catalogue, monkeypatch) -> None:
+    """70B at 8k on up to 64 A100-40GB or L4: every shape misses. Walked by their least peak, the
+    first shape's miss leaves the shapes whose least overshoot is larger unwalked, and the miss is
+    the oracle's (every point of every shape)."""
+    query = SolveQuery(model="llama-3.1-70b", job=Job(seq_len=8192), global_batch=64, tokens=2e9, max_gpus=64,
+                       gpus=("a100-sxm-40gb", "l4-24gb"), pins={"recompute": "none"})
+    space = build_space(catalogue, query, memo=TableMemo())
+    walked = []
+
+    def counted(space, shape):
+        walked.append(shape)
+        return shape_points(space, shape)
+
+    monkeypatch.setattr(explain, "shape_points", counted)
+    miss = closest_miss(space)
+    shapes = {c.shape for c in space.clusters} - _skipped_shapes(space)
+    assert miss is not None and miss[1] > 0
+    assert 0 < len(walked) < len(shapes) // 4  # 8 of 112 when written
+    assert miss == _every_point(space)
