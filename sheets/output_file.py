@@ -61,8 +61,25 @@ class OutputTarget:
         return self.real.with_name(f".{self.real.name}{TEMP_MARK}{os.getpid()}")
 
 
+def packaged_catalogues() -> Path:
+    """The folder of the packaged catalogues (gpus, offerings, architectures, stacks), which every
+    run reads: no output may be written into it (exit 2). In a source checkout it is the working
+    tree's catalogues/, where `stacks -o catalogues/stacks.csv` would break every later command."""
+    from importlib import resources
+
+    return Path(os.path.realpath(str(resources.files("vramplan.catalogues"))))
+
+
+def _refuse_packaged(path: Path, real: Path) -> None:
+    folder = packaged_catalogues()
+    if real.parent == folder or folder in real.parents:
+        raise VramplanError("output", str(path), f"is in vramplan's packaged catalogues folder ({folder}), which "
+                                                 "every run reads; write to another file")
+
+
 def output_target(path: Path) -> OutputTarget:
-    """Classify the output path; a folder, or a path whose folder does not exist, is one line."""
+    """Classify the output path; a folder, or a path whose folder does not exist, is one line, and
+    so is a path in the packaged catalogues folder (_refuse_packaged)."""
     try:
         mode = os.stat(path).st_mode  # follows symlinks: /proc/self/fd/1 is the pipe itself
     except FileNotFoundError:
@@ -70,13 +87,16 @@ def output_target(path: Path) -> OutputTarget:
         if not real.parent.is_dir():
             raise CommandFailure(f"output={str(path)!r}: cannot write: folder {str(real.parent)!r} "
                                  "does not exist") from None
+        _refuse_packaged(path, real)
         return OutputTarget(path, real, special=False)
     except OSError as error:
         raise CommandFailure(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
     if stat.S_ISDIR(mode):
         raise CommandFailure(f"output={str(path)!r}: cannot write: it is a folder")
     if stat.S_ISREG(mode):
-        return OutputTarget(path, Path(os.path.realpath(path)), special=False)
+        real = Path(os.path.realpath(path))
+        _refuse_packaged(path, real)
+        return OutputTarget(path, real, special=False)
     return OutputTarget(path, path, special=True)
 
 
