@@ -89,12 +89,33 @@ def _read_parquet(path: Path, field: str) -> list[list[Any]]:
         if named:
             frame = frame.reset_index(level=named, allow_duplicates=True)
         header = [str(name) for name in frame.columns]
-        return [header] + [[plain(cell) for cell in row] for row in frame.astype(object).itertuples(index=False)]
+        rows = [[plain(cell) for cell in row] for row in frame.astype(object).itertuples(index=False)]
+        _keep_nan_cells(path, header, rows)
+        return [header] + rows
     except MemoryError:
         raise VramplanError(field, str(path), "cannot be read as parquet: it needs more memory than there is") from None
     except Exception as error:  # noqa: BLE001 - pyarrow raises many types
         reason = " ".join(str(error).split())[:200] or type(error).__name__
         raise VramplanError(field, str(path), f"cannot be read as parquet: {reason}") from None
+
+
+def _keep_nan_cells(path: Path, header: list[str], rows: list[list[Any]]) -> None:
+    """A NaN a floating-point column holds (not a null) as the text `NaN`: pandas reads nulls and
+    NaN alike as NaN, and an empty cell would take the column's default (a NaN budget solved with
+    no budget). As text, a job column refuses it as JSON lines' `NaN` is refused (never a number,
+    docs/input-rules.md); another column keeps it visible in the output."""
+    import pyarrow.compute
+    import pyarrow.parquet
+
+    table = pyarrow.parquet.read_table(path)
+    for name in table.column_names:
+        column = table.column(name)
+        if not pyarrow.types.is_floating(column.type) or header.count(name) != 1:
+            continue
+        at = header.index(name)
+        nan = pyarrow.compute.fill_null(pyarrow.compute.is_nan(column), False)
+        for row in (i for i, flag in enumerate(nan.to_pylist()) if flag):
+            rows[row][at] = "NaN"
 
 
 def _read_xlsx(path: Path, field: str) -> list[list[Any]]:
@@ -152,7 +173,7 @@ def _read_jsonl(path: Path, field: str) -> list[list[Any] | UnreadableLine]:
                     continue
                 try:
                     record = json.loads(line, parse_int=_json_integer, parse_float=_json_float,
-                                        object_pairs_hook=_json_object)
+                                        parse_constant=str, object_pairs_hook=_json_object)
                 except (json.JSONDecodeError, RecursionError) as error:
                     reason = getattr(error, "msg", "nested too deeply")
                     records.append(UnreadableLine(f"is not JSON (line {number}: {reason})"))

@@ -124,7 +124,8 @@ def _column_values(values: list[Any], kind: type | None) -> tuple[list[Any], str
     if kind is bool:
         return [None if v is None else bool(v) for v in values], "boolean"
     present = [v for v in values if v is not None]
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    # a Parquet input's NaN reads as the text NaN (sheet_files._keep_nan_cells): a float column again
+    if present and all((isinstance(v, (int, float)) and not isinstance(v, bool)) or v == "NaN" for v in present):
         try:
             return [None if v is None else float(v) for v in values], "float64"
         except OverflowError:  # an integer past float's range (JSON lines allow any): kept as its digits

@@ -2,12 +2,16 @@
 
 - `-o` into the packaged catalogues folder (`stacks -o catalogues/stacks.csv` in a source checkout)
   replaced a catalogue every later run reads, and every command after it failed.
+- A NaN in a JSON-lines line (`"budget_usd": NaN`) or a Parquet float column (a NaN, not a null)
+  read as an empty cell: the row was solved with no budget, or the default tokens.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from helpers.cli import assert_error_line, invoke
+from helpers.cli import assert_error_line, invoke, invoke_batch
 from helpers.paths import CATALOGUE_DIR
 
 
@@ -20,3 +24,37 @@ def test_no_output_goes_into_the_packaged_catalogues(args, name):
     assert result.exit_code == 2
     assert_error_line(result, "packaged catalogues folder", "write to another file")
     assert (target.read_bytes() if target.exists() else None) == before
+
+
+def _jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("cell", ["NaN", "Infinity", "-Infinity"])
+def test_a_json_constant_that_is_no_number_is_its_rows_error(tmp_path, cell):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"model": "gpt2-124m", "seq_len": 512, "budget_usd": 5}\n'
+                    f'{{"model": "gpt2-124m", "seq_len": 512, "budget_usd": {cell}}}\n', encoding="utf-8")
+    out = tmp_path / "plans.jsonl"
+    invoke_batch(str(jobs), "-o", str(out), quiet=True)
+    first, second = _jsonl(out)
+    assert first["status"] != "error"
+    assert second["status"] == "error" and second["error"].startswith(f"budget_usd={cell!r}: is not a number")
+    assert second["budget_usd"] == cell  # the cell as given (strict JSON: its text)
+
+
+def test_a_parquet_nan_is_its_rows_error_and_a_null_is_empty(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet
+
+    jobs = tmp_path / "jobs.parquet"
+    pyarrow.parquet.write_table(pa.table({"model": ["gpt2-124m"] * 3, "seq_len": [512] * 3,
+                                          "budget_usd": pa.array([5.0, float("nan"), None])}), jobs)
+    out = tmp_path / "plans.parquet"
+    invoke_batch(str(jobs), "-o", str(out), quiet=True)
+    import pandas
+
+    plans = pandas.read_parquet(out)
+    assert list(plans["status"][:1]) != ["error"] and plans["status"][2] != "error"  # 5 USD; null: no budget
+    assert plans["status"][1] == "error" and plans["error"][1].startswith("budget_usd='NaN': is not a number")
+    assert str(plans["budget_usd"].dtype) == "float64"  # written back as numbers, the NaN a NaN
