@@ -283,7 +283,9 @@ class SearchSpace:
             return None
         gpu = self.gpus[cluster.gpu_index]
         peak_flops = (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops) * 10**12
-        return int(self._model_flops_per_step * US_PER_S / (cluster.num_gpus * peak_flops * floor))
+        bound = self._model_flops_per_step * US_PER_S / (cluster.num_gpus * peak_flops * floor)
+        # a subnormal floor (1e-310 is in its domain) makes the quotient infinite: no cap in effect
+        return int(bound) if bound < MAX_STEP_CAP_US else MAX_STEP_CAP_US
 
     @functools.cached_property
     def _model_flops_per_step(self) -> float:

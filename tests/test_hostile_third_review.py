@@ -4,6 +4,7 @@
   replaced a catalogue every later run reads, and every command after it failed.
 - A NaN in a JSON-lines line (`"budget_usd": NaN`) or a Parquet float column (a NaN, not a null)
   read as an empty cell: the row was solved with no budget, or the default tokens.
+- `--min-mfu 1e-310` (in its domain) made an infinite step cap: `internal error: OverflowError`.
 """
 
 from __future__ import annotations
@@ -58,3 +59,14 @@ def test_a_parquet_nan_is_its_rows_error_and_a_null_is_empty(tmp_path):
     assert list(plans["status"][:1]) != ["error"] and plans["status"][2] != "error"  # 5 USD; null: no budget
     assert plans["status"][1] == "error" and plans["error"][1].startswith("budget_usd='NaN': is not a number")
     assert str(plans["budget_usd"].dtype) == "float64"  # written back as numbers, the NaN a NaN
+
+
+@pytest.mark.parametrize("floor", [1e-310, 5e-324])
+def test_a_subnormal_mfu_floor_caps_nothing(catalogue, floor):
+    from vramplan import Job, SolveQuery, solve
+
+    query = SolveQuery(model="gpt2-124m", job=Job(seq_len=1024), global_batch=8, tokens=1e8, gpus=("h100-sxm-80gb",),
+                       max_gpus=8)
+    floored = solve(catalogue, query.model_copy(update={"min_mfu": floor}))
+    unfloored = solve(catalogue, query.model_copy(update={"min_mfu": 0.0}))
+    assert floored.status == "optimal" and floored.plans[0].plan == unfloored.plans[0].plan
