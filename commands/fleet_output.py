@@ -29,7 +29,10 @@ def output_header(input_columns: list[str], dated: bool) -> list[str]:
 def _stamp(start: datetime | None, hours: float | None) -> str | None:
     if start is None or hours is None:
         return None
-    return (start + timedelta(hours=hours)).isoformat(timespec="minutes")
+    try:
+        return (start + timedelta(hours=hours)).isoformat(timespec="minutes")
+    except OverflowError:  # past year 9999: no calendar date to write
+        return "after 9999-12-31"
 
 
 def answer_cells(assignment: Assignment | None, error: str | None, start: datetime | None) -> list[Any]:

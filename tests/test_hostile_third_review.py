@@ -5,6 +5,7 @@
 - A NaN in a JSON-lines line (`"budget_usd": NaN`) or a Parquet float column (a NaN, not a null)
   read as an empty cell: the row was solved with no budget, or the default tokens.
 - `--min-mfu 1e-310` (in its domain) made an infinite step cap: `internal error: OverflowError`.
+- `VRAMPLAN_TODAY=9999-12-31` overflowed the catalogue's day of grace (`internal error: OverflowError`).
 """
 
 from __future__ import annotations
@@ -70,3 +71,9 @@ def test_a_subnormal_mfu_floor_caps_nothing(catalogue, floor):
     floored = solve(catalogue, query.model_copy(update={"min_mfu": floor}))
     unfloored = solve(catalogue, query.model_copy(update={"min_mfu": 0.0}))
     assert floored.status == "optimal" and floored.plans[0].plan == unfloored.plans[0].plan
+
+
+def test_a_last_day_for_today_is_one_line():
+    result = invoke("estimate", "--model", "llama-3.1-8b", env={"VRAMPLAN_TODAY": "9999-12-31"})
+    assert result.exit_code == 2
+    assert_error_line(result, "VRAMPLAN_TODAY='9999-12-31'", "before 9999-01-01")

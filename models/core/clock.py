@@ -8,15 +8,20 @@ from datetime import date
 
 from vramplan.models.core.errors import VramplanError
 
+LAST_TODAY = date(9999, 1, 1)  # the latest VRAMPLAN_TODAY is the day before: dates computed from it stay on the calendar
+
 
 def today() -> date:
     pinned = os.environ.get("VRAMPLAN_TODAY")
     if not pinned:
         return date.today()
     try:
-        return date.fromisoformat(pinned)
+        day = date.fromisoformat(pinned)
     except ValueError:
         raise VramplanError("VRAMPLAN_TODAY", pinned, "must be a date YYYY-MM-DD") from None
+    if day >= LAST_TODAY:  # the catalogue checks add a day of grace to today: 9999-12-31 overflowed
+        raise VramplanError("VRAMPLAN_TODAY", pinned, f"must be a date before {LAST_TODAY.isoformat()}")
+    return day
 
 
 def date_of(when: str) -> date:
