@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 from vramplan.models.core.catalogue_schema import Offering
 
@@ -68,7 +71,7 @@ def _number(text: str | None) -> float | None:
         value = float(text) if text not in (None, "") else None
     except ValueError:
         return None
-    return value if value is not None and value > 0 else None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def import_cloud(cloud: str, text: str, gpus: set[str], shipped: dict[str, Offering], source: str,
@@ -103,7 +106,7 @@ def _offering(cloud: str, provider: str, instance_type: str, rows: list[dict[str
         return Skipped(instance_type, f"accelerator {accelerator} is not in the GPU catalogue")
     count = _number(rows[0].get("AcceleratorCount"))
     if count is None or count != int(count):
-        return Skipped(instance_type, f"a fraction of a GPU ({rows[0].get('AcceleratorCount')})")
+        return Skipped(instance_type, f"not a whole number of GPUs ({rows[0].get('AcceleratorCount')})")
     priced = [(price, row) for row in rows if (price := _number(row.get("Price"))) is not None]
     if not priced:
         return Skipped(instance_type, "no on-demand price")
@@ -119,11 +122,17 @@ def _offering(cloud: str, provider: str, instance_type: str, rows: list[dict[str
         memory = known.host_memory_gib
     if known is None:
         return Skipped(instance_type, "network unknown (no shipped row of this instance type to take it from)")
-    return known.model_copy(update={
+    update = {
         "gpu": gpu, "num_gpus": int(count), "price_usd_per_hour": cheapest,
         "spot_price_usd_per_hour": statistics.median(spots) if spots else None, "host_memory_gib": memory,
         "price_date": price_date, "regions": ";".join(regions),
         "countries": known.countries if set(regions) <= set(known.regions.split(";")) else "",
         "source": f"{source}: least Price over regions, median SpotPrice there, MemoryGiB; network, host link, "
                   f"NVLink domain, fabric and commitments from the shipped row ({known.source})",
-    })
+    }
+    try:  # validated as `catalogue check` reads it: a file it writes is one the catalogue takes
+        return Offering.model_validate({**known.model_dump(), **update})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        return Skipped(instance_type, f"{field}={first.get('input')!r} is out of the catalogue's range ({first['msg']})")

@@ -105,3 +105,24 @@ def test_importing_the_lambda_snapshot_reproduces_the_shipped_lambda_rows(tmp_pa
         shipped = catalogue.offering(f"lambda/{row['instance_type']}")
         assert (row["gpu"], int(row["num_gpus"]), float(row["price_usd_per_hour"]), float(row["host_memory_gib"])) == (
             shipped.gpu, shipped.num_gpus, shipped.price_usd_per_hour, shipped.host_memory_gib), row["instance_type"]
+
+
+def test_rows_beyond_the_catalogues_ranges_are_skipped_not_written(tmp_path):
+    """A third hostile review (2026-12-07): `inf` or 1e308 prices, `inf` host RAM and 1e9 GPUs were
+    imported with exit 0 into a file `catalogue check` then refused; an `inf` count was `internal
+    error: OverflowError`. Each is now a skipped instance type with its reason."""
+    header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+    rows = {"gpu_8x_h100_sxm5": "H100,8.0,208.0,inf,1e308,us-east-1,,inf",  # the shipped row's type: host RAM from it
+            "gpu_1x_h100_pcie": "H100,inf,26.0,200.0,2.49,us-east-1,,",
+            "gpu_1x_a100_sxm4": "A100,1e9,30.0,200.0,1.29,us-east-1,,"}
+    (tmp_path / "v8" / "lambda").mkdir(parents=True)
+    (tmp_path / "v8" / "lambda" / "vms.csv").write_text(header + "".join(f"{name},{cells}\n" for name, cells in rows.items()),
+                                                       encoding="utf-8")
+    out = tmp_path / "imported.csv"
+    result = invoke("catalogue", "import", "skypilot", str(tmp_path / "v8"), "--price-date", "2026-12-05", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == "imported 0 offerings from lambda"
+    assert "price_usd_per_hour=1e+308 is out of the catalogue's range" in result.stderr
+    assert "not a whole number of GPUs (inf): lambda/gpu_1x_h100_pcie" in result.stderr
+    assert "num_gpus=1000000000 is out of the catalogue's range" in result.stderr
+    assert invoke("catalogue", "check", str(out)).exit_code == 0  # what it wrote, the catalogue takes
