@@ -334,6 +334,8 @@ def run_batch_command(options: dict[str, Any]) -> None:
     fmt = format_of(options["output"], options["output_format"])
     require_extra(fmt, "writing")
     require_backend(options["backend"])
+    if options["address"] is not None and options["backend"] == "local":  # it would run here, the address unread
+        raise VramplanError("address", options["address"], "applies to --backend ray or dask; the backend is local")
     if options["resume"] and target.special:
         raise VramplanError("output", str(target.given), "is not a regular file; --resume needs one to read back")
     journal_file = None if target.special else journal_path(target.real)

@@ -39,7 +39,16 @@ from vramplan.models.memory.linear_attention_terms import linear_attention_note
 from vramplan.models.memory.memory import MemoryBreakdown, memory_per_gpu
 from vramplan.models.memory.sparse_attention_terms import sparse_attention_note
 from vramplan.models.time.calibration import compute_efficiency
-from vramplan.models.time.cost import PRICINGS, Pricing, cost, has_price, network_gb_per_s, training_hours, worked_tokens
+from vramplan.models.time.cost import (
+    PRICINGS,
+    Pricing,
+    cost,
+    has_price,
+    network_gb_per_s,
+    refuse_unspot_restarts,
+    training_hours,
+    worked_tokens,
+)
 from vramplan.models.time.moe_host import cuda_graphs_note
 from vramplan.models.time.performance import Performance, performance
 
@@ -272,14 +281,18 @@ def _check_inputs(model: object, tokens: object, pricing: object, restart_overhe
     token, and a restart overhead of -5 priced a run at -6 million USD)."""
     if not isinstance(model, str):
         raise VramplanError("model", repr(model)[:80], "must be a catalogue name, a config.json path or a hub id, as text")
-    if not _number(tokens) or not MIN_TOKENS <= tokens <= MAX_TOKENS:  # type: ignore[operator]
+    for field, value in (("tokens", tokens), ("restart_overhead", restart_overhead)):
+        if not _number(value):  # '1e9' or True: the type, not the range
+            raise VramplanError(field, repr(value)[:80], f"must be a finite number (int or float), not {type(value).__name__}")
+    if not MIN_TOKENS <= tokens <= MAX_TOKENS:  # type: ignore[operator]
         # the domain `solve` has (1e308 printed a 300-digit cost)
         raise VramplanError("tokens", tokens, f"out of range: must be a number between {MIN_TOKENS} and {MAX_TOKENS:g}")
     if pricing not in PRICINGS:
         raise VramplanError("pricing", pricing, f"must be one of {', '.join(PRICINGS)}")
-    if not _number(restart_overhead) or not 0 <= restart_overhead <= MAX_RESTART_OVERHEAD:  # type: ignore[operator]
+    if not 0 <= restart_overhead <= MAX_RESTART_OVERHEAD:  # type: ignore[operator]
         raise VramplanError("restart_overhead", restart_overhead, f"out of range: must be a number between 0 and "
                                                                   f"{MAX_RESTART_OVERHEAD:g}")
+    refuse_unspot_restarts(restart_overhead, pricing)  # type: ignore[arg-type]
 
 
 def estimate(

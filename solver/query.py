@@ -28,7 +28,7 @@ from vramplan.models.core.setup import (
     recompute_label,
     refuse_boolean,
 )
-from vramplan.models.time.cost import Pricing
+from vramplan.models.time.cost import Pricing, refuse_unspot_restarts
 from vramplan.solver.choices import OBJECTIVES, Objective  # noqa: F401  (re-exported)
 
 Engine = Literal["cpsat", "brute"]
@@ -143,6 +143,7 @@ class SolveQuery(BaseModel):
     def _pins_fit_the_limits(self) -> SolveQuery:
         if self.pins.num_gpus is not None and self.pins.num_gpus > self.max_gpus:
             raise VramplanError("num_gpus", self.pins.num_gpus, f"is above max_gpus={self.max_gpus}")
+        refuse_unspot_restarts(self.restart_overhead, self.pricing)
         return self
 
 

@@ -98,7 +98,7 @@ def refuse_contradictions(given: Callable[[str], bool], values: Mapping[str, Any
     filled), `spell` and `prefix` name it as the user wrote it (`lora-rank` / `--method`, or the
     column `lora_rank` / `method`)."""
     if job.method == "full":
-        for name in ("lora_rank", "lora_dropout", "lora_targets", "qlora_bits", "base_dtype"):
+        for name in ("lora_rank", "lora_dropout", "lora_targets", "base_dtype"):  # qlora_bits: qlora's alone, below
             if given(name):
                 raise VramplanError(spell(name), values[name], f"applies to {prefix}method lora or qlora; "
                                                                f"this job is {prefix}method full")

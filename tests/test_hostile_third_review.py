@@ -6,6 +6,9 @@
   read as an empty cell: the row was solved with no budget, or the default tokens.
 - `--min-mfu 1e-310` (in its domain) made an infinite step cap: `internal error: OverflowError`.
 - `VRAMPLAN_TODAY=9999-12-31` overflowed the catalogue's day of grace (`internal error: OverflowError`).
+- `--restart-overhead` with a pricing other than spot, and `batch --address` with the local backend,
+  were silently ignored (a contradiction: refused like the others, docs/input-rules.md#contradictions);
+  `--qlora-bits` with method full said it applied to lora or qlora (qlora alone).
 """
 
 from __future__ import annotations
@@ -77,3 +80,35 @@ def test_a_last_day_for_today_is_one_line():
     result = invoke("estimate", "--model", "llama-3.1-8b", env={"VRAMPLAN_TODAY": "9999-12-31"})
     assert result.exit_code == 2
     assert_error_line(result, "VRAMPLAN_TODAY='9999-12-31'", "before 9999-01-01")
+
+
+@pytest.mark.parametrize("command", ["estimate", "solve"])
+def test_a_restart_overhead_off_spot_is_refused(command):
+    result = invoke(command, "--model", "gpt2-124m", "--seq-len", "1024", "--restart-overhead", "0.5")
+    assert result.exit_code == 2
+    assert_error_line(result, "restart_overhead=0.5: applies to --pricing spot, not on-demand")
+
+
+def test_a_restart_overhead_cell_off_spot_is_its_rows_error(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("model,seq_len,pricing,restart_overhead\ngpt2-124m,512,spot,0.5\ngpt2-124m,512,,0.5\n",
+                    encoding="utf-8")
+    out = tmp_path / "plans.jsonl"
+    invoke_batch(str(jobs), "-o", str(out), quiet=True)
+    spot, on_demand = _jsonl(out)
+    assert spot["status"] != "error"
+    assert on_demand["status"] == "error" and "applies to --pricing spot, not on-demand" in on_demand["error"]
+
+
+def test_an_address_without_a_cluster_backend_is_refused(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("model,seq_len\ngpt2-124m,512\n", encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), "--address", "10.255.255.1:6379")
+    assert result.exit_code == 2
+    assert_error_line(result, "address='10.255.255.1:6379': applies to --backend ray or dask")
+    assert not (tmp_path / "plans.csv").exists()
+
+
+def test_qlora_bits_with_full_names_qlora_alone():
+    result = invoke("estimate", "--model", "llama-3.1-8b", "--qlora-bits", "8")
+    assert_error_line(result, "qlora-bits='8': applies to --method qlora, not full")

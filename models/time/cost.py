@@ -65,6 +65,13 @@ def instance_price_usd_per_hour(offering: Offering, pricing: Pricing) -> float:
     return price
 
 
+def refuse_unspot_restarts(restart_overhead: float, pricing: str) -> None:
+    """A restart overhead is work preemptions redo, which only spot instances have: with another
+    pricing it would be ignored (worked_tokens), so it is refused (docs/input-rules.md#contradictions)."""
+    if restart_overhead and pricing != "spot":
+        raise VramplanError("restart_overhead", restart_overhead, f"applies to --pricing spot, not {pricing}")
+
+
 def worked_tokens(tokens: float, pricing: str, restart_overhead: float = 0.0) -> float:
     """The tokens a run processes: on spot instances a preemption sends it back to its last
     checkpoint, and `restart_overhead` is the share of the work done again (with the restarts

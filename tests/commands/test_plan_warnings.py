@@ -61,8 +61,9 @@ def test_prices_older_than_90_days_and_spot_prices_are_flagged():
 
 def test_a_spot_restart_overhead_lengthens_the_run_in_both_commands(catalogue):
     """--restart-overhead 0.1 on spot: 10% of the work done again after preemptions, so 10% more
-    hours and cost (the tokens reported stay the user's); on-demand ignores it; solve's integers
-    and its re-verification agree (the objective is the verified one)."""
+    hours and cost (the tokens reported stay the user's); on-demand refuses it (it would be ignored:
+    a third hostile review, 2026-12-07); solve's integers and its re-verification agree (the
+    objective is the verified one)."""
     from vramplan.models.core.setup import Job
     from vramplan.solver.api import solve
     from vramplan.solver.query import SolveQuery
@@ -72,8 +73,9 @@ def test_a_spot_restart_overhead_lengthens_the_run_in_both_commands(catalogue):
     spot = json.loads(invoke(*args, "--pricing", "spot").stdout)["cost"]
     longer = json.loads(invoke(*args, "--pricing", "spot", "--restart-overhead", "0.1").stdout)["cost"]
     assert longer["hours"] == pytest.approx(1.1 * spot["hours"]) and longer["tokens"] == spot["tokens"]
-    on_demand = json.loads(invoke(*args, "--restart-overhead", "0.1").stdout)["cost"]
-    assert on_demand["hours"] == pytest.approx(spot["hours"])
+    on_demand = invoke(*args, "--restart-overhead", "0.1")
+    assert on_demand.exit_code == 2 and on_demand.stderr == (
+        "error: restart_overhead=0.1: applies to --pricing spot, not on-demand\n")
     query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=4096), pricing="spot", gpus=("h100-sxm-80gb",))
     base, padded = solve(catalogue, query), solve(catalogue, query.model_copy(update={"restart_overhead": 0.1}))
     assert padded.objective.value == pytest.approx(1.1 * base.objective.value, rel=1e-6)
