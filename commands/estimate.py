@@ -113,7 +113,10 @@ def estimate_command(**options: Any) -> None:
     if options["plot_path"] is not None:
         title = f"{result.model.name} on {result.plan.num_gpus} x {result.plan.gpu}, ZeRO-{result.plan.zero}"
         plot.save(plot.memory_figure(result.memory, title), options["plot_path"])
-    if options["launch_path"] is not None:
+    if options["launch_path"] is not None and not result.memory.fits:  # as solve: no configuration that runs out of memory
+        click.echo(f"warning: the plan does not fit, so there is no launch configuration; {options['launch_path']} "
+                   "not written", err=True)
+    elif options["launch_path"] is not None:
         from vramplan.launch.configs import launch_config, launch_model
 
         output.emit(launch_config(job, result.plan, launch_model(catalogue, options["model"])).text,

@@ -9,6 +9,7 @@
 - `--restart-overhead` with a pricing other than spot, and `batch --address` with the local backend,
   were silently ignored (a contradiction: refused like the others, docs/input-rules.md#contradictions);
   `--qlora-bits` with method full said it applied to lora or qlora (qlora alone).
+- `estimate --launch-config` wrote a ready-to-launch configuration for a plan that does not fit.
 """
 
 from __future__ import annotations
@@ -112,3 +113,13 @@ def test_an_address_without_a_cluster_backend_is_refused(tmp_path):
 def test_qlora_bits_with_full_names_qlora_alone():
     result = invoke("estimate", "--model", "llama-3.1-8b", "--qlora-bits", "8")
     assert_error_line(result, "qlora-bits='8': applies to --method qlora, not full")
+
+
+def test_estimate_writes_no_launch_configuration_for_a_plan_that_does_not_fit(tmp_path):
+    path = tmp_path / "launch.json"
+    result = invoke("estimate", "--model", "llama-3.1-70b", "--seq-len", "8192", "--launch-config", str(path))
+    assert result.exit_code == 3 and not path.exists()
+    assert result.stderr == f"warning: the plan does not fit, so there is no launch configuration; {path} not written\n"
+    fits = invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "1024", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+                  "--zero", "3", "--launch-config", str(path))
+    assert fits.exit_code == 0 and path.exists()
