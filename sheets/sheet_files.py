@@ -54,18 +54,28 @@ def require_extra(fmt: str, action: str) -> None:
             raise CommandFailure(f"{action} {fmt} needs {module}: pip install 'vramplan[{extra}]'") from None
 
 
-def _read_csv(path: Path, field: str) -> list[list[Any]]:
-    """Every row as text; a quote left open (which would swallow the rows after it) is an error."""
+def _read_csv(path: Path, field: str) -> list[list[Any] | UnreadableLine]:
+    """Every row as text; a quote left open (which would swallow the rows after it) is the file's
+    error, a line the csv module cannot split otherwise (text after a closing quote) its row's
+    (UnreadableLine; the reader goes on at the next line), unless it is the header."""
     csv.field_size_limit(CSV_FIELD_LIMIT)  # one huge cell is that row's error (rows.py), not the sheet's
     started = 1
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle, strict=True)
-            rows = []
-            for row in reader:
-                rows.append(row)
+            rows: list[list[Any] | UnreadableLine] = []
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return rows
+                except csv.Error as error:
+                    if not rows or "unexpected end of data" in str(error):
+                        raise
+                    rows.append(UnreadableLine(f"is not valid CSV (line {reader.line_num}: {error})"))
+                else:
+                    rows.append(row)
                 started = reader.line_num + 1
-            return rows
     except UnicodeDecodeError as error:
         byte = error.object[error.start]
         raise VramplanError(field, str(path), f"is not UTF-8 text (byte {error.start} is 0x{byte:02x}); "

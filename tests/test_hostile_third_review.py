@@ -10,6 +10,8 @@
   were silently ignored (a contradiction: refused like the others, docs/input-rules.md#contradictions);
   `--qlora-bits` with method full said it applied to lora or qlora (qlora alone).
 - `estimate --launch-config` wrote a ready-to-launch configuration for a plan that does not fit.
+- A CSV line with text after a closing quote stopped the whole batch (a line short of a field is
+  only its row's error).
 """
 
 from __future__ import annotations
@@ -123,3 +125,22 @@ def test_estimate_writes_no_launch_configuration_for_a_plan_that_does_not_fit(tm
     fits = invoke("estimate", "--model", "llama-3.1-8b", "--seq-len", "1024", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
                   "--zero", "3", "--launch-config", str(path))
     assert fits.exit_code == 0 and path.exists()
+
+
+def test_a_csv_line_with_text_after_a_quote_is_its_rows_error(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text('model,seq_len\ngpt2-124m,1024\n"gpt2-124m","512"junk\ngpt2-124m,512\n', encoding="utf-8")
+    out = tmp_path / "plans.jsonl"
+    result = invoke_batch(str(jobs), "-o", str(out), quiet=True)
+    assert result.exit_code == 3
+    first, bad, last = _jsonl(out)
+    assert first["status"] != "error" and last["status"] != "error"
+    assert bad["status"] == "error" and bad["error"] == "row is not valid CSV (line 3: ',' expected after '\"')"
+
+
+def test_a_header_line_that_is_no_csv_is_the_files_error(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text('"model"x,seq_len\ngpt2-124m,1024\n', encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
+    assert result.exit_code == 2
+    assert_error_line(result, "is not valid CSV: line 1")
