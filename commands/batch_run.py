@@ -45,7 +45,7 @@ from vramplan.sheets.journal import (
     row_key,
     typed_answer,
 )
-from vramplan.sheets.output_file import OutputTarget, lock_output, output_target, refuse_inputs
+from vramplan.sheets.output_file import OutputTarget, lock_output, output_target, refuse_held_output, refuse_inputs
 from vramplan.sheets.rows import ANSWER_COLUMNS, ANSWERED_STATUSES, INPUT_COLUMNS, check_columns, error_row
 from vramplan.sheets.sheet_files import format_of, read_table, require_extra, write_table
 
@@ -342,6 +342,7 @@ def run_batch_command(options: dict[str, Any]) -> None:
     refuse_inputs(target, _files_read(options), journal_file)
     if journal_file is not None:
         refuse_odd_journal(journal_file)  # a link, FIFO or device there: one line, never opened
+    refuse_held_output(target)  # a running batch's journal is not an unfinished run's
     if journal_file is not None and not options["resume"] and os.path.lexists(journal_file):
         raise VramplanError("output", str(target.given), f"has the journal of an unfinished run beside it "
                                                          f"({str(journal_file)!r}): add --resume to finish that run, "

@@ -212,6 +212,25 @@ class OutputLock:
             self._fd = None
 
 
+def refuse_held_output(target: OutputTarget) -> None:
+    """One line when another run holds the output's lock now (checked before what that run leaves
+    beside the output, its journal, is taken for an unfinished run's: `add --resume` was wrong)."""
+    if target.special:
+        return
+    try:
+        fd = os.open(target.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # no lock (or none we can read): OutputLock says what it finds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise CommandFailure(f"output={str(target.given)!r}: another vramplan run is writing it "
+                                 f"(lock {str(target.lock_path)!r} is held); wait for it to finish") from None
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def lock_output(target: OutputTarget) -> Iterator[None]:
     """Hold the output's lock (nothing for a special file), and clear temporaries of killed runs."""

@@ -12,6 +12,8 @@
 - `estimate --launch-config` wrote a ready-to-launch configuration for a plan that does not fit.
 - A CSV line with text after a closing quote stopped the whole batch (a line short of a field is
   only its row's error).
+- A second batch on an output another batch was writing said "add --resume to finish that run"
+  (the running batch's journal), not that another run is writing it.
 """
 
 from __future__ import annotations
@@ -144,3 +146,21 @@ def test_a_header_line_that_is_no_csv_is_the_files_error(tmp_path):
     result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 2
     assert_error_line(result, "is not valid CSV: line 1")
+
+
+def test_a_batch_on_an_output_another_run_writes_says_so(tmp_path):
+    from vramplan.sheets import output_file
+    from vramplan.sheets.journal import journal_path
+
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("model,seq_len\ngpt2-124m,512\n", encoding="utf-8")
+    out = tmp_path / "plans.csv"
+    target = output_file.output_target(out)
+    journal_path(target.real).write_text("", encoding="utf-8")  # what the running batch writes beside it
+    holder = output_file.OutputLock(target)
+    try:
+        result = invoke_batch(str(jobs), "-o", str(out), quiet=True)
+    finally:
+        holder.release()
+    assert result.exit_code == 1
+    assert "another vramplan run is writing it" in result.stderr and "--resume" not in result.stderr
