@@ -7,7 +7,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vramplan.models.core.choices import DAYS_PER_YEAR, MAX_RESTART_OVERHEAD, MAX_TOKENS, MFU_FLOOR, MIN_TOKENS, Jurisdiction, Stack
+from vramplan.models.core.choices import (
+    DAYS_PER_YEAR,
+    JURISDICTIONS,
+    MAX_RESTART_OVERHEAD,
+    MAX_TOKENS,
+    MFU_FLOOR,
+    MIN_TOKENS,
+    Jurisdiction,
+    Stack,
+)
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.core.numbers import Count, Real
@@ -144,6 +153,11 @@ class SolveQuery(BaseModel):
         if self.pins.num_gpus is not None and self.pins.num_gpus > self.max_gpus:
             raise VramplanError("num_gpus", self.pins.num_gpus, f"is above max_gpus={self.max_gpus}")
         refuse_unspot_restarts(self.restart_overhead, self.pricing)
+        if self.jurisdiction is not None:  # each filter asks one region of the offering: both at once meant neither
+            outside = [c for c in self.countries if c.upper() not in JURISDICTIONS[self.jurisdiction]]
+            if outside:
+                raise VramplanError("country", outside[0], f"is outside --jurisdiction {self.jurisdiction}: "
+                                                           "no plan can be in both")
         return self
 
 

@@ -14,6 +14,7 @@
   only its row's error).
 - A second batch on an output another batch was writing said "add --resume to finish that run"
   (the running batch's journal), not that another run is writing it.
+- `--jurisdiction eu --country US` planned on an offering with regions in both.
 """
 
 from __future__ import annotations
@@ -164,3 +165,14 @@ def test_a_batch_on_an_output_another_run_writes_says_so(tmp_path):
         holder.release()
     assert result.exit_code == 1
     assert "another vramplan run is writing it" in result.stderr and "--resume" not in result.stderr
+
+
+def test_a_country_outside_the_jurisdiction_is_refused(catalogue):
+    from vramplan import SolveQuery, solve
+
+    result = invoke("solve", "--model", "llama-3.1-8b", "--jurisdiction", "eu", "--country", "US")
+    assert result.exit_code == 2
+    assert_error_line(result, "country='US': is outside --jurisdiction eu")
+    inside = solve(catalogue, SolveQuery(model="llama-3.1-8b", jurisdiction="eu", countries=("de",)))
+    assert inside.status == "optimal"
+    assert "DE" in catalogue.offering(inside.plans[0].plan.offering).countries.upper().split(";")
