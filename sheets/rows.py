@@ -265,7 +265,10 @@ def check_columns(columns: list[str], strict: bool = True) -> list[str]:
         seen.add(name)
     for name in REQUIRED_COLUMNS:
         if name not in seen:
-            raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)})")
+            # a sheet separated by ';' or tabs reads as one column whose name holds them all
+            other = next((mark for mark in (";", "\t") if any(name in column.split(mark) for column in columns)), None)
+            hint = f"; the header holds {name} inside one column: columns are separated by ',' (not {other!r})" if other else ""
+            raise VramplanError("column", name, f"is required (the required columns are {', '.join(REQUIRED_COLUMNS)}){hint}")
     return extra
 
 

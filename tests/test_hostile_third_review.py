@@ -15,6 +15,7 @@
 - A second batch on an output another batch was writing said "add --resume to finish that run"
   (the running batch's journal), not that another run is writing it.
 - `--jurisdiction eu --country US` planned on an offering with regions in both.
+- A sheet separated by ';' said only that the model column is required.
 """
 
 from __future__ import annotations
@@ -176,3 +177,12 @@ def test_a_country_outside_the_jurisdiction_is_refused(catalogue):
     inside = solve(catalogue, SolveQuery(model="llama-3.1-8b", jurisdiction="eu", countries=("de",)))
     assert inside.status == "optimal"
     assert "DE" in catalogue.offering(inside.plans[0].plan.offering).countries.upper().split(";")
+
+
+@pytest.mark.parametrize("mark", [";", "\t"])
+def test_a_sheet_separated_otherwise_is_told_the_separator(tmp_path, mark):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(f"model{mark}seq_len\ngpt2-124m{mark}512\n", encoding="utf-8")
+    result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
+    assert result.exit_code == 2
+    assert_error_line(result, "column='model': is required", f"columns are separated by ',' (not {mark!r})")
