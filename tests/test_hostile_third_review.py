@@ -16,6 +16,8 @@
   (the running batch's journal), not that another run is writing it.
 - `--jurisdiction eu --country US` planned on an offering with regions in both.
 - A sheet separated by ';' said only that the model column is required.
+- `load_catalogue(gpus_csv=123)` was a bare TypeError; an error in a packaged catalogue named it
+  as the option (`offerings_csv='offerings.csv'`) the user had not given.
 """
 
 from __future__ import annotations
@@ -186,3 +188,13 @@ def test_a_sheet_separated_otherwise_is_told_the_separator(tmp_path, mark):
     result = invoke_batch(str(jobs), "-o", str(tmp_path / "plans.csv"), quiet=True)
     assert result.exit_code == 2
     assert_error_line(result, "column='model': is required", f"columns are separated by ',' (not {mark!r})")
+
+
+def test_catalogue_paths_of_the_wrong_type_and_packaged_files_are_named():
+    from vramplan import VramplanError, load_catalogue
+
+    with pytest.raises(VramplanError, match=r"gpus_csv='123': must be a path"):
+        load_catalogue(gpus_csv=123)
+    result = invoke("gpus", env={"VRAMPLAN_TODAY": "2020-01-01"})  # every packaged price is from after it
+    assert result.exit_code == 2
+    assert_error_line(result, "offerings_csv='packaged offerings.csv'", "is after today")
