@@ -242,3 +242,12 @@ def test_a_fifo_catalogue_does_not_hang(tmp_path):
     fifo = tmp_path / "gpus.csv"
     os.mkfifo(fifo)
     assert "not a regular file" in one_line_error(invoke("gpus", "--gpus-csv", str(fifo)))
+
+
+def test_a_number_longer_than_the_grammar_says_its_length():
+    """A 50-digit count is a number: it is refused for its length, and says so (a third hostile
+    review, 2026-12-07: it read 'is not a number')."""
+    with pytest.raises(VramplanError, match="has more than 40 characters"):
+        parse_count("seq_len", "9" * 50)
+    with pytest.raises(VramplanError, match="is not a number"):
+        parse_count("seq_len", "12 tokens")

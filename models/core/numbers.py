@@ -44,7 +44,9 @@ def _decimal(field: str, value: Any) -> Decimal:
         raise VramplanError(field, value, "is a boolean, not a number")
     if isinstance(value, str):
         text = value.strip()
-        if len(text) > MAX_TEXT_CHARS or not _NUMBER.fullmatch(text):
+        if len(text) > MAX_TEXT_CHARS:  # a 50-digit count is a number, but no value vramplan takes has that many characters
+            raise VramplanError(field, value[:MAX_TEXT_CHARS * 2], f"has more than {MAX_TEXT_CHARS} characters: write {GRAMMAR}")
+        if not _NUMBER.fullmatch(text):
             raise VramplanError(field, value[:MAX_TEXT_CHARS * 2], f"is not a number: write {GRAMMAR}")
         return Decimal(text)
     if isinstance(value, numbers.Integral):
