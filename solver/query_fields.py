@@ -3,6 +3,7 @@ pydantic Job and SolveQuery: the one mapping both front ends use, so they cannot
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -34,10 +35,27 @@ def split_list(values: str | Iterable[str] | None) -> tuple[str, ...] | None:
     texts = [values] if isinstance(values, str) else list(values)
     items = []
     for text in texts:
+        listed = _json_names(text)
+        if listed is not None:  # a JSON-lines or Parquet list cell, which the sheet reads as its JSON text
+            items += listed
+            continue
         for separator in LIST_SEPARATORS[1:]:
             text = text.replace(separator, LIST_SEPARATORS[0])
         items += [item.strip() for item in text.split(LIST_SEPARATORS[0]) if item.strip()]
     return tuple(items)
+
+
+def _json_names(text: str) -> list[str] | None:
+    """The names of a JSON array of strings (`["h100-sxm-80gb", "b200-180gb"]`), else None."""
+    if not (text.strip().startswith("[") and text.strip().endswith("]")):
+        return None
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    return [name.strip() for name in names if name.strip()]
 
 
 def _present(fields: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:

@@ -18,6 +18,7 @@
 - A sheet separated by ';' said only that the model column is required.
 - `load_catalogue(gpus_csv=123)` was a bare TypeError; an error in a packaged catalogue named it
   as the option (`offerings_csv='offerings.csv'`) the user had not given.
+- A JSON-lines list of GPU names (`"gpus": ["h100-sxm-80gb"]`) was read as one name, `["h100-sxm-80gb"]`.
 """
 
 from __future__ import annotations
@@ -198,3 +199,12 @@ def test_catalogue_paths_of_the_wrong_type_and_packaged_files_are_named():
     result = invoke("gpus", env={"VRAMPLAN_TODAY": "2020-01-01"})  # every packaged price is from after it
     assert result.exit_code == 2
     assert_error_line(result, "offerings_csv='packaged offerings.csv'", "is after today")
+
+
+def test_a_json_list_of_names_is_a_list_column():
+    from vramplan.sheets.rows import parse_row
+
+    query = parse_row({"model": "gpt2-124m", "seq_len": "512", "gpus": '["h100-sxm-80gb", "a100-sxm-80gb"]',
+                       "countries": '["de"]'})
+    assert query.gpus == ("h100-sxm-80gb", "a100-sxm-80gb") and query.countries == ("de",)
+    assert parse_row({"model": "gpt2-124m", "seq_len": "512", "gpus": "[1, 2]"}).gpus == ("[1", "2]")  # no names: as written
