@@ -59,18 +59,23 @@ def pool_rows(pools: list[PoolUsage]) -> list[list[Any]]:
     return [[getattr(pool, name) for name in POOL_COLUMNS] for pool in pools]
 
 
+def _figure(value: float) -> str:
+    """An objective for a line people read: hours and cents to two decimals (376.97, not 376.96666666666664)."""
+    return f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
+
+
 def summary_lines(result: FleetResult) -> list[str]:
     """The solve's status and each pool's use, for stderr."""
     unit = {"cost": "USD", "makespan": "hours", "tardiness": "priority-weighted hours late"}[result.objective]
     status = result.status + (" (interrupted)" if result.interrupted else "")
-    value = "not computed" if result.objective_value is None else f"{result.objective_value:,} {unit}"
+    value = "not computed" if result.objective_value is None else f"{_figure(result.objective_value)} {unit}"
     if result.objective == "cost" and result.objective_value is not None:
         # the integer model's cost: each job's marginal USD rounded up to whole cents (fleet/build.py
         # cost_cents), so it may read a few cents above the marginal sum beside it
         value += " (each job rounded up to whole cents)"
     line = f"fleet: {status}, {result.objective} = {value}"
     if result.status != "optimal" and result.best_bound is not None:
-        line += f", bound {result.best_bound:,}, gap {100 * (result.gap or 0):.2f}%"
+        line += f", bound {_figure(result.best_bound)}, gap {100 * (result.gap or 0):.2f}%"
     lines = [line + f"; marginal cost {result.usd_marginal_total:,.2f} USD; solve {result.solve_time_s:.2f} s, "
              f"planner {result.candidate_time_s:.2f} s for {result.num_candidates} candidate plans"]
     if result.num_unplanned:

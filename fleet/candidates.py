@@ -170,6 +170,9 @@ def _fitting_plans(catalogue: Catalogue, query: SolveQuery, pool: Pool, cache: C
     capacity = pool_capacity(pool)
     if pool.offering is not None:
         offerings = [pool_offering(catalogue, pool)]
+        # an inventory pool is held, not rented by the job: its price is the pool's (or the offering's
+        # on-demand one) and nothing preempts it, so the job's pricing and restart overhead are the market's
+        query = query.model_copy(update={"pricing": "on-demand", "restart_overhead": 0.0})
     else:
         offerings = [o for o in catalogue.offerings.values() if o.provider == pool.market_provider]
     offerings = [o for o in offerings if _allowed(query, o)]

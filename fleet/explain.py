@@ -86,6 +86,30 @@ def _longest_run_min(pool: IntPool, gpus: int, start: int, end: int) -> int:
     return longest
 
 
+def _earliest_end_min(pool: IntPool, gpus: int, duration: int, start: int, end: int) -> int | None:
+    """The earliest minute a plan of `gpus` GPUs and `duration` minutes, started at or after `start`,
+    ends by `end` where the pool has those GPUs throughout (before any job takes them); None if never."""
+    if pool.windows is None:
+        return start + duration if start + duration <= end else None
+    points = sorted({start, end, *(w.from_min for w in pool.windows if start < w.from_min < end),
+                     *(w.to_min for w in pool.windows if start < w.to_min < end)})
+    run_start = None
+    for s, e in pairwise(points):
+        if (pool.gpus_at(s) or 0) < gpus:
+            run_start = None
+            continue
+        run_start = s if run_start is None else run_start
+        if e - run_start >= duration:
+            return run_start + duration
+    return None
+
+
+def _reaches_horizon(pool: IntPool, gpus: int, horizon_min: int) -> bool:
+    """Whether the pool has `gpus` GPUs until the horizon: a longer horizon gives it more time
+    (its windows do not end first)."""
+    return pool.windows is None or (pool.gpus_at(horizon_min - 1) or 0) >= gpus
+
+
 def _unavailable(fleet: IntFleet, job: IntJob, slots: list) -> str | None:
     """Why no plan can run whatever the other jobs do: every usable plan needs longer than its pool
     has its GPUs within the job's window (a pool whose windows end first); None otherwise."""
@@ -95,9 +119,11 @@ def _unavailable(fleet: IntFleet, job: IntJob, slots: list) -> str | None:
     fastest = min(slots, key=lambda s: s.duration_min)
     pool = fleet.pools[fastest.pool]
     longest = _longest_run_min(pool, fastest.gpus, job.release_min, end)
+    more = ("a later deadline or a longer horizon (--horizon-days)" if _reaches_horizon(pool, fastest.gpus, fleet.horizon_min)
+            else "more time in its windows (available_to)")
     return (f"no pool has a plan's GPUs for the whole of it within the window {_window_text(fleet, job)}: the fastest "
             f"needs {fastest.gpus} GPUs of pool {pool.name} for {_hours(fastest.duration_min)}, and the pool has them "
-            f"for {_hours(longest)} at most there; more time in its windows (available_to) would serve it")
+            f"for {_hours(longest)} at most there; {more} would serve it")
 
 
 def _extra_gpus(fleet: IntFleet, served: list[int], j: int, p: int, step: int, until: float | None) -> int | None:
@@ -136,16 +162,22 @@ def explain_unserved(fleet: IntFleet, schedule: IntSchedule, j: int, pool_steps:
             return (f"every plan needs more GPUs than its pool has: the smallest takes {smallest.gpus} GPUs of "
                     f"pool {fleet.pools[smallest.pool].name} ({fleet.pools[smallest.pool].capacity_gpus} GPUs); "
                     f"add {smallest.gpus - (fleet.pools[smallest.pool].capacity_gpus or 0)} GPUs to it")
-        needed = job.release_min + fastest.duration_min
+        shorter = (f"the window {_window_text(fleet, job)} is shorter than the fastest plan "
+                   f"({_hours(fastest.duration_min)} on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs)")
+        # the earliest any plan can end, alone, where its pool has its GPUs throughout (windows and their gaps)
+        ends = [(end, k) for k, slot in enumerate(job.slots)
+                if (end := _earliest_end_min(fleet.pools[slot.pool], slot.gpus, slot.duration_min, job.release_min,
+                                             fleet.horizon_min)) is not None]
+        if ends:
+            end, k = min(ends)
+            slot = job.slots[k]
+            return (f"{shorter}; a deadline of {_hours(end)} would fit it (on pool {fleet.pools[slot.pool].name}, "
+                    f"{slot.gpus} GPUs, alone)")
+        if any(_reaches_horizon(fleet.pools[slot.pool], slot.gpus, fleet.horizon_min) for slot in job.slots):
+            return f"{shorter}, and no deadline fits it before the horizon ends: raise --horizon-days"
         longest = _longest_run_min(fleet.pools[fastest.pool], fastest.gpus, job.release_min, fleet.horizon_min)
-        if longest < fastest.duration_min:  # a later deadline would not do: the pool's windows end (or pause) first
-            return (f"the window {_window_text(fleet, job)} is shorter than the fastest plan ({_hours(fastest.duration_min)} "
-                    f"on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs), and no deadline fits it there: the "
-                    f"pool has those GPUs for {_hours(longest)} at most; more time in its windows (available_to) would serve it")
-        return (f"the window {_window_text(fleet, job)} is shorter than the fastest plan "
-                f"({_hours(fastest.duration_min)} on pool {fleet.pools[fastest.pool].name}, {fastest.gpus} GPUs); "
-                f"a deadline of {_hours(needed)} would fit it" + (" (the horizon ends first: raise --horizon-days)"
-                                                                   if needed > fleet.horizon_min else ""))
+        return (f"{shorter}, and no deadline fits it: the pool has those GPUs for {_hours(longest)} at most; more time "
+                "in its windows (available_to) would serve it")
     unavailable = _unavailable(fleet, job, usable)
     if unavailable is not None:  # no extra GPUs in the windows, nor a later deadline inside them, serves it
         return unavailable

@@ -232,14 +232,15 @@ def _pool_usage(prepared: Prepared, schedule: IntSchedule) -> list[PoolUsage]:
         chosen = [(j, c) for j, c in enumerate(schedule.slot) if c is not None and prepared.candidates[j][c].pool == p]
         used = sum(prepared.fleet.jobs[j].slots[c].gpus * prepared.fleet.jobs[j].slots[c].duration_min
                    for j, c in chosen) / MINUTES_PER_HOUR
-        available = None if int_pool.windows is None else sum(
-            w.gpus * (w.to_min - w.from_min) for w in int_pool.windows) / MINUTES_PER_HOUR
+        available = None if int_pool.windows is None else round(sum(
+            w.gpus * (w.to_min - w.from_min) for w in int_pool.windows) / MINUTES_PER_HOUR, 2)
         usages.append(PoolUsage(
             pool=pool.name, offering=pool.offering or pool.market_provider, committed=pool.committed,
             gpu_hours_available=available, gpu_hours_used=round(used, 2),
             idle_gpu_hours=None if available is None else round(available - used, 2),
             utilisation=None if not available else round(used / available, 4), num_jobs=len(chosen),
-            usd_marginal=round(sum(prepared.candidates[j][c].usd_marginal for j, c in chosen), 2)))
+            # the sum of the jobs' cells (each rounded to cents, _assignments), so the pool adds up to its rows
+            usd_marginal=round(sum(round(prepared.candidates[j][c].usd_marginal, 2) for j, c in chosen), 2)))
     return usages
 
 

@@ -425,3 +425,59 @@ def test_the_summary_says_the_cost_objective_is_whole_cents_per_job(tmp_path: Pa
     marginal = float(summary.split("marginal cost ")[1].split(" USD")[0].replace(",", ""))
     assert "(each job rounded up to whole cents)" in summary
     assert 0 <= cents - marginal < 0.01 + 1e-9 and cents == math.ceil(float(rows[0]["usd_marginal"]) * 100) / 100
+
+
+GAP_HEADER = ["id", "model", "method", "seq_len", "tokens", "earliest_start", "deadline", "num_gpus"]
+GAP_POOLS_HEADER = ["pool", "offering", "num_gpus", "available_from", "available_to", "committed", "price_usd_per_gpu_hour"]
+
+
+def _run_gap(tmp_path: Path, deadline: str):
+    """Pool h has no GPUs from 100 to 200 h; pool a (A100s, slower) has them 5-250 h."""
+    jobs_csv = write_csv(tmp_path / "jobs.csv", [{"id": "j", "model": "llama-3.1-8b", "method": "qlora", "seq_len": "2048",
+                                                  "tokens": "3e9", "earliest_start": "150", "deadline": deadline,
+                                                  "num_gpus": "4"}], GAP_HEADER)
+    pools = [{"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "8", "available_from": "0", "available_to": "10",
+              "committed": "true"},
+             {"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "16", "available_from": "10", "available_to": "100",
+              "committed": "true"},
+             {"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "8", "available_from": "200", "available_to": "300",
+              "committed": "true"},
+             {"pool": "a", "offering": "lambda/gpu_8x_a100_80gb_sxm4", "num_gpus": "16", "available_from": "5",
+              "available_to": "250", "committed": "false", "price_usd_per_gpu_hour": "1.10"}]
+    inventory = write_csv(tmp_path / "inventory.csv", pools, GAP_POOLS_HEADER)
+    out = tmp_path / "schedule.csv"
+    invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--time-limit", "10")
+    return list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))[0]
+
+
+def test_an_unserved_jobs_deadline_advice_holds_across_the_pools_gaps(tmp_path: Path) -> None:
+    """A second hostile review (2026-12-07): the advice was the fastest plan's release + duration
+    (165.03 h on pool h), which falls in pool h's gap; with it the job stayed unserved. It is now the
+    earliest end of any plan alone where its pool has the GPUs throughout: 184.48 h on pool a."""
+    row = _run_gap(tmp_path, "160")
+    assert row["status"] == "unserved"
+    assert "a deadline of 184.483 h would fit it (on pool a, 8 GPUs, alone)" in row["explanation"], row["explanation"]
+    taken = _run_gap(tmp_path, "184.5")
+    assert taken["status"] == "scheduled" and taken["pool"] == "a"
+
+
+def test_a_window_the_horizon_cuts_says_raise_the_horizon(tmp_path: Path) -> None:
+    """A pool with no available_to runs to the horizon: a job starting an hour before it is told to
+    raise --horizon-days, not to add time to the pool's windows (available_to)."""
+    job = {"id": "late", **GOOD_JOB, "earliest_start": "2183"}
+    _, rows = run(tmp_path, [job])
+    why = rows[0]["explanation"]
+    assert rows[0]["status"] == "unserved" and "raise --horizon-days" in why and "available_to" not in why, why
+
+
+def test_a_jobs_pricing_applies_to_the_market_not_to_inventory_pools(tmp_path: Path) -> None:
+    """A second hostile review (2026-12-07): a 1yr job on a committed pool went unserved (no 1-year
+    price), and a spot job was priced at spot with its restart overhead on a pool nothing preempts."""
+    header = ["id", "model", "method", "seq_len", "tokens", "pricing", "restart_overhead"]
+    jobs = [{"id": "a", "model": "llama-3.1-8b", "method": "lora", "seq_len": "4096", "tokens": "1e9", "pricing": "1yr"},
+            {"id": "b", "model": "llama-3.1-8b", "method": "lora", "seq_len": "4096", "tokens": "1e9", "pricing": "spot",
+             "restart_overhead": "0.5"},
+            {"id": "c", "model": "llama-3.1-8b", "method": "lora", "seq_len": "4096", "tokens": "1e9"}]
+    _, rows = run(tmp_path, jobs, job_header=header)
+    assert [r["status"] for r in rows] == ["scheduled"] * 3
+    assert len({(r["hours"], r["usd_per_hour"], r["warnings"]) for r in rows}) == 1  # as the on-demand job
