@@ -81,6 +81,8 @@ class BatchOptions:
                 raise VramplanError(name, value, f"must be a whole number from {low} to {high:,}")
         if self.address is not None and not isinstance(self.address, str):
             raise VramplanError("address", self.address, "must be text (a Ray address or a Dask scheduler)")
+        if self.address is not None and self.backend not in ("ray", "dask"):  # it would run here, the address unread
+            raise VramplanError("address", self.address, f"applies to the ray or dask backend, not {self.backend}")
         if self.models_dir is not None and not isinstance(self.models_dir, (str, Path)):
             raise VramplanError("models_dir", self.models_dir, "must be a folder path")
 
@@ -266,6 +268,12 @@ def run_batch(
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
+    if catalogue is not None and not isinstance(catalogue, Catalogue):  # None: the workers' packaged one
+        raise VramplanError("catalogue", type(catalogue).__name__, "must be a vramplan.Catalogue (load_catalogue())")
+    if not isinstance(options, BatchOptions):  # None or a dict was an AttributeError
+        raise VramplanError("options", type(options).__name__, "must be a vramplan.BatchOptions")
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):  # None was a TypeError
+        raise VramplanError("rows", type(rows).__name__, "must be an iterable of (row index, row mapping) pairs")
     if options.backend == "local":
         # The forkserver imports the solver (about a second) while this process plans the rows;
         # the pool forks its workers from it once the plan is made. (Started here, inside the

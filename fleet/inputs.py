@@ -104,13 +104,13 @@ class FleetQuery(BaseModel):
     jobs: tuple[FleetJob, ...]
     pools: tuple[Pool, ...]
     objective: FleetObjective = "cost"
-    horizon_hours: float = Field(default=QUARTER_DAYS * HOURS_PER_DAY, gt=0, le=MAX_HORIZON_DAYS * HOURS_PER_DAY,
+    horizon_hours: Real = Field(default=QUARTER_DAYS * HOURS_PER_DAY, gt=0, le=MAX_HORIZON_DAYS * HOURS_PER_DAY,
                                  allow_inf_nan=False)
     # The whole plan_fleet() call: candidate plans, schedule and explanations (fleet/clock.py).
-    time_limit_s: float = Field(default=60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False)
-    num_workers: int = Field(default=2, ge=1, le=64)
-    random_seed: int = Field(default=0, ge=0, le=MAX_SEED)
-    explain_limit: int = Field(default=20, ge=0, description="unserved jobs to explain with extra solves")
+    time_limit_s: Real = Field(default=60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False)
+    num_workers: Count = Field(default=2, ge=1, le=64)
+    random_seed: Count = Field(default=0, ge=0, le=MAX_SEED)
+    explain_limit: Count = Field(default=20, ge=0, description="unserved jobs to explain with extra solves")
 
     @model_validator(mode="after")
     def _unique_pools(self) -> FleetQuery:

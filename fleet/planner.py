@@ -156,6 +156,7 @@ def _plan_jobs(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache,
 def prepare(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None,
             budget: Budget | None = None) -> Prepared:
     """Candidates and the integer fleet; with a budget the candidate phase stops at CANDIDATE_SHARE of it."""
+    check_pools(catalogue, query)  # the command line prepares without plan_fleet()
     began = time.perf_counter()
     cache = cache or CandidateCache()
     horizon_min = _minutes(query.horizon_hours, up=False)
@@ -290,18 +291,25 @@ def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
     unserved: 'no provider has on-demand prices for (use --pricing on-demand)')."""
     if not isinstance(query, FleetQuery):
         raise VramplanError("query", type(query).__name__, "must be a vramplan.FleetQuery")
+    if not isinstance(catalogue, Catalogue):
+        raise VramplanError("catalogue", type(catalogue).__name__, "must be a vramplan.Catalogue (load_catalogue())")
     providers = sorted({o.provider for o in catalogue.offerings.values()})
     for pool in query.pools:
         if pool.market_provider is not None and pool.market_provider not in providers:
             raise unknown_name_error("market_provider", pool.market_provider, providers)
         if pool.offering is not None:
-            catalogue.offering(pool.offering)  # an unknown offering is one line naming it
+            offering = catalogue.offering(pool.offering)  # an unknown offering is one line naming it
+            # a plan blocks whole instances: 12 GPUs of 8-GPU instances ran one 8-GPU plan at a time
+            # and counted 4 idle GPUs nobody could use
+            odd = next((w for w in pool.windows or () if w.num_gpus % offering.num_gpus), None)
+            if odd is not None:
+                raise VramplanError("num_gpus", odd.num_gpus, f"pool {pool.name!r}: is not a whole number of "
+                                                              f"{offering.name}'s {offering.num_gpus}-GPU instances")
 
 
 def plan_fleet(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> FleetResult:
     """Candidates, the CP-SAT schedule, explanations: the whole fleet answer in one call, within
     query.time_limit_s (fleet/clock.py; jobs the candidate phase did not reach are unplanned)."""
-    check_pools(catalogue, query)
     prepared = prepare(catalogue, query, cache, Budget.of(query.time_limit_s))
     began = time.perf_counter()
     schedule = session(prepared).run()

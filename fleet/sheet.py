@@ -122,6 +122,7 @@ def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
 def read_jobs(path: Path, fmt: str) -> JobRows:
     unread: dict[int, VramplanError] = {}  # rows the sheet does not give whole: their own errors
     header, rows = read_table(path, fmt, row_errors=unread)
+    _refuse_repeated_columns(header)
     # the user's own columns are copied through, as batch copies them (a batch sheet is a fleet sheet)
     own = set(check_columns([name for name in header if name not in FLEET_JOB_COLUMNS], strict=False))
     for name in own:  # a misspelt fleet column (dedline) is no column of the user's own
@@ -155,7 +156,14 @@ def read_jobs(path: Path, fmt: str) -> JobRows:
 
 def _offering_name(catalogue: Catalogue, cells: dict[str, Any]) -> str:
     if not is_empty(cells.get("offering")):
-        return catalogue.offering(str(cells["offering"]).strip()).name
+        offering = catalogue.offering(str(cells["offering"]).strip())
+        # a gpu or provider beside it must be the offering's (the offering won silently)
+        for column, own in (("gpu", offering.gpu), ("provider", offering.provider)):
+            given = cells.get(column)
+            if not is_empty(given) and str(given).strip() != own:
+                raise VramplanError(column, given, f"is not offering {offering.name}'s ({own}); give the offering, "
+                                                   "or a gpu and a provider")
+        return offering.name
     gpu, provider = cells.get("gpu"), cells.get("provider")
     if is_empty(gpu) or is_empty(provider):
         raise VramplanError("offering", "", "give an offering, or a gpu and a provider")
@@ -200,8 +208,16 @@ class InventoryRows:
     times: list[dict[str, float | datetime]]
 
 
+def _refuse_repeated_columns(header: list[str]) -> None:
+    """A column named twice: one of the two cells would be dropped silently (batch refuses it too)."""
+    twice = next((name for at, name in enumerate(header) if name and name in header[:at]), None)
+    if twice is not None:
+        raise VramplanError("column", twice, "appears twice in the header")
+
+
 def read_inventory(path: Path, fmt: str) -> InventoryRows:
     header, rows = read_table(path, fmt, field="inventory")
+    _refuse_repeated_columns(header)
     for name in header:
         if name not in INVENTORY_COLUMNS:
             raise _unknown(name, INVENTORY_COLUMNS, "inventory")

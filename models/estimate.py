@@ -272,7 +272,12 @@ def estimate_plan(
 def _number(value: object) -> bool:
     """A real number as `solve`'s fields take one (numpy's included: np.int64(1e9) tokens were refused
     as out of range), never a boolean, a Decimal or text."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float's range (10**400 tokens): no number vramplan takes
+        return False
 
 
 def _check_inputs(model: object, tokens: object, pricing: object, restart_overhead: object) -> None:

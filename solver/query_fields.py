@@ -78,6 +78,8 @@ def stack_job(**fields: Any) -> Job:
             close = closest_names(str(name), known)
             hint = f"did you mean {', '.join(close)}?" if close else f"Job's fields: {', '.join(sorted(known))}"
             raise VramplanError(str(name), value, f"not a field of a job ({hint})")  # seqlen=8192 was dropped
+    if "stack" in fields and not isinstance(fields["stack"], str):  # stack=1 was an AttributeError
+        raise VramplanError("stack", repr(fields["stack"])[:80], "must be a stack's name, as text")
     reserve = fields.get("reserve")
     if reserve is not None:  # a RuntimeReserve or its fields (it was dropped, keeping the defaults)
         if isinstance(reserve, RuntimeReserve):

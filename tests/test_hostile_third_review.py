@@ -19,6 +19,9 @@
 - `load_catalogue(gpus_csv=123)` was a bare TypeError; an error in a packaged catalogue named it
   as the option (`offerings_csv='offerings.csv'`) the user had not given.
 - A JSON-lines list of GPU names (`"gpus": ["h100-sxm-80gb"]`) was read as one name, `["h100-sxm-80gb"]`.
+- Python API: `stack_job(stack=1)`, `estimate(tokens=10**400)`, `run_batch` with options None or a
+  dict or rows None, and `plan_fleet(None, ...)` raised bare Python exceptions; `BatchOptions` took
+  an address with the local backend and `FleetQuery` booleans as counts.
 """
 
 from __future__ import annotations
@@ -208,3 +211,26 @@ def test_a_json_list_of_names_is_a_list_column():
                        "countries": '["de"]'})
     assert query.gpus == ("h100-sxm-80gb", "a100-sxm-80gb") and query.countries == ("de",)
     assert parse_row({"model": "gpt2-124m", "seq_len": "512", "gpus": "[1, 2]"}).gpus == ("[1", "2]")  # no names: as written
+
+
+def test_the_python_api_names_what_it_refuses(catalogue):
+    from vramplan import BatchOptions, FleetQuery, Job, Plan, VramplanError, estimate, plan_fleet, run_batch, stack_job
+
+    plan = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=3)
+    cases = [
+        (lambda: stack_job(stack=1), "stack='1': must be a stack's name"),
+        (lambda: estimate(catalogue, "llama-3.1-8b", Job(), plan, tokens=10**400), "tokens="),
+        (lambda: estimate(catalogue, "llama-3.1-8b", Job(), plan, 1e9, "spot", 10**400), "restart_overhead="),
+        (lambda: list(run_batch(catalogue, [(0, {"model": "gpt2-124m", "seq_len": 512})], None)), "options='NoneType'"),
+        (lambda: list(run_batch(catalogue, [(0, {"model": "gpt2-124m", "seq_len": 512})], {"backend": "serial"})),
+         "options='dict'"),
+        (lambda: list(run_batch(catalogue, None, BatchOptions(backend="serial"))), "rows='NoneType'"),
+        (lambda: plan_fleet(None, FleetQuery(jobs=(), pools=())), "catalogue='NoneType'"),
+        (lambda: BatchOptions(backend="local", address="127.0.0.1:1"), "applies to the ray or dask backend"),
+        (lambda: FleetQuery(jobs=(), pools=(), num_workers=True), "is a boolean, not a number"),
+        (lambda: FleetQuery(jobs=(), pools=(), random_seed=True), "is a boolean, not a number"),
+    ]
+    for call, fragment in cases:
+        with pytest.raises((VramplanError, ValueError)) as error:
+            call()
+        assert fragment in str(error.value), (fragment, str(error.value))

@@ -481,3 +481,41 @@ def test_a_jobs_pricing_applies_to_the_market_not_to_inventory_pools(tmp_path: P
     _, rows = run(tmp_path, jobs, job_header=header)
     assert [r["status"] for r in rows] == ["scheduled"] * 3
     assert len({(r["hours"], r["usd_per_hour"], r["warnings"]) for r in rows}) == 1  # as the on-demand job
+
+
+@pytest.mark.parametrize("which, header, row", [
+    ("jobs", ["id", "model", "seq_len", "tokens", "deadline", "deadline"], ["a", "llama-3.1-8b", "4096", "1e9", "1", "100"]),
+    ("inventory", ["pool", "offering", "num_gpus", "num_gpus"], ["h", "aws/p5.48xlarge", "16", "8"]),
+])
+def test_a_column_named_twice_in_a_fleet_sheet_is_refused(tmp_path: Path, which: str, header, row) -> None:
+    """A second hostile review (2026-12-07): the last of the two cells won silently."""
+    jobs = [dict(zip(header, row))] if which == "jobs" else [{"id": "a", **GOOD_JOB}]
+    pools = [dict(zip(header, row))] if which == "inventory" else POOLS
+    jobs_csv = tmp_path / "jobs.csv"
+    jobs_csv.write_text(",".join(header) + "\n" + ",".join(row) + "\n" if which == "jobs" else "", encoding="utf-8")
+    if which == "jobs":
+        inventory = write_csv(tmp_path / "inventory.csv", pools, INVENTORY_HEADER)
+    else:
+        write_csv(jobs_csv, jobs, JOB_HEADER)
+        inventory = tmp_path / "inventory.csv"
+        inventory.write_text(",".join(header) + "\n" + ",".join(row) + "\n", encoding="utf-8")
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(tmp_path / "s.csv"))
+    one_line_error(result, f"column='{header[-1]}': appears twice in the header")
+
+
+def test_an_inventory_row_whose_gpu_is_not_its_offerings_is_refused(tmp_path: Path) -> None:
+    """The offering won silently over a gpu (and provider) beside it naming another."""
+    header = ["pool", "gpu", "provider", "offering", "num_gpus"]
+    inventory = write_csv(tmp_path / "inventory.csv", [dict(zip(header, ["h", "a100-sxm-80gb", "lambda",
+                                                                         "aws/p5.48xlarge", "16"]))], header)
+    jobs = write_csv(tmp_path / "jobs.csv", [{"id": "a", **GOOD_JOB}], JOB_HEADER)
+    result = invoke("fleet", str(jobs), "--inventory", str(inventory), "-o", str(tmp_path / "s.csv"))
+    assert result.exit_code == 2 and "gpu='a100-sxm-80gb': is not offering aws/p5.48xlarge's" in result.output
+
+
+def test_a_pool_of_part_of_an_instance_is_refused(tmp_path: Path) -> None:
+    """12 GPUs of 8-GPU instances ran one 8-GPU plan at a time and counted 4 phantom idle GPUs."""
+    pools = [{"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "12"}]
+    result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
+    assert result.exit_code == 2
+    assert "num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances" in result.output
