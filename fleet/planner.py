@@ -288,7 +288,7 @@ def finish(prepared: Prepared, schedule: IntSchedule, solve_time_s: float, expla
 def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
     """The query is a FleetQuery whose market pools name providers of the catalogue and whose offering
     pools name its offerings, one VramplanError naming the field (an unknown provider left the job
-    unserved: 'no provider has on-demand prices for (use --pricing on-demand)')."""
+    unserved: 'no provider has on-demand prices (use --pricing on-demand)')."""
     if not isinstance(query, FleetQuery):
         raise VramplanError("query", type(query).__name__, "must be a vramplan.FleetQuery")
     if not isinstance(catalogue, Catalogue):

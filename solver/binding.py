@@ -47,7 +47,7 @@ def empty_space_reason(catalogue: Catalogue, query: SolveQuery) -> str:
             verb = "has" if len(query.providers) == 1 else "have"
             reason = f"{_names(query.providers)} {verb} no {words} prices{' for' + gpus if gpus else ''}"
             return f"{reason} (use --pricing on-demand or another --provider)"
-        return f"no provider has {words} prices for{gpus} (use --pricing on-demand)"
+        return f"no provider has {words} prices{' for' + gpus if gpus else ''} (use --pricing on-demand)"
     placed = [o for o in offerings if in_place(o, query)]
     if not placed:
         return f"none of the allowed offerings{' of' + gpus if gpus else ''} is in {place_label(query)}"

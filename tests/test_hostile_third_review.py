@@ -22,6 +22,8 @@
 - Python API: `stack_job(stack=1)`, `estimate(tokens=10**400)`, `run_batch` with options None or a
   dict or rows None, and `plan_fleet(None, ...)` raised bare Python exceptions; `BatchOptions` took
   an address with the local backend and `FleetQuery` booleans as counts.
+- Without a price for the pricing asked, the reason read "no provider has 1-year committed prices
+  for (use --pricing on-demand)".
 """
 
 from __future__ import annotations
@@ -234,3 +236,13 @@ def test_the_python_api_names_what_it_refuses(catalogue):
         with pytest.raises((VramplanError, ValueError)) as error:
             call()
         assert fragment in str(error.value), (fragment, str(error.value))
+
+
+def test_a_pricing_no_offering_has_reads_whole(tmp_path):
+    lines = (CATALOGUE_DIR / "offerings.csv").read_text(encoding="utf-8").splitlines()
+    offerings = tmp_path / "offerings.csv"
+    offerings.write_text("\n".join([lines[0], *(line for line in lines if line.startswith("aws,p5.48xlarge,"))]) + "\n",
+                         encoding="utf-8")
+    result = invoke("solve", "--model", "llama-3.1-8b", "--pricing", "1yr", "--offerings-csv", str(offerings))
+    assert result.exit_code == 3
+    assert "no provider has 1-year committed prices (use --pricing on-demand)" in result.output, result.output
