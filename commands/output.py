@@ -17,6 +17,8 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
+from vramplan.models.core.errors import VramplanError
+
 # Below this many columns tables drop to their compact layout (fewer columns, wrapped text).
 COMPACT_BELOW_COLUMNS = 100
 
@@ -81,10 +83,20 @@ def files_read(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:
     return [("model config", config_path(model) if isinstance(model, str) else None), *catalogue_files(options)]
 
 
+# Extensions of files these commands do not write (batch and fleet write the sheet formats, --plot
+# and --report the pictures and pages): `gpus -o g.xlsx` wrote a text table Excel cannot open.
+FOREIGN_EXTENSIONS = {".xlsx", ".xls", ".parquet", ".pq", ".jsonl", ".ndjson", ".png", ".svg", ".pdf", ".html", ".htm"}
+
+
 def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
-    """Before any work: no output is a file the command reads, nor another of its outputs (exit 2)."""
+    """Before any work: no output is a file the command reads, nor another of its outputs, nor (-o
+    without --format) a file of a kind the command does not write (exit 2)."""
     from vramplan.sheets.output_file import claim_outputs
 
+    output = options.get("output")
+    if output is not None and not options.get("output_format") and output.suffix.lower() in FOREIGN_EXTENSIONS:
+        raise VramplanError("output", str(output), f"this command writes a table, JSON (.json) or CSV (.csv), not "
+                                                   f"{output.suffix}; name the file so, or give --format")
     claim_outputs(outputs, files_read(options))
 
 

@@ -24,6 +24,7 @@
   an address with the local backend and `FleetQuery` booleans as counts.
 - Without a price for the pricing asked, the reason read "no provider has 1-year committed prices
   for (use --pricing on-demand)".
+- `gpus -o g.xlsx`, `solve -o plan.parquet`: a text table written under a sheet's or a picture's name.
 """
 
 from __future__ import annotations
@@ -246,3 +247,14 @@ def test_a_pricing_no_offering_has_reads_whole(tmp_path):
     result = invoke("solve", "--model", "llama-3.1-8b", "--pricing", "1yr", "--offerings-csv", str(offerings))
     assert result.exit_code == 3
     assert "no provider has 1-year committed prices (use --pricing on-demand)" in result.output, result.output
+
+
+@pytest.mark.parametrize("args", [("gpus",), ("estimate", "--model", "gpt2-124m", "--seq-len", "512"),
+                                  ("solve", "--model", "gpt2-124m", "--seq-len", "512")])
+@pytest.mark.parametrize("name", ["out.xlsx", "out.parquet", "out.jsonl", "out.png"])
+def test_a_text_output_under_a_sheet_or_picture_name_is_refused(tmp_path, args, name):
+    path = tmp_path / name
+    result = invoke(*args, "-o", str(path))
+    assert result.exit_code == 2 and not path.exists()
+    assert_error_line(result, "this command writes a table, JSON (.json) or CSV (.csv)")
+    assert invoke(*args, "-o", str(path), "--format", "csv").exit_code in (0, 3)  # asked for: written
