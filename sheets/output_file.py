@@ -70,32 +70,33 @@ def packaged_catalogues() -> Path:
     return Path(os.path.realpath(str(resources.files("vramplan.catalogues"))))
 
 
-def _refuse_packaged(path: Path, real: Path) -> None:
+def _refuse_packaged(path: Path, real: Path, option: str) -> None:
     folder = packaged_catalogues()
     if real.parent == folder or folder in real.parents:
-        raise VramplanError("output", str(path), f"is in vramplan's packaged catalogues folder ({folder}), which "
-                                                 "every run reads; write to another file")
+        raise VramplanError(option, str(path), f"is in vramplan's packaged catalogues folder ({folder}), which "
+                                               "every run reads; write to another file")
 
 
-def output_target(path: Path) -> OutputTarget:
-    """Classify the output path; a folder, or a path whose folder does not exist, is one line, and
-    so is a path in the packaged catalogues folder (_refuse_packaged)."""
+def output_target(path: Path, option: str = "output") -> OutputTarget:
+    """Classify the output path; a folder, or a path whose folder does not exist, is one line naming
+    `option` (the option it was given as: output, plot, report...), and so is a path in the
+    packaged catalogues folder (_refuse_packaged)."""
     try:
         mode = os.stat(path).st_mode  # follows symlinks: /proc/self/fd/1 is the pipe itself
     except FileNotFoundError:
         real = Path(os.path.realpath(path))  # a new file, or the target of a dangling symlink
         if not real.parent.is_dir():
-            raise CommandFailure(f"output={str(path)!r}: cannot write: folder {str(real.parent)!r} "
+            raise CommandFailure(f"{option}={str(path)!r}: cannot write: folder {str(real.parent)!r} "
                                  "does not exist") from None
-        _refuse_packaged(path, real)
+        _refuse_packaged(path, real, option)
         return OutputTarget(path, real, special=False)
     except OSError as error:
-        raise CommandFailure(f"output={str(path)!r}: cannot write: {error.strerror or error}") from None
+        raise CommandFailure(f"{option}={str(path)!r}: cannot write: {error.strerror or error}") from None
     if stat.S_ISDIR(mode):
-        raise CommandFailure(f"output={str(path)!r}: cannot write: it is a folder")
+        raise CommandFailure(f"{option}={str(path)!r}: cannot write: it is a folder")
     if stat.S_ISREG(mode):
         real = Path(os.path.realpath(path))
-        _refuse_packaged(path, real)
+        _refuse_packaged(path, real, option)
         return OutputTarget(path, real, special=False)
     return OutputTarget(path, path, special=True)
 
@@ -143,7 +144,7 @@ def claim_outputs(outputs: Sequence[tuple[str, Path | None]],
         if path is None:
             targets.append(None)
             continue
-        target = output_target(path)
+        target = output_target(path, option)
         refuse_inputs(target, inputs, None, option)
         for other_option, other in claimed:
             if not (target.special and other.special) and _same_file(target.real, other.real):

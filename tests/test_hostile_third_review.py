@@ -25,6 +25,7 @@
 - Without a price for the pricing asked, the reason read "no provider has 1-year committed prices
   for (use --pricing on-demand)".
 - `gpus -o g.xlsx`, `solve -o plan.parquet`: a text table written under a sheet's or a picture's name.
+- A `--plot` or `--report` path in a folder that does not exist was named `output=`.
 """
 
 from __future__ import annotations
@@ -258,3 +259,11 @@ def test_a_text_output_under_a_sheet_or_picture_name_is_refused(tmp_path, args, 
     assert result.exit_code == 2 and not path.exists()
     assert_error_line(result, "this command writes a table, JSON (.json) or CSV (.csv)")
     assert invoke(*args, "-o", str(path), "--format", "csv").exit_code in (0, 3)  # asked for: written
+
+
+@pytest.mark.parametrize("option", ["--plot", "--report"])
+def test_a_picture_or_page_path_is_named_as_its_option(tmp_path, option):
+    name = "p.png" if option == "--plot" else "r.html"
+    result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", option, str(tmp_path / "none" / name))
+    assert result.exit_code != 0
+    assert result.stderr.startswith(f"error: {option[2:]}='") and "does not exist" in result.stderr
