@@ -150,8 +150,7 @@ def run_fleet_command(options: dict[str, Any]) -> None:
         rows.append(list(row) + answer_cells(by_row.get(i), error, start))
     _write(output, fmt, header, rows)
     if result is not None:
-        for line in summary_lines(result):
-            click.echo(line, err=True)
+        # every file before the summary: a closed stderr (`2>&1 | head -1`) must not cost the pools file
         if options["pools_out"] is not None:
             _write(options["pools_out"], format_of(options["pools_out"], None), list(POOL_COLUMNS), pool_rows(result.pools))
         if options["plot"] is not None:
@@ -160,6 +159,8 @@ def run_fleet_command(options: dict[str, Any]) -> None:
             from vramplan.commands.fleet_plot import plot_gantt
 
             plot_gantt(options["plot"], query, result, labels)
+        for line in summary_lines(result):
+            click.echo(line, err=True)
     if interrupted:
         click.echo(f"interrupted: wrote the best schedule so far to {output}", err=True)
         sys.exit(EXIT_INTERRUPTED)
