@@ -48,6 +48,7 @@ from vramplan.fleet.sheet import (
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import parse_count
 from vramplan.sheets.output_file import claim_outputs, lock_output, output_target, refuse_inputs
+from vramplan.sheets.rows import is_empty
 from vramplan.sheets.sheet_files import format_of, require_extra, write_table
 
 INTERRUPTED_BEFORE = "not scheduled: the run was interrupted before the first schedule"
@@ -120,6 +121,11 @@ def run_fleet_command(options: dict[str, Any]) -> None:
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],
                        num_workers=options["workers"], random_seed=options["seed"])
     header = output_header(jobs.header, start is not None)
+    if "objective" in jobs.header:  # a batch sheet read as a fleet sheet: say that its objectives do nothing
+        at = jobs.header.index("objective")
+        if any(not is_empty(row[at]) for row in jobs.rows):
+            click.echo(f"warning: column 'objective' is not used: every job takes its cheapest plan per size and "
+                       f"--objective {options['objective']} decides the schedule", err=True)
     click.echo(f"fleet: {len(valid)} jobs ({len(jobs.rows) - len(valid)} error rows), {len(pools)} pools; "
                f"asking the planner for each job's plans per pool and size", err=True)
     result, interrupted = None, False

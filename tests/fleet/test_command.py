@@ -519,3 +519,13 @@ def test_a_pool_of_part_of_an_instance_is_refused(tmp_path: Path) -> None:
     result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
     assert result.exit_code == 2
     assert "num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances" in result.output
+
+
+def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
+    """A batch sheet's objective column is not used by fleet (docs/fleet.md): a warning line says so."""
+    header = ["id", "model", "seq_len", "tokens", "objective"]
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB, "objective": "time"}], job_header=header)
+    assert rows[0]["status"] == "scheduled"
+    assert "warning: column 'objective' is not used" in result.stderr
+    quiet, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], job_header=header)
+    assert "objective" not in quiet.stderr
