@@ -523,7 +523,7 @@ def test_a_pool_of_part_of_an_instance_is_refused(tmp_path: Path) -> None:
 
 def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
     """A batch sheet's objective column is not used by fleet (docs/fleet.md): a warning line says so."""
-    header = ["id", "model", "seq_len", "tokens", "objective"]
+    header = ["id", "model", "seq_len", "tokens", "max_gpus", "objective"]
     result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB, "objective": "time"}], job_header=header)
     assert rows[0]["status"] == "scheduled"
     assert "warning: column 'objective' is not used" in result.stderr
