@@ -35,7 +35,7 @@ class PoolWindow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     from_hours: Real = Field(default=0.0, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
-    to_hours: Real | None = Field(default=None, gt=0, le=MAX_TIME_HOURS, allow_inf_nan=False)
+    to_hours: Real | None = Field(default=None, ge=0, le=MAX_TIME_HOURS, allow_inf_nan=False)  # 0: _ends_after_it_starts says why
     num_gpus: Count = Field(ge=0, le=MAX_POOL_GPUS)
 
     @model_validator(mode="after")
