@@ -310,6 +310,7 @@ def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
 def plan_fleet(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> FleetResult:
     """Candidates, the CP-SAT schedule, explanations: the whole fleet answer in one call, within
     query.time_limit_s (fleet/clock.py; jobs the candidate phase did not reach are unplanned)."""
+    check_pools(catalogue, query)  # before query.time_limit_s is read (a dict query was an AttributeError)
     prepared = prepare(catalogue, query, cache, Budget.of(query.time_limit_s))
     began = time.perf_counter()
     schedule = session(prepared).run()
