@@ -270,7 +270,7 @@ def build_job(options: dict[str, Any]) -> Job:
     from vramplan.solver.query_fields import job_from_fields
 
     try:
-        job = job_from_fields(option_fields(options))
+        job = job_from_fields(option_fields(options), refused_later=True)
     except ValidationError as error:
         raise validation_error(error) from None
     refuse_contradictions(options, job)

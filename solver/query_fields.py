@@ -95,12 +95,21 @@ def stack_job(**fields: Any) -> Job:
         raise from_validation_error(error, fields) from None
 
 
-def job_from_fields(fields: Mapping[str, Any]) -> Job:
+ADAPTER_FIELDS = ("lora_rank", "lora_dropout", "lora_targets", "base_dtype")  # LoRA's and QLoRA's alone
+
+
+def job_from_fields(fields: Mapping[str, Any], refused_later: bool = False) -> Job:
     """Raises pydantic.ValidationError (callers turn it into a one-line VramplanError). Unset recipe
-    fields take the --stack preset's value (catalogues/stacks.csv)."""
+    fields take the --stack preset's value (catalogues/stacks.csv). A front end that refuses the
+    adapter fields a job cannot use in its own words (refuse_contradictions, after this, on what the
+    user gave) passes refused_later: they are left out here, where Job would refuse them first."""
     if stack_list(fields.get("stack")) or fields.get("stack") == "any":
         raise VramplanError("stack", fields["stack"], "a job runs on one stack (several, or any, are for solve and batch)")
     fields = with_preset(fields, load_stacks())
+    if refused_later:
+        method = fields.get("method") or "full"
+        unused = (ADAPTER_FIELDS if method == "full" else ()) + (("qlora_bits",) if method != "qlora" else ())
+        fields = {name: value for name, value in fields.items() if name not in unused}
     job = _present(fields, JOB_FIELDS + STACK_FIELDS)
     targets = split_list(fields.get("lora_targets"))
     if targets:
@@ -118,7 +127,7 @@ def refuse_contradictions(given: Callable[[str], bool], values: Mapping[str, Any
     filled), `spell` and `prefix` name it as the user wrote it (`lora-rank` / `--method`, or the
     column `lora_rank` / `method`)."""
     if job.method == "full":
-        for name in ("lora_rank", "lora_dropout", "lora_targets", "base_dtype"):  # qlora_bits: qlora's alone, below
+        for name in ADAPTER_FIELDS:  # qlora_bits: qlora's alone, below
             if given(name):
                 raise VramplanError(spell(name), values[name], f"applies to {prefix}method lora or qlora; "
                                                                f"this job is {prefix}method full")
@@ -167,7 +176,7 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
         fields = {**fields, "stack": stacks[0]}  # the job as the first stack fills it; the search restacks it
     return SolveQuery(
         model=fields["model"],
-        job=job_from_fields(fields),
+        job=job_from_fields(fields, refused_later=True),  # both callers refuse contradictions themselves
         stacks=stacks,
         gpus=_restriction(fields, "gpus"),
         providers=_restriction(fields, "providers"),

@@ -140,7 +140,7 @@ def test_the_optimizer_in_the_backward_never_accumulates():
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--method", "full", "--qlora-prep", "16bit"], "applies to --method qlora"),
     (["--selective", "op", "--recompute", "none"], "applies to --recompute selective"),
-    (["--lora-targets", ""], "names no module"),
+    (["--lora-targets", ""], "applies to --method lora or qlora"),  # on the default full fine-tune
     (["--method", "lora", "--lora-targets", ",,,"], "names no module"),
 ])
 def test_options_that_mean_nothing_together_are_refused(args, fragment):

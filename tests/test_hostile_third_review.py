@@ -26,6 +26,8 @@
   for (use --pricing on-demand)".
 - `gpus -o g.xlsx`, `solve -o plan.parquet`: a text table written under a sheet's or a picture's name.
 - A `--plot` or `--report` path in a folder that does not exist was named `output=`.
+- The API's `Job(method="full", lora_rank=8)` and `Job(method="lora", qlora_bits=8)` were solved with
+  the field ignored (the command line and a sheet refuse them).
 """
 
 from __future__ import annotations
@@ -267,3 +269,19 @@ def test_a_picture_or_page_path_is_named_as_its_option(tmp_path, option):
     result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", option, str(tmp_path / "none" / name))
     assert result.exit_code != 0
     assert result.stderr.startswith(f"error: {option[2:]}='") and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("fields, fragment", [
+    ({"method": "full", "lora_rank": 8}, "lora_rank=8: applies to method lora or qlora"),
+    ({"method": "full", "lora_dropout": 0.1}, "lora_dropout=0.1: applies to method lora or qlora"),
+    ({"method": "lora", "qlora_bits": 8}, "qlora_bits=8: applies to method qlora, not lora"),
+])
+def test_the_api_job_refuses_adapter_fields_its_method_cannot_use(fields, fragment):
+    from vramplan import Job, stack_job
+
+    with pytest.raises(ValueError, match=fragment):
+        Job(**fields)
+    with pytest.raises(ValueError, match=fragment):
+        stack_job(stack="torchtune", seq_len=2048, **fields)
+    assert Job.model_validate(Job(method="lora", lora_rank=8).model_dump()).lora_rank == 8  # a dump round-trips
+    assert Job(method="full", lora_rank=16).method == "full"  # the default is no contradiction

@@ -141,6 +141,22 @@ class Job(_Frozen):
             raise ValueError("names no module; leave it out (None) to adapt every linear module")
         return value
 
+    @model_validator(mode="after")
+    def _adapter_fields_need_an_adapter(self) -> Job:
+        """LoRA's settings on a full fine-tune, and quantised bits on anything but QLoRA, mean nothing:
+        as the command line and a batch row refuse them when given (solver/query_fields.py
+        refuse_contradictions), the API's Job refuses a value other than the field's default (it
+        solved them, ignored). Defaults, not the fields set, decide: a Job's model_dump() validated
+        again sets every field."""
+        fields = type(self).model_fields
+        if self.method == "full":
+            for name in ("lora_rank", "lora_dropout", "lora_targets", "base_dtype"):
+                if getattr(self, name) != fields[name].default:
+                    raise VramplanError(name, getattr(self, name), "applies to method lora or qlora; this job is method full")
+        if self.method != "qlora" and self.qlora_bits != fields["qlora_bits"].default:
+            raise VramplanError("qlora_bits", self.qlora_bits, f"applies to method qlora, not {self.method}")
+        return self
+
     @field_validator("compile", mode="before")
     @classmethod
     def _compile_switch(cls, value: object) -> object:

@@ -14,6 +14,6 @@ def test_architecture_and_job_hashes_agree_with_equality(catalogue) -> None:
     deeper = arch.model_copy(update={"num_layers": arch.num_layers + 1})
     assert twin is not arch and twin == arch and hash(twin) == hash(arch)
     assert deeper != arch and {arch: 1, deeper: 2, twin: 3} == {arch: 3, deeper: 2}
-    job, other = Job(seq_len=4096), Job(seq_len=4096, lora_rank=8)
+    job, other = Job(seq_len=4096), Job(seq_len=4096, loss="fused")
     assert Job(seq_len=4096) == job and hash(Job(seq_len=4096)) == hash(job)
     assert other != job and len({job: 1, other: 2, Job(seq_len=4096): 3}) == 2

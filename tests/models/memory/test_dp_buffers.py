@@ -23,7 +23,7 @@ def _plan(zero: int, num_gpus: int = 8, **kw) -> Plan:
 @pytest.mark.parametrize("zero", [1, 2])
 def test_deepspeed_zero12_holds_two_ipg_buffers_whatever_trains(catalogue, method: str, zero: int) -> None:
     arch = catalogue.architecture("llama-2-7b")
-    job = Job(stack="deepspeed", method=method, lora_rank=8)
+    job = Job(stack="deepspeed", method=method, **({} if method == "full" else {"lora_rank": 8}))
     assert overhead(arch, job, _plan(zero)).comm_buckets_bytes == 2 * REDUCE_BUCKET_ELEMENTS * 2
     assert dp_buffer_bytes(arch, job, _plan(zero, precision="fp32")) == 2 * REDUCE_BUCKET_ELEMENTS * 4
 
@@ -42,7 +42,7 @@ def test_torch_ddp_buckets_are_a_second_copy_of_the_gradients(catalogue, stack: 
     """gradient_as_bucket_view False (torch's default, nobody sets it): the Reducer's buckets copy
     every trainable gradient, as many bytes as the ZeRO-0 gradient pillar."""
     arch = catalogue.architecture("llama-2-7b")
-    job = Job(stack=stack, method=method, lora_rank=8)
+    job = Job(stack=stack, method=method, **({} if method == "full" else {"lora_rank": 8}))
     plan = _plan(0)
     assert dp_buffer_bytes(arch, job, plan) == model_states(arch, job, plan).gradients_bytes > 0
 
