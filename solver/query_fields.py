@@ -11,7 +11,7 @@ from vramplan.models.catalogue.catalogue import load_stack_capabilities, load_st
 from vramplan.models.catalogue.stack import plan_recompute, plan_zero, recompute_layers_conflict, with_preset
 from vramplan.models.core.choices import NOT_IN_ANY, STACKS
 from vramplan.models.core.errors import VramplanError
-from vramplan.models.core.setup import Job, RuntimeReserve
+from vramplan.models.core.setup import ADAPTER_FIELDS, Job, RuntimeReserve
 from vramplan.solver.query import Pins, SolveQuery
 
 JOB_FIELDS = ("method", "lora_rank", "lora_dropout", "qlora_bits", "optimizer", "accounting", "attention", "kernels", "seq_len",
@@ -93,9 +93,6 @@ def stack_job(**fields: Any) -> Job:
         return job_from_fields(fields)
     except ValidationError as error:
         raise from_validation_error(error, fields) from None
-
-
-ADAPTER_FIELDS = ("lora_rank", "lora_dropout", "lora_targets", "base_dtype")  # LoRA's and QLoRA's alone
 
 
 def job_from_fields(fields: Mapping[str, Any], refused_later: bool = False) -> Job:

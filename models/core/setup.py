@@ -77,6 +77,9 @@ class RuntimeReserve(_Frozen):
     nccl_mib: Count = Field(default=NCCL_MIB, ge=0, le=65536, description="only when more than one GPU")
 
 
+ADAPTER_FIELDS = ("lora_rank", "lora_dropout", "lora_targets", "base_dtype")  # LoRA's and QLoRA's alone
+
+
 class Job(_Frozen):
     """The training job: what is trained and with which recipe choices the user fixed."""
 
@@ -150,7 +153,7 @@ class Job(_Frozen):
         again sets every field."""
         fields = type(self).model_fields
         if self.method == "full":
-            for name in ("lora_rank", "lora_dropout", "lora_targets", "base_dtype"):
+            for name in ADAPTER_FIELDS:
                 if getattr(self, name) != fields[name].default:
                     raise VramplanError(name, getattr(self, name), "applies to method lora or qlora; this job is method full")
         if self.method != "qlora" and self.qlora_bits != fields["qlora_bits"].default:
