@@ -23,7 +23,14 @@ from vramplan.models.catalogue.catalogue import Catalogue
 from vramplan.models.catalogue.config_file import config_path
 from vramplan.models.core.errors import VramplanError, closest_names, from_validation_error
 from vramplan.models.core.numbers import parse_count, parse_real
-from vramplan.sheets.rows import check_columns, is_empty, misspells, parse_row, unreadable_header_error
+from vramplan.sheets.rows import (
+    check_columns,
+    is_empty,
+    misspells,
+    parse_row,
+    refuse_repeated_columns,
+    unreadable_header_error,
+)
 from vramplan.sheets.sheet_files import read_table
 from vramplan.solver import check_job_runs, split_list
 
@@ -122,7 +129,7 @@ def _unknown(name: str, known: dict[str, Any], what: str) -> VramplanError:
 def read_jobs(path: Path, fmt: str) -> JobRows:
     unread: dict[int, VramplanError] = {}  # rows the sheet does not give whole: their own errors
     header, rows = read_table(path, fmt, row_errors=unread)
-    _refuse_repeated_columns(header)
+    refuse_repeated_columns(header)
     # the user's own columns are copied through, as batch copies them (a batch sheet is a fleet sheet)
     own = set(check_columns([name for name in header if name not in FLEET_JOB_COLUMNS], strict=False))
     for name in own:  # a misspelt fleet column (dedline) is no column of the user's own
@@ -208,16 +215,9 @@ class InventoryRows:
     times: list[dict[str, float | datetime]]
 
 
-def _refuse_repeated_columns(header: list[str]) -> None:
-    """A column named twice: one of the two cells would be dropped silently (batch refuses it too)."""
-    twice = next((name for at, name in enumerate(header) if name and name in header[:at]), None)
-    if twice is not None:
-        raise VramplanError("column", twice, "appears twice in the header")
-
-
 def read_inventory(path: Path, fmt: str) -> InventoryRows:
     header, rows = read_table(path, fmt, field="inventory")
-    _refuse_repeated_columns(header)
+    refuse_repeated_columns(header)
     for name in header:
         if name not in INVENTORY_COLUMNS:
             raise _unknown(name, INVENTORY_COLUMNS, "inventory")

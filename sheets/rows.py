@@ -247,12 +247,21 @@ def misspells(name: str, columns: Iterable[str] = INPUT_COLUMNS) -> str | None:
     return best if ratio >= MISSPELLING_RATIO else None
 
 
+def refuse_repeated_columns(columns: list[str]) -> None:
+    """A column named twice: one of its two cells would be dropped silently (batch's and fleet's sheets)."""
+    seen: set[str] = set()
+    for name in columns:
+        if name in seen:
+            raise VramplanError("column", name, "appears twice in the header")
+        seen.add(name)
+
+
 def check_columns(columns: list[str], strict: bool = True) -> list[str]:
     """The header: known names, each once, the required ones present. Raises before anything runs.
 
     With strict=False a column that is neither ours nor a misspelling of ours (nor an answer
     column) is the user's own: it is returned, to be copied to the output unchanged."""
-    seen: set[str] = set()
+    refuse_repeated_columns(columns)
     extra = []
     for name in columns:
         if name not in INPUT_COLUMNS:
@@ -260,11 +269,8 @@ def check_columns(columns: list[str], strict: bool = True) -> list[str]:
             if strict or answer or misspells(name) is not None:
                 raise unknown_column_error(name)
             extra.append(name)
-        if name in seen:
-            raise VramplanError("column", name, "appears twice in the header")
-        seen.add(name)
     for name in REQUIRED_COLUMNS:
-        if name not in seen:
+        if name not in columns:
             # a sheet separated by ';' or tabs reads as one column whose name holds them all
             other = next((mark for mark in (";", "\t") if any(name in column.split(mark) for column in columns)), None)
             hint = f"; the header holds {name} inside one column: columns are separated by ',' (not {other!r})" if other else ""
