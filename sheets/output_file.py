@@ -61,18 +61,14 @@ class OutputTarget:
         return self.real.with_name(f".{self.real.name}{TEMP_MARK}{os.getpid()}")
 
 
-def packaged_catalogues() -> Path:
-    """The folder of the packaged catalogues (gpus, offerings, architectures, stacks), which every
-    run reads: no output may be written into it (exit 2). In a source checkout it is the working
-    tree's catalogues/, where `stacks -o catalogues/stacks.csv` would break every later command."""
-    from importlib import resources
-
-    return Path(os.path.realpath(str(resources.files("vramplan.catalogues"))))
-
-
 def _refuse_packaged(path: Path, real: Path, option: str) -> None:
-    folder = packaged_catalogues()
-    if real.parent == folder or folder in real.parents:
+    """No output goes into the packaged catalogues' folder, which every run reads (exit 2): in a source
+    checkout it is the working tree's catalogues/, where `stacks -o catalogues/stacks.csv` broke every
+    later command."""
+    from vramplan.models.catalogue.catalogue import packaged_folder
+
+    folder = packaged_folder()
+    if folder in real.parents:
         raise VramplanError(option, str(path), f"is in vramplan's packaged catalogues folder ({folder}), which "
                                                "every run reads; write to another file")
 
@@ -155,6 +151,14 @@ def claim_outputs(outputs: Sequence[tuple[str, Path | None]],
     return targets
 
 
+HELD = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)  # flock's errnos for a lock another process holds
+
+
+def _held(target: OutputTarget) -> CommandFailure:
+    return CommandFailure(f"output={str(target.given)!r}: another vramplan run is writing it "
+                          f"(lock {str(target.lock_path)!r} is held); wait for it to finish")
+
+
 class OutputLock:
     """An exclusive flock on `.<output>.vramplan-lock` for the whole run; removed when released.
 
@@ -185,9 +189,8 @@ class OutputLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
                 os.close(fd)
-                if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise CommandFailure(f"output={str(target.given)!r}: another vramplan run is writing it "
-                                         f"(lock {str(self.path)!r} is held); wait for it to finish") from None
+                if error.errno in HELD:
+                    raise _held(target) from None
                 raise CommandFailure(f"output={str(target.given)!r}: cannot lock {str(self.path)!r}: "
                                      f"{error.strerror or error}") from None
             try:  # the holder before us may have removed the file after we opened it: lock the live one
@@ -225,9 +228,8 @@ def refuse_held_output(target: OutputTarget) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as error:
-        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise CommandFailure(f"output={str(target.given)!r}: another vramplan run is writing it "
-                                 f"(lock {str(target.lock_path)!r} is held); wait for it to finish") from None
+        if error.errno in HELD:
+            raise _held(target) from None
     finally:
         os.close(fd)
 

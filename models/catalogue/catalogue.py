@@ -35,11 +35,15 @@ MAX_CATALOGUE_ROWS = 1000
 MAX_CATALOGUE_BYTES = 16 << 20  # 16 MiB: 1,000 rows with long sources are under 1 MiB
 
 
+def packaged_folder() -> Path:
+    """The folder of the packaged catalogues (in a source checkout, the working tree's catalogues/)."""
+    return Path(os.path.realpath(str(resources.files("vramplan.catalogues"))))
+
+
 def _read_text(path: Path | None, packaged_name: str, option: str) -> tuple[str, str]:
     if path is None:
         # the packaged file: its errors name it as such, not as an option the user did not give
-        return (resources.files("vramplan.catalogues").joinpath(packaged_name).read_text(encoding="utf-8"),
-                f"packaged {packaged_name}")
+        return (packaged_folder() / packaged_name).read_text(encoding="utf-8"), f"packaged {packaged_name}"
     if not isinstance(path, (str, os.PathLike)):  # load_catalogue(gpus_csv=123) was a bare TypeError
         raise VramplanError(option, repr(path)[:80], "must be a path (str or pathlib.Path) or None")
     return read_small_file(Path(path), option, str(path), MAX_CATALOGUE_BYTES), str(path)
