@@ -72,36 +72,33 @@ def _with_extra(pool: IntPool, extra_gpus: int, horizon_min: int) -> IntPool:
     return replace(pool, windows=windows)
 
 
-def _longest_run_min(pool: IntPool, gpus: int, start: int, end: int) -> int:
-    """The longest stretch of [start, end) over which the pool has at least `gpus` GPUs (before any
-    job takes them): a plan of that many GPUs needs its whole duration in one such stretch."""
+def _stretches(pool: IntPool, gpus: int, start: int, end: int) -> list[tuple[int, int]]:
+    """The maximal stretches [from, to) of [start, end) over which the pool has at least `gpus` GPUs
+    (before any job takes them): a plan of that many GPUs needs its whole duration inside one."""
     if pool.windows is None:
-        return end - start
+        return [(start, end)]
     points = sorted({start, end, *(w.from_min for w in pool.windows if start < w.from_min < end),
                      *(w.to_min for w in pool.windows if start < w.to_min < end)})
-    longest = run = 0
+    stretches: list[tuple[int, int]] = []
     for s, e in pairwise(points):
-        run = run + (e - s) if (pool.gpus_at(s) or 0) >= gpus else 0
-        longest = max(longest, run)
-    return longest
+        if (pool.gpus_at(s) or 0) < gpus:
+            continue
+        if stretches and stretches[-1][1] == s:
+            stretches[-1] = (stretches[-1][0], e)
+        else:
+            stretches.append((s, e))
+    return stretches
+
+
+def _longest_run_min(pool: IntPool, gpus: int, start: int, end: int) -> int:
+    """The longest of the pool's stretches with `gpus` GPUs in [start, end)."""
+    return max((e - s for s, e in _stretches(pool, gpus, start, end)), default=0)
 
 
 def _earliest_end_min(pool: IntPool, gpus: int, duration: int, start: int, end: int) -> int | None:
     """The earliest minute a plan of `gpus` GPUs and `duration` minutes, started at or after `start`,
-    ends by `end` where the pool has those GPUs throughout (before any job takes them); None if never."""
-    if pool.windows is None:
-        return start + duration if start + duration <= end else None
-    points = sorted({start, end, *(w.from_min for w in pool.windows if start < w.from_min < end),
-                     *(w.to_min for w in pool.windows if start < w.to_min < end)})
-    run_start = None
-    for s, e in pairwise(points):
-        if (pool.gpus_at(s) or 0) < gpus:
-            run_start = None
-            continue
-        run_start = s if run_start is None else run_start
-        if e - run_start >= duration:
-            return run_start + duration
-    return None
+    ends by `end` inside one of the pool's stretches with those GPUs; None if none is long enough."""
+    return next((s + duration for s, e in _stretches(pool, gpus, start, end) if e - s >= duration), None)
 
 
 def _reaches_horizon(pool: IntPool, gpus: int, horizon_min: int) -> bool:
