@@ -285,14 +285,19 @@ def finish(prepared: Prepared, schedule: IntSchedule, solve_time_s: float, expla
     )
 
 
-def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
-    """The query is a FleetQuery whose market pools name providers of the catalogue and whose offering
-    pools name its offerings, one VramplanError naming the field (an unknown provider left the job
-    unserved: 'no provider has on-demand prices (use --pricing on-demand)')."""
+def _check_kinds(catalogue: Catalogue, query: FleetQuery) -> None:
+    """The arguments are a Catalogue and a FleetQuery (a dict query was an AttributeError)."""
     if not isinstance(query, FleetQuery):
         raise VramplanError("query", type(query).__name__, "must be a vramplan.FleetQuery")
     if not isinstance(catalogue, Catalogue):
         raise VramplanError("catalogue", type(catalogue).__name__, "must be a vramplan.Catalogue (load_catalogue())")
+
+
+def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
+    """The query is a FleetQuery whose market pools name providers of the catalogue and whose offering
+    pools name its offerings, one VramplanError naming the field (an unknown provider left the job
+    unserved: 'no provider has on-demand prices (use --pricing on-demand)')."""
+    _check_kinds(catalogue, query)
     providers = sorted({o.provider for o in catalogue.offerings.values()})
     for pool in query.pools:
         if pool.market_provider is not None and pool.market_provider not in providers:
@@ -310,7 +315,7 @@ def check_pools(catalogue: Catalogue, query: FleetQuery) -> None:
 def plan_fleet(catalogue: Catalogue, query: FleetQuery, cache: CandidateCache | None = None) -> FleetResult:
     """Candidates, the CP-SAT schedule, explanations: the whole fleet answer in one call, within
     query.time_limit_s (fleet/clock.py; jobs the candidate phase did not reach are unplanned)."""
-    check_pools(catalogue, query)  # before query.time_limit_s is read (a dict query was an AttributeError)
+    _check_kinds(catalogue, query)  # before query.time_limit_s is read; prepare() checks the pools
     prepared = prepare(catalogue, query, cache, Budget.of(query.time_limit_s))
     began = time.perf_counter()
     schedule = session(prepared).run()
