@@ -83,9 +83,15 @@ def files_read(options: Mapping[str, Any]) -> list[tuple[str, Path | None]]:
     return [("model config", config_path(model) if isinstance(model, str) else None), *catalogue_files(options)]
 
 
-# Extensions of files these commands do not write (batch and fleet write the sheet formats, --plot
-# and --report the pictures and pages): `gpus -o g.xlsx` wrote a text table Excel cannot open.
-FOREIGN_EXTENSIONS = {".xlsx", ".xls", ".parquet", ".pq", ".jsonl", ".ndjson", ".png", ".svg", ".pdf", ".html", ".htm"}
+
+def _foreign_extensions() -> set[str]:
+    """Extensions of files these commands do not write: the sheets batch and fleet write (but CSV),
+    the pictures of --plot and the pages of --report. `gpus -o g.xlsx` wrote a text table Excel cannot open."""
+    from vramplan.commands.plot import IMAGE_SUFFIXES
+    from vramplan.sheets.sheet_files import SUFFIX_FORMATS
+
+    sheets = {suffix for suffix, fmt in SUFFIX_FORMATS.items() if fmt != "csv"}
+    return sheets | {".xls", *IMAGE_SUFFIXES, ".html", ".htm"}
 
 
 def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
@@ -94,7 +100,7 @@ def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) ->
     from vramplan.sheets.output_file import claim_outputs
 
     output = options.get("output")
-    if output is not None and not options.get("output_format") and output.suffix.lower() in FOREIGN_EXTENSIONS:
+    if output is not None and not options.get("output_format") and output.suffix.lower() in _foreign_extensions():
         raise VramplanError("output", str(output), f"this command writes a table, JSON (.json) or CSV (.csv), not "
                                                    f"{output.suffix}; name the file so, or give --format")
     claim_outputs(outputs, files_read(options))
