@@ -33,6 +33,7 @@ from vramplan.models.time.flops import training_flops_per_token
 from vramplan.solver.choice_keys import MIN_RANK_COLUMNS, RecomputeChoice, rank_columns
 from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Branch, Cluster, Shape, UnitShape
 from vramplan.solver.layouts import MAX_TP, tp_reach
+from vramplan.solver.placement import Placement
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space_fills import SpaceFills
 from vramplan.solver.tables import Tables
@@ -120,7 +121,10 @@ class SearchSpace:
     valid_batches: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, l) -> micro-batches
     tcs: list[tuple[int, int, bool]] = field(default_factory=list)  # distinct (tp, cp, sp) of the layouts
     tcs_index: list[int] = field(default_factory=list)  # per layout
-    offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name
+    # The GPUs, counts and clusters above, and what is looked up by cluster, shared by every space
+    # over the same offerings, pricing and counts (solver/placement.py), never changed
+    placement: Placement = field(default=None, repr=False)  # type: ignore[assignment]
+    offering_rank: list[int] = field(default_factory=list)  # per cluster: rank of the offering's name (the placement's)
     tables: Tables | None = None  # the models/ terms behind the integer tables
     # The memo service the space was built with (solver/table_memo.py): what its explanation's
     # re-solves and questions share; a handle, passed on, never a context variable.
@@ -128,7 +132,7 @@ class SearchSpace:
     layouts_of_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (n, TP reach): cluster_layouts
     # (n, TP reach) -> (pp, tp) -> layouts: branch_layout_lists
     branches_of_shape: dict[tuple[int, int], dict[tuple[int, int], list[int]]] = field(default_factory=dict)
-    shape_members: dict[Shape, list[int]] = field(default_factory=dict)  # its clusters (clusters_of_shape)
+    shape_members: dict[Shape, list[int]] = field(default_factory=dict)  # its clusters (clusters_of_shape; the placement's)
     layout_set_ids: dict[tuple[int, int], int] = field(default_factory=dict)  # (n, TP reach) -> UnitMemo.layout_sets number
     evaluations_before: int = 0
     on_use: SpaceFills = field(init=False, repr=False)  # the tables filled on first read
@@ -279,11 +283,15 @@ class SearchSpace:
         floor than the query's (the explanation's relaxed space asks the user's)."""
         floor = self.query.min_mfu if min_mfu is None else min_mfu
         cluster = self.clusters[cluster_index]
-        if not floor or cluster.num_gpus == 1:  # one GPU waits on nothing but its own small job (GPT-2 at batch 1)
+        return self._mfu_cap_us(cluster.gpu_index, cluster.num_gpus, floor)
+
+    def _mfu_cap_us(self, gpu_index: int, num_gpus: int, floor: float | None) -> int | None:
+        """mfu_bound_us of a cluster of num_gpus GPUs of gpu_index: the same for every cluster of a shape."""
+        if not floor or num_gpus == 1:  # one GPU waits on nothing but its own small job (GPT-2 at batch 1)
             return None
-        gpu = self.gpus[cluster.gpu_index]
+        gpu = self.gpus[gpu_index]
         peak_flops = (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops) * 10**12
-        bound = self._model_flops_per_step * US_PER_S / (cluster.num_gpus * peak_flops * floor)
+        bound = self._model_flops_per_step * US_PER_S / (num_gpus * peak_flops * floor)
         # a subnormal floor (1e-310 is in its domain) makes the quotient infinite: no cap in effect
         return int(bound) if bound < MAX_STEP_CAP_US else MAX_STEP_CAP_US
 
@@ -307,12 +315,17 @@ class SearchSpace:
         its bounds, the explanations and the same-hardware screen ask ~4,000 times a headline solve)."""
         fixed = [cap for cap in (self.deadline_bound_us, self.duration_bound_us) if cap is not None]
         budget = self.budget_bound_cost_units
-        caps = []
-        for c, cluster in enumerate(self.clusters):
-            mfu = self.mfu_bound_us(c)
-            bounds = fixed + ([mfu] if mfu is not None else []) + (
-                [budget // max(1, cluster.price_units)] if budget is not None else [])
-            caps.append(min(*bounds, MAX_STEP_CAP_US) if bounds else None)
+        caps: list[int | None] = [None] * len(self.clusters)
+        for shape, members in self.shape_members.items():  # the deadline, --max-days and MFU caps: per shape
+            mfu = self._mfu_cap_us(shape.gpu_index, self.counts[shape.count_index], self.query.min_mfu)
+            shared = fixed + ([mfu] if mfu is not None else [])
+            if budget is None:
+                cap = min(*shared, MAX_STEP_CAP_US) if shared else None
+                for c in members:
+                    caps[c] = cap
+                continue
+            for c in members:  # the budget's: per cluster, by its price
+                caps[c] = min(*shared, budget // max(1, self.clusters[c].price_units), MAX_STEP_CAP_US)
         return tuple(caps)
 
 
@@ -334,8 +347,6 @@ def derive_lookups(space: SearchSpace) -> None:
     the checked-rank aliases of each pipeline, the ZeRO x offload and recompute choices the stack
     runs on one GPU and on several, what decides the (ZeRO x offload, layout, count) combinations it
     does not run (pair_allows), and each (GPU, count)'s least compute (the tier-0 bound)."""
-    for c, cluster in enumerate(space.clusters):
-        space.shape_members.setdefault(cluster.shape, []).append(c)
     for shape in space.shape_members:
         key = _reach(shape)
         if key in space.layouts_of_shape:
@@ -357,7 +368,7 @@ def derive_lookups(space: SearchSpace) -> None:
             frozenset(i for i, (z, f) in enumerate(space.zero_offloads)
                       if runs_on_count(caps, count, "offload", f) and runs_on_count(caps, count, "zero", z)),
             frozenset(i for i, r in enumerate(space.recomputes) if runs_on_count(caps, count, "recompute", r.mode))))
-    for g, n in {(cluster.gpu_index, cluster.count_index) for cluster in space.clusters}:
+    for n, g in ((n, g) for n, gpu_indices in space.placement.gpus_of_count.items() for g in gpu_indices):
         times = [space.compute_s[g, n, r, p] for p in space.gpu_precisions[g]
                  for r in range(len(space.recomputes)) if (g, n, r, p) in space.compute_s]
         space.least_compute_us[g, n] = to_us(min(times)) if times else None

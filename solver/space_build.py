@@ -20,18 +20,12 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.layout import Layout
 from vramplan.models.memory.memory import check_job
 from vramplan.models.memory.pipeline_buffers import keeps_receive_buffers
-from vramplan.models.time.cost import (
-    instance_price_usd_per_hour,
-    network_gb_per_s,
-    num_instances,
-)
 from vramplan.solver.choice_keys import rank_column_count
-from vramplan.solver.clusters import PRICE_UNITS_PER_USD, Cluster
 from vramplan.solver.layouts import LAYOUT_PINS, MAX_TP, degree_limit, layout_domain, valid_layouts
+from vramplan.solver.placement import counts_by_instance_size, make_placement, placement_key
 from vramplan.solver.query import SolveQuery
 from vramplan.solver.space import SearchSpace, UnitMemo, derive_lookups
 from vramplan.solver.space_domains import (
-    allowed_counts,
     divisors,
     gpu_counts,
     gpu_runs,
@@ -97,10 +91,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     layouts = tables.kept(("layout-domain", pins, query.max_gpus, max_tp),
                           lambda: layout_domain(arch, job, query.pins, query.max_gpus, valid, max_tp))
     sizes = gpu_counts({lay.model_parallel for lay in layouts}, global_batch, query.max_gpus)
-    gpus = sorted({catalogue.gpu(o.gpu).name: catalogue.gpu(o.gpu) for o in offerings}.values(), key=lambda g: g.name)
-    gpu_index = {g.name: i for i, g in enumerate(gpus)}
-    counts = sorted({n for o in offerings for n in allowed_counts(o, query, sizes, arch.model_type)})
-    count_index = {n: i for i, n in enumerate(counts)}
+    by_size = counts_by_instance_size(offerings, query, sizes, arch.model_type)
+    placement = memo.placement(catalogue, placement_key(offerings, query.pricing, by_size),
+                               lambda: make_placement(catalogue, offerings, query.pricing, by_size))
+    gpus = placement.gpus
     micro_batches = [b for b in batch_divisors if query.pins.micro_batch is None or b == query.pins.micro_batch]
     if (unbuilt := model_refusal(load_stack_capabilities()[job.stack], arch.model_type, architecture_parts(arch))) is not None:
         raise VramplanError("stack", job.stack, refusal_message(job.stack, unbuilt))  # --stack any skips the stack
@@ -119,21 +113,10 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     if query.pins.tp is not None and offerings and query.pins.tp > widest:
         raise VramplanError("tp", query.pins.tp, f"TP stays inside one NVLink domain; the allowed offerings "
                                                  f"have at most {widest} GPUs in one")
-    clusters = []
-    for offering in offerings:
-        for n in allowed_counts(offering, query, sizes, arch.model_type):
-            instances = num_instances(n, offering)
-            price = instances * instance_price_usd_per_hour(offering, query.pricing)
-            clusters.append(
-                Cluster(offering, gpu_index[offering.gpu], count_index[n], n, instances, round(price * PRICE_UNITS_PER_USD),
-                        network_gb_per_s(offering, gpus[gpu_index[offering.gpu]]))
-            )
-    space = SearchSpace(arch, job, query, global_batch, gpus, counts, clusters, zero_offloads, recomputes, precisions,
-                        micro_batches, layouts)
+    space = SearchSpace(arch, job, query, global_batch, gpus, placement.counts, placement.clusters, zero_offloads,
+                        recomputes, precisions, micro_batches, layouts)
     space.max_tp = max_tp
-    # Tie-break on the offering: real providers before the generic list-price rows, then by name.
-    names = sorted({c.offering.name for c in clusters}, key=lambda name: (name.startswith("list/"), name))
-    space.offering_rank = [names.index(c.offering.name) for c in clusters]
+    space.placement, space.offering_rank, space.shape_members = placement, placement.offering_rank, placement.shape_members
     pipelines = tuple(dict.fromkeys(layout.pipeline for layout in layouts))
     buffers = keeps_receive_buffers(job)  # models/memory/pipeline_buffers.py: a middle rank is checked too
     space.num_rank_columns = tables.kept(("rank-columns", pipelines, buffers), lambda: rank_column_count(arch, pipelines, buffers))
@@ -145,6 +128,6 @@ def build_space(catalogue: Catalogue, query: SolveQuery, tables: Tables | None =
     fill_compute_tables(space, tables)
     derive_lookups(space)
     _refuse_unrunnable_pins(space)
-    log.debug("search space: %d clusters, %d combinations", len(clusters), space.size)
+    log.debug("search space: %d clusters, %d combinations", len(space.clusters), space.size)
     memo.keep_space(catalogue, query, space)
     return space

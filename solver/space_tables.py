@@ -80,10 +80,7 @@ def fill_memory_tables(space: SearchSpace, tables: Tables) -> None:
     permille = space.job.capacity_per_mille
     gpu_permille = space.job.gpu_capacity_per_mille
     space.limit_mib = [g.memory_usable_mib * gpu_permille // 1000 for g in space.gpus]
-    for cluster in space.clusters:
-        host_mib = int(cluster.offering.host_memory_gib * 1024)
-        on_node = min(cluster.num_gpus, cluster.offering.num_gpus)
-        space.host_budget_mib_per_gpu.append(host_mib * permille // 1000 // on_node)
+    space.host_budget_mib_per_gpu = space.placement.host_budget_mib_per_gpu(permille)
 
 
 def _buffer_table(space: SearchSpace, tables: Tables, used: tuple[int, ...]) -> dict[tuple[int, int, int], int]:
@@ -160,16 +157,13 @@ def fill_compute_tables(space: SearchSpace, tables: Tables) -> None:
     numbers = {c: i for i, c in enumerate(dict.fromkeys(classes))}  # each class's number, in first-seen order
     chunkings = list(numbers)
     space.layout_chunk = [numbers[c] for c in classes]
-    gpus_by_count: dict[int, set[int]] = {}
-    for c in space.clusters:
-        gpus_by_count.setdefault(c.count_index, set()).add(c.gpu_index)
-    for n_i, gpu_indices in sorted(gpus_by_count.items()):
+    for n_i, gpu_indices in space.placement.gpus_of_count.items():  # by count index, GPU indices ascending
         if not space.count_layouts[n_i]:
             continue
         n = space.counts[n_i]
         # One layout of the count per class: every other computes alike.
         first = {space.layout_chunk[li]: space.layouts[li] for li in reversed(space.count_layouts[n_i])}
-        for g in sorted(gpu_indices):
+        for g in gpu_indices:
             ps = space.gpu_precisions[g]
             # One GPU and count's compute times, kept in the Tables for every space of the job by
             # value (the same precision index names another precision in a space with other pins).

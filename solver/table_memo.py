@@ -41,6 +41,7 @@ MAX_RESULTS = 4096  # small results (an explanation's conflicting restrictions, 
 STATES_FIELDS = job_fields(STATES_TERMS)  # what the shared model states are kept by
 TIME_FIELDS = job_fields(TIME_TERMS)  # what the shared time terms are kept by
 MAX_UNIT_MEMOS = 32  # solver/space.py UnitMemo per family (a batch chunk's rows are grouped by model and job)
+MAX_PLACEMENTS = 64  # solver/placement.py Placement by its offerings, pricing and counts (~1,000 clusters each)
 # Query fields a search space does not depend on: it reads them from space.query when asked (the
 # step caps of the budget, deadline, --max-days and --min-mfu: SearchSpace.step_caps_us, derived per
 # bound copy; the steps the tokens and restarts make: SearchSpace.steps). An explanation asks its
@@ -61,6 +62,7 @@ class TableMemo:
         self._units: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # family key -> (catalogue, UnitMemo)
         self._states: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but seq_len) -> states
         self._times: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()  # (model, job but optimizer, batch) -> times
+        self._placements: OrderedDict[tuple, tuple[object, Any]] = OrderedDict()  # placement_key -> Placement
         self._last_space_key: tuple[Any, str] = (None, "")
 
     def clear(self) -> None:
@@ -122,6 +124,11 @@ class TableMemo:
     def units(self, catalogue: object, query: Any, make: Callable[[], T]) -> T:
         """The UnitMemo (solver/space.py) of the query's family, made on first use."""
         return _kept(self._units, (id(catalogue), _family_key(query)), catalogue, make, MAX_UNIT_MEMOS)
+
+    def placement(self, catalogue: object, key: tuple, make: Callable[[], T]) -> T:
+        """The Placement (solver/placement.py) of a placement_key, made on first use: the spaces of
+        every model and job over the same offerings, pricing and counts share its clusters."""
+        return _kept(self._placements, (id(catalogue), *key), catalogue, make, MAX_PLACEMENTS)
 
     def result(self, catalogue: object, key: tuple, compute: Callable[[], T]) -> T:
         """compute(), once per key (and catalogue); the last MAX_RESULTS kept."""
