@@ -62,13 +62,13 @@ class Range:
 MEMORY_RANGES: dict[str, Range] = {
     "hf": Range(0.81, 1.09, 7, 1.00, "7 published hf runs (coverage 100% leave-one-out)"),
     "litgpt": Range(0.87, 1.17, 22, 1.00, "22 published litgpt runs (coverage 100% leave-one-out)"),
-    "megatron": Range(0.88, 1.19, 25, 0.96, "25 published megatron runs (coverage 96% leave-one-out)"),
-    "torchtitan": Range(0.82, 1.11, 13, 1.00, "13 published torchtitan runs (coverage 100% leave-one-out)"),
-    "torchtitan-root-fsdp": Range(0.89, 1.20, 22, 1.00, "22 published torchtitan-root-fsdp runs (coverage 100% leave-one-out)"),
+    "megatron": Range(0.88, 1.19, 27, 0.96, "27 published megatron runs (coverage 96% leave-one-out)"),
+    "torchtitan": Range(0.83, 1.11, 15, 1.00, "15 published torchtitan runs (coverage 100% leave-one-out)"),
+    "torchtitan-root-fsdp": Range(0.90, 1.20, 22, 1.00, "22 published torchtitan-root-fsdp runs (coverage 100% leave-one-out)"),
     "torchtune": Range(0.86, 1.15, 17, 0.94, "17 published torchtune runs (coverage 94% leave-one-out)"),
     "unsloth": Range(0.80, 1.07, 5, 1.00, "5 published unsloth runs (coverage 100% leave-one-out)"),
 }
-POOLED_MEMORY_RANGE = Range(0.87, 1.17, 117, 0.98, "117 published runs of all stacks (coverage 98% leave-one-out)")
+POOLED_MEMORY_RANGE = Range(0.87, 1.17, 121, 0.98, "121 published runs of all stacks (coverage 98% leave-one-out)")
 THROUGHPUT_RANGES: dict[tuple[str, str], Range] = {
     ("megatron", "MoE 16-bit"):
         Range(0.46, 1.59, 29, 0.93, "29 published megatron MoE 16-bit runs, known misses in (coverage 93% leave-one-out)"),
