@@ -3,9 +3,13 @@
 - An empty path (`-o ''`, `--plot ''`, `--gpus-csv ''`: an unset shell variable) became Path('') =
   '.', and the error named a path the user never typed (`output='.': cannot write: it is a folder`,
   exit 1 for batch).
+- A plan of a few minutes read `0.0 hours (0.00 days)`, `step 0.00 s` and `0.00` in the runner-ups'
+  days column (the HTML report's hours column `0.0`).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from helpers.cli import assert_error_line, invoke
@@ -32,3 +36,32 @@ def test_an_empty_path_is_refused_naming_the_option(tmp_path, monkeypatch, args,
     assert result.exit_code == 2
     assert_error_line(result, option, "is empty" if "" in args else "is blank")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.csv"]
+
+
+@pytest.mark.parametrize(("hours", "text", "cell"), [
+    (1234.5, "1,234.5 hours (51.44 days)", "51.44 d"), (3.5, "3.5 hours (0.15 days)", "3.5 h"),
+    (0.2, "12.0 minutes", "12.0 min"), (0.01, "36.00 seconds", "36.00 s"), (1e-9, "under 0.01 seconds", "< 0.01 s"),
+])
+def test_a_training_time_reads_in_the_unit_it_fills(hours, text, cell):
+    from vramplan.commands.render_text import duration_text, time_cell
+
+    assert (duration_text(hours), time_cell(hours)) == (text, cell)
+
+
+def test_a_run_of_seconds_reads_in_seconds_and_its_json_keeps_the_hours():
+    args = ("estimate", "--model", "gpt2-124m", "--seq-len", "512", "--tokens", "1e6")
+    table = invoke(*args).stdout
+    assert "0.00 days" not in table and "step 0.00 s" not in table
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    seconds = data["cost"]["hours"] * 3600
+    assert 0 < seconds < 60 and f"1.0M tokens take {seconds:.2f} seconds" in table
+    assert f"step {data['performance']['step_time_s'] * 1e3:.3g} ms" in table
+
+
+def test_the_runner_ups_time_column_is_not_zero_for_a_short_run():
+    result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--tokens", "1e6", "--global-batch", "8",
+                    "--max-gpus", "8", "--gpu", "h100-sxm-80gb")
+    assert result.exit_code == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("#"))
+    assert " time " in header and " days " not in header
+    assert " 0.00 " not in result.stdout
