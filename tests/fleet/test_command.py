@@ -529,3 +529,17 @@ def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
     assert "warning: column 'objective' is not used" in result.stderr
     quiet, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], job_header=header)
     assert "objective" not in quiet.stderr
+
+
+def test_a_pool_without_gpus_before_the_horizon_says_so_on_stderr(tmp_path: Path) -> None:
+    """num_gpus 0 is in the domain (a window may hold none), and a window may start after the
+    horizon: such a pool was left out of the summary without a word, as an unused market provider is."""
+    pools = [*POOLS, {"pool": "empty", "offering": "aws/p5.48xlarge", "num_gpus": "0"},
+             {"pool": "later", "offering": "aws/p5.48xlarge", "num_gpus": "8", "available_from": "5000"}]
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB, "model": "gpt2-124m", "seq_len": "512", "tokens": "1e7"}],
+                       pools)
+    assert result.exit_code == 0, result.output
+    assert rows[0]["pool"] == "h100"
+    for name in ("empty", "later"):
+        assert f"pool {name}: no GPUs before the horizon (num_gpus 0, or windows after it): it serves no job\n" \
+               in result.stderr
