@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import CountRange, FilePath, catalogue_options, models_dir_option
+from vramplan.commands.options import CountRange, FilePath, OnceCommand, catalogue_options, models_dir_option
 from vramplan.sheets.formats import FORMATS
 
 
-@click.command("batch")
+@click.command("batch", cls=OnceCommand)
 @click.argument("jobs", type=FilePath(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", type=FilePath(path_type=Path), required=True,
               help="Where to write the plans (one row per job, input columns first).")

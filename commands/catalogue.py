@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import FilePath
+from vramplan.commands.options import FilePath, OnceCommand
 
 MAX_VMS_CSV_BYTES = 64 * 2**20  # SkyPilot's largest vms.csv (AWS, every region and zone) is about 20 MiB
 
@@ -27,7 +27,7 @@ def import_() -> None:
     """Import offerings from another catalogue format."""
 
 
-@import_.command()
+@import_.command(cls=OnceCommand)
 @click.argument("directory", type=FilePath(file_okay=False, path_type=Path))
 @click.option("--cloud", "clouds", multiple=True,
               help="Cloud directory to import (repeatable) [default: every DIR/<cloud>/vms.csv].")
@@ -102,7 +102,7 @@ def _report(imported: list[Any], skipped: list[tuple[str, Any]], clouds: tuple[s
 SCHEMA_OPTIONS = {"gpus_csv": "GpuSpec", "offerings_csv": "Offering", "models_csv": "Architecture"}
 
 
-@catalogue.command()
+@catalogue.command(cls=OnceCommand)
 @click.argument("file", type=FilePath(path_type=Path))
 def check(file: Path) -> None:
     """Validate a user catalogue file (GPUs, offerings or architectures, told apart by its header)

@@ -16,6 +16,7 @@ from vramplan.commands.options import (
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
     FilePath,
+    OnceCommand,
     build_job,
     catalogue_options,
     estimate_recompute_option,
@@ -27,7 +28,7 @@ from vramplan.commands.options import (
 )
 
 
-@click.command("estimate")
+@click.command("estimate", cls=OnceCommand)
 @job_options
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU name (vramplan gpus).")
 @click.option("--num-gpus", type=COUNT, default=1, show_default=True, help="GPUs = tp x pp x cp x data-parallel ranks.")

@@ -10,7 +10,14 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import POSITIVE, CountRange, FilePath, catalogue_options, models_dir_option
+from vramplan.commands.options import (
+    POSITIVE,
+    CountRange,
+    FilePath,
+    OnceCommand,
+    catalogue_options,
+    models_dir_option,
+)
 from vramplan.fleet.domain import FLEET_OBJECTIVES, MAX_HORIZON_DAYS, MAX_SEED, MAX_TIME_LIMIT_S
 from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp
 from vramplan.sheets.formats import FORMATS
@@ -44,7 +51,7 @@ class Timestamp(click.ParamType):
         return stamp
 
 
-@click.command("fleet")
+@click.command("fleet", cls=OnceCommand)
 @click.argument("jobs", type=FilePath(exists=True, dir_okay=False, path_type=Path))
 @click.option("--inventory", type=FilePath(exists=True, dir_okay=False, path_type=Path), required=True,
               help="Pools: pool, offering (or gpu + provider), num_gpus (or instances), available_from/_to, "

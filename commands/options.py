@@ -52,6 +52,35 @@ class FilePath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class OnceCommand(click.Command):
+    """A command whose options are each given once: click let the last of a repeated option win
+    silently (`estimate --gpu h100-sxm-80gb --gpu a100-sxm-80gb` estimated the A100 alone,
+    `--sequence-parallel --no-sequence-parallel` was off). Repeatable options (`solve --gpu`,
+    `--quota`, `--cloud`) and a plain flag given twice (`--pareto --pareto`) mean nothing else and pass."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # click's own parse, next, says what is wrong
+    seen: set[str] = set()
+    for param in order:
+        if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_flag and not param.secondary_opts:
+            continue
+        if param.name in seen:
+            names = " / ".join(repr(name) for name in param.opts + param.secondary_opts)
+            raise click.UsageError(f"{names} is given more than once: give it once", ctx)
+        seen.add(param.name or "")
+
+
 class GrammarNumber(click.ParamType):
     """A number in the one grammar of models/core/numbers.py (the batch sheet's too); its range is checked
     by the pydantic field it fills."""

@@ -18,6 +18,7 @@ from vramplan.commands.options import (
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
     FilePath,
+    OnceCommand,
     catalogue_options,
     job_options,
     open_catalogue,
@@ -50,7 +51,7 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
     return query
 
 
-@click.command("solve")
+@click.command("solve", cls=OnceCommand)
 @job_options
 @click.option("--global-batch", type=COUNT, default=None,
               help="Sequences per optimizer step = micro-batch x accumulation x GPUs [default: ~1M tokens].")

@@ -5,6 +5,8 @@
   exit 1 for batch).
 - A plan of a few minutes read `0.0 hours (0.00 days)`, `step 0.00 s` and `0.00` in the runner-ups'
   days column (the HTML report's hours column `0.0`).
+- An option given twice took the last silently (`estimate --gpu h100-sxm-80gb --gpu a100-sxm-80gb`
+  estimated the A100, `--sequence-parallel --no-sequence-parallel` was off).
 """
 
 from __future__ import annotations
@@ -65,3 +67,30 @@ def test_the_runner_ups_time_column_is_not_zero_for_a_short_run():
     header = next(line for line in result.stdout.splitlines() if line.startswith("#"))
     assert " time " in header and " days " not in header
     assert " 0.00 " not in result.stdout
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (("estimate", "--model", "gpt2-124m", "--gpu", "h100-sxm-80gb", "--gpu", "a100-sxm-80gb"), "'--gpu'"),
+    (("estimate", "--model", "gpt2-124m", "--sequence-parallel", "--no-sequence-parallel"),
+     "'--sequence-parallel' / '--no-sequence-parallel'"),
+    (("solve", "--model", "gpt2-124m", "--seq-len", "512", "--seq-len", "1024"), "'--seq-len'"),
+    (("gpus", "--format", "json", "--format", "csv"), "'--format'"),
+    (("batch", "jobs.csv", "-o", "a.csv", "--output", "b.csv"), "'-o' / '--output'"),
+    (("fleet", "jobs.csv", "--inventory", "jobs.csv", "--inventory", "jobs.csv", "-o", "s.csv"), "'--inventory'"),
+    (("catalogue", "import", "skypilot", ".", "--price-date", "2026-01-01", "--price-date", "2026-02-01"),
+     "'--price-date'"),
+])
+def test_an_option_given_twice_is_refused_not_the_last_taken(tmp_path, monkeypatch, args, option):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jobs.csv").write_text("model,seq_len\ngpt2-124m,512\n", encoding="utf-8")
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert_error_line(result, f"{option} is given more than once: give it once")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.csv"]
+
+
+def test_a_repeatable_option_and_a_plain_flag_given_twice_still_run():
+    result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--gpu", "h100-sxm-80gb", "--gpu",
+                    "a100-sxm-80gb", "--max-gpus", "1", "--top", "1", "--verbose", "--verbose", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["plans"][0]["plan"]["gpu"] in ("h100-sxm-80gb", "a100-sxm-80gb")
