@@ -120,6 +120,14 @@ def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
     assert "pools='h10'" in rows[0]["error"] and "did you mean 'h100'" in rows[0]["error"]
 
 
+def test_a_pools_cell_that_names_nothing_is_an_error_row(tmp_path: Path) -> None:
+    """`;` named no pool and the job ran on any (solve's `--gpu ','` is refused the same way)."""
+    jobs = [{"id": "a", **GOOD_JOB, "pools": ";"}, {"id": "b", **GOOD_JOB, "pools": " , "}, {"id": "c", **GOOD_JOB}]
+    _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
+    assert [r["status"] for r in rows] == ["error", "error", "scheduled"]
+    assert rows[0]["error"] == "pools=';': names nothing; leave it out to allow every one"
+
+
 def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> None:
     """Megatron refuses torch.compile and Megatron-FSDP's ZeRO-3 with an offload, torchtitan DeepEP outside its DeepSeek models: each
     is a bad job (batch's `error`), not a job no pool runs (it came back `unserved`, the refusal in
