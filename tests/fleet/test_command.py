@@ -106,6 +106,9 @@ def test_a_window_too_short_is_explained_with_the_deadline_that_fits(tmp_path: P
     ([{**POOLS[0], "available_from": "soon"}], ("available_from='soon'",)),
     ([{**POOLS[0], "available_from": "10", "available_to": "5"}], ("available_to",)),
     ([{"pool": "p", "num_gpus": "8"}], ("offering",)),
+    # a job's pools cell splits at ';' and ',': no job could name these pools
+    ([{**POOLS[0], "pool": "gpu;a"}], ("row 2: pool='gpu;a': holds ';' or ','",)),
+    ([{**POOLS[0], "pool": "a,b"}], ("row 2: pool='a,b': holds ';' or ','",)),
 ])
 def test_bad_inventory_is_one_line_and_exit_2(tmp_path: Path, pools, fragments) -> None:
     result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
