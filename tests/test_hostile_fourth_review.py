@@ -7,6 +7,8 @@
   days column (the HTML report's hours column `0.0`).
 - An option given twice took the last silently (`estimate --gpu h100-sxm-80gb --gpu a100-sxm-80gb`
   estimated the A100, `--sequence-parallel --no-sequence-parallel` was off).
+- `VRAMPLAN_TODAY` (or a machine clock) before the packaged prices blamed the packaged catalogue:
+  `offerings_csv='packaged offerings.csv': line 2, price_date ... is after today`.
 """
 
 from __future__ import annotations
@@ -94,3 +96,29 @@ def test_a_repeatable_option_and_a_plain_flag_given_twice_still_run():
                     "a100-sxm-80gb", "--max-gpus", "1", "--top", "1", "--verbose", "--verbose", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["plans"][0]["plan"]["gpu"] in ("h100-sxm-80gb", "a100-sxm-80gb")
+
+
+@pytest.mark.parametrize("args", [("gpus",), ("estimate", "--model", "gpt2-124m", "--seq-len", "512")])
+def test_a_today_before_the_packaged_prices_names_vramplan_today_not_the_catalogue(args):
+    result = invoke(*args, env={"VRAMPLAN_TODAY": "2026-06-01"})
+    assert result.exit_code == 2
+    assert_error_line(result, "VRAMPLAN_TODAY='2026-06-01': is before the newest price of the packaged offerings",
+                      "pin a date on or after it")
+    assert "packaged offerings.csv" not in result.stderr
+
+
+def test_a_machine_clock_before_the_packaged_prices_says_so(monkeypatch):
+    import datetime
+
+    from vramplan.models.core import clock
+
+    class Past(datetime.date):
+        @classmethod
+        def today(cls):
+            return cls(2020, 1, 1)
+
+    monkeypatch.setattr(clock, "date", Past)
+    result = invoke("gpus", env={"VRAMPLAN_TODAY": None})
+    assert result.exit_code == 2
+    assert_error_line(result, "today='2020-01-01': the machine's clock is before the newest price",
+                      "set the clock, or VRAMPLAN_TODAY=YYYY-MM-DD")
