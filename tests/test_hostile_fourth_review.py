@@ -9,6 +9,8 @@
   estimated the A100, `--sequence-parallel --no-sequence-parallel` was off).
 - `VRAMPLAN_TODAY` (or a machine clock) before the packaged prices blamed the packaged catalogue:
   `offerings_csv='packaged offerings.csv': line 2, price_date ... is after today`.
+- `run_batch(None, rows, options)` (a catalogue of the wrong kind, which docs/batch.md says is refused)
+  started the local workers, which stopped the batch with a bare `RuntimeError`.
 """
 
 from __future__ import annotations
@@ -122,3 +124,10 @@ def test_a_machine_clock_before_the_packaged_prices_says_so(monkeypatch):
     assert result.exit_code == 2
     assert_error_line(result, "today='2020-01-01': the machine's clock is before the newest price",
                       "set the clock, or VRAMPLAN_TODAY=YYYY-MM-DD")
+
+
+def test_run_batch_without_a_catalogue_is_refused_before_any_worker_starts():
+    from vramplan import BatchOptions, VramplanError, run_batch
+
+    with pytest.raises(VramplanError, match=r"catalogue='NoneType': must be a vramplan.Catalogue"):
+        next(run_batch(None, [(0, {"model": "gpt2-124m", "seq_len": 512})], BatchOptions(backend="local", workers=1)))
