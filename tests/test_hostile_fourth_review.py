@@ -11,6 +11,8 @@
   `offerings_csv='packaged offerings.csv': line 2, price_date ... is after today`.
 - `run_batch(None, rows, options)` (a catalogue of the wrong kind, which docs/batch.md says is refused)
   started the local workers, which stopped the batch with a bare `RuntimeError`.
+- `--gpus-csv` of your own GPUs alone blamed the packaged offerings (`offerings_csv='packaged
+  offerings.csv': offering aws/p4d.24xlarge names unknown gpu ...`), a file the user never named.
 """
 
 from __future__ import annotations
@@ -131,3 +133,16 @@ def test_run_batch_without_a_catalogue_is_refused_before_any_worker_starts():
 
     with pytest.raises(VramplanError, match=r"catalogue='NoneType': must be a vramplan.Catalogue"):
         next(run_batch(None, [(0, {"model": "gpt2-124m", "seq_len": 512})], BatchOptions(backend="local", workers=1)))
+
+
+def test_own_gpus_without_own_offerings_name_the_gpu_file_and_the_way_out(tmp_path):
+    from helpers.paths import CATALOGUE_DIR
+
+    gpus = tmp_path / "my_gpus.csv"
+    header, *rows = (CATALOGUE_DIR / "gpus.csv").read_text(encoding="utf-8").splitlines()
+    gpus.write_text("\n".join([header, *[row for row in rows if row.startswith("h100-sxm-80gb,")]]) + "\n",
+                    encoding="utf-8")
+    result = invoke("gpus", "--gpus-csv", str(gpus))
+    assert result.exit_code == 2
+    assert_error_line(result, f"gpus_csv='{gpus}': has no gpu ", "which the packaged offerings rent",
+                      "pass --offerings-csv")

@@ -162,6 +162,10 @@ def load_catalogue(
                             "the packaged offerings")
     offerings = _unique(parse_rows(text, Offering, origin, "offerings_csv"), lambda o: o.name, origin, "offerings_csv")
     for offering in offerings.values():
+        if offering.gpu not in gpus and gpus_csv is not None and offerings_csv is None:  # the user's GPUs, the packaged offerings
+            raise VramplanError("gpus_csv", str(gpus_csv), f"has no gpu {offering.gpu!r}, which the packaged offerings "
+                                                           f"rent ({offering.name}): add it, or pass --offerings-csv "
+                                                           "with the offerings of your GPUs")
         if offering.gpu not in gpus:
             raise VramplanError("offerings_csv", origin, f"offering {offering.name} names unknown gpu {offering.gpu!r}")
     text, origin = _read_text(models_csv, ARCHITECTURES_CSV, "models_csv")
