@@ -529,7 +529,8 @@ def test_a_pool_of_part_of_an_instance_is_refused(tmp_path: Path) -> None:
     pools = [{"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "12"}]
     result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
     assert result.exit_code == 2
-    assert "num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances" in result.output
+    # the run's one stderr line (the progress line "fleet: 1 jobs ..." came before it)
+    assert result.stderr == "error: num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances\n"
 
 
 def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
