@@ -13,6 +13,8 @@
   started the local workers, which stopped the batch with a bare `RuntimeError`.
 - `--gpus-csv` of your own GPUs alone blamed the packaged offerings (`offerings_csv='packaged
   offerings.csv': offering aws/p4d.24xlarge names unknown gpu ...`), a file the user never named.
+- A config.json `layer_types` of the wrong length or kind was skipped for the family's default
+  local/global pattern (transformers refuses such a config), silently.
 """
 
 from __future__ import annotations
@@ -146,3 +148,14 @@ def test_own_gpus_without_own_offerings_name_the_gpu_file_and_the_way_out(tmp_pa
     assert result.exit_code == 2
     assert_error_line(result, f"gpus_csv='{gpus}': has no gpu ", "which the packaged offerings rent",
                       "pass --offerings-csv")
+
+
+@pytest.mark.parametrize("types", [["sliding_attention", "full_attention"], "sliding_attention"])
+def test_layer_types_not_one_per_layer_are_refused_as_transformers_refuses_them(tmp_path, types):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 4,
+                                  "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 320,
+                                  "sliding_window": 16, "layer_types": types}), encoding="utf-8")
+    result = invoke("estimate", "--model", str(config), "--seq-len", "64")
+    assert result.exit_code == 2
+    assert_error_line(result, "layer_types='<a ", "must list one attention type per layer (4 layers) (in ")
