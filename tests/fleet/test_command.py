@@ -25,7 +25,8 @@ def run(tmp_path: Path, jobs: list[dict[str, str]], pools: list[dict[str, str]] 
     jobs_csv = write_csv(tmp_path / "jobs.csv", jobs, job_header)
     inventory = write_csv(tmp_path / "inventory.csv", pools, INVENTORY_HEADER)
     out = tmp_path / "schedule.csv"
-    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--time-limit", "10", *extra)
+    limit = () if "--time-limit" in extra else ("--time-limit", "10")  # an option is given once
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), *limit, *extra)
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig")))) if out.exists() else []
     return result, rows
 
