@@ -268,7 +268,7 @@ def run_batch(
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row_index, answer) for every row, in completion order (see the module docstring)."""
-    if catalogue is not None and not isinstance(catalogue, Catalogue):  # None: the workers' packaged one
+    if not isinstance(catalogue, Catalogue):  # None reached the local workers: a bare RuntimeError there
         raise VramplanError("catalogue", type(catalogue).__name__, "must be a vramplan.Catalogue (load_catalogue())")
     if not isinstance(options, BatchOptions):  # None or a dict was an AttributeError
         raise VramplanError("options", type(options).__name__, "must be a vramplan.BatchOptions")

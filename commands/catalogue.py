@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from vramplan.commands.options import FilePath, OnceCommand
+
 MAX_VMS_CSV_BYTES = 64 * 2**20  # SkyPilot's largest vms.csv (AWS, every region and zone) is about 20 MiB
 
 
@@ -25,14 +27,14 @@ def import_() -> None:
     """Import offerings from another catalogue format."""
 
 
-@import_.command()
-@click.argument("directory", type=click.Path(path_type=Path))
+@import_.command(cls=OnceCommand)
+@click.argument("directory", type=FilePath(file_okay=False, path_type=Path))
 @click.option("--cloud", "clouds", multiple=True,
               help="Cloud directory to import (repeatable) [default: every DIR/<cloud>/vms.csv].")
 @click.option("--source", default="skypilot-org/skypilot-catalog", show_default=True,
               help="Where DIR came from (repository and commit), written into each row's source.")
 @click.option("--price-date", default=None, help="Date of the prices, YYYY-MM-DD [default: today].")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", type=FilePath(path_type=Path), default=None,
               help="Write the offerings CSV here [default: stdout].")
 def skypilot(directory: Path, clouds: tuple[str, ...], source: str, price_date: str | None, output: Path | None) -> None:
     """Read SkyPilot catalog CSVs (DIR/<cloud>/vms.csv, as catalogs/v8/ of
@@ -100,8 +102,8 @@ def _report(imported: list[Any], skipped: list[tuple[str, Any]], clouds: tuple[s
 SCHEMA_OPTIONS = {"gpus_csv": "GpuSpec", "offerings_csv": "Offering", "models_csv": "Architecture"}
 
 
-@catalogue.command()
-@click.argument("file", type=click.Path(path_type=Path))
+@catalogue.command(cls=OnceCommand)
+@click.argument("file", type=FilePath(path_type=Path))
 def check(file: Path) -> None:
     """Validate a user catalogue file (GPUs, offerings or architectures, told apart by its header)
     against the schema and the packaged catalogue: exit 2 and one line naming the first bad cell;

@@ -10,7 +10,14 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import POSITIVE, CountRange, catalogue_options, models_dir_option
+from vramplan.commands.options import (
+    POSITIVE,
+    CountRange,
+    FilePath,
+    OnceCommand,
+    catalogue_options,
+    models_dir_option,
+)
 from vramplan.fleet.domain import FLEET_OBJECTIVES, MAX_HORIZON_DAYS, MAX_SEED, MAX_TIME_LIMIT_S
 from vramplan.fleet.times import TIMESTAMP_FORMS, parse_timestamp
 from vramplan.sheets.formats import FORMATS
@@ -44,12 +51,12 @@ class Timestamp(click.ParamType):
         return stamp
 
 
-@click.command("fleet")
-@click.argument("jobs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--inventory", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+@click.command("fleet", cls=OnceCommand)
+@click.argument("jobs", type=FilePath(exists=True, dir_okay=False, path_type=Path))
+@click.option("--inventory", type=FilePath(exists=True, dir_okay=False, path_type=Path), required=True,
               help="Pools: pool, offering (or gpu + provider), num_gpus (or instances), available_from/_to, "
                    "committed, price_usd_per_gpu_hour.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), required=True,
               help="The schedule: one row per job row, input columns first.")
 @click.option("--objective", type=click.Choice(FLEET_OBJECTIVES), default="cost", show_default=True,
               help="cost = marginal USD (deadlines hard); makespan = the last end (deadlines hard); "
@@ -70,9 +77,9 @@ class Timestamp(click.ParamType):
                    "[default: the earliest date of earliest_start / available_from].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: by suffix].")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None, help="Jobs/inventory format [default: by suffix].")
-@click.option("--pools-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--pools-out", type=FilePath(dir_okay=False, path_type=Path), default=None,
               help="Also write the per-pool use (GPU-hours used and idle, utilisation, USD) to this file.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=FilePath(dir_okay=False, path_type=Path), default=None,
               help="Draw a Gantt chart per pool (PNG/SVG by suffix; needs the plot extra).")
 @models_dir_option
 @catalogue_options

@@ -85,6 +85,9 @@ def summary_lines(result: FleetResult) -> list[str]:
         if stage.status not in ("optimal", "skipped"):
             lines.append(f"fleet: stage {stage.name} {stage.status}: value {stage.value}, bound {stage.bound}")
     for pool in result.pools:
+        if pool.offering is not None and not pool.gpu_hours_available:  # was skipped as silently as a market pool
+            lines.append(f"pool {pool.pool}: no GPUs before the horizon (num_gpus 0, or windows after it): it serves no job")
+            continue
         if not pool.num_jobs and not pool.gpu_hours_available:  # an unused market provider, or a zero quota
             continue
         used = f"{pool.gpu_hours_used:,.0f} GPU-h used"

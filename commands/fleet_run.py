@@ -88,7 +88,7 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     """The fleet command's flow (module docstring)."""
     from vramplan.fleet.clock import Budget
     from vramplan.fleet.inputs import FleetQuery
-    from vramplan.fleet.planner import finish, prepare, session
+    from vramplan.fleet.planner import check_pools, finish, prepare, session
 
     budget = Budget.of(options["time_limit"])  # the whole run, reading the sheets included
     output: Path = options["output"]
@@ -120,6 +120,7 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],
                        num_workers=options["workers"], random_seed=options["seed"])
+    check_pools(catalogue, query)  # a bad pool is the run's one line, before the progress line below
     header = output_header(jobs.header, start is not None)
     if "objective" in jobs.header:  # a batch sheet read as a fleet sheet: say that its objectives do nothing
         at = jobs.header.index("objective")

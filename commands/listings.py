@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import catalogue_options, open_catalogue, output_options
+from vramplan.commands.options import OnceCommand, catalogue_options, open_catalogue, output_options
 
 # Table columns (key, header), most telling first: a narrow screen keeps those that fit. JSON and CSV
 # carry every catalogue field under its own name.
@@ -39,7 +39,7 @@ def _listing(rows: list[dict[str, Any]], table_rows: list[dict[str, Any]], colum
     output.emit(text, options["output"])
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @catalogue_options
 @output_options
 def gpus(**options: Any) -> None:
@@ -53,7 +53,7 @@ def gpus(**options: Any) -> None:
     _listing(rows, table_rows, GPU_COLUMNS, "GPUs (dense TFLOPS; usable memory as the driver reports)", options)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @catalogue_options
 @output_options
 def models(**options: Any) -> None:
@@ -71,7 +71,7 @@ def models(**options: Any) -> None:
     _listing(rows, table_rows, MODEL_COLUMNS, "Architectures (parameter counts exact in JSON and CSV)", options)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @catalogue_options
 @output_options
 def offerings(**options: Any) -> None:
@@ -115,7 +115,7 @@ STACK_COLUMNS = [("name", "name"), ("master_weights", "master"), ("loss", "loss"
                  ("cuda_graphs", "cuda graphs")]
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @output_options
 def stacks(**options: Any) -> None:
     """List the training stacks and the recipe defaults each sets (catalogues/stacks.csv)."""

@@ -41,6 +41,46 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json", "csv")
 
 
+class FilePath(click.Path):
+    """click.Path that refuses an empty or blank name: Path('') is '.', so `-o ''` (an unset shell
+    variable) was reported as `output='.': cannot write: it is a folder` and `--gpus-csv ''` as
+    `gpus_csv='.'`, a path the user never typed. Every path option and argument takes this type."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail(f"{value!r} is {'blank' if value else 'empty'}: name a {'file' if self.file_okay else 'folder'}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class OnceCommand(click.Command):
+    """A command whose options are each given once: click let the last of a repeated option win
+    silently (`estimate --gpu h100-sxm-80gb --gpu a100-sxm-80gb` estimated the A100 alone,
+    `--sequence-parallel --no-sequence-parallel` was off). Repeatable options (`solve --gpu`,
+    `--quota`, `--cloud`) and a plain flag given twice (`--pareto --pareto`) mean nothing else and pass."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # click's own parse, next, says what is wrong
+    seen: set[str] = set()
+    for param in order:
+        if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_flag and not param.secondary_opts:
+            continue
+        if param.name in seen:
+            names = " / ".join(repr(name) for name in param.opts + param.secondary_opts)
+            raise click.UsageError(f"{names} is given more than once: give it once", ctx)
+        seen.add(param.name or "")
+
+
 class GrammarNumber(click.ParamType):
     """A number in the one grammar of models/core/numbers.py (the batch sheet's too); its range is checked
     by the pydantic field it fills."""
@@ -112,15 +152,15 @@ def _stack(*decorators: Callable) -> Callable:
 
 
 catalogue_options = _stack(
-    click.option("--gpus-csv", type=click.Path(path_type=Path), help="Your own GPU catalogue (same schema)."),
-    click.option("--offerings-csv", type=click.Path(path_type=Path), help="Your own offerings/prices (same schema)."),
-    click.option("--models-csv", type=click.Path(path_type=Path), help="Your own architectures (same schema)."),
+    click.option("--gpus-csv", type=FilePath(path_type=Path), help="Your own GPU catalogue (same schema)."),
+    click.option("--offerings-csv", type=FilePath(path_type=Path), help="Your own offerings/prices (same schema)."),
+    click.option("--models-csv", type=FilePath(path_type=Path), help="Your own architectures (same schema)."),
 )
 
 output_options = _stack(
     click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
                  help="Output format [default: from the -o file's extension (.json, .csv), else table]."),
-    click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the result to FILE instead of stdout."),
+    click.option("-o", "--output", type=FilePath(path_type=Path), help="Write the result to FILE instead of stdout."),
 )
 
 job_options = _stack(
@@ -305,7 +345,7 @@ def open_catalogue(options: dict[str, Any]) -> Catalogue:
 
 
 models_dir_option = click.option(
-    "--models-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    "--models-dir", type=FilePath(exists=True, file_okay=False, path_type=Path), default=None,
     help="A `model` cell that is a path is read only inside this folder [default: the jobs file's folder].")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from vramplan.commands.output import Screen, csv_text, flatten
 from vramplan.commands.render_text import (
     count,
+    duration_text,
     efficiency_note,
     fit_lines,
     memory_table,
@@ -15,6 +16,7 @@ from vramplan.commands.render_text import (
     percent,
     ranges_line,
     render,
+    seconds_text,
     split_line,
     throughput_text,
 )
@@ -49,15 +51,15 @@ def layout_line(result: EstimateResult) -> str:
 def performance_lines(result: EstimateResult) -> list[str]:
     perf, cost = result.performance, result.cost
     return [
-        f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s "
-        f"(compute {perf.compute_time_s:,.2f} s, exposed communication {perf.exposed_communication_s:,.2f} s"
+        f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {seconds_text(perf.step_time_s)} "
+        f"(compute {seconds_text(perf.compute_time_s)}, exposed communication {seconds_text(perf.exposed_communication_s)}"
         + (f", model-parallel {perf.model_parallel_time_s:,.2f} s of which pipeline bubble {perf.pipeline_bubble_s:,.2f} s"
            + (f" and stage imbalance {perf.pipeline_imbalance_s:,.2f} s" if perf.pipeline_imbalance_s > 0 else "")
            + (f" and MoE host wait {perf.moe_host_wait_s:,.2f} s" if perf.moe_host_wait_s > 0 else "")
            if perf.model_parallel_time_s > 0 else "")
         + (f", activation offload transfer {perf.offload_exposed_s:,.2f} s" if perf.offload_exposed_s > 0 else "") + ")",
         f"cost {cost.usd_per_hour:,.2f} USD/hour ({cost.pricing}); {count(round(cost.tokens))} tokens take "
-        f"{cost.hours:,.1f} hours ({cost.days:,.2f} days) = {usd_text(cost.usd_total)}",
+        f"{duration_text(cost.hours)} = {usd_text(cost.usd_total)}",
     ]
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from vramplan.commands.output import Screen, csv_text, flatten
 from vramplan.commands.render_text import (
     count,
+    duration_text,
     efficiency_note,
     fit_lines,
     gib,
@@ -17,9 +18,11 @@ from vramplan.commands.render_text import (
     percent,
     ranges_line,
     render,
+    seconds_text,
     split_line,
     table_width,
     throughput_text,
+    time_cell,
 )
 from vramplan.models.time.cost import usd_amount, usd_text
 from vramplan.solver.query import SolvedPlan, SolveResult
@@ -32,9 +35,9 @@ if TYPE_CHECKING:
 # offloads the gradients ZeRO-1 keeps), dropped last.
 _PLAN_COLUMNS = (("#", True), ("GPUs", True), ("offering", False), ("ZeRO", True), ("recompute", False),
                  ("offload", False), ("mb x acc", True), ("GiB/GPU", True), ("tokens/s", True), ("MFU", True),
-                 ("days", True), ("USD/h", True), ("USD total", True), ("vs best", True), ("layout", False))
+                 ("time", True), ("USD/h", True), ("USD total", True), ("vs best", True), ("layout", False))
 _DROP_ORDER = ("mb x acc", "offload", "USD/h", "recompute", "tokens/s", "layout", "MFU", "GiB/GPU")
-_NARROW_COLUMNS = (("#", True), ("plan", False), ("days", True), ("USD total", True), ("vs best", True))
+_NARROW_COLUMNS = (("#", True), ("plan", False), ("time", True), ("USD total", True), ("vs best", True))
 
 
 def plan_summary(plan: SolvedPlan) -> str:
@@ -50,7 +53,9 @@ def objective_text(result: SolveResult, value: float | None) -> str:
     unit = result.objective.unit
     if unit == "USD":
         return usd_text(value)
-    return f"{value:,.2f} {unit}" if unit in ("USD/hour", "hours") else f"{value:,.0f} {unit}"
+    if unit == "hours":
+        return duration_text(value)
+    return f"{value:,.2f} {unit}" if unit == "USD/hour" else f"{value:,.0f} {unit}"
 
 
 def _plan_cells(plan: SolvedPlan, index: int, best: float | None, with_stack: bool = False) -> list[str]:
@@ -59,7 +64,7 @@ def _plan_cells(plan: SolvedPlan, index: int, best: float | None, with_stack: bo
     return [str(index), f"{p.num_gpus} x {p.gpu}", p.offering, str(p.zero), p.recompute_label, p.offload,
             f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{plan.performance.tokens_per_s:,.0f}",
             percent(plan.performance.mfu_fraction) + ("" if plan.performance.efficiency_calibrated else "*"),
-            f"{plan.cost.days:,.2f}", f"{plan.cost.usd_per_hour:,.2f}", usd_amount(plan.cost.usd_total), worse,
+            time_cell(plan.cost.hours), f"{plan.cost.usd_per_hour:,.2f}", usd_amount(plan.cost.usd_total), worse,
             layout_text(plan) + (f" ({p.stack})" if with_stack else "")]
 
 
@@ -108,7 +113,7 @@ def _stacked_plans_table(plans: list[SolvedPlan], rows: list[list[str]], title: 
         p, cell = plan.plan, {header: text for (header, _), text in zip(_PLAN_COLUMNS, cells)}
         stacked = (f"{cell['GPUs']}\n{p.offering}\nZeRO-{p.zero}, recompute {p.recompute_label}, offload {p.offload}\n"
                    f"{cell['GiB/GPU']} GiB per GPU\n{cell['layout']}")
-        table.add_row(cell["#"], stacked, cell["days"], cell["USD total"], cell["vs best"])
+        table.add_row(cell["#"], stacked, cell["time"], cell["USD total"], cell["vs best"])
     return table
 
 
@@ -119,8 +124,8 @@ def _best_plan_parts(result: SolveResult, screen: Screen) -> list[Any]:
             network_line(best.cost),
             f"objective: {objective_text(result, best.objective_value)}", "",
             memory_table(best.memory, screen), *fit_lines(best.memory),
-            f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {perf.step_time_s:,.2f} s",
-            f"cost {cost.usd_per_hour:,.2f} USD/hour; {cost.hours:,.1f} hours ({cost.days:,.2f} days) "
+            f"throughput {throughput_text(perf)}, MFU {percent(perf.mfu_fraction)}, step {seconds_text(perf.step_time_s)}",
+            f"cost {cost.usd_per_hour:,.2f} USD/hour; {duration_text(cost.hours)} "
             f"= {usd_text(cost.usd_total)}", ranges_line(best.memory, perf), *[f"warning: {w}" for w in best.warnings],
             *_notes([efficiency_note(perf, best.plan.gpu)])]
 

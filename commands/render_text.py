@@ -43,6 +43,35 @@ def percent(fraction: float) -> str:
     return f"{fraction:.1%}"
 
 
+def seconds_text(seconds: float) -> str:
+    """A step's seconds, '0.53 s'; under 5 ms in milliseconds ('3.93 ms'), which two decimals showed as 0.00 s."""
+    return f"{seconds * 1e3:.3g} ms" if 0 < seconds < 0.005 else f"{seconds:,.2f} s"
+
+
+def duration_text(hours: float) -> str:
+    """Training time in a sentence: '1,234.5 hours (51.44 days)'; under an hour in minutes or seconds
+    ('0.0 hours (0.00 days)' was all a run of a few minutes read). JSON and CSV keep the hours."""
+    if hours >= 1:
+        return f"{hours:,.1f} hours ({hours / 24:,.2f} days)"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.1f} minutes"
+    seconds = hours * 3600
+    return f"{seconds:.2f} seconds" if seconds >= 0.01 else "under 0.01 seconds"
+
+
+def time_cell(hours: float) -> str:
+    """A plan's training time in a table cell, in the largest unit it fills: '51.44 d', '3.5 h',
+    '12.5 min', '42.00 s' (a days column read 0.00 for every run under 7 minutes)."""
+    if hours >= 24:
+        return f"{hours / 24:,.2f} d"
+    if hours >= 1:
+        return f"{hours:.1f} h"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.1f} min"
+    seconds = hours * 3600
+    return f"{seconds:.2f} s" if seconds >= 0.01 else "< 0.01 s"
+
+
 def network_line(cost: CostReport) -> str:
     """The interconnect a plan runs on: 'network: 8 instances of 8 GPUs; per GPU 450 GB/s inside an
     instance (NVLink), 50 GB/s between instances' (GB/s one way)."""

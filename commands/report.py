@@ -13,6 +13,7 @@ from vramplan.commands.literal import literal
 from vramplan.commands.render_solve import layout_text, objective_text, plan_summary
 from vramplan.commands.render_text import (
     count,
+    duration_text,
     efficiency_note,
     gib,
     limit_label,
@@ -21,6 +22,7 @@ from vramplan.commands.render_text import (
     percent,
     ranges_line,
     throughput_text,
+    time_cell,
 )
 from vramplan.models.core.results import PILLARS, MemoryReport
 from vramplan.models.time.cost import usd_amount, usd_text
@@ -88,13 +90,13 @@ def _plans_rows(result: SolveResult, plans: list[SolvedPlan]) -> list[list[objec
         rows.append([index, f"{p.num_gpus} x {p.gpu}", p.offering, p.zero, p.recompute_label, p.offload,
                      f"{p.micro_batch} x {p.grad_accum}", gib(plan.memory.total_bytes), f"{perf.tokens_per_s:,.0f}",
                      percent(perf.mfu_fraction),
-                     f"{cost.hours:,.1f}", f"{cost.usd_per_hour:,.2f}", usd_amount(cost.usd_total), worse,
+                     time_cell(cost.hours), f"{cost.usd_per_hour:,.2f}", usd_amount(cost.usd_total), worse,
                      layout_text(plan)])
     return rows
 
 
 PLAN_HEADERS = ("#", "GPUs", "offering", "ZeRO", "recompute", "offload", "mb x acc", "GiB/GPU", "tokens/s", "MFU",
-                "hours", "USD/h", "USD total", "vs best", "layout")
+                "time", "USD/h", "USD total", "vs best", "layout")
 TEXT_COLUMNS = {1, 2, 4, 5, 14}  # left-aligned
 
 
@@ -133,7 +135,7 @@ def report_html(result: SolveResult, query: SolveQuery | None = None) -> str:
                      f"{escape(f', stack {query.job.stack}') if query is not None else ''}</p>"
                      f"<p>objective: <b>{escape(objective_text(result, best.objective_value))}</b>; "
                      f"{escape(throughput_text(best.performance))}, MFU {percent(best.performance.mfu_fraction)}, "
-                     f"{best.cost.hours:,.1f} hours, {best.cost.usd_per_hour:,.2f} USD/hour, "
+                     f"{duration_text(best.cost.hours)}, {best.cost.usd_per_hour:,.2f} USD/hour, "
                      f"{usd_text(best.cost.usd_total)}</p>")
         parts.append(f"<p class=meta>{escape(ranges_line(best.memory, best.performance))}</p>")
         note = efficiency_note(best.performance, best.plan.gpu)

@@ -32,7 +32,7 @@ from vramplan.sheets.rows import (
     unreadable_header_error,
 )
 from vramplan.sheets.sheet_files import read_table
-from vramplan.solver import check_job_runs, split_list
+from vramplan.solver import check_job_runs, named_list, split_list
 
 # Columns the fleet adds to a batch sheet: name -> (default, what it is). In docs/fleet.md's order.
 FLEET_JOB_COLUMNS: dict[str, tuple[str, str]] = {
@@ -150,7 +150,7 @@ def read_jobs(path: Path, fmt: str) -> JobRows:
             row_times = {name: parse_time(name, fleet[name]) for name in ("deadline", "earliest_start") if name in fleet}
             extra = {"priority": parse_priority(fleet.get("priority", 1.0)),
                      "required": parse_bool("required", fleet.get("required", False)),
-                     "pools": split_list(fleet.get("pools")) or ()}
+                     "pools": named_list(fleet, "pools")}
             jobs.append(FleetJob.model_construct(query=query, **extra))  # validated once the start is known
             times.append(row_times)
             errors.append(None)
@@ -248,6 +248,8 @@ def inventory_pools(catalogue: Catalogue, inventory: InventoryRows, start: datet
         try:
             if name.startswith(MARKET_PREFIX):
                 raise VramplanError("pool", name, f"names starting {MARKET_PREFIX!r} are the market's (--market)")
+            if split_list(name) != (name,):  # a job's pools cell could never name it
+                raise VramplanError("pool", name, "holds ';' or ',', which separate the pools of a job's pools cell")
             offerings = set()
             windows = []
             for row_number, cells, times in rows:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from vramplan.solver.api import check_job_runs, plan_exists, solve
     from vramplan.solver.engine import SolverInternalError
     from vramplan.solver.query import Pins, PlanChoice, SolvedPlan, SolveQuery, SolveResult
-    from vramplan.solver.query_fields import query_from_fields, split_list
+    from vramplan.solver.query_fields import named_list, query_from_fields, split_list
 
 _PUBLIC = {
     "solve": "api",
@@ -28,10 +28,11 @@ _PUBLIC = {
     "SolveResult": "query",
     "query_from_fields": "query_fields",
     "split_list": "query_fields",
+    "named_list": "query_fields",
 }
 __all__ = [  # _PUBLIC's names (tests/test_import_rules.py reads _PUBLIC; test_facade checks they agree)
-    "Pins", "PlanChoice", "SolveQuery", "SolveResult", "SolvedPlan", "SolverInternalError", "check_job_runs", "plan_exists",
-    "query_from_fields", "solve", "split_list",
+    "Pins", "PlanChoice", "SolveQuery", "SolveResult", "SolvedPlan", "SolverInternalError", "check_job_runs", "named_list",
+    "plan_exists", "query_from_fields", "solve", "split_list",
 ]
 
 

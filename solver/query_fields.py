@@ -155,9 +155,9 @@ def stack_list(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names)) if len(names) > 1 else ()
 
 
-def _restriction(fields: Mapping[str, Any], name: str) -> tuple[str, ...]:
+def named_list(fields: Mapping[str, Any], name: str) -> tuple[str, ...]:
     """The names a restriction allows (() = no restriction: not given). Given, it names at least one:
-    `--gpu ""` or a cell of ';' searched every GPU before."""
+    `--gpu ""` or a cell of ';' searched every GPU before (a fleet job's `pools` cell, every pool)."""
     value = fields.get(name)
     names = split_list(value) or ()
     if value is not None and not names and (not isinstance(value, (tuple, list)) or value):
@@ -175,10 +175,10 @@ def query_from_fields(fields: Mapping[str, Any], **search: Any) -> SolveQuery:
         model=fields["model"],
         job=job_from_fields(fields, refused_later=True),  # both callers refuse contradictions themselves
         stacks=stacks,
-        gpus=_restriction(fields, "gpus"),
-        providers=_restriction(fields, "providers"),
-        regions=_restriction(fields, "regions"),
-        countries=_restriction(fields, "countries"),
+        gpus=named_list(fields, "gpus"),
+        providers=named_list(fields, "providers"),
+        regions=named_list(fields, "regions"),
+        countries=named_list(fields, "countries"),
         pins=Pins(**_present(fields, PIN_FIELDS)),
         **_present(fields, QUERY_FIELDS),
         **search,

@@ -207,7 +207,8 @@ def test_catalogue_paths_of_the_wrong_type_and_packaged_files_are_named():
         load_catalogue(gpus_csv=123)
     result = invoke("gpus", env={"VRAMPLAN_TODAY": "2020-01-01"})  # every packaged price is from after it
     assert result.exit_code == 2
-    assert_error_line(result, "offerings_csv='packaged offerings.csv'", "is after today")
+    # the fourth review: that is VRAMPLAN_TODAY's error, not the packaged file's (it named no option either)
+    assert_error_line(result, "VRAMPLAN_TODAY='2020-01-01': is before the newest price of the packaged offerings")
 
 
 def test_a_json_list_of_names_is_a_list_column():

@@ -19,6 +19,7 @@ from vramplan.models.catalogue.hf_hub import hub_config_path, looks_like_hub_id
 from vramplan.models.catalogue.stack import StackPreset
 from vramplan.models.catalogue.stack_capabilities import StackCapabilities
 from vramplan.models.core.catalogue_schema import Architecture, GpuSpec, Offering
+from vramplan.models.core.clock import date_of, refuse_today_before
 from vramplan.models.core.errors import VramplanError, from_validation_error, unknown_name_error
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -156,8 +157,15 @@ def load_catalogue(
     text, origin = _read_text(gpus_csv, GPUS_CSV, "gpus_csv")
     gpus = _unique(parse_rows(text, GpuSpec, origin, "gpus_csv"), lambda g: g.name, origin, "gpus_csv")
     text, origin = _read_text(offerings_csv, OFFERINGS_CSV, "offerings_csv")
+    if offerings_csv is None:
+        refuse_today_before(max(date_of(row["price_date"]) for row in csv.DictReader(io.StringIO(text))),
+                            "the packaged offerings")
     offerings = _unique(parse_rows(text, Offering, origin, "offerings_csv"), lambda o: o.name, origin, "offerings_csv")
     for offering in offerings.values():
+        if offering.gpu not in gpus and gpus_csv is not None and offerings_csv is None:  # the user's GPUs, the packaged offerings
+            raise VramplanError("gpus_csv", str(gpus_csv), f"has no gpu {offering.gpu!r}, which the packaged offerings "
+                                                           f"rent ({offering.name}): add it, or pass --offerings-csv "
+                                                           "with the offerings of your GPUs")
         if offering.gpu not in gpus:
             raise VramplanError("offerings_csv", origin, f"offering {offering.name} names unknown gpu {offering.gpu!r}")
     text, origin = _read_text(models_csv, ARCHITECTURES_CSV, "models_csv")

@@ -48,6 +48,9 @@ def attention_window(c: Reader, layers: int) -> dict[str, Any]:
         return {}
     window = c.count("sliding_window")
     types = gemma4_layer_types(c, layers) if c.family.parts.get("last_layer_global") else c.config.get("layer_types")
+    if types is not None and not (isinstance(types, list) and len(types) == layers):
+        # transformers refuses it (layer_type_validation); it was skipped for the family's default pattern
+        raise c.unsupported("layer_types", f"must list one attention type per layer ({layers} layers)")
     first = bool(c.family.parts.get("global_attention_first", False))  # the family's default pattern (CWM)
     first_layer = bool(c.family.parts.get("global_first_layer", False))  # (MiMo-V2-Flash)
     explicit = ""

@@ -10,7 +10,6 @@ models/core/architecture_schema.py (re-exported here); every row's base is model
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -18,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from vramplan.models.core.architecture_schema import MAX_LAYERS as MAX_LAYERS  # noqa: F401 (re-exported)
 from vramplan.models.core.architecture_schema import Architecture as Architecture  # noqa: F401 (re-exported)
 from vramplan.models.core.catalogue_row import CatalogueRow
-from vramplan.models.core.clock import date_of, today
+from vramplan.models.core.clock import PRICE_DATE_GRACE, date_of, today
 from vramplan.models.core.errors import VramplanError
 from vramplan.models.core.numbers import Count, Real
 
@@ -142,7 +141,7 @@ class Offering(CatalogueRow):
             now = today()
         except VramplanError:
             return value  # a bad VRAMPLAN_TODAY is its own one-line error, where prices' ages are computed
-        if read_on > now + timedelta(days=1):  # a day's grace for time zones
+        if read_on > now + PRICE_DATE_GRACE:
             raise ValueError(f"price_date {value!r} is after today ({now.isoformat()}): a price is read, "
                              "not forecast")
         return value

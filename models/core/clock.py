@@ -4,10 +4,11 @@ pin it, so that an answer does not change with the day it is computed on)."""
 from __future__ import annotations
 
 import os
-from datetime import date
+from datetime import date, timedelta
 
 from vramplan.models.core.errors import VramplanError
 
+PRICE_DATE_GRACE = timedelta(days=1)  # a price read "tomorrow" in another time zone is not in the future
 LAST_TODAY = date(9999, 1, 1)  # the latest VRAMPLAN_TODAY is the day before: dates computed from it stay on the calendar
 
 
@@ -32,3 +33,17 @@ def date_of(when: str) -> date:
 def days_since(when: str, on: date) -> int:
     """Days from a catalogue date to `on`."""
     return (on - date_of(when)).days
+
+
+def refuse_today_before(newest: date, prices: str) -> None:
+    """A today before the newest of prices vramplan ships is the clock's error or VRAMPLAN_TODAY's:
+    the packaged file's first row was named as the bad cell (`price_date '2026-11-30' is after today`)."""
+    now = today()
+    if newest <= now + PRICE_DATE_GRACE:
+        return
+    pinned = os.environ.get("VRAMPLAN_TODAY")
+    if pinned:
+        raise VramplanError("VRAMPLAN_TODAY", pinned, f"is before the newest price of {prices} (read "
+                                                      f"{newest.isoformat()}): pin a date on or after it")
+    raise VramplanError("today", now.isoformat(), f"the machine's clock is before the newest price of {prices} (read "
+                                                  f"{newest.isoformat()}): set the clock, or VRAMPLAN_TODAY=YYYY-MM-DD")

@@ -125,23 +125,25 @@ class FakeBackend:
         self.closed = cancel
 
 
-def test_a_row_that_kills_every_worker_is_isolated_and_only_it_fails(monkeypatch):
+def test_a_row_that_kills_every_worker_is_isolated_and_only_it_fails(monkeypatch, catalogue):
     backend = FakeBackend({"poison"})
     monkeypatch.setattr(solver_batch, "open_backend", lambda options, catalogue: backend)
+    monkeypatch.setattr(solver_batch, "_read_model_file", lambda *args: None)  # the fake models are no config files
     rows = [job(str(i), model="poison" if i == 5 else f"m{i}") for i in range(12)]
-    answers = dict(run_batch(None, list(enumerate(rows)), BatchOptions(max_retries=2)))
+    answers = dict(run_batch(catalogue, list(enumerate(rows)), BatchOptions(max_retries=2)))
     assert sorted(answers) == list(range(12))
     assert answers[5]["status"] == "error" and "died 3 times" in answers[5]["error"]
     assert all(answers[i] == {"status": "optimal", "gpu": f"m{i}"} for i in range(12) if i != 5)
     assert backend.closed is False
 
 
-def test_workers_that_always_die_stop_the_batch(monkeypatch):
+def test_workers_that_always_die_stop_the_batch(monkeypatch, catalogue):
     backend = FakeBackend({f"m{i}" for i in range(12)})
     monkeypatch.setattr(solver_batch, "open_backend", lambda options, catalogue: backend)
+    monkeypatch.setattr(solver_batch, "_read_model_file", lambda *args: None)  # the fake models are no config files
     rows = [job(str(i), model=f"m{i}") for i in range(12)]
     with pytest.raises(BatchError, match="keep dying without finishing any work"):
-        list(run_batch(None, list(enumerate(rows)), BatchOptions()))
+        list(run_batch(catalogue, list(enumerate(rows)), BatchOptions()))
     assert backend.closed is True
 
 

@@ -98,7 +98,7 @@ def test_runner_ups_show_their_memory_per_gpu():
 def test_medium_width_drops_the_least_telling_columns_first():
     text = run(HEADLINE, 120).stdout
     header = next(line for line in text.splitlines() if line.startswith("#") and "GPUs" in line)
-    # Memory per GPU outlasts tokens/s (days and USD total already say how fast): a memory planner's column.
+    # Memory per GPU outlasts tokens/s (time and USD total already say how fast): a memory planner's column.
     assert "offering" in header and "GiB/GPU" in header and "vs best" in header
     assert "mb x acc" not in header and "offload" not in header
 

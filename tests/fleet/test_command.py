@@ -25,7 +25,8 @@ def run(tmp_path: Path, jobs: list[dict[str, str]], pools: list[dict[str, str]] 
     jobs_csv = write_csv(tmp_path / "jobs.csv", jobs, job_header)
     inventory = write_csv(tmp_path / "inventory.csv", pools, INVENTORY_HEADER)
     out = tmp_path / "schedule.csv"
-    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), "--time-limit", "10", *extra)
+    limit = () if "--time-limit" in extra else ("--time-limit", "10")  # an option is given once
+    result = invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(out), *limit, *extra)
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig")))) if out.exists() else []
     return result, rows
 
@@ -106,6 +107,9 @@ def test_a_window_too_short_is_explained_with_the_deadline_that_fits(tmp_path: P
     ([{**POOLS[0], "available_from": "soon"}], ("available_from='soon'",)),
     ([{**POOLS[0], "available_from": "10", "available_to": "5"}], ("available_to",)),
     ([{"pool": "p", "num_gpus": "8"}], ("offering",)),
+    # a job's pools cell splits at ';' and ',': no job could name these pools
+    ([{**POOLS[0], "pool": "gpu;a"}], ("row 2: pool='gpu;a': holds ';' or ','",)),
+    ([{**POOLS[0], "pool": "a,b"}], ("row 2: pool='a,b': holds ';' or ','",)),
 ])
 def test_bad_inventory_is_one_line_and_exit_2(tmp_path: Path, pools, fragments) -> None:
     result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
@@ -118,6 +122,14 @@ def test_an_unknown_pool_in_a_job_is_an_error_row(tmp_path: Path) -> None:
     _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
     assert [r["status"] for r in rows] == ["error", "scheduled"]
     assert "pools='h10'" in rows[0]["error"] and "did you mean 'h100'" in rows[0]["error"]
+
+
+def test_a_pools_cell_that_names_nothing_is_an_error_row(tmp_path: Path) -> None:
+    """`;` named no pool and the job ran on any (solve's `--gpu ','` is refused the same way)."""
+    jobs = [{"id": "a", **GOOD_JOB, "pools": ";"}, {"id": "b", **GOOD_JOB, "pools": " , "}, {"id": "c", **GOOD_JOB}]
+    _, rows = run(tmp_path, jobs, POOLS, job_header=JOB_HEADER + ["pools"])
+    assert [r["status"] for r in rows] == ["error", "error", "scheduled"]
+    assert rows[0]["error"] == "pools=';': names nothing; leave it out to allow every one"
 
 
 def test_a_job_its_stack_refuses_is_an_error_row_as_in_batch(tmp_path: Path) -> None:
@@ -518,7 +530,8 @@ def test_a_pool_of_part_of_an_instance_is_refused(tmp_path: Path) -> None:
     pools = [{"pool": "h", "offering": "aws/p5.48xlarge", "num_gpus": "12"}]
     result, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], pools)
     assert result.exit_code == 2
-    assert "num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances" in result.output
+    # the run's one stderr line (the progress line "fleet: 1 jobs ..." came before it)
+    assert result.stderr == "error: num_gpus=12: pool 'h': is not a whole number of aws/p5.48xlarge's 8-GPU instances\n"
 
 
 def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
@@ -529,3 +542,17 @@ def test_an_objective_column_is_said_to_do_nothing(tmp_path: Path) -> None:
     assert "warning: column 'objective' is not used" in result.stderr
     quiet, _ = run(tmp_path, [{"id": "a", **GOOD_JOB}], job_header=header)
     assert "objective" not in quiet.stderr
+
+
+def test_a_pool_without_gpus_before_the_horizon_says_so_on_stderr(tmp_path: Path) -> None:
+    """num_gpus 0 is in the domain (a window may hold none), and a window may start after the
+    horizon: such a pool was left out of the summary without a word, as an unused market provider is."""
+    pools = [*POOLS, {"pool": "empty", "offering": "aws/p5.48xlarge", "num_gpus": "0"},
+             {"pool": "later", "offering": "aws/p5.48xlarge", "num_gpus": "8", "available_from": "5000"}]
+    result, rows = run(tmp_path, [{"id": "a", **GOOD_JOB, "model": "gpt2-124m", "seq_len": "512", "tokens": "1e7"}],
+                       pools)
+    assert result.exit_code == 0, result.output
+    assert rows[0]["pool"] == "h100"
+    for name in ("empty", "later"):
+        assert f"pool {name}: no GPUs before the horizon (num_gpus 0, or windows after it): it serves no job\n" \
+               in result.stderr

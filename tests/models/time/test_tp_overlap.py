@@ -136,8 +136,24 @@ ESTIMATE = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm-80gb", "-
             "--sequence-parallel", "--zero", "1", "--seq-len", "8192", "--micro-batch", "1", "--recompute", "full", "--format", "json"]
 
 
+def _estimate_args(*options: str) -> list[str]:
+    """ESTIMATE with options in place of its own values of the same options (an option is given once)."""
+    given = {option for option in options if option.startswith("--")}
+    args, skip = [], False
+    for arg in ESTIMATE:
+        if skip:
+            skip = False
+            if not arg.startswith("--"):  # the value of an option left out
+                continue
+        if arg in given:
+            skip = True
+            continue
+        args.append(arg)
+    return args + list(options)
+
+
 def _estimate(stack: str, *options: str) -> dict:
-    result = invoke(*ESTIMATE, "--stack", stack, *options)
+    result = invoke(*_estimate_args("--stack", stack, *options))
     assert result.exit_code in (0, 3), (result.exit_code, result.stderr)
     return json.loads(result.stdout)
 
@@ -161,7 +177,8 @@ def test_stacks_without_it_refuse_the_option_in_one_line() -> None:
     result = invoke(*ESTIMATE, "--stack", "hf", "--tp-overlap")
     assert result.exit_code == 2
     assert_error_line(result, "stack='hf'", "TP communication overlap", "tp_overlap=True")
-    result = invoke(*ESTIMATE, "--stack", "torchtitan", "--zero", "3", "--num-gpus", "16", "--tp-overlap", "--no-compile")
+    result = invoke(*_estimate_args("--stack", "torchtitan", "--zero", "3", "--num-gpus", "16", "--tp-overlap",
+                                    "--no-compile"))
     assert result.exit_code == 2
     assert_error_line(result, "stack='torchtitan'", "async TP without torch.compile")
 
