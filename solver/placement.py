@@ -30,6 +30,9 @@ class Placement:
     shape_members: dict[Shape, list[int]]  # the clusters of each shape, in cluster order
     gpus_of_count: dict[int, tuple[int, ...]]  # count index -> the GPU indices its clusters have, ascending
     host_mib_on_node: list[tuple[int, int]]  # per cluster: (the instance's host RAM in MiB, its GPUs in use)
+    # per cluster: (GPU index, count index, price units, whether no other cluster has its shape): what
+    # the branch-and-bound's first tier reads of every cluster (cpsat_engine._Search.best)
+    tier0_fields: list[tuple[int, int, int, bool]]
 
     def host_budget_mib_per_gpu(self, capacity_per_mille: int) -> list[int]:
         """Per cluster, the host RAM a GPU may use at this capacity fraction (Job.capacity_per_mille)."""
@@ -79,4 +82,5 @@ def make_placement(catalogue: Catalogue, offerings: Sequence[Offering], pricing:
     return Placement(
         gpus=gpus, counts=counts, clusters=clusters, offering_rank=[rank[c.offering.name] for c in clusters],
         shape_members=shape_members, gpus_of_count={n: tuple(sorted(gs)) for n, gs in sorted(gpus_of_count.items())},
-        host_mib_on_node=[(int(c.offering.host_memory_gib * 1024), min(c.num_gpus, c.offering.num_gpus)) for c in clusters])
+        host_mib_on_node=[(int(c.offering.host_memory_gib * 1024), min(c.num_gpus, c.offering.num_gpus)) for c in clusters],
+        tier0_fields=[(c.gpu_index, c.count_index, c.price_units, len(shape_members[c.shape]) == 1) for c in clusters])

@@ -60,7 +60,7 @@ class UnitMemo:
     lower_bounds: dict[tuple[UnitShape, Branch, int | None], int | None] = field(default_factory=dict)  # + host budget
     fitted_bounds: dict[tuple[UnitShape, Branch, int], int | None] = field(default_factory=dict)  # last tier, + host budget
     parallel_terms: dict[tuple[UnitShape, Branch], list] = field(default_factory=dict)  # -> [(bound, Layout, p, r)] least first
-    count_fits: dict[tuple, bool] = field(default_factory=dict)  # (count, host budget, limit, precisions)
+    count_fits: dict[tuple, int | None] = field(default_factory=dict)  # (count, limit, precisions) -> least host bytes
     count_shares: dict[tuple, list[tuple[int, int]]] = field(default_factory=dict)  # (count, precisions) -> least shares
     leanest_mib: dict[tuple, tuple[list[int], list[int]]] = field(default_factory=dict)  # (count, Layout, p, r) -> by host
     leanest_dynamic: dict[tuple, list[int]] = field(default_factory=dict)  # (count, Layout, p, r, checked ranks) -> per rank
