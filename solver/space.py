@@ -314,19 +314,18 @@ class SearchSpace:
         allow (None: no bound), at most MAX_STEP_CAP_US: derived from the query once (the search,
         its bounds, the explanations and the same-hardware screen ask ~4,000 times a headline solve)."""
         fixed = [cap for cap in (self.deadline_bound_us, self.duration_bound_us) if cap is not None]
+        pair_caps: dict[tuple[int, int], int | None] = {}  # the deadline, --max-days and MFU caps: per (GPU, count)
+        for n, gpu_indices in self.placement.gpus_of_count.items():
+            for g in gpu_indices:
+                mfu = self._mfu_cap_us(g, self.counts[n], self.query.min_mfu)
+                shared = fixed + ([mfu] if mfu is not None else [])
+                pair_caps[g, n] = min(*shared, MAX_STEP_CAP_US) if shared else None
         budget = self.budget_bound_cost_units
-        caps: list[int | None] = [None] * len(self.clusters)
-        for shape, members in self.shape_members.items():  # the deadline, --max-days and MFU caps: per shape
-            mfu = self._mfu_cap_us(shape.gpu_index, self.counts[shape.count_index], self.query.min_mfu)
-            shared = fixed + ([mfu] if mfu is not None else [])
-            if budget is None:
-                cap = min(*shared, MAX_STEP_CAP_US) if shared else None
-                for c in members:
-                    caps[c] = cap
-                continue
-            for c in members:  # the budget's: per cluster, by its price
-                caps[c] = min(*shared, budget // max(1, self.clusters[c].price_units), MAX_STEP_CAP_US)
-        return tuple(caps)
+        if budget is None:
+            return tuple(pair_caps[g, n] for g, n, _, _ in self.placement.tier0_fields)
+        # the budget's: per cluster, by its price
+        return tuple(min(budget // max(1, price), MAX_STEP_CAP_US if cap is None else cap)
+                     for g, n, price, _ in self.placement.tier0_fields for cap in (pair_caps[g, n],))
 
 
 # A cap this long (146,000 years per step) bounds nothing, and stays a valid CP-SAT constant: a
