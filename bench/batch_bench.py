@@ -117,7 +117,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="End with one JSON line.")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the rows in this process (serial backend, no CLI) and print the top sinks.")
+    parser.add_argument("--worker-cpu", action="store_true",
+                        help="Solve the rows in this process as one batch worker does (one table memo, the "
+                             "collector paced and frozen per row) and print its CPU seconds: the rows' own cost, "
+                             "without the pool's start-up or the machine's other load.")
     return parser.parse_args(argv)
+
+
+def worker_cpu(rows: list[dict[str, str]]) -> float:
+    """CPU seconds of solving `rows` in this process the way a local worker does: the serial backend
+    with the worker's collector pacing (batch/gc_pacing.py), which the serial backend leaves off."""
+    from vramplan.batch import backends, worker
+    from vramplan.batch import run as batch_run
+
+    class WorkerLike(backends.SerialBackend):
+        def wait(self, timeout_s: float) -> list:
+            if not self._queue:
+                return []
+            chunk, jobs = self._queue.pop(0)
+            version, answers = worker.solve_chunk(self._catalogue, jobs, pace_gc=True)
+            return [backends.ChunkDone(chunk, version, answers)]
+
+    catalogue = load_catalogue()
+    opened = batch_run.open_backend
+    batch_run.open_backend = lambda options, catalogue: WorkerLike(catalogue)  # type: ignore[assignment]
+    try:
+        started = time.process_time()
+        for _ in batch_run.run_batch(catalogue, enumerate(rows), batch_run.BatchOptions(backend="serial")):
+            pass
+        return time.process_time() - started
+    finally:
+        batch_run.open_backend = opened
 
 
 def profile(rows: list[dict[str, str]], top: int = 25) -> None:
@@ -150,6 +180,11 @@ def bench(argv: list[str] | None = None) -> dict:
     if args.profile:
         profile(rows)
         return {}
+    if args.worker_cpu:
+        seconds = worker_cpu(rows)
+        print(f"{len(rows)} rows in {seconds:,.1f} s of CPU in one worker-like process "
+              f"({1000 * seconds / len(rows):,.1f} ms a row)", file=sys.stderr)
+        return {"rows": len(rows), "cpu_s": round(seconds, 3)}
     seconds, code, statuses = run(rows, args.workers, args.backend, args.chunk_size)
     result = {
         "rows": len(rows), "seconds": round(seconds, 3), "workers": args.workers, "backend": args.backend,
