@@ -53,10 +53,7 @@ def duration_text(hours: float) -> str:
     ('0.0 hours (0.00 days)' was all a run of a few minutes read). JSON and CSV keep the hours."""
     if hours >= 1:
         return f"{hours:,.1f} hours ({hours / 24:,.2f} days)"
-    if hours * 60 >= 1:
-        return f"{hours * 60:.1f} minutes"
-    seconds = hours * 3600
-    return f"{seconds:.2f} seconds" if seconds >= 0.01 else "under 0.01 seconds"
+    return _under_an_hour(hours, "minutes", "seconds", "under")
 
 
 def time_cell(hours: float) -> str:
@@ -66,10 +63,15 @@ def time_cell(hours: float) -> str:
         return f"{hours / 24:,.2f} d"
     if hours >= 1:
         return f"{hours:.1f} h"
+    return _under_an_hour(hours, "min", "s", "<")
+
+
+def _under_an_hour(hours: float, minutes: str, seconds: str, below: str) -> str:
+    """A time under an hour in minutes, under a minute in seconds, to 0.01 s, in the given words."""
     if hours * 60 >= 1:
-        return f"{hours * 60:.1f} min"
-    seconds = hours * 3600
-    return f"{seconds:.2f} s" if seconds >= 0.01 else "< 0.01 s"
+        return f"{hours * 60:.1f} {minutes}"
+    in_seconds = hours * 3600
+    return f"{in_seconds:.2f} {seconds}" if in_seconds >= 0.01 else f"{below} 0.01 {seconds}"
 
 
 def network_line(cost: CostReport) -> str:
