@@ -283,8 +283,8 @@ class _Search:
         for c, (fits, (g, n, price, alone)) in enumerate(zip(bounds.may_fit_each(), space.placement.tier0_fields)):
             if not fits or (not alone and self.dominated(c)):
                 continue
-            lower = least[g, n]  # compute_step_us(c)
-            if lower is None or (caps[c] is not None and lower > caps[c]):  # type: ignore[operator]
+            lower, cap = least[g, n], caps[c]  # compute_step_us(c), step_cap_us(c)
+            if lower is None or (cap is not None and lower > cap):
                 continue
             bound = (price * lower,) if order in ("cost", "pareto") else (price, lower) if order == "hourly" else (lower,)
             heap.append((bound, 0, c, ()))

@@ -286,7 +286,7 @@ class SearchSpace:
         return self._mfu_cap_us(cluster.gpu_index, cluster.num_gpus, floor)
 
     def _mfu_cap_us(self, gpu_index: int, num_gpus: int, floor: float | None) -> int | None:
-        """mfu_bound_us of a cluster of num_gpus GPUs of gpu_index: the same for every cluster of a shape."""
+        """mfu_bound_us of a cluster of num_gpus GPUs of gpu_index: the same for every offering of them."""
         if not floor or num_gpus == 1:  # one GPU waits on nothing but its own small job (GPT-2 at batch 1)
             return None
         gpu = self.gpus[gpu_index]
