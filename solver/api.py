@@ -11,7 +11,8 @@ from vramplan.models.core.errors import VramplanError
 from vramplan.models.estimate import model_info
 from vramplan.solver.brute import solve_brute
 from vramplan.solver.collector import paced_collector
-from vramplan.solver.cpsat_engine import find_cpsat, solve_cpsat
+from vramplan.solver.cpsat_engine import solve_cpsat
+from vramplan.solver.cpsat_exists import find_cpsat
 from vramplan.solver.engine import (
     MAX_PARETO_POINTS,
     MILLI,

@@ -28,8 +28,9 @@ from itertools import accumulate
 import numpy as np
 
 from vramplan.models.core.layout import Layout
-from vramplan.models.core.units import BYTES_PER_MIB, to_us, to_us_array
+from vramplan.models.core.units import to_us, to_us_array
 from vramplan.solver.bound_arrays import ShapeTerms, shape_terms
+from vramplan.solver.cluster_screen import ClusterScreen
 from vramplan.solver.clusters import Branch, Shape, branch_of
 from vramplan.solver.points import Inner, step_us
 from vramplan.solver.space import SearchSpace
@@ -63,13 +64,13 @@ def huge() -> int:
 
 
 @dataclass
-class UnitBounds:
+class UnitBounds(ClusterScreen):
     """The bounds of one space's (cluster, branch) units."""
 
     space: SearchSpace
     _terms: dict[tuple, ShapeTerms] = field(default_factory=dict, repr=False)  # this space's shapes' UnitMemo entries
-    _fits: dict[int, bool] = field(default_factory=dict, repr=False)  # may_fit per cluster
-    _fit_each: list[bool] | None = field(default=None, repr=False)  # may_fit_each
+    _fits: dict[int, bool] = field(default_factory=dict, repr=False)  # may_fit per cluster (ClusterScreen)
+    _fit_each: list[bool] | None = field(default=None, repr=False)  # may_fit_each (ClusterScreen)
     _memory: dict[Shape, tuple[dict, dict]] = field(default_factory=dict, repr=False)  # _cell_memory per shape
 
     def _shape_terms(self, shape: Shape) -> ShapeTerms:
@@ -334,57 +335,6 @@ class UnitBounds:
                               max(space.on_use.static_mib[zf, n, p, li, j] + dynamic[j] for j in range(space.num_rank_columns)))
                              for zf in range(len(space.zero_offloads)) if space.pair_allows(zf, li, n))
             memo[key] = ([host for host, _ in options], list(accumulate((mib for _, mib in options), min)))
-        return memo[key]
-
-    def may_fit(self, c: int) -> bool:
-        """False when no plan of the cluster's GPU count can fit its GPU and host memory, whatever
-        the layout (Tables.least_share_bytes: the most loaded rank holds at least 1/n of the
-        single-GPU plan's states). One check per (count, GPU limit), no layout tabulated."""
-        fits = self._fits.get(c)
-        if fits is None:
-            g, n, _, _ = self.space.placement.tier0_fields[c]
-            fits = self._fits[c] = self._fits_host(self._least_host_bytes(g, n), c)
-        return fits
-
-    def may_fit_each(self) -> list[bool]:
-        """may_fit of every cluster, its (GPU, count)'s host need taken once, kept."""
-        if self._fit_each is None:
-            needs: dict[tuple[int, int], int | None] = {}
-            each = []
-            for c, (g, n, _, _) in enumerate(self.space.placement.tier0_fields):
-                if (g, n) not in needs:
-                    needs[g, n] = self._least_host_bytes(g, n)
-                each.append(self._fits_host(needs[g, n], c))
-            self._fit_each = each
-        return self._fit_each
-
-    def _fits_host(self, need_bytes: int | None, c: int) -> bool:
-        """Whether the cluster's host RAM budget holds a share's need (None: no share fits the GPU)."""
-        return need_bytes is not None and need_bytes <= self.space.host_budget_mib_per_gpu[c] * BYTES_PER_MIB
-
-    def _least_host_bytes(self, g: int, n: int) -> int | None:
-        """The least host RAM of the count's least shares (_least_shares) that fit GPU g's memory
-        limit (None: none does): a host budget holds some fitting share exactly when it holds this
-        one. Kept in the family's UnitMemo by (count, limit, precisions), which is what it reads."""
-        space = self.space
-        limit, precisions = space.limit_mib[g], space.gpu_precisions[g]
-        key = (space.counts[n], limit, precisions)
-        memo = space.shared.count_fits
-        if key not in memo:
-            memo[key] = min((host for gpu, host in self._least_shares(n, precisions) if gpu <= limit * BYTES_PER_MIB),
-                            default=None)
-        return memo[key]
-
-    def _least_shares(self, n: int, precisions: tuple[int, ...]) -> list[tuple[int, int]]:
-        """(GPU, host) bytes the most loaded of a count's ranks holds at least, per ZeRO x offload
-        and precision (Tables.least_share_bytes); kept in the family's UnitMemo by the count and
-        precisions, as may_fit asks them again for every GPU limit."""
-        space = self.space
-        key = (space.counts[n], precisions)
-        memo = space.shared.count_shares
-        if key not in memo:
-            memo[key] = [space.tables.least_share_bytes(zero, offload, space.precisions[p], space.counts[n])
-                         for zero, offload in space.zero_offloads for p in precisions]
         return memo[key]
 
     def compute_step_us(self, c: int) -> int | None:

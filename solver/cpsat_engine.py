@@ -60,7 +60,7 @@ class _Seen:
 
 
 @dataclass
-class _Search:
+class UnitSearch:
     space: SearchSpace
     budget: Budget
     stats: SearchStats = field(default_factory=SearchStats)
@@ -303,7 +303,7 @@ class _Search:
             if found is None:
                 break
             i += 1
-            choice, metrics = _checked(space, c, found)
+            choice, metrics = checked_point(space, c, found)
             key = objective_key(space, metrics, order)
             if len(kept) == k and key >= kept[-1][0]:
                 break
@@ -340,7 +340,7 @@ def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
                 budget: Budget | None = None) -> EngineResult:
     """The k best points (and the front): "feasible" (or "unknown" without a point) when `budget`
     (default: the query's own) runs out first."""
-    search = _Search(space, Budget.of(space.query) if budget is None else budget)
+    search = UnitSearch(space, Budget.of(space.query) if budget is None else budget)
     best = search.best(top_k, space.query.objective)
     result = EngineResult(status="optimal" if best else "infeasible", stats=search.stats)
     result.choices = [choice for _, choice in best]
@@ -353,37 +353,7 @@ def solve_cpsat(space: SearchSpace, top_k: int, pareto: bool, max_pareto_points:
     return result
 
 
-def find_cpsat(space: SearchSpace, budget: Budget | None = None) -> Choice | None:
-    """Any point of the space (None: none; TimeLimitReached when `budget` (default: the query's own)
-    runs out first): what the explanation's yes/no questions need (does this relaxed query fit?).
-    The order is free when nothing is optimised, so the units most likely to hold a point come
-    first: the largest GPU memory, then the most GPUs (ZeRO and model parallelism shard more). A
-    unit is skipped on its bounds when it cannot fit (memory, or the deadline's and budget's step
-    cap) and its CP-SAT model asked for one point otherwise; an infeasible space is exhausted as
-    by solve_cpsat."""
-    search = _Search(space, Budget.of(space.query) if budget is None else budget)
-    by_room = sorted(range(len(space.clusters)),
-                     key=lambda c: (-space.limit_mib[space.clusters[c].gpu_index], -space.clusters[c].num_gpus, c))
-    for c in by_room:
-        if not search.bounds.may_fit(c) or search.dominated(c):
-            continue
-        cap = step_cap_us(space, c)
-        for branch in search.branches(c):
-            search.budget.charge(STEP_WORK)
-            # The tiers in order, each at most the next: the first that leaves nothing (None, or
-            # above the cap) skips the unit as the last tier would, before the dearer tiers run.
-            if any(lower is None or (cap is not None and lower > cap)
-                   for lower in (search.bounds.step_bound_us(c, branch, tier) for tier in range(1, LAST_TIER + 1))):
-                continue
-            found = search.point((c, branch), 0, None)
-            if found is not None:
-                return _checked(space, c, found)[0]
-            if search.timed_out:  # CP-SAT stopped at a limit: "no point" is not proven
-                raise TimeLimitReached(search.budget.reached)
-    return None
-
-
-def _checked(space: SearchSpace, c: int, found: tuple[Inner, int]):
+def checked_point(space: SearchSpace, c: int, found: tuple[Inner, int]):
     """The point CP-SAT found on cluster c, with its metrics re-read from the integer tables
     (they must accept it at the step time the model gave)."""
     choice = Choice(c, *found[0])
@@ -393,7 +363,7 @@ def _checked(space: SearchSpace, c: int, found: tuple[Inner, int]):
     return choice, metrics
 
 
-def _pareto(search: _Search, max_points: int) -> list[Choice]:
+def _pareto(search: UnitSearch, max_points: int) -> list[Choice]:
     """Cheapest plan, then the cheapest strictly faster one, until none is faster."""
     front: list[Choice] = []
     step_below = None

@@ -31,7 +31,7 @@ class Placement:
     gpus_of_count: dict[int, tuple[int, ...]]  # count index -> the GPU indices its clusters have, ascending
     host_mib_on_node: list[tuple[int, int]]  # per cluster: (the instance's host RAM in MiB, its GPUs in use)
     # per cluster: (GPU index, count index, price units, whether no other cluster has its shape): what
-    # the branch-and-bound's first tier reads of every cluster (cpsat_engine._Search.best)
+    # the branch-and-bound's first tier reads of every cluster (cpsat_engine.UnitSearch.best)
     tier0_fields: list[tuple[int, int, int, bool]]
 
     def host_budget_mib_per_gpu(self, capacity_per_mille: int) -> list[int]:

@@ -82,7 +82,7 @@ def test_the_memo_forgets_the_least_recently_used_job(catalogue):
 
 # One family (model, job, global batch, pins) under different GPU limits and GPU lists: their layout
 # domains differ (max_gpus bounds tp x pp x cp), so a unit's shared model numbers its layouts
-# unlike the query reading it (solver/space.py UnitMemo, cpsat_engine._Search._here).
+# unlike the query reading it (solver/space.py UnitMemo, cpsat_engine.UnitSearch._here).
 FAMILY = [{"model": "llama-3.1-70b", "seq_len": "4096", "objective": objective, "max_gpus": max_gpus, "gpus": gpus}
           for objective, max_gpus, gpus in (("time", "512", ""), ("cost", "64", "h100-sxm-80gb;mi300x-192gb"),
                                             ("throughput", "16", "h100-sxm-80gb"), ("cost", "512", ""))]

@@ -170,22 +170,22 @@ def test_a_timed_out_solve_does_not_close_a_unit_model_for_the_family(catalogue,
     whose solve ran out of --time-limit must not be remembered as having no further point, or a
     later row of the batch, asking under an incumbent's step cap, would be told the unit is empty."""
     query = SolveQuery(model="llama-3.1-8b", job=Job(seq_len=2048), gpus=("h100-sxm-80gb",), max_gpus=8)
-    fresh = cpsat_engine._Search(build_space(catalogue, query), Budget.of(query))
+    fresh = cpsat_engine.UnitSearch(build_space(catalogue, query), Budget.of(query))
     unit = next((c, branch) for c in range(len(fresh.space.clusters)) for branch in fresh.branches(c)
                 if fresh.point((c, branch), 0, None) is not None)  # a unit with a plan
     space = build_space(catalogue, query, memo=TableMemo())
-    first = cpsat_engine._Search(space, Budget.of(query))
-    real = cpsat_engine._Search._solve
+    first = cpsat_engine.UnitSearch(space, Budget.of(query))
+    real = cpsat_engine.UnitSearch._solve
 
     def out_of_time(self, m, objective, assumptions):
         self.budget.cpsat_stopped()
         return None
-    monkeypatch.setattr(cpsat_engine._Search, "_solve", out_of_time)
+    monkeypatch.setattr(cpsat_engine.UnitSearch, "_solve", out_of_time)
     assert first.point(unit, 0, None) is None and first.timed_out
-    monkeypatch.setattr(cpsat_engine._Search, "_solve", real)
-    later = cpsat_engine._Search(space, Budget.of(query))  # the next row: the same unit model
+    monkeypatch.setattr(cpsat_engine.UnitSearch, "_solve", real)
+    later = cpsat_engine.UnitSearch(space, Budget.of(query))  # the next row: the same unit model
     found = later.point(unit, 0, 2**40)
-    alone = cpsat_engine._Search(build_space(catalogue, query), Budget.of(query)).point(unit, 0, None)
+    alone = cpsat_engine.UnitSearch(build_space(catalogue, query), Budget.of(query)).point(unit, 0, None)
     assert found is not None and found == alone
 
 

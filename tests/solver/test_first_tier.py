@@ -1,4 +1,4 @@
-"""Issue 35: the branch-and-bound's first tier reads every cluster at once (cpsat_engine._Search
+"""Issue 35: the branch-and-bound's first tier reads every cluster at once (cpsat_engine.UnitSearch
 ._first_tier, UnitBounds.may_fit_each): the same heap entries as asking each cluster in turn
 whether it may fit (any least share within both its GPU limit and its host budget), whether a
 cheaper same-hardware cluster takes its points, and its tier-0 bound against its step cap."""
@@ -9,7 +9,7 @@ import pytest
 
 from vramplan.models.core.setup import Job
 from vramplan.models.core.units import BYTES_PER_MIB
-from vramplan.solver.cpsat_engine import _Search
+from vramplan.solver.cpsat_engine import UnitSearch
 from vramplan.solver.engine import Budget
 from vramplan.solver.query import Pins, SolveQuery
 from vramplan.solver.space_build import build_space
@@ -26,7 +26,7 @@ QUERIES = {
 }
 
 
-def _may_fit_alone(search: _Search, c: int) -> bool:
+def _may_fit_alone(search: UnitSearch, c: int) -> bool:
     """may_fit as it read one cluster: a least share within the GPU's limit and the cluster's host budget."""
     space, cluster = search.space, search.space.clusters[c]
     limit, host = space.limit_mib[cluster.gpu_index], space.host_budget_mib_per_gpu[c]
@@ -38,7 +38,7 @@ def _may_fit_alone(search: _Search, c: int) -> bool:
 def test_the_first_tier_is_each_clusters_own(catalogue, name):
     query = QUERIES[name]
     space = build_space(catalogue, query)
-    search = _Search(space, Budget.of(query))
+    search = UnitSearch(space, Budget.of(query))
     fits = search.bounds.may_fit_each()
     assert fits == [_may_fit_alone(search, c) for c in range(len(space.clusters))]
     assert any(fits) and (name != "offload-small-gpus" or not all(fits))  # the test sees both answers

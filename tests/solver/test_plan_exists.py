@@ -1,4 +1,4 @@
-"""Yes/no questions of the explanation (api.plan_exists, cpsat_engine.find_cpsat).
+"""Yes/no questions of the explanation (api.plan_exists, cpsat_exists.find_cpsat).
 
 The conflict search asks whether a relaxed query fits; it needs any plan, not the best one, so
 the CP-SAT engine stops at the first point, visiting the roomiest units first. The answer must
@@ -12,7 +12,7 @@ import pytest
 
 from vramplan.models.core.setup import Job
 from vramplan.solver.api import plan_exists, solve
-from vramplan.solver.cpsat_engine import find_cpsat
+from vramplan.solver.cpsat_exists import find_cpsat
 from vramplan.solver.engine import TimeLimitReached
 from vramplan.solver.points import evaluate
 from vramplan.solver.query import Pins, SolveQuery
