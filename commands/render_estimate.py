@@ -10,6 +10,7 @@ from vramplan.commands.render_text import (
     duration_text,
     efficiency_note,
     fit_lines,
+    gib,
     memory_table,
     network_line,
     params_text,
@@ -65,11 +66,25 @@ def performance_lines(result: EstimateResult) -> list[str]:
 
 def estimate_table(result: EstimateResult, screen: Screen) -> str:
     parts: list[Any] = [plan_line(result), "", memory_table(result.memory, screen)]
-    parts += fit_lines(result.memory) + performance_lines(result) + [ranges_line(result.memory, result.performance)]
+    parts += fit_lines(result.memory) + change_lines(result) + performance_lines(result)
+    parts += [ranges_line(result.memory, result.performance)]
     parts += [f"warning: {w}" for w in result.warnings]
     note = efficiency_note(result.performance, result.plan.gpu)
     parts += [note] if note else []
     return render(parts, screen)
+
+
+def change_lines(result: EstimateResult) -> list[str]:
+    """A plan that does not fit: the single changes that make it fit (models/estimate_changes.py),
+    or that none does."""
+    if result.memory.fits:
+        return []
+    if not result.fitting_changes:
+        return ["no single change of ZeRO stage, recomputation, offload or micro-batch fits: `vramplan solve` "
+                "searches every layout, GPU count and offering"]
+    return ["fits with one change:"] + [
+        f"  {fix.change}: {gib(fix.total_bytes)} of {gib(fix.limit_bytes)} GiB, {fix.tokens_per_s:,.0f} tokens/s, "
+        f"{usd_text(fix.usd_total)}" for fix in result.fitting_changes]
 
 
 def estimate_csv(result: EstimateResult) -> str:

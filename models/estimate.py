@@ -32,6 +32,7 @@ from vramplan.models.core.results import (
     RankTotal,
 )
 from vramplan.models.core.setup import Job, Plan
+from vramplan.models.estimate_changes import fitting_changes as changes_that_fit
 from vramplan.models.memory.accumulation_note import accumulation_note
 from vramplan.models.memory.activation_terms import xielu_note
 from vramplan.models.memory.activations import activation_shape
@@ -302,15 +303,32 @@ def _check_inputs(model: object, tokens: object, pricing: object, restart_overhe
 
 def estimate(
     catalogue: Catalogue, model: str, job: Job, plan: Plan, tokens: float, pricing: Pricing = "on-demand",
-    restart_overhead: float = 0.0,
+    restart_overhead: float = 0.0, fitting_changes: bool = True,
 ) -> EstimateResult:
     """Resolve names against the catalogue and evaluate the plan (the `vramplan estimate` API);
-    without an offering, on the one where the plan trains cheapest in all (_cheapest_total)."""
+    without an offering, on the one where the plan trains cheapest in all (_cheapest_total). A plan
+    that does not fit lists the single changes that make it fit (models/estimate_changes.py; each
+    one more estimate: `fitting_changes=False` skips them)."""
     _check_inputs(model, tokens, pricing, restart_overhead)
     for name, value, kind in (("catalogue", catalogue, Catalogue), ("job", job, Job), ("plan", plan, Plan)):
         if not isinstance(value, kind):  # a dict reached deep code as an AttributeError
             raise VramplanError(name, type(value).__name__, f"must be a vramplan.{kind.__name__}")
+    if not isinstance(fitting_changes, bool):
+        raise VramplanError("fitting_changes", repr(fitting_changes)[:80], "must be True or False")
     arch = catalogue.architecture(model)
+
+    def estimate_one(one: Plan) -> EstimateResult:
+        return _estimate(catalogue, arch, job, one, tokens, pricing, restart_overhead)
+
+    result = estimate_one(plan)
+    if fitting_changes and not result.memory.fits:
+        result = result.model_copy(update={"fitting_changes": changes_that_fit(estimate_one, plan)})
+    return result
+
+
+def _estimate(catalogue: Catalogue, arch: Architecture, job: Job, plan: Plan, tokens: float, pricing: Pricing,
+              restart_overhead: float) -> EstimateResult:
+    """estimate's evaluation of one plan, its inputs checked."""
     gpu = catalogue.gpu(plan.gpu)
     if plan.offering is not None:
         return estimate_plan(arch, job, plan, gpu, catalogue.offering(plan.offering), tokens, pricing, restart_overhead)

@@ -145,6 +145,17 @@ class CostReport(_Result):
     usd_total: float
 
 
+class FittingChange(_Result):
+    """One change of a plan that does not fit that makes it fit (models/estimate_changes.py)."""
+
+    change: str  # the options that differ, as the command line writes them: "--zero 3"
+    plan: Plan  # the changed plan, on the offering its estimate chose
+    total_bytes: int
+    limit_bytes: int
+    tokens_per_s: float
+    usd_total: float
+
+
 class EstimateResult(_Result):
     model: ModelInfo
     job: Job
@@ -154,3 +165,6 @@ class EstimateResult(_Result):
     cost: CostReport
     # What makes the plan one nobody would run, though it fits (models/estimate.py plan_warnings).
     warnings: list[str] = []
+    # A plan that does not fit: the single changes that make it fit, least disruptive first (filled by
+    # `vramplan estimate` and vramplan.fitting_changes; empty when it fits or none does).
+    fitting_changes: list[FittingChange] = []
