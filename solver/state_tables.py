@@ -76,10 +76,12 @@ class StateTables(TableReads):
         """states_mib of one ZeRO stage and offload's rank states (each a pipeline rank's)."""
         zero_group, _, communicators = self._groups(layout, n)
         # The overhead without buffers: reserve, NCCL per communicator, DP buckets (zero, dp x cp > 1),
-        # the ZeRO-3 live module (tp): models/memory/memory_terms.py's table of what each term depends on.
+        # the ZeRO-3 live module (tp; on one rank too where the parameters are offloaded:
+        # models/memory/overhead.py): models/memory/memory_terms.py's table of what each term depends on.
         # pp > 1: torchtitan's stage stays gathered, so its FSDP working set is one unit's gradient
         # (models/memory/fsdp.py working_set_bytes, model_states.keeps_stage_gathered)
-        base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1, layout.pp > 1),
+        base = self._get(("overhead", zero, precision, layout.tp, communicators, zero_group > 1,
+                          offload == "optimizer+params", layout.pp > 1),
                          lambda: self._overhead_base_bytes(self._plan(layout, n, zero, offload, NO_RECOMPUTE, precision, 1)))
         base_mib = bytes_to_mib_ceil(base)
         return [(bytes_to_mib_ceil(rank.weights_bytes) + bytes_to_mib_ceil(rank.gradients_bytes)

@@ -85,6 +85,9 @@ class Overhead:
 def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
     reserve = job.reserve
     multi_gpu = plan.zero_group > 1  # data-parallel buckets exist only with more than one DP x CP rank
+    # ZeRO-3's parameters come to the GPU module by module from the other ranks' shards, or from host
+    # RAM with one rank: parameters offloaded must be copied to the GPU to compute, whatever the count
+    fetched = multi_gpu or plan.offload == "optimizer+params"
     trainable = trainable_params(arch, job)
     weight_bytes = weight_bytes_per_param(plan.precision)
 
@@ -96,12 +99,18 @@ def overhead(arch: Architecture, job: Job, plan: Plan) -> Overhead:
         buckets = Fraction(fsdp.grad_bytes)
     elif multi_gpu and plan.zero in (0, 1, 2):  # each stack's DDP / DeepSpeed / FSDP buffers
         buckets = Fraction(dp_buffer_bytes(arch, job, plan))
-    elif plan.zero == 3 and multi_gpu and fsdp_version(job) is not None:
+    elif plan.zero == 3 and fetched and fsdp_version(job) is not None:
         # torch FSDP: whole units gathered, no reduce bucket beyond the units' reduce-scatter inputs
         live = Fraction(working_set_bytes(arch, job, plan, stage_gathered=keeps_stage_gathered(job, plan)))
-    elif plan.zero == 3 and multi_gpu:  # DeepSpeed's coordinator and IPG bucket (models/memory/zero3_live.py)
+    elif plan.zero == 3 and not runs_megatron_fsdp(job.stack, plan.zero):
+        # DeepSpeed's coordinator and IPG bucket (models/memory/zero3_live.py). With one rank the
+        # bucket is still allocated (runtime/zero/stage3.py: `torch.empty(self.reduce_bucket_size, ...)`
+        # under contiguous_gradients, whatever the world size: deepspeedai/DeepSpeed edaa7221 L731-735),
+        # and a module's parameters are still fetched, as copies only where they live in host RAM
+        # (partition_parameters.py _no_gather_coalesced -> NoGatherHandle: `param.data =
+        # param.ds_tensor.data.to(device)`, the tensor itself when it is on the GPU already).
         held = zero3_live(arch, job, plan, int(weight_bytes), trainable)
-        live = Fraction(held.live_params_bytes)
+        live = Fraction(held.live_params_bytes) if fetched else Fraction(0)
         buckets = Fraction(held.ipg_bucket_bytes)
     return Overhead(
         cuda_context_bytes=reserve.cuda_context_mib * BYTES_PER_MIB,

@@ -108,3 +108,23 @@ def test_tp_shards_what_is_gathered(catalogue) -> None:
     one = zero3_model(arch, FULL, 1, 2)
     eight = zero3_model(arch, FULL, 8, 2)
     assert sum(p.numel for p in eight.params) == sum(-(-p.numel // 8) for p in one.params)
+
+
+def test_one_rank_keeps_the_bucket_and_fetches_only_offloaded_parameters(catalogue) -> None:
+    """With one rank DeepSpeed still allocates the IPG bucket (stage3.py under contiguous_gradients,
+    whatever the world size: edaa7221 L731-735) and fetches each module's parameters through
+    NoGatherHandle (partition_parameters.py: `param.data = param.ds_tensor.data.to(device)`): a copy
+    only where ds_tensor lives in host RAM (offload_param), the tensor itself where it is on the GPU.
+    Before, one rank counted neither: PEFT's bloomz-7b1 ZeRO-3 CPU-offload run read 0.37 of its peak."""
+    arch = catalogue.architecture("llama-2-7b")
+    one = Plan(gpu="h100-sxm-80gb", num_gpus=1, zero=3, recompute="full")
+    held = zero3_live(arch, LORA, one, 2, trainable_params(arch, LORA))
+    offloaded = overhead(arch, LORA, one.model_copy(update={"offload": "optimizer+params"}))
+    assert offloaded.comm_buckets_bytes == 2 * REDUCE_BUCKET_ELEMENTS
+    assert offloaded.zero3_live_params_bytes == held.live_params_bytes > 0
+    for offload in ("none", "optimizer"):
+        on_gpu = overhead(arch, LORA, one.model_copy(update={"offload": offload}))
+        assert on_gpu.comm_buckets_bytes == 2 * REDUCE_BUCKET_ELEMENTS and on_gpu.zero3_live_params_bytes == 0
+    # torch FSDP with its CPU offload on one rank gathers its units from host RAM alike
+    fsdp = overhead(arch, Job(stack="torchtitan", method="full"), one.model_copy(update={"offload": "optimizer+params"}))
+    assert fsdp.zero3_live_params_bytes > 0
