@@ -146,13 +146,15 @@ def _progress_bar(total: int, enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
     from rich.text import Text
 
+    from vramplan.commands.output import console_environ
+
     class RowsPerSecond(ProgressColumn):
         def render(self, task: Any) -> Text:
             return Text(f"{task.speed or 0:,.1f} rows/s")
 
     columns = (TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), RowsPerSecond(),
                TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+    with Progress(*columns, console=Console(stderr=True, _environ=console_environ()), transient=False) as progress:
         task = progress.add_task("batch", total=total)
         yield lambda done, total_rows: progress.update(task, completed=done)
 

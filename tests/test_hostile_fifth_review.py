@@ -5,6 +5,9 @@
   `--pools-out`, `--plot`, `--report` and `--launch-config` (click's own check, worded `Invalid
   value for '--plot': File 'adir' is a directory.`): bad input, exit 2, one wording for every
   output option (a folder that does not exist stays exit 1 for all, a write that cannot happen).
+- A tiny `$COLUMNS` (`COLUMNS=10`, `COLUMNS=1`) broke every word of a table over lines (a letter a
+  line, names cut to `v100-sxm-…`); `COLUMNS=²` or `LINES=²` (str.isdigit() but no int) stopped
+  every table with `internal error: ValueError` (rich reads both).
 """
 
 from __future__ import annotations
@@ -59,3 +62,35 @@ def test_an_output_that_is_a_folder_or_in_none_is_one_exit_code_for_every_option
     assert_error_line(result, f"{option}='{argv[-1]}': cannot write: ",
                       "it is a folder" if kind == "folder" else "does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("columns", ["10", "1", "59"])
+def test_a_tiny_screen_gets_tables_of_the_least_width_not_a_letter_a_line(columns):
+    result = invoke("gpus", env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "GPUs (dense TFLOPS; usable memory as the driver reports)"  # the title in one line
+    assert any(line.startswith("h100-sxm-80gb ") for line in lines) and "…" not in result.stdout
+    assert max(map(len, lines)) <= 60
+    assert invoke("gpus", env={"COLUMNS": "60"}).stdout == result.stdout
+
+
+def test_a_tiny_screen_draws_a_plan_readably():
+    result = invoke("estimate", "--model", "gpt2-124m", "--seq-len", "512", env={"COLUMNS": "10"})
+    assert result.exit_code == 0, result.stderr
+    assert "limit (90% of 79.65 GiB)" in result.stdout and "verda/1H100.80S.32V" in result.stdout
+
+
+@pytest.mark.parametrize("variable", ["COLUMNS", "LINES"])
+@pytest.mark.parametrize("value", ["\u00b2", "\u0668\u0660", "-5", "abc", " "])
+def test_a_columns_or_lines_that_is_no_number_is_ignored(variable, value):
+    result = invoke("stacks", env={variable: value})
+    assert result.exit_code == 0 and not result.stderr, result.stderr
+    assert result.stdout == invoke("stacks", env={"COLUMNS": None, "LINES": None}).stdout
+
+
+def test_the_screen_width_reads_ascii_digits_only():
+    from vramplan.commands.output import MIN_TABLE_COLUMNS, columns_width
+
+    assert [columns_width(text) for text in ("", "0", "\u00b2", "\u0668\u0660", "x", "1", "80", " 120 ")] == [
+        None, None, None, None, None, MIN_TABLE_COLUMNS, 80, 120]
