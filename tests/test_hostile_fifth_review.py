@@ -8,6 +8,9 @@
 - A tiny `$COLUMNS` (`COLUMNS=10`, `COLUMNS=1`) broke every word of a table over lines (a letter a
   line, names cut to `v100-sxm-…`); `COLUMNS=²` or `LINES=²` (str.isdigit() but no int) stopped
   every table with `internal error: ValueError` (rich reads both).
+- `fleet --quota AWS=8` said only that AWS is not a provider; provider names match exactly, as
+  `--provider` and `--gpu` match theirs (which are not case-insensitive either): the error now says
+  so and names the provider meant.
 """
 
 from __future__ import annotations
@@ -94,3 +97,17 @@ def test_the_screen_width_reads_ascii_digits_only():
 
     assert [columns_width(text) for text in ("", "0", "\u00b2", "\u0668\u0660", "x", "1", "80", " 120 ")] == [
         None, None, None, None, None, MIN_TABLE_COLUMNS, 80, 120]
+
+
+@pytest.mark.parametrize(("quota", "hint"), [("AWS=8", "did you mean aws?"), ("Lambda=8", "did you mean lambda?"),
+                                             ("xyz=8", "providers: aws, azure")])
+def test_a_quota_provider_matches_exactly_as_provider_does_and_names_the_one_meant(tmp_path, quota, hint):
+    jobs, inventory = _fleet_files(tmp_path)
+    result = invoke("fleet", jobs, "--inventory", inventory, "-o", str(tmp_path / "s.csv"), "--market", "on",
+                    "--quota", quota)
+    assert result.exit_code == 2
+    assert_error_line(result, f"quota='{quota.split('=')[0]}': is not a provider of the catalogue (names match "
+                              "exactly, as for --provider); ", hint)
+    assert not (tmp_path / "s.csv").exists()
+    solve = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--provider", quota.split("=")[0])
+    assert solve.exit_code == 2 and "provider=" in solve.stderr  # --provider matches exactly too
