@@ -206,7 +206,7 @@ def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]], dic
     warning line per oddity (unless -q)."""
     warnings: list[str] = []
     unread: dict[int, VramplanError] = {}
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings, row_errors=unread)
+    columns, table = read_table(options["jobs"], format_of(options["jobs"], None, "jobs"), warnings, row_errors=unread)
     extra = check_columns(columns, strict=options["strict_columns"])
     if extra:
         names = ", ".join(repr(name) for name in extra)
@@ -333,7 +333,8 @@ def run_batch_command(options: dict[str, Any]) -> None:
     """The batch command's flow (module docstring)."""
     started = time.perf_counter()
     target = output_target(options["output"])
-    fmt = format_of(options["output"], options["output_format"])
+    fmt = format_of(options["output"], options["output_format"], "output", "--format")
+    format_of(options["jobs"], None, "jobs")  # before any work
     require_extra(fmt, "writing")
     require_backend(options["backend"])
     if options["address"] is not None and options["backend"] == "local":  # it would run here, the address unread

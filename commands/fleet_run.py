@@ -92,7 +92,11 @@ def run_fleet_command(options: dict[str, Any]) -> None:
 
     budget = Budget.of(options["time_limit"])  # the whole run, reading the sheets included
     output: Path = options["output"]
-    fmt = format_of(output, options["fmt"])
+    fmt = format_of(output, options["fmt"], "output", "--format")
+    if options["pools_out"] is not None:
+        require_extra(format_of(options["pools_out"], None, "pools-out"), "writing")
+    jobs_format = format_of(options["jobs"], options["input_format"], "jobs", "--input-format")
+    inventory_format = format_of(options["inventory"], options["input_format"], "inventory", "--input-format")
     require_extra(fmt, "writing")
     if options["plot"] is not None:
         from vramplan.commands.plot import require_matplotlib
@@ -101,8 +105,8 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     outputs = [("output", output), ("pools-out", options["pools_out"]), ("plot", options["plot"])]
     targets = claim_outputs(outputs, _files_read(options))
     catalogue = open_catalogue(options)
-    jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
-    inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))
+    jobs = read_jobs(options["jobs"], jobs_format)
+    inventory = read_inventory(options["inventory"], inventory_format)
     start: datetime | None = fleet_start(jobs, inventory, options["start"])
     pools = inventory_pools(catalogue, inventory, start, str(options["inventory"]))
     quotas = parse_quotas(options["quota"])

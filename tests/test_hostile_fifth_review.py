@@ -11,6 +11,10 @@
 - `fleet --quota AWS=8` said only that AWS is not a provider; provider names match exactly, as
   `--provider` and `--gpu` match theirs (which are not case-insensitive either): the error now says
   so and names the provider meant.
+- `batch -o plans.json` and `fleet -o s.json` wrote CSV under a JSON name (`-o plans.png`, `--pools-out
+  pools.html` under a picture's or a page's), exit 0; a jobs sheet named `jobs.json` (a JSON array)
+  was read as CSV (`is not valid CSV: line 1: ',' expected after '"'`), an `.xls` as text that is
+  not UTF-8. Without a format given, such a name is refused before any work, saying what to name it.
 """
 
 from __future__ import annotations
@@ -111,3 +115,41 @@ def test_a_quota_provider_matches_exactly_as_provider_does_and_names_the_one_mea
     assert not (tmp_path / "s.csv").exists()
     solve = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--provider", quota.split("=")[0])
     assert solve.exit_code == 2 and "provider=" in solve.stderr  # --provider matches exactly too
+
+
+@pytest.mark.parametrize(("args", "option", "kind"), [
+    (("batch", "jobs.csv", "-o", "plans.json"), "output", "a JSON file (a sheet of JSON is JSON lines, .jsonl)"),
+    (("batch", "jobs.csv", "-o", "plans.PNG"), "output", "a picture"),
+    (("batch", "jobs.json", "-o", "plans.csv"), "jobs", "a JSON file (a sheet of JSON is JSON lines, .jsonl)"),
+    (("batch", "jobs.xls", "-o", "plans.csv"), "jobs", "an Excel 97-2003 file (save it as .xlsx)"),
+    (("fleet", "fjobs.csv", "--inventory", "inv.csv", "-o", "s.json"), "output", "a JSON file (a sheet of JSON is JSON lines, .jsonl)"),
+    (("fleet", "fjobs.csv", "--inventory", "inv.csv", "-o", "s.csv", "--pools-out", "p.html"), "pools-out",
+     "a web page"),
+    (("fleet", "fjobs.csv", "--inventory", "jobs.json", "-o", "s.csv"), "inventory",
+     "a JSON file (a sheet of JSON is JSON lines, .jsonl)"),
+])
+def test_a_sheet_named_as_another_kind_of_file_is_refused_before_any_work(tmp_path, monkeypatch, args, option, kind):
+    monkeypatch.chdir(tmp_path)
+    for name in ("jobs.csv", "jobs.json", "jobs.xls"):
+        (tmp_path / name).write_text(JOBS, encoding="utf-8")
+    _fleet_files(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = invoke(*args)
+    assert result.exit_code == 2
+    path = args[args.index(f"--{option}") + 1] if f"--{option}" in args else (
+        args[args.index("-o") + 1] if option == "output" else args[1])
+    flag = {"output": "--format", "pools-out": None}.get(option, "--input-format" if args[0] == "fleet" else None)
+    assert_error_line(result, f"{option}='{path}': is named as {kind}, not a sheet: name it .csv, .xlsx, .parquet or "
+                              ".jsonl" + (f", or give {flag}" if flag else ""))
+    assert result.stderr.rstrip().endswith(".jsonl" + (f", or give {flag}" if flag else ""))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_format_given_writes_under_any_name():
+    from pathlib import Path
+
+    from vramplan.sheets.sheet_files import format_of
+
+    assert format_of(Path("plans.json"), "jsonl", "output", "--format") == "jsonl"
+    assert format_of(Path("plans.txt"), None, "output", "--format") == "csv"  # a name of no kind stays CSV
+    assert format_of(Path("plans.json")) == "csv"  # the Python API's and a resume's reading: unchanged
