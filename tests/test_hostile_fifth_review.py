@@ -15,6 +15,11 @@
   pools.html` under a picture's or a page's), exit 0; a jobs sheet named `jobs.json` (a JSON array)
   was read as CSV (`is not valid CSV: line 1: ',' expected after '"'`), an `.xls` as text that is
   not UTF-8. Without a format given, such a name is refused before any work, saying what to name it.
+- `solve --region US-EAST-1` (a region no offering lists: the catalogue spells it us-east-1) and
+  `--country USA` (or `nan`, `*`: no ISO 3166-1 alpha-2 code) were answered infeasible, exit 3, with
+  a table of changes (8-bit optimizer states, LoRA...) that could not help; a batch row alike.
+  Unknown providers were already refused: now regions are too (naming the one meant), and a country
+  must be two letters.
 """
 
 from __future__ import annotations
@@ -153,3 +158,34 @@ def test_a_format_given_writes_under_any_name():
     assert format_of(Path("plans.json"), "jsonl", "output", "--format") == "jsonl"
     assert format_of(Path("plans.txt"), None, "output", "--format") == "csv"  # a name of no kind stays CSV
     assert format_of(Path("plans.json")) == "csv"  # the Python API's and a resume's reading: unchanged
+
+
+@pytest.mark.parametrize(("region", "hint"), [("US-EAST-1", "did you mean us-east-1?"),
+                                              ("ca-mtl-1", "did you mean CA-MTL-1?"),
+                                              ("nowhere", "see `vramplan offerings --format csv`")])
+def test_a_region_no_offering_lists_is_refused_naming_the_one_meant(region, hint):
+    result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--gpu", "h100-sxm-80gb", "--region", region)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert_error_line(result, f"region='{region}': is a region of no offering in the catalogue; {hint}")
+
+
+@pytest.mark.parametrize("country", ["USA", "nan", "*", "U", "\u00dcS"])
+def test_a_country_that_is_no_two_letter_code_is_refused(country):
+    from vramplan import SolveQuery
+    from vramplan.solver.query_fields import query_from_fields
+
+    with pytest.raises(ValueError, match=r"is not an ISO 3166-1 alpha-2 code: two letters, such as US or DE"):
+        query_from_fields({"model": "gpt2-124m", "seq_len": 512, "countries": f"DE;{country}"})  # a batch cell
+    with pytest.raises(ValueError, match="alpha-2"):
+        SolveQuery(model="gpt2-124m", countries=(country,))
+    result = invoke("solve", "--model", "gpt2-124m", "--seq-len", "512", "--country", country)
+    assert result.exit_code == 2
+    assert_error_line(result, f"country={country!r}: is not an ISO 3166-1 alpha-2 code")
+
+
+def test_a_country_code_in_any_case_and_a_known_region_still_plan(catalogue):
+    from vramplan import Job, SolveQuery, solve
+
+    answer = solve(catalogue, SolveQuery(model="gpt2-124m", job=Job(seq_len=512), gpus=("h100-sxm-80gb",), max_gpus=8,
+                                         countries=("us",), regions=("us-east-1", "CA-MTL-1")))
+    assert answer.status == "optimal"
