@@ -20,6 +20,9 @@
   a table of changes (8-bit optimizer states, LoRA...) that could not help; a batch row alike.
   Unknown providers were already refused: now regions are too (naming the one meant), and a country
   must be two letters.
+- `catalogue import skypilot`: a vms.csv whose header names `Price` twice priced every instance at
+  the second column's cells (csv.DictReader keeps the last), silently; a `Price` of `1_000` (or
+  Arabic-Indic digits) was read by float() as 1000, a number no catalogue cell takes.
 """
 
 from __future__ import annotations
@@ -189,3 +192,27 @@ def test_a_country_code_in_any_case_and_a_known_region_still_plan(catalogue):
     answer = solve(catalogue, SolveQuery(model="gpt2-124m", job=Job(seq_len=512), gpus=("h100-sxm-80gb",), max_gpus=8,
                                          countries=("us",), regions=("us-east-1", "CA-MTL-1")))
     assert answer.status == "optimal"
+
+
+SKY_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,SpotPrice"
+
+
+def _sky_import(tmp_path, *lines: str, header: str = SKY_HEADER):
+    (tmp_path / "v8" / "lambda").mkdir(parents=True)
+    (tmp_path / "v8" / "lambda" / "vms.csv").write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    return invoke("catalogue", "import", "skypilot", str(tmp_path / "v8"), "--price-date", "2026-12-05")
+
+
+def test_a_skypilot_header_that_repeats_a_column_is_refused(tmp_path):
+    result = _sky_import(tmp_path, "gpu_8x_h100_sxm5,H100,8,208,1800,23.92,us-east-1,,0.01",
+                         header=SKY_HEADER + ",Price")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert_error_line(result, "cloud='lambda/vms.csv': its header names the column 'Price' twice")
+
+
+@pytest.mark.parametrize("price", ["1_000", "\u0662\u0663", "0x10", "nan", "-5"])
+def test_a_skypilot_price_outside_the_number_grammar_skips_its_instance_naming_the_cell(tmp_path, price):
+    result = _sky_import(tmp_path, f"gpu_8x_h100_sxm5,H100,8,208,1800,{price},us-east-1,")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("\n") == 1  # the header alone
+    assert f"Price {price!r} is not a number > 0: lambda/gpu_8x_h100_sxm5" in result.stderr
