@@ -114,15 +114,30 @@ def _foreign_extensions() -> set[str]:
     return sheets | {".xls", *IMAGE_SUFFIXES, ".html", ".htm"}
 
 
+# What --report and --launch-config write, and the extensions of what they never write: `--report
+# r.json` wrote an HTML page, `--launch-config l.png` a JSON configuration, under those names.
+_OTHER_WRITES = {"report": ("an HTML page (.html)", {".json", ".jsonl", ".csv", ".txt", ".md"}),
+                 "launch-config": ("the stack's launch configuration (JSON, TOML or arguments)",
+                                   {".csv", ".html", ".htm"})}
+
+
 def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
     """Before any work: no output is a file the command reads, nor another of its outputs, nor (-o
-    without --format) a file of a kind the command does not write (exit 2)."""
+    without --format) a file of a kind the command does not write, nor a --report or --launch-config
+    named as a kind of file they do not write (exit 2)."""
     from vramplan.sheets.output_file import claim_outputs
 
     output = options.get("output")
     if output is not None and not options.get("output_format") and output.suffix.lower() in _foreign_extensions():
         raise VramplanError("output", str(output), f"this command writes a table, JSON (.json) or CSV (.csv), not "
                                                    f"{output.suffix}; name the file so, or give --format")
+    for option, path in outputs:
+        if path is None or option not in _OTHER_WRITES:
+            continue
+        writes, also_foreign = _OTHER_WRITES[option]
+        foreign = (_foreign_extensions() | also_foreign) - ({".html", ".htm"} if option == "report" else set())
+        if path.suffix.lower() in foreign:
+            raise VramplanError(option, str(path), f"--{option} writes {writes}, not {path.suffix}; name the file so")
     claim_outputs(outputs, files_read(options))
 
 

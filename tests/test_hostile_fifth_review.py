@@ -23,6 +23,8 @@
 - `catalogue import skypilot`: a vms.csv whose header names `Price` twice priced every instance at
   the second column's cells (csv.DictReader keeps the last), silently; a `Price` of `1_000` (or
   Arabic-Indic digits) was read by float() as 1000, a number no catalogue cell takes.
+- `solve --report r.json` wrote an HTML page under a JSON name, `--launch-config l.png` (or `.csv`)
+  a JSON configuration under a picture's name (the third review refused such names for `-o` only).
 """
 
 from __future__ import annotations
@@ -216,3 +218,18 @@ def test_a_skypilot_price_outside_the_number_grammar_skips_its_instance_naming_t
     assert result.exit_code == 0, result.stderr
     assert result.stdout.count("\n") == 1  # the header alone
     assert f"Price {price!r} is not a number > 0: lambda/gpu_8x_h100_sxm5" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "option", "name"), [
+    (("solve", "--model", "gpt2-124m", "--seq-len", "512"), "report", "r.json"),
+    (("solve", "--model", "gpt2-124m", "--seq-len", "512"), "report", "r.PNG"),
+    (("solve", "--model", "gpt2-124m", "--seq-len", "512"), "report", "r.csv"),
+    (("solve", "--model", "gpt2-124m", "--seq-len", "512"), "launch-config", "l.png"),
+    (("estimate", "--model", "gpt2-124m", "--seq-len", "512"), "launch-config", "l.csv"),
+    (("estimate", "--model", "gpt2-124m", "--seq-len", "512"), "launch-config", "l.xlsx"),
+])
+def test_a_report_or_launch_config_named_as_another_kind_of_file_is_refused(tmp_path, args, option, name):
+    path = tmp_path / name
+    result = invoke(*args, f"--{option}", str(path))
+    assert result.exit_code == 2 and result.stdout == "" and not path.exists()
+    assert_error_line(result, f"{option}='{path}': --{option} writes ", f"not {path.suffix}; name the file so")
