@@ -25,6 +25,8 @@
   Arabic-Indic digits) was read by float() as 1000, a number no catalogue cell takes.
 - `solve --report r.json` wrote an HTML page under a JSON name, `--launch-config l.png` (or `.csv`)
   a JSON configuration under a picture's name (the third review refused such names for `-o` only).
+- `VRAMPLAN_DEBUG=0` (or `false`, `off`), meant to keep tracebacks off, turned them on: any
+  non-empty value did, so an internal error printed a traceback instead of its one line.
 """
 
 from __future__ import annotations
@@ -233,3 +235,23 @@ def test_a_report_or_launch_config_named_as_another_kind_of_file_is_refused(tmp_
     result = invoke(*args, f"--{option}", str(path))
     assert result.exit_code == 2 and result.stdout == "" and not path.exists()
     assert_error_line(result, f"{option}='{path}': --{option} writes ", f"not {path.suffix}; name the file so")
+
+
+@pytest.mark.parametrize(("value", "on"), [("0", False), ("false", False), (" OFF ", False), ("no", False), ("", False),
+                                           ("1", True), ("yes", True), ("true", True)])
+def test_vramplan_debug_is_off_when_set_to_a_word_for_off(monkeypatch, value, on):
+    from vramplan.commands import output
+    from vramplan.models.core.debug import debug_enabled
+
+    monkeypatch.setenv("VRAMPLAN_DEBUG", value)
+    assert debug_enabled() is on
+
+    def boom(options):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(output, "chosen_format", boom)
+    result = invoke("gpus")
+    if on:
+        assert isinstance(result.exception, RuntimeError)  # raised for Python to print its traceback
+    else:
+        assert result.exit_code == 1 and result.stderr == "internal error: RuntimeError: boom\n"
