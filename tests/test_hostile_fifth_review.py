@@ -27,6 +27,8 @@
   a JSON configuration under a picture's name (the third review refused such names for `-o` only).
 - `VRAMPLAN_DEBUG=0` (or `false`, `off`), meant to keep tracebacks off, turned them on: any
   non-empty value did, so an internal error printed a traceback instead of its one line.
+- An output ending in '/' lost the slash to pathlib: `gpus -o newdir/` wrote a file named newdir,
+  `-o plans.csv/` replaced plans.csv, exit 0, where the shell and open() say 'Not a directory'.
 """
 
 from __future__ import annotations
@@ -255,3 +257,18 @@ def test_vramplan_debug_is_off_when_set_to_a_word_for_off(monkeypatch, value, on
         assert isinstance(result.exception, RuntimeError)  # raised for Python to print its traceback
     else:
         assert result.exit_code == 1 and result.stderr == "internal error: RuntimeError: boom\n"
+
+
+@pytest.mark.parametrize(("args", "option"), [(a, o) for a, o in FOLDER_OUTPUTS if a[-1] == "{out}"])
+@pytest.mark.parametrize("name", ["newdir/", "jobs.csv/"])
+def test_an_output_ending_in_a_slash_is_refused_and_writes_nothing(tmp_path, monkeypatch, args, option, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jobs.csv").write_text(JOBS, encoding="utf-8")
+    _fleet_files(tmp_path)
+    (tmp_path / "sky" / "aws").mkdir(parents=True)
+    (tmp_path / "sky" / "aws" / "vms.csv").write_text("InstanceType\n", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    result = invoke(*[arg.format(out=name) for arg in args])
+    assert result.exit_code == 2
+    assert_error_line(result, f"{name!r} ends in '/', which names a folder: name a file")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
