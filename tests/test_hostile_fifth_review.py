@@ -29,6 +29,8 @@
   non-empty value did, so an internal error printed a traceback instead of its one line.
 - An output ending in '/' lost the slash to pathlib: `gpus -o newdir/` wrote a file named newdir,
   `-o plans.csv/` replaced plans.csv, exit 0, where the shell and open() say 'Not a directory'.
+- `VRAMPLAN_TODAY=20261231` and `2026-W50-1` were taken (date.fromisoformat's other ISO forms)
+  where every message says YYYY-MM-DD, and `2027-02-29` was said not to be of that form.
 """
 
 from __future__ import annotations
@@ -272,3 +274,13 @@ def test_an_output_ending_in_a_slash_is_refused_and_writes_nothing(tmp_path, mon
     assert result.exit_code == 2
     assert_error_line(result, f"{name!r} ends in '/', which names a folder: name a file")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize(("today", "reason"), [("20261231", "must be a date YYYY-MM-DD"),
+                                               ("2026-W50-1", "must be a date YYYY-MM-DD"),
+                                               ("2026-12-31T00:00", "must be a date YYYY-MM-DD"),
+                                               ("2027-02-29", "is not a day of the calendar")])
+def test_vramplan_today_is_a_calendar_day_written_yyyy_mm_dd(today, reason):
+    result = invoke("gpus", env={"VRAMPLAN_TODAY": today})
+    assert result.exit_code == 2
+    assert_error_line(result, f"VRAMPLAN_TODAY={today!r}: {reason}")
