@@ -333,8 +333,8 @@ def run_batch_command(options: dict[str, Any]) -> None:
     """The batch command's flow (module docstring)."""
     started = time.perf_counter()
     target = output_target(options["output"])
-    fmt = format_of(options["output"], options["output_format"], "output", "--format")
-    format_of(options["jobs"], None, "jobs")  # before any work
+    fmt = format_of(options["output"], options["output_format"])
+    format_of(options["jobs"], None, "jobs")  # a name of no sheet: before reading it
     require_extra(fmt, "writing")
     require_backend(options["backend"])
     if options["address"] is not None and options["backend"] == "local":  # it would run here, the address unread
@@ -353,6 +353,7 @@ def run_batch_command(options: dict[str, Any]) -> None:
     columns, table, unread = _read_jobs(options)
     catalogue = open_catalogue(options)
     refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
+    format_of(options["output"], options["output_format"], "output", "--format")  # after: a file it reads says so
     with lock_output(target):
         _run_and_write(options, target, fmt, journal_file, (columns, table, unread), catalogue, started)
 

@@ -92,9 +92,9 @@ def run_fleet_command(options: dict[str, Any]) -> None:
 
     budget = Budget.of(options["time_limit"])  # the whole run, reading the sheets included
     output: Path = options["output"]
-    fmt = format_of(output, options["fmt"], "output", "--format")
+    fmt = format_of(output, options["fmt"])
     if options["pools_out"] is not None:
-        require_extra(format_of(options["pools_out"], None, "pools-out"), "writing")
+        require_extra(format_of(options["pools_out"]), "writing")
     jobs_format = format_of(options["jobs"], options["input_format"], "jobs", "--input-format")
     inventory_format = format_of(options["inventory"], options["input_format"], "inventory", "--input-format")
     require_extra(fmt, "writing")
@@ -120,6 +120,9 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     for (option, _), target in zip(outputs, targets):
         if target is not None:  # nor may it replace a config file a job's model cell named
             refuse_inputs(target, [("model config", path) for path in configs], None, option)
+    format_of(output, options["fmt"], "output", "--format")  # named as no sheet: after a file it reads says so
+    if options["pools_out"] is not None:
+        format_of(options["pools_out"], None, "pools-out")
     valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
     query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],

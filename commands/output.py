@@ -131,6 +131,7 @@ def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) ->
     if output is not None and not options.get("output_format") and output.suffix.lower() in _foreign_extensions():
         raise VramplanError("output", str(output), f"this command writes a table, JSON (.json) or CSV (.csv), not "
                                                    f"{output.suffix}; name the file so, or give --format")
+    claim_outputs(outputs, files_read(options))  # first: "is the model config file itself" says more
     for option, path in outputs:
         if path is None or option not in _OTHER_WRITES:
             continue
@@ -138,7 +139,6 @@ def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) ->
         foreign = (_foreign_extensions() | also_foreign) - ({".html", ".htm"} if option == "report" else set())
         if path.suffix.lower() in foreign:
             raise VramplanError(option, str(path), f"--{option} writes {writes}, not {path.suffix}; name the file so")
-    claim_outputs(outputs, files_read(options))
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

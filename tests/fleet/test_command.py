@@ -423,7 +423,7 @@ def test_a_model_path_is_read_only_inside_the_sheets_folder_and_never_overwritte
     assert statuses == ["error", "scheduled", "scheduled"]
     before = (sheet_dir / "mine.json").read_bytes()
     one_line_error(invoke("fleet", str(jobs_csv), "--inventory", str(inventory), "-o", str(sheet_dir / "mine.json"),
-                          "--format", "csv", "--time-limit", "10"), "model config")
+                          "--time-limit", "10"), "model config")
     assert (sheet_dir / "mine.json").read_bytes() == before
 
 
