@@ -8,7 +8,6 @@ as one line; never a traceback (set VRAMPLAN_DEBUG=1 to see one).
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 import click
@@ -45,12 +44,13 @@ def _exit_code(invoke) -> int:
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         # Imported here, not at the top: models.errors loads pydantic, which `vramplan --help` does not need.
+        from vramplan.models.core.debug import debug_enabled
         from vramplan.models.core.errors import CommandFailure, VramplanError
 
         if isinstance(error, (VramplanError, CommandFailure)):
             _say(f"error: {error}", err=True)
             return EXIT_USAGE if isinstance(error, VramplanError) else EXIT_ERROR
-        if os.environ.get("VRAMPLAN_DEBUG"):
+        if debug_enabled():
             raise
         if isinstance(error, OSError) and error.errno is not None:  # the system said no: a closed
             _say(f"error: {error.strerror or error}", err=True)  # stdout (EBADF), a full disk, a limit

@@ -10,11 +10,11 @@ traceback (`_pickle.UnpicklingError: pickle data was truncated`) under the batch
 
 from __future__ import annotations
 
-import os
 import pickle
 import sys
 
 import vramplan.batch.worker  # noqa: F401  (the preload: every worker forks with the solver imported)
+from vramplan.models.core.debug import debug_enabled
 
 # What a child meets when the batch process went away during the hand-over: the task's pickle cut
 # short, its pipe closed, or (FileNotFoundError) the pool's semaphores already unlinked by the
@@ -29,5 +29,5 @@ def quiet_hook(kind: type[BaseException], error: BaseException, trace: object) -
     sys.stderr.write(f"vramplan worker: {kind.__name__}: {' '.join(str(error).split())[:300]}\n")
 
 
-if not os.environ.get("VRAMPLAN_DEBUG"):
+if not debug_enabled():
     sys.excepthook = quiet_hook

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from vramplan.batch.gc_pacing import GcPacing
 from vramplan.models.catalogue.catalogue import Catalogue
+from vramplan.models.core.debug import debug_enabled
 from vramplan.models.core.errors import VramplanError, from_validation_error
 from vramplan.sheets.rows import error_row, output_row
 from vramplan.solver.api import solve
@@ -94,7 +95,7 @@ def init_pool_worker(catalogue: Catalogue, parent_pid: int | None = None) -> Non
     global _worker_catalogue
     _worker_catalogue = catalogue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if not os.environ.get("VRAMPLAN_DEBUG"):
+    if not debug_enabled():
         logging.getLogger().addHandler(logging.NullHandler())  # no last-resort stderr handler
     if parent_pid is not None:
         with contextlib.suppress(OSError):

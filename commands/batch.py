@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import CountRange, FilePath, OnceCommand, catalogue_options, models_dir_option
+from vramplan.commands.options import CountRange, FilePath, OnceCommand, OutputPath, catalogue_options, models_dir_option
 from vramplan.sheets.formats import FORMATS
 
 
 @click.command("batch", cls=OnceCommand)
 @click.argument("jobs", type=FilePath(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=FilePath(path_type=Path), required=True,
+@click.option("-o", "--output", type=OutputPath(path_type=Path), required=True,
               help="Where to write the plans (one row per job, input columns first).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="Output format [default: from the output's extension, else csv].")

@@ -146,13 +146,15 @@ def _progress_bar(total: int, enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
     from rich.text import Text
 
+    from vramplan.commands.output import console_environ
+
     class RowsPerSecond(ProgressColumn):
         def render(self, task: Any) -> Text:
             return Text(f"{task.speed or 0:,.1f} rows/s")
 
     columns = (TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), RowsPerSecond(),
                TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+    with Progress(*columns, console=Console(stderr=True, _environ=console_environ()), transient=False) as progress:
         task = progress.add_task("batch", total=total)
         yield lambda done, total_rows: progress.update(task, completed=done)
 
@@ -204,7 +206,7 @@ def _read_jobs(options: dict[str, Any]) -> tuple[list[str], list[list[Any]], dic
     warning line per oddity (unless -q)."""
     warnings: list[str] = []
     unread: dict[int, VramplanError] = {}
-    columns, table = read_table(options["jobs"], format_of(options["jobs"]), warnings, row_errors=unread)
+    columns, table = read_table(options["jobs"], format_of(options["jobs"], None, "jobs"), warnings, row_errors=unread)
     extra = check_columns(columns, strict=options["strict_columns"])
     if extra:
         names = ", ".join(repr(name) for name in extra)
@@ -332,6 +334,7 @@ def run_batch_command(options: dict[str, Any]) -> None:
     started = time.perf_counter()
     target = output_target(options["output"])
     fmt = format_of(options["output"], options["output_format"])
+    format_of(options["jobs"], None, "jobs")  # a name of no sheet: before reading it
     require_extra(fmt, "writing")
     require_backend(options["backend"])
     if options["address"] is not None and options["backend"] == "local":  # it would run here, the address unread
@@ -350,6 +353,7 @@ def run_batch_command(options: dict[str, Any]) -> None:
     columns, table, unread = _read_jobs(options)
     catalogue = open_catalogue(options)
     refuse_inputs(target, _config_files_read(columns, table, catalogue, models_dir_of(options)), journal_file)
+    format_of(options["output"], options["output_format"], "output", "--format")  # after: a file it reads says so
     with lock_output(target):
         _run_and_write(options, target, fmt, journal_file, (columns, table, unread), catalogue, started)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from vramplan.commands.options import FilePath, OnceCommand
+from vramplan.commands.options import FilePath, OnceCommand, OutputPath
 
 MAX_VMS_CSV_BYTES = 64 * 2**20  # SkyPilot's largest vms.csv (AWS, every region and zone) is about 20 MiB
 
@@ -34,7 +34,7 @@ def import_() -> None:
 @click.option("--source", default="skypilot-org/skypilot-catalog", show_default=True,
               help="Where DIR came from (repository and commit), written into each row's source.")
 @click.option("--price-date", default=None, help="Date of the prices, YYYY-MM-DD [default: today].")
-@click.option("-o", "--output", type=FilePath(path_type=Path), default=None,
+@click.option("-o", "--output", type=OutputPath(path_type=Path), default=None,
               help="Write the offerings CSV here [default: stdout].")
 def skypilot(directory: Path, clouds: tuple[str, ...], source: str, price_date: str | None, output: Path | None) -> None:
     """Read SkyPilot catalog CSVs (DIR/<cloud>/vms.csv, as catalogs/v8/ of

@@ -15,8 +15,8 @@ from vramplan.commands.options import (
     PRECISION_CHOICE,
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
-    FilePath,
     OnceCommand,
+    OutputPath,
     build_job,
     catalogue_options,
     estimate_recompute_option,
@@ -53,10 +53,10 @@ from vramplan.commands.options import (
               help="Decoder layers of each pipeline rank, first to last, e.g. 7,8*14,7 (Megatron "
                    "--decoder-first/last-pipeline-num-layers or a layout) [default: even, the remainder on the "
                    "ranks before the last].")
-@click.option("--launch-config", "launch_path", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--launch-config", "launch_path", type=OutputPath(path_type=Path), default=None,
               help="Also write the stack's own launch configuration for the plan to FILE (hf, unsloth: JSON of the "
                    "calls; deepspeed: JSON; megatron, torchtune, litgpt: shell arguments; torchtitan: TOML).")
-@click.option("--plot", "plot_path", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(path_type=Path), default=None,
               help="Also draw memory per GPU by pillar against limit and capacity to FILE (.png, .svg, .pdf; "
                    "needs vramplan[plot]).")
 @catalogue_options

@@ -15,6 +15,7 @@ from vramplan.commands.options import (
     CountRange,
     FilePath,
     OnceCommand,
+    OutputPath,
     catalogue_options,
     models_dir_option,
 )
@@ -56,7 +57,7 @@ class Timestamp(click.ParamType):
 @click.option("--inventory", type=FilePath(exists=True, dir_okay=False, path_type=Path), required=True,
               help="Pools: pool, offering (or gpu + provider), num_gpus (or instances), available_from/_to, "
                    "committed, price_usd_per_gpu_hour.")
-@click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=OutputPath(path_type=Path), required=True,
               help="The schedule: one row per job row, input columns first.")
 @click.option("--objective", type=click.Choice(FLEET_OBJECTIVES), default="cost", show_default=True,
               help="cost = marginal USD (deadlines hard); makespan = the last end (deadlines hard); "
@@ -77,9 +78,9 @@ class Timestamp(click.ParamType):
                    "[default: the earliest date of earliest_start / available_from].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: by suffix].")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None, help="Jobs/inventory format [default: by suffix].")
-@click.option("--pools-out", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--pools-out", type=OutputPath(path_type=Path), default=None,
               help="Also write the per-pool use (GPU-hours used and idle, utilisation, USD) to this file.")
-@click.option("--plot", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=OutputPath(path_type=Path), default=None,
               help="Draw a Gantt chart per pool (PNG/SVG by suffix; needs the plot extra).")
 @models_dir_option
 @catalogue_options

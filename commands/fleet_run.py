@@ -93,6 +93,10 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     budget = Budget.of(options["time_limit"])  # the whole run, reading the sheets included
     output: Path = options["output"]
     fmt = format_of(output, options["fmt"])
+    if options["pools_out"] is not None:
+        require_extra(format_of(options["pools_out"]), "writing")
+    jobs_format = format_of(options["jobs"], options["input_format"], "jobs", "--input-format")
+    inventory_format = format_of(options["inventory"], options["input_format"], "inventory", "--input-format")
     require_extra(fmt, "writing")
     if options["plot"] is not None:
         from vramplan.commands.plot import require_matplotlib
@@ -101,8 +105,8 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     outputs = [("output", output), ("pools-out", options["pools_out"]), ("plot", options["plot"])]
     targets = claim_outputs(outputs, _files_read(options))
     catalogue = open_catalogue(options)
-    jobs = read_jobs(options["jobs"], format_of(options["jobs"], options["input_format"]))
-    inventory = read_inventory(options["inventory"], format_of(options["inventory"], options["input_format"]))
+    jobs = read_jobs(options["jobs"], jobs_format)
+    inventory = read_inventory(options["inventory"], inventory_format)
     start: datetime | None = fleet_start(jobs, inventory, options["start"])
     pools = inventory_pools(catalogue, inventory, start, str(options["inventory"]))
     quotas = parse_quotas(options["quota"])
@@ -116,6 +120,9 @@ def run_fleet_command(options: dict[str, Any]) -> None:
     for (option, _), target in zip(outputs, targets):
         if target is not None:  # nor may it replace a config file a job's model cell named
             refuse_inputs(target, [("model config", path) for path in configs], None, option)
+    format_of(output, options["fmt"], "output", "--format")  # named as no sheet: after a file it reads says so
+    if options["pools_out"] is not None:
+        format_of(options["pools_out"], None, "pools-out")
     valid = [i for i, job in enumerate(jobs.jobs) if job is not None]
     query = FleetQuery(jobs=tuple(jobs.jobs[i] for i in valid), pools=tuple(pools), objective=options["objective"],
                        horizon_hours=options["horizon_days"] * 24, time_limit_s=options["time_limit"],

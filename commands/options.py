@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,18 @@ class FilePath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value.strip():
             self.fail(f"{value!r} is {'blank' if value else 'empty'}: name a {'file' if self.file_okay else 'folder'}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class OutputPath(FilePath):
+    """A file a command writes: a name ending in a path separator names a folder, and is refused.
+    pathlib drops the trailing '/', so `-o newdir/` wrote a file named newdir and `-o plans.csv/`
+    replaced plans.csv, where the shell and open() say 'Not a directory'. Every output option (-o,
+    --plot, --report, --launch-config, --pools-out) takes this type."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.strip() and value.endswith(("/", os.sep)):
+            self.fail(f"{value!r} ends in '/', which names a folder: name a file", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -160,7 +173,7 @@ catalogue_options = _stack(
 output_options = _stack(
     click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
                  help="Output format [default: from the -o file's extension (.json, .csv), else table]."),
-    click.option("-o", "--output", type=FilePath(path_type=Path), help="Write the result to FILE instead of stdout."),
+    click.option("-o", "--output", type=OutputPath(path_type=Path), help="Write the result to FILE instead of stdout."),
 )
 
 job_options = _stack(

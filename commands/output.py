@@ -21,6 +21,10 @@ from vramplan.models.core.errors import VramplanError
 
 # Below this many columns tables drop to their compact layout (fewer columns, wrapped text).
 COMPACT_BELOW_COLUMNS = 100
+# Tables are never drawn narrower: below it rich broke every word over lines (`COLUMNS=10`: a
+# letter or a few a line, names cut to `v100-sxm-…`). A narrower screen gets lines this wide,
+# which a terminal wraps at its edge and a pipe keeps whole.
+MIN_TABLE_COLUMNS = 60
 
 
 # -o FILE without --format writes the format its extension names; any other extension, a table.
@@ -51,11 +55,27 @@ class Screen:
 def screen_for(output: Path | None) -> Screen:
     """A terminal gets its own width with boxes; a pipe or a file gets plain text, $COLUMNS wide
     when that is set (as `COLUMNS=80 vramplan ... | less`), else as wide as the table needs."""
-    columns = os.environ.get("COLUMNS", "")
-    width = int(columns) if columns.isdigit() and int(columns) > 0 else None
     if output is None and sys.stdout is not None and sys.stdout.isatty():
-        return Screen(width=shutil.get_terminal_size().columns, plain=False)
-    return Screen(width=width, plain=True)
+        return Screen(width=max(shutil.get_terminal_size().columns, MIN_TABLE_COLUMNS), plain=False)
+    return Screen(width=columns_width(os.environ.get("COLUMNS", "")), plain=True)
+
+
+def columns_width(columns: str) -> int | None:
+    """$COLUMNS as a table width: ASCII digits of a number above 0 (else None: as wide as the
+    table needs), never below MIN_TABLE_COLUMNS. `COLUMNS=²` passed str.isdigit() and stopped every
+    table command with `internal error: ValueError`."""
+    text = columns.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) == 0:
+        return None
+    return max(int(text), MIN_TABLE_COLUMNS)
+
+
+def console_environ() -> dict[str, str]:
+    """The environment a rich Console reads: without a COLUMNS or LINES that is not ASCII digits.
+    rich tests them with str.isdigit() and then calls int(), so `COLUMNS=²` or `LINES=²` stopped
+    every table (and batch's progress bar) with `internal error: ValueError`."""
+    return {name: value for name, value in os.environ.items()
+            if name not in ("COLUMNS", "LINES") or (value.isascii() and value.isdigit())}
 
 
 def emit(text: str, output: Path | None) -> None:
@@ -94,16 +114,31 @@ def _foreign_extensions() -> set[str]:
     return sheets | {".xls", *IMAGE_SUFFIXES, ".html", ".htm"}
 
 
+# What --report and --launch-config write, and the extensions of what they never write: `--report
+# r.json` wrote an HTML page, `--launch-config l.png` a JSON configuration, under those names.
+_OTHER_WRITES = {"report": ("an HTML page (.html)", {".json", ".jsonl", ".csv", ".txt", ".md"}),
+                 "launch-config": ("the stack's launch configuration (JSON, TOML or arguments)",
+                                   {".csv", ".html", ".htm"})}
+
+
 def claim(options: Mapping[str, Any], outputs: list[tuple[str, Path | None]]) -> None:
     """Before any work: no output is a file the command reads, nor another of its outputs, nor (-o
-    without --format) a file of a kind the command does not write (exit 2)."""
+    without --format) a file of a kind the command does not write, nor a --report or --launch-config
+    named as a kind of file they do not write (exit 2)."""
     from vramplan.sheets.output_file import claim_outputs
 
     output = options.get("output")
     if output is not None and not options.get("output_format") and output.suffix.lower() in _foreign_extensions():
         raise VramplanError("output", str(output), f"this command writes a table, JSON (.json) or CSV (.csv), not "
                                                    f"{output.suffix}; name the file so, or give --format")
-    claim_outputs(outputs, files_read(options))
+    claim_outputs(outputs, files_read(options))  # first: "is the model config file itself" says more
+    for option, path in outputs:
+        if path is None or option not in _OTHER_WRITES:
+            continue
+        writes, also_foreign = _OTHER_WRITES[option]
+        foreign = (_foreign_extensions() | also_foreign) - ({".html", ".htm"} if option == "report" else set())
+        if path.suffix.lower() in foreign:
+            raise VramplanError(option, str(path), f"--{option} writes {writes}, not {path.suffix}; name the file so")
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -7,7 +7,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from vramplan.commands.literal import literal
-from vramplan.commands.output import Screen
+from vramplan.commands.output import Screen, console_environ
 from vramplan.models.architecture.parallel import split_label
 from vramplan.models.core.results import PILLARS, CostReport, MemoryReport, ModelInfo, PerformanceReport
 from vramplan.models.core.units import BYTES_PER_GIB
@@ -110,7 +110,7 @@ def table_width(table: Table) -> int:
     """The columns a table needs to be drawn without wrapping."""
     from rich.console import Console
 
-    console = Console(file=io.StringIO(), width=_NATURAL_WIDTH)
+    console = Console(file=io.StringIO(), width=_NATURAL_WIDTH, _environ=console_environ())
     return console.measure(table).maximum
 
 
@@ -121,7 +121,7 @@ def render(parts: list[Any], screen: Screen) -> str:
     # markup and emoji off: names come from the user's files ('[red]x' is a directory name, not a colour)
     console = Console(file=io.StringIO(), width=screen.width or _NATURAL_WIDTH, highlight=False, markup=False,
                       emoji=False, color_system=None if screen.plain else "standard", force_terminal=not screen.plain,
-                      soft_wrap=False)
+                      soft_wrap=False, _environ=console_environ())
     for part in parts:
         console.print(literal(part) if isinstance(part, str) else part)
     text = console.file.getvalue()  # type: ignore[attr-defined]

@@ -17,8 +17,8 @@ from vramplan.commands.options import (
     REAL,
     RECOMPUTE_CHOICE,
     ZERO_CHOICE,
-    FilePath,
     OnceCommand,
+    OutputPath,
     catalogue_options,
     job_options,
     open_catalogue,
@@ -94,13 +94,13 @@ def build_query(options: dict[str, Any]) -> SolveQuery:
                    "depend on the machine's load (about 1 ms of CPU each; docs/input-rules.md#time-limits).")
 @click.option("--time-limit", type=POSITIVE, default=600.0, show_default=True,
               help="Wall-clock seconds: an outer safety net, reached only on a very slow or loaded machine.")
-@click.option("--plot", "plot_path", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(path_type=Path), default=None,
               help="Also draw the cost-vs-time Pareto front to FILE (.png, .svg, .pdf; implies --pareto; "
                    "needs vramplan[plot]).")
-@click.option("--launch-config", "launch_path", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--launch-config", "launch_path", type=OutputPath(path_type=Path), default=None,
               help="Also write the stack's own launch configuration for the plan to FILE (hf, unsloth: JSON of the "
                    "calls; deepspeed: JSON; megatron, torchtune, litgpt: shell arguments; torchtitan: TOML).")
-@click.option("--report", "report_path", type=FilePath(dir_okay=False, path_type=Path), default=None,
+@click.option("--report", "report_path", type=OutputPath(path_type=Path), default=None,
               help="Also write one self-contained HTML page: plan, memory chart, alternatives, front "
                    "(implies --pareto; needs vramplan[plot]).")
 @catalogue_options

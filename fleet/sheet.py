@@ -308,8 +308,11 @@ def market_pools(catalogue: Catalogue, quotas: dict[str, int]) -> list[Pool]:
     """One pool per provider of the offerings catalogue; a quota bounds its GPUs at every moment."""
     providers = sorted({o.provider for o in catalogue.offerings.values()})
     for provider in quotas:
-        if provider not in providers:
-            raise VramplanError("quota", provider, f"is not a provider of the catalogue ({', '.join(providers)})")
+        if provider not in providers:  # matched as --provider and --gpu match theirs: exactly, with the names meant
+            close = closest_names(provider, providers)
+            hint = f"did you mean {', '.join(close)}?" if close else f"providers: {', '.join(providers)}"
+            raise VramplanError("quota", provider, f"is not a provider of the catalogue (names match exactly, "
+                                                   f"as for --provider); {hint}")
     return [Pool(name=MARKET_PREFIX + p, market_provider=p,
                  windows=None if p not in quotas else (PoolWindow(num_gpus=quotas[p]),)) for p in providers]
 

@@ -76,7 +76,11 @@ def _refuse_packaged(path: Path, real: Path, option: str) -> None:
 def output_target(path: Path, option: str = "output") -> OutputTarget:
     """Classify the output path; a folder, or a path whose folder does not exist, is one line naming
     `option` (the option it was given as: output, plot, report...), and so is a path in the
-    packaged catalogues folder (_refuse_packaged)."""
+    packaged catalogues folder (_refuse_packaged). A folder or a packaged catalogue is bad input
+    (exit 2), the same for every output option: a folder was exit 1 for `batch -o` and `gpus -o`
+    but exit 2 (click's own check) for `fleet -o`, `--plot`, `--report` and `--launch-config`. A
+    missing folder is a write that cannot happen, as a full disk or no permission (exit 1,
+    docs/batch.md "Output safety")."""
     try:
         mode = os.stat(path).st_mode  # follows symlinks: /proc/self/fd/1 is the pipe itself
     except FileNotFoundError:
@@ -89,7 +93,7 @@ def output_target(path: Path, option: str = "output") -> OutputTarget:
     except OSError as error:
         raise CommandFailure(f"{option}={str(path)!r}: cannot write: {error.strerror or error}") from None
     if stat.S_ISDIR(mode):
-        raise CommandFailure(f"{option}={str(path)!r}: cannot write: it is a folder")
+        raise VramplanError(option, str(path), "cannot write: it is a folder; name a file")
     if stat.S_ISREG(mode):
         real = Path(os.path.realpath(path))
         _refuse_packaged(path, real, option)

@@ -41,8 +41,24 @@ CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's 131,072 would reject the whole s
 # --- reading --------------------------------------------------------------------------------------
 
 
-def format_of(path: Path, requested: str | None = None) -> str:
-    return requested or SUFFIX_FORMATS.get(path.suffix.lower(), "csv")
+# Names of files that are no sheet: without --format they were read or written as CSV (`batch -o
+# plans.json` wrote CSV under a JSON name, `fleet --pools-out pools.png` CSV under a picture's).
+NOT_SHEETS = {".json": "a JSON file (a sheet of JSON is JSON lines, .jsonl)", ".xls": "an Excel 97-2003 file "
+              "(save it as .xlsx)", ".png": "a picture", ".svg": "a picture", ".pdf": "a PDF",
+              ".html": "a web page", ".htm": "a web page"}
+
+
+def format_of(path: Path, requested: str | None = None, option: str | None = None, flag: str | None = None) -> str:
+    """The sheet format of a file: `requested` (--format) wins; else its extension; any other name
+    is CSV, but a name of a kind that is no sheet (NOT_SHEETS) is refused naming `option` (and the
+    command's `flag` that would say the format)."""
+    if requested:
+        return requested
+    suffix = path.suffix.lower()
+    if option is not None and suffix in NOT_SHEETS:
+        raise VramplanError(option, str(path), f"is named as {NOT_SHEETS[suffix]}, not a sheet: name it .csv, "
+                                               ".xlsx, .parquet or .jsonl" + (f", or give {flag}" if flag else ""))
+    return SUFFIX_FORMATS.get(suffix, "csv")
 
 
 def require_extra(fmt: str, action: str) -> None:

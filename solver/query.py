@@ -148,6 +148,16 @@ class SolveQuery(BaseModel):
         limits = self.budget_usd is not None or self.deadline_hours is not None or self.max_days > 0
         return self.model_dump_json(exclude=set(ignored) if limits else set(ignored) | {"tokens"})
 
+    @field_validator("countries")
+    @classmethod
+    def _countries_are_codes(cls, countries: tuple[str, ...]) -> tuple[str, ...]:
+        """Two letters, any case: `--country USA` (or `nan`, `*`) matched no offering and was answered
+        infeasible, with changes to try that could not help."""
+        for country in countries:
+            if not (len(country) == 2 and country.isascii() and country.isalpha()):
+                raise VramplanError("country", country, "is not an ISO 3166-1 alpha-2 code: two letters, such as US or DE")
+        return countries
+
     @model_validator(mode="after")
     def _pins_fit_the_limits(self) -> SolveQuery:
         if self.pins.num_gpus is not None and self.pins.num_gpus > self.max_gpus:

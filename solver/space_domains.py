@@ -20,7 +20,7 @@ from vramplan.models.catalogue.stack_contract import (
 )
 from vramplan.models.core.catalogue_schema import GpuSpec, Offering
 from vramplan.models.core.choices import JURISDICTIONS
-from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.errors import VramplanError, closest_names
 from vramplan.models.core.setup import OFFLOADS, RECOMPUTES, ZERO_STAGES, offload_refusal
 from vramplan.models.memory.memory import check_gpu_precision
 from vramplan.models.time.cost import has_price, num_instances
@@ -100,6 +100,7 @@ def query_offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
     for provider in query.providers:
         if provider not in known_providers:
             raise VramplanError("provider", provider, f"no offering; known: {', '.join(sorted(known_providers))}")
+    refuse_unknown_regions(catalogue, query.regions)
     chosen = [
         o
         for o in catalogue.offerings.values()
@@ -110,6 +111,21 @@ def query_offerings(catalogue: Catalogue, query: SolveQuery) -> list[Offering]:
         and plannable(o, query)
     ]
     return sorted(chosen, key=lambda o: o.name)  # independent of catalogue row order
+
+
+def refuse_unknown_regions(catalogue: Catalogue, regions: tuple[str, ...]) -> None:
+    """A region no offering of the catalogue lists is a typo, refused like an unknown provider:
+    `--region US-EAST-1` was answered infeasible ("none of the allowed offerings is in --region
+    US-EAST-1") with a table of changes that could not help. Regions match exactly (providers spell
+    them in either case: us-east-1, CA-MTL-1)."""
+    if not regions:
+        return
+    known = {r for o in catalogue.offerings.values() for r in o.regions.split(";") if r}
+    for region in regions:
+        if region not in known:
+            close = sorted(r for r in known if r.lower() == region.lower()) or closest_names(region, sorted(known))
+            hint = f"did you mean {', '.join(close)}?" if close else "see `vramplan offerings --format csv`"
+            raise VramplanError("region", region, f"is a region of no offering in the catalogue; {hint}")
 
 
 def gpu_runs(gpu: GpuSpec, precision: str) -> bool:

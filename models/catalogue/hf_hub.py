@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from vramplan.models.core.debug import debug_enabled
 from vramplan.models.core.errors import CommandFailure, VramplanError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -37,7 +38,7 @@ def _hub_quiet() -> Iterator[None]:
     1s [Retry 1/5]": 11 stderr lines when the hub cannot be reached); a failure here is one line."""
     logger = logging.getLogger("huggingface_hub")
     previous = logger.level
-    logger.setLevel(logging.ERROR if not os.environ.get("VRAMPLAN_DEBUG") else previous)
+    logger.setLevel(logging.ERROR if not debug_enabled() else previous)
     try:
         yield
     finally:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from vramplan.models.core.catalogue_schema import Offering
+from vramplan.models.core.errors import VramplanError
+from vramplan.models.core.numbers import parse_real
 
 # SkyPilot cloud directories whose provider name differs in vramplan's catalogue.
 PROVIDER_OF_CLOUD = {"do": "digitalocean"}
@@ -67,11 +68,25 @@ def gpu_name(cloud: str, accelerator: str, instance_type: str = "") -> str | Non
 
 
 def _number(text: str | None) -> float | None:
-    try:
-        value = float(text) if text not in (None, "") else None
-    except ValueError:
+    """A number > 0 in the one grammar of models/core/numbers.py (Python's float() took `1_000` as
+    1000 and `١٢` as 12, which no catalogue cell takes); anything else is no number (None)."""
+    if text in (None, ""):
         return None
-    return value if value is not None and math.isfinite(value) and value > 0 else None
+    try:
+        value = parse_real("cell", text)
+    except VramplanError:
+        return None
+    return value if value > 0 else None
+
+
+def _rows(cloud: str, text: str) -> csv.DictReader:
+    """The rows of a vms.csv; a header that repeats a column is refused (csv.DictReader kept the last
+    one silently: a second Price column priced every instance at its cells)."""
+    header = next(csv.reader(io.StringIO(text)), [])
+    repeated = next((name for index, name in enumerate(header) if name in header[:index]), None)
+    if repeated is not None:
+        raise VramplanError("cloud", f"{cloud}/vms.csv", f"its header names the column {repeated[:40]!r} twice")
+    return csv.DictReader(io.StringIO(text))
 
 
 def import_cloud(cloud: str, text: str, gpus: set[str], shipped: dict[str, Offering], source: str,
@@ -81,7 +96,7 @@ def import_cloud(cloud: str, text: str, gpus: set[str], shipped: dict[str, Offer
     (repository, path, commit), written into every row with `price_date`."""
     provider = PROVIDER_OF_CLOUD.get(cloud, cloud)
     rows_by_type: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for row in csv.DictReader(io.StringIO(text)):
+    for row in _rows(cloud, text):
         if row.get("InstanceType"):
             rows_by_type[row["InstanceType"]].append(row)
     offerings: list[Offering] = []
@@ -109,7 +124,9 @@ def _offering(cloud: str, provider: str, instance_type: str, rows: list[dict[str
         return Skipped(instance_type, f"not a whole number of GPUs ({rows[0].get('AcceleratorCount')})")
     priced = [(price, row) for row in rows if (price := _number(row.get("Price"))) is not None]
     if not priced:
-        return Skipped(instance_type, "no on-demand price")
+        unread = next((cell for row in rows if (cell := (row.get("Price") or "").strip())), None)
+        return Skipped(instance_type, "no on-demand price" if unread is None else
+                       f"Price {unread[:40]!r} is not a number > 0")
     cheapest = min(price for price, _ in priced)
     at_cheapest = [row for price, row in priced if price == cheapest]
     regions = sorted({row.get("Region", "") for row in at_cheapest} - {""})

@@ -4,6 +4,7 @@ pin it, so that an answer does not change with the day it is computed on)."""
 from __future__ import annotations
 
 import os
+import re
 from datetime import date, timedelta
 
 from vramplan.models.core.errors import VramplanError
@@ -16,10 +17,14 @@ def today() -> date:
     pinned = os.environ.get("VRAMPLAN_TODAY")
     if not pinned:
         return date.today()
+    # The form first: date.fromisoformat also took 20261231 and the week date 2026-W50-1, and
+    # called 2027-02-29 (the right form, no such day) not a date YYYY-MM-DD.
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", pinned):
+        raise VramplanError("VRAMPLAN_TODAY", pinned, "must be a date YYYY-MM-DD")
     try:
         day = date.fromisoformat(pinned)
     except ValueError:
-        raise VramplanError("VRAMPLAN_TODAY", pinned, "must be a date YYYY-MM-DD") from None
+        raise VramplanError("VRAMPLAN_TODAY", pinned, "is not a day of the calendar") from None
     if day >= LAST_TODAY:  # the catalogue checks add a day of grace to today: 9999-12-31 overflowed
         raise VramplanError("VRAMPLAN_TODAY", pinned, f"must be a date before {LAST_TODAY.isoformat()}")
     return day
