@@ -312,6 +312,24 @@ STEP_FP32_GRAD_COPY_STACKS = Behaviour(
     "the optimizer step holds an fp32 copy of a 16-bit gradient buffer (its shard under the distributed "
     "optimizer) until the next step's zero_grad", frozenset({"megatron"}), "models/memory/model_states.py")
 
+# Stacks whose ZeRO optimizer is DeepSpeed's, whose step flattens the 16-bit gradients of one step
+# unit into a new tensor and casts it to the fp32 master's dtype, the fp32 gradient held while that
+# unit steps: stage 1/2 a parameter group's whole partition (deepspeedai/DeepSpeed v0.19.8
+# runtime/zero/stage_1_and_2.py step: `single_grad_partition = self.flatten(self.averaged_gradients[i])
+# .to(self.single_partition_of_fp32_groups[i].dtype)`, freed after `_optimizer_step(i)` by `del
+# single_grad_partition`), stage 3 one sub-group of the partition, of at most sub_group_size (1e9)
+# elements (stage3.py _prepare_fp32_grad_for_sub_group, the same flatten().to(); released after the
+# sub-group's step). At the cast both copies are live: 2 + 4 bytes an element. Measured on CPU (torch
+# 2.13.0, DeepSpeed 0.19.8, gloo; tests/tools/deepspeed_step_probe.py): 12 bytes an element of the
+# unit above the step's start, of which 6 the copies and 8 at once during torch's single-tensor CPU Adam
+# (its denominator's two temporaries beside the fp32 gradient); on CUDA DeepSpeed's FusedAdam makes
+# no temporaries, so the cast's 6 is the peak. hf runs DeepSpeed for some plans only
+# (DP_ENGINE_BY_PLAN_STACKS, by count, TP, EP and CP): not counted there.
+DEEPSPEED_STEP_COPY_STACKS = Behaviour(
+    "the optimizer step flattens a step unit's 16-bit gradients and casts them to fp32 (a partition, a "
+    "ZeRO-3 sub-group of at most 1e9 elements): 6 bytes an element beside the states",
+    frozenset({"deepspeed"}), "models/memory/model_states.py")
+
 # Stacks whose EP dispatcher on DeepEP / HybridEP (Job.moe_dispatcher) allocates its own
 # communication buffers once per process, outside torch's allocator: Megatron's flex dispatcher
 # (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/fused_a2a.py get_buffer L36-69:

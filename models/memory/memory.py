@@ -57,7 +57,8 @@ class MemoryBreakdown:
     @property
     def step_peak_bytes(self) -> int:
         """The rank at the optimizer step: its states, the overhead and the fp32 gradient copies the
-        step holds (ModelStates.step_grad_copy_bytes: Megatron with a 16-bit gradient buffer), with
+        step holds (ModelStates.step_grad_copy_bytes: Megatron with a 16-bit gradient buffer; DeepSpeed's
+        flat fp32 cast of one step unit), with
         no activations (freed by the step; the copies by the next step's zero_grad before its
         forward). The overhead is counted whole, its pipeline p2p and ring-attention buffers with
         it, though those are transient (a few hidden states: an upper bound)."""

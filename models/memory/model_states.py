@@ -28,6 +28,7 @@ from vramplan.models.architecture.quantization import (
 from vramplan.models.core.catalogue_schema import Architecture
 from vramplan.models.core.setup import Job, Plan
 from vramplan.models.core.stack_behaviour import (
+    DEEPSPEED_STEP_COPY_STACKS,
     HOOK_REDUCED_ZERO1_STACKS,
     STEP_FP32_GRAD_COPY_STACKS,
     UNSHARDED_ACCUMULATION_STACKS,
@@ -311,11 +312,30 @@ def step_grad_copy_bytes(arch: Architecture, job: Job, plan: Plan, stage: int = 
 def _step_copy_bytes(job: Job, plan: Plan, groups: list[tuple[int, int]],
                      recipe: tuple[Fraction, Fraction, Fraction]) -> int:
     """step_grad_copy_bytes from the rank's flat buffers (state_groups) and the recipe's bytes."""
-    if job.stack not in STEP_FP32_GRAD_COPY_STACKS or plan.offload != "none":
+    deepspeed = runs_deepspeed_step(job, plan)
+    if (job.stack not in STEP_FP32_GRAD_COPY_STACKS and not deepspeed) or plan.offload != "none":
         return 0
     if plan.precision == "fp32" or pure_half(job, plan.precision) or recipe[1] != HALF_BYTES:
         return 0  # no master copy, or an fp32 gradient buffer that .float() returns as it is
+    if deepspeed:
+        # one step unit at a time (DEEPSPEED_STEP_COPY_STACKS): a group's partition, under ZeRO-3 a
+        # sub-group of it of at most sub_group_size elements; its 16-bit flat copy and the fp32 cast
+        largest = max((ceil_div(params, group) for params, group in groups), default=0)
+        if plan.zero == 3:
+            largest = min(largest, DEEPSPEED_SUB_GROUP_ELEMENTS)
+        return largest * (HALF_BYTES + FP32_BYTES)
     return sum(FP32_BYTES * (ceil_div(params, group) if plan.zero >= 1 else params) for params, group in groups)
+
+
+DEEPSPEED_SUB_GROUP_ELEMENTS = 10**9  # runtime/zero/config.py sub_group_size's default (launch/deepspeed.py sets none)
+
+
+def runs_deepspeed_step(job: Job, plan: Plan) -> bool:
+    """Whether the plan's optimizer step is DeepSpeed's ZeRO optimizer (DEEPSPEED_STEP_COPY_STACKS):
+    the deepspeed stack at ZeRO-1 to 3. hf runs DeepSpeed for some plans only (models/core/hf_engine.py:
+    by the GPU count, TP, EP and CP, which the solver's model-states keys do not carry), so its step
+    is not counted (docs/fidelity.md)."""
+    return plan.zero >= 1 and job.stack in DEEPSPEED_STEP_COPY_STACKS
 
 
 def keeps_stage_gathered(job: Job, plan: Plan) -> bool:

@@ -66,6 +66,8 @@ def test_more_capacity_never_turns_a_fit_into_a_miss(catalogue, arch, gpu_name, 
         architecture, Job(seq_len=1024, capacity_fraction=fraction), plan,
         gpu.model_copy(update={"memory_usable_mib": gpu.memory_usable_mib * 2}),
     )
-    assert tight.total_bytes == sum(tight.pillars.values())
+    # the pillars, or the optimizer step's peak where its gradient copies outweigh the freed activations
+    # (DeepSpeed's flat fp32 cast at the step, the hf stack on one GPU: models/memory/memory.py)
+    assert tight.total_bytes == max(sum(tight.pillars.values()), tight.step_peak_bytes)
     if tight.fits:
         assert loose.fits and bigger.fits

@@ -68,7 +68,6 @@ def test_tensor_and_pipeline_ranks_copy_their_own_share(catalogue) -> None:
 def test_other_stacks_and_an_offloaded_optimizer_do_not(catalogue) -> None:
     arch = catalogue.architecture("llama-3.1-8b")
     plan = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, precision="fp16")
-    assert step_grad_copy_bytes(arch, _job("deepspeed", accounting="zero"), plan) == 0
     assert step_grad_copy_bytes(arch, _job("hf", accounting="zero"), plan) == 0
     offloaded = plan.model_copy(update={"offload": "optimizer"})  # HybridDeviceOptimizer: not read
     assert step_grad_copy_bytes(arch, _job("megatron", accounting="zero"), offloaded) == 0
@@ -112,3 +111,23 @@ def test_the_measured_runs_with_a_16_bit_buffer_peak_in_their_backward(catalogue
             assert copy < memory.activations.total_bytes, run.id
             assert memory.total_bytes == memory.activation_peak_bytes, run.id
     assert checked >= 5
+
+
+def test_deepspeed_casts_one_step_unit_to_fp32(catalogue) -> None:
+    """DeepSpeed's step flattens a step unit's 16-bit gradients and casts them to fp32 (2 + 4 bytes an
+    element, both live at the cast): stage 1/2 the rank's partition (stage_1_and_2.py step), stage 3 a
+    sub-group of at most sub_group_size = 1e9 elements (stage3.py _prepare_fp32_grad_for_sub_group).
+    Measured on CPU with DeepSpeed 0.19.8 (tests/tools/deepspeed_step_probe.py): 12 bytes an element of
+    the unit above the step's start under torch's CPU Adam, whose denominator adds two fp32 temporaries
+    that DeepSpeed's FusedAdam on CUDA does not make; a sub-group of 100,000 cut it to one parameter's."""
+    arch = catalogue.architecture("llama-3.1-8b")
+    job = _job("deepspeed", accounting="zero")
+    eight = Plan(gpu="h100-sxm-80gb", num_gpus=8, zero=1, precision="bf16")
+    for zero in (1, 2):
+        plan = eight.model_copy(update={"zero": zero})
+        assert step_grad_copy_bytes(arch, job, plan) == 6 * -(-LLAMA_8B_PARAMS // 8)
+    two = eight.model_copy(update={"num_gpus": 2, "zero": 3})  # a 4.0B partition: one 1e9 sub-group at a time
+    assert step_grad_copy_bytes(arch, job, two) == 6 * 10**9
+    assert step_grad_copy_bytes(arch, job, eight.model_copy(update={"num_gpus": 16, "zero": 3})) == 6 * -(-LLAMA_8B_PARAMS // 16)
+    assert step_grad_copy_bytes(arch, job, eight.model_copy(update={"offload": "optimizer"})) == 0  # the cast is on the host
+    assert step_grad_copy_bytes(arch, job, eight.model_copy(update={"zero": 0})) == 0  # DeepSpeed's ZeRO optimizer only
