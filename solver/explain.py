@@ -32,7 +32,6 @@ Solver = Callable[[SolveQuery], SolvedPlan | None]
 Fits = Callable[[SolveQuery], bool]  # whether any plan of the query fits (api.plan_exists)
 
 
-
 def stack_mitigation(stack: str) -> str:
     """The change that switches to another stack, as explanations word it."""
     return f"the {stack} stack (--stack {stack})"
@@ -188,7 +187,7 @@ def smallest_lift(query: SolveQuery, conflict: list[str], fits: Fits) -> list[st
 
 
 MAX_OTHER_STACKS = 1  # other stacks an explanation tries: each is one more solve (+4% on the batch sample each)
-MAX_NAMED_GPUS = 3  # bigger GPUs named in the change; more are counted
+MAX_NAMED_GPUS = 3  # bigger GPUs named in a change, more counted (the 21 over an RTX 4090 made 300 characters)
 
 
 def _mitigations(query: SolveQuery, space: SearchSpace,
@@ -238,10 +237,8 @@ def _mitigations(query: SolveQuery, space: SearchSpace,
             "pins": pins.model_copy(update={"num_gpus": n}), "max_gpus": max(query.max_gpus, n), "max_nodes": None}), every_count
     if query.gpus:
         largest = max(query.gpus, key=lambda name: catalogue.gpu(name).memory_usable_mib)
-        biggest = catalogue.gpu(largest).memory_usable_mib
-        bigger = tuple(sorted(g.name for g in catalogue.gpus.values() if g.memory_usable_mib > biggest))
-        if bigger:
-            # a few are named; the catalogue's 21 over an RTX 4090 made a 300-character change (the plan names its GPU)
+        limit = catalogue.gpu(largest).memory_usable_mib
+        if bigger := tuple(sorted(g.name for g in catalogue.gpus.values() if g.memory_usable_mib > limit)):
             which = ", ".join(bigger) if len(bigger) <= MAX_NAMED_GPUS else f"the {len(bigger)} with more memory than {largest}"
             yield f"bigger GPUs ({which})", query.model_copy(update={"gpus": bigger}), None
     # Another stack, where the job's own runs less parallelism (the recipe defaults follow the stack,
