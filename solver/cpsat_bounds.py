@@ -363,9 +363,14 @@ class UnitBounds(ClusterScreen):
         lower = self.step_bound_us(c, branch, tier)
         if lower is None:
             return None
-        price = self.space.clusters[c].price_units
-        if order in ("cost", "pareto"):
-            return (price * lower,)
-        if order == "hourly":
-            return (price, lower)
-        return (lower,)
+        return objective_bound(self.space.clusters[c].price_units, lower, order)
+
+
+def objective_bound(price_units: int, step_us: int, order: str) -> tuple[int, ...]:
+    """The objective's key of a cluster at this price whose step takes at least step_us: cost (and
+    the Pareto front's first point) price x step, hourly (price, step), time the step."""
+    if order in ("cost", "pareto"):
+        return (price_units * step_us,)
+    if order == "hourly":
+        return (price_units, step_us)
+    return (step_us,)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge
+from vramplan.solver.cpsat_bounds import LAST_TIER, Branch, UnitBounds, branch_layouts, branch_of, huge, objective_bound
 from vramplan.solver.cpsat_model import ClusterModel, build_cluster_model
 from vramplan.solver.engine import (
     MODEL_WORK,
@@ -286,8 +286,7 @@ class UnitSearch:
             lower, cap = least[g, n], caps[c]  # compute_step_us(c), step_cap_us(c)
             if lower is None or (cap is not None and lower > cap):
                 continue
-            bound = (price * lower,) if order in ("cost", "pareto") else (price, lower) if order == "hourly" else (lower,)
-            heap.append((bound, 0, c, ()))
+            heap.append((objective_bound(price, lower, order), 0, c, ()))
         return heap
 
     def _take(self, c: int, branch: Branch, order: str, k: int, step_below: int | None,

@@ -166,5 +166,5 @@ class EstimateResult(_Result):
     # What makes the plan one nobody would run, though it fits (models/estimate.py plan_warnings).
     warnings: list[str] = []
     # A plan that does not fit: the single changes that make it fit, least disruptive first (filled by
-    # `vramplan estimate` and vramplan.fitting_changes; empty when it fits or none does).
+    # models/estimate.py estimate unless fitting_changes=False; empty when it fits or none does).
     fitting_changes: list[FittingChange] = []

@@ -14,7 +14,7 @@ sum(memory_terms(...).values()) == models.memory.stage_memory(...).total_bytes e
 | activations.backward_peak | max(last rank's loss temporaries, one layer's backward) |
 | activations.fragmentation | the job's fragmentation fraction x the largest transient block / tp (models/memory/fragmentation.py) |
 | activations.pipeline_buffers | torch pipelining's receive buffers and kept stage outputs (pp, accumulation, vpp, stage, tp, sp, cp, b) |
-| step.grad_copy_excess | Megatron's fp32 grad copies at the step beyond the freed activations (zero, precision, accounting) |
+| step.grad_copy_excess | Megatron's fp32 grad copies, DeepSpeed's fp32 cast, beyond the freed activations (zero, precision, accounting) |
 | overhead.* | fixed reserve; NCCL per communicator; DP buckets (zero, dp*cp > 1); ZeRO-3 working set (tp, pp > 1) and bucket |
 | | (one rank: the working set only with the parameters offloaded); SP, p2p, CP buffers |
 """
